@@ -1,0 +1,61 @@
+//===- CompileOptions.h - what `mpc compile` was asked to do ------*- C++ -*-===//
+//
+// This file declares the validated options of `mpc compile`, independent of
+// how they were spelled on the command line.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_COMPILER_COMPILEOPTIONS_H
+#define MPC_COMPILER_COMPILEOPTIONS_H
+
+#include <optional>
+#include <string>
+
+namespace mlir::mpc {
+
+enum class Target { Cpu, Cuda };
+enum class AmpLevel { O0, O1, O2, O3 };
+enum class HalfType { F16, BF16 };
+enum class OptimizerKind { Sgd, Adam, AdamW };
+enum class LossScaleMode { Default, Dynamic, Static, None };
+/// Stages `--emit` can stop at, in pipeline order (as Toy's `-emit=`).
+enum class EmitStage { Mlir, TrainingStep, Kernels, Host, Library };
+
+/// `--loss-scale=dynamic|static:<scale>|none`.
+struct LossScale {
+  LossScaleMode mode = LossScaleMode::Default;
+  double staticScale = 0; ///< Set for LossScaleMode::Static.
+};
+
+/// Parses `--loss-scale`; returns an error message, or nothing on success.
+std::optional<std::string> parseLossScale(const std::string &text,
+                                          LossScale &out);
+
+/// Parses `--arch=sm_XY`; returns an error message, or nothing on success.
+std::optional<std::string> parseArch(const std::string &text, int &smVersion);
+
+struct CompileOptions {
+  std::string inputFile;
+  std::string outputDir;
+  Target target = Target::Cpu;
+  int smVersion = 0; ///< 0 unless --arch was given.
+  AmpLevel amp = AmpLevel::O0;
+  std::optional<HalfType> half; ///< Unset: f16 where a level needs one.
+  OptimizerKind optimizer = OptimizerKind::Sgd;
+  double learningRate = 0.01;
+  double momentum = 0.0;
+  double weightDecay = 0.0;
+  double eps = 1e-8;
+  double clipNorm = 0.0; ///< 0: no clipping.
+  LossScale lossScale;
+  int accumulate = 1;
+  EmitStage emit = EmitStage::Library;
+};
+
+/// The first option in `options` that this build cannot honour yet, as a
+/// message, or nothing when every option is implemented.
+std::optional<std::string> findUnimplemented(const CompileOptions &options);
+
+} // namespace mlir::mpc
+
+#endif // MPC_COMPILER_COMPILEOPTIONS_H

@@ -1,0 +1,194 @@
+//===- main.cpp - the mpc command-line tool -----------------------*- C++ -*-===//
+//
+// `mpc compile model.mlir [options]`. Options are parsed with llvm::cl,
+// validated here, and handed to the pipeline as a CompileOptions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/CompileOptions.h"
+#include "compiler/Compiler.h"
+
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdio>
+
+using namespace llvm;
+
+namespace {
+
+cl::SubCommand compileCommand("compile",
+                              "Compile a model into a training library");
+
+cl::OptionCategory targetCategory("Target options");
+cl::OptionCategory precisionCategory("Precision options");
+cl::OptionCategory optimizerCategory("Optimizer options");
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
+                               cl::Required, cl::sub(compileCommand));
+cl::opt<std::string> outputDir("o", cl::desc("Output directory"),
+                               cl::value_desc("dir"), cl::sub(compileCommand));
+
+cl::opt<mlir::mpc::EmitStage> emit(
+    "emit", cl::desc("Stop at a stage and print it"), cl::sub(compileCommand),
+    cl::init(mlir::mpc::EmitStage::Library),
+    cl::values(
+        clEnumValN(mlir::mpc::EmitStage::Mlir, "mlir", "the verified model"),
+        clEnumValN(mlir::mpc::EmitStage::TrainingStep, "training-step",
+                   "the derived training step, precision assigned"),
+        clEnumValN(mlir::mpc::EmitStage::Kernels, "kernels",
+                   "generated CUDA C++ kernel source"),
+        clEnumValN(mlir::mpc::EmitStage::Host, "host", "generated host C++ source"),
+        clEnumValN(mlir::mpc::EmitStage::Library, "lib",
+                   "lib<model>.a and <model>.h in -o (default)")));
+
+cl::opt<mlir::mpc::Target> target(
+    "target", cl::desc("Where the model trains"), cl::sub(compileCommand),
+    cl::init(mlir::mpc::Target::Cpu), cl::cat(targetCategory),
+    cl::values(clEnumValN(mlir::mpc::Target::Cpu, "cpu",
+                          "host compiler; the kernels run block by block"),
+               clEnumValN(mlir::mpc::Target::Cuda, "cuda",
+                          "NVRTC kernels and cuBLASLt GEMMs")));
+cl::opt<std::string> arch("arch",
+                          cl::desc("GPU architecture for --target=cuda"),
+                          cl::value_desc("sm_XY"), cl::sub(compileCommand),
+                          cl::cat(targetCategory));
+
+cl::opt<mlir::mpc::AmpLevel> amp(
+    "amp", cl::desc("Mixed-precision level (Apex's names)"),
+    cl::sub(compileCommand), cl::init(mlir::mpc::AmpLevel::O0),
+    cl::cat(precisionCategory),
+    cl::values(
+        clEnumValN(mlir::mpc::AmpLevel::O0, "O0", "fp32 throughout"),
+        clEnumValN(mlir::mpc::AmpLevel::O1, "O1",
+                   "fp32 parameters, half GEMMs with fp32 accumulation"),
+        clEnumValN(mlir::mpc::AmpLevel::O2, "O2",
+                   "half model, fp32 master weights, fp32 norms"),
+        clEnumValN(mlir::mpc::AmpLevel::O3, "O3", "pure half, no master weights")));
+cl::opt<mlir::mpc::HalfType> half(
+    "half", cl::desc("Reduced-precision type"), cl::sub(compileCommand),
+    cl::cat(precisionCategory),
+    cl::values(clEnumValN(mlir::mpc::HalfType::F16, "f16", "IEEE binary16"),
+               clEnumValN(mlir::mpc::HalfType::BF16, "bf16", "bfloat16")));
+cl::opt<std::string> lossScale(
+    "loss-scale", cl::desc("dynamic | static:<scale> | none (default: "
+                           "dynamic for f16, none otherwise)"),
+    cl::sub(compileCommand), cl::cat(precisionCategory));
+
+cl::opt<mlir::mpc::OptimizerKind> optimizer(
+    "optimizer", cl::desc("Fused optimizer"), cl::sub(compileCommand),
+    cl::init(mlir::mpc::OptimizerKind::Sgd), cl::cat(optimizerCategory),
+    cl::values(clEnumValN(mlir::mpc::OptimizerKind::Sgd, "sgd", "SGD with momentum"),
+               clEnumValN(mlir::mpc::OptimizerKind::Adam, "adam", "Adam"),
+               clEnumValN(mlir::mpc::OptimizerKind::AdamW, "adamw",
+                          "Adam with decoupled weight decay")));
+cl::opt<double> learningRate("lr", cl::desc("Initial learning rate"),
+                             cl::init(0.01), cl::sub(compileCommand),
+                             cl::cat(optimizerCategory));
+cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
+                         cl::sub(compileCommand), cl::cat(optimizerCategory));
+cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
+                            cl::init(0.0), cl::sub(compileCommand),
+                            cl::cat(optimizerCategory));
+cl::opt<double> eps("eps", cl::desc("Adam epsilon"), cl::init(1e-8),
+                    cl::sub(compileCommand), cl::cat(optimizerCategory));
+cl::opt<double> clipNorm("clip-norm",
+                         cl::desc("Clip gradients to this global norm (0: "
+                                  "off)"),
+                         cl::init(0.0), cl::sub(compileCommand),
+                         cl::cat(optimizerCategory));
+cl::opt<int> accumulate("accumulate",
+                        cl::desc("Micro-batches per optimizer step"),
+                        cl::init(1), cl::sub(compileCommand),
+                        cl::cat(optimizerCategory));
+
+/// `%g` formatting, so a message shows the value as the user typed it.
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return text;
+}
+
+int fail(const Twine &message) {
+  errs() << "mpc compile: error: " << message << "\n";
+  return 1;
+}
+
+/// Validates the command line into options; returns nonzero on a bad value.
+int collectOptions(mlir::mpc::CompileOptions &options) {
+  options.inputFile = inputFile;
+  options.outputDir = outputDir;
+  options.emit = emit;
+  options.target = target;
+  options.amp = amp;
+  if (half.getNumOccurrences())
+    options.half = half;
+  options.optimizer = optimizer;
+
+  if (arch.getNumOccurrences()) {
+    if (target != mlir::mpc::Target::Cuda)
+      return fail("--arch applies to --target=cuda only");
+    if (std::optional<std::string> error = mlir::mpc::parseArch(arch, options.smVersion))
+      return fail(*error);
+  }
+  if (lossScale.getNumOccurrences())
+    if (std::optional<std::string> error =
+            mlir::mpc::parseLossScale(lossScale, options.lossScale))
+      return fail(*error);
+  if (amp == mlir::mpc::AmpLevel::O0 && half.getNumOccurrences())
+    return fail("--half needs --amp=O1, O2 or O3; O0 is fp32 throughout");
+
+  auto positive = [](double v) { return std::isfinite(v) && v > 0; };
+  auto nonNegative = [](double v) { return std::isfinite(v) && v >= 0; };
+  if (!positive(learningRate))
+    return fail("--lr must be a positive number, got " + number(learningRate));
+  if (!nonNegative(momentum) || momentum >= 1)
+    return fail("--momentum must be in [0, 1), got " + number(momentum));
+  if (!nonNegative(weightDecay))
+    return fail("--weight-decay must be >= 0, got " + number(weightDecay));
+  if (!positive(eps))
+    return fail("--eps must be a positive number, got " + number(eps));
+  if (!nonNegative(clipNorm))
+    return fail("--clip-norm must be >= 0 (0 turns clipping off), got " +
+                number(clipNorm));
+  if (accumulate < 1)
+    return fail("--accumulate must be >= 1, got " + Twine(int(accumulate)));
+  options.learningRate = learningRate;
+  options.momentum = momentum;
+  options.weightDecay = weightDecay;
+  options.eps = eps;
+  options.clipNorm = clipNorm;
+  options.accumulate = accumulate;
+
+  if (options.emit == mlir::mpc::EmitStage::Library && options.outputDir.empty())
+    return fail("building a library needs an output directory: -o <dir>");
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::SetVersionPrinter([](raw_ostream &os) {
+    os << "mpc " MPC_VERSION " (MLIR " LLVM_VERSION_STRING ")\n";
+  });
+  cl::HideUnrelatedOptions({&targetCategory, &precisionCategory,
+                            &optimizerCategory, &cl::getGeneralCategory()});
+  if (!cl::ParseCommandLineOptions(
+          argc, argv,
+          "mpc: ahead-of-time compiler for mixed-precision training\n\n"
+          "  mpc compile model.mlir --target=cpu -o out/\n"))
+    return 1;
+
+  if (!compileCommand) {
+    errs() << "mpc: error: expected a subcommand; see 'mpc --help'\n";
+    return 1;
+  }
+  mlir::mpc::CompileOptions options;
+  if (int status = collectOptions(options))
+    return status;
+  return mlir::mpc::runCompile(options, outs());
+}

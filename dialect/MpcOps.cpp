@@ -1,0 +1,1088 @@
+//===- MpcOps.cpp - mpc dialect ops -------------------------------*- C++ -*-===//
+//
+// This file implements type inference, verifiers and custom assembly of the
+// mpc ops. Each check is tagged with the invariant it enforces (`linear_c2`),
+// numbered as in the op's ODS description and named so in the tests.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/MpcOps.h"
+
+#include "mlir/Dialect/Traits.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringSet.h"
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Emits `'<op>' op <message>` at `loc`, as a verifier would. Type inference
+/// runs while parsing, before any verifier, so its messages take the same form.
+template <typename... Args>
+LogicalResult opError(std::optional<Location> loc, StringRef opName,
+                      Args &&...args) {
+  return emitOptionalError(loc, "'", opName, "' op ",
+                           std::forward<Args>(args)...);
+}
+
+/// Quotes a type in a message: `'tensor<4xf32>'`.
+std::string quoted(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << '\'' << type << '\'';
+  return text;
+}
+
+/// The statically shaped tensor type of `value`, or an error. ODS constraints
+/// are only checked after inference, so inference must not assume them.
+FailureOr<RankedTensorType> staticTensor(std::optional<Location> loc,
+                                         StringRef opName, Value value,
+                                         StringRef what) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || !type.hasStaticShape())
+    return opError(loc, opName, "expects ", what,
+                   " to be a statically shaped tensor, got ",
+                   quoted(value.getType()));
+  return type;
+}
+
+std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(shape, os);
+  os << ']';
+  return text;
+}
+
+/// NumPy broadcast of any number of shapes; failure if they do not broadcast.
+FailureOr<SmallVector<int64_t>> broadcastShapes(ArrayRef<RankedTensorType> types) {
+  SmallVector<int64_t> result;
+  for (RankedTensorType type : types) {
+    SmallVector<int64_t> next;
+    if (!OpTrait::util::getBroadcastedShape(result, type.getShape(), next))
+      return failure();
+    result = std::move(next);
+  }
+  return result;
+}
+
+/// Checks a two-entry spatial attribute (stride, padding, ...).
+LogicalResult checkPair(std::optional<Location> loc, StringRef opName,
+                        StringRef what, ArrayRef<int64_t> values,
+                        int64_t minimum) {
+  if (values.size() != 2)
+    return opError(loc, opName, "expects ", what,
+                   " to have 2 entries (height, width), got ", values.size());
+  for (int64_t v : values)
+    if (v < minimum)
+      return opError(loc, opName, "expects ", what, " entries >= ", minimum,
+                     ", got ", shapeString(values));
+  return success();
+}
+
+SmallVector<int64_t, 2> pairOr(std::optional<ArrayRef<int64_t>> values,
+                               ArrayRef<int64_t> fallback) {
+  if (values)
+    return SmallVector<int64_t, 2>(*values);
+  return SmallVector<int64_t, 2>(fallback);
+}
+
+bool isIdentifier(StringRef name) {
+  if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_'))
+    return false;
+  return llvm::all_of(name, [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '.';
+  });
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// ModelOp
+//===----------------------------------------------------------------------===//
+
+StringRef ModelOp::getArgName(BlockArgument arg) {
+  unsigned index = arg.getArgNumber();
+  if (index < getNumInputs())
+    return cast<StringAttr>(getInputNames()[index]).getValue();
+  index -= getNumInputs();
+  if (index < getNumParams())
+    return cast<StringAttr>(getParamNames()[index]).getValue();
+  index -= getNumParams();
+  return cast<StringAttr>(getStateNames()[index]).getValue();
+}
+
+OutputOp ModelOp::getOutputOp() {
+  if (getBody().empty() || getBody().front().empty())
+    return nullptr;
+  return dyn_cast<OutputOp>(getBody().front().back());
+}
+
+void ModelOp::getAsmBlockArgumentNames(Region &region,
+                                       OpAsmSetValueNameFn setNameFn) {
+  if (&region != &getBody() || region.empty())
+    return;
+  for (BlockArgument arg : region.front().getArguments())
+    if (arg.getArgNumber() < getNumInputs() + getNumParams() + getNumStates())
+      setNameFn(arg, getArgName(arg));
+}
+
+/// Parses `name(%a: type [= init], ...)`, appending to the region arguments.
+static ParseResult
+parseArgumentGroup(OpAsmParser &parser, StringRef keyword, bool withInit,
+                   SmallVectorImpl<OpAsmParser::Argument> &arguments,
+                   SmallVectorImpl<Attribute> &names,
+                   SmallVectorImpl<Attribute> &inits) {
+  if (parser.parseKeyword(keyword))
+    return failure();
+  return parser.parseCommaSeparatedList(
+      OpAsmParser::Delimiter::Paren, [&]() -> ParseResult {
+        OpAsmParser::Argument arg;
+        if (parser.parseArgument(arg, /*allowType=*/true,
+                                 /*allowAttrs=*/false))
+          return failure();
+        StringRef name = arg.ssaName.name;
+        name.consume_front("%");
+        names.push_back(parser.getBuilder().getStringAttr(name));
+        if (withInit) {
+          Attribute init;
+          if (parser.parseEqual() ||
+              !(init = InitializerAttr::parseBare(parser)))
+            return failure();
+          inits.push_back(init);
+        }
+        arguments.push_back(arg);
+        return success();
+      });
+}
+
+ParseResult ModelOp::parse(OpAsmParser &parser, OperationState &result) {
+  Builder &builder = parser.getBuilder();
+  StringAttr symName;
+  if (parser.parseSymbolName(symName, getSymNameAttrName(result.name),
+                             result.attributes))
+    return failure();
+
+  SmallVector<OpAsmParser::Argument> arguments;
+  SmallVector<Attribute> inputNames, paramNames, paramInits, stateNames,
+      stateInits, unused;
+  if (parseArgumentGroup(parser, "inputs", /*withInit=*/false, arguments,
+                         inputNames, unused) ||
+      parseArgumentGroup(parser, "params", /*withInit=*/true, arguments,
+                         paramNames, paramInits))
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("state"))) {
+    // Re-enter the group parser after the keyword it already consumed.
+    if (parser.parseCommaSeparatedList(
+            OpAsmParser::Delimiter::Paren, [&]() -> ParseResult {
+              OpAsmParser::Argument arg;
+              Attribute init;
+              if (parser.parseArgument(arg, /*allowType=*/true) ||
+                  parser.parseEqual() ||
+                  !(init = InitializerAttr::parseBare(parser)))
+                return failure();
+              StringRef name = arg.ssaName.name;
+              name.consume_front("%");
+              stateNames.push_back(builder.getStringAttr(name));
+              stateInits.push_back(init);
+              arguments.push_back(arg);
+              return success();
+            }))
+      return failure();
+  }
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+
+  result.addAttribute(getInputNamesAttrName(result.name),
+                      builder.getArrayAttr(inputNames));
+  result.addAttribute(getParamNamesAttrName(result.name),
+                      builder.getArrayAttr(paramNames));
+  result.addAttribute(getParamInitsAttrName(result.name),
+                      builder.getArrayAttr(paramInits));
+  result.addAttribute(getStateNamesAttrName(result.name),
+                      builder.getArrayAttr(stateNames));
+  result.addAttribute(getStateInitsAttrName(result.name),
+                      builder.getArrayAttr(stateInits));
+  Region *body = result.addRegion();
+  return parser.parseRegion(*body, arguments);
+}
+
+void ModelOp::print(OpAsmPrinter &p) {
+  Block &entry = getBody().front();
+  p << ' ';
+  p.printSymbolName(getSymName());
+  auto printGroup = [&](StringRef keyword, Block::BlockArgListType args,
+                        ArrayAttr inits) {
+    p.printNewline();
+    p << "    " << keyword << '(';
+    std::string continuation(keyword.size() + 5, ' ');
+    for (auto [i, arg] : llvm::enumerate(args)) {
+      if (i > 0) {
+        p << ',';
+        if (inits) {
+          p.printNewline();
+          p << continuation;
+        } else {
+          p << ' ';
+        }
+      }
+      p.printRegionArgument(arg);
+      if (inits) {
+        p << " = ";
+        cast<InitializerAttr>(inits[i]).printBare(p);
+      }
+    }
+    p << ')';
+  };
+  printGroup("inputs", getInputs(), nullptr);
+  printGroup("params", getParams(), getParamInits());
+  if (getNumStates() > 0)
+    printGroup("state", getStates(), getStateInits());
+  p.printOptionalAttrDictWithKeyword(
+      (*this)->getAttrs(),
+      {getSymNameAttrName(), getInputNamesAttrName(), getParamNamesAttrName(),
+       getParamInitsAttrName(), getStateNamesAttrName(),
+       getStateInitsAttrName()});
+  p << ' ';
+  (void)entry;
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
+                /*printBlockTerminators=*/true);
+}
+
+LogicalResult ModelOp::verify() {
+  // model_c1
+  if (getParamInits().size() != getNumParams() ||
+      getStateInits().size() != getNumStates())
+    return emitOpError() << "expects one initialiser per parameter and state "
+                            "tensor, got "
+                         << getParamInits().size() << " for "
+                         << getNumParams() << " parameters and "
+                         << getStateInits().size() << " for "
+                         << getNumStates() << " state tensors";
+  unsigned numArgs = getNumInputs() + getNumParams() + getNumStates();
+  if (getBody().empty() || getBody().front().getNumArguments() != numArgs)
+    return emitOpError() << "expects " << numArgs
+                         << " block arguments (inputs, params, state), got "
+                         << (getBody().empty()
+                                 ? 0
+                                 : getBody().front().getNumArguments());
+
+  // model_c2
+  llvm::StringMap<BlockArgument> seen;
+  for (BlockArgument arg : getBody().front().getArguments()) {
+    StringRef name = getArgName(arg);
+    if (!isIdentifier(name))
+      return mlir::emitError(arg.getLoc())
+             << "'mpc.model' op expects names that are identifiers "
+                "([A-Za-z_][A-Za-z0-9_.]*), got '"
+             << name << "'";
+    auto [it, inserted] = seen.try_emplace(name, arg);
+    if (!inserted) {
+      InFlightDiagnostic diag = mlir::emitError(arg.getLoc())
+                                << "'mpc.model' op has two tensors named '"
+                                << name << "'";
+      diag.attachNote(it->second.getLoc()) << "first defined here";
+      return diag;
+    }
+  }
+
+  // model_c3
+  for (BlockArgument arg : getInputs()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    Type element = type ? type.getElementType() : Type();
+    if (!type || !type.hasStaticShape() ||
+        !(element.isF32() || element.isF16() || element.isBF16() ||
+          element.isSignlessInteger(32) || element.isSignlessInteger(64)))
+      return mlir::emitError(arg.getLoc())
+             << "'mpc.model' op expects input '" << getArgName(arg)
+             << "' to be a statically shaped tensor of f32, f16, bf16, i32 "
+                "or i64, got "
+             << quoted(arg.getType());
+  }
+  for (BlockArgument arg : llvm::concat<BlockArgument>(getParams(), getStates())) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || !type.hasStaticShape() ||
+        !isa<Float32Type, Float16Type, BFloat16Type>(type.getElementType()))
+      return mlir::emitError(arg.getLoc())
+             << "'mpc.model' op expects parameter or state '"
+             << getArgName(arg)
+             << "' to be a statically shaped tensor of f32, f16 or bf16, got "
+             << quoted(arg.getType());
+  }
+
+  // model_c4
+  auto checkInit = [&](BlockArgument arg, Attribute attr) -> LogicalResult {
+    auto init = cast<InitializerAttr>(attr);
+    InitKind kind = init.getKind();
+    bool needsFans = kind == InitKind::KaimingUniform ||
+                     kind == InitKind::KaimingNormal ||
+                     kind == InitKind::XavierUniform ||
+                     kind == InitKind::XavierNormal;
+    if (needsFans && cast<RankedTensorType>(arg.getType()).getRank() < 2)
+      return mlir::emitError(arg.getLoc())
+             << "'mpc.model' op initialiser '" << stringifyInitKind(kind)
+             << "' of '" << getArgName(arg)
+             << "' needs a tensor of rank >= 2 to compute fans, got "
+             << quoted(arg.getType());
+    return success();
+  };
+  for (auto [arg, init] : llvm::zip(getParams(), getParamInits()))
+    if (failed(checkInit(arg, init)))
+      return failure();
+  for (auto [arg, init] : llvm::zip(getStates(), getStateInits()))
+    if (failed(checkInit(arg, init)))
+      return failure();
+  return success();
+}
+
+LogicalResult ModelOp::verifyRegions() {
+  // model_c5
+  for (BlockArgument state : getStates()) {
+    Operation *owner = nullptr;
+    for (OpOperand &use : state.getUses()) {
+      auto norm = dyn_cast<BatchNormOp>(use.getOwner());
+      bool isRunningStat =
+          norm && (use.get() == norm.getRunningMean() ||
+                   use.get() == norm.getRunningVar());
+      if (!isRunningStat) {
+        InFlightDiagnostic diag =
+            use.getOwner()->emitOpError()
+            << "uses state '" << getArgName(state)
+            << "', which only mpc.batch_norm may use, as running statistics";
+        diag.attachNote(state.getLoc()) << "state defined here";
+        return diag;
+      }
+      if (owner && owner != use.getOwner()) {
+        InFlightDiagnostic diag = use.getOwner()->emitOpError()
+                                  << "uses state '" << getArgName(state)
+                                  << "', which another op already updates";
+        diag.attachNote(owner->getLoc()) << "first updated here";
+        return diag;
+      }
+      owner = use.getOwner();
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// OutputOp
+//===----------------------------------------------------------------------===//
+
+ParseResult OutputOp::parse(OpAsmParser &parser, OperationState &result) {
+  OpAsmParser::UnresolvedOperand loss;
+  Type lossType;
+  if (parser.parseKeyword("loss") || parser.parseLParen() ||
+      parser.parseOperand(loss) || parser.parseColonType(lossType) ||
+      parser.parseRParen() ||
+      parser.resolveOperand(loss, lossType, result.operands))
+    return failure();
+  SmallVector<Attribute> names;
+  StringRef name;
+  while (succeeded(parser.parseOptionalKeyword(&name))) {
+    OpAsmParser::UnresolvedOperand operand;
+    Type type;
+    if (parser.parseLParen() || parser.parseOperand(operand) ||
+        parser.parseColonType(type) || parser.parseRParen() ||
+        parser.resolveOperand(operand, type, result.operands))
+      return failure();
+    names.push_back(parser.getBuilder().getStringAttr(name));
+  }
+  result.addAttribute(getOutputNamesAttrName(result.name),
+                      parser.getBuilder().getArrayAttr(names));
+  return parser.parseOptionalAttrDict(result.attributes);
+}
+
+void OutputOp::print(OpAsmPrinter &p) {
+  p << " loss(" << getLoss() << " : " << getLoss().getType() << ')';
+  for (auto [name, value] : llvm::zip(getOutputNames(), getOutputs()))
+    p << ' ' << cast<StringAttr>(name).getValue() << '(' << value << " : "
+      << value.getType() << ')';
+  p.printOptionalAttrDict((*this)->getAttrs(), {getOutputNamesAttrName()});
+}
+
+LogicalResult OutputOp::verify() {
+  // output_c1
+  if (getOutputNames().size() != getOutputs().size())
+    return emitOpError() << "expects one name per extra output, got "
+                         << getOutputNames().size() << " names for "
+                         << getOutputs().size() << " outputs";
+  llvm::StringSet<> seen;
+  for (Attribute attr : getOutputNames()) {
+    StringRef name = cast<StringAttr>(attr).getValue();
+    if (!isIdentifier(name) || name == "loss" || !seen.insert(name).second)
+      return emitOpError() << "expects output names that are unique "
+                              "identifiers other than 'loss', got '"
+                           << name << "'";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GEMM-like ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  auto x = staticTensor(loc, name, adaptor.getInput(), "the input");
+  auto w = staticTensor(loc, name, adaptor.getWeight(), "the weight");
+  if (failed(x) || failed(w))
+    return failure();
+  // linear_c1
+  if (x->getRank() < 1 || w->getRank() != 2)
+    return opError(loc, name,
+                   "expects an input of rank >= 1 and a weight of rank 2, "
+                   "got ",
+                   quoted(*x), " and ", quoted(*w));
+  // linear_c2
+  int64_t n = w->getDimSize(0), k = w->getDimSize(1);
+  if (x->getShape().back() != k)
+    return opError(loc, name, "expects the input's last dim (",
+                   x->getShape().back(), ") to equal the weight's dim 1 (", k,
+                   ")");
+  // linear_c3
+  if (Value bias = adaptor.getBias()) {
+    auto b = staticTensor(loc, name, bias, "the bias");
+    if (failed(b))
+      return failure();
+    if (b->getShape() != ArrayRef<int64_t>{n})
+      return opError(loc, name, "expects a bias of shape [", n, "], got ",
+                     quoted(*b));
+    if (b->getElementType() != x->getElementType())
+      return opError(loc, name, "expects operands of one element type, got ",
+                     quoted(*x), " and bias ", quoted(*b));
+  }
+  // linear_c4
+  if (w->getElementType() != x->getElementType())
+    return opError(loc, name, "expects operands of one element type, got ",
+                   quoted(*x), " and ", quoted(*w));
+  SmallVector<int64_t> shape(x->getShape().drop_back());
+  shape.push_back(n);
+  inferred.push_back(RankedTensorType::get(shape, x->getElementType()));
+  return success();
+}
+
+/// Shared by matmul and batch_matmul: `[B..., M, K] x [B..., K, N]`.
+static LogicalResult inferMatmul(std::optional<Location> loc, StringRef name,
+                                 Value lhsValue, Value rhsValue,
+                                 bool transposeLhs, bool transposeRhs,
+                                 bool batched,
+                                 SmallVectorImpl<Type> &inferred) {
+  auto lhs = staticTensor(loc, name, lhsValue, "the lhs");
+  auto rhs = staticTensor(loc, name, rhsValue, "the rhs");
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  int64_t rank = lhs->getRank();
+  if (!batched && (rank != 2 || rhs->getRank() != 2)) // matmul_c1
+    return opError(loc, name, "expects operands of rank 2, got ", quoted(*lhs),
+                   " and ", quoted(*rhs));
+  if (batched && (rank < 3 || rhs->getRank() != rank)) // batch_matmul_c1
+    return opError(loc, name,
+                   "expects operands of the same rank, at least 3, got ",
+                   quoted(*lhs), " and ", quoted(*rhs));
+  ArrayRef<int64_t> batchDims = lhs->getShape().drop_back(2);
+  if (batchDims != rhs->getShape().drop_back(2)) // batch_matmul_c2
+    return opError(loc, name, "expects equal batch dims, got ",
+                   shapeString(batchDims), " and ",
+                   shapeString(rhs->getShape().drop_back(2)));
+  int64_t m = lhs->getDimSize(rank - (transposeLhs ? 1 : 2));
+  int64_t k = lhs->getDimSize(rank - (transposeLhs ? 2 : 1));
+  int64_t k2 = rhs->getDimSize(rank - (transposeRhs ? 1 : 2));
+  int64_t n = rhs->getDimSize(rank - (transposeRhs ? 2 : 1));
+  if (k != k2) // matmul_c2, batch_matmul_c3
+    return opError(loc, name, "expects contracted dims to agree, got ", k,
+                   " and ", k2, " (", quoted(*lhs), " and ", quoted(*rhs),
+                   ")");
+  if (lhs->getElementType() != rhs->getElementType()) // matmul_c3, _c4
+    return opError(loc, name, "expects operands of one element type, got ",
+                   quoted(*lhs), " and ", quoted(*rhs));
+  SmallVector<int64_t> shape(batchDims);
+  shape.append({m, n});
+  inferred.push_back(RankedTensorType::get(shape, lhs->getElementType()));
+  return success();
+}
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  return inferMatmul(loc, getOperationName(), adaptor.getLhs(),
+                     adaptor.getRhs(), adaptor.getTransposeLhs(),
+                     adaptor.getTransposeRhs(), /*batched=*/false, inferred);
+}
+
+LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &inferred) {
+  return inferMatmul(loc, getOperationName(), adaptor.getLhs(),
+                     adaptor.getRhs(), adaptor.getTransposeLhs(),
+                     adaptor.getTransposeRhs(), /*batched=*/true, inferred);
+}
+
+SmallVector<int64_t, 2> Conv2dOp::getStrideOrDefault() {
+  return pairOr(getStride(), {1, 1});
+}
+SmallVector<int64_t, 2> Conv2dOp::getPaddingOrDefault() {
+  return pairOr(getPadding(), {0, 0});
+}
+SmallVector<int64_t, 2> Conv2dOp::getDilationOrDefault() {
+  return pairOr(getDilation(), {1, 1});
+}
+
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  auto x = staticTensor(loc, name, adaptor.getInput(), "the input");
+  auto w = staticTensor(loc, name, adaptor.getWeight(), "the weight");
+  if (failed(x) || failed(w))
+    return failure();
+  // conv2d_c1
+  if (x->getRank() != 4 || w->getRank() != 4)
+    return opError(loc, name,
+                   "expects an NCHW input and an OIHW weight of rank 4, got ",
+                   quoted(*x), " and ", quoted(*w));
+  // conv2d_c2
+  SmallVector<int64_t, 2> stride = pairOr(adaptor.getStride(), {1, 1});
+  SmallVector<int64_t, 2> padding = pairOr(adaptor.getPadding(), {0, 0});
+  SmallVector<int64_t, 2> dilation = pairOr(adaptor.getDilation(), {1, 1});
+  int64_t groups = adaptor.getGroups().value_or(1);
+  if (failed(checkPair(loc, name, "stride", stride, 1)) ||
+      failed(checkPair(loc, name, "padding", padding, 0)) ||
+      failed(checkPair(loc, name, "dilation", dilation, 1)))
+    return failure();
+  if (groups < 1)
+    return opError(loc, name, "expects groups >= 1, got ", groups);
+  // conv2d_c3
+  int64_t channels = x->getDimSize(1), outChannels = w->getDimSize(0);
+  if (channels % groups != 0 || outChannels % groups != 0)
+    return opError(loc, name, "expects groups (", groups,
+                   ") to divide the input channels (", channels,
+                   ") and the output channels (", outChannels, ")");
+  if (w->getDimSize(1) != channels / groups)
+    return opError(loc, name, "expects weight dim 1 to be input channels / "
+                   "groups = ", channels / groups, ", got ", w->getDimSize(1));
+  // conv2d_c4
+  if (Value bias = adaptor.getBias()) {
+    auto b = staticTensor(loc, name, bias, "the bias");
+    if (failed(b))
+      return failure();
+    if (b->getShape() != ArrayRef<int64_t>{outChannels})
+      return opError(loc, name, "expects a bias of shape [", outChannels,
+                     "], got ", quoted(*b));
+    if (b->getElementType() != x->getElementType())
+      return opError(loc, name, "expects operands of one element type, got ",
+                     quoted(*x), " and bias ", quoted(*b));
+  }
+  // conv2d_c5
+  SmallVector<int64_t> shape = {x->getDimSize(0), outChannels};
+  for (int i = 0; i < 2; ++i) {
+    int64_t in = x->getDimSize(2 + i), kernel = w->getDimSize(2 + i);
+    int64_t extent =
+        (in + 2 * padding[i] - dilation[i] * (kernel - 1) - 1) / stride[i] + 1;
+    if (in + 2 * padding[i] - dilation[i] * (kernel - 1) - 1 < 0 || extent < 1)
+      return opError(loc, name, "expects a kernel that fits the padded input, "
+                     "got input ", quoted(*x), " and weight ", quoted(*w));
+    shape.push_back(extent);
+  }
+  // conv2d_c6
+  if (w->getElementType() != x->getElementType())
+    return opError(loc, name, "expects operands of one element type, got ",
+                   quoted(*x), " and ", quoted(*w));
+  inferred.push_back(RankedTensorType::get(shape, x->getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+/// Shared by the binary ops: one element type, broadcast shapes.
+static LogicalResult inferBinary(std::optional<Location> loc, StringRef name,
+                                 Value lhsValue, Value rhsValue,
+                                 SmallVectorImpl<Type> &inferred) {
+  auto lhs = staticTensor(loc, name, lhsValue, "the lhs");
+  auto rhs = staticTensor(loc, name, rhsValue, "the rhs");
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  // c1
+  if (lhs->getElementType() != rhs->getElementType())
+    return opError(loc, name, "expects operands of one element type, got ",
+                   quoted(*lhs), " and ", quoted(*rhs));
+  // c2
+  FailureOr<SmallVector<int64_t>> shape = broadcastShapes({*lhs, *rhs});
+  if (failed(shape))
+    return opError(loc, name, "expects broadcastable shapes, got ",
+                   quoted(*lhs), " and ", quoted(*rhs));
+  inferred.push_back(RankedTensorType::get(*shape, lhs->getElementType()));
+  return success();
+}
+
+#define MPC_BINARY_INFER(OP)                                                   \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    return inferBinary(loc, getOperationName(), adaptor.getLhs(),              \
+                       adaptor.getRhs(), inferred);                            \
+  }
+MPC_BINARY_INFER(AddOp)
+MPC_BINARY_INFER(SubOp)
+MPC_BINARY_INFER(MulOp)
+MPC_BINARY_INFER(DivOp)
+#undef MPC_BINARY_INFER
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  auto cond = staticTensor(loc, name, adaptor.getCondition(), "the condition");
+  auto onTrue = staticTensor(loc, name, adaptor.getOnTrue(), "on_true");
+  auto onFalse = staticTensor(loc, name, adaptor.getOnFalse(), "on_false");
+  if (failed(cond) || failed(onTrue) || failed(onFalse))
+    return failure();
+  // where_c1
+  if (onTrue->getElementType() != onFalse->getElementType())
+    return opError(loc, name, "expects on_true and on_false of one element "
+                   "type, got ", quoted(*onTrue), " and ", quoted(*onFalse));
+  // where_c2
+  FailureOr<SmallVector<int64_t>> shape =
+      broadcastShapes({*cond, *onTrue, *onFalse});
+  if (failed(shape))
+    return opError(loc, name, "expects broadcastable shapes, got ",
+                   quoted(*cond), ", ", quoted(*onTrue), " and ",
+                   quoted(*onFalse));
+  inferred.push_back(RankedTensorType::get(*shape, onTrue->getElementType()));
+  return success();
+}
+
+LogicalResult DropoutOp::verify() {
+  // dropout_c1
+  double rate = getRate().convertToDouble();
+  if (!(rate >= 0.0 && rate < 1.0))
+    return emitOpError() << "expects 0 <= rate < 1, got " << rate;
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  // cast_c1
+  if (getInput().getType().getShape() != getResult().getType().getShape())
+    return emitOpError() << "expects input and result of one shape, got "
+                         << quoted(getInput().getType()) << " and "
+                         << quoted(getResult().getType());
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  return {};
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult CausalMaskOp::verify() {
+  // causal_mask_c1
+  auto type = getResult().getType();
+  if (type.getRank() < 2 ||
+      type.getDimSize(type.getRank() - 1) != type.getDimSize(type.getRank() - 2))
+    return emitOpError() << "expects a result of rank >= 2 whose last two "
+                            "dims are equal, got "
+                         << quoted(type);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisation
+//===----------------------------------------------------------------------===//
+
+/// Shared by the reductions: drops (or keeps as 1) the reduced dims.
+static LogicalResult inferReduce(std::optional<Location> loc, StringRef name,
+                                 Value inputValue, ArrayRef<int64_t> dims,
+                                 bool keepdim,
+                                 SmallVectorImpl<Type> &inferred) {
+  auto input = staticTensor(loc, name, inputValue, "the input");
+  if (failed(input))
+    return failure();
+  // reduce_c1
+  if (dims.empty())
+    return opError(loc, name, "expects at least one dim to reduce");
+  llvm::SmallSet<int64_t, 4> reduced;
+  for (int64_t dim : dims) {
+    if (dim < 0 || dim >= input->getRank())
+      return opError(loc, name, "expects dims in [0, ", input->getRank(),
+                     "), got ", dim);
+    if (!reduced.insert(dim).second)
+      return opError(loc, name, "expects each dim once, got ", dim, " twice");
+  }
+  SmallVector<int64_t> shape;
+  for (auto [i, extent] : llvm::enumerate(input->getShape())) {
+    if (!reduced.contains(i))
+      shape.push_back(extent);
+    else if (keepdim)
+      shape.push_back(1);
+  }
+  inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
+  return success();
+}
+
+#define MPC_REDUCE_INFER(OP)                                                   \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    return inferReduce(loc, getOperationName(), adaptor.getInput(),            \
+                       adaptor.getDims(), adaptor.getKeepdim(), inferred);     \
+  }
+MPC_REDUCE_INFER(ReduceSumOp)
+MPC_REDUCE_INFER(ReduceMeanOp)
+MPC_REDUCE_INFER(ReduceMaxOp)
+#undef MPC_REDUCE_INFER
+
+static LogicalResult verifyDim(Operation *op, int64_t dim, int64_t rank) {
+  if (dim < 0 || dim >= rank)
+    return op->emitOpError() << "expects dim in [0, " << rank << "), got "
+                             << dim;
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() { // softmax_c1
+  return verifyDim(*this, getDim(), getInput().getType().getRank());
+}
+
+LogicalResult LogSoftmaxOp::verify() { // log_softmax_c1
+  return verifyDim(*this, getDim(), getInput().getType().getRank());
+}
+
+LogicalResult LayerNormOp::verify() {
+  auto input = getInput().getType();
+  auto gamma = getGamma().getType();
+  // layer_norm_c1
+  if (gamma.getRank() < 1 || gamma.getRank() > input.getRank() ||
+      input.getShape().take_back(gamma.getRank()) != gamma.getShape())
+    return emitOpError() << "expects gamma's shape to equal the trailing dims "
+                            "of the input, got "
+                         << quoted(gamma) << " for " << quoted(input);
+  // layer_norm_c2
+  if (gamma.getElementType() != input.getElementType())
+    return emitOpError() << "expects gamma of the input's element type, got "
+                         << quoted(gamma) << " for " << quoted(input);
+  // layer_norm_c3
+  if (!(getEps().convertToDouble() > 0))
+    return emitOpError() << "expects eps > 0, got "
+                         << getEps().convertToDouble();
+  return success();
+}
+
+LogicalResult BatchNormOp::verify() {
+  auto input = getInput().getType();
+  auto gamma = getGamma().getType();
+  // batch_norm_c1
+  if (input.getRank() != 2 && input.getRank() != 4)
+    return emitOpError() << "expects an input of rank 2 (NC) or 4 (NCHW), got "
+                         << quoted(input);
+  // batch_norm_c2
+  if (gamma.getShape() != ArrayRef<int64_t>{input.getDimSize(1)})
+    return emitOpError() << "expects gamma of shape [" << input.getDimSize(1)
+                         << "] (the channels), got " << quoted(gamma);
+  // batch_norm_c3
+  if (gamma.getElementType() != input.getElementType())
+    return emitOpError() << "expects gamma of the input's element type, got "
+                         << quoted(gamma) << " for " << quoted(input);
+  // batch_norm_c4
+  double momentum = getMomentum().convertToDouble();
+  double eps = getEps().convertToDouble();
+  if (!(momentum >= 0 && momentum <= 1) || !(eps > 0))
+    return emitOpError() << "expects 0 <= momentum <= 1 and eps > 0, got "
+                            "momentum "
+                         << momentum << " and eps " << eps;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding and loss
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  auto table = staticTensor(loc, name, adaptor.getTable(), "the table");
+  auto indices = staticTensor(loc, name, adaptor.getIndices(), "the indices");
+  if (failed(table) || failed(indices))
+    return failure();
+  // embedding_c1
+  if (table->getRank() != 2)
+    return opError(loc, name, "expects a table of rank 2, got ",
+                   quoted(*table));
+  SmallVector<int64_t> shape(indices->getShape());
+  shape.push_back(table->getDimSize(1));
+  inferred.push_back(RankedTensorType::get(shape, table->getElementType()));
+  return success();
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  auto logits = staticTensor(loc, name, adaptor.getLogits(), "the logits");
+  auto targets = staticTensor(loc, name, adaptor.getTargets(), "the targets");
+  if (failed(logits) || failed(targets))
+    return failure();
+  // cross_entropy_c1
+  if (logits->getRank() < 2)
+    return opError(loc, name, "expects logits of rank >= 2 ([..., C]), got ",
+                   quoted(*logits));
+  // cross_entropy_c2
+  if (targets->getShape() != logits->getShape().drop_back())
+    return opError(loc, name, "expects targets of shape ",
+                   shapeString(logits->getShape().drop_back()),
+                   " (the logits without the class dim), got ",
+                   quoted(*targets));
+  inferred.push_back(RankedTensorType::get({}, Float32Type::get(context)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto input = getInput().getType();
+  auto result = getResult().getType();
+  // reshape_c1
+  if (input.getNumElements() != result.getNumElements())
+    return emitOpError() << "expects the same number of elements, got "
+                         << input.getNumElements() << " in " << quoted(input)
+                         << " and " << result.getNumElements() << " in "
+                         << quoted(result);
+  // reshape_c2
+  if (input.getElementType() != result.getElementType())
+    return emitOpError() << "expects one element type, got " << quoted(input)
+                         << " and " << quoted(result);
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  return {};
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  auto input = staticTensor(loc, name, adaptor.getInput(), "the input");
+  if (failed(input))
+    return failure();
+  // transpose_c1
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  SmallVector<bool> used(input->getRank(), false);
+  bool valid = static_cast<int64_t>(perm.size()) == input->getRank();
+  for (int64_t p : perm) {
+    if (!valid || p < 0 || p >= input->getRank() || used[p]) {
+      valid = false;
+      break;
+    }
+    used[p] = true;
+  }
+  if (!valid)
+    return opError(loc, name, "expects a permutation of [0, ",
+                   input->getRank(), "), got ", shapeString(perm));
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(input->getDimSize(p));
+  inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  auto input = getInput().getType();
+  auto result = getResult().getType();
+  // broadcast_c1
+  int64_t offset = result.getRank() - input.getRank();
+  bool valid = offset >= 0;
+  for (int64_t i = 0; valid && i < input.getRank(); ++i) {
+    int64_t from = input.getDimSize(i), to = result.getDimSize(offset + i);
+    valid = from == to || from == 1;
+  }
+  if (!valid)
+    return emitOpError() << "expects an input that broadcasts to the result, "
+                            "got "
+                         << quoted(input) << " to " << quoted(result);
+  // broadcast_c2
+  if (input.getElementType() != result.getElementType())
+    return emitOpError() << "expects one element type, got " << quoted(input)
+                         << " and " << quoted(result);
+  return success();
+}
+
+SmallVector<int64_t> SliceOp::getStridesOrDefault() {
+  if (std::optional<ArrayRef<int64_t>> strides = getStrides())
+    return SmallVector<int64_t>(*strides);
+  return SmallVector<int64_t>(getInput().getType().getRank(), 1);
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  auto input = staticTensor(loc, name, adaptor.getInput(), "the input");
+  if (failed(input))
+    return failure();
+  int64_t rank = input->getRank();
+  ArrayRef<int64_t> starts = adaptor.getStarts(), limits = adaptor.getLimits();
+  SmallVector<int64_t> strides(rank, 1);
+  if (std::optional<ArrayRef<int64_t>> given = adaptor.getStrides())
+    strides.assign(given->begin(), given->end());
+  // slice_c1
+  if (static_cast<int64_t>(starts.size()) != rank ||
+      static_cast<int64_t>(limits.size()) != rank ||
+      static_cast<int64_t>(strides.size()) != rank)
+    return opError(loc, name, "expects starts, limits and strides with one "
+                   "entry per dim (", rank, "), got ", starts.size(), ", ",
+                   limits.size(), " and ", strides.size());
+  // slice_c2
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (starts[i] < 0 || starts[i] > limits[i] ||
+        limits[i] > input->getDimSize(i) || strides[i] < 1)
+      return opError(loc, name, "expects 0 <= start <= limit <= dim and "
+                     "stride >= 1 in dim ", i, ", got start ", starts[i],
+                     ", limit ", limits[i], ", stride ", strides[i],
+                     " for extent ", input->getDimSize(i));
+    shape.push_back(llvm::divideCeil(limits[i] - starts[i], strides[i]));
+  }
+  inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  // concat_c1
+  if (adaptor.getInputs().empty())
+    return opError(loc, name, "expects at least one input");
+  SmallVector<RankedTensorType> inputs;
+  for (Value value : adaptor.getInputs()) {
+    auto type = staticTensor(loc, name, value, "every input");
+    if (failed(type))
+      return failure();
+    inputs.push_back(*type);
+  }
+  RankedTensorType first = inputs.front();
+  for (RankedTensorType type : inputs)
+    if (type.getRank() != first.getRank() ||
+        type.getElementType() != first.getElementType())
+      return opError(loc, name, "expects inputs of one rank and element "
+                     "type, got ", quoted(first), " and ", quoted(type));
+  // concat_c2
+  int64_t dim = adaptor.getDim();
+  if (dim < 0 || dim >= first.getRank())
+    return opError(loc, name, "expects dim in [0, ", first.getRank(),
+                   "), got ", dim);
+  // concat_c3
+  SmallVector<int64_t> shape(first.getShape());
+  shape[dim] = 0;
+  for (RankedTensorType type : inputs) {
+    for (int64_t i = 0; i < first.getRank(); ++i)
+      if (i != dim && type.getDimSize(i) != first.getDimSize(i))
+        return opError(loc, name, "expects inputs that agree in every dim "
+                       "but ", dim, ", got ", quoted(first), " and ",
+                       quoted(type));
+    shape[dim] += type.getDimSize(dim);
+  }
+  inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+/// Shared by the pools: `(H + 2p - k) / s + 1` per spatial dim.
+static LogicalResult inferPool2d(std::optional<Location> loc, StringRef name,
+                                 Value inputValue, ArrayRef<int64_t> kernel,
+                                 std::optional<ArrayRef<int64_t>> strideAttr,
+                                 std::optional<ArrayRef<int64_t>> paddingAttr,
+                                 SmallVectorImpl<Type> &inferred) {
+  auto input = staticTensor(loc, name, inputValue, "the input");
+  if (failed(input))
+    return failure();
+  // pool_c1
+  if (input->getRank() != 4)
+    return opError(loc, name, "expects an NCHW input of rank 4, got ",
+                   quoted(*input));
+  // pool_c2
+  if (failed(checkPair(loc, name, "kernel", kernel, 1)))
+    return failure();
+  SmallVector<int64_t, 2> stride = pairOr(strideAttr, kernel);
+  SmallVector<int64_t, 2> padding = pairOr(paddingAttr, {0, 0});
+  if (failed(checkPair(loc, name, "stride", stride, 1)) ||
+      failed(checkPair(loc, name, "padding", padding, 0)))
+    return failure();
+  for (int i = 0; i < 2; ++i)
+    if (2 * padding[i] > kernel[i])
+      return opError(loc, name, "expects padding at most half the kernel, "
+                     "got padding ", shapeString(padding), " for kernel ",
+                     shapeString(kernel));
+  // pool_c3
+  SmallVector<int64_t> shape = {input->getDimSize(0), input->getDimSize(1)};
+  for (int i = 0; i < 2; ++i) {
+    int64_t span = input->getDimSize(2 + i) + 2 * padding[i] - kernel[i];
+    if (span < 0)
+      return opError(loc, name, "expects a kernel that fits the padded "
+                     "input, got kernel ", shapeString(kernel), " for ",
+                     quoted(*input));
+    shape.push_back(span / stride[i] + 1);
+  }
+  inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
+  return success();
+}
+
+#define MPC_POOL(OP)                                                           \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    return inferPool2d(loc, getOperationName(), adaptor.getInput(),            \
+                       adaptor.getKernel(), adaptor.getStride(),               \
+                       adaptor.getPadding(), inferred);                        \
+  }                                                                            \
+  SmallVector<int64_t, 2> OP::getStrideOrDefault() {                           \
+    return pairOr(getStride(), getKernel());                                   \
+  }                                                                            \
+  SmallVector<int64_t, 2> OP::getPaddingOrDefault() {                          \
+    return pairOr(getPadding(), {0, 0});                                       \
+  }
+MPC_POOL(MaxPool2dOp)
+MPC_POOL(AvgPool2dOp)
+#undef MPC_POOL
+
+//===----------------------------------------------------------------------===//
+// TableGen'd definitions
+//===----------------------------------------------------------------------===//
+
+#define GET_OP_CLASSES
+#include "dialect/MpcOps.cpp.inc"

@@ -1,0 +1,23 @@
+//===- MpcOps.h - mpc dialect ops ---------------------------------*- C++ -*-===//
+//
+// This file declares the ops of the mpc dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_DIALECT_MPCOPS_H
+#define MPC_DIALECT_MPCOPS_H
+
+#include "dialect/MpcDialect.h"
+#include "dialect/MpcInterfaces.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "dialect/MpcOps.h.inc"
+
+#endif // MPC_DIALECT_MPCOPS_H

@@ -1,0 +1,767 @@
+//===- MpcOps.td - mpc dialect ops -------------------------*- tablegen -*-===//
+//
+// Ops of the mpc dialect. Each op's invariants are numbered (C1, C2, ...) in
+// its description; the check in MpcOps.cpp and the test in
+// tests/Dialect/invalid.mlir carry the same tag (`linear_c1`).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_DIALECT_MPCOPS_TD
+#define MPC_DIALECT_MPCOPS_TD
+
+include "dialect/MpcBase.td"
+include "dialect/MpcEnums.td"
+include "dialect/MpcAttrs.td"
+include "dialect/MpcInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Mpc_Float : AnyTypeOf<[F32, F16, BF16]>;
+def Mpc_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16]>;
+def Mpc_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def Mpc_MaskTensor : StaticShapeTensorOf<[I1]>;
+def Mpc_ScalarFloatTensor : 0DTensorOf<[F32, F16, BF16]>;
+def Mpc_InputTensor : StaticShapeTensorOf<[F32, F16, BF16, I32, I64]>;
+
+//===----------------------------------------------------------------------===//
+// Base classes
+//===----------------------------------------------------------------------===//
+
+/// An op with a precision category. The category is data in ODS, next to the
+/// op, and reaches C++ through PrecisionPolicyOpInterface.
+class Mpc_PolicyOp<string mnemonic, string precisionClass,
+                   list<Trait> traits = []>
+    : Mpc_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<PrecisionPolicyOpInterface,
+                                  ["getPrecisionClass"]>])> {
+  let extraClassDefinition = [{
+    ::mlir::mpc::PrecisionClass $cppClass::getPrecisionClass() {
+      return ::mlir::mpc::PrecisionClass::}] # precisionClass # [{;
+    }
+  }];
+}
+
+class Mpc_UnaryOp<string mnemonic, string precisionClass,
+                  list<Trait> traits = []>
+    : Mpc_PolicyOp<mnemonic, precisionClass,
+                   !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+  let arguments = (ins Mpc_FloatTensor:$input);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+class Mpc_BinaryOp<string mnemonic, string expr>
+    : Mpc_PolicyOp<mnemonic, "Promote", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Elementwise `" # expr # "` with broadcasting";
+  let description = [{
+    Elementwise `}] # expr # [{` with NumPy broadcasting: shapes are aligned
+    at the right, and each pair of dims must be equal or one of them 1.
+
+    C1: `lhs` and `rhs` have the same element type.
+    C2: the shapes broadcast.
+
+    ```mlir
+    %0 = mpc.}] # mnemonic # [{ %a, %b : tensor<4x8xf32>, tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$lhs, Mpc_FloatTensor:$rhs);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)
+  }];
+}
+
+class Mpc_ReduceOp<string mnemonic, string precisionClass, string what>
+    : Mpc_PolicyOp<mnemonic, precisionClass, [Pure, InferTypeOpAdaptor]> {
+  let summary = "Reduces to the " # what # " over the given dims";
+  let description = [{
+    The }] # what # [{ of `input` over `dims`. The reduced dims are dropped
+    from the result, or kept with extent 1 under `keepdim`.
+
+    C1: `dims` is not empty, and each dim is in `[0, rank)` and appears once.
+
+    ```mlir
+    %0 = mpc.}] # mnemonic # [{ %x dims [1] : tensor<4x8xf32>  // tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keepdim);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `dims` $dims (`keepdim` $keepdim^)? attr-dict `:` type($input)
+  }];
+}
+
+class Mpc_Pool2dOp<string mnemonic, string what>
+    : Mpc_PolicyOp<mnemonic, "Follow", [Pure, InferTypeOpAdaptor]> {
+  let summary = what # " pooling over the spatial dims of NCHW";
+  let description = [{
+    }] # what # [{ pooling of an NCHW tensor over windows of `kernel`
+    (height, width), moved by `stride` (default: the kernel), with `padding`
+    zeros on each side (default 0).}] # !if(!eq(mnemonic, "avg_pool2d"), [{
+    Padding counts towards the divisor (PyTorch's `count_include_pad=True`).}],
+    [{ Padding never wins the maximum.}]) # [{
+
+    C1: `input` has rank 4.
+    C2: `kernel`, `stride` and `padding` have two entries; kernel and stride
+        are positive, padding is non-negative and at most half the kernel.
+    C3: each output extent is positive.
+
+    ```mlir
+    %0 = mpc.}] # mnemonic # [{ %x kernel [2, 2] : tensor<8x16x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+                       OptionalAttr<DenseI64ArrayAttr>:$stride,
+                       OptionalAttr<DenseI64ArrayAttr>:$padding);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `kernel` $kernel (`stride` $stride^)? (`padding` $padding^)?
+    attr-dict `:` type($input)
+  }];
+  let extraClassDeclaration = [{
+    /// The stride, defaulting to the kernel.
+    ::llvm::SmallVector<int64_t, 2> getStrideOrDefault();
+    /// The padding, defaulting to zero.
+    ::llvm::SmallVector<int64_t, 2> getPaddingOrDefault();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Model structure
+//===----------------------------------------------------------------------===//
+
+def Mpc_ModelOp : Mpc_Op<"model", [IsolatedFromAbove, Symbol, SingleBlock,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
+  let summary = "A model: named inputs, parameters, state and a forward body";
+  let description = [{
+    The block arguments are, in order, the inputs, the trainable parameters
+    and the non-trainable state. Their names are the names a user sees in
+    checkpoints and in the runtime API. Parameters and state carry an
+    initialiser (see `#mpc.init`).
+
+    ```mlir
+    mpc.model @mlp
+        inputs(%x: tensor<64x784xf32>, %y: tensor<64xi32>)
+        params(%w: tensor<10x784xf32> = kaiming_uniform,
+               %b: tensor<10xf32> = zeros) {
+      %logits = mpc.linear %x, %w, %b
+          : tensor<64x784xf32>, tensor<10x784xf32>, tensor<10xf32>
+      %loss = mpc.cross_entropy %logits, %y : tensor<64x10xf32>, tensor<64xi32>
+      mpc.output loss(%loss : tensor<f32>) logits(%logits : tensor<64x10xf32>)
+    }
+    ```
+
+    C1: there is one name per input, parameter and state argument, and one
+        initialiser per parameter and state argument.
+    C2: names are identifiers (`[A-Za-z_][A-Za-z0-9_.]*`) and unique.
+    C3: inputs are tensors of f32, f16, bf16, i32 or i64; parameters and
+        state are float tensors; all have static shapes.
+    C4: each initialiser suits its tensor (`kaiming_*` and `xavier_*` need
+        rank >= 2 to have fans).
+    C5: state is used only as the running statistics of `mpc.batch_norm`,
+        and each state tensor by one op only.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$input_names,
+                       StrArrayAttr:$param_names,
+                       TypedArrayAttrBase<Mpc_InitializerAttr,
+                                          "initialiser array">:$param_inits,
+                       StrArrayAttr:$state_names,
+                       TypedArrayAttrBase<Mpc_InitializerAttr,
+                                          "initialiser array">:$state_inits);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    unsigned getNumInputs() { return getInputNames().size(); }
+    unsigned getNumParams() { return getParamNames().size(); }
+    unsigned getNumStates() { return getStateNames().size(); }
+    ::mlir::Block::BlockArgListType getInputs() {
+      return getBody().front().getArguments().take_front(getNumInputs());
+    }
+    ::mlir::Block::BlockArgListType getParams() {
+      return getBody().front().getArguments().slice(getNumInputs(),
+                                                    getNumParams());
+    }
+    ::mlir::Block::BlockArgListType getStates() {
+      return getBody().front().getArguments().take_back(getNumStates());
+    }
+    /// The name of a block argument, whichever group it is in.
+    ::llvm::StringRef getArgName(::mlir::BlockArgument arg);
+    /// The terminator; null while the body is malformed.
+    class OutputOp getOutputOp();
+  }];
+}
+
+def Mpc_OutputOp : Mpc_Op<"output", [Pure, Terminator, HasParent<"ModelOp">]> {
+  let summary = "The model's scalar loss and named extra outputs";
+  let description = [{
+    Ends a model. `loss` is what training minimises; the other outputs are
+    returned by evaluation (logits, for example).
+
+    ```mlir
+    mpc.output loss(%loss : tensor<f32>) logits(%logits : tensor<64x10xf32>)
+    ```
+
+    C1: there is one name per extra output; names are identifiers, unique,
+        and not `loss`.
+  }];
+  let arguments = (ins Mpc_ScalarFloatTensor:$loss,
+                       Variadic<AnyStaticShapeTensor>:$outputs,
+                       StrArrayAttr:$output_names);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// GEMM-like ops (lower)
+//===----------------------------------------------------------------------===//
+
+def Mpc_LinearOp : Mpc_PolicyOp<"linear", "Lower", [Pure, InferTypeOpAdaptor]> {
+  let summary = "x · Wᵀ + b, as torch.nn.functional.linear";
+  let description = [{
+    `input` is `[..., K]`, `weight` is `[N, K]`, the optional `bias` is `[N]`;
+    the result is `[..., N]`.
+
+    C1: `input` has rank >= 1 and `weight` has rank 2.
+    C2: the last dim of `input` equals dim 1 of `weight`.
+    C3: `bias`, when present, has shape `[N]`.
+    C4: all operands have the same element type.
+
+    ```mlir
+    %h = mpc.linear %x, %w, %b : tensor<64x784xf32>, tensor<256x784xf32>, tensor<256xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, Mpc_FloatTensor:$weight,
+                       Optional<Mpc_FloatTensor>:$bias);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,`
+    type($weight) (`,` type($bias)^)?
+  }];
+}
+
+def Mpc_MatmulOp : Mpc_PolicyOp<"matmul", "Lower", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Matrix product of two rank-2 tensors";
+  let description = [{
+    `op(lhs) · op(rhs)` where `op` transposes under `transpose_lhs` /
+    `transpose_rhs`.
+
+    C1: both operands have rank 2.
+    C2: the contracted dims agree.
+    C3: the operands have the same element type.
+
+    ```mlir
+    %c = mpc.matmul %a, %b transpose_rhs : tensor<4x8xf32>, tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$lhs, Mpc_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs) `,` type($rhs)
+  }];
+}
+
+def Mpc_BatchMatmulOp : Mpc_PolicyOp<"batch_matmul", "Lower",
+                                     [Pure, InferTypeOpAdaptor]> {
+  let summary = "Batched matrix product over the leading dims";
+  let description = [{
+    Matrix products of the two trailing dims, batched over equal leading dims:
+    `[B..., M, K] · [B..., K, N] -> [B..., M, N]`, with optional transposes of
+    each operand's two trailing dims.
+
+    C1: both operands have the same rank, at least 3.
+    C2: the batch dims are equal.
+    C3: the contracted dims agree.
+    C4: the operands have the same element type.
+
+    ```mlir
+    %s = mpc.batch_matmul %q, %k transpose_rhs
+        : tensor<4x2x16x32xf32>, tensor<4x2x16x32xf32>  // tensor<4x2x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$lhs, Mpc_FloatTensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs) `,` type($rhs)
+  }];
+}
+
+def Mpc_Conv2dOp : Mpc_PolicyOp<"conv2d", "Lower", [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-d convolution of NCHW input with OIHW weights";
+  let description = [{
+    As torch.nn.functional.conv2d: `input` `[N, C, H, W]`, `weight`
+    `[O, C/groups, KH, KW]`, optional `bias` `[O]`. `stride` and `dilation`
+    default to 1, `padding` (zeros on both sides) to 0, `groups` to 1.
+
+    C1: `input` and `weight` have rank 4.
+    C2: `stride`, `padding` and `dilation` have two entries; stride and
+        dilation are positive, padding non-negative; `groups` is positive.
+    C3: `groups` divides C and O, and dim 1 of `weight` is C / groups.
+    C4: `bias`, when present, has shape `[O]`.
+    C5: each output extent is positive.
+    C6: all operands have the same element type.
+
+    ```mlir
+    %y = mpc.conv2d %x, %w stride [2, 2] padding [1, 1]
+        : tensor<8x3x32x32xf32>, tensor<16x3x3x3xf32>  // tensor<8x16x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, Mpc_FloatTensor:$weight,
+                       Optional<Mpc_FloatTensor>:$bias,
+                       OptionalAttr<DenseI64ArrayAttr>:$stride,
+                       OptionalAttr<DenseI64ArrayAttr>:$padding,
+                       OptionalAttr<DenseI64ArrayAttr>:$dilation,
+                       OptionalAttr<I64Attr>:$groups);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? (`stride` $stride^)?
+    (`padding` $padding^)? (`dilation` $dilation^)? (`groups` $groups^)?
+    attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)?
+  }];
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<int64_t, 2> getStrideOrDefault();
+    ::llvm::SmallVector<int64_t, 2> getPaddingOrDefault();
+    ::llvm::SmallVector<int64_t, 2> getDilationOrDefault();
+    int64_t getGroupsOrDefault() { return getGroups().value_or(1); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+def Mpc_AddOp : Mpc_BinaryOp<"add", "lhs + rhs">;
+def Mpc_SubOp : Mpc_BinaryOp<"sub", "lhs - rhs">;
+def Mpc_MulOp : Mpc_BinaryOp<"mul", "lhs * rhs">;
+def Mpc_DivOp : Mpc_BinaryOp<"div", "lhs / rhs">;
+
+def Mpc_NegOp : Mpc_UnaryOp<"neg", "Follow"> {
+  let summary = "Elementwise negation";
+}
+def Mpc_ReluOp : Mpc_UnaryOp<"relu", "Follow"> {
+  let summary = "Elementwise max(x, 0)";
+}
+def Mpc_TanhOp : Mpc_UnaryOp<"tanh", "Follow"> {
+  let summary = "Elementwise hyperbolic tangent";
+}
+def Mpc_SigmoidOp : Mpc_UnaryOp<"sigmoid", "Follow"> {
+  let summary = "Elementwise 1 / (1 + exp(-x))";
+}
+def Mpc_ExpOp : Mpc_UnaryOp<"exp", "KeepF32"> {
+  let summary = "Elementwise exponential (overflows half above 11.09)";
+}
+def Mpc_LogOp : Mpc_UnaryOp<"log", "KeepF32"> {
+  let summary = "Elementwise natural logarithm";
+}
+def Mpc_SqrtOp : Mpc_UnaryOp<"sqrt", "Follow"> {
+  let summary = "Elementwise square root";
+}
+def Mpc_RsqrtOp : Mpc_UnaryOp<"rsqrt", "KeepF32"> {
+  let summary = "Elementwise 1 / sqrt(x) (kept in f32, as torch.autocast does)";
+}
+
+def Mpc_GeluOp : Mpc_PolicyOp<"gelu", "Follow",
+                              [Pure, SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit, exact (erf) or tanh-approximated";
+  let description = [{
+    `x * Φ(x)`, where Φ is the normal CDF computed with `erf` (default) or with
+    the tanh approximation of GPT-2 (`approximate tanh`).
+
+    ```mlir
+    %0 = mpc.gelu %x approximate tanh : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input,
+                       DefaultValuedAttr<GeluApproximation,
+                           "::mlir::mpc::GeluApproximation::Erf">:$approximate);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`approximate` $approximate^)? attr-dict `:` type($input)
+  }];
+}
+
+def Mpc_ScaleOp : Mpc_PolicyOp<"scale", "Follow",
+                               [Pure, SameOperandsAndResultType]> {
+  let summary = "Multiplies by a compile-time constant";
+  let description = [{
+    `input * factor`, with `factor` kept as f64 so that the numerics lint can
+    tell whether it survives in the precision the op runs in.
+
+    ```mlir
+    %0 = mpc.scale %x by 0.125 : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, F64Attr:$factor);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = "$input `by` $factor attr-dict `:` type($input)";
+}
+
+def Mpc_WhereOp : Mpc_PolicyOp<"where", "Promote", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Selects `on_true` where `condition` holds, else `on_false`";
+  let description = [{
+    Elementwise select with NumPy broadcasting of all three operands. With
+    `mpc.causal_mask` it writes out masked attention.
+
+    C1: `on_true` and `on_false` have the same element type.
+    C2: the three shapes broadcast.
+
+    ```mlir
+    %m = mpc.where %mask, %scores, %neg_inf
+        : tensor<16x16xi1>, tensor<4x2x16x16xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Mpc_MaskTensor:$condition, Mpc_FloatTensor:$on_true,
+                       Mpc_FloatTensor:$on_false);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict `:` type($condition) `,`
+    type($on_true) `,` type($on_false)
+  }];
+}
+
+def Mpc_DropoutOp : Mpc_PolicyOp<"dropout", "Follow", [SameOperandsAndResultType]> {
+  let summary = "Zeroes elements with probability `rate`, scales the rest";
+  let description = [{
+    In training, each element is kept with probability `1 - rate` and scaled by
+    `1 / (1 - rate)`; in evaluation it is the identity. The mask is a function
+    of the session seed, the op's `seed`, the step and the element's index, so
+    the backward pass regenerates the same mask. Not `Pure`: two dropouts of
+    the same value draw different masks and must not be merged.
+
+    C1: `0 <= rate < 1`.
+
+    ```mlir
+    %0 = mpc.dropout %x rate 0.1 seed 7 : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, F64Attr:$rate,
+                       DefaultValuedAttr<I64Attr, "0">:$seed);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `rate` $rate (`seed` $seed^)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def Mpc_CastOp : Mpc_PolicyOp<"cast", "Follow", [Pure]> {
+  let summary = "Converts between float types, rounding to nearest even";
+  let description = [{
+    Changes the element type, rounding to nearest even; values beyond the
+    target's range become infinities.
+
+    C1: `input` and `result` have the same shape.
+
+    ```mlir
+    %0 = mpc.cast %x : tensor<4x8xf32> to tensor<4x8xf16>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Mpc_ConstantOp : Mpc_PolicyOp<"constant", "Follow",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "A constant float tensor";
+  let description = [{
+    ```mlir
+    %neg_inf = mpc.constant dense<0xFF800000> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Mpc_CausalMaskOp : Mpc_PolicyOp<"causal_mask", "Follow", [Pure]> {
+  let summary = "Lower-triangular mask: true where key index <= query index";
+  let description = [{
+    Element `[..., i, j]` is true iff `j <= i`.
+
+    C1: the result has rank >= 2 and its last two dims are equal.
+
+    ```mlir
+    %mask = mpc.causal_mask : tensor<16x16xi1>
+    ```
+  }];
+  let results = (outs Mpc_MaskTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisation
+//===----------------------------------------------------------------------===//
+
+def Mpc_ReduceSumOp : Mpc_ReduceOp<"reduce_sum", "KeepF32", "sum">;
+def Mpc_ReduceMeanOp : Mpc_ReduceOp<"reduce_mean", "KeepF32", "mean">;
+def Mpc_ReduceMaxOp : Mpc_ReduceOp<"reduce_max", "Follow", "maximum">;
+
+def Mpc_SoftmaxOp : Mpc_PolicyOp<"softmax", "KeepF32",
+                                 [Pure, SameOperandsAndResultType]> {
+  let summary = "Softmax over one dim";
+  let description = [{
+    C1: `dim` is in `[0, rank)`.
+
+    ```mlir
+    %p = mpc.softmax %s dim 3 : tensor<4x2x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = "$input `dim` $dim attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Mpc_LogSoftmaxOp : Mpc_PolicyOp<"log_softmax", "KeepF32",
+                                    [Pure, SameOperandsAndResultType]> {
+  let summary = "Log-softmax over one dim";
+  let description = [{
+    C1: `dim` is in `[0, rank)`.
+
+    ```mlir
+    %p = mpc.log_softmax %s dim 1 : tensor<64x10xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = "$input `dim` $dim attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Mpc_LayerNormOp : Mpc_PolicyOp<"layer_norm", "KeepF32",
+    [Pure, AllTypesMatch<["input", "result"]>,
+     AllTypesMatch<["gamma", "beta"]>]> {
+  let summary = "Affine layer normalisation over the trailing dims";
+  let description = [{
+    Normalises over the trailing dims of `input` that `gamma` spans (as
+    torch's `normalized_shape`), then scales by `gamma` and shifts by `beta`.
+
+    C1: `gamma`'s shape equals the trailing dims of `input`.
+    C2: `gamma` and `input` have the same element type.
+    C3: `eps` is positive.
+
+    ```mlir
+    %y = mpc.layer_norm %x, %g, %b eps 1.0e-05 : tensor<4x16x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, Mpc_FloatTensor:$gamma,
+                       Mpc_FloatTensor:$beta,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$eps);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta (`eps` $eps^)? attr-dict `:` type($input) `,`
+    type($gamma)
+  }];
+  let hasVerifier = 1;
+}
+
+def Mpc_BatchNormOp : Mpc_PolicyOp<"batch_norm", "KeepF32",
+    [AllTypesMatch<["input", "result"]>,
+     AllTypesMatch<["gamma", "beta", "running_mean", "running_var"]>]> {
+  let summary = "Batch normalisation with running statistics";
+  let description = [{
+    In training, normalises each channel (dim 1) with the batch's mean and
+    biased variance over all other dims, and updates the running statistics
+    (model state) as PyTorch does:
+    `running = (1 - momentum) * running + momentum * batch_stat`, with the
+    unbiased variance. In evaluation it uses the running statistics. The
+    running statistics are updated, not differentiated.
+
+    C1: `input` has rank 2 (`[N, C]`) or 4 (`[N, C, H, W]`).
+    C2: `gamma` has shape `[C]`.
+    C3: `gamma` and `input` have the same element type.
+    C4: `0 <= momentum <= 1` and `eps > 0`.
+
+    ```mlir
+    %y = mpc.batch_norm %x, %g, %b, %mean, %var
+        : tensor<8x16x32x32xf32>, tensor<16xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, Mpc_FloatTensor:$gamma,
+                       Mpc_FloatTensor:$beta, Mpc_FloatTensor:$running_mean,
+                       Mpc_FloatTensor:$running_var,
+                       DefaultValuedAttr<F64Attr, "0.1">:$momentum,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$eps);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta `,` $running_mean `,` $running_var
+    (`momentum` $momentum^)? (`eps` $eps^)? attr-dict `:` type($input) `,`
+    type($gamma)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding and loss
+//===----------------------------------------------------------------------===//
+
+def Mpc_EmbeddingOp : Mpc_PolicyOp<"embedding", "Follow",
+                                   [Pure, InferTypeOpAdaptor]> {
+  let summary = "Looks up rows of a table by integer index";
+  let description = [{
+    `table` is `[V, D]`; the result has the shape of `indices` followed by D.
+    An index outside `[0, V)` is a runtime error.
+
+    C1: `table` has rank 2.
+
+    ```mlir
+    %e = mpc.embedding %wte, %tokens : tensor<64x32xf32>, tensor<4x16xi32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$table, Mpc_IndexTensor:$indices);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table `,` $indices attr-dict `:` type($table) `,` type($indices)
+  }];
+}
+
+def Mpc_CrossEntropyOp : Mpc_PolicyOp<"cross_entropy", "KeepF32",
+                                      [Pure, InferTypeOpAdaptor]> {
+  let summary = "Mean softmax cross-entropy against integer class targets";
+  let description = [{
+    `logits` is `[..., C]` and `targets` the leading dims `[...]`. The result
+    is the f32 scalar mean over targets that are not `ignore_index`, as
+    torch.nn.functional.cross_entropy with `reduction='mean'`. A target
+    outside `[0, C)` other than `ignore_index` is a runtime error.
+
+    C1: `logits` has rank >= 2.
+    C2: the shape of `targets` is the shape of `logits` without its last dim.
+
+    ```mlir
+    %loss = mpc.cross_entropy %logits, %y ignore_index -100
+        : tensor<64x10xf32>, tensor<64xi32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$logits, Mpc_IndexTensor:$targets,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets (`ignore_index` $ignore_index^)? attr-dict `:`
+    type($logits) `,` type($targets)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Mpc_ReshapeOp : Mpc_PolicyOp<"reshape", "Follow", [Pure]> {
+  let summary = "Reinterprets the elements, in row-major order, as a new shape";
+  let description = [{
+    C1: `input` and `result` have the same number of elements.
+    C2: `input` and `result` have the same element type.
+
+    ```mlir
+    %0 = mpc.reshape %x : tensor<4x16x64xf32> to tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Mpc_TransposeOp : Mpc_PolicyOp<"transpose", "Follow",
+                                   [Pure, InferTypeOpAdaptor]> {
+  let summary = "Permutes the dims";
+  let description = [{
+    Result dim `i` is input dim `permutation[i]`.
+
+    C1: `permutation` is a permutation of `[0, rank)`.
+
+    ```mlir
+    %0 = mpc.transpose %x perm [0, 2, 1, 3] : tensor<4x16x2x32xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = "$input `perm` $permutation attr-dict `:` type($input)";
+}
+
+def Mpc_BroadcastOp : Mpc_PolicyOp<"broadcast", "Follow", [Pure]> {
+  let summary = "Broadcasts to a larger shape, NumPy style";
+  let description = [{
+    Shapes are aligned at the right; each input dim is 1 or equals the result
+    dim, and missing leading dims are added.
+
+    C1: the result has at least the input's rank and the input broadcasts to it.
+    C2: `input` and `result` have the same element type.
+
+    ```mlir
+    %0 = mpc.broadcast %b : tensor<64xf32> to tensor<16x64xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+def Mpc_SliceOp : Mpc_PolicyOp<"slice", "Follow", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Takes `[start, limit)` with a stride in every dim";
+  let description = [{
+    Result dim `i` has `ceil((limits[i] - starts[i]) / strides[i])` elements;
+    `strides` defaults to all ones.
+
+    C1: `starts`, `limits` and `strides` have one entry per dim.
+    C2: `0 <= start <= limit <= dim` and strides are positive.
+
+    ```mlir
+    %q = mpc.slice %qkv starts [0, 0, 0] limits [4, 16, 64] : tensor<4x16x192xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$limits,
+                       OptionalAttr<DenseI64ArrayAttr>:$strides);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `starts` $starts `limits` $limits (`strides` $strides^)? attr-dict
+    `:` type($input)
+  }];
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<int64_t> getStridesOrDefault();
+  }];
+}
+
+def Mpc_ConcatOp : Mpc_PolicyOp<"concat", "Promote", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Joins tensors along one dim";
+  let description = [{
+    C1: there is at least one input, and all inputs have the same rank and
+        element type.
+    C2: `dim` is in `[0, rank)`.
+    C3: the inputs agree in every dim but `dim`.
+
+    ```mlir
+    %0 = mpc.concat %a, %b dim 1 : tensor<4x8xf32>, tensor<4x2xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Mpc_FloatTensor>:$inputs, I64Attr:$dim);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = "$inputs `dim` $dim attr-dict `:` type($inputs)";
+}
+
+//===----------------------------------------------------------------------===//
+// Convolutional networks
+//===----------------------------------------------------------------------===//
+
+def Mpc_MaxPool2dOp : Mpc_Pool2dOp<"max_pool2d", "Max">;
+def Mpc_AvgPool2dOp : Mpc_Pool2dOp<"avg_pool2d", "Average">;
+
+#endif // MPC_DIALECT_MPCOPS_TD

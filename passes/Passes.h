@@ -1,0 +1,24 @@
+//===- Passes.h - mpc passes --------------------------------------*- C++ -*-===//
+//
+// This file declares every mpc pass and its registration.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_PASSES_PASSES_H
+#define MPC_PASSES_PASSES_H
+
+#include "dialect/MpcDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::mpc {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+} // namespace mlir::mpc
+
+#endif // MPC_PASSES_PASSES_H

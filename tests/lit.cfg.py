@@ -1,0 +1,29 @@
+# -*- Python -*-
+# lit configuration for mpc, modelled on mlir/examples/standalone/test/lit.cfg.py.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "mpc"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.mpc_obj_root, "tests")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%mpc_src_root", config.mpc_src_root))
+config.substitutions.append(("%examples", os.path.join(config.mpc_src_root, "examples")))
+# Catch a FileCheck variable reused across CHECK-LABEL blocks.
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.mpc_tools_dir, config.llvm_tools_dir]
+tools = ["mpc-opt", "mpc"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
