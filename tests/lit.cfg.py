@@ -25,5 +25,6 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.mpc_tools_dir, config.llvm_tools_dir]
-tools = ["mpc-opt", "mpc"]
+# `not` too: use_default_substitutions() only rewrites it after a pipe.
+tools = ["mpc-opt", "mpc", "not"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

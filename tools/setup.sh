@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine for mpc and builds it; safe to run again.
+#   tools/setup.sh              install what is missing, configure, build
+#   BUILD_DIR=out tools/setup.sh   build somewhere other than ./build
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${BUILD_DIR:-$repo/build}
+
+# Everything the build and the tests use. LLVM's exported CMake targets name
+# zstd, zlib, libedit, libxml2, curl and libffi, so their -dev packages must be
+# present for find_package(MLIR) to configure.
+packages=(
+  cmake ninja-build g++ python3
+  llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22
+  libzstd-dev zlib1g-dev libedit-dev libxml2-dev libcurl4-openssl-dev
+  libffi-dev libz3-dev
+  libfmt-dev libgtest-dev
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null |
+      grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+    --no-install-recommends "${missing[@]}"
+fi
+
+cmake -S "$repo" -B "$build_dir" -G Ninja
+cmake --build "$build_dir"
