@@ -50,23 +50,28 @@ std::optional<std::string> parseArch(const std::string &text, int &smVersion) {
 }
 
 std::optional<std::string> findUnimplemented(const CompileOptions &options) {
-  // Each entry names what is missing; the issue tracker says which piece of
-  // the pipeline brings it.
+  // One message per option, naming the option as the user wrote it.
+  static const char *const levels[] = {"O0", "O1", "O2", "O3"};
+  static const char *const optimizers[] = {"sgd", "adam", "adamw"};
   if (options.emit != EmitStage::Mlir)
     return std::string("building past the verified model is not implemented "
                        "yet (autodiff, kernels and code generation); use "
                        "--emit=mlir");
   if (options.target == Target::Cuda)
     return std::string("--target=cuda is not implemented yet");
-  if (options.amp != AmpLevel::O0 || options.half)
-    return std::string("--amp levels other than O0 and --half are not "
-                       "implemented yet");
-  if (options.optimizer != OptimizerKind::Sgd || options.clipNorm != 0 ||
-      options.accumulate != 1 ||
-      options.lossScale.mode != LossScaleMode::Default)
-    return std::string("--optimizer other than sgd, --clip-norm, "
-                       "--accumulate and --loss-scale are not implemented "
-                       "yet");
+  if (options.amp != AmpLevel::O0)
+    return std::string("--amp=") + levels[static_cast<int>(options.amp)] +
+           " is not implemented yet";
+  if (options.optimizer != OptimizerKind::Sgd)
+    return std::string("--optimizer=") +
+           optimizers[static_cast<int>(options.optimizer)] +
+           " is not implemented yet";
+  if (options.clipNorm != 0)
+    return std::string("--clip-norm is not implemented yet");
+  if (options.accumulate != 1)
+    return std::string("--accumulate is not implemented yet");
+  if (options.lossScale.mode != LossScaleMode::Default)
+    return std::string("--loss-scale is not implemented yet");
   return std::nullopt;
 }
 

@@ -54,7 +54,7 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFileOrSTDIN(options.inputFile, /*IsText=*/true);
   if (std::error_code ec = buffer.getError()) {
-    llvm::errs() << "mpc: error: cannot read '" << options.inputFile
+    llvm::errs() << "mpc compile: error: cannot read '" << options.inputFile
                  << "': " << ec.message() << "\n";
     return 1;
   }
@@ -62,6 +62,8 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   DialectRegistry registry;
   registerAllDialects(registry);
   MLIRContext context(registry);
+  // A located message is enough; the op itself can be pages long.
+  context.printOpOnDiagnostic(false);
   context.loadAllAvailableDialects();
 
   llvm::SourceMgr sourceMgr;
@@ -73,7 +75,7 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
     return 1;
 
   if (std::optional<std::string> missing = findUnimplemented(options)) {
-    llvm::errs() << "mpc: error: " << *missing << "\n";
+    llvm::errs() << "mpc compile: error: " << *missing << "\n";
     return 1;
   }
   // EmitStage::Mlir: the model as parsed and verified.

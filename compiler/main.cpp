@@ -23,18 +23,21 @@ namespace {
 cl::SubCommand compileCommand("compile",
                               "Compile a model into a training library");
 
+cl::OptionCategory compileCategory("Compile options");
 cl::OptionCategory targetCategory("Target options");
 cl::OptionCategory precisionCategory("Precision options");
 cl::OptionCategory optimizerCategory("Optimizer options");
 
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
-                               cl::Required, cl::sub(compileCommand));
+                               cl::Required, cl::sub(compileCommand),
+                               cl::cat(compileCategory));
 cl::opt<std::string> outputDir("o", cl::desc("Output directory"),
-                               cl::value_desc("dir"), cl::sub(compileCommand));
+                               cl::value_desc("dir"), cl::sub(compileCommand),
+                               cl::cat(compileCategory));
 
 cl::opt<mlir::mpc::EmitStage> emit(
     "emit", cl::desc("Stop at a stage and print it"), cl::sub(compileCommand),
-    cl::init(mlir::mpc::EmitStage::Library),
+    cl::init(mlir::mpc::EmitStage::Library), cl::cat(compileCategory),
     cl::values(
         clEnumValN(mlir::mpc::EmitStage::Mlir, "mlir", "the verified model"),
         clEnumValN(mlir::mpc::EmitStage::TrainingStep, "training-step",
@@ -175,8 +178,10 @@ int main(int argc, char **argv) {
   cl::SetVersionPrinter([](raw_ostream &os) {
     os << "mpc " MPC_VERSION " (MLIR " LLVM_VERSION_STRING ")\n";
   });
-  cl::HideUnrelatedOptions({&targetCategory, &precisionCategory,
-                            &optimizerCategory, &cl::getGeneralCategory()});
+  // LLVM registers hundreds of backend options in the general category;
+  // mpc shows only its own.
+  cl::HideUnrelatedOptions({&compileCategory, &targetCategory,
+                            &precisionCategory, &optimizerCategory});
   if (!cl::ParseCommandLineOptions(
           argc, argv,
           "mpc: ahead-of-time compiler for mixed-precision training\n\n"
@@ -184,7 +189,8 @@ int main(int argc, char **argv) {
     return 1;
 
   if (!compileCommand) {
-    errs() << "mpc: error: expected a subcommand; see 'mpc --help'\n";
+    errs() << "mpc: error: expected a subcommand: mpc compile <model.mlir>; "
+              "see 'mpc --help'\n";
     return 1;
   }
   mlir::mpc::CompileOptions options;
