@@ -19,7 +19,7 @@ def Mpc_InitializerAttr : Mpc_Attr<"Initializer", "init"> {
     optional negative slope `a` (PyTorch's `kaiming_*_(a=...)`, fan-in mode),
     `xavier_uniform` / `xavier_normal` with an optional gain. Fans are
     computed as PyTorch does: dim 1 times the receptive field is fan-in, dim 0
-    times the receptive field is fan-out.
+    times the receptive field is fan-out. Arguments are finite numbers.
   }];
   let parameters = (ins "::mlir::mpc::InitKind":$kind,
                         "::mlir::DenseF64ArrayAttr":$args);

@@ -11,6 +11,7 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -40,7 +41,7 @@ void MpcDialect::initialize() {
 
 /// The shortest `%g` spelling that parses back to `value`, so `0.02` prints as
 /// written rather than as `2.000000e-02`.
-static std::string shortestDecimal(double value) {
+std::string mlir::mpc::formatDecimal(double value) {
   char text[32];
   for (int precision = 1; precision <= 17; ++precision) {
     std::snprintf(text, sizeof(text), "%.*g", precision, value);
@@ -48,6 +49,15 @@ static std::string shortestDecimal(double value) {
       break;
   }
   std::string result(text);
+  // `-0` would read back as the integer 0 and lose the sign.
+  if (value == 0 && std::signbit(value))
+    return "-0.0";
+  // Whole numbers print whole: `200`, not `%g`'s `2e+02`.
+  if (std::isfinite(value) && value == std::trunc(value) &&
+      std::fabs(value) < 1e15) {
+    std::snprintf(text, sizeof(text), "%.0f", value);
+    return text;
+  }
   // The MLIR lexer reads `1e-05` as an integer then an identifier; a float
   // literal needs a `.` before the exponent.
   if (result.find_first_of(".ein") == std::string::npos)
@@ -70,44 +80,68 @@ InitializerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << "' takes " << what << ", got " << args.size()
                        << " argument(s)";
   };
+  LogicalResult counted = success();
   switch (kind) {
   case InitKind::Zeros:
   case InitKind::Ones:
-    return expectArgs(0, 0, "no arguments");
+    counted = expectArgs(0, 0, "no arguments");
+    break;
   case InitKind::Constant:
-    return expectArgs(1, 1, "one argument (the value)");
+    counted = expectArgs(1, 1, "one argument (the value)");
+    break;
   case InitKind::Normal:
-    if (failed(expectArgs(1, 2, "(std) or (mean, std)")))
-      return failure();
+    counted = expectArgs(1, 2, "(std) or (mean, std)");
+    break;
+  case InitKind::Uniform:
+    counted = expectArgs(2, 2, "two arguments (low, high)");
+    break;
+  case InitKind::KaimingUniform:
+  case InitKind::KaimingNormal:
+    counted = expectArgs(0, 1, "an optional negative slope");
+    break;
+  case InitKind::XavierUniform:
+  case InitKind::XavierNormal:
+    counted = expectArgs(0, 1, "an optional gain");
+    break;
+  }
+  if (failed(counted))
+    return failure();
+  // An infinite or NaN argument gives no usable tensor, and `inf` and `nan`
+  // could not be printed back in a form the parser accepts.
+  for (double arg : args)
+    if (!std::isfinite(arg))
+      return emitError() << "initialiser '" << stringifyInitKind(kind)
+                         << "' needs finite arguments, got "
+                         << formatDecimal(arg);
+  switch (kind) {
+  case InitKind::Normal:
     if (!(args.back() > 0))
       return emitError() << "initialiser 'normal' needs std > 0, got "
-                         << args.back();
+                         << formatDecimal(args.back());
     return success();
   case InitKind::Uniform:
-    if (failed(expectArgs(2, 2, "two arguments (low, high)")))
-      return failure();
     if (!(args[0] < args[1]))
       return emitError() << "initialiser 'uniform' needs low < high, got ("
-                         << args[0] << ", " << args[1] << ")";
+                         << formatDecimal(args[0]) << ", "
+                         << formatDecimal(args[1]) << ")";
     return success();
   case InitKind::KaimingUniform:
   case InitKind::KaimingNormal:
-    if (failed(expectArgs(0, 1, "an optional negative slope")))
-      return failure();
     if (!args.empty() && !(args[0] >= 0))
       return emitError() << "initialiser '" << stringifyInitKind(kind)
-                         << "' needs a negative slope >= 0, got " << args[0];
+                         << "' needs a negative slope >= 0, got "
+                         << formatDecimal(args[0]);
     return success();
   case InitKind::XavierUniform:
   case InitKind::XavierNormal:
-    if (failed(expectArgs(0, 1, "an optional gain")))
-      return failure();
     if (!args.empty() && !(args[0] > 0))
       return emitError() << "initialiser '" << stringifyInitKind(kind)
-                         << "' needs a gain > 0, got " << args[0];
+                         << "' needs a gain > 0, got "
+                         << formatDecimal(args[0]);
+    return success();
+  default:
     return success();
   }
-  llvm_unreachable("unknown InitKind");
 }
 
 Attribute InitializerAttr::parseBare(AsmParser &parser) {
@@ -131,14 +165,21 @@ Attribute InitializerAttr::parseBare(AsmParser &parser) {
           Attribute value;
           if (parser.parseAttribute(value))
             return failure();
-          if (auto number = dyn_cast<FloatAttr>(value))
+          if (auto number = dyn_cast<FloatAttr>(value)) {
             args.push_back(number.getValueAsDouble());
-          else if (auto number = dyn_cast<IntegerAttr>(value))
-            args.push_back(static_cast<double>(number.getInt()));
-          else
+          } else if (auto number = dyn_cast<IntegerAttr>(value);
+                     number && !isa<BoolAttr>(value)) {
+            // Any width and signedness: `200 : ui8` is 200, not -56.
+            llvm::APFloat converted(0.0);
+            converted.convertFromAPInt(number.getValue(),
+                                       !number.getType().isUnsignedInteger(),
+                                       llvm::APFloat::rmNearestTiesToEven);
+            args.push_back(converted.convertToDouble());
+          } else {
             return parser.emitError(argLoc)
                    << "expected a number as initialiser argument, got "
                    << value;
+          }
           return success();
         }) ||
         parser.parseRParen())
@@ -155,9 +196,8 @@ void InitializerAttr::printBare(AsmPrinter &printer) const {
   if (args.empty())
     return;
   printer << '(';
-  llvm::interleaveComma(args, printer, [&](double value) {
-    printer << shortestDecimal(value);
-  });
+  llvm::interleaveComma(args, printer,
+                        [&](double value) { printer << formatDecimal(value); });
   printer << ')';
 }
 

@@ -11,10 +11,19 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
 
+#include <string>
+
 #include "dialect/MpcEnums.h.inc"
 #include "dialect/MpcOpsDialect.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialect/MpcAttrs.h.inc"
+
+namespace mlir::mpc {
+/// The shortest decimal spelling of `value` that reads back exactly and that
+/// the MLIR lexer takes as one number (`0.02`, `200`, `1.0e-05`), for
+/// printing initialiser arguments and for diagnostics.
+std::string formatDecimal(double value);
+} // namespace mlir::mpc
 
 #endif // MPC_DIALECT_MPCDIALECT_H

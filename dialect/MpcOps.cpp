@@ -12,9 +12,10 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace mlir::mpc;
@@ -94,6 +95,19 @@ SmallVector<int64_t, 2> pairOr(std::optional<ArrayRef<int64_t>> values,
   if (values)
     return SmallVector<int64_t, 2>(*values);
   return SmallVector<int64_t, 2>(fallback);
+}
+
+/// The number of elements of `type`, or nullopt when it does not fit in
+/// int64 (ShapedType::getNumElements would wrap around).
+std::optional<int64_t> numElements(RankedTensorType type) {
+  int64_t count = 1;
+  for (int64_t extent : type.getShape()) {
+    std::optional<int64_t> next = llvm::checkedMul(count, extent);
+    if (!next)
+      return std::nullopt;
+    count = *next;
+  }
+  return count;
 }
 
 bool isIdentifier(StringRef name) {
@@ -345,33 +359,53 @@ LogicalResult ModelOp::verify() {
 }
 
 LogicalResult ModelOp::verifyRegions() {
-  // model_c5
-  for (BlockArgument state : getStates()) {
-    Operation *owner = nullptr;
-    for (OpOperand &use : state.getUses()) {
-      auto norm = dyn_cast<BatchNormOp>(use.getOwner());
-      bool isRunningStat =
-          norm && (use.get() == norm.getRunningMean() ||
-                   use.get() == norm.getRunningVar());
-      if (!isRunningStat) {
-        InFlightDiagnostic diag =
-            use.getOwner()->emitOpError()
-            << "uses state '" << getArgName(state)
-            << "', which only mpc.batch_norm may use, as running statistics";
-        diag.attachNote(state.getLoc()) << "state defined here";
-        return diag;
-      }
-      if (owner && owner != use.getOwner()) {
-        InFlightDiagnostic diag = use.getOwner()->emitOpError()
-                                  << "uses state '" << getArgName(state)
-                                  << "', which another op already updates";
-        diag.attachNote(owner->getLoc()) << "first updated here";
-        return diag;
-      }
-      owner = use.getOwner();
-    }
-  }
-  return success();
+  // model_c5: walk the body in program order, so that a state tensor's first
+  // use is the one the diagnostics call first.
+  Block &entry = getBody().front();
+  unsigned firstState = getNumInputs() + getNumParams();
+  llvm::DenseMap<BlockArgument, OpOperand *> updatedBy;
+  WalkResult walk =
+      getBody().walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
+        for (OpOperand &use : op->getOpOperands()) {
+          auto state = dyn_cast<BlockArgument>(use.get());
+          if (!state || state.getOwner() != &entry ||
+              state.getArgNumber() < firstState)
+            continue;
+          // Compare operand slots, not values: a state tensor passed as gamma
+          // is not a running statistic even if it is passed as one too.
+          auto norm = dyn_cast<BatchNormOp>(op);
+          bool isRunningStat = norm && (&use == &norm.getRunningMeanMutable() ||
+                                        &use == &norm.getRunningVarMutable());
+          if (!isRunningStat) {
+            InFlightDiagnostic diag =
+                op->emitOpError()
+                << "uses state '" << getArgName(state)
+                << "', which only mpc.batch_norm may use, as running "
+                   "statistics";
+            diag.attachNote(state.getLoc()) << "state defined here";
+            return diag;
+          }
+          auto [it, inserted] = updatedBy.try_emplace(state, &use);
+          if (inserted)
+            continue;
+          if (it->second->getOwner() == op) {
+            InFlightDiagnostic diag =
+                op->emitOpError()
+                << "uses state '" << getArgName(state)
+                << "' as both running mean and running variance";
+            diag.attachNote(state.getLoc()) << "state defined here";
+            return diag;
+          }
+          InFlightDiagnostic diag = op->emitOpError()
+                                    << "uses state '" << getArgName(state)
+                                    << "', which another op already updates";
+          diag.attachNote(it->second->getOwner()->getLoc())
+              << "first updated here";
+          return diag;
+        }
+        return WalkResult::advance();
+      });
+  return failure(walk.wasInterrupted());
 }
 
 //===----------------------------------------------------------------------===//
@@ -453,21 +487,22 @@ LogicalResult LinearOp::inferReturnTypes(MLIRContext *,
                    x->getShape().back(), ") to equal the weight's dim 1 (", k,
                    ")");
   // linear_c3
+  FailureOr<RankedTensorType> b;
   if (Value bias = adaptor.getBias()) {
-    auto b = staticTensor(loc, name, bias, "the bias");
+    b = staticTensor(loc, name, bias, "the bias");
     if (failed(b))
       return failure();
     if (b->getShape() != ArrayRef<int64_t>{n})
       return opError(loc, name, "expects a bias of shape [", n, "], got ",
                      quoted(*b));
-    if (b->getElementType() != x->getElementType())
-      return opError(loc, name, "expects operands of one element type, got ",
-                     quoted(*x), " and bias ", quoted(*b));
   }
   // linear_c4
   if (w->getElementType() != x->getElementType())
     return opError(loc, name, "expects operands of one element type, got ",
                    quoted(*x), " and ", quoted(*w));
+  if (succeeded(b) && b->getElementType() != x->getElementType())
+    return opError(loc, name, "expects operands of one element type, got ",
+                   quoted(*x), " and bias ", quoted(*b));
   SmallVector<int64_t> shape(x->getShape().drop_back());
   shape.push_back(n);
   inferred.push_back(RankedTensorType::get(shape, x->getElementType()));
@@ -577,32 +612,46 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
     return opError(loc, name, "expects weight dim 1 to be input channels / "
                    "groups = ", channels / groups, ", got ", w->getDimSize(1));
   // conv2d_c4
+  FailureOr<RankedTensorType> b;
   if (Value bias = adaptor.getBias()) {
-    auto b = staticTensor(loc, name, bias, "the bias");
+    b = staticTensor(loc, name, bias, "the bias");
     if (failed(b))
       return failure();
     if (b->getShape() != ArrayRef<int64_t>{outChannels})
       return opError(loc, name, "expects a bias of shape [", outChannels,
                      "], got ", quoted(*b));
-    if (b->getElementType() != x->getElementType())
-      return opError(loc, name, "expects operands of one element type, got ",
-                     quoted(*x), " and bias ", quoted(*b));
   }
   // conv2d_c5
   SmallVector<int64_t> shape = {x->getDimSize(0), outChannels};
   for (int i = 0; i < 2; ++i) {
     int64_t in = x->getDimSize(2 + i), kernel = w->getDimSize(2 + i);
-    int64_t extent =
-        (in + 2 * padding[i] - dilation[i] * (kernel - 1) - 1) / stride[i] + 1;
-    if (in + 2 * padding[i] - dilation[i] * (kernel - 1) - 1 < 0 || extent < 1)
+    // The room the padded input leaves after the first window,
+    // `in + 2 * padding - dilation * (kernel - 1) - 1`, without overflow:
+    // padding and dilation are attributes, and may be anything.
+    std::optional<int64_t> padded, reach, room;
+    if (std::optional<int64_t> twice = llvm::checkedMul<int64_t>(padding[i], 2))
+      padded = llvm::checkedAdd(in, *twice);
+    if (std::optional<int64_t> span =
+            llvm::checkedMul<int64_t>(dilation[i], kernel - 1))
+      reach = llvm::checkedAdd<int64_t>(*span, 1);
+    if (padded && reach)
+      room = llvm::checkedSub(*padded, *reach);
+    if (!room)
+      return opError(loc, name, "expects padding ", shapeString(padding),
+                     " and dilation ", shapeString(dilation),
+                     " to give output extents that fit in 64 bits");
+    if (*room < 0)
       return opError(loc, name, "expects a kernel that fits the padded input, "
                      "got input ", quoted(*x), " and weight ", quoted(*w));
-    shape.push_back(extent);
+    shape.push_back(*room / stride[i] + 1);
   }
   // conv2d_c6
   if (w->getElementType() != x->getElementType())
     return opError(loc, name, "expects operands of one element type, got ",
                    quoted(*x), " and ", quoted(*w));
+  if (succeeded(b) && b->getElementType() != x->getElementType())
+    return opError(loc, name, "expects operands of one element type, got ",
+                   quoted(*x), " and bias ", quoted(*b));
   inferred.push_back(RankedTensorType::get(shape, x->getElementType()));
   return success();
 }
@@ -675,7 +724,8 @@ LogicalResult DropoutOp::verify() {
   // dropout_c1
   double rate = getRate().convertToDouble();
   if (!(rate >= 0.0 && rate < 1.0))
-    return emitOpError() << "expects 0 <= rate < 1, got " << rate;
+    return emitOpError() << "expects 0 <= rate < 1, got "
+                         << formatDecimal(rate);
   return success();
 }
 
@@ -785,7 +835,7 @@ LogicalResult LayerNormOp::verify() {
   // layer_norm_c3
   if (!(getEps().convertToDouble() > 0))
     return emitOpError() << "expects eps > 0, got "
-                         << getEps().convertToDouble();
+                         << formatDecimal(getEps().convertToDouble());
   return success();
 }
 
@@ -810,7 +860,8 @@ LogicalResult BatchNormOp::verify() {
   if (!(momentum >= 0 && momentum <= 1) || !(eps > 0))
     return emitOpError() << "expects 0 <= momentum <= 1 and eps > 0, got "
                             "momentum "
-                         << momentum << " and eps " << eps;
+                         << formatDecimal(momentum) << " and eps "
+                         << formatDecimal(eps);
   return success();
 }
 
@@ -867,11 +918,17 @@ LogicalResult ReshapeOp::verify() {
   auto input = getInput().getType();
   auto result = getResult().getType();
   // reshape_c1
-  if (input.getNumElements() != result.getNumElements())
+  std::optional<int64_t> inputCount = numElements(input);
+  std::optional<int64_t> resultCount = numElements(result);
+  for (auto [count, type] :
+       {std::pair(inputCount, input), std::pair(resultCount, result)})
+    if (!count)
+      return emitOpError() << "expects at most 2^63 - 1 elements, got "
+                           << quoted(type);
+  if (*inputCount != *resultCount)
     return emitOpError() << "expects the same number of elements, got "
-                         << input.getNumElements() << " in " << quoted(input)
-                         << " and " << result.getNumElements() << " in "
-                         << quoted(result);
+                         << *inputCount << " in " << quoted(input) << " and "
+                         << *resultCount << " in " << quoted(result);
   // reshape_c2
   if (input.getElementType() != result.getElementType())
     return emitOpError() << "expects one element type, got " << quoted(input)
@@ -1011,7 +1068,12 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
         return opError(loc, name, "expects inputs that agree in every dim "
                        "but ", dim, ", got ", quoted(first), " and ",
                        quoted(type));
-    shape[dim] += type.getDimSize(dim);
+    std::optional<int64_t> sum =
+        llvm::checkedAdd(shape[dim], type.getDimSize(dim));
+    if (!sum)
+      return opError(loc, name, "expects the inputs' extents in dim ", dim,
+                     " to add up to at most 2^63 - 1");
+    shape[dim] = *sum;
   }
   inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
   return success();
@@ -1043,14 +1105,15 @@ static LogicalResult inferPool2d(std::optional<Location> loc, StringRef name,
       failed(checkPair(loc, name, "padding", padding, 0)))
     return failure();
   for (int i = 0; i < 2; ++i)
-    if (2 * padding[i] > kernel[i])
+    if (padding[i] > kernel[i] / 2)
       return opError(loc, name, "expects padding at most half the kernel, "
                      "got padding ", shapeString(padding), " for kernel ",
                      shapeString(kernel));
   // pool_c3
   SmallVector<int64_t> shape = {input->getDimSize(0), input->getDimSize(1)};
   for (int i = 0; i < 2; ++i) {
-    int64_t span = input->getDimSize(2 + i) + 2 * padding[i] - kernel[i];
+    // 2 * padding <= kernel, so neither term overflows.
+    int64_t span = input->getDimSize(2 + i) + (2 * padding[i] - kernel[i]);
     if (span < 0)
       return opError(loc, name, "expects a kernel that fits the padded "
                      "input, got kernel ", shapeString(kernel), " for ",

@@ -165,8 +165,9 @@ def Mpc_ModelOp : Mpc_Op<"model", [IsolatedFromAbove, Symbol, SingleBlock,
         state are float tensors; all have static shapes.
     C4: each initialiser suits its tensor (`kaiming_*` and `xavier_*` need
         rank >= 2 to have fans).
-    C5: state is used only as the running statistics of `mpc.batch_norm`,
-        and each state tensor by one op only.
+    C5: state is used only as the running statistics (`running_mean`,
+        `running_var`) of `mpc.batch_norm`, and each state tensor by one
+        operand of one op only.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$input_names,
                        StrArrayAttr:$param_names,

@@ -1,0 +1,1748 @@
+// RUN: mpc-opt %s --split-input-file --verify-diagnostics
+
+// One case per invariant of every op, named after the invariant (`@linear_c2`,
+// as the `// linear_c2` tag in MpcOps.cpp and C2 in MpcOps.td). Ops with
+// inferred result types check shapes while parsing, so their errors end the
+// chunk at the parser.
+
+//===----------------------------------------------------------------------===//
+// mpc.model
+//===----------------------------------------------------------------------===//
+
+// model_c1: one initialiser per parameter. Only the generic form can break it.
+// expected-error@+1 {{'mpc.model' op expects one initialiser per parameter and state tensor, got 0 for 1 parameters and 0 for 0 state tensors}}
+"mpc.model"() <{sym_name = "model_c1_param_inits", input_names = [], param_names = ["w"], param_inits = [], state_names = [], state_inits = []}> ({
+^bb0(%w: tensor<f32>):
+  "mpc.output"(%w) <{output_names = []}> : (tensor<f32>) -> ()
+}) : () -> ()
+
+// -----
+
+// model_c1: one initialiser per state tensor.
+// expected-error@+1 {{'mpc.model' op expects one initialiser per parameter and state tensor, got 0 for 0 parameters and 1 for 0 state tensors}}
+"mpc.model"() <{sym_name = "model_c1_state_inits", input_names = ["x"], param_names = [], param_inits = [], state_names = [], state_inits = [#mpc.init<zeros>]}> ({
+^bb0(%x: tensor<f32>):
+  "mpc.output"(%x) <{output_names = []}> : (tensor<f32>) -> ()
+}) : () -> ()
+
+// -----
+
+// model_c1: one name per block argument.
+// expected-error@+1 {{'mpc.model' op expects 2 block arguments (inputs, params, state), got 1}}
+"mpc.model"() <{sym_name = "model_c1_names", input_names = ["x", "y"], param_names = [], param_inits = [], state_names = [], state_inits = []}> ({
+^bb0(%x: tensor<f32>):
+  "mpc.output"(%x) <{output_names = []}> : (tensor<f32>) -> ()
+}) : () -> ()
+
+// -----
+
+// model_c2: a name that is not an identifier (an SSA number).
+mpc.model @model_c2_number
+    // expected-error@+1 {{'mpc.model' op expects names that are identifiers ([A-Za-z_][A-Za-z0-9_.]*), got '0'}}
+    inputs(%0: tensor<f32>) params() {
+  mpc.output loss(%0 : tensor<f32>)
+}
+
+// -----
+
+// model_c2: `$` and `-` are valid in SSA names but not in tensor names.
+mpc.model @model_c2_dollar inputs(%x: tensor<f32>)
+    // expected-error@+1 {{'mpc.model' op expects names that are identifiers ([A-Za-z_][A-Za-z0-9_.]*), got 'w$1'}}
+    params(%w$1: tensor<f32> = zeros) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @model_c2_dash inputs(%x: tensor<f32>) params()
+    // expected-error@+1 {{'mpc.model' op expects names that are identifiers ([A-Za-z_][A-Za-z0-9_.]*), got '-s'}}
+    state(%-s: tensor<f32> = zeros) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+// model_c2: names are unique across inputs, parameters and state. The custom
+// form cannot spell a duplicate (it would redefine an SSA value).
+"mpc.model"() <{sym_name = "model_c2_duplicate", input_names = ["x"], param_names = ["x"], param_inits = [#mpc.init<zeros>], state_names = [], state_inits = []}> ({
+// expected-note@+2 {{first defined here}}
+// expected-error@+1 {{'mpc.model' op has two tensors named 'x'}}
+^bb0(%a: tensor<f32>, %b: tensor<f32>):
+  "mpc.output"(%a) <{output_names = []}> : (tensor<f32>) -> ()
+}) : () -> ()
+
+// -----
+
+// model_c3: inputs are tensors of f32, f16, bf16, i32 or i64.
+mpc.model @model_c3_input_i8
+    // expected-error@+1 {{'mpc.model' op expects input 'x' to be a statically shaped tensor of f32, f16, bf16, i32 or i64, got 'tensor<4xi8>'}}
+    inputs(%x: tensor<4xi8>) params() {
+  %c = mpc.constant dense<0.0> : tensor<f32>
+  mpc.output loss(%c : tensor<f32>)
+}
+
+// -----
+
+mpc.model @model_c3_input_dynamic
+    // expected-error@+1 {{'mpc.model' op expects input 'x' to be a statically shaped tensor of f32, f16, bf16, i32 or i64, got 'tensor<?x4xf32>'}}
+    inputs(%x: tensor<?x4xf32>) params() {
+  %c = mpc.constant dense<0.0> : tensor<f32>
+  mpc.output loss(%c : tensor<f32>)
+}
+
+// -----
+
+mpc.model @model_c3_input_not_tensor
+    // expected-error@+1 {{'mpc.model' op expects input 'x' to be a statically shaped tensor of f32, f16, bf16, i32 or i64, got 'f32'}}
+    inputs(%x: f32) params() {
+  %c = mpc.constant dense<0.0> : tensor<f32>
+  mpc.output loss(%c : tensor<f32>)
+}
+
+// -----
+
+mpc.model @model_c3_input_unranked
+    // expected-error@+1 {{'mpc.model' op expects input 'x' to be a statically shaped tensor of f32, f16, bf16, i32 or i64, got 'tensor<*xf32>'}}
+    inputs(%x: tensor<*xf32>) params() {
+  %c = mpc.constant dense<0.0> : tensor<f32>
+  mpc.output loss(%c : tensor<f32>)
+}
+
+// -----
+
+// model_c3: parameters are float tensors.
+mpc.model @model_c3_param_int inputs(%x: tensor<f32>)
+    // expected-error@+1 {{'mpc.model' op expects parameter or state 'w' to be a statically shaped tensor of f32, f16 or bf16, got 'tensor<4xi32>'}}
+    params(%w: tensor<4xi32> = zeros) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @model_c3_param_f64 inputs(%x: tensor<f32>)
+    // expected-error@+1 {{'mpc.model' op expects parameter or state 'w' to be a statically shaped tensor of f32, f16 or bf16, got 'tensor<4xf64>'}}
+    params(%w: tensor<4xf64> = zeros) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+// model_c3: state is a statically shaped float tensor.
+mpc.model @model_c3_state_dynamic inputs(%x: tensor<f32>) params()
+    // expected-error@+1 {{'mpc.model' op expects parameter or state 's' to be a statically shaped tensor of f32, f16 or bf16, got 'tensor<?xf32>'}}
+    state(%s: tensor<?xf32> = zeros) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+// model_c4: kaiming initialisers need fans, so rank >= 2.
+mpc.model @model_c4_kaiming_rank1 inputs(%x: tensor<f32>)
+    // expected-error@+1 {{'mpc.model' op initialiser 'kaiming_uniform' of 'b' needs a tensor of rank >= 2 to compute fans, got 'tensor<16xf32>'}}
+    params(%b: tensor<16xf32> = kaiming_uniform) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @model_c4_kaiming_normal_rank1 inputs(%x: tensor<f32>)
+    params(%w: tensor<4x4xf32> = kaiming_normal,
+           // expected-error@+1 {{'mpc.model' op initialiser 'kaiming_normal' of 'b' needs a tensor of rank >= 2 to compute fans, got 'tensor<4xf32>'}}
+           %b: tensor<4xf32> = kaiming_normal(0.01)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @model_c4_xavier_uniform_scalar inputs(%x: tensor<f32>)
+    // expected-error@+1 {{'mpc.model' op initialiser 'xavier_uniform' of 'w' needs a tensor of rank >= 2 to compute fans, got 'tensor<f32>'}}
+    params(%w: tensor<f32> = xavier_uniform) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+// model_c4 applies to state too.
+mpc.model @model_c4_xavier_normal_state inputs(%x: tensor<f32>) params()
+    // expected-error@+1 {{'mpc.model' op initialiser 'xavier_normal' of 's' needs a tensor of rank >= 2 to compute fans, got 'tensor<3xf32>'}}
+    state(%s: tensor<3xf32> = xavier_normal(1.0)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+// model_c5: state may only be the running statistics of mpc.batch_norm.
+mpc.model @model_c5_other_op inputs(%x: tensor<8x4xf32>) params()
+    // expected-note@+1 {{state defined here}}
+    state(%bn.running_mean: tensor<4xf32> = zeros) {
+  // expected-error@+1 {{'mpc.relu' op uses state 'bn.running_mean', which only mpc.batch_norm may use, as running statistics}}
+  %r = mpc.relu %bn.running_mean : tensor<4xf32>
+  %l = mpc.reduce_sum %r dims [0] : tensor<4xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// model_c5: returning state as an output is a use too.
+mpc.model @model_c5_output inputs(%x: tensor<f32>) params()
+    // expected-note@+1 {{state defined here}}
+    state(%s: tensor<4xf32> = zeros) {
+  // expected-error@+1 {{'mpc.output' op uses state 's', which only mpc.batch_norm may use, as running statistics}}
+  mpc.output loss(%x : tensor<f32>) stats(%s : tensor<4xf32>)
+}
+
+// -----
+
+// model_c5: a batch_norm's gamma is not a running statistic, even when the
+// same state is also passed as one.
+mpc.model @model_c5_state_as_gamma inputs(%x: tensor<8x4xf32>)
+    params(%b: tensor<4xf32> = zeros)
+    // expected-note@+1 {{state defined here}}
+    state(%mean: tensor<4xf32> = zeros, %var: tensor<4xf32> = ones) {
+  // expected-error@+1 {{'mpc.batch_norm' op uses state 'mean', which only mpc.batch_norm may use, as running statistics}}
+  %n = mpc.batch_norm %x, %mean, %b, %mean, %var : tensor<8x4xf32>, tensor<4xf32>
+  %l = mpc.reduce_sum %n dims [0, 1] : tensor<8x4xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// model_c5: each state tensor is updated by one op only; the error is on the
+// second update and the note on the first.
+mpc.model @model_c5_two_batch_norms inputs(%x: tensor<8x4xf32>)
+    params(%g: tensor<4xf32> = ones, %b: tensor<4xf32> = zeros)
+    state(%mean: tensor<4xf32> = zeros, %var: tensor<4xf32> = ones) {
+  // expected-note@+1 {{first updated here}}
+  %n0 = mpc.batch_norm %x, %g, %b, %mean, %var : tensor<8x4xf32>, tensor<4xf32>
+  // expected-error@+1 {{'mpc.batch_norm' op uses state 'mean', which another op already updates}}
+  %n1 = mpc.batch_norm %n0, %g, %b, %mean, %var : tensor<8x4xf32>, tensor<4xf32>
+  %l = mpc.reduce_sum %n1 dims [0, 1] : tensor<8x4xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// model_c5: and by one operand of that op.
+mpc.model @model_c5_mean_is_var inputs(%x: tensor<8x4xf32>)
+    params(%g: tensor<4xf32> = ones, %b: tensor<4xf32> = zeros)
+    // expected-note@+1 {{state defined here}}
+    state(%stat: tensor<4xf32> = zeros) {
+  // expected-error@+1 {{'mpc.batch_norm' op uses state 'stat' as both running mean and running variance}}
+  %n = mpc.batch_norm %x, %g, %b, %stat, %stat : tensor<8x4xf32>, tensor<4xf32>
+  %l = mpc.reduce_sum %n dims [0, 1] : tensor<8x4xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// The model's body must end in mpc.output.
+mpc.model @model_no_output inputs(%x: tensor<f32>) params() {
+  // expected-error@+1 {{block with no terminator, has %0 = "mpc.relu"(%arg0) : (tensor<f32>) -> tensor<f32>}}
+  %r = mpc.relu %x : tensor<f32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// mpc.output
+//===----------------------------------------------------------------------===//
+
+// output_c1: extra output names are unique.
+mpc.model @output_c1_duplicate inputs(%x: tensor<f32>) params() {
+  // expected-error@+1 {{'mpc.output' op expects output names that are unique identifiers other than 'loss', got 'y'}}
+  mpc.output loss(%x : tensor<f32>) y(%x : tensor<f32>) y(%x : tensor<f32>)
+}
+
+// -----
+
+// output_c1: no extra output is called `loss`.
+mpc.model @output_c1_loss inputs(%x: tensor<f32>) params() {
+  // expected-error@+1 {{'mpc.output' op expects output names that are unique identifiers other than 'loss', got 'loss'}}
+  mpc.output loss(%x : tensor<f32>) loss(%x : tensor<f32>)
+}
+
+// -----
+
+// output_c1: names are identifiers.
+mpc.model @output_c1_identifier inputs(%x: tensor<f32>) params() {
+  // expected-error@+1 {{'mpc.output' op expects output names that are unique identifiers other than 'loss', got 'a$b'}}
+  mpc.output loss(%x : tensor<f32>) a$b(%x : tensor<f32>)
+}
+
+// -----
+
+// output_c1: one name per extra output.
+"mpc.model"() <{sym_name = "output_c1_count", input_names = ["x"], param_names = [], param_inits = [], state_names = [], state_inits = []}> ({
+^bb0(%x: tensor<f32>):
+  // expected-error@+1 {{'mpc.output' op expects one name per extra output, got 0 names for 1 outputs}}
+  "mpc.output"(%x, %x) <{output_names = []}> : (tensor<f32>, tensor<f32>) -> ()
+}) : () -> ()
+
+// -----
+
+// The loss is a 0-d float tensor.
+mpc.model @output_loss_not_scalar inputs(%x: tensor<4xf32>) params() {
+  // expected-error@+1 {{'mpc.output' op operand #0 must be 0D tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xf32>'}}
+  mpc.output loss(%x : tensor<4xf32>)
+}
+
+// -----
+
+// mpc.output ends a model, nothing else.
+func.func @output_outside_model(%x: tensor<f32>) {
+  // expected-error@+1 {{'mpc.output' op expects parent op 'mpc.model'}}
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// #mpc.init
+//===----------------------------------------------------------------------===//
+
+mpc.model @init_unknown inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' unknown initialiser 'glorot'; expected zeros, ones, constant, normal, uniform, kaiming_uniform, kaiming_normal, xavier_uniform or xavier_normal}}
+    params(%w: tensor<4x4xf32> = glorot) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_zeros_args inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'zeros' takes no arguments, got 1 argument(s)}}
+    params(%w: tensor<4xf32> = zeros(0)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_ones_args inputs(%x: tensor<f32>) params()
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'ones' takes no arguments, got 2 argument(s)}}
+    state(%s: tensor<4xf32> = ones(1, 2)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_constant_no_args inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'constant' takes one argument (the value), got 0 argument(s)}}
+    params(%w: tensor<4xf32> = constant) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_normal_no_args inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'normal' takes (std) or (mean, std), got 0 argument(s)}}
+    params(%w: tensor<4xf32> = normal) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_normal_three_args inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'normal' takes (std) or (mean, std), got 3 argument(s)}}
+    params(%w: tensor<4xf32> = normal(0, 1, 2)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_normal_std_zero inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'normal' needs std > 0, got 0}}
+    params(%w: tensor<4xf32> = normal(0.0)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_normal_std_negative inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'normal' needs std > 0, got -0.02}}
+    params(%w: tensor<4xf32> = normal(1.0, -0.02)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_uniform_one_arg inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'uniform' takes two arguments (low, high), got 1 argument(s)}}
+    params(%w: tensor<4xf32> = uniform(1)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_uniform_low_high inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'uniform' needs low < high, got (0.5, -0.5)}}
+    params(%w: tensor<4xf32> = uniform(0.5, -0.5)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_uniform_empty_range inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'uniform' needs low < high, got (1, 1)}}
+    params(%w: tensor<4xf32> = uniform(1, 1)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_kaiming_two_args inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'kaiming_uniform' takes an optional negative slope, got 2 argument(s)}}
+    params(%w: tensor<4x4xf32> = kaiming_uniform(1, 2)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_kaiming_negative_slope inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'kaiming_normal' needs a negative slope >= 0, got -1}}
+    params(%w: tensor<4x4xf32> = kaiming_normal(-1)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_xavier_two_args inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'xavier_normal' takes an optional gain, got 2 argument(s)}}
+    params(%w: tensor<4x4xf32> = xavier_normal(1, 2)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_xavier_gain_zero inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'xavier_uniform' needs a gain > 0, got 0}}
+    params(%w: tensor<4x4xf32> = xavier_uniform(0)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_not_a_number inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' expected a number as initialiser argument, got "a"}}
+    params(%w: tensor<4xf32> = constant("a")) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+// A boolean is not a number (it used to read as -1).
+mpc.model @init_bool inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' expected a number as initialiser argument, got true}}
+    params(%w: tensor<4xf32> = constant(true)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+// Infinite arguments would print as `inf`, which does not parse.
+mpc.model @init_infinite inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'constant' needs finite arguments, got inf}}
+    params(%w: tensor<4xf32> = constant(0x7FF0000000000000 : f64)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @init_nan inputs(%x: tensor<f32>)
+    // expected-error@+1 {{custom op 'mpc.model' initialiser 'uniform' needs finite arguments, got nan}}
+    params(%w: tensor<4xf32> = uniform(0, 0x7FF8000000000000 : f64)) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+// The initialiser attribute outside a model checks the same invariants.
+// expected-error@+1 {{initialiser 'normal' needs std > 0, got -1}}
+func.func @init_attr_invalid() attributes {init = #mpc.init<normal(0, -1)>} {
+  return
+}
+
+// -----
+
+// expected-error@+1 {{unknown initialiser 'he'; expected zeros, ones, constant, normal, uniform, kaiming_uniform, kaiming_normal, xavier_uniform or xavier_normal}}
+func.func @init_attr_unknown() attributes {init = #mpc.init<he>} {
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// GEMM-like ops
+//===----------------------------------------------------------------------===//
+
+func.func @linear_c1_input_rank0(%x: tensor<f32>, %w: tensor<4x4xf32>) {
+  // expected-error@+1 {{'mpc.linear' op expects an input of rank >= 1 and a weight of rank 2, got 'tensor<f32>' and 'tensor<4x4xf32>'}}
+  %0 = mpc.linear %x, %w : tensor<f32>, tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_c1_weight_rank3(%x: tensor<2x4xf32>, %w: tensor<2x8x4xf32>) {
+  // expected-error@+1 {{'mpc.linear' op expects an input of rank >= 1 and a weight of rank 2, got 'tensor<2x4xf32>' and 'tensor<2x8x4xf32>'}}
+  %0 = mpc.linear %x, %w : tensor<2x4xf32>, tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_c2(%x: tensor<2x8xf32>, %w: tensor<16x4xf32>) {
+  // expected-error@+1 {{'mpc.linear' op expects the input's last dim (8) to equal the weight's dim 1 (4)}}
+  %0 = mpc.linear %x, %w : tensor<2x8xf32>, tensor<16x4xf32>
+  return
+}
+
+// -----
+
+// linear_c2: the weight is [N, K], not [K, N].
+func.func @linear_c2_transposed_weight(%x: tensor<2x8xf32>, %w: tensor<8x16xf32>) {
+  // expected-error@+1 {{'mpc.linear' op expects the input's last dim (8) to equal the weight's dim 1 (16)}}
+  %0 = mpc.linear %x, %w : tensor<2x8xf32>, tensor<8x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_c3(%x: tensor<2x8xf32>, %w: tensor<16x8xf32>, %b: tensor<8xf32>) {
+  // expected-error@+1 {{'mpc.linear' op expects a bias of shape [16], got 'tensor<8xf32>'}}
+  %0 = mpc.linear %x, %w, %b : tensor<2x8xf32>, tensor<16x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_c3_bias_rank2(%x: tensor<2x8xf32>, %w: tensor<16x8xf32>, %b: tensor<1x16xf32>) {
+  // expected-error@+1 {{'mpc.linear' op expects a bias of shape [16], got 'tensor<1x16xf32>'}}
+  %0 = mpc.linear %x, %w, %b : tensor<2x8xf32>, tensor<16x8xf32>, tensor<1x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_c4(%x: tensor<2x8xf32>, %w: tensor<16x8xf16>) {
+  // expected-error@+1 {{'mpc.linear' op expects operands of one element type, got 'tensor<2x8xf32>' and 'tensor<16x8xf16>'}}
+  %0 = mpc.linear %x, %w : tensor<2x8xf32>, tensor<16x8xf16>
+  return
+}
+
+// -----
+
+func.func @linear_c4_bias(%x: tensor<2x8xbf16>, %w: tensor<16x8xbf16>, %b: tensor<16xf32>) {
+  // expected-error@+1 {{'mpc.linear' op expects operands of one element type, got 'tensor<2x8xbf16>' and bias 'tensor<16xf32>'}}
+  %0 = mpc.linear %x, %w, %b : tensor<2x8xbf16>, tensor<16x8xbf16>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_dynamic(%x: tensor<?x8xf32>, %w: tensor<16x8xf32>) {
+  // expected-error@+1 {{'mpc.linear' op expects the input to be a statically shaped tensor, got 'tensor<?x8xf32>'}}
+  %0 = mpc.linear %x, %w : tensor<?x8xf32>, tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_integer(%x: tensor<2x8xi32>, %w: tensor<16x8xi32>) {
+  // expected-error@+1 {{'mpc.linear' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<2x8xi32>'}}
+  %0 = mpc.linear %x, %w : tensor<2x8xi32>, tensor<16x8xi32>
+  return
+}
+
+// -----
+
+// In the generic form the result type is written out and must be the inferred one.
+func.func @linear_wrong_result(%x: tensor<2x8xf32>, %w: tensor<16x8xf32>) {
+  // expected-error@+2 {{'mpc.linear' op inferred type(s) 'tensor<2x16xf32>' are incompatible with return type(s) of operation 'tensor<2x8xf32>'}}
+  // expected-error@+1 {{'mpc.linear' op failed to infer returned types}}
+  %0 = "mpc.linear"(%x, %w) : (tensor<2x8xf32>, tensor<16x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_c1(%a: tensor<2x4x8xf32>, %b: tensor<8x2xf32>) {
+  // expected-error@+1 {{'mpc.matmul' op expects operands of rank 2, got 'tensor<2x4x8xf32>' and 'tensor<8x2xf32>'}}
+  %0 = mpc.matmul %a, %b : tensor<2x4x8xf32>, tensor<8x2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_c1_rhs(%a: tensor<4x8xf32>, %b: tensor<8xf32>) {
+  // expected-error@+1 {{'mpc.matmul' op expects operands of rank 2, got 'tensor<4x8xf32>' and 'tensor<8xf32>'}}
+  %0 = mpc.matmul %a, %b : tensor<4x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_c2(%a: tensor<4x8xf32>, %b: tensor<4x2xf32>) {
+  // expected-error@+1 {{'mpc.matmul' op expects contracted dims to agree, got 8 and 4 ('tensor<4x8xf32>' and 'tensor<4x2xf32>')}}
+  %0 = mpc.matmul %a, %b : tensor<4x8xf32>, tensor<4x2xf32>
+  return
+}
+
+// -----
+
+// matmul_c2: transpose_rhs contracts the rhs's dim 1.
+func.func @matmul_c2_transpose_rhs(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) {
+  // expected-error@+1 {{'mpc.matmul' op expects contracted dims to agree, got 8 and 2 ('tensor<4x8xf32>' and 'tensor<8x2xf32>')}}
+  %0 = mpc.matmul %a, %b transpose_rhs : tensor<4x8xf32>, tensor<8x2xf32>
+  return
+}
+
+// -----
+
+// matmul_c2: transpose_lhs contracts the lhs's dim 0.
+func.func @matmul_c2_transpose_lhs(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) {
+  // expected-error@+1 {{'mpc.matmul' op expects contracted dims to agree, got 4 and 8 ('tensor<4x8xf32>' and 'tensor<8x2xf32>')}}
+  %0 = mpc.matmul %a, %b transpose_lhs : tensor<4x8xf32>, tensor<8x2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_c3(%a: tensor<4x8xf16>, %b: tensor<8x2xbf16>) {
+  // expected-error@+1 {{'mpc.matmul' op expects operands of one element type, got 'tensor<4x8xf16>' and 'tensor<8x2xbf16>'}}
+  %0 = mpc.matmul %a, %b : tensor<4x8xf16>, tensor<8x2xbf16>
+  return
+}
+
+// -----
+
+func.func @batch_matmul_c1(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) {
+  // expected-error@+1 {{'mpc.batch_matmul' op expects operands of the same rank, at least 3, got 'tensor<4x8xf32>' and 'tensor<8x2xf32>'}}
+  %0 = mpc.batch_matmul %a, %b : tensor<4x8xf32>, tensor<8x2xf32>
+  return
+}
+
+// -----
+
+func.func @batch_matmul_c1_rank_mismatch(%a: tensor<3x4x8xf32>, %b: tensor<2x3x8x2xf32>) {
+  // expected-error@+1 {{'mpc.batch_matmul' op expects operands of the same rank, at least 3, got 'tensor<3x4x8xf32>' and 'tensor<2x3x8x2xf32>'}}
+  %0 = mpc.batch_matmul %a, %b : tensor<3x4x8xf32>, tensor<2x3x8x2xf32>
+  return
+}
+
+// -----
+
+func.func @batch_matmul_c2(%a: tensor<4x2x16x8xf32>, %b: tensor<4x3x8x16xf32>) {
+  // expected-error@+1 {{'mpc.batch_matmul' op expects equal batch dims, got [4, 2] and [4, 3]}}
+  %0 = mpc.batch_matmul %a, %b : tensor<4x2x16x8xf32>, tensor<4x3x8x16xf32>
+  return
+}
+
+// -----
+
+// batch_matmul_c2: batch dims do not broadcast.
+func.func @batch_matmul_c2_no_broadcast(%a: tensor<1x16x8xf32>, %b: tensor<3x8x16xf32>) {
+  // expected-error@+1 {{'mpc.batch_matmul' op expects equal batch dims, got [1] and [3]}}
+  %0 = mpc.batch_matmul %a, %b : tensor<1x16x8xf32>, tensor<3x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @batch_matmul_c3(%q: tensor<4x16x32xf32>, %k: tensor<4x16x32xf32>) {
+  // expected-error@+1 {{'mpc.batch_matmul' op expects contracted dims to agree, got 32 and 16 ('tensor<4x16x32xf32>' and 'tensor<4x16x32xf32>')}}
+  %0 = mpc.batch_matmul %q, %k : tensor<4x16x32xf32>, tensor<4x16x32xf32>
+  return
+}
+
+// -----
+
+func.func @batch_matmul_c4(%a: tensor<2x4x8xf32>, %b: tensor<2x8x2xf16>) {
+  // expected-error@+1 {{'mpc.batch_matmul' op expects operands of one element type, got 'tensor<2x4x8xf32>' and 'tensor<2x8x2xf16>'}}
+  %0 = mpc.batch_matmul %a, %b : tensor<2x4x8xf32>, tensor<2x8x2xf16>
+  return
+}
+
+// -----
+
+func.func @conv2d_c1(%x: tensor<3x32x32xf32>, %w: tensor<16x3x3x3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects an NCHW input and an OIHW weight of rank 4, got 'tensor<3x32x32xf32>' and 'tensor<16x3x3x3xf32>'}}
+  %0 = mpc.conv2d %x, %w : tensor<3x32x32xf32>, tensor<16x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_c1_weight(%x: tensor<1x3x32x32xf32>, %w: tensor<16x27xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects an NCHW input and an OIHW weight of rank 4, got 'tensor<1x3x32x32xf32>' and 'tensor<16x27xf32>'}}
+  %0 = mpc.conv2d %x, %w : tensor<1x3x32x32xf32>, tensor<16x27xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_c2_stride_entries(%x: tensor<1x3x32x32xf32>, %w: tensor<16x3x3x3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects stride to have 2 entries (height, width), got 3}}
+  %0 = mpc.conv2d %x, %w stride [1, 1, 1] : tensor<1x3x32x32xf32>, tensor<16x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_c2_stride_zero(%x: tensor<1x3x32x32xf32>, %w: tensor<16x3x3x3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects stride entries >= 1, got [1, 0]}}
+  %0 = mpc.conv2d %x, %w stride [1, 0] : tensor<1x3x32x32xf32>, tensor<16x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_c2_padding_entries(%x: tensor<1x3x32x32xf32>, %w: tensor<16x3x3x3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects padding to have 2 entries (height, width), got 1}}
+  %0 = mpc.conv2d %x, %w padding [1] : tensor<1x3x32x32xf32>, tensor<16x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_c2_padding_negative(%x: tensor<1x3x32x32xf32>, %w: tensor<16x3x3x3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects padding entries >= 0, got [-1, 0]}}
+  %0 = mpc.conv2d %x, %w padding [-1, 0] : tensor<1x3x32x32xf32>, tensor<16x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_c2_dilation_entries(%x: tensor<1x3x32x32xf32>, %w: tensor<16x3x3x3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects dilation to have 2 entries (height, width), got 0}}
+  %0 = mpc.conv2d %x, %w dilation [] : tensor<1x3x32x32xf32>, tensor<16x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_c2_dilation_zero(%x: tensor<1x3x32x32xf32>, %w: tensor<16x3x3x3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects dilation entries >= 1, got [0, 1]}}
+  %0 = mpc.conv2d %x, %w dilation [0, 1] : tensor<1x3x32x32xf32>, tensor<16x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_c2_groups(%x: tensor<1x3x32x32xf32>, %w: tensor<16x3x3x3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects groups >= 1, got 0}}
+  %0 = mpc.conv2d %x, %w groups 0 : tensor<1x3x32x32xf32>, tensor<16x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_c3_groups_divide_input(%x: tensor<1x3x32x32xf32>, %w: tensor<4x1x3x3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects groups (2) to divide the input channels (3) and the output channels (4)}}
+  %0 = mpc.conv2d %x, %w groups 2 : tensor<1x3x32x32xf32>, tensor<4x1x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_c3_groups_divide_output(%x: tensor<1x4x32x32xf32>, %w: tensor<3x2x3x3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects groups (2) to divide the input channels (4) and the output channels (3)}}
+  %0 = mpc.conv2d %x, %w groups 2 : tensor<1x4x32x32xf32>, tensor<3x2x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_c3(%x: tensor<1x4x32x32xf32>, %w: tensor<8x4x3x3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects weight dim 1 to be input channels / groups = 2, got 4}}
+  %0 = mpc.conv2d %x, %w groups 2 : tensor<1x4x32x32xf32>, tensor<8x4x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_c4(%x: tensor<1x3x32x32xf32>, %w: tensor<16x3x3x3xf32>, %b: tensor<3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects a bias of shape [16], got 'tensor<3xf32>'}}
+  %0 = mpc.conv2d %x, %w, %b : tensor<1x3x32x32xf32>, tensor<16x3x3x3xf32>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_c5(%x: tensor<1x3x4x4xf32>, %w: tensor<16x3x5x5xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects a kernel that fits the padded input, got input 'tensor<1x3x4x4xf32>' and weight 'tensor<16x3x5x5xf32>'}}
+  %0 = mpc.conv2d %x, %w : tensor<1x3x4x4xf32>, tensor<16x3x5x5xf32>
+  return
+}
+
+// -----
+
+// conv2d_c5: dilation widens the kernel: 2 * (3 - 1) + 1 = 5 > 4.
+func.func @conv2d_c5_dilation(%x: tensor<1x3x4x8xf32>, %w: tensor<16x3x3x3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects a kernel that fits the padded input, got input 'tensor<1x3x4x8xf32>' and weight 'tensor<16x3x3x3xf32>'}}
+  %0 = mpc.conv2d %x, %w dilation [2, 2] : tensor<1x3x4x8xf32>, tensor<16x3x3x3xf32>
+  return
+}
+
+// -----
+
+// conv2d_c5: window arithmetic that would overflow int64 is an error, not a
+// wrapped-around extent.
+func.func @conv2d_c5_overflow(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects padding [4611686018427387904, 0] and dilation [1, 1] to give output extents that fit in 64 bits}}
+  %0 = mpc.conv2d %x, %w padding [4611686018427387904, 0] : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_c5_dilation_overflow(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects padding [0, 0] and dilation [1, 4611686018427387904] to give output extents that fit in 64 bits}}
+  %0 = mpc.conv2d %x, %w dilation [1, 4611686018427387904] : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_c6(%x: tensor<1x3x8x8xf32>, %w: tensor<16x3x3x3xbf16>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects operands of one element type, got 'tensor<1x3x8x8xf32>' and 'tensor<16x3x3x3xbf16>'}}
+  %0 = mpc.conv2d %x, %w : tensor<1x3x8x8xf32>, tensor<16x3x3x3xbf16>
+  return
+}
+
+// -----
+
+func.func @conv2d_c6_bias(%x: tensor<1x3x8x8xf16>, %w: tensor<16x3x3x3xf16>, %b: tensor<16xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects operands of one element type, got 'tensor<1x3x8x8xf16>' and bias 'tensor<16xf32>'}}
+  %0 = mpc.conv2d %x, %w, %b : tensor<1x3x8x8xf16>, tensor<16x3x3x3xf16>, tensor<16xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+func.func @add_c1(%a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error@+1 {{'mpc.add' op expects operands of one element type, got 'tensor<4xf32>' and 'tensor<4xf16>'}}
+  %0 = mpc.add %a, %b : tensor<4xf32>, tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @add_c2(%a: tensor<4x8xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.add' op expects broadcastable shapes, got 'tensor<4x8xf32>' and 'tensor<4xf32>'}}
+  %0 = mpc.add %a, %b : tensor<4x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sub_c1(%a: tensor<4xbf16>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.sub' op expects operands of one element type, got 'tensor<4xbf16>' and 'tensor<4xf32>'}}
+  %0 = mpc.sub %a, %b : tensor<4xbf16>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sub_c2(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>) {
+  // expected-error@+1 {{'mpc.sub' op expects broadcastable shapes, got 'tensor<2x3xf32>' and 'tensor<3x2xf32>'}}
+  %0 = mpc.sub %a, %b : tensor<2x3xf32>, tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @mul_c1(%a: tensor<f16>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.mul' op expects operands of one element type, got 'tensor<f16>' and 'tensor<4xf32>'}}
+  %0 = mpc.mul %a, %b : tensor<f16>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @mul_c2(%a: tensor<2x4xf32>, %b: tensor<3x1xf32>) {
+  // expected-error@+1 {{'mpc.mul' op expects broadcastable shapes, got 'tensor<2x4xf32>' and 'tensor<3x1xf32>'}}
+  %0 = mpc.mul %a, %b : tensor<2x4xf32>, tensor<3x1xf32>
+  return
+}
+
+// -----
+
+func.func @div_c1(%a: tensor<4xf32>, %b: tensor<4xbf16>) {
+  // expected-error@+1 {{'mpc.div' op expects operands of one element type, got 'tensor<4xf32>' and 'tensor<4xbf16>'}}
+  %0 = mpc.div %a, %b : tensor<4xf32>, tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @div_c2(%a: tensor<5xf16>, %b: tensor<4xf16>) {
+  // expected-error@+1 {{'mpc.div' op expects broadcastable shapes, got 'tensor<5xf16>' and 'tensor<4xf16>'}}
+  %0 = mpc.div %a, %b : tensor<5xf16>, tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @add_integer(%a: tensor<4xi32>, %b: tensor<4xi32>) {
+  // expected-error@+1 {{'mpc.add' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = mpc.add %a, %b : tensor<4xi32>, tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @sub_dynamic(%a: tensor<4xf32>, %b: tensor<?xf32>) {
+  // expected-error@+1 {{'mpc.sub' op expects the rhs to be a statically shaped tensor, got 'tensor<?xf32>'}}
+  %0 = mpc.sub %a, %b : tensor<4xf32>, tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @relu_integer(%x: tensor<4xi32>) {
+  // expected-error@+1 {{'mpc.relu' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = mpc.relu %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @exp_f64(%x: tensor<4xf64>) {
+  // expected-error@+1 {{'mpc.exp' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xf64>'}}
+  %0 = mpc.exp %x : tensor<4xf64>
+  return
+}
+
+// -----
+
+func.func @tanh_dynamic(%x: tensor<?x4xf32>) {
+  // expected-error@+1 {{'mpc.tanh' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<?x4xf32>'}}
+  %0 = mpc.tanh %x : tensor<?x4xf32>
+  return
+}
+
+// -----
+
+// The custom form's parser takes ranked tensors only.
+func.func @sigmoid_unranked(%x: tensor<*xf32>) {
+  // expected-error@+1 {{custom op 'mpc.sigmoid' invalid kind of type specified: expected builtin.tensor, but found 'tensor<*xf32>'}}
+  %0 = mpc.sigmoid %x : tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @sigmoid_unranked_generic(%x: tensor<*xf32>) {
+  // expected-error@+1 {{'mpc.sigmoid' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<*xf32>'}}
+  %0 = "mpc.sigmoid"(%x) : (tensor<*xf32>) -> tensor<*xf32>
+  return
+}
+
+// -----
+
+func.func @neg_not_tensor(%x: f32) {
+  // expected-error@+1 {{custom op 'mpc.neg' invalid kind of type specified: expected builtin.tensor, but found 'f32'}}
+  %0 = mpc.neg %x : f32
+  return
+}
+
+// -----
+
+func.func @neg_not_tensor_generic(%x: f32) {
+  // expected-error@+1 {{'mpc.neg' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'f32'}}
+  %0 = "mpc.neg"(%x) : (f32) -> f32
+  return
+}
+
+// -----
+
+// Unary ops keep their type; the generic form can try to change it.
+func.func @log_result_type(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.log' op requires the same type for all operands and results}}
+  %0 = "mpc.log"(%x) : (tensor<4xf32>) -> tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @sqrt_integer(%x: tensor<i64>) {
+  // expected-error@+1 {{'mpc.sqrt' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<i64>'}}
+  %0 = mpc.sqrt %x : tensor<i64>
+  return
+}
+
+// -----
+
+func.func @rsqrt_memref(%x: memref<4xf32>) {
+  // expected-error@+1 {{custom op 'mpc.rsqrt' invalid kind of type specified: expected builtin.tensor, but found 'memref<4xf32>'}}
+  %0 = mpc.rsqrt %x : memref<4xf32>
+  return
+}
+
+// -----
+
+func.func @gelu_unknown_approximation(%x: tensor<4xf32>) {
+  // expected-error@+1 {{custom op 'mpc.gelu' expected string or keyword containing one of the following enum values for attribute 'approximate' [erf, tanh]}}
+  %0 = mpc.gelu %x approximate sigmoid : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @gelu_integer(%x: tensor<4xi32>) {
+  // expected-error@+1 {{'mpc.gelu' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = mpc.gelu %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @scale_integer(%x: tensor<4xi32>) {
+  // expected-error@+1 {{'mpc.scale' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = mpc.scale %x by 2.0 : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @where_c1(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error@+1 {{'mpc.where' op expects on_true and on_false of one element type, got 'tensor<4xf32>' and 'tensor<4xf16>'}}
+  %0 = mpc.where %c, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<4xf16>
+  return
+}
+
+// -----
+
+// where_c2: the condition takes part in the broadcast.
+func.func @where_c2(%c: tensor<3xi1>, %a: tensor<4xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.where' op expects broadcastable shapes, got 'tensor<3xi1>', 'tensor<4xf32>' and 'tensor<4xf32>'}}
+  %0 = mpc.where %c, %a, %b : tensor<3xi1>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @where_c2_branches(%c: tensor<i1>, %a: tensor<2x4xf32>, %b: tensor<3x1xf32>) {
+  // expected-error@+1 {{'mpc.where' op expects broadcastable shapes, got 'tensor<i1>', 'tensor<2x4xf32>' and 'tensor<3x1xf32>'}}
+  %0 = mpc.where %c, %a, %b : tensor<i1>, tensor<2x4xf32>, tensor<3x1xf32>
+  return
+}
+
+// -----
+
+func.func @where_float_condition(%c: tensor<4xf32>, %a: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.where' op operand #0 must be statically shaped tensor of 1-bit signless integer values, but got 'tensor<4xf32>'}}
+  %0 = mpc.where %c, %a, %a : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_c1(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.dropout' op expects 0 <= rate < 1, got 1}}
+  %0 = mpc.dropout %x rate 1.0 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_c1_negative(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.dropout' op expects 0 <= rate < 1, got -0.1}}
+  %0 = mpc.dropout %x rate -0.1 seed 3 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @cast_c1(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.cast' op expects input and result of one shape, got 'tensor<4x8xf32>' and 'tensor<8x4xf16>'}}
+  %0 = mpc.cast %x : tensor<4x8xf32> to tensor<8x4xf16>
+  return
+}
+
+// -----
+
+func.func @cast_integer(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.cast' op result #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = mpc.cast %x : tensor<4xf32> to tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @constant_integer() {
+  // expected-error@+1 {{'mpc.constant' op result #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<i32>'}}
+  %0 = mpc.constant dense<1> : tensor<i32>
+  return
+}
+
+// -----
+
+// The value's type is the result type.
+func.func @constant_type_mismatch() {
+  // expected-error@+1 {{'mpc.constant' op failed to verify that all of {value, result} have same type}}
+  %0 = "mpc.constant"() <{value = dense<1.0> : tensor<2xf32>}> : () -> tensor<2xf16>
+  return
+}
+
+// -----
+
+func.func @causal_mask_c1() {
+  // expected-error@+1 {{'mpc.causal_mask' op expects a result of rank >= 2 whose last two dims are equal, got 'tensor<16x8xi1>'}}
+  %0 = mpc.causal_mask : tensor<16x8xi1>
+  return
+}
+
+// -----
+
+func.func @causal_mask_c1_rank1() {
+  // expected-error@+1 {{'mpc.causal_mask' op expects a result of rank >= 2 whose last two dims are equal, got 'tensor<16xi1>'}}
+  %0 = mpc.causal_mask : tensor<16xi1>
+  return
+}
+
+// -----
+
+func.func @causal_mask_not_bool() {
+  // expected-error@+1 {{'mpc.causal_mask' op result #0 must be statically shaped tensor of 1-bit signless integer values, but got 'tensor<16x16xf32>'}}
+  %0 = mpc.causal_mask : tensor<16x16xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisation
+//===----------------------------------------------------------------------===//
+
+func.func @reduce_sum_c1(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.reduce_sum' op expects at least one dim to reduce}}
+  %0 = mpc.reduce_sum %x dims [] : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_sum_c1_range(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.reduce_sum' op expects dims in [0, 2), got 2}}
+  %0 = mpc.reduce_sum %x dims [2] : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_sum_c1_negative(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.reduce_sum' op expects dims in [0, 2), got -1}}
+  %0 = mpc.reduce_sum %x dims [-1] : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_sum_c1_twice(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.reduce_sum' op expects each dim once, got 1 twice}}
+  %0 = mpc.reduce_sum %x dims [1, 0, 1] : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_mean_c1(%x: tensor<4x8xf16>) {
+  // expected-error@+1 {{'mpc.reduce_mean' op expects at least one dim to reduce}}
+  %0 = mpc.reduce_mean %x dims [] keepdim : tensor<4x8xf16>
+  return
+}
+
+// -----
+
+func.func @reduce_mean_c1_range(%x: tensor<f32>) {
+  // expected-error@+1 {{'mpc.reduce_mean' op expects dims in [0, 0), got 0}}
+  %0 = mpc.reduce_mean %x dims [0] : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @reduce_mean_c1_twice(%x: tensor<4x8xf16>) {
+  // expected-error@+1 {{'mpc.reduce_mean' op expects each dim once, got 0 twice}}
+  %0 = mpc.reduce_mean %x dims [0, 0] : tensor<4x8xf16>
+  return
+}
+
+// -----
+
+func.func @reduce_max_c1(%x: tensor<4x8xbf16>) {
+  // expected-error@+1 {{'mpc.reduce_max' op expects at least one dim to reduce}}
+  %0 = mpc.reduce_max %x dims [] : tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @reduce_max_c1_range(%x: tensor<4x8xbf16>) {
+  // expected-error@+1 {{'mpc.reduce_max' op expects dims in [0, 2), got 5}}
+  %0 = mpc.reduce_max %x dims [0, 5] keepdim : tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @reduce_max_c1_twice(%x: tensor<4x8x2xbf16>) {
+  // expected-error@+1 {{'mpc.reduce_max' op expects each dim once, got 2 twice}}
+  %0 = mpc.reduce_max %x dims [2, 1, 2] : tensor<4x8x2xbf16>
+  return
+}
+
+// -----
+
+func.func @softmax_c1(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.softmax' op expects dim in [0, 2), got 2}}
+  %0 = mpc.softmax %x dim 2 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_c1_negative(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.softmax' op expects dim in [0, 2), got -1}}
+  %0 = mpc.softmax %x dim -1 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_c1_scalar(%x: tensor<f32>) {
+  // expected-error@+1 {{'mpc.softmax' op expects dim in [0, 0), got 0}}
+  %0 = mpc.softmax %x dim 0 : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_c1(%x: tensor<64x10xf32>) {
+  // expected-error@+1 {{'mpc.log_softmax' op expects dim in [0, 2), got 3}}
+  %0 = mpc.log_softmax %x dim 3 : tensor<64x10xf32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_c1_negative(%x: tensor<64x10xf32>) {
+  // expected-error@+1 {{'mpc.log_softmax' op expects dim in [0, 2), got -2}}
+  %0 = mpc.log_softmax %x dim -2 : tensor<64x10xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c1(%x: tensor<4x16x64xf32>, %g: tensor<16xf32>) {
+  // expected-error@+1 {{'mpc.layer_norm' op expects gamma's shape to equal the trailing dims of the input, got 'tensor<16xf32>' for 'tensor<4x16x64xf32>'}}
+  %0 = mpc.layer_norm %x, %g, %g : tensor<4x16x64xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c1_rank(%x: tensor<64xf32>, %g: tensor<2x64xf32>) {
+  // expected-error@+1 {{'mpc.layer_norm' op expects gamma's shape to equal the trailing dims of the input, got 'tensor<2x64xf32>' for 'tensor<64xf32>'}}
+  %0 = mpc.layer_norm %x, %g, %g : tensor<64xf32>, tensor<2x64xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c1_scalar_gamma(%x: tensor<4x64xf32>, %g: tensor<f32>) {
+  // expected-error@+1 {{'mpc.layer_norm' op expects gamma's shape to equal the trailing dims of the input, got 'tensor<f32>' for 'tensor<4x64xf32>'}}
+  %0 = mpc.layer_norm %x, %g, %g : tensor<4x64xf32>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c2(%x: tensor<4x64xf16>, %g: tensor<64xf32>) {
+  // expected-error@+1 {{'mpc.layer_norm' op expects gamma of the input's element type, got 'tensor<64xf32>' for 'tensor<4x64xf16>'}}
+  %0 = mpc.layer_norm %x, %g, %g : tensor<4x64xf16>, tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c3(%x: tensor<4x64xf32>, %g: tensor<64xf32>) {
+  // expected-error@+1 {{'mpc.layer_norm' op expects eps > 0, got 0}}
+  %0 = mpc.layer_norm %x, %g, %g eps 0.0 : tensor<4x64xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_c3_negative(%x: tensor<4x64xf32>, %g: tensor<64xf32>) {
+  // expected-error@+1 {{'mpc.layer_norm' op expects eps > 0, got -1}}
+  %0 = mpc.layer_norm %x, %g, %g eps -1.0 : tensor<4x64xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+// gamma and beta have one type.
+func.func @layer_norm_beta_type(%x: tensor<4x64xf32>, %g: tensor<64xf32>, %b: tensor<32xf32>) {
+  // expected-error@+1 {{'mpc.layer_norm' op failed to verify that all of {gamma, beta} have same type}}
+  %0 = "mpc.layer_norm"(%x, %g, %b) <{eps = 1.0e-5 : f64}> : (tensor<4x64xf32>, tensor<64xf32>, tensor<32xf32>) -> tensor<4x64xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_c1(%x: tensor<8x16x32xf32>, %g: tensor<16xf32>) {
+  // expected-error@+1 {{'mpc.batch_norm' op expects an input of rank 2 (NC) or 4 (NCHW), got 'tensor<8x16x32xf32>'}}
+  %0 = mpc.batch_norm %x, %g, %g, %g, %g : tensor<8x16x32xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_c1_rank1(%x: tensor<16xf32>, %g: tensor<16xf32>) {
+  // expected-error@+1 {{'mpc.batch_norm' op expects an input of rank 2 (NC) or 4 (NCHW), got 'tensor<16xf32>'}}
+  %0 = mpc.batch_norm %x, %g, %g, %g, %g : tensor<16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_c2(%x: tensor<8x16x4x4xf32>, %g: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.batch_norm' op expects gamma of shape [16] (the channels), got 'tensor<4xf32>'}}
+  %0 = mpc.batch_norm %x, %g, %g, %g, %g : tensor<8x16x4x4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_c3(%x: tensor<8x16xbf16>, %g: tensor<16xf32>) {
+  // expected-error@+1 {{'mpc.batch_norm' op expects gamma of the input's element type, got 'tensor<16xf32>' for 'tensor<8x16xbf16>'}}
+  %0 = mpc.batch_norm %x, %g, %g, %g, %g : tensor<8x16xbf16>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_c4_momentum(%x: tensor<8x16xf32>, %g: tensor<16xf32>) {
+  // expected-error@+1 {{'mpc.batch_norm' op expects 0 <= momentum <= 1 and eps > 0, got momentum 1.5 and eps 1.0e-05}}
+  %0 = mpc.batch_norm %x, %g, %g, %g, %g momentum 1.5 : tensor<8x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_c4_momentum_negative(%x: tensor<8x16xf32>, %g: tensor<16xf32>) {
+  // expected-error@+1 {{'mpc.batch_norm' op expects 0 <= momentum <= 1 and eps > 0, got momentum -0.1 and eps 1.0e-05}}
+  %0 = mpc.batch_norm %x, %g, %g, %g, %g momentum -0.1 : tensor<8x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_c4_eps(%x: tensor<8x16xf32>, %g: tensor<16xf32>) {
+  // expected-error@+1 {{'mpc.batch_norm' op expects 0 <= momentum <= 1 and eps > 0, got momentum 0.1 and eps 0}}
+  %0 = mpc.batch_norm %x, %g, %g, %g, %g eps 0.0 : tensor<8x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+// The running statistics have gamma's type.
+func.func @batch_norm_running_var_type(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %v: tensor<8xf32>) {
+  // expected-error@+1 {{'mpc.batch_norm' op failed to verify that all of {gamma, beta, running_mean, running_var} have same type}}
+  %0 = "mpc.batch_norm"(%x, %g, %g, %g, %v) <{eps = 1.0e-5 : f64, momentum = 0.1 : f64}> : (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<8xf32>) -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Embedding and loss
+//===----------------------------------------------------------------------===//
+
+func.func @embedding_c1(%t: tensor<64x4x32xf32>, %i: tensor<4x16xi32>) {
+  // expected-error@+1 {{'mpc.embedding' op expects a table of rank 2, got 'tensor<64x4x32xf32>'}}
+  %0 = mpc.embedding %t, %i : tensor<64x4x32xf32>, tensor<4x16xi32>
+  return
+}
+
+// -----
+
+func.func @embedding_float_indices(%t: tensor<64x32xf32>, %i: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.embedding' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xf32>'}}
+  %0 = mpc.embedding %t, %i : tensor<64x32xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_c1(%l: tensor<10xf32>, %y: tensor<i32>) {
+  // expected-error@+1 {{'mpc.cross_entropy' op expects logits of rank >= 2 ([..., C]), got 'tensor<10xf32>'}}
+  %0 = mpc.cross_entropy %l, %y : tensor<10xf32>, tensor<i32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_c2(%l: tensor<64x10xf32>, %y: tensor<32xi32>) {
+  // expected-error@+1 {{'mpc.cross_entropy' op expects targets of shape [64] (the logits without the class dim), got 'tensor<32xi32>'}}
+  %0 = mpc.cross_entropy %l, %y : tensor<64x10xf32>, tensor<32xi32>
+  return
+}
+
+// -----
+
+// cross_entropy_c2: targets are class indices, not one-hot rows.
+func.func @cross_entropy_c2_one_hot(%l: tensor<4x16x50xf32>, %y: tensor<4x16x50xi64>) {
+  // expected-error@+1 {{'mpc.cross_entropy' op expects targets of shape [4, 16] (the logits without the class dim), got 'tensor<4x16x50xi64>'}}
+  %0 = mpc.cross_entropy %l, %y ignore_index -100 : tensor<4x16x50xf32>, tensor<4x16x50xi64>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_float_targets(%l: tensor<64x10xf32>, %y: tensor<64xf32>) {
+  // expected-error@+1 {{'mpc.cross_entropy' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<64xf32>'}}
+  %0 = mpc.cross_entropy %l, %y : tensor<64x10xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+func.func @reshape_c1(%x: tensor<4x16xf32>) {
+  // expected-error@+1 {{'mpc.reshape' op expects the same number of elements, got 64 in 'tensor<4x16xf32>' and 60 in 'tensor<6x10xf32>'}}
+  %0 = mpc.reshape %x : tensor<4x16xf32> to tensor<6x10xf32>
+  return
+}
+
+// -----
+
+// reshape_c1: an element count that overflows int64 used to wrap to 0 and
+// match tensor<0xf32>.
+func.func @reshape_c1_overflow(%x: tensor<4611686018427387904x4xf32>) {
+  // expected-error@+1 {{'mpc.reshape' op expects at most 2^63 - 1 elements, got 'tensor<4611686018427387904x4xf32>'}}
+  %0 = mpc.reshape %x : tensor<4611686018427387904x4xf32> to tensor<0xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_c2(%x: tensor<4x16xf32>) {
+  // expected-error@+1 {{'mpc.reshape' op expects one element type, got 'tensor<4x16xf32>' and 'tensor<64xf16>'}}
+  %0 = mpc.reshape %x : tensor<4x16xf32> to tensor<64xf16>
+  return
+}
+
+// -----
+
+func.func @transpose_c1(%x: tensor<4x8x2xf32>) {
+  // expected-error@+1 {{'mpc.transpose' op expects a permutation of [0, 3), got [0, 1, 1]}}
+  %0 = mpc.transpose %x perm [0, 1, 1] : tensor<4x8x2xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_c1_length(%x: tensor<4x8x2xf32>) {
+  // expected-error@+1 {{'mpc.transpose' op expects a permutation of [0, 3), got [1, 0]}}
+  %0 = mpc.transpose %x perm [1, 0] : tensor<4x8x2xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_c1_range(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.transpose' op expects a permutation of [0, 2), got [2, 0]}}
+  %0 = mpc.transpose %x perm [2, 0] : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_c1_negative(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.transpose' op expects a permutation of [0, 2), got [-1, 0]}}
+  %0 = mpc.transpose %x perm [-1, 0] : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_c1(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.broadcast' op expects an input that broadcasts to the result, got 'tensor<4x8xf32>' to 'tensor<8xf32>'}}
+  %0 = mpc.broadcast %x : tensor<4x8xf32> to tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_c1_extent(%x: tensor<4x2xf32>) {
+  // expected-error@+1 {{'mpc.broadcast' op expects an input that broadcasts to the result, got 'tensor<4x2xf32>' to 'tensor<3x4x8xf32>'}}
+  %0 = mpc.broadcast %x : tensor<4x2xf32> to tensor<3x4x8xf32>
+  return
+}
+
+// -----
+
+// broadcast_c1: dims align at the right, not the left.
+func.func @broadcast_c1_alignment(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.broadcast' op expects an input that broadcasts to the result, got 'tensor<4xf32>' to 'tensor<4x8xf32>'}}
+  %0 = mpc.broadcast %x : tensor<4xf32> to tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_c2(%x: tensor<8xf32>) {
+  // expected-error@+1 {{'mpc.broadcast' op expects one element type, got 'tensor<8xf32>' and 'tensor<4x8xbf16>'}}
+  %0 = mpc.broadcast %x : tensor<8xf32> to tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @slice_c1(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.slice' op expects starts, limits and strides with one entry per dim (2), got 1, 2 and 2}}
+  %0 = mpc.slice %x starts [0] limits [4, 8] : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_c1_limits(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.slice' op expects starts, limits and strides with one entry per dim (2), got 2, 3 and 2}}
+  %0 = mpc.slice %x starts [0, 0] limits [4, 8, 1] : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_c1_strides(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.slice' op expects starts, limits and strides with one entry per dim (2), got 2, 2 and 1}}
+  %0 = mpc.slice %x starts [0, 0] limits [4, 8] strides [2] : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_c2_start_after_limit(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.slice' op expects 0 <= start <= limit <= dim and stride >= 1 in dim 1, got start 6, limit 2, stride 1 for extent 8}}
+  %0 = mpc.slice %x starts [0, 6] limits [4, 2] : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_c2_limit_past_dim(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.slice' op expects 0 <= start <= limit <= dim and stride >= 1 in dim 0, got start 0, limit 5, stride 1 for extent 4}}
+  %0 = mpc.slice %x starts [0, 0] limits [5, 8] : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_c2_negative_start(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.slice' op expects 0 <= start <= limit <= dim and stride >= 1 in dim 0, got start -1, limit 4, stride 1 for extent 4}}
+  %0 = mpc.slice %x starts [-1, 0] limits [4, 8] : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_c2_stride(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.slice' op expects 0 <= start <= limit <= dim and stride >= 1 in dim 1, got start 0, limit 8, stride 0 for extent 8}}
+  %0 = mpc.slice %x starts [0, 0] limits [4, 8] strides [1, 0] : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// concat_c1: at least one input. Only the generic form can write none.
+func.func @concat_c1_empty() {
+  // expected-error@+2 {{'mpc.concat' op expects at least one input}}
+  // expected-error@+1 {{'mpc.concat' op failed to infer returned types}}
+  %0 = "mpc.concat"() <{dim = 0 : i64}> : () -> tensor<0xf32>
+  return
+}
+
+// -----
+
+func.func @concat_c1(%a: tensor<4x8xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.concat' op expects inputs of one rank and element type, got 'tensor<4x8xf32>' and 'tensor<4xf32>'}}
+  %0 = mpc.concat %a, %b dim 0 : tensor<4x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @concat_c1_element_type(%a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error@+1 {{'mpc.concat' op expects inputs of one rank and element type, got 'tensor<4xf32>' and 'tensor<4xf16>'}}
+  %0 = mpc.concat %a, %b dim 0 : tensor<4xf32>, tensor<4xf16>
+  return
+}
+
+// -----
+
+func.func @concat_c2(%a: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.concat' op expects dim in [0, 2), got 2}}
+  %0 = mpc.concat %a, %a dim 2 : tensor<4x8xf32>, tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_c2_negative(%a: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.concat' op expects dim in [0, 2), got -1}}
+  %0 = mpc.concat %a dim -1 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_c2_scalar(%a: tensor<f32>) {
+  // expected-error@+1 {{'mpc.concat' op expects dim in [0, 0), got 0}}
+  %0 = mpc.concat %a, %a dim 0 : tensor<f32>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @concat_c3(%a: tensor<4x8xf32>, %b: tensor<3x2xf32>) {
+  // expected-error@+1 {{'mpc.concat' op expects inputs that agree in every dim but 1, got 'tensor<4x8xf32>' and 'tensor<3x2xf32>'}}
+  %0 = mpc.concat %a, %b dim 1 : tensor<4x8xf32>, tensor<3x2xf32>
+  return
+}
+
+// -----
+
+// concat_c3: the joined extent must be representable.
+func.func @concat_c3_overflow(%a: tensor<4611686018427387904x2xf32>) {
+  // expected-error@+1 {{'mpc.concat' op expects the inputs' extents in dim 0 to add up to at most 2^63 - 1}}
+  %0 = mpc.concat %a, %a dim 0 : tensor<4611686018427387904x2xf32>, tensor<4611686018427387904x2xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+func.func @max_pool2d_c1(%x: tensor<16x32x32xf32>) {
+  // expected-error@+1 {{'mpc.max_pool2d' op expects an NCHW input of rank 4, got 'tensor<16x32x32xf32>'}}
+  %0 = mpc.max_pool2d %x kernel [2, 2] : tensor<16x32x32xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool2d_c2_kernel_entries(%x: tensor<1x3x8x8xf32>) {
+  // expected-error@+1 {{'mpc.max_pool2d' op expects kernel to have 2 entries (height, width), got 1}}
+  %0 = mpc.max_pool2d %x kernel [2] : tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool2d_c2_kernel_zero(%x: tensor<1x3x8x8xf32>) {
+  // expected-error@+1 {{'mpc.max_pool2d' op expects kernel entries >= 1, got [0, 2]}}
+  %0 = mpc.max_pool2d %x kernel [0, 2] : tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool2d_c2_stride_entries(%x: tensor<1x3x8x8xf32>) {
+  // expected-error@+1 {{'mpc.max_pool2d' op expects stride to have 2 entries (height, width), got 3}}
+  %0 = mpc.max_pool2d %x kernel [2, 2] stride [1, 1, 1] : tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool2d_c2_stride_zero(%x: tensor<1x3x8x8xf32>) {
+  // expected-error@+1 {{'mpc.max_pool2d' op expects stride entries >= 1, got [2, 0]}}
+  %0 = mpc.max_pool2d %x kernel [2, 2] stride [2, 0] : tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool2d_c2_padding_negative(%x: tensor<1x3x8x8xf32>) {
+  // expected-error@+1 {{'mpc.max_pool2d' op expects padding entries >= 0, got [0, -1]}}
+  %0 = mpc.max_pool2d %x kernel [2, 2] padding [0, -1] : tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool2d_c2_padding_half_kernel(%x: tensor<1x3x8x8xf32>) {
+  // expected-error@+1 {{'mpc.max_pool2d' op expects padding at most half the kernel, got padding [2, 1] for kernel [3, 3]}}
+  %0 = mpc.max_pool2d %x kernel [3, 3] padding [2, 1] : tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool2d_c3(%x: tensor<1x3x8x2xf32>) {
+  // expected-error@+1 {{'mpc.max_pool2d' op expects a kernel that fits the padded input, got kernel [3, 3] for 'tensor<1x3x8x2xf32>'}}
+  %0 = mpc.max_pool2d %x kernel [3, 3] : tensor<1x3x8x2xf32>
+  return
+}
+
+// -----
+
+func.func @avg_pool2d_c1(%x: tensor<2x8x8x1x1xf32>) {
+  // expected-error@+1 {{'mpc.avg_pool2d' op expects an NCHW input of rank 4, got 'tensor<2x8x8x1x1xf32>'}}
+  %0 = mpc.avg_pool2d %x kernel [2, 2] : tensor<2x8x8x1x1xf32>
+  return
+}
+
+// -----
+
+func.func @avg_pool2d_c2(%x: tensor<1x3x8x8xf32>) {
+  // expected-error@+1 {{'mpc.avg_pool2d' op expects kernel entries >= 1, got [2, -2]}}
+  %0 = mpc.avg_pool2d %x kernel [2, -2] : tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @avg_pool2d_c2_padding_entries(%x: tensor<1x3x8x8xf32>) {
+  // expected-error@+1 {{'mpc.avg_pool2d' op expects padding to have 2 entries (height, width), got 4}}
+  %0 = mpc.avg_pool2d %x kernel [2, 2] padding [1, 1, 1, 1] : tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @avg_pool2d_c2_padding_half_kernel(%x: tensor<1x3x8x8xf32>) {
+  // expected-error@+1 {{'mpc.avg_pool2d' op expects padding at most half the kernel, got padding [1, 2] for kernel [2, 2]}}
+  %0 = mpc.avg_pool2d %x kernel [2, 2] padding [1, 2] : tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+// pool_c2 with values whose double would overflow int64.
+func.func @avg_pool2d_c2_padding_huge(%x: tensor<1x3x8x8xf32>) {
+  // expected-error@+1 {{'mpc.avg_pool2d' op expects padding at most half the kernel, got padding [4611686018427387904, 0] for kernel [2, 2]}}
+  %0 = mpc.avg_pool2d %x kernel [2, 2] padding [4611686018427387904, 0] : tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+// avg_pool2d_c3: padding helps, but not enough: 1 + 2 * 1 < 4.
+func.func @avg_pool2d_c3(%x: tensor<1x3x1x8xbf16>) {
+  // expected-error@+1 {{'mpc.avg_pool2d' op expects a kernel that fits the padded input, got kernel [4, 2] for 'tensor<1x3x1x8xbf16>'}}
+  %0 = mpc.avg_pool2d %x kernel [4, 2] padding [1, 1] : tensor<1x3x1x8xbf16>
+  return
+}
