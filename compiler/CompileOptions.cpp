@@ -53,10 +53,6 @@ std::optional<std::string> findUnimplemented(const CompileOptions &options) {
   // One message per option, naming the option as the user wrote it.
   static const char *const levels[] = {"O0", "O1", "O2", "O3"};
   static const char *const optimizers[] = {"sgd", "adam", "adamw"};
-  if (options.emit != EmitStage::Mlir)
-    return std::string("building past the verified model is not implemented "
-                       "yet (autodiff, kernels and code generation); use "
-                       "--emit=mlir");
   if (options.target == Target::Cuda)
     return std::string("--target=cuda is not implemented yet");
   if (options.amp != AmpLevel::O0)

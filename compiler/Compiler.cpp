@@ -7,6 +7,13 @@
 
 #include "compiler/Compiler.h"
 
+#include "compiler/Codegen.h"
+#include "passes/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Program.h"
+
 #include "dialect/MpcOps.h"
 #include "dialect/Register.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -48,6 +55,85 @@ LogicalResult checkSingleModel(ModuleOp module) {
   return success();
 }
 
+
+/// Runs `program` with `args`; on failure prints what it said and why.
+LogicalResult runTool(StringRef what, StringRef program,
+                      ArrayRef<std::string> args) {
+  llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(program);
+  if (!path) {
+    llvm::errs() << "mpc compile: error: cannot find the " << what << " '"
+                 << program << "' (set $" << (what == "archiver" ? "AR" : "CXX")
+                 << " to choose another)\n";
+    return failure();
+  }
+  SmallVector<StringRef> argv{*path};
+  for (const std::string &arg : args)
+    argv.push_back(arg);
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(*path, argv, /*Env=*/std::nullopt,
+                                         /*Redirects=*/{}, /*SecondsToWait=*/0,
+                                         /*MemoryLimit=*/0, &message);
+  if (status != 0) {
+    llvm::errs() << "mpc compile: error: the " << what << " failed ("
+                 << (message.empty() ? "exit " + std::to_string(status)
+                                     : message)
+                 << "): " << llvm::join(argv, " ") << "\n";
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult writeFile(const std::string &path, StringRef contents) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (!ec) {
+    os << contents;
+    os.close();
+    ec = os.error();
+  }
+  if (ec) {
+    llvm::errs() << "mpc compile: error: cannot write '" << path
+                 << "': " << ec.message() << "\n";
+    return failure();
+  }
+  return success();
+}
+
+std::string environmentOr(const char *name, const char *fallback) {
+  const char *value = std::getenv(name);
+  return value && *value ? value : fallback;
+}
+
+/// Writes the sources into `dir` and builds lib<model>.a with the host
+/// compiler ($CXX, default c++) and archiver ($AR, default ar).
+LogicalResult buildLibrary(const GeneratedModel &model, StringRef name,
+                           StringRef dir) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    llvm::errs() << "mpc compile: error: cannot create '" << dir
+                 << "': " << ec.message() << "\n";
+    return failure();
+  }
+  std::string base = (dir + "/" + name).str();
+  if (failed(writeFile(base + "_kernels.cu", model.kernelSource)) ||
+      failed(writeFile(base + ".cpp", model.hostSource)) ||
+      failed(writeFile(base + ".h", model.header)))
+    return failure();
+  std::vector<std::string> compileArgs = {
+      "-std=c++17", "-O2", "-fPIC", "-I" MPC_SOURCE_ROOT, "-I" + dir.str(),
+#if defined(__x86_64__)
+      // Hardware f16 conversion; every x86-64 CPU since 2012 has F16C.
+      "-mf16c",
+#endif
+      "-c", base + ".cpp", "-o", base + ".o"};
+  if (failed(runTool("host compiler", environmentOr("CXX", "c++"),
+                     compileArgs)) ||
+      failed(runTool("archiver", environmentOr("AR", "ar"),
+                     {"rcs", (dir + "/lib" + name + ".a").str(),
+                      base + ".o"})))
+    return failure();
+  return success();
+}
+
 } // namespace
 
 int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
@@ -62,9 +148,9 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   DialectRegistry registry;
   registerAllDialects(registry);
   MLIRContext context(registry);
+  context.loadAllAvailableDialects();
   // A located message is enough; the op itself can be pages long.
   context.printOpOnDiagnostic(false);
-  context.loadAllAvailableDialects();
 
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
@@ -78,10 +164,48 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
     llvm::errs() << "mpc compile: error: " << *missing << "\n";
     return 1;
   }
-  // EmitStage::Mlir: the model as parsed and verified.
-  module->print(out);
-  out << "\n";
-  return 0;
+  if (options.emit == EmitStage::Mlir) {
+    module->print(out);
+    out << "\n";
+    return 0;
+  }
+
+  // Evaluation runs the forward pass as written; training runs the step
+  // that mpc-autodiff derives.
+  OwningOpRef<ModuleOp> evalModule = module->clone();
+  PassManager pm(&context);
+  buildTrainingPipeline(pm);
+  if (failed(pm.run(*module)))
+    return 1;
+  if (options.emit == EmitStage::TrainingStep) {
+    module->print(out);
+    out << "\n";
+    return 0;
+  }
+
+  auto train = *module->getOps<ModelOp>().begin();
+  auto eval = *evalModule->getOps<ModelOp>().begin();
+  CodegenOptions codegen;
+  codegen.learningRate = options.learningRate;
+  codegen.momentum = options.momentum;
+  codegen.weightDecay = options.weightDecay;
+  FailureOr<GeneratedModel> generated = generateModel(train, eval, codegen);
+  if (failed(generated))
+    return 1;
+  switch (options.emit) {
+  case EmitStage::Kernels:
+    out << generated->kernelSource;
+    return 0;
+  case EmitStage::Host:
+    out << generated->hostSource;
+    return 0;
+  default:
+    break;
+  }
+  return failed(buildLibrary(*generated, train.getSymName(),
+                             options.outputDir))
+             ? 1
+             : 0;
 }
 
 } // namespace mlir::mpc

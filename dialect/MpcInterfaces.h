@@ -1,6 +1,6 @@
 //===- MpcInterfaces.h - mpc op interfaces ------------------------*- C++ -*-===//
 //
-// This file declares PrecisionPolicyOpInterface.
+// This file declares PrecisionPolicyOpInterface and DifferentiableOpInterface.
 //
 //===----------------------------------------------------------------------===//
 
@@ -8,6 +8,7 @@
 #define MPC_DIALECT_MPCINTERFACES_H
 
 #include "dialect/MpcDialect.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 

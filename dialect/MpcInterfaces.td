@@ -39,4 +39,26 @@ def PrecisionPolicyOpInterface : OpInterface<"PrecisionPolicyOpInterface"> {
       }]>];
 }
 
+def DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
+  let description = [{
+    Reverse-mode differentiation rule of an op with one result. mpc-autodiff
+    walks the body backwards and asks each op on the path from the
+    parameters to the loss for its vector-Jacobian product.
+  }];
+  let cppNamespace = "::mlir::mpc";
+  let methods = [
+    InterfaceMethod<
+      /*desc=*/[{Builds, at the builder's insertion point, the gradients of
+        the loss with respect to the operands, given `resultGrad`, its
+        gradient with respect to the result. `operandGrads` gets one entry per
+        operand: a value where `needed` is set and the operand is
+        differentiable, null otherwise (integer indices, the condition of
+        `where`, running statistics).}],
+      /*retType=*/"::llvm::LogicalResult", /*methodName=*/"buildVjp",
+      /*args=*/(ins "::mlir::OpBuilder &":$builder,
+                    "::mlir::Value":$resultGrad,
+                    "::llvm::ArrayRef<bool>":$needed,
+                    "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>];
+}
+
 #endif // MPC_DIALECT_MPCINTERFACES_TD

@@ -422,7 +422,24 @@ ParseResult OutputOp::parse(OpAsmParser &parser, OperationState &result) {
     return failure();
   SmallVector<Attribute> names;
   StringRef name;
+  int32_t numGradients = 0;
   while (succeeded(parser.parseOptionalKeyword(&name))) {
+    if (name == "gradients") {
+      // The last group: `gradients(%g0 : type, ...)`.
+      if (parser.parseCommaSeparatedList(
+              OpAsmParser::Delimiter::Paren, [&]() -> ParseResult {
+                OpAsmParser::UnresolvedOperand operand;
+                Type type;
+                if (parser.parseOperand(operand) ||
+                    parser.parseColonType(type) ||
+                    parser.resolveOperand(operand, type, result.operands))
+                  return failure();
+                ++numGradients;
+                return success();
+              }))
+        return failure();
+      break;
+    }
     OpAsmParser::UnresolvedOperand operand;
     Type type;
     if (parser.parseLParen() || parser.parseOperand(operand) ||
@@ -433,6 +450,8 @@ ParseResult OutputOp::parse(OpAsmParser &parser, OperationState &result) {
   }
   result.addAttribute(getOutputNamesAttrName(result.name),
                       parser.getBuilder().getArrayAttr(names));
+  result.getOrAddProperties<Properties>().operandSegmentSizes = {
+      1, static_cast<int32_t>(names.size()), numGradients};
   return parser.parseOptionalAttrDict(result.attributes);
 }
 
@@ -441,7 +460,15 @@ void OutputOp::print(OpAsmPrinter &p) {
   for (auto [name, value] : llvm::zip(getOutputNames(), getOutputs()))
     p << ' ' << cast<StringAttr>(name).getValue() << '(' << value << " : "
       << value.getType() << ')';
-  p.printOptionalAttrDict((*this)->getAttrs(), {getOutputNamesAttrName()});
+  if (!getGradients().empty()) {
+    p << " gradients(";
+    llvm::interleaveComma(getGradients(), p, [&](Value gradient) {
+      p << gradient << " : " << gradient.getType();
+    });
+    p << ')';
+  }
+  p.printOptionalAttrDict((*this)->getAttrs(),
+                          {getOutputNamesAttrName(), "operandSegmentSizes"});
 }
 
 LogicalResult OutputOp::verify() {
@@ -457,7 +484,26 @@ LogicalResult OutputOp::verify() {
       return emitOpError() << "expects output names that are unique "
                               "identifiers other than 'loss', got '"
                            << name << "'";
+    if (name == "gradients")
+      return emitOpError() << "expects output names other than "
+                              "'gradients', which holds the parameter "
+                              "gradients";
   }
+  // output_c2
+  if (getGradients().empty())
+    return success();
+  auto model = cast<ModelOp>((*this)->getParentOp());
+  if (getGradients().size() != model.getNumParams())
+    return emitOpError() << "expects one gradient per parameter, got "
+                         << getGradients().size() << " for "
+                         << model.getNumParams() << " parameters";
+  for (auto [param, gradient] :
+       llvm::zip(model.getParams(), getGradients()))
+    if (param.getType() != gradient.getType())
+      return emitOpError() << "expects the gradient of '"
+                           << model.getArgName(param) << "' to have its type "
+                           << quoted(param.getType()) << ", got "
+                           << quoted(gradient.getType());
   return success();
 }
 
@@ -1142,6 +1188,32 @@ static LogicalResult inferPool2d(std::optional<Location> loc, StringRef name,
 MPC_POOL(MaxPool2dOp)
 MPC_POOL(AvgPool2dOp)
 #undef MPC_POOL
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxGradOp::verify() { // softmax_grad_c1
+  return verifyDim(*this, getDim(), getGrad().getType().getRank());
+}
+
+LogicalResult LogSoftmaxGradOp::verify() { // log_softmax_grad_c1
+  return verifyDim(*this, getDim(), getGrad().getType().getRank());
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  // embedding_grad_c1
+  auto grad = getGrad().getType();
+  auto result = getResult().getType();
+  SmallVector<int64_t> expected(getIndices().getType().getShape());
+  expected.push_back(result.getRank() == 2 ? result.getDimSize(1) : -1);
+  if (result.getRank() != 2 || grad.getShape() != ArrayRef(expected) ||
+      grad.getElementType() != result.getElementType())
+    return emitOpError() << "expects a [V, D] result and a gradient shaped "
+                            "as the indices followed by D, got "
+                         << quoted(grad) << " for " << quoted(result);
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // TableGen'd definitions

@@ -28,10 +28,15 @@ def Mpc_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def Mpc_MaskTensor : StaticShapeTensorOf<[I1]>;
 def Mpc_ScalarFloatTensor : 0DTensorOf<[F32, F16, BF16]>;
 def Mpc_InputTensor : StaticShapeTensorOf<[F32, F16, BF16, I32, I64]>;
+// Reshape also flattens integer targets ([B, T] -> [B * T]).
+def Mpc_ReshapeTensor : StaticShapeTensorOf<[F32, F16, BF16, I32, I64]>;
 
 //===----------------------------------------------------------------------===//
 // Base classes
 //===----------------------------------------------------------------------===//
+
+/// Ops with a reverse-mode rule, implemented in MpcGradients.cpp.
+defvar Differentiable = DeclareOpInterfaceMethods<DifferentiableOpInterface>;
 
 /// An op with a precision category. The category is data in ODS, next to the
 /// op, and reaches C++ through PrecisionPolicyOpInterface.
@@ -50,14 +55,16 @@ class Mpc_PolicyOp<string mnemonic, string precisionClass,
 class Mpc_UnaryOp<string mnemonic, string precisionClass,
                   list<Trait> traits = []>
     : Mpc_PolicyOp<mnemonic, precisionClass,
-                   !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+                   !listconcat(traits, [Pure, SameOperandsAndResultType,
+                                        Differentiable])> {
   let arguments = (ins Mpc_FloatTensor:$input);
   let results = (outs Mpc_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
 class Mpc_BinaryOp<string mnemonic, string expr>
-    : Mpc_PolicyOp<mnemonic, "Promote", [Pure, InferTypeOpAdaptor]> {
+    : Mpc_PolicyOp<mnemonic, "Promote",
+                   [Pure, InferTypeOpAdaptor, Differentiable]> {
   let summary = "Elementwise `" # expr # "` with broadcasting";
   let description = [{
     Elementwise `}] # expr # [{` with NumPy broadcasting: shapes are aligned
@@ -78,7 +85,8 @@ class Mpc_BinaryOp<string mnemonic, string expr>
 }
 
 class Mpc_ReduceOp<string mnemonic, string precisionClass, string what>
-    : Mpc_PolicyOp<mnemonic, precisionClass, [Pure, InferTypeOpAdaptor]> {
+    : Mpc_PolicyOp<mnemonic, precisionClass,
+                   [Pure, InferTypeOpAdaptor, Differentiable]> {
   let summary = "Reduces to the " # what # " over the given dims";
   let description = [{
     The }] # what # [{ of `input` over `dims`. The reduced dims are dropped
@@ -99,7 +107,8 @@ class Mpc_ReduceOp<string mnemonic, string precisionClass, string what>
 }
 
 class Mpc_Pool2dOp<string mnemonic, string what>
-    : Mpc_PolicyOp<mnemonic, "Follow", [Pure, InferTypeOpAdaptor]> {
+    : Mpc_PolicyOp<mnemonic, "Follow",
+                   [Pure, InferTypeOpAdaptor, Differentiable]> {
   let summary = what # " pooling over the spatial dims of NCHW";
   let description = [{
     }] # what # [{ pooling of an NCHW tensor over windows of `kernel`
@@ -201,7 +210,8 @@ def Mpc_ModelOp : Mpc_Op<"model", [IsolatedFromAbove, Symbol, SingleBlock,
   }];
 }
 
-def Mpc_OutputOp : Mpc_Op<"output", [Pure, Terminator, HasParent<"ModelOp">]> {
+def Mpc_OutputOp : Mpc_Op<"output", [Pure, Terminator, HasParent<"ModelOp">,
+                                     AttrSizedOperandSegments]> {
   let summary = "The model's scalar loss and named extra outputs";
   let description = [{
     Ends a model. `loss` is what training minimises; the other outputs are
@@ -211,11 +221,21 @@ def Mpc_OutputOp : Mpc_Op<"output", [Pure, Terminator, HasParent<"ModelOp">]> {
     mpc.output loss(%loss : tensor<f32>) logits(%logits : tensor<64x10xf32>)
     ```
 
+    After mpc-autodiff, a `gradients(...)` group holds the gradient of the
+    loss with respect to each parameter, in parameter order:
+
+    ```mlir
+    mpc.output loss(%loss : tensor<f32>) gradients(%dw : tensor<10x784xf32>)
+    ```
+
     C1: there is one name per extra output; names are identifiers, unique,
-        and not `loss`.
+        and not `loss` or `gradients`.
+    C2: `gradients`, when present, has one value per parameter of the model,
+        of the parameter's type.
   }];
   let arguments = (ins Mpc_ScalarFloatTensor:$loss,
                        Variadic<AnyStaticShapeTensor>:$outputs,
+                       Variadic<Mpc_FloatTensor>:$gradients,
                        StrArrayAttr:$output_names);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
@@ -225,7 +245,7 @@ def Mpc_OutputOp : Mpc_Op<"output", [Pure, Terminator, HasParent<"ModelOp">]> {
 // GEMM-like ops (lower)
 //===----------------------------------------------------------------------===//
 
-def Mpc_LinearOp : Mpc_PolicyOp<"linear", "Lower", [Pure, InferTypeOpAdaptor]> {
+def Mpc_LinearOp : Mpc_PolicyOp<"linear", "Lower", [Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "x · Wᵀ + b, as torch.nn.functional.linear";
   let description = [{
     `input` is `[..., K]`, `weight` is `[N, K]`, the optional `bias` is `[N]`;
@@ -249,7 +269,7 @@ def Mpc_LinearOp : Mpc_PolicyOp<"linear", "Lower", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Mpc_MatmulOp : Mpc_PolicyOp<"matmul", "Lower", [Pure, InferTypeOpAdaptor]> {
+def Mpc_MatmulOp : Mpc_PolicyOp<"matmul", "Lower", [Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "Matrix product of two rank-2 tensors";
   let description = [{
     `op(lhs) · op(rhs)` where `op` transposes under `transpose_lhs` /
@@ -273,7 +293,7 @@ def Mpc_MatmulOp : Mpc_PolicyOp<"matmul", "Lower", [Pure, InferTypeOpAdaptor]> {
 }
 
 def Mpc_BatchMatmulOp : Mpc_PolicyOp<"batch_matmul", "Lower",
-                                     [Pure, InferTypeOpAdaptor]> {
+                                     [Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "Batched matrix product over the leading dims";
   let description = [{
     Matrix products of the two trailing dims, batched over equal leading dims:
@@ -299,7 +319,7 @@ def Mpc_BatchMatmulOp : Mpc_PolicyOp<"batch_matmul", "Lower",
   }];
 }
 
-def Mpc_Conv2dOp : Mpc_PolicyOp<"conv2d", "Lower", [Pure, InferTypeOpAdaptor]> {
+def Mpc_Conv2dOp : Mpc_PolicyOp<"conv2d", "Lower", [Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "2-d convolution of NCHW input with OIHW weights";
   let description = [{
     As torch.nn.functional.conv2d: `input` `[N, C, H, W]`, `weight`
@@ -374,7 +394,7 @@ def Mpc_RsqrtOp : Mpc_UnaryOp<"rsqrt", "KeepF32"> {
 }
 
 def Mpc_GeluOp : Mpc_PolicyOp<"gelu", "Follow",
-                              [Pure, SameOperandsAndResultType]> {
+                              [Differentiable, Pure, SameOperandsAndResultType]> {
   let summary = "Gaussian error linear unit, exact (erf) or tanh-approximated";
   let description = [{
     `x * Φ(x)`, where Φ is the normal CDF computed with `erf` (default) or with
@@ -394,7 +414,7 @@ def Mpc_GeluOp : Mpc_PolicyOp<"gelu", "Follow",
 }
 
 def Mpc_ScaleOp : Mpc_PolicyOp<"scale", "Follow",
-                               [Pure, SameOperandsAndResultType]> {
+                               [Differentiable, Pure, SameOperandsAndResultType]> {
   let summary = "Multiplies by a compile-time constant";
   let description = [{
     `input * factor`, with `factor` kept as f64 so that the numerics lint can
@@ -409,7 +429,7 @@ def Mpc_ScaleOp : Mpc_PolicyOp<"scale", "Follow",
   let assemblyFormat = "$input `by` $factor attr-dict `:` type($input)";
 }
 
-def Mpc_WhereOp : Mpc_PolicyOp<"where", "Promote", [Pure, InferTypeOpAdaptor]> {
+def Mpc_WhereOp : Mpc_PolicyOp<"where", "Promote", [Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "Selects `on_true` where `condition` holds, else `on_false`";
   let description = [{
     Elementwise select with NumPy broadcasting of all three operands. With
@@ -432,7 +452,7 @@ def Mpc_WhereOp : Mpc_PolicyOp<"where", "Promote", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Mpc_DropoutOp : Mpc_PolicyOp<"dropout", "Follow", [SameOperandsAndResultType]> {
+def Mpc_DropoutOp : Mpc_PolicyOp<"dropout", "Follow", [Differentiable, SameOperandsAndResultType]> {
   let summary = "Zeroes elements with probability `rate`, scales the rest";
   let description = [{
     In training, each element is kept with probability `1 - rate` and scaled by
@@ -456,7 +476,7 @@ def Mpc_DropoutOp : Mpc_PolicyOp<"dropout", "Follow", [SameOperandsAndResultType
   let hasVerifier = 1;
 }
 
-def Mpc_CastOp : Mpc_PolicyOp<"cast", "Follow", [Pure]> {
+def Mpc_CastOp : Mpc_PolicyOp<"cast", "Follow", [Differentiable, Pure]> {
   let summary = "Converts between float types, rounding to nearest even";
   let description = [{
     Changes the element type, rounding to nearest even; values beyond the
@@ -514,7 +534,7 @@ def Mpc_ReduceMeanOp : Mpc_ReduceOp<"reduce_mean", "KeepF32", "mean">;
 def Mpc_ReduceMaxOp : Mpc_ReduceOp<"reduce_max", "Follow", "maximum">;
 
 def Mpc_SoftmaxOp : Mpc_PolicyOp<"softmax", "KeepF32",
-                                 [Pure, SameOperandsAndResultType]> {
+                                 [Differentiable, Pure, SameOperandsAndResultType]> {
   let summary = "Softmax over one dim";
   let description = [{
     C1: `dim` is in `[0, rank)`.
@@ -530,7 +550,7 @@ def Mpc_SoftmaxOp : Mpc_PolicyOp<"softmax", "KeepF32",
 }
 
 def Mpc_LogSoftmaxOp : Mpc_PolicyOp<"log_softmax", "KeepF32",
-                                    [Pure, SameOperandsAndResultType]> {
+                                    [Differentiable, Pure, SameOperandsAndResultType]> {
   let summary = "Log-softmax over one dim";
   let description = [{
     C1: `dim` is in `[0, rank)`.
@@ -546,7 +566,7 @@ def Mpc_LogSoftmaxOp : Mpc_PolicyOp<"log_softmax", "KeepF32",
 }
 
 def Mpc_LayerNormOp : Mpc_PolicyOp<"layer_norm", "KeepF32",
-    [Pure, AllTypesMatch<["input", "result"]>,
+    [Differentiable, Pure, AllTypesMatch<["input", "result"]>,
      AllTypesMatch<["gamma", "beta"]>]> {
   let summary = "Affine layer normalisation over the trailing dims";
   let description = [{
@@ -573,7 +593,7 @@ def Mpc_LayerNormOp : Mpc_PolicyOp<"layer_norm", "KeepF32",
 }
 
 def Mpc_BatchNormOp : Mpc_PolicyOp<"batch_norm", "KeepF32",
-    [AllTypesMatch<["input", "result"]>,
+    [Differentiable, AllTypesMatch<["input", "result"]>,
      AllTypesMatch<["gamma", "beta", "running_mean", "running_var"]>]> {
   let summary = "Batch normalisation with running statistics";
   let description = [{
@@ -613,7 +633,7 @@ def Mpc_BatchNormOp : Mpc_PolicyOp<"batch_norm", "KeepF32",
 //===----------------------------------------------------------------------===//
 
 def Mpc_EmbeddingOp : Mpc_PolicyOp<"embedding", "Follow",
-                                   [Pure, InferTypeOpAdaptor]> {
+                                   [Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "Looks up rows of a table by integer index";
   let description = [{
     `table` is `[V, D]`; the result has the shape of `indices` followed by D.
@@ -633,7 +653,7 @@ def Mpc_EmbeddingOp : Mpc_PolicyOp<"embedding", "Follow",
 }
 
 def Mpc_CrossEntropyOp : Mpc_PolicyOp<"cross_entropy", "KeepF32",
-                                      [Pure, InferTypeOpAdaptor]> {
+                                      [Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "Mean softmax cross-entropy against integer class targets";
   let description = [{
     `logits` is `[..., C]` and `targets` the leading dims `[...]`. The result
@@ -662,7 +682,7 @@ def Mpc_CrossEntropyOp : Mpc_PolicyOp<"cross_entropy", "KeepF32",
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def Mpc_ReshapeOp : Mpc_PolicyOp<"reshape", "Follow", [Pure]> {
+def Mpc_ReshapeOp : Mpc_PolicyOp<"reshape", "Follow", [Differentiable, Pure]> {
   let summary = "Reinterprets the elements, in row-major order, as a new shape";
   let description = [{
     C1: `input` and `result` have the same number of elements.
@@ -672,15 +692,15 @@ def Mpc_ReshapeOp : Mpc_PolicyOp<"reshape", "Follow", [Pure]> {
     %0 = mpc.reshape %x : tensor<4x16x64xf32> to tensor<64x64xf32>
     ```
   }];
-  let arguments = (ins Mpc_FloatTensor:$input);
-  let results = (outs Mpc_FloatTensor:$result);
+  let arguments = (ins Mpc_ReshapeTensor:$input);
+  let results = (outs Mpc_ReshapeTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
 }
 
 def Mpc_TransposeOp : Mpc_PolicyOp<"transpose", "Follow",
-                                   [Pure, InferTypeOpAdaptor]> {
+                                   [Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "Permutes the dims";
   let description = [{
     Result dim `i` is input dim `permutation[i]`.
@@ -696,7 +716,7 @@ def Mpc_TransposeOp : Mpc_PolicyOp<"transpose", "Follow",
   let assemblyFormat = "$input `perm` $permutation attr-dict `:` type($input)";
 }
 
-def Mpc_BroadcastOp : Mpc_PolicyOp<"broadcast", "Follow", [Pure]> {
+def Mpc_BroadcastOp : Mpc_PolicyOp<"broadcast", "Follow", [Differentiable, Pure]> {
   let summary = "Broadcasts to a larger shape, NumPy style";
   let description = [{
     Shapes are aligned at the right; each input dim is 1 or equals the result
@@ -715,7 +735,7 @@ def Mpc_BroadcastOp : Mpc_PolicyOp<"broadcast", "Follow", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Mpc_SliceOp : Mpc_PolicyOp<"slice", "Follow", [Pure, InferTypeOpAdaptor]> {
+def Mpc_SliceOp : Mpc_PolicyOp<"slice", "Follow", [Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "Takes `[start, limit)` with a stride in every dim";
   let description = [{
     Result dim `i` has `ceil((limits[i] - starts[i]) / strides[i])` elements;
@@ -741,7 +761,7 @@ def Mpc_SliceOp : Mpc_PolicyOp<"slice", "Follow", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Mpc_ConcatOp : Mpc_PolicyOp<"concat", "Promote", [Pure, InferTypeOpAdaptor]> {
+def Mpc_ConcatOp : Mpc_PolicyOp<"concat", "Promote", [Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "Joins tensors along one dim";
   let description = [{
     C1: there is at least one input, and all inputs have the same rank and
@@ -764,5 +784,7 @@ def Mpc_ConcatOp : Mpc_PolicyOp<"concat", "Promote", [Pure, InferTypeOpAdaptor]>
 
 def Mpc_MaxPool2dOp : Mpc_Pool2dOp<"max_pool2d", "Max">;
 def Mpc_AvgPool2dOp : Mpc_Pool2dOp<"avg_pool2d", "Average">;
+
+include "dialect/MpcGradOps.td"
 
 #endif // MPC_DIALECT_MPCOPS_TD

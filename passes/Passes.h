@@ -10,6 +10,7 @@
 #include "dialect/MpcDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
 
 namespace mlir::mpc {
 
@@ -18,6 +19,11 @@ namespace mlir::mpc {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
+
+/// The passes `mpc compile` runs on a verified model.
+void buildTrainingPipeline(OpPassManager &pm);
+/// Registers `mpc-train-pipeline`.
+void registerMpcPipelines();
 
 } // namespace mlir::mpc
 

@@ -15,7 +15,7 @@ packages=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22
   libzstd-dev zlib1g-dev libedit-dev libxml2-dev libcurl4-openssl-dev
   libffi-dev libz3-dev
-  libfmt-dev libgtest-dev
+  libfmt-dev libgtest-dev nlohmann-json3-dev
 )
 
 missing=()

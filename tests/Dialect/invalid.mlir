@@ -275,8 +275,33 @@ mpc.model @output_c1_identifier inputs(%x: tensor<f32>) params() {
 "mpc.model"() <{sym_name = "output_c1_count", input_names = ["x"], param_names = [], param_inits = [], state_names = [], state_inits = []}> ({
 ^bb0(%x: tensor<f32>):
   // expected-error@+1 {{'mpc.output' op expects one name per extra output, got 0 names for 1 outputs}}
-  "mpc.output"(%x, %x) <{output_names = []}> : (tensor<f32>, tensor<f32>) -> ()
+  "mpc.output"(%x, %x) <{operandSegmentSizes = array<i32: 1, 1, 0>, output_names = []}> : (tensor<f32>, tensor<f32>) -> ()
 }) : () -> ()
+
+// -----
+
+// output_c1: `gradients` names the parameter gradients, not an output.
+"mpc.model"() <{sym_name = "output_c1_gradients", input_names = ["x"], param_names = [], param_inits = [], state_names = [], state_inits = []}> ({
+^bb0(%x: tensor<f32>):
+  // expected-error@+1 {{'mpc.output' op expects output names other than 'gradients', which holds the parameter gradients}}
+  "mpc.output"(%x, %x) <{operandSegmentSizes = array<i32: 1, 1, 0>, output_names = ["gradients"]}> : (tensor<f32>, tensor<f32>) -> ()
+}) : () -> ()
+
+// -----
+
+// output_c2: one gradient per parameter.
+mpc.model @output_c2_count inputs(%x: tensor<f32>) params(%w: tensor<f32> = zeros, %v: tensor<f32> = zeros) {
+  // expected-error@+1 {{'mpc.output' op expects one gradient per parameter, got 1 for 2 parameters}}
+  mpc.output loss(%x : tensor<f32>) gradients(%w : tensor<f32>)
+}
+
+// -----
+
+// output_c2: a gradient has its parameter's type.
+mpc.model @output_c2_type inputs(%x: tensor<4xf32>, %l: tensor<f32>) params(%w: tensor<2x2xf32> = zeros) {
+  // expected-error@+1 {{'mpc.output' op expects the gradient of 'w' to have its type 'tensor<2x2xf32>', got 'tensor<4xf32>'}}
+  mpc.output loss(%l : tensor<f32>) gradients(%x : tensor<4xf32>)
+}
 
 // -----
 

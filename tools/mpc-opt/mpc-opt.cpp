@@ -15,6 +15,7 @@ int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::mpc::registerMpcPasses();
+  mlir::mpc::registerMpcPipelines();
 
   mlir::DialectRegistry registry;
   mlir::mpc::registerAllDialects(registry);

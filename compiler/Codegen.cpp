@@ -1,0 +1,408 @@
+//===- Codegen.cpp - kernel formation, memory plan, model source --*- C++ -*-===//
+//
+// This file implements the parts of code generation that do not depend on
+// an op's kind: splitting the body into steps, planning memory, and
+// assembling step functions, the model descriptor and the header.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Codegen.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+//===----------------------------------------------------------------------===//
+// Kernel formation
+//===----------------------------------------------------------------------===//
+
+bool mlir::mpc::isElementwise(Operation *op) {
+  if (auto constant = dyn_cast<ConstantOp>(op))
+    return isa<SplatElementsAttr>(constant.getValue());
+  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, TanhOp, SigmoidOp,
+             ExpOp, LogOp, SqrtOp, RsqrtOp, GeluOp, ScaleOp, WhereOp,
+             DropoutOp, CastOp, BroadcastOp, CausalMaskOp, ReluGradOp,
+             GeluGradOp, TanhGradOp, SigmoidGradOp>(op);
+}
+
+bool mlir::mpc::isAlias(Operation *op) { return isa<ReshapeOp>(op); }
+
+bool Step::isFusedElementwise() const { return isElementwise(ops.front()); }
+
+std::vector<Step> mlir::mpc::formSteps(ModelOp model) {
+  // Algorithm:
+  // 1. Walk the body in program order.
+  // 2. An elementwise op joins the open group when its result has the
+  //    group's shape; otherwise it opens a new group.
+  // 3. Any other op closes the open group and is a step of its own, so every
+  //    value a step reads was written by an earlier step.
+  std::vector<Step> steps;
+  std::optional<size_t> open;
+  for (Operation &op : model.getBody().front().without_terminator()) {
+    if (!isElementwise(&op)) {
+      open.reset();
+      steps.push_back(Step{{&op}});
+      continue;
+    }
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(op.getResult(0).getType()).getShape();
+    if (open && cast<RankedTensorType>(
+                    steps[*open].ops.front()->getResult(0).getType())
+                        .getShape() == shape) {
+      steps[*open].ops.push_back(&op);
+      continue;
+    }
+    steps.push_back(Step{{&op}});
+    open = steps.size() - 1;
+  }
+  return steps;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory plan
+//===----------------------------------------------------------------------===//
+
+int64_t mlir::mpc::storageBytes(RankedTensorType type) {
+  Type element = type.getElementType();
+  int64_t bytes = element.isInteger(1)
+                      ? 1
+                      : static_cast<int64_t>(element.getIntOrFloatBitWidth()) / 8;
+  return type.getNumElements() * bytes;
+}
+
+static int64_t alignTo64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+namespace {
+/// A value (or scratch buffer) that needs activation memory for
+/// [firstStep, lastStep].
+struct Interval {
+  int64_t firstStep, lastStep, bytes;
+  Value value;             // null for scratch
+  const Operation *owner;  // for scratch
+};
+} // namespace
+
+/// Values a step writes that a later step, the terminator, or nothing reads;
+/// values used only inside a fused group stay in registers.
+static bool isMaterialisedResult(Value result, const Step &step) {
+  Operation *def = result.getDefiningOp();
+  if (auto constant = dyn_cast<ConstantOp>(def);
+      constant && isa<SplatElementsAttr>(constant.getValue()) &&
+      step.ops.size() == 1) {
+    // A splat constant that only feeds elementwise ops becomes a literal.
+    bool onlyElementwiseUsers = !result.use_empty() &&
+        llvm::all_of(result.getUsers(),
+                     [](Operation *user) { return isElementwise(user); });
+    return !onlyElementwiseUsers;
+  }
+  if (!step.isFusedElementwise() || step.ops.size() == 1)
+    return true;
+  for (Operation *user : result.getUsers())
+    if (!llvm::is_contained(step.ops, user))
+      return true;
+  return false;
+}
+
+MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
+                       ArrayRef<Value> gradients) {
+  // Algorithm:
+  // 1. Parameters, then state, are packed into the parameter arena in
+  //    declaration order; gradients mirror the parameters' offsets.
+  // 2. Inputs, then outputs, are pinned at the start of the activation
+  //    arena, in declaration order, so train and eval plans agree.
+  // 3. A value that is exactly one parameter's gradient is computed in place
+  //    in the gradient arena.
+  // 4. Every other materialised value gets activation memory for the steps
+  //    between its definition and its last use (an alias extends its
+  //    source's), first-fit at the lowest free offset.
+  int64_t offset = 0;
+  for (BlockArgument param : model.getParams()) {
+    Buffer buffer{MPC_ARENA_PARAMS, offset,
+                  storageBytes(cast<RankedTensorType>(param.getType()))};
+    buffers[param] = buffer;
+    paramBuffers.push_back(buffer);
+    offset += buffer.bytes;
+  }
+  arenaBytes[MPC_ARENA_GRADS] = offset;
+  for (BlockArgument state : model.getStates()) {
+    Buffer buffer{MPC_ARENA_PARAMS, offset,
+                  storageBytes(cast<RankedTensorType>(state.getType()))};
+    buffers[state] = buffer;
+    stateBuffers.push_back(buffer);
+    offset += buffer.bytes;
+  }
+  arenaBytes[MPC_ARENA_PARAMS] = offset;
+
+  OutputOp output = model.getOutputOp();
+  int64_t pinned = 0;
+  auto pin = [&](Type type) {
+    Buffer buffer{MPC_ARENA_ACTIVATIONS, pinned,
+                  storageBytes(cast<RankedTensorType>(type))};
+    pinned = alignTo64(pinned + buffer.bytes);
+    return buffer;
+  };
+  for (BlockArgument input : model.getInputs()) {
+    buffers[input] = pin(input.getType());
+    inputBuffers.push_back(buffers[input]);
+  }
+  // Outputs are pinned whether or not the value can be written there; the
+  // step copies into the pinned buffer when it cannot (see generateModel).
+  llvm::DenseSet<Value> placedOutputs;
+  SmallVector<Value> outputs{output.getLoss()};
+  llvm::append_range(outputs, output.getOutputs());
+  for (Value value : outputs) {
+    Buffer buffer = pin(value.getType());
+    outputBuffers.push_back(buffer);
+    Operation *def = value.getDefiningOp();
+    if (def && !isAlias(def) && !buffers.count(value) &&
+        placedOutputs.insert(value).second)
+      buffers[value] = buffer;
+  }
+
+  llvm::DenseMap<Value, int> gradientUses;
+  for (Value gradient : gradients)
+    ++gradientUses[gradient];
+  for (auto [i, gradient] : llvm::enumerate(gradients)) {
+    Operation *def = gradient.getDefiningOp();
+    if (def && !isAlias(def) && gradientUses[gradient] == 1 &&
+        !buffers.count(gradient))
+      buffers[gradient] = {MPC_ARENA_GRADS, paramBuffers[i].offset,
+                           paramBuffers[i].bytes};
+  }
+
+  // Liveness, in step indices; the terminator reads at steps.size().
+  llvm::DenseMap<Operation *, int64_t> stepOf;
+  for (auto [index, step] : llvm::enumerate(steps))
+    for (Operation *op : step.ops)
+      stepOf[op] = index;
+  auto rootOf = [&](Value value) {
+    while (Operation *def = value.getDefiningOp()) {
+      if (!isAlias(def))
+        break;
+      value = def->getOperand(0);
+    }
+    return value;
+  };
+  llvm::DenseMap<Value, int64_t> lastUse;
+  for (auto [index, step] : llvm::enumerate(steps))
+    for (Operation *op : step.ops)
+      for (Value operand : op->getOperands()) {
+        int64_t &last = lastUse[rootOf(operand)];
+        last = std::max<int64_t>(last, index);
+      }
+  for (Value operand : output->getOperands())
+    lastUse[rootOf(operand)] = steps.size();
+
+  std::vector<Interval> intervals;
+  for (auto [index, step] : llvm::enumerate(steps)) {
+    for (Operation *op : step.ops) {
+      if (isAlias(op))
+        continue;
+      for (Value result : op->getResults()) {
+        if (buffers.count(result) || !isMaterialisedResult(result, step))
+          continue;
+        int64_t last = lastUse.lookup(result);
+        intervals.push_back(
+            {static_cast<int64_t>(index), std::max<int64_t>(last, index),
+             storageBytes(cast<RankedTensorType>(result.getType())), result,
+             nullptr});
+      }
+    }
+    if (int64_t bytes = scratchBytes(step))
+      intervals.push_back({static_cast<int64_t>(index),
+                           static_cast<int64_t>(index), bytes, Value(),
+                           step.ops.front()});
+  }
+
+  // First fit over the live blocks, sorted by offset.
+  struct Live {
+    int64_t offset, end, lastStep;
+  };
+  std::vector<Live> live;
+  int64_t peak = pinned;
+  for (const Interval &interval : intervals) {
+    llvm::erase_if(live, [&](const Live &block) {
+      return block.lastStep < interval.firstStep;
+    });
+    llvm::sort(live, [](const Live &a, const Live &b) {
+      return a.offset < b.offset;
+    });
+    int64_t candidate = pinned;
+    for (const Live &block : live) {
+      if (candidate + interval.bytes <= block.offset)
+        break;
+      candidate = std::max(candidate, alignTo64(block.end));
+    }
+    live.push_back({candidate, candidate + interval.bytes, interval.lastStep});
+    peak = std::max(peak, alignTo64(candidate + interval.bytes));
+    Buffer buffer{MPC_ARENA_ACTIVATIONS, candidate, interval.bytes};
+    if (interval.value)
+      buffers[interval.value] = buffer;
+    else
+      scratchBuffers[interval.owner] = buffer;
+  }
+  arenaBytes[MPC_ARENA_ACTIVATIONS] = peak;
+
+  // Aliases share their root's buffer.
+  for (const Step &step : steps)
+    for (Operation *op : step.ops)
+      if (isAlias(op) && !buffers.count(op->getResult(0))) {
+        auto it = buffers.find(rootOf(op->getResult(0)));
+        if (it != buffers.end())
+          buffers[op->getResult(0)] = it->second;
+      }
+}
+
+const Buffer &MemoryPlan::lookup(Value value) const {
+  auto it = buffers.find(value);
+  assert(it != buffers.end() && "value has no buffer");
+  return it->second;
+}
+
+Buffer MemoryPlan::scratch(const Step &step) const {
+  return scratchBuffers.lookup(step.ops.front());
+}
+
+//===----------------------------------------------------------------------===//
+// StepEmitter
+//===----------------------------------------------------------------------===//
+
+std::string mlir::mpc::cType(Type elementType) {
+  if (elementType.isF32())
+    return "float";
+  if (elementType.isF16())
+    return "__half";
+  if (elementType.isBF16())
+    return "__nv_bfloat16";
+  if (elementType.isInteger(1))
+    return "unsigned char";
+  if (elementType.isInteger(32))
+    return "int";
+  if (elementType.isInteger(64))
+    return "long long";
+  llvm_unreachable("element type without a storage type");
+}
+
+int64_t mlir::mpc::elementwiseGrid(int64_t n) {
+  constexpr int64_t tile = 4096; // MPC_TILE in mpc_device.h
+  constexpr int64_t maxGrid = 65535;
+  return std::max<int64_t>(1, std::min(maxGrid, (n + tile - 1) / tile));
+}
+
+StepEmitter::StepEmitter(const MemoryPlan &plan, std::string functionName,
+                         std::vector<std::string> &kernelSources,
+                         bool training)
+    : plan(plan), functionName(std::move(functionName)),
+      kernelSources(kernelSources), training(training) {}
+
+std::string StepEmitter::pointer(Value value) const {
+  const Buffer &buffer = plan.lookup(value);
+  return llvm::formatv("({0} *)(arena{1} + {2})",
+                       cType(cast<RankedTensorType>(value.getType())
+                                 .getElementType()),
+                       static_cast<int>(buffer.arena), buffer.offset)
+      .str();
+}
+
+std::string StepEmitter::constPointer(Value value) const {
+  return "(const " + pointer(value).substr(1);
+}
+
+std::string StepEmitter::scratchPointer(const Step &step, StringRef cTypeName,
+                                        int64_t byteOffset) const {
+  Buffer buffer = plan.scratch(step);
+  return llvm::formatv("({0} *)(arena{1} + {2})", cTypeName,
+                       static_cast<int>(buffer.arena),
+                       buffer.offset + byteOffset)
+      .str();
+}
+
+std::string StepEmitter::kernelName(StringRef hint) {
+  return llvm::formatv("k{0}_{1}", kernelSources.size(), hint).str();
+}
+
+void StepEmitter::addKernel(std::string source) {
+  kernelSources.push_back(std::move(source));
+}
+
+void StepEmitter::launch(StringRef kernel, int64_t grid, int block,
+                         ArrayRef<std::string> args) {
+  std::string statement;
+  llvm::raw_string_ostream os(statement);
+  os << "MPC_LAUNCH(" << kernel << ", " << grid << ", " << block;
+  for (const std::string &arg : args)
+    os << ", " << arg;
+  os << ");";
+  body.push_back(std::move(statement));
+}
+
+void StepEmitter::hostStatement(std::string statement) {
+  body.push_back(std::move(statement));
+}
+
+void StepEmitter::checkedCall(std::string call) {
+  body.push_back("MPC_CHECK(" + call + ");");
+}
+
+std::string StepEmitter::functionSource() const {
+  std::string source;
+  llvm::raw_string_ostream os(source);
+  os << "static mpc_status " << functionName << "(mpc_step_context *ctx) {\n";
+  for (int arena = 0; arena < MPC_NUM_ARENAS; ++arena)
+    os << "  char *arena" << arena << " = (char *)ctx->arenas[" << arena
+       << "];\n";
+  os << "  (void)arena0; (void)arena1; (void)arena2; (void)arena3;\n";
+  for (const std::string &statement : body)
+    os << "  " << statement << "\n";
+  os << "  return MPC_OK;\n}\n";
+  return source;
+}
+
+LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
+  Operation *op = step.ops.front();
+  if (isAlias(op))
+    return success();
+  if (step.isFusedElementwise())
+    return emitFusedElementwise(step, emitter);
+  for (auto family : {emitGemmLike, emitRowOp, emitDataMovement}) {
+    FailureOr<bool> handled = family(op, step, emitter);
+    if (failed(handled))
+      return failure();
+    if (*handled)
+      return success();
+  }
+  return op->emitError() << "code generation for '" << op->getName()
+                         << "' is not implemented yet";
+}
+
+int64_t mlir::mpc::scratchBytes(const Step &step) {
+  Operation *op = step.ops.front();
+  if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
+    auto logits = loss.getLogits().getType();
+    int64_t rows = logits.getNumElements() / logits.getShape().back();
+    return 2 * rows * 4; // per-row loss and validity
+  }
+  if (isa<CrossEntropyGradOp>(op))
+    return 4; // count of targets that are not ignored
+  if (auto conv = dyn_cast<Conv2dOp>(op)) {
+    // im2col columns: N * C * KH * KW * OH * OW input elements.
+    auto weight = conv.getWeight().getType();
+    auto output = conv.getResult().getType();
+    int64_t elements = conv.getInput().getType().getDimSize(0) *
+                       conv.getInput().getType().getDimSize(1) *
+                       weight.getDimSize(2) * weight.getDimSize(3) *
+                       output.getDimSize(2) * output.getDimSize(3);
+    return elements * storageBytes(RankedTensorType::get(
+                          {1}, conv.getInput().getType().getElementType()));
+  }
+  if (auto norm = dyn_cast<BatchNormOp>(op))
+    return 2 * norm.getGamma().getType().getNumElements() * 4; // mean, rstd
+  return 0;
+}

@@ -1,0 +1,183 @@
+//===- Codegen.h - from a training step to kernels and host code --*- C++ -*-===//
+//
+// This file declares the pieces of code generation:
+//   - formSteps: splits a model body into steps, each a kernel group (a chain
+//     of elementwise ops fused into one kernel) or a single op;
+//   - MemoryPlan: where every materialised value lives (arena + offset), with
+//     activation memory reused by liveness;
+//   - StepEmitter: collects kernel source and host statements of one step
+//     function; per-op emitters (EmitElementwise.cpp, EmitGemm.cpp, ...) call
+//     it through emitOp.
+// Kernels are CUDA C++ written for any block size (see
+// runtime/device/mpc_device.h); the cpu target compiles the same source.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_COMPILER_CODEGEN_H
+#define MPC_COMPILER_CODEGEN_H
+
+#include "dialect/MpcOps.h"
+#include "runtime/mpc_model.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::mpc {
+
+//===----------------------------------------------------------------------===//
+// Kernel formation
+//===----------------------------------------------------------------------===//
+
+/// One unit of the step function: a single op, or several elementwise ops of
+/// one shape fused into one kernel.
+struct Step {
+  SmallVector<Operation *, 4> ops;
+  bool isFusedElementwise() const;
+};
+
+/// Whether an op computes each output element from the same element of its
+/// (broadcast) operands, so that it can join a fused elementwise kernel.
+bool isElementwise(Operation *op);
+
+/// Ops that produce no data of their own: their result is their operand's
+/// buffer (reshape).
+bool isAlias(Operation *op);
+
+/// Splits the body into steps in program order, fusing chains of
+/// elementwise ops of one result shape.
+std::vector<Step> formSteps(ModelOp model);
+
+//===----------------------------------------------------------------------===//
+// Memory plan
+//===----------------------------------------------------------------------===//
+
+struct Buffer {
+  mpc_arena arena = MPC_ARENA_ACTIVATIONS;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
+/// Byte size of a tensor's storage (i1 is one byte per element).
+int64_t storageBytes(RankedTensorType type);
+
+class MemoryPlan {
+public:
+  /// Places every value the steps materialise. `gradients`, when given, are
+  /// the values holding each parameter's gradient, placed in the gradient
+  /// arena where they can be computed in place. Inputs and outputs get the
+  /// same pinned offsets in every plan of a model (train and eval), so the
+  /// model's descriptor holds one offset per tensor.
+  MemoryPlan(ModelOp model, const std::vector<Step> &steps,
+             ArrayRef<Value> gradients);
+
+  /// The buffer of a value; it must be materialised.
+  const Buffer &lookup(Value value) const;
+  bool isMaterialised(Value value) const { return buffers.count(value); }
+  /// Scratch memory requested by a step (see scratchBytes), if any.
+  Buffer scratch(const Step &step) const;
+
+  int64_t arenaBytes[MPC_NUM_ARENAS] = {0, 0, 0, 0};
+  /// The pinned offsets of the model's inputs and outputs (loss first).
+  SmallVector<Buffer> inputBuffers, outputBuffers, paramBuffers, stateBuffers;
+
+private:
+  llvm::DenseMap<Value, Buffer> buffers;
+  llvm::DenseMap<const Operation *, Buffer> scratchBuffers;
+};
+
+/// Scratch bytes a step needs while it runs (row statistics, im2col
+/// columns); 0 for most.
+int64_t scratchBytes(const Step &step);
+
+//===----------------------------------------------------------------------===//
+// Emission
+//===----------------------------------------------------------------------===//
+
+/// The C type that stores elements of `type` in kernels.
+std::string cType(Type elementType);
+
+/// Collects the kernels and host statements of one step function.
+class StepEmitter {
+public:
+  StepEmitter(const MemoryPlan &plan, std::string functionName,
+              std::vector<std::string> &kernelSources, bool training);
+
+  /// A kernel-argument expression for a value's buffer, typed by its
+  /// element type: `(float *)(arena3 + 1024)`.
+  std::string pointer(Value value) const;
+  /// The same as a pointer to const.
+  std::string constPointer(Value value) const;
+  /// A typed pointer into the step's scratch buffer, `byteOffset` in.
+  std::string scratchPointer(const Step &step, StringRef cTypeName,
+                             int64_t byteOffset = 0) const;
+
+  /// A fresh kernel name that says what it computes.
+  std::string kernelName(StringRef hint);
+  /// Adds a `__global__` function's full source.
+  void addKernel(std::string source);
+  /// Launches `kernel` over `grid` blocks of `block` threads.
+  void launch(StringRef kernel, int64_t grid, int block,
+              ArrayRef<std::string> args);
+  /// Adds a host statement (a runtime call, for example). Calls that return
+  /// an mpc_status should be wrapped with checkedCall.
+  void hostStatement(std::string statement);
+  /// `MPC_CHECK(call);` — returns the status from the step on failure.
+  void checkedCall(std::string call);
+
+  bool isTraining() const { return training; }
+  const MemoryPlan &getPlan() const { return plan; }
+  std::string functionSource() const;
+
+private:
+  const MemoryPlan &plan;
+  std::string functionName;
+  std::vector<std::string> &kernelSources;
+  std::vector<std::string> body;
+  bool training;
+};
+
+/// Grid size for an elementwise loop over `n` elements (MPC_FOR_EACH).
+int64_t elementwiseGrid(int64_t n);
+
+/// Emits one step. Fails with a diagnostic at the op for ops that have no
+/// kernel yet.
+LogicalResult emitStep(const Step &step, StepEmitter &emitter);
+
+/// Per-family emitters, in EmitElementwise.cpp, EmitGemm.cpp, ... Each
+/// returns failure() without a diagnostic when the op is not its family's.
+LogicalResult emitFusedElementwise(const Step &step, StepEmitter &emitter);
+FailureOr<bool> emitGemmLike(Operation *op, const Step &step,
+                             StepEmitter &emitter);
+FailureOr<bool> emitRowOp(Operation *op, const Step &step,
+                          StepEmitter &emitter);
+FailureOr<bool> emitDataMovement(Operation *op, const Step &step,
+                                 StepEmitter &emitter);
+
+//===----------------------------------------------------------------------===//
+// Whole model
+//===----------------------------------------------------------------------===//
+
+struct GeneratedModel {
+  std::string kernelSource; ///< every kernel, CUDA C++
+  std::string hostSource;   ///< step functions + descriptor, C++
+  std::string header;       ///< <model>.h for applications
+};
+
+struct CodegenOptions {
+  float learningRate = 0.01f;
+  float momentum = 0.0f;
+  float weightDecay = 0.0f;
+};
+
+/// Generates the cpu target's sources from a model whose `train` copy holds
+/// the training step (forward, backward and gradients on mpc.output) and
+/// whose `eval` copy holds the forward pass.
+FailureOr<GeneratedModel> generateModel(ModelOp train, ModelOp eval,
+                                        const CodegenOptions &options);
+
+} // namespace mlir::mpc
+
+#endif // MPC_COMPILER_CODEGEN_H

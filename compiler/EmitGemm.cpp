@@ -1,0 +1,235 @@
+//===- EmitGemm.cpp - GEMM-like ops as runtime GEMM calls ---------*- C++ -*-===//
+//
+// This file implements emitGemmLike: linear, matmul and batch_matmul become
+// calls to mpc_rt_gemm (fp32 accumulation; the cpu runtime's blocked GEMM,
+// cuBLASLt on the cuda target). A bias is broadcast into the output first so
+// that the GEMM accumulates onto it (beta = 1).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Codegen.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+const char *dtypeOf(Value value) {
+  Type element = cast<RankedTensorType>(value.getType()).getElementType();
+  if (element.isF16())
+    return "MPC_F16";
+  if (element.isBF16())
+    return "MPC_BF16";
+  return "MPC_F32";
+}
+
+/// One row-major GEMM: C = op(A) · op(B) (+ C when accumulate), batched.
+struct Gemm {
+  Value a, b, c;
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool accumulate = false;
+};
+
+/// Operands of mpc_rt_gemm, spelled as C++ expressions.
+struct GemmCall {
+  std::string aType, bType, cType;
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0;
+  std::string a, b, c;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t strideA = 0, strideB = 0, strideC = 0, batch = 1;
+  bool accumulate = false;
+};
+
+void emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
+  emitter.checkedCall(llvm::formatv(
+      "mpc_rt_gemm({0}, {1}, {2}, {3}, {4}, {5}LL, {6}LL, {7}LL, 1.0f, {8}, "
+      "{9}LL, {10}LL, {11}, {12}LL, {13}LL, {14}, {15}, {16}LL, {17}LL, "
+      "{18}LL)",
+      call.aType, call.bType, call.cType, call.transA ? 1 : 0,
+      call.transB ? 1 : 0, call.m, call.n, call.k, call.a, call.lda,
+      call.strideA, call.b, call.ldb, call.strideB,
+      call.accumulate ? "1.0f" : "0.0f", call.c, call.ldc, call.strideC,
+      call.batch));
+}
+
+/// A contiguous row-major GEMM between whole values.
+void emitGemmCall(StepEmitter &emitter, const Gemm &gemm) {
+  GemmCall call;
+  call.aType = dtypeOf(gemm.a);
+  call.bType = dtypeOf(gemm.b);
+  call.cType = dtypeOf(gemm.c);
+  call.transA = gemm.transA;
+  call.transB = gemm.transB;
+  call.m = gemm.m;
+  call.n = gemm.n;
+  call.k = gemm.k;
+  call.a = emitter.constPointer(gemm.a);
+  call.b = emitter.constPointer(gemm.b);
+  call.c = emitter.pointer(gemm.c);
+  call.lda = gemm.transA ? gemm.m : gemm.k;
+  call.ldb = gemm.transB ? gemm.k : gemm.n;
+  call.ldc = gemm.n;
+  call.strideA = gemm.m * gemm.k;
+  call.strideB = gemm.k * gemm.n;
+  call.strideC = gemm.m * gemm.n;
+  call.batch = gemm.batch;
+  call.accumulate = gemm.accumulate;
+  emitGemmCall(emitter, call);
+}
+
+/// out[r, j, p] = bias[j] for every row r and inner position p: the GEMM
+/// then adds its product onto the bias.
+void emitBiasFill(StepEmitter &emitter, Value bias, Value out, int64_t rows,
+                  int64_t columns, int64_t inner = 1) {
+  auto outType = cast<RankedTensorType>(out.getType());
+  std::string name = emitter.kernelName("bias_fill");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ bias, {2} *__restrict__ "
+      "out) {{\n"
+      "  MPC_FOR_EACH(i, {3}LL) mpc_store(out + i, mpc_load(bias + (i / "
+      "{5}LL) % {4}LL));\n"
+      "}\n",
+      name,
+      cType(cast<RankedTensorType>(bias.getType()).getElementType()),
+      cType(outType.getElementType()), rows * columns * inner, columns,
+      inner));
+  emitter.launch(name, elementwiseGrid(rows * columns * inner), 256,
+                 {emitter.constPointer(bias), emitter.pointer(out)});
+}
+
+/// The shape bookkeeping of one conv2d, shared by forward and backward.
+struct ConvGeometry {
+  int64_t n, c, h, w, o, kh, kw, oh, ow, groups;
+  SmallVector<int64_t, 2> stride, padding, dilation;
+  int64_t channelsPerGroup() const { return c / groups; }
+  int64_t outputsPerGroup() const { return o / groups; }
+  /// Rows of the column matrix per group: (C / groups) * KH * KW.
+  int64_t columnRows() const { return channelsPerGroup() * kh * kw; }
+  int64_t outputPixels() const { return oh * ow; }
+};
+
+ConvGeometry geometry(RankedTensorType input, RankedTensorType weight,
+                      RankedTensorType output, ArrayRef<int64_t> stride,
+                      ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
+                      int64_t groups) {
+  return {input.getDimSize(0),  input.getDimSize(1),
+          input.getDimSize(2),  input.getDimSize(3),
+          weight.getDimSize(0), weight.getDimSize(2),
+          weight.getDimSize(3), output.getDimSize(2),
+          output.getDimSize(3), groups,
+          SmallVector<int64_t, 2>(stride), SmallVector<int64_t, 2>(padding),
+          SmallVector<int64_t, 2>(dilation)};
+}
+
+/// Unfolds the input into columns: element i of the column buffer, read as
+/// (n, c, ky, kx, oy, ox), is the input pixel that kernel tap (ky, kx) of
+/// output pixel (oy, ox) sees in channel c, or 0 in the padding. Per group
+/// this is the [(C/groups)*KH*KW, OH*OW] matrix the GEMM multiplies.
+void emitIm2col(StepEmitter &emitter, Value input, const ConvGeometry &g,
+                const std::string &columns) {
+  int64_t total = g.n * g.c * g.kh * g.kw * g.outputPixels();
+  std::string element =
+      cType(cast<RankedTensorType>(input.getType()).getElementType());
+  std::string name = emitter.kernelName("im2col");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ x, {1} *__restrict__ "
+      "columns) {{\n"
+      "  MPC_FOR_EACH(i, {2}LL) {{\n"
+      "    long long ox = i % {3}LL, oy = (i / {3}LL) % {4}LL;\n"
+      "    long long kx = (i / {5}LL) % {6}LL, ky = (i / ({5}LL * {6}LL)) % "
+      "{7}LL;\n"
+      "    long long plane = i / ({5}LL * {6}LL * {7}LL);\n"
+      "    long long iy = oy * {8}LL - {10}LL + ky * {12}LL;\n"
+      "    long long ix = ox * {9}LL - {11}LL + kx * {13}LL;\n"
+      "    bool inside = iy >= 0 && iy < {14}LL && ix >= 0 && ix < {15}LL;\n"
+      "    columns[i] = inside ? x[(plane * {14}LL + iy) * {15}LL + ix] : "
+      "{1}{{}};\n"
+      "  }\n"
+      "}\n",
+      name, element, total, g.ow, g.oh, g.outputPixels(), g.kw, g.kh,
+      g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0],
+      g.dilation[1], g.h, g.w));
+  emitter.launch(name, elementwiseGrid(total), 256,
+                 {emitter.constPointer(input), columns});
+}
+
+void emitConv2d(StepEmitter &emitter, const Step &step, Conv2dOp op) {
+  ConvGeometry g = geometry(op.getInput().getType(), op.getWeight().getType(),
+                            op.getResult().getType(), op.getStrideOrDefault(),
+                            op.getPaddingOrDefault(),
+                            op.getDilationOrDefault(), op.getGroupsOrDefault());
+  std::string element = cType(op.getInput().getType().getElementType());
+  std::string columns = emitter.scratchPointer(step, element);
+  emitIm2col(emitter, op.getInput(), g, columns);
+  if (Value bias = op.getBias())
+    emitBiasFill(emitter, bias, op.getResult(), g.n, g.o, g.outputPixels());
+  // out[n, group] = W[group] · columns[n, group], batched over n.
+  for (int64_t group = 0; group < g.groups; ++group) {
+    GemmCall call;
+    call.aType = call.bType = dtypeOf(op.getInput());
+    call.cType = dtypeOf(op.getResult());
+    call.m = g.outputsPerGroup();
+    call.n = g.outputPixels();
+    call.k = g.columnRows();
+    call.a = llvm::formatv("{0} + {1}LL", emitter.constPointer(op.getWeight()),
+                           group * g.outputsPerGroup() * g.columnRows());
+    call.lda = g.columnRows();
+    call.b = llvm::formatv("{0} + {1}LL", columns,
+                           group * g.columnRows() * g.outputPixels());
+    call.ldb = g.outputPixels();
+    call.strideB = g.c * g.kh * g.kw * g.outputPixels();
+    call.c = llvm::formatv("{0} + {1}LL", emitter.pointer(op.getResult()),
+                           group * g.outputsPerGroup() * g.outputPixels());
+    call.ldc = g.outputPixels();
+    call.strideC = g.o * g.outputPixels();
+    call.batch = g.n;
+    call.accumulate = static_cast<bool>(op.getBias());
+    emitGemmCall(emitter, call);
+  }
+}
+
+} // namespace
+
+FailureOr<bool> mlir::mpc::emitGemmLike(Operation *op, const Step &step,
+                                        StepEmitter &emitter) {
+  if (auto linear = dyn_cast<LinearOp>(op)) {
+    // [..., K] · [N, K]ᵀ: one GEMM over all leading dims.
+    auto weight = linear.getWeight().getType();
+    Gemm gemm{linear.getInput(), linear.getWeight(), linear.getResult()};
+    gemm.transB = true;
+    gemm.n = weight.getDimSize(0);
+    gemm.k = weight.getDimSize(1);
+    gemm.m = linear.getInput().getType().getNumElements() / gemm.k;
+    if (Value bias = linear.getBias()) {
+      emitBiasFill(emitter, bias, linear.getResult(), gemm.m, gemm.n);
+      gemm.accumulate = true;
+    }
+    emitGemmCall(emitter, gemm);
+    return true;
+  }
+  if (auto conv = dyn_cast<Conv2dOp>(op)) {
+    emitConv2d(emitter, step, conv);
+    return true;
+  }
+  if (isa<MatmulOp, BatchMatmulOp>(op)) {
+    bool transA = op->hasAttr("transpose_lhs");
+    bool transB = op->hasAttr("transpose_rhs");
+    auto lhs = cast<RankedTensorType>(op->getOperand(0).getType());
+    auto result = cast<RankedTensorType>(op->getResult(0).getType());
+    int64_t rank = lhs.getRank();
+    Gemm gemm{op->getOperand(0), op->getOperand(1), op->getResult(0), transA,
+              transB};
+    gemm.m = result.getDimSize(rank - 2);
+    gemm.n = result.getDimSize(rank - 1);
+    gemm.k = lhs.getDimSize(transA ? rank - 2 : rank - 1);
+    gemm.batch = result.getNumElements() / (gemm.m * gemm.n);
+    emitGemmCall(emitter, gemm);
+    return true;
+  }
+  return false;
+}

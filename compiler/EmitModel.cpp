@@ -1,0 +1,278 @@
+//===- EmitModel.cpp - step functions, descriptor and header ------*- C++ -*-===//
+//
+// This file implements generateModel: it plans and emits the training step
+// (forward, backward, SGD update) and the evaluation step, then writes the
+// model descriptor that libmpcrt reads, and the header applications include.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Codegen.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+const char *dtypeEnum(Type element) {
+  if (element.isF32())
+    return "MPC_F32";
+  if (element.isF16())
+    return "MPC_F16";
+  if (element.isBF16())
+    return "MPC_BF16";
+  if (element.isInteger(32))
+    return "MPC_I32";
+  return "MPC_I64";
+}
+
+/// Copies `from` into `to`, element by element, when a value cannot be
+/// computed in the buffer it must end up in (an output that is an alias or
+/// a block argument, a gradient shared by two parameters).
+void emitCopy(StepEmitter &emitter, Value from, const Buffer &to) {
+  auto type = cast<RankedTensorType>(from.getType());
+  std::string element = cType(type.getElementType());
+  std::string name = emitter.kernelName("copy");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ in, {1} *__restrict__ "
+      "out, long long n) {{\n"
+      "  MPC_FOR_EACH(i, n) out[i] = in[i];\n"
+      "}\n",
+      name, element));
+  std::string target = llvm::formatv("({0} *)(arena{1} + {2})", element,
+                                     static_cast<int>(to.arena), to.offset);
+  emitter.launch(name, elementwiseGrid(type.getNumElements()), 256,
+                 {emitter.constPointer(from), target,
+                  std::to_string(type.getNumElements()) + "LL"});
+}
+
+/// Emits every step of `model` and moves results where the descriptor
+/// expects them.
+LogicalResult emitBody(ModelOp model, const std::vector<Step> &steps,
+                       const MemoryPlan &plan, StepEmitter &emitter,
+                       ArrayRef<Value> gradients) {
+  for (const Step &step : steps)
+    if (failed(emitStep(step, emitter)))
+      return failure();
+  OutputOp output = model.getOutputOp();
+  SmallVector<Value> outputs{output.getLoss()};
+  llvm::append_range(outputs, output.getOutputs());
+  for (auto [value, buffer] : llvm::zip(outputs, plan.outputBuffers)) {
+    const Buffer &actual = plan.lookup(value);
+    if (actual.arena != buffer.arena || actual.offset != buffer.offset)
+      emitCopy(emitter, value, buffer);
+  }
+  for (auto [value, buffer] : llvm::zip(gradients, plan.paramBuffers)) {
+    Buffer target{MPC_ARENA_GRADS, buffer.offset, buffer.bytes};
+    const Buffer &actual = plan.lookup(value);
+    if (actual.arena != target.arena || actual.offset != target.offset)
+      emitCopy(emitter, value, target);
+  }
+  return success();
+}
+
+/// SGD with momentum and L2 weight decay over the flat fp32 parameters, as
+/// torch.optim.SGD (dampening 0): d = g + wd * p; m = momentum * m + d;
+/// p -= lr * m. Skipped when the runtime only wants gradients.
+void emitSgdUpdate(StepEmitter &emitter, int64_t numElements) {
+  std::string name = emitter.kernelName("sgd_update");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(float *__restrict__ params, const float "
+      "*__restrict__ grads, float *__restrict__ momentum_buffer, long long "
+      "n, float lr, float momentum, float weight_decay) {{\n"
+      "  MPC_FOR_EACH(i, n) {{\n"
+      "    float d = grads[i] + weight_decay * params[i];\n"
+      "    float m = momentum * momentum_buffer[i] + d;\n"
+      "    momentum_buffer[i] = m;\n"
+      "    params[i] -= lr * m;\n"
+      "  }\n"
+      "}\n",
+      name));
+  emitter.hostStatement("if (ctx->apply_update) {");
+  emitter.launch(name, elementwiseGrid(numElements), 256,
+                 {"(float *)arena0", "(const float *)arena1",
+                  "(float *)arena2", std::to_string(numElements) + "LL",
+                  "ctx->learning_rate", "ctx->momentum",
+                  "ctx->weight_decay"});
+  emitter.hostStatement("}");
+}
+
+/// The valid range of an integer input: the class count of the
+/// cross-entropy or the rows of the embedding that reads it (through
+/// reshapes).
+struct IndexBound {
+  int64_t bound = 0;
+  std::optional<int64_t> ignoreIndex;
+};
+IndexBound findIndexBound(Value input) {
+  SmallVector<Value> worklist{input};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (auto loss = dyn_cast<CrossEntropyOp>(user))
+        return {loss.getLogits().getType().getShape().back(),
+                loss.getIgnoreIndex()};
+      if (auto embedding = dyn_cast<EmbeddingOp>(user))
+        return {embedding.getTable().getType().getDimSize(0), std::nullopt};
+      if (isAlias(user))
+        worklist.push_back(user->getResult(0));
+    }
+  }
+  return {};
+}
+
+void printTensorDesc(llvm::raw_ostream &os, StringRef name, Type type,
+                     const Buffer &buffer, InitializerAttr init,
+                     IndexBound bound) {
+  auto tensor = cast<RankedTensorType>(type);
+  os << "  {\"" << name << "\", " << dtypeEnum(tensor.getElementType())
+     << ", " << tensor.getRank() << ", {";
+  llvm::interleaveComma(tensor.getShape(), os);
+  os << "}, " << tensor.getNumElements() << ", " << buffer.arena << ", "
+     << buffer.offset << ", ";
+  if (init) {
+    ArrayRef<double> args = init.getArgs().asArrayRef();
+    os << static_cast<int>(init.getKind()) << ", " << args.size() << ", {";
+    llvm::interleaveComma(args, os, [&](double v) {
+      os << llvm::formatv("{0:e17}", v).str();
+    });
+    os << "}, ";
+  } else {
+    os << "0, 0, {0, 0}, ";
+  }
+  os << bound.bound << ", " << (bound.ignoreIndex ? 1 : 0) << ", "
+     << bound.ignoreIndex.value_or(0) << "},\n";
+}
+
+} // namespace
+
+FailureOr<GeneratedModel>
+mlir::mpc::generateModel(ModelOp train, ModelOp eval,
+                         const CodegenOptions &options) {
+  std::string name = train.getSymName().str();
+  std::vector<std::string> kernels;
+
+  OutputOp trainOutput = train.getOutputOp();
+  SmallVector<Value> gradients(trainOutput.getGradients());
+  std::vector<Step> trainSteps = formSteps(train);
+  MemoryPlan trainPlan(train, trainSteps, gradients);
+  StepEmitter trainEmitter(trainPlan, name + "_train_step", kernels,
+                           /*training=*/true);
+  if (failed(emitBody(train, trainSteps, trainPlan, trainEmitter, gradients)))
+    return failure();
+  int64_t paramElements = trainPlan.arenaBytes[MPC_ARENA_GRADS] / 4;
+  if (paramElements > 0)
+    emitSgdUpdate(trainEmitter, paramElements);
+
+  std::vector<Step> evalSteps = formSteps(eval);
+  MemoryPlan evalPlan(eval, evalSteps, {});
+  StepEmitter evalEmitter(evalPlan, name + "_eval", kernels,
+                          /*training=*/false);
+  if (failed(emitBody(eval, evalSteps, evalPlan, evalEmitter, {})))
+    return failure();
+
+  GeneratedModel model;
+  {
+    llvm::raw_string_ostream os(model.kernelSource);
+    os << "// Kernels of model @" << name << ", generated by mpc. CUDA C++;\n"
+       << "// the cpu target compiles it with runtime/device/mpc_device.h.\n"
+       << "#include \"runtime/device/mpc_device.h\"\n\n";
+    for (const std::string &kernel : kernels)
+      os << kernel << "\n";
+  }
+
+  {
+    llvm::raw_string_ostream os(model.hostSource);
+    os << "// Host code of model @" << name << ", generated by mpc.\n"
+       << "#include \"" << name << "_kernels.cu\"\n"
+       << "#include \"runtime/gemm.h\"\n"
+       << "#include \"runtime/mpc_model.h\"\n\n"
+       << "#define MPC_CHECK(call)                                \\\n"
+       << "  do {                                               \\\n"
+       << "    mpc_status mpc_status_ = (call);                 \\\n"
+       << "    if (mpc_status_ != MPC_OK)                       \\\n"
+       << "      return mpc_status_;                            \\\n"
+       << "  } while (0)\n\n";
+    os << trainEmitter.functionSource() << "\n"
+       << evalEmitter.functionSource() << "\n";
+
+    os << "static const mpc_tensor_desc " << name << "_inputs[] = {\n";
+    for (auto [i, input] : llvm::enumerate(train.getInputs()))
+      printTensorDesc(os, train.getArgName(input), input.getType(),
+                      trainPlan.inputBuffers[i], nullptr,
+                      findIndexBound(input));
+    os << "  {0}};\n";
+    os << "static const mpc_tensor_desc " << name << "_params[] = {\n";
+    for (auto [i, param] : llvm::enumerate(train.getParams()))
+      printTensorDesc(os, train.getArgName(param), param.getType(),
+                      trainPlan.paramBuffers[i],
+                      cast<InitializerAttr>(train.getParamInits()[i]), {});
+    os << "  {0}};\n";
+    os << "static const mpc_tensor_desc " << name << "_states[] = {\n";
+    for (auto [i, state] : llvm::enumerate(train.getStates()))
+      printTensorDesc(os, train.getArgName(state), state.getType(),
+                      trainPlan.stateBuffers[i],
+                      cast<InitializerAttr>(train.getStateInits()[i]), {});
+    os << "  {0}};\n";
+    os << "static const mpc_tensor_desc " << name << "_outputs[] = {\n";
+    SmallVector<Value> outputs{trainOutput.getLoss()};
+    llvm::append_range(outputs, trainOutput.getOutputs());
+    for (auto [i, value] : llvm::enumerate(outputs)) {
+      StringRef outputName =
+          i == 0 ? StringRef("loss")
+                 : cast<StringAttr>(trainOutput.getOutputNames()[i - 1])
+                       .getValue();
+      printTensorDesc(os, outputName, value.getType(),
+                      trainPlan.outputBuffers[i], nullptr, {});
+    }
+    os << "  {0}};\n\n";
+
+    int64_t activations =
+        std::max(trainPlan.arenaBytes[MPC_ARENA_ACTIVATIONS],
+                 evalPlan.arenaBytes[MPC_ARENA_ACTIVATIONS]);
+    os << "static const mpc_model_desc " << name << "_desc = {\n"
+       << "  MPC_MODEL_ABI_VERSION, \"" << name << "\", MPC_TARGET_CPU,\n"
+       << "  " << train.getNumInputs() << ", " << name << "_inputs,\n"
+       << "  " << train.getNumParams() << ", " << name << "_params,\n"
+       << "  " << train.getNumStates() << ", " << name << "_states,\n"
+       << "  " << outputs.size() << ", " << name << "_outputs,\n"
+       << "  {" << trainPlan.arenaBytes[MPC_ARENA_PARAMS] << ", "
+       << trainPlan.arenaBytes[MPC_ARENA_GRADS] << ", "
+       << trainPlan.arenaBytes[MPC_ARENA_PARAMS] << ", " << activations
+       << "},\n"
+       << "  1, \"sgd\",\n"
+       << "  " << llvm::formatv("{0:e9}f, {1:e9}f, {2:e9}f",
+                                options.learningRate, options.momentum,
+                                options.weightDecay)
+       << ",\n"
+       << "  " << name << "_train_step, " << name << "_eval,\n"
+       << "};\n\n"
+       << "extern \"C\" const mpc_model_desc *mpc_model_" << name
+       << "(void) { return &" << name << "_desc; }\n";
+  }
+
+  {
+    llvm::raw_string_ostream os(model.header);
+    std::string guard = "MPC_MODEL_" + llvm::StringRef(name).upper() + "_H";
+    os << "// Model @" << name << ", compiled by mpc. Link lib" << name
+       << ".a and libmpcrt.a.\n"
+       << "#ifndef " << guard << "\n#define " << guard << "\n\n"
+       << "#include \"runtime/mpc_runtime.h\"\n\n"
+       << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+    os << "// Inputs, in the order mpc_train_step and mpc_eval take them:\n";
+    for (BlockArgument input : train.getInputs())
+      os << "//   " << train.getArgName(input) << ": " << input.getType()
+         << "\n";
+    os << "// Outputs: loss: tensor<f32>";
+    for (auto [outputName, value] :
+         llvm::zip(trainOutput.getOutputNames(), trainOutput.getOutputs()))
+      os << ", " << cast<StringAttr>(outputName).getValue() << ": "
+         << value.getType();
+    os << "\n\nconst mpc_model_desc *mpc_model_" << name << "(void);\n\n"
+       << "#ifdef __cplusplus\n}\n#endif\n\n#endif // " << guard << "\n";
+  }
+  return model;
+}

@@ -1,0 +1,493 @@
+//===- EmitRow.cpp - row kernels: softmax, cross-entropy, norms ---*- C++ -*-===//
+//
+// This file implements emitRowOp for ops that reduce along one dim and then
+// use the result along the same dim. One block handles one row; its threads
+// stride over the row and combine through mpc_block_reduce_*, so the kernels
+// are correct for any block size (one thread on the cpu target).
+//
+// A tensor reduced along `dim` is viewed as [outer, D, inner]: row r is
+// (r / inner, r % inner) and its element j is at
+// (r / inner) * D * inner + j * inner + r % inner.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Codegen.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+/// Block size of row kernels; a multiple of 32 (mpc_block_reduce_*).
+constexpr int rowBlock = 256;
+
+struct RowView {
+  int64_t outer = 1, extent = 1, inner = 1;
+  int64_t rows() const { return outer * inner; }
+};
+
+RowView viewAlong(RankedTensorType type, int64_t dim) {
+  RowView view;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (d < dim)
+      view.outer *= type.getDimSize(d);
+    else if (d == dim)
+      view.extent = type.getDimSize(d);
+    else
+      view.inner *= type.getDimSize(d);
+  }
+  return view;
+}
+
+std::string elementOf(Value value) {
+  return cType(cast<RankedTensorType>(value.getType()).getElementType());
+}
+
+/// The preamble every row kernel shares: `base` and `stride` locate row
+/// blockIdx.x's elements.
+std::string rowPreamble(const RowView &view) {
+  return llvm::formatv("  long long r = blockIdx.x;\n"
+                       "  long long base = (r / {0}LL) * {1}LL + r % {0}LL;\n"
+                       "  const long long stride = {0}LL;\n",
+                       view.inner, view.extent * view.inner)
+      .str();
+}
+
+/// softmax / log_softmax: max, sum of exponentials, then the outputs.
+void emitSoftmax(StepEmitter &emitter, Value input, Value output, int64_t dim,
+                 bool logarithm) {
+  RowView view = viewAlong(cast<RankedTensorType>(input.getType()), dim);
+  std::string name = emitter.kernelName(logarithm ? "log_softmax" : "softmax");
+  std::string store =
+      logarithm ? "mpc_store(y + base + j * stride, mpc_load(x + base + j * "
+                  "stride) - m - logf(s));"
+                : "mpc_store(y + base + j * stride, expf(mpc_load(x + base + "
+                  "j * stride) - m) / s);";
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ x, {2} *__restrict__ y) "
+      "{{\n{3}"
+      "  float m = -INFINITY;\n"
+      "  MPC_FOR_THREAD(j, {4}LL) m = fmaxf(m, mpc_load(x + base + j * "
+      "stride));\n"
+      "  m = mpc_block_reduce_max(m);\n"
+      "  float s = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {4}LL) s += expf(mpc_load(x + base + j * stride) - "
+      "m);\n"
+      "  s = mpc_block_reduce_sum(s);\n"
+      "  MPC_FOR_THREAD(j, {4}LL) {5}\n"
+      "}\n",
+      name, elementOf(input), elementOf(output), rowPreamble(view),
+      view.extent, store));
+  emitter.launch(name, view.rows(), rowBlock,
+                 {emitter.constPointer(input), emitter.pointer(output)});
+}
+
+/// softmax_grad: dx = y * (dy - sum(dy * y));
+/// log_softmax_grad: dx = dy - exp(y) * sum(dy).
+void emitSoftmaxGrad(StepEmitter &emitter, Value grad, Value output,
+                     Value result, int64_t dim, bool logarithm) {
+  RowView view = viewAlong(cast<RankedTensorType>(grad.getType()), dim);
+  std::string name =
+      emitter.kernelName(logarithm ? "log_softmax_grad" : "softmax_grad");
+  std::string term = logarithm ? "mpc_load(dy + base + j * stride)"
+                               : "mpc_load(dy + base + j * stride) * "
+                                 "mpc_load(y + base + j * stride)";
+  std::string store =
+      logarithm
+          ? "mpc_store(dx + base + j * stride, mpc_load(dy + base + j * "
+            "stride) - expf(mpc_load(y + base + j * stride)) * s);"
+          : "mpc_store(dx + base + j * stride, mpc_load(y + base + j * "
+            "stride) * (mpc_load(dy + base + j * stride) - s));";
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ y, {3} *__restrict__ dx) {{\n{4}"
+      "  float s = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {5}LL) s += {6};\n"
+      "  s = mpc_block_reduce_sum(s);\n"
+      "  MPC_FOR_THREAD(j, {5}LL) {7}\n"
+      "}\n",
+      name, elementOf(grad), elementOf(output), elementOf(result),
+      rowPreamble(view), view.extent, term, store));
+  emitter.launch(name, view.rows(), rowBlock,
+                 {emitter.constPointer(grad), emitter.constPointer(output),
+                  emitter.pointer(result)});
+}
+
+/// The target check shared by the cross-entropy kernels: ignored rows skip,
+/// out-of-range targets raise the step's index error.
+std::string targetCheck(CrossEntropyOp op, int64_t classes,
+                        StringRef onSkip) {
+  std::string check = "  long long t = targets[r];\n";
+  if (std::optional<int64_t> ignore = op.getIgnoreIndex())
+    check += llvm::formatv("  if (t == {0}LL) {{ {1} return; }\n", *ignore,
+                           onSkip)
+                 .str();
+  check += llvm::formatv("  if (t < 0 || t >= {0}LL) {{\n"
+                         "    if (threadIdx.x == 0) *index_error = 1;\n"
+                         "    {1} return;\n  }\n",
+                         classes, onSkip)
+               .str();
+  return check;
+}
+
+/// Mean cross-entropy: per-row losses into scratch, then one block averages
+/// over the rows whose target is not ignored (NaN when all are, as PyTorch).
+void emitCrossEntropy(StepEmitter &emitter, const Step &step,
+                      CrossEntropyOp op) {
+  auto logits = op.getLogits().getType();
+  int64_t classes = logits.getShape().back();
+  int64_t rows = logits.getNumElements() / classes;
+  std::string rowName = emitter.kernelName("cross_entropy_rows");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ logits, const {2} "
+      "*__restrict__ targets, float *__restrict__ row_loss, float "
+      "*__restrict__ row_valid, int *index_error) {{\n"
+      "  long long r = blockIdx.x;\n"
+      "  const {1} *x = logits + r * {3}LL;\n{4}"
+      "  float m = -INFINITY;\n"
+      "  MPC_FOR_THREAD(j, {3}LL) m = fmaxf(m, mpc_load(x + j));\n"
+      "  m = mpc_block_reduce_max(m);\n"
+      "  float s = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {3}LL) s += expf(mpc_load(x + j) - m);\n"
+      "  s = mpc_block_reduce_sum(s);\n"
+      "  if (threadIdx.x == 0) {{\n"
+      "    row_loss[r] = logf(s) + m - mpc_load(x + t);\n"
+      "    row_valid[r] = 1.0f;\n"
+      "  }\n"
+      "}\n",
+      rowName, elementOf(op.getLogits()), elementOf(op.getTargets()), classes,
+      targetCheck(op, classes,
+                  "if (threadIdx.x == 0) { row_loss[r] = 0.0f; row_valid[r] "
+                  "= 0.0f; }")));
+  std::string rowLoss = emitter.scratchPointer(step, "float");
+  std::string rowValid = emitter.scratchPointer(step, "float", rows * 4);
+  emitter.launch(rowName, rows, rowBlock,
+                 {emitter.constPointer(op.getLogits()),
+                  emitter.constPointer(op.getTargets()), rowLoss, rowValid,
+                  "ctx->index_error"});
+
+  std::string meanName = emitter.kernelName("cross_entropy_mean");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ row_loss, const float "
+      "*__restrict__ row_valid, float *__restrict__ loss) {{\n"
+      "  float total = 0.0f, count = 0.0f;\n"
+      "  MPC_FOR_THREAD(r, {1}LL) {{ total += row_loss[r]; count += "
+      "row_valid[r]; }\n"
+      "  total = mpc_block_reduce_sum(total);\n"
+      "  count = mpc_block_reduce_sum(count);\n"
+      "  if (threadIdx.x == 0) loss[0] = total / count;\n"
+      "}\n",
+      meanName, rows));
+  emitter.launch(meanName, 1, rowBlock,
+                 {rowLoss, rowValid, emitter.pointer(op.getResult())});
+}
+
+/// d logits = (softmax(logits) - onehot(target)) * d loss / count.
+void emitCrossEntropyGrad(StepEmitter &emitter, const Step &step,
+                          CrossEntropyGradOp op) {
+  auto logits = op.getLogits().getType();
+  int64_t classes = logits.getShape().back();
+  int64_t rows = logits.getNumElements() / classes;
+  std::string count = emitter.scratchPointer(step, "float");
+
+  std::string countName = emitter.kernelName("cross_entropy_count");
+  std::string ignoreTest =
+      op.getIgnoreIndex()
+          ? llvm::formatv("targets[r] != {0}LL", *op.getIgnoreIndex()).str()
+          : std::string("true");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ targets, float "
+      "*__restrict__ count) {{\n"
+      "  float c = 0.0f;\n"
+      "  MPC_FOR_THREAD(r, {2}LL) c += ({3}) ? 1.0f : 0.0f;\n"
+      "  c = mpc_block_reduce_sum(c);\n"
+      "  if (threadIdx.x == 0) count[0] = c;\n"
+      "}\n",
+      countName, elementOf(op.getTargets()), rows, ignoreTest));
+  emitter.launch(countName, 1, rowBlock,
+                 {emitter.constPointer(op.getTargets()), count});
+
+  std::string name = emitter.kernelName("cross_entropy_grad");
+  std::string zeroRow =
+      "MPC_FOR_THREAD(j, " + std::to_string(classes) +
+      "LL) mpc_store(dx + j, 0.0f);";
+  std::string ignoreCheck =
+      op.getIgnoreIndex()
+          ? llvm::formatv("  if (t == {0}LL) {{ {1} return; }\n",
+                          *op.getIgnoreIndex(), zeroRow)
+                .str()
+          : std::string();
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ dloss, const {1} "
+      "*__restrict__ logits, const {2} *__restrict__ targets, const float "
+      "*__restrict__ count, {3} *__restrict__ dlogits, int *index_error) "
+      "{{\n"
+      "  long long r = blockIdx.x;\n"
+      "  const {1} *x = logits + r * {4}LL;\n"
+      "  {3} *dx = dlogits + r * {4}LL;\n"
+      "  long long t = targets[r];\n{5}"
+      "  if (t < 0 || t >= {4}LL) {{\n"
+      "    if (threadIdx.x == 0) *index_error = 1;\n"
+      "    {6} return;\n  }\n"
+      "  float m = -INFINITY;\n"
+      "  MPC_FOR_THREAD(j, {4}LL) m = fmaxf(m, mpc_load(x + j));\n"
+      "  m = mpc_block_reduce_max(m);\n"
+      "  float s = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {4}LL) s += expf(mpc_load(x + j) - m);\n"
+      "  s = mpc_block_reduce_sum(s);\n"
+      "  float scale = dloss[0] / count[0];\n"
+      "  MPC_FOR_THREAD(j, {4}LL) {{\n"
+      "    float p = expf(mpc_load(x + j) - m) / s;\n"
+      "    mpc_store(dx + j, (p - (j == t ? 1.0f : 0.0f)) * scale);\n"
+      "  }\n"
+      "}\n",
+      name, elementOf(op.getLogits()), elementOf(op.getTargets()),
+      elementOf(op.getResult()), classes, ignoreCheck, zeroRow));
+  emitter.launch(name, rows, rowBlock,
+                 {emitter.constPointer(op.getGrad()),
+                  emitter.constPointer(op.getLogits()),
+                  emitter.constPointer(op.getTargets()), count,
+                  emitter.pointer(op.getResult()), "ctx->index_error"});
+}
+
+/// C++ source computing `name`, the offset into a tensor of `shape` of the
+/// element whose coordinates along `dims` are the digits of `linear` (last
+/// dim fastest), added to `name`.
+std::string offsetOf(StringRef name, StringRef linear, ArrayRef<int64_t> shape,
+                     ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  std::string code = llvm::formatv("    {{ long long rest = {0};\n", linear);
+  for (int64_t d : llvm::reverse(dims))
+    code += llvm::formatv("      {0} += (rest % {1}LL) * {2}LL; rest /= {1}LL;\n",
+                          name, shape[d], strides[d])
+                .str();
+  return code + "    }\n";
+}
+
+/// reduce_sum / reduce_mean / reduce_max: one block per output element; its
+/// threads stride over the reduced elements.
+void emitReduce(StepEmitter &emitter, Operation *op, Value input, Value output,
+                ArrayRef<int64_t> dims, StringRef kind) {
+  auto type = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> kept;
+  int64_t reduced = 1;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (llvm::is_contained(dims, d))
+      reduced *= type.getDimSize(d);
+    else
+      kept.push_back(d);
+  }
+  SmallVector<int64_t> sortedDims(dims);
+  llvm::sort(sortedDims);
+  int64_t outputs = type.getNumElements() / reduced;
+  bool isMax = kind == "max";
+  std::string name = emitter.kernelName(("reduce_" + kind).str());
+  std::string finish = kind == "mean"
+                           ? llvm::formatv("acc / {0}.0f", reduced).str()
+                           : std::string("acc");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ in, {2} *__restrict__ "
+      "out) {{\n"
+      "  long long o = blockIdx.x;\n"
+      "  long long base = 0;\n{3}"
+      "  float acc = {4};\n"
+      "  MPC_FOR_THREAD(t, {5}LL) {{\n"
+      "    long long offset = base;\n{6}"
+      "    float v = mpc_load(in + offset);\n"
+      "    {7}\n"
+      "  }\n"
+      "  acc = {8}(acc);\n"
+      "  if (threadIdx.x == 0) mpc_store(out + o, {9});\n"
+      "}\n",
+      name, elementOf(input), elementOf(output),
+      offsetOf("base", "o", type.getShape(), kept),
+      isMax ? "-INFINITY" : "0.0f", reduced,
+      offsetOf("offset", "t", type.getShape(), sortedDims),
+      // NaN wins a maximum, as torch.amax.
+      isMax ? "acc = (v > acc || v != v) ? v : acc;" : "acc += v;",
+      isMax ? "mpc_block_reduce_max" : "mpc_block_reduce_sum", finish));
+  emitter.launch(name, outputs, rowBlock,
+                 {emitter.constPointer(input), emitter.pointer(output)});
+}
+
+/// layer_norm over the trailing `width` elements of each row.
+void emitLayerNorm(StepEmitter &emitter, LayerNormOp op) {
+  int64_t width = op.getGamma().getType().getNumElements();
+  int64_t rows = op.getInput().getType().getNumElements() / width;
+  std::string name = emitter.kernelName("layer_norm");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ x, const {2} "
+      "*__restrict__ gamma, const {2} *__restrict__ beta, {1} *__restrict__ "
+      "y) {{\n"
+      "  const {1} *row = x + (long long)blockIdx.x * {3}LL;\n"
+      "  {1} *out = y + (long long)blockIdx.x * {3}LL;\n"
+      "  float sum = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {3}LL) sum += mpc_load(row + j);\n"
+      "  float mean = mpc_block_reduce_sum(sum) / {3}.0f;\n"
+      "  float squares = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {3}LL) {{ float d = mpc_load(row + j) - mean; "
+      "squares += d * d; }\n"
+      "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {3}.0f + "
+      "{4});\n"
+      "  MPC_FOR_THREAD(j, {3}LL) mpc_store(out + j, (mpc_load(row + j) - "
+      "mean) * rstd * mpc_load(gamma + j) + mpc_load(beta + j));\n"
+      "}\n",
+      name, elementOf(op.getInput()), elementOf(op.getGamma()), width,
+      llvm::formatv("{0:e9}f", op.getEps().convertToDouble()).str()));
+  emitter.launch(name, rows, rowBlock,
+                 {emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getGamma()),
+                  emitter.constPointer(op.getBeta()),
+                  emitter.pointer(op.getResult())});
+}
+
+/// batch_norm over channel dim 1 of [N, C] or [N, C, H, W]. Training: one
+/// block per channel computes the batch mean and inverse deviation into
+/// scratch and updates the running statistics (when the step applies
+/// updates); evaluation uses the running statistics. Then one elementwise
+/// pass normalises.
+void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
+  auto type = op.getInput().getType();
+  int64_t batch = type.getDimSize(0), channels = type.getDimSize(1);
+  int64_t spatial = type.getNumElements() / (batch * channels);
+  int64_t count = batch * spatial;
+  std::string eps =
+      llvm::formatv("{0:e9}f", op.getEps().convertToDouble()).str();
+  std::string momentum =
+      llvm::formatv("{0:e9}f", op.getMomentum().convertToDouble()).str();
+  std::string stats = emitter.scratchPointer(step, "float");
+  std::string element = elementOf(op.getInput());
+  std::string param = elementOf(op.getGamma());
+
+  std::string statsName = emitter.kernelName("batch_norm_stats");
+  if (emitter.isTraining()) {
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const {1} *__restrict__ x, {2} *__restrict__ "
+        "running_mean, {2} *__restrict__ running_var, float *__restrict__ "
+        "stats, int update) {{\n"
+        "  long long c = blockIdx.x;\n"
+        "  float sum = 0.0f;\n"
+        "  MPC_FOR_THREAD(t, {3}LL) sum += mpc_load(x + (t / {4}LL) * {5}LL + "
+        "c * {4}LL + t % {4}LL);\n"
+        "  float mean = mpc_block_reduce_sum(sum) / {3}.0f;\n"
+        "  float squares = 0.0f;\n"
+        "  MPC_FOR_THREAD(t, {3}LL) {{ float d = mpc_load(x + (t / {4}LL) * "
+        "{5}LL + c * {4}LL + t % {4}LL) - mean; squares += d * d; }\n"
+        "  float var = mpc_block_reduce_sum(squares) / {3}.0f;\n"
+        "  if (threadIdx.x == 0) {{\n"
+        "    stats[c] = mean;\n"
+        "    stats[{6}LL + c] = mpc_rsqrt(var + {7});\n"
+        "    if (update) {{\n"
+        "      // PyTorch keeps the unbiased variance in the running average.\n"
+        "      mpc_store(running_mean + c, (1.0f - {8}) * "
+        "mpc_load(running_mean + c) + {8} * mean);\n"
+        "      mpc_store(running_var + c, (1.0f - {8}) * mpc_load(running_var "
+        "+ c) + {8} * var * {3}.0f / {9}.0f);\n"
+        "    }\n"
+        "  }\n"
+        "}\n",
+        statsName, element, param, count, spatial, channels * spatial,
+        channels, eps, momentum, std::max<int64_t>(count - 1, 1)));
+    emitter.launch(statsName, channels, rowBlock,
+                   {emitter.constPointer(op.getInput()),
+                    emitter.pointer(op.getRunningMean()),
+                    emitter.pointer(op.getRunningVar()), stats,
+                    "ctx->apply_update"});
+  } else {
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const {1} *__restrict__ running_mean, const {1} "
+        "*__restrict__ running_var, float *__restrict__ stats) {{\n"
+        "  MPC_FOR_EACH(c, {2}LL) {{\n"
+        "    stats[c] = mpc_load(running_mean + c);\n"
+        "    stats[{2}LL + c] = mpc_rsqrt(mpc_load(running_var + c) + {3});\n"
+        "  }\n"
+        "}\n",
+        statsName, param, channels, eps));
+    emitter.launch(statsName, elementwiseGrid(channels), rowBlock,
+                   {emitter.constPointer(op.getRunningMean()),
+                    emitter.constPointer(op.getRunningVar()), stats});
+  }
+
+  std::string name = emitter.kernelName("batch_norm_apply");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ x, const {2} "
+      "*__restrict__ gamma, const {2} *__restrict__ beta, const float "
+      "*__restrict__ stats, {1} *__restrict__ y) {{\n"
+      "  MPC_FOR_EACH(i, {3}LL) {{\n"
+      "    long long c = (i / {4}LL) % {5}LL;\n"
+      "    float normalised = (mpc_load(x + i) - stats[c]) * stats[{5}LL + "
+      "c];\n"
+      "    mpc_store(y + i, normalised * mpc_load(gamma + c) + mpc_load(beta "
+      "+ c));\n"
+      "  }\n"
+      "}\n",
+      name, element, param, type.getNumElements(), spatial, channels));
+  emitter.launch(name, elementwiseGrid(type.getNumElements()), 256,
+                 {emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getGamma()),
+                  emitter.constPointer(op.getBeta()), stats,
+                  emitter.pointer(op.getResult())});
+}
+
+} // namespace
+
+FailureOr<bool> mlir::mpc::emitRowOp(Operation *op, const Step &step,
+                                     StepEmitter &emitter) {
+  if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+    emitSoftmax(emitter, softmax.getInput(), softmax.getResult(),
+                softmax.getDim(), /*logarithm=*/false);
+    return true;
+  }
+  if (auto logSoftmax = dyn_cast<LogSoftmaxOp>(op)) {
+    emitSoftmax(emitter, logSoftmax.getInput(), logSoftmax.getResult(),
+                logSoftmax.getDim(), /*logarithm=*/true);
+    return true;
+  }
+  if (auto grad = dyn_cast<SoftmaxGradOp>(op)) {
+    emitSoftmaxGrad(emitter, grad.getGrad(), grad.getOutput(),
+                    grad.getResult(), grad.getDim(), /*logarithm=*/false);
+    return true;
+  }
+  if (auto grad = dyn_cast<LogSoftmaxGradOp>(op)) {
+    emitSoftmaxGrad(emitter, grad.getGrad(), grad.getOutput(),
+                    grad.getResult(), grad.getDim(), /*logarithm=*/true);
+    return true;
+  }
+  if (auto reduce = dyn_cast<ReduceSumOp>(op)) {
+    emitReduce(emitter, op, reduce.getInput(), reduce.getResult(),
+               reduce.getDims(), "sum");
+    return true;
+  }
+  if (auto reduce = dyn_cast<ReduceMeanOp>(op)) {
+    emitReduce(emitter, op, reduce.getInput(), reduce.getResult(),
+               reduce.getDims(), "mean");
+    return true;
+  }
+  if (auto reduce = dyn_cast<ReduceMaxOp>(op)) {
+    emitReduce(emitter, op, reduce.getInput(), reduce.getResult(),
+               reduce.getDims(), "max");
+    return true;
+  }
+  if (auto norm = dyn_cast<LayerNormOp>(op)) {
+    emitLayerNorm(emitter, norm);
+    return true;
+  }
+  if (auto norm = dyn_cast<BatchNormOp>(op)) {
+    emitBatchNorm(emitter, step, norm);
+    return true;
+  }
+  if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
+    emitCrossEntropy(emitter, step, loss);
+    return true;
+  }
+  if (auto grad = dyn_cast<CrossEntropyGradOp>(op)) {
+    emitCrossEntropyGrad(emitter, step, grad);
+    return true;
+  }
+  return false;
+}

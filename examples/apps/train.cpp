@@ -1,0 +1,231 @@
+//===- train.cpp - train a compiled classifier on generated data ----------===//
+//
+// The README's main job. Links one model compiled by `mpc compile` (chosen at
+// build time with -DMPC_MODEL=<name>) and trains it on a synthetic
+// classification data set generated here: each class is a random prototype
+// in input space, and each example is its class's prototype plus Gaussian
+// noise. Prints a progress line every --log-every steps and ends with the
+// final training loss and the accuracy on held-out examples.
+//
+// Works for any model whose inputs are (float features [B, ...], integer
+// labels [B]) and whose first extra output is the logits [B, classes].
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/mpc_runtime.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#define MPC_STRINGIFY2(x) #x
+#define MPC_STRINGIFY(x) MPC_STRINGIFY2(x)
+#define MPC_CONCAT2(a, b) a##b
+#define MPC_CONCAT(a, b) MPC_CONCAT2(a, b)
+#include MPC_STRINGIFY(MPC_MODEL.h)
+#define MPC_MODEL_DESC MPC_CONCAT(mpc_model_, MPC_MODEL)
+
+namespace {
+
+struct Options {
+  int steps = 500;
+  int logEvery = 50;
+  float learningRate = NAN; // NaN: the model's compiled default
+  uint64_t seed = 1;
+  float noise = 6.0f;
+  double minAccuracy = -1; // >= 0: exit 1 below this held-out accuracy
+  const char *csv = nullptr;
+};
+
+bool parseOptions(int argc, char **argv, Options &options) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char *name) -> const char * {
+      size_t length = std::strlen(name);
+      if (arg.compare(0, length, name) == 0 && arg.size() > length &&
+          arg[length] == '=')
+        return argv[i] + length + 1;
+      return nullptr;
+    };
+    if (const char *v = value("--steps"))
+      options.steps = std::atoi(v);
+    else if (const char *v = value("--log-every"))
+      options.logEvery = std::atoi(v);
+    else if (const char *v = value("--lr"))
+      options.learningRate = std::strtof(v, nullptr);
+    else if (const char *v = value("--seed"))
+      options.seed = std::strtoull(v, nullptr, 10);
+    else if (const char *v = value("--noise"))
+      options.noise = std::strtof(v, nullptr);
+    else if (const char *v = value("--min-accuracy"))
+      options.minAccuracy = std::strtod(v, nullptr);
+    else if (const char *v = value("--csv"))
+      options.csv = v;
+    else {
+      std::fprintf(stderr,
+                   "usage: %s [--steps=N] [--log-every=N] [--lr=X] "
+                   "[--seed=N] [--noise=X] [--min-accuracy=P] [--csv=FILE]\n",
+                   argv[0]);
+      return false;
+    }
+  }
+  if (options.steps < 1 || options.logEvery < 1) {
+    std::fprintf(stderr, "error: --steps and --log-every must be >= 1\n");
+    return false;
+  }
+  return true;
+}
+
+/// Prototype-plus-noise classes; the same seed gives the same data.
+class Dataset {
+public:
+  Dataset(int64_t features, int classes, float noise, uint64_t seed)
+      : features(features), classes(classes), noise(noise), rng(seed) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    prototypes.resize(features * classes);
+    for (float &v : prototypes)
+      v = normal(rng);
+  }
+
+  /// Fills one batch of `batch` examples.
+  void sample(int64_t batch, std::vector<float> &x, std::vector<int32_t> &y) {
+    std::normal_distribution<float> normal(0.0f, noise);
+    std::uniform_int_distribution<int> label(0, classes - 1);
+    for (int64_t b = 0; b < batch; ++b) {
+      int k = label(rng);
+      y[b] = k;
+      for (int64_t j = 0; j < features; ++j)
+        x[b * features + j] = prototypes[k * features + j] + normal(rng);
+    }
+  }
+
+private:
+  int64_t features;
+  int classes;
+  float noise;
+  std::mt19937_64 rng;
+  std::vector<float> prototypes;
+};
+
+int fail(const char *what) {
+  std::fprintf(stderr, "error: %s: %s\n", what, mpc_last_error());
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  if (!parseOptions(argc, argv, options))
+    return 2;
+
+  const mpc_model_desc *model = MPC_MODEL_DESC();
+  mpc_tensor_info features, labels, logits;
+  if (mpc_model_num_inputs(model) != 2 || mpc_model_num_outputs(model) < 2 ||
+      mpc_model_input_info(model, 0, &features) != MPC_OK ||
+      mpc_model_input_info(model, 1, &labels) != MPC_OK ||
+      mpc_model_output_info(model, 1, &logits) != MPC_OK ||
+      features.dtype != MPC_F32 || labels.dtype != MPC_I32 ||
+      logits.rank != 2) {
+    std::fprintf(stderr, "error: model %s is not a classifier with inputs "
+                         "(f32 features, i32 labels) and logits\n",
+                 mpc_model_name(model));
+    return 1;
+  }
+  int64_t batch = features.shape[0];
+  int64_t width = features.num_elements / batch;
+  int classes = static_cast<int>(logits.shape[1]);
+
+  mpc_session_options sessionOptions;
+  mpc_session_options_init(&sessionOptions);
+  sessionOptions.seed = options.seed;
+  if (!std::isnan(options.learningRate))
+    sessionOptions.learning_rate = options.learningRate;
+  mpc_session *session = nullptr;
+  if (mpc_session_create(model, &sessionOptions, &session) != MPC_OK)
+    return fail("creating the session");
+
+  std::FILE *csv = nullptr;
+  if (options.csv) {
+    csv = std::fopen(options.csv, "w");
+    if (!csv) {
+      std::fprintf(stderr, "error: cannot write %s\n", options.csv);
+      return 1;
+    }
+    std::fprintf(csv, "step,loss,seconds\n");
+  }
+
+  std::printf("training %s: batch %lld, %lld features, %d classes, %d "
+              "steps\n",
+              mpc_model_name(model), static_cast<long long>(batch),
+              static_cast<long long>(width), classes, options.steps);
+  Dataset data(width, classes, options.noise, options.seed + 1000);
+  std::vector<float> x(batch * width);
+  std::vector<int32_t> y(batch);
+  const void *inputs[] = {x.data(), y.data()};
+  auto start = std::chrono::steady_clock::now();
+  auto windowStart = start;
+  float loss = 0, windowLoss = 0;
+  for (int step = 1; step <= options.steps; ++step) {
+    data.sample(batch, x, y);
+    if (mpc_train_step(session, inputs, &loss) != MPC_OK)
+      return fail("training step");
+    windowLoss += loss;
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    if (csv)
+      std::fprintf(csv, "%d,%.6g,%.6f\n", step, loss, seconds);
+    if (step % options.logEvery == 0 || step == options.steps) {
+      auto now = std::chrono::steady_clock::now();
+      int stepsInWindow = step % options.logEvery == 0
+                              ? options.logEvery
+                              : step % options.logEvery;
+      double windowSeconds =
+          std::chrono::duration<double>(now - windowStart).count();
+      std::printf("step %5d  loss %.4f  (mean of last %d: %.4f)  %.1f "
+                  "steps/s\n",
+                  step, loss, stepsInWindow, windowLoss / stepsInWindow,
+                  stepsInWindow / windowSeconds);
+      std::fflush(stdout);
+      windowLoss = 0;
+      windowStart = now;
+    }
+  }
+
+  // Held-out accuracy: fresh examples from the same classes.
+  std::vector<float> scores(batch * classes);
+  void *outputs[] = {scores.data()};
+  int64_t correct = 0, total = 0;
+  for (int round = 0; round < 20; ++round) {
+    data.sample(batch, x, y);
+    float evalLoss;
+    if (mpc_eval(session, inputs, &evalLoss, outputs) != MPC_OK)
+      return fail("evaluation");
+    for (int64_t b = 0; b < batch; ++b) {
+      int best = 0;
+      for (int k = 1; k < classes; ++k)
+        if (scores[b * classes + k] > scores[b * classes + best])
+          best = k;
+      correct += best == y[b];
+      ++total;
+    }
+  }
+  double accuracy = 100.0 * correct / total;
+  std::printf("final loss %.4f, held-out accuracy %.1f%% (%lld examples)\n",
+              loss, accuracy, static_cast<long long>(total));
+  if (csv)
+    std::fclose(csv);
+  mpc_session_destroy(session);
+  if (options.minAccuracy >= 0 && accuracy < options.minAccuracy) {
+    std::fprintf(stderr, "error: accuracy %.1f%% is below %.1f%%\n", accuracy,
+                 options.minAccuracy);
+    return 1;
+  }
+  return 0;
+}

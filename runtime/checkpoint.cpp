@@ -1,0 +1,235 @@
+//===- checkpoint.cpp - save and load sessions as safetensors ---*- C++ -*-===//
+//
+// This file implements mpc_save_checkpoint and mpc_load_checkpoint. A
+// checkpoint is a standard safetensors file, so PyTorch reads the weights
+// with safetensors.torch.load_file:
+//
+//   <param or state name>                    the tensor, in its dtype
+//   optimizer.<optimizer>.<slot>.<param>     optimizer slot `slot` (0, 1, ...)
+//                                            of a parameter, in its dtype
+//   __metadata__  format: "mpc", model: <name>, optimizer: <name>,
+//                 step: <decimal>, seed: <decimal>
+//
+// The seed is restored on load because dropout masks are drawn from
+// (seed, step): a resumed run then draws the same masks as an uninterrupted
+// one. Hyper-parameters are not restored; the session's own apply.
+//
+// Loading reads and checks the whole file before it writes to the session,
+// so a failed load leaves the session exactly as it was.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/mpc_runtime.h"
+
+#include "runtime/error.h"
+#include "runtime/safetensors.h"
+#include "runtime/session.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using mpcrt::set_error;
+
+namespace {
+
+// The __metadata__ "format" value that marks an mpc checkpoint.
+const char *const FORMAT_NAME = "mpc";
+
+std::string slot_name(const mpc_model_desc *model, int32_t slot,
+                      const mpc_tensor_desc &param) {
+  return std::string("optimizer.") + model->optimizer_name + "." +
+         std::to_string(slot) + "." + param.name;
+}
+
+std::vector<int64_t> shape_of(const mpc_tensor_desc &tensor) {
+  return std::vector<int64_t>(tensor.shape, tensor.shape + tensor.rank);
+}
+
+std::string shape_text(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+// One tensor the checkpoint holds: where its bytes live in the session.
+struct checkpoint_entry {
+  std::string name;
+  const mpc_tensor_desc *tensor;
+  unsigned char *data;
+};
+
+std::vector<checkpoint_entry> checkpoint_entries(mpc_session *session) {
+  const mpc_model_desc *model = session->model;
+  std::vector<checkpoint_entry> entries;
+  for (int32_t i = 0; i < model->num_params; ++i)
+    entries.push_back({model->params[i].name, &model->params[i],
+                       mpcrt::tensor_data(session, model->params[i])});
+  for (int32_t i = 0; i < model->num_states; ++i)
+    entries.push_back({model->states[i].name, &model->states[i],
+                       mpcrt::tensor_data(session, model->states[i])});
+  for (int32_t slot = 0; slot < model->optimizer_slots; ++slot)
+    for (int32_t i = 0; i < model->num_params; ++i)
+      entries.push_back(
+          {slot_name(model, slot, model->params[i]), &model->params[i],
+           mpcrt::optimizer_slot_data(session, model->params[i], slot)});
+  return entries;
+}
+
+// A non-negative decimal integer that fits in uint64_t, and nothing else.
+bool parse_decimal(const std::string &text, uint64_t *value) {
+  if (text.empty() || text.size() > 20)
+    return false;
+  for (char c : text)
+    if (c < '0' || c > '9')
+      return false;
+  errno = 0;
+  char *end = nullptr;
+  unsigned long long parsed = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0')
+    return false;
+  *value = parsed;
+  return true;
+}
+
+const std::string *find_metadata(const mpcrt::safetensors_file &file,
+                                 const char *key) {
+  auto it = file.metadata.find(key);
+  return it == file.metadata.end() ? nullptr : &it->second;
+}
+
+} // namespace
+
+// ----------------------------------------------------------------------------
+// C API
+
+extern "C" mpc_status mpc_save_checkpoint(mpc_session *session,
+                                          const char *path) {
+  if (!session)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_save_checkpoint: session is null");
+  if (!path || !*path)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_save_checkpoint: path is %s",
+                     path ? "empty" : "null");
+  const mpc_model_desc *model = session->model;
+  std::vector<checkpoint_entry> entries = checkpoint_entries(session);
+  std::vector<mpcrt::safetensors_tensor> tensors;
+  for (const checkpoint_entry &entry : entries)
+    tensors.push_back(
+        {entry.name, entry.tensor->dtype, shape_of(*entry.tensor), entry.data});
+  // Widest dtype first (stable, so the order is otherwise the model's): every
+  // tensor's data then starts at a multiple of its element size, as the
+  // safetensors library lays files out for zero-copy loading.
+  std::stable_sort(tensors.begin(), tensors.end(),
+                   [](const mpcrt::safetensors_tensor &l,
+                      const mpcrt::safetensors_tensor &r) {
+                     return mpc_dtype_size(l.dtype) > mpc_dtype_size(r.dtype);
+                   });
+  std::vector<std::pair<std::string, std::string>> metadata = {
+      {"format", FORMAT_NAME},
+      {"model", model->name},
+      {"optimizer", model->optimizer_name},
+      {"step", std::to_string(session->step)},
+      {"seed", std::to_string(session->seed)}};
+  return mpcrt::write_safetensors(path, tensors, metadata);
+}
+
+extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
+                                          const char *path) {
+  if (!session)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_load_checkpoint: session is null");
+  if (!path || !*path)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_load_checkpoint: path is %s",
+                     path ? "empty" : "null");
+  const mpc_model_desc *model = session->model;
+  mpcrt::safetensors_file file;
+  if (mpc_status status = mpcrt::read_safetensors(path, &file))
+    return status;
+
+  // Metadata: is this an mpc checkpoint, of this model?
+  const std::string *format = find_metadata(file, "format");
+  if (!format || *format != FORMAT_NAME)
+    return set_error(MPC_ERROR_FORMAT,
+                     "'%s' is a safetensors file but not an mpc checkpoint "
+                     "(no __metadata__ format \"mpc\")",
+                     path);
+  const std::string *model_name = find_metadata(file, "model");
+  if (!model_name || *model_name != model->name)
+    return set_error(
+        MPC_ERROR_FORMAT, "'%s' is a checkpoint of model '%s', not of '%s'",
+        path, model_name ? model_name->c_str() : "(unnamed)", model->name);
+  const std::string *optimizer = find_metadata(file, "optimizer");
+  if (!optimizer || *optimizer != model->optimizer_name)
+    return set_error(MPC_ERROR_FORMAT,
+                     "'%s' holds optimizer state of '%s', model '%s' uses "
+                     "'%s'",
+                     path, optimizer ? optimizer->c_str() : "(none)",
+                     model->name, model->optimizer_name);
+  const std::string *step_text = find_metadata(file, "step");
+  const std::string *seed_text = find_metadata(file, "seed");
+  uint64_t step = 0, seed = 0;
+  if (!step_text || !parse_decimal(*step_text, &step) ||
+      step > static_cast<uint64_t>(INT64_MAX))
+    return set_error(MPC_ERROR_FORMAT,
+                     "'%s': __metadata__ step is missing or not a "
+                     "non-negative integer",
+                     path);
+  if (!seed_text || !parse_decimal(*seed_text, &seed))
+    return set_error(MPC_ERROR_FORMAT,
+                     "'%s': __metadata__ seed is missing or not a "
+                     "non-negative integer",
+                     path);
+
+  // Tensors: every one the session has, with its dtype and shape, and no
+  // others.
+  std::vector<checkpoint_entry> entries = checkpoint_entries(session);
+  for (const checkpoint_entry &entry : entries) {
+    auto found = file.tensors.find(entry.name);
+    if (found == file.tensors.end())
+      return set_error(MPC_ERROR_FORMAT, "'%s' has no tensor '%s'", path,
+                       entry.name.c_str());
+    const mpcrt::safetensors_entry &stored = found->second;
+    const char *dtype = mpcrt::safetensors_dtype(entry.tensor->dtype);
+    if (stored.dtype != dtype)
+      return set_error(MPC_ERROR_FORMAT,
+                       "'%s': tensor '%s' has dtype %s, model '%s' expects %s",
+                       path, entry.name.c_str(), stored.dtype.c_str(),
+                       model->name, dtype);
+    std::vector<int64_t> expected = shape_of(*entry.tensor);
+    if (stored.shape != expected)
+      return set_error(MPC_ERROR_FORMAT,
+                       "'%s': tensor '%s' has shape %s, model '%s' expects %s",
+                       path, entry.name.c_str(),
+                       shape_text(stored.shape).c_str(), model->name,
+                       shape_text(expected).c_str());
+  }
+  if (file.tensors.size() != entries.size()) {
+    for (const auto &stored : file.tensors) {
+      bool known = false;
+      for (const checkpoint_entry &entry : entries)
+        known = known || entry.name == stored.first;
+      if (!known)
+        return set_error(MPC_ERROR_FORMAT,
+                         "'%s' has tensor '%s', which model '%s' does not have",
+                         path, stored.first.c_str(), model->name);
+    }
+  }
+
+  // Everything checked: nothing below can fail.
+  for (const checkpoint_entry &entry : entries) {
+    const mpcrt::safetensors_entry &stored =
+        file.tensors.find(entry.name)->second;
+    std::memcpy(entry.data, file.data(stored),
+                static_cast<size_t>(stored.end - stored.begin));
+  }
+  session->step = static_cast<int64_t>(step);
+  session->seed = seed;
+  return MPC_OK;
+}

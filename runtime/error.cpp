@@ -1,0 +1,97 @@
+//===- error.cpp - last error, status strings, dtype helpers ----*- C++ -*-===//
+//
+// This file implements the error side of the C API: one message buffer per
+// thread (no allocation, so recording an out-of-memory error cannot fail),
+// status names and dtype sizes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/error.h"
+
+#include <cstdarg>
+#include <cstdio>
+
+namespace {
+// Kept until the next failing call on the same thread; successful calls do
+// not clear it, so a message survives a later cleanup call.
+thread_local char last_error[1024];
+} // namespace
+
+namespace mpcrt {
+
+mpc_status set_error(mpc_status status, const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(last_error, sizeof(last_error), format, args);
+  va_end(args);
+  return status;
+}
+
+const char *dtype_name(mpc_dtype dtype) {
+  switch (raw_enum(dtype)) {
+  case MPC_F32:
+    return "f32";
+  case MPC_F16:
+    return "f16";
+  case MPC_BF16:
+    return "bf16";
+  case MPC_I32:
+    return "i32";
+  case MPC_I64:
+    return "i64";
+  }
+  return "dtype(?)";
+}
+
+bool dtype_is_valid(const mpc_dtype &dtype) {
+  int32_t raw = raw_enum(dtype);
+  return raw >= MPC_F32 && raw <= MPC_I64;
+}
+
+bool dtype_is_float(const mpc_dtype &dtype) {
+  int32_t raw = raw_enum(dtype);
+  return raw == MPC_F32 || raw == MPC_F16 || raw == MPC_BF16;
+}
+
+} // namespace mpcrt
+
+// ----------------------------------------------------------------------------
+// C API
+
+extern "C" const char *mpc_last_error(void) { return last_error; }
+
+extern "C" const char *mpc_status_string(mpc_status status) {
+  switch (mpcrt::raw_enum(status)) {
+  case MPC_OK:
+    return "ok";
+  case MPC_ERROR_INVALID_ARGUMENT:
+    return "invalid argument";
+  case MPC_ERROR_OUT_OF_RANGE:
+    return "out of range";
+  case MPC_ERROR_IO:
+    return "i/o error";
+  case MPC_ERROR_FORMAT:
+    return "bad format";
+  case MPC_ERROR_NO_DEVICE:
+    return "no device";
+  case MPC_ERROR_OUT_OF_MEMORY:
+    return "out of memory";
+  case MPC_ERROR_INTERNAL:
+    return "internal error";
+  }
+  return "unknown status";
+}
+
+extern "C" size_t mpc_dtype_size(mpc_dtype dtype) {
+  switch (mpcrt::raw_enum(dtype)) {
+  case MPC_F32:
+  case MPC_I32:
+    return 4;
+  case MPC_F16:
+  case MPC_BF16:
+    return 2;
+  case MPC_I64:
+    return 8;
+  }
+  return 0;
+}

@@ -1,0 +1,50 @@
+/*===- gemm.h - batched GEMM on the host ---------------------------*- C -*-===*
+ *
+ * The matrix product the cpu target's generated code calls for every
+ * mpc.matmul / mpc.linear, the host twin of the cuBLASLt call on cuda:
+ * half or fp32 inputs, fp32 accumulation, output rounded once (to nearest
+ * even) to its dtype.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef MPC_RUNTIME_GEMM_H
+#define MPC_RUNTIME_GEMM_H
+
+#include "runtime/mpc_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* C[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b] for b in [0, batch).
+ *
+ * Row-major. op(A) is m x k: A is stored m x k, or k x m when trans_a.
+ * op(B) is k x n: B is stored k x n, or n x k when trans_b. lda, ldb, ldc are
+ * row pitches and stride_a, stride_b, stride_c the distances between batch
+ * matrices, all in elements (a stride of 0 reuses one matrix for the batch).
+ * a_type and b_type may each be f32, f16 or bf16; c_type too. Products are
+ * accumulated in fp32 and C is written with round to nearest even.
+ *
+ * beta == 0 never reads C, so C may start as garbage (NaN, uninitialised).
+ * alpha == 0 or k == 0 never reads A or B (C = beta * C).
+ * Returns MPC_ERROR_INVALID_ARGUMENT for a bad dtype, a negative size, a
+ * pitch too small for its matrix or a null pointer to a non-empty matrix,
+ * and MPC_ERROR_OUT_OF_MEMORY when packing buffers cannot be allocated. */
+mpc_status mpc_rt_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
+                       int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                       int64_t k, float alpha, const void *a, int64_t lda,
+                       int64_t stride_a, const void *b, int64_t ldb,
+                       int64_t stride_b, float beta, void *c, int64_t ldc,
+                       int64_t stride_c, int64_t batch);
+
+#ifdef __cplusplus
+} /* extern "C" */
+
+namespace mpcrt {
+/* For tests: run the baseline (SSE2) micro-kernel even where AVX2 is
+ * available, so that both are checked on one machine. */
+void gemm_use_baseline(bool baseline);
+} // namespace mpcrt
+#endif
+
+#endif /* MPC_RUNTIME_GEMM_H */

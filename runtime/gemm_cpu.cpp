@@ -1,0 +1,248 @@
+//===- gemm_cpu.cpp - batched mixed-precision GEMM on one core --*- C++ -*-===//
+//
+// This file implements mpc_rt_gemm (gemm.h) the way BLIS and GotoBLAS do:
+// blocks of op(A) and op(B) are packed into contiguous fp32 panels
+// (converting f16/bf16 on the way, so the inner loop only sees fp32), and a
+// register-blocked micro-kernel multiplies one MR x K sliver of A by one
+// K x NR sliver of B.
+//
+// Loop order, outermost first, with what each level keeps in cache:
+//   jc (NC columns of C)  - a KC x NC packed block of B stays in L3
+//   pc (KC of the depth)  - the depth of every packed panel
+//   ic (MC rows of C)     - an MC x KC packed block of A stays in L2
+//   jr, ir                - one KC x NR sliver of B stays in L1 while the
+//                           micro-kernel sweeps the slivers of A
+//
+// The kernel (gemm_kernel.inc) is compiled twice: with 8-lane vectors for
+// AVX2+FMA+F16C, and with 4-lane ones for baseline x86-64 (SSE2); each call
+// picks one from the CPU's features. No -march flag is needed, so the
+// library runs on any x86-64 and is fast on those of the last decade.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/gemm.h"
+
+#include "runtime/error.h"
+#include "runtime/half.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+// ----------------------------------------------------------------------------
+// Blocking constants
+
+constexpr int64_t MR = 6;
+// 256 x 16 x 4 B = 16 KiB of B per micro-kernel call: half of a 32 KiB L1.
+constexpr int64_t KC = 256;
+// 120 x 256 x 4 B = 120 KiB of packed A: well inside a 512 KiB+ L2.
+// Must be a multiple of MR so that only the last block has a partial panel.
+constexpr int64_t MC = 120;
+// 256 x 2048 x 4 B = 2 MiB of packed B, for the L3. A multiple of every NR.
+constexpr int64_t NC = 2048;
+// f16/bf16 outputs are accumulated in an fp32 tile of C this big (1.9 MiB)
+// and rounded once at the end, never per depth block.
+constexpr int64_t TILE_M = 240;
+constexpr int64_t TILE_N = NC;
+
+static_assert(MC % MR == 0, "MC must be a multiple of MR");
+
+// ----------------------------------------------------------------------------
+// Matrix views
+
+// A row-major matrix seen through op(): element (i, j) of op(X) is at
+// data[i * row_stride + j * col_stride] elements. One of the two strides is
+// 1; transposing swaps them.
+struct matrix_view {
+  const unsigned char *data;
+  mpc_dtype type;
+  int64_t row_stride;
+  int64_t col_stride;
+};
+
+inline matrix_view make_view(const void *data, mpc_dtype type, bool trans,
+                             int64_t ld) {
+  matrix_view view;
+  view.data = static_cast<const unsigned char *>(data);
+  view.type = type;
+  view.row_stride = trans ? 1 : ld;
+  view.col_stride = trans ? ld : 1;
+  return view;
+}
+
+// The view of op(X) starting at element (row, col).
+inline matrix_view sub_view(const matrix_view &view, int64_t row, int64_t col) {
+  matrix_view sub = view;
+  sub.data += (row * view.row_stride + col * view.col_stride) *
+              static_cast<int64_t>(mpc_dtype_size(view.type));
+  return sub;
+}
+
+struct gemm_args {
+  mpc_dtype a_type, b_type, c_type;
+  bool trans_a, trans_b;
+  int64_t m, n, k;
+  float alpha, beta;
+  const void *a, *b;
+  void *c;
+  int64_t lda, ldb, ldc;
+  int64_t stride_a, stride_b, stride_c;
+  int64_t batch;
+};
+
+// ----------------------------------------------------------------------------
+// Workspace
+
+// Packing buffers, allocated once per thread at their largest size and kept:
+// training calls the GEMM thousands of times with the same shapes.
+struct gemm_workspace {
+  float *packed_a = nullptr; // MC x KC
+  float *packed_b = nullptr; // KC x NC
+  float *c_tile = nullptr;   // TILE_M x TILE_N, for f16/bf16 outputs
+  ~gemm_workspace() {
+    std::free(packed_a);
+    std::free(packed_b);
+    std::free(c_tile);
+  }
+};
+
+thread_local gemm_workspace workspace;
+
+// Set by tests (mpcrt::gemm_use_baseline) to run the SSE2 kernel on an AVX2
+// machine.
+std::atomic<bool> force_baseline{false};
+
+float *ensure_buffer(float **buffer, int64_t elements) {
+  if (!*buffer)
+    *buffer = static_cast<float *>(
+        std::aligned_alloc(64, static_cast<size_t>(elements) * sizeof(float)));
+  return *buffer;
+}
+
+// ----------------------------------------------------------------------------
+// The two builds of the kernel
+
+namespace baseline {
+#define MPC_GEMM_LANES 4 // SSE2, which every x86-64 has
+#include "runtime/gemm_kernel.inc"
+#undef MPC_GEMM_LANES
+} // namespace baseline
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define MPC_GEMM_HAVE_AVX2 1
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+namespace avx2 {
+#define MPC_GEMM_LANES 8
+#include "runtime/gemm_kernel.inc"
+#undef MPC_GEMM_LANES
+} // namespace avx2
+#pragma GCC pop_options
+
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2") &&
+                          __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c");
+  return has;
+}
+#endif
+
+} // namespace
+
+void mpcrt::gemm_use_baseline(bool baseline) { force_baseline = baseline; }
+
+// ----------------------------------------------------------------------------
+// C API
+
+extern "C" mpc_status
+mpc_rt_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
+            int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
+            float alpha, const void *a, int64_t lda, int64_t stride_a,
+            const void *b, int64_t ldb, int64_t stride_b, float beta, void *c,
+            int64_t ldc, int64_t stride_c, int64_t batch) {
+  using mpcrt::set_error;
+  const mpc_dtype *const types[3] = {&a_type, &b_type, &c_type};
+  const char *const names[3] = {"a_type", "b_type", "c_type"};
+  for (int i = 0; i < 3; ++i)
+    if (!mpcrt::dtype_is_float(*types[i]))
+      return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                       "mpc_rt_gemm: %s is %d; expected f32, f16 or bf16",
+                       names[i], mpcrt::raw_enum(*types[i]));
+  if (m < 0 || n < 0 || k < 0 || batch < 0)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_rt_gemm: negative size (m=%lld, n=%lld, k=%lld, "
+                     "batch=%lld)",
+                     (long long)m, (long long)n, (long long)k,
+                     (long long)batch);
+  if (stride_a < 0 || stride_b < 0 || stride_c < 0)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_rt_gemm: negative batch stride");
+  // Row pitch of each stored matrix: at least its number of columns (and 1,
+  // as in BLAS, so that an empty matrix still has a valid pitch).
+  int64_t a_cols = trans_a ? m : k;
+  int64_t b_cols = trans_b ? k : n;
+  if (lda < (a_cols > 1 ? a_cols : 1))
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_rt_gemm: lda is %lld, smaller than the %lld columns "
+                     "of A",
+                     (long long)lda, (long long)a_cols);
+  if (ldb < (b_cols > 1 ? b_cols : 1))
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_rt_gemm: ldb is %lld, smaller than the %lld columns "
+                     "of B",
+                     (long long)ldb, (long long)b_cols);
+  if (ldc < (n > 1 ? n : 1))
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_rt_gemm: ldc is %lld, smaller than the %lld columns "
+                     "of C",
+                     (long long)ldc, (long long)n);
+  if (m == 0 || n == 0 || batch == 0)
+    return MPC_OK;
+  bool reads_ab = alpha != 0.0f && k > 0;
+  if (!c || (reads_ab && (!a || !b)))
+    return set_error(MPC_ERROR_INVALID_ARGUMENT, "mpc_rt_gemm: %s is null",
+                     !c   ? "c"
+                     : !a ? "a"
+                          : "b");
+
+  float *packed_a = ensure_buffer(&workspace.packed_a, MC * KC);
+  float *packed_b = ensure_buffer(&workspace.packed_b, KC * NC);
+  float *c_tile = c_type == MPC_F32
+                      ? nullptr
+                      : ensure_buffer(&workspace.c_tile, TILE_M * TILE_N);
+  if (!packed_a || !packed_b || (c_type != MPC_F32 && !c_tile))
+    return set_error(MPC_ERROR_OUT_OF_MEMORY,
+                     "mpc_rt_gemm: cannot allocate packing buffers");
+
+  gemm_args args;
+  args.a_type = a_type;
+  args.b_type = b_type;
+  args.c_type = c_type;
+  args.trans_a = trans_a != 0;
+  args.trans_b = trans_b != 0;
+  args.m = m;
+  args.n = n;
+  args.k = k;
+  args.alpha = alpha;
+  args.beta = beta;
+  args.a = reads_ab ? a : nullptr;
+  args.b = reads_ab ? b : nullptr;
+  args.c = c;
+  args.lda = lda;
+  args.ldb = ldb;
+  args.ldc = ldc;
+  args.stride_a = stride_a;
+  args.stride_b = stride_b;
+  args.stride_c = stride_c;
+  args.batch = batch;
+#ifdef MPC_GEMM_HAVE_AVX2
+  if (cpu_has_avx2() && !force_baseline.load(std::memory_order_relaxed)) {
+    avx2::gemm_batched(args, packed_a, packed_b, c_tile);
+    return MPC_OK;
+  }
+#endif
+  baseline::gemm_batched(args, packed_a, packed_b, c_tile);
+  return MPC_OK;
+}

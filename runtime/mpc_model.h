@@ -1,0 +1,126 @@
+/*===- mpc_model.h - the ABI between generated models and libmpcrt -*- C -*-===*
+ *
+ * `mpc compile` emits, per model, one constant mpc_model_desc and the step
+ * functions it points to. The runtime owns memory: it allocates one buffer
+ * per arena (sizes from the memory plan), initialises parameters and state
+ * from their descriptors, copies inputs to their planned offsets, calls a
+ * step function, and reads the loss and outputs back.
+ *
+ * Applications do not include this header; they use mpc_runtime.h.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef MPC_RUNTIME_MPC_MODEL_H
+#define MPC_RUNTIME_MPC_MODEL_H
+
+#include "runtime/mpc_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPC_MODEL_ABI_VERSION 1
+
+/* Flat buffers of the memory plan. Offsets in tensor descriptors are byte
+ * offsets into one of these, each aligned to its dtype's size. The runtime
+ * allocates every arena 64-byte aligned and zero-filled. The gradient and
+ * the optimizer slots of a parameter mirror it exactly: same offset, same
+ * dtype (fp32 for master weights). */
+typedef enum mpc_arena {
+  MPC_ARENA_PARAMS = 0,      /* parameters (master weights) and state */
+  MPC_ARENA_GRADS = 1,       /* gradients, same layout as the params */
+  MPC_ARENA_OPTIMIZER = 2,   /* optimizer state, same layout per slot */
+  MPC_ARENA_ACTIVATIONS = 3, /* inputs, outputs, temporaries (by liveness) */
+  MPC_NUM_ARENAS = 4,
+} mpc_arena;
+
+/* Initialisers, numbered as the dialect's InitKind. */
+typedef enum mpc_init_kind {
+  MPC_INIT_ZEROS = 0,
+  MPC_INIT_ONES = 1,
+  MPC_INIT_CONSTANT = 2,
+  MPC_INIT_NORMAL = 3,          /* args: (std) or (mean, std) */
+  MPC_INIT_UNIFORM = 4,         /* args: (low, high) */
+  MPC_INIT_KAIMING_UNIFORM = 5, /* args: () or (negative slope a) */
+  MPC_INIT_KAIMING_NORMAL = 6,
+  MPC_INIT_XAVIER_UNIFORM = 7, /* args: () or (gain) */
+  MPC_INIT_XAVIER_NORMAL = 8,
+} mpc_init_kind;
+
+typedef struct mpc_tensor_desc {
+  const char *name;
+  mpc_dtype dtype;
+  int32_t rank;
+  int64_t shape[MPC_MAX_RANK];
+  int64_t num_elements;
+  int32_t arena;       /* mpc_arena */
+  int64_t offset;      /* bytes into the arena */
+  /* Parameters and state: how to initialise. */
+  int32_t init_kind;   /* mpc_init_kind */
+  int32_t num_init_args;
+  double init_args[2];
+  /* Integer inputs used as class targets or embedding indices: valid values
+   * are [0, index_bound), plus ignore_index when has_ignore_index. 0: no
+   * check. */
+  int64_t index_bound;
+  int32_t has_ignore_index;
+  int64_t ignore_index;
+} mpc_tensor_desc;
+
+/* What a step function sees. A step function returns MPC_OK, or a status
+ * the runtime passes on (with a message naming the model and the step); it
+ * must not abort. Generated cpu code may call the runtime's mpc_rt_*
+ * kernels (runtime/gemm.h). */
+typedef struct mpc_step_context {
+  void *arenas[MPC_NUM_ARENAS];
+  uint64_t seed;        /* session seed, for dropout masks */
+  int64_t step;         /* optimizer steps applied so far */
+  float learning_rate;
+  float momentum;
+  float weight_decay;
+  int32_t training;     /* 1 in train_step, 0 in eval */
+  /* 1 in train_step: apply the optimizer update and update running
+   * statistics. 0 when only the loss and gradients are wanted (the step and
+   * the model's state are left as they were). */
+  int32_t apply_update;
+  /* Set by a kernel that met an out-of-range index; the runtime turns it
+   * into MPC_ERROR_OUT_OF_RANGE. */
+  int32_t *index_error;
+} mpc_step_context;
+
+typedef mpc_status (*mpc_step_fn)(mpc_step_context *context);
+
+struct mpc_model_desc {
+  uint32_t abi_version; /* MPC_MODEL_ABI_VERSION */
+  const char *name;
+  mpc_target target;
+  int32_t num_inputs;
+  const mpc_tensor_desc *inputs;   /* in MPC_ARENA_ACTIVATIONS */
+  int32_t num_params;
+  const mpc_tensor_desc *params;   /* in MPC_ARENA_PARAMS; the gradient of
+                                      params[i] is at the same offset in
+                                      MPC_ARENA_GRADS */
+  int32_t num_states;
+  const mpc_tensor_desc *states;   /* in MPC_ARENA_PARAMS, after params */
+  int32_t num_outputs;
+  const mpc_tensor_desc *outputs;  /* [0] is the f32 loss; in activations */
+  int64_t arena_bytes[MPC_NUM_ARENAS];
+  /* Optimizer state slots per parameter (SGD with momentum: 1). Slot s of
+   * params[i] is at s * arena_bytes[MPC_ARENA_PARAMS] + params[i].offset in
+   * MPC_ARENA_OPTIMIZER, in params[i]'s dtype (fp32 for master weights), so
+   * arena_bytes[MPC_ARENA_OPTIMIZER] >= optimizer_slots *
+   * arena_bytes[MPC_ARENA_PARAMS]. States have no gradient or slots. */
+  int32_t optimizer_slots;
+  const char *optimizer_name; /* "sgd" */
+  float default_learning_rate;
+  float default_momentum;
+  float default_weight_decay;
+  mpc_step_fn train_step; /* forward + backward + optimizer update */
+  mpc_step_fn eval;       /* forward in evaluation mode */
+};
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MPC_RUNTIME_MPC_MODEL_H */

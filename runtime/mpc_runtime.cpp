@@ -1,0 +1,660 @@
+//===- mpc_runtime.cpp - sessions, steps and parameters ---------*- C++ -*-===//
+//
+// This file implements the model, session, step and parameter parts of
+// mpc_runtime.h over the descriptor of mpc_model.h (checkpoints are in
+// checkpoint.cpp). The rule throughout: check everything a call depends on
+// first, then change state, so that a failing call leaves the session as it
+// was.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/mpc_runtime.h"
+#include "runtime/mpc_model.h"
+
+#include "runtime/error.h"
+#include "runtime/half.h"
+#include "runtime/init.h"
+#include "runtime/session.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+
+using mpcrt::set_error;
+
+namespace {
+
+// ----------------------------------------------------------------------------
+// Descriptor checks
+
+// Generated descriptors are trusted to be well formed, but a mismatch between
+// a model library and this runtime (or a hand-written descriptor) should
+// fail with a message, not corrupt memory in the first step.
+
+const char *arena_name(int32_t arena) {
+  static const char *const names[] = {"params", "grads", "optimizer",
+                                      "activations"};
+  return arena >= 0 && arena < MPC_NUM_ARENAS ? names[arena] : "?";
+}
+
+mpc_status check_tensor(const mpc_model_desc *model, const char *kind,
+                        int32_t index, const mpc_tensor_desc &tensor,
+                        int32_t expected_arena) {
+  const char *name = tensor.name ? tensor.name : "";
+  if (!tensor.name || !*tensor.name)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s': %s %d has no name", model->name, kind, index);
+  if (!mpcrt::dtype_is_valid(tensor.dtype))
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s': %s '%s' has unknown dtype %d", model->name,
+                     kind, name, mpcrt::raw_enum(tensor.dtype));
+  if (tensor.rank < 0 || tensor.rank > MPC_MAX_RANK)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s': %s '%s' has rank %d, outside [0, %d]",
+                     model->name, kind, name, tensor.rank, MPC_MAX_RANK);
+  int64_t elements = 1;
+  for (int32_t d = 0; d < tensor.rank; ++d) {
+    if (tensor.shape[d] < 0 ||
+        __builtin_mul_overflow(elements, tensor.shape[d], &elements))
+      return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                       "model '%s': %s '%s' has a bad shape (dim %d is %lld)",
+                       model->name, kind, name, d,
+                       static_cast<long long>(tensor.shape[d]));
+  }
+  if (elements != tensor.num_elements)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s': %s '%s' has num_elements %lld but its "
+                     "shape holds %lld",
+                     model->name, kind, name,
+                     static_cast<long long>(tensor.num_elements),
+                     static_cast<long long>(elements));
+  if (tensor.arena != expected_arena)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s': %s '%s' is in arena %d (%s), expected %s",
+                     model->name, kind, name, tensor.arena,
+                     arena_name(tensor.arena), arena_name(expected_arena));
+  int64_t size = static_cast<int64_t>(mpc_dtype_size(tensor.dtype));
+  int64_t bytes = 0, end = 0;
+  if (tensor.offset < 0 || tensor.offset % size != 0 ||
+      __builtin_mul_overflow(elements, size, &bytes) ||
+      __builtin_add_overflow(tensor.offset, bytes, &end) ||
+      end > model->arena_bytes[expected_arena])
+    return set_error(
+        MPC_ERROR_INVALID_ARGUMENT,
+        "model '%s': %s '%s' at offset %lld (%lld bytes) does "
+        "not fit, aligned, in the %s arena of %lld bytes",
+        model->name, kind, name, static_cast<long long>(tensor.offset),
+        static_cast<long long>(bytes), arena_name(expected_arena),
+        static_cast<long long>(model->arena_bytes[expected_arena]));
+  if (tensor.index_bound != 0 &&
+      !(tensor.dtype == MPC_I32 || tensor.dtype == MPC_I64))
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s': %s '%s' has an index_bound but dtype %s; "
+                     "index inputs are i32 or i64",
+                     model->name, kind, name, mpcrt::dtype_name(tensor.dtype));
+  if (tensor.index_bound < 0)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s': %s '%s' has a negative index_bound",
+                     model->name, kind, name);
+  return MPC_OK;
+}
+
+mpc_status check_tensor_list(const mpc_model_desc *model, const char *kind,
+                             int32_t count, const mpc_tensor_desc *tensors,
+                             int32_t arena, std::set<std::string> *names) {
+  if (count < 0 || (count > 0 && !tensors))
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s': bad %s list (%d entries at %p)", model->name,
+                     kind, count, static_cast<const void *>(tensors));
+  for (int32_t i = 0; i < count; ++i) {
+    if (mpc_status status = check_tensor(model, kind, i, tensors[i], arena))
+      return status;
+    if (!names->insert(tensors[i].name).second)
+      return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                       "model '%s': two tensors are named '%s'", model->name,
+                       tensors[i].name);
+  }
+  return MPC_OK;
+}
+
+// Checks only what identifies the model; enough for the metadata queries.
+mpc_status check_model_header(const mpc_model_desc *model) {
+  if (!model)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT, "model is null");
+  if (model->abi_version != MPC_MODEL_ABI_VERSION)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model was built for runtime ABI version %u, this "
+                     "runtime implements version %d; rebuild the model with "
+                     "a matching mpc",
+                     model->abi_version, MPC_MODEL_ABI_VERSION);
+  if (!model->name)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT, "model has no name");
+  return MPC_OK;
+}
+
+mpc_status check_model(const mpc_model_desc *model) {
+  for (int a = 0; a < MPC_NUM_ARENAS; ++a)
+    if (model->arena_bytes[a] < 0)
+      return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                       "model '%s': the %s arena has negative size %lld",
+                       model->name, arena_name(a),
+                       static_cast<long long>(model->arena_bytes[a]));
+  if (!model->train_step || !model->eval)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s' has no %s function", model->name,
+                     !model->train_step ? "train_step" : "eval");
+  std::set<std::string> inputs, params, outputs;
+  if (mpc_status status =
+          check_tensor_list(model, "input", model->num_inputs, model->inputs,
+                            MPC_ARENA_ACTIVATIONS, &inputs))
+    return status;
+  if (mpc_status status =
+          check_tensor_list(model, "param", model->num_params, model->params,
+                            MPC_ARENA_PARAMS, &params))
+    return status;
+  if (mpc_status status =
+          check_tensor_list(model, "state", model->num_states, model->states,
+                            MPC_ARENA_PARAMS, &params))
+    return status;
+  if (mpc_status status =
+          check_tensor_list(model, "output", model->num_outputs, model->outputs,
+                            MPC_ARENA_ACTIVATIONS, &outputs))
+    return status;
+  if (model->num_outputs < 1 || model->outputs[0].dtype != MPC_F32 ||
+      model->outputs[0].num_elements < 1)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s': output 0 must be the f32 loss", model->name);
+
+  // Parameters and state: floating point, with a valid initialiser.
+  // Gradients and optimizer slots mirror the parameters' layout.
+  for (int32_t i = 0; i < model->num_params + model->num_states; ++i) {
+    bool is_param = i < model->num_params;
+    const mpc_tensor_desc &tensor =
+        is_param ? model->params[i] : model->states[i - model->num_params];
+    char what[320];
+    std::snprintf(what, sizeof(what), "model '%s': %s '%s'", model->name,
+                  is_param ? "param" : "state", tensor.name);
+    if (!mpcrt::dtype_is_float(tensor.dtype))
+      return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                       "%s has dtype %s; parameters and state are f32, f16 "
+                       "or bf16",
+                       what, mpcrt::dtype_name(tensor.dtype));
+    if (mpc_status status = mpcrt::check_initializer(tensor, what))
+      return status;
+    if (is_param && tensor.offset + mpcrt::tensor_bytes(tensor) >
+                        model->arena_bytes[MPC_ARENA_GRADS])
+      return set_error(
+          MPC_ERROR_INVALID_ARGUMENT,
+          "%s: its gradient does not fit in the grads arena of "
+          "%lld bytes",
+          what, static_cast<long long>(model->arena_bytes[MPC_ARENA_GRADS]));
+  }
+  if (model->optimizer_slots < 0)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s' has %d optimizer slots", model->name,
+                     model->optimizer_slots);
+  int64_t slot_bytes = 0;
+  if (model->optimizer_slots > 0 &&
+      (__builtin_mul_overflow(static_cast<int64_t>(model->optimizer_slots),
+                              model->arena_bytes[MPC_ARENA_PARAMS],
+                              &slot_bytes) ||
+       slot_bytes > model->arena_bytes[MPC_ARENA_OPTIMIZER]))
+    return set_error(
+        MPC_ERROR_INVALID_ARGUMENT,
+        "model '%s': %d optimizer slots of %lld bytes do not fit "
+        "in the optimizer arena of %lld bytes",
+        model->name, model->optimizer_slots,
+        static_cast<long long>(model->arena_bytes[MPC_ARENA_PARAMS]),
+        static_cast<long long>(model->arena_bytes[MPC_ARENA_OPTIMIZER]));
+  if (!model->optimizer_name || !*model->optimizer_name)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s' has no optimizer_name", model->name);
+  return MPC_OK;
+}
+
+// A hyper-parameter option: NaN (the init value) means the model's default.
+mpc_status resolve_hyperparameter(const char *name, float option,
+                                  float model_default, float *result) {
+  float value = std::isnan(option) ? model_default : option;
+  if (!std::isfinite(value) || value < 0.0f)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "%s is %g; expected a finite value >= 0 (or NaN for "
+                     "the model's default)",
+                     name, static_cast<double>(value));
+  *result = value;
+  return MPC_OK;
+}
+
+void fill_info(const mpc_tensor_desc &tensor, mpc_tensor_info *info) {
+  info->name = tensor.name;
+  info->dtype = tensor.dtype;
+  info->rank = tensor.rank;
+  for (int d = 0; d < MPC_MAX_RANK; ++d)
+    info->shape[d] = d < tensor.rank ? tensor.shape[d] : 0;
+  info->num_elements = tensor.num_elements;
+}
+
+mpc_status tensor_info(const mpc_model_desc *model, const char *function,
+                       const char *kind, int32_t count,
+                       const mpc_tensor_desc *tensors, int32_t index,
+                       mpc_tensor_info *info) {
+  if (mpc_status status = check_model_header(model))
+    return status;
+  if (!info)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT, "%s: info is null", function);
+  if (index < 0 || index >= count)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "%s: model '%s' has %d %ss, index %d is out of range",
+                     function, model->name, count, kind, index);
+  fill_info(tensors[index], info);
+  return MPC_OK;
+}
+
+// ----------------------------------------------------------------------------
+// Steps
+
+mpc_status check_inputs(mpc_session *session, const char *function,
+                        const void *const *inputs) {
+  const mpc_model_desc *model = session->model;
+  if (model->num_inputs > 0 && !inputs)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "%s: inputs is null but model '%s' has %d inputs",
+                     function, model->name, model->num_inputs);
+  for (int32_t i = 0; i < model->num_inputs; ++i) {
+    const mpc_tensor_desc &input = model->inputs[i];
+    if (!inputs[i])
+      return set_error(MPC_ERROR_INVALID_ARGUMENT, "%s: input '%s' is null",
+                       function, input.name);
+    if (input.index_bound == 0)
+      continue;
+    for (int64_t e = 0; e < input.num_elements; ++e) {
+      int64_t value = input.dtype == MPC_I32
+                          ? static_cast<const int32_t *>(inputs[i])[e]
+                          : static_cast<const int64_t *>(inputs[i])[e];
+      if ((value >= 0 && value < input.index_bound) ||
+          (input.has_ignore_index && value == input.ignore_index))
+        continue;
+      if (input.has_ignore_index)
+        return set_error(MPC_ERROR_OUT_OF_RANGE,
+                         "input '%s' element %lld is %lld, outside [0, %lld) "
+                         "and not the ignore_index %lld",
+                         input.name, static_cast<long long>(e),
+                         static_cast<long long>(value),
+                         static_cast<long long>(input.index_bound),
+                         static_cast<long long>(input.ignore_index));
+      return set_error(MPC_ERROR_OUT_OF_RANGE,
+                       "input '%s' element %lld is %lld, outside [0, %lld)",
+                       input.name, static_cast<long long>(e),
+                       static_cast<long long>(value),
+                       static_cast<long long>(input.index_bound));
+    }
+  }
+  return MPC_OK;
+}
+
+// Copies the inputs in, runs `step` and reads the loss. The caller has
+// checked the inputs.
+mpc_status run_step(mpc_session *session, const void *const *inputs,
+                    int32_t training, float *loss) {
+  const mpc_model_desc *model = session->model;
+  for (int32_t i = 0; i < model->num_inputs; ++i)
+    std::memcpy(mpcrt::tensor_data(session, model->inputs[i]), inputs[i],
+                static_cast<size_t>(mpcrt::tensor_bytes(model->inputs[i])));
+  int32_t index_error = 0;
+  mpc_step_context context;
+  for (int a = 0; a < MPC_NUM_ARENAS; ++a)
+    context.arenas[a] = session->arenas[a];
+  context.seed = session->seed;
+  context.step = session->step;
+  context.learning_rate = session->learning_rate;
+  context.momentum = session->momentum;
+  context.weight_decay = session->weight_decay;
+  context.training = training;
+  context.index_error = &index_error;
+  const char *function = training ? "train_step" : "eval";
+  mpc_status returned =
+      training ? model->train_step(&context) : model->eval(&context);
+  int32_t status = mpcrt::raw_enum(returned);
+  if (index_error)
+    return set_error(MPC_ERROR_OUT_OF_RANGE,
+                     "model '%s': %s met an index outside its range",
+                     model->name, function);
+  if (status != MPC_OK) {
+    // Pass a known status on; anything else is the model's bug.
+    mpc_status passed_on = status > MPC_OK && status <= MPC_ERROR_INTERNAL
+                               ? static_cast<mpc_status>(status)
+                               : MPC_ERROR_INTERNAL;
+    return set_error(passed_on, "model '%s': %s failed: %s (status %d)",
+                     model->name, function, mpc_status_string(returned),
+                     status);
+  }
+  if (loss)
+    std::memcpy(loss, mpcrt::tensor_data(session, model->outputs[0]),
+                sizeof(float));
+  return MPC_OK;
+}
+
+// ----------------------------------------------------------------------------
+// Parameter access
+
+float load_as_f32(mpc_dtype dtype, const unsigned char *data, int64_t index) {
+  switch (dtype) {
+  case MPC_F16:
+    return mpc_f16_bits_to_f32(reinterpret_cast<const uint16_t *>(data)[index]);
+  case MPC_BF16:
+    return mpc_bf16_bits_to_f32(
+        reinterpret_cast<const uint16_t *>(data)[index]);
+  default:
+    return reinterpret_cast<const float *>(data)[index];
+  }
+}
+
+void store_from_f32(mpc_dtype dtype, unsigned char *data, int64_t index,
+                    float value) {
+  switch (dtype) {
+  case MPC_F16:
+    reinterpret_cast<uint16_t *>(data)[index] = mpc_f32_to_f16_bits(value);
+    break;
+  case MPC_BF16:
+    reinterpret_cast<uint16_t *>(data)[index] = mpc_f32_to_bf16_bits(value);
+    break;
+  default:
+    reinterpret_cast<float *>(data)[index] = value;
+    break;
+  }
+}
+
+mpc_status find_for_access(mpc_session *session, const char *function,
+                           const char *name, const void *data, size_t count,
+                           const mpc_tensor_desc **tensor) {
+  if (!session)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT, "%s: session is null",
+                     function);
+  if (!name)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT, "%s: name is null", function);
+  *tensor = mpcrt::find_param_or_state(session->model, name);
+  if (!*tensor)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "%s: model '%s' has no parameter or state '%s'", function,
+                     session->model->name, name);
+  if (static_cast<int64_t>(count) != (*tensor)->num_elements)
+    return set_error(
+        MPC_ERROR_INVALID_ARGUMENT, "%s: '%s' has %lld elements, got count %zu",
+        function, name, static_cast<long long>((*tensor)->num_elements), count);
+  if (!data && count > 0)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT, "%s: data is null", function);
+  return MPC_OK;
+}
+
+} // namespace
+
+namespace mpcrt {
+
+const mpc_tensor_desc *find_param_or_state(const mpc_model_desc *model,
+                                           const char *name) {
+  for (int32_t i = 0; i < model->num_params; ++i)
+    if (std::strcmp(model->params[i].name, name) == 0)
+      return &model->params[i];
+  for (int32_t i = 0; i < model->num_states; ++i)
+    if (std::strcmp(model->states[i].name, name) == 0)
+      return &model->states[i];
+  return nullptr;
+}
+
+} // namespace mpcrt
+
+// ----------------------------------------------------------------------------
+// C API: model metadata
+
+extern "C" const char *mpc_model_name(const mpc_model_desc *model) {
+  if (check_model_header(model) != MPC_OK)
+    return nullptr;
+  return model->name;
+}
+
+extern "C" int32_t mpc_model_num_inputs(const mpc_model_desc *model) {
+  return check_model_header(model) == MPC_OK ? model->num_inputs : -1;
+}
+
+extern "C" int32_t mpc_model_num_params(const mpc_model_desc *model) {
+  return check_model_header(model) == MPC_OK ? model->num_params : -1;
+}
+
+extern "C" int32_t mpc_model_num_states(const mpc_model_desc *model) {
+  return check_model_header(model) == MPC_OK ? model->num_states : -1;
+}
+
+extern "C" int32_t mpc_model_num_outputs(const mpc_model_desc *model) {
+  return check_model_header(model) == MPC_OK ? model->num_outputs : -1;
+}
+
+extern "C" mpc_status mpc_model_input_info(const mpc_model_desc *model,
+                                           int32_t index,
+                                           mpc_tensor_info *info) {
+  return tensor_info(model, "mpc_model_input_info", "input",
+                     model ? model->num_inputs : 0,
+                     model ? model->inputs : nullptr, index, info);
+}
+
+extern "C" mpc_status mpc_model_param_info(const mpc_model_desc *model,
+                                           int32_t index,
+                                           mpc_tensor_info *info) {
+  return tensor_info(model, "mpc_model_param_info", "param",
+                     model ? model->num_params : 0,
+                     model ? model->params : nullptr, index, info);
+}
+
+extern "C" mpc_status mpc_model_state_info(const mpc_model_desc *model,
+                                           int32_t index,
+                                           mpc_tensor_info *info) {
+  return tensor_info(model, "mpc_model_state_info", "state",
+                     model ? model->num_states : 0,
+                     model ? model->states : nullptr, index, info);
+}
+
+extern "C" mpc_status mpc_model_output_info(const mpc_model_desc *model,
+                                            int32_t index,
+                                            mpc_tensor_info *info) {
+  return tensor_info(model, "mpc_model_output_info", "output",
+                     model ? model->num_outputs : 0,
+                     model ? model->outputs : nullptr, index, info);
+}
+
+// ----------------------------------------------------------------------------
+// C API: sessions
+
+extern "C" void mpc_session_options_init(mpc_session_options *options) {
+  if (!options) {
+    set_error(MPC_ERROR_INVALID_ARGUMENT,
+              "mpc_session_options_init: options is null");
+    return;
+  }
+  std::memset(options, 0, sizeof(*options));
+  options->target = MPC_TARGET_CPU;
+  options->device = 0;
+  options->seed = 0;
+  options->learning_rate = NAN;
+  options->momentum = NAN;
+  options->weight_decay = NAN;
+}
+
+extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
+                                         const mpc_session_options *options,
+                                         mpc_session **session) {
+  if (!session)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_session_create: session is null");
+  *session = nullptr;
+  if (mpc_status status = check_model_header(model))
+    return status;
+  if (!options)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_session_create: options is null (call "
+                     "mpc_session_options_init)");
+  int32_t option_target = mpcrt::raw_enum(options->target);
+  int32_t model_target = mpcrt::raw_enum(model->target);
+  if (option_target != MPC_TARGET_CPU && option_target != MPC_TARGET_CUDA)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_session_create: unknown target %d", option_target);
+  if (model_target != MPC_TARGET_CPU && model_target != MPC_TARGET_CUDA)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s' has unknown target %d", model->name,
+                     model_target);
+  // TODO(runtime): the cuda runtime (streams, device arenas, cuBLASLt).
+  if (option_target == MPC_TARGET_CUDA || model_target == MPC_TARGET_CUDA)
+    return set_error(MPC_ERROR_NO_DEVICE,
+                     "no CUDA device: the cuda target is not available in "
+                     "this build");
+  if (mpc_status status = check_model(model))
+    return status;
+
+  mpc_session fresh;
+  fresh.model = model;
+  fresh.seed = options->seed;
+  fresh.step = 0;
+  for (int a = 0; a < MPC_NUM_ARENAS; ++a)
+    fresh.arenas[a] = nullptr;
+  if (mpc_status status = resolve_hyperparameter(
+          "learning_rate", options->learning_rate, model->default_learning_rate,
+          &fresh.learning_rate))
+    return status;
+  if (mpc_status status =
+          resolve_hyperparameter("momentum", options->momentum,
+                                 model->default_momentum, &fresh.momentum))
+    return status;
+  if (mpc_status status = resolve_hyperparameter(
+          "weight_decay", options->weight_decay, model->default_weight_decay,
+          &fresh.weight_decay))
+    return status;
+
+  mpc_session *created =
+      static_cast<mpc_session *>(std::calloc(1, sizeof(mpc_session)));
+  if (!created)
+    return set_error(MPC_ERROR_OUT_OF_MEMORY,
+                     "mpc_session_create: no memory for the session");
+  *created = fresh;
+  for (int a = 0; a < MPC_NUM_ARENAS; ++a) {
+    // 64-byte aligned (a cache line, and enough for any vector load), at
+    // least one line so that even an empty arena has an address.
+    uint64_t bytes = static_cast<uint64_t>(model->arena_bytes[a]);
+    uint64_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
+    created->arenas[a] =
+        rounded < bytes ? nullptr : std::aligned_alloc(64, rounded);
+    if (!created->arenas[a]) {
+      mpc_session_destroy(created);
+      return set_error(MPC_ERROR_OUT_OF_MEMORY,
+                       "mpc_session_create: cannot allocate the %s arena of "
+                       "model '%s' (%llu bytes)",
+                       arena_name(a), model->name,
+                       static_cast<unsigned long long>(bytes));
+    }
+    std::memset(created->arenas[a], 0, rounded);
+  }
+  // Params are numbered 0.., states after them, so adding a state does not
+  // change any parameter's initial value.
+  for (int32_t i = 0; i < model->num_params; ++i)
+    mpcrt::initialize_tensor(model->params[i], created->seed,
+                             static_cast<uint32_t>(i),
+                             mpcrt::tensor_data(created, model->params[i]));
+  for (int32_t i = 0; i < model->num_states; ++i)
+    mpcrt::initialize_tensor(model->states[i], created->seed,
+                             static_cast<uint32_t>(model->num_params + i),
+                             mpcrt::tensor_data(created, model->states[i]));
+  *session = created;
+  return MPC_OK;
+}
+
+extern "C" void mpc_session_destroy(mpc_session *session) {
+  if (!session)
+    return;
+  for (int a = 0; a < MPC_NUM_ARENAS; ++a)
+    std::free(session->arenas[a]);
+  std::free(session);
+}
+
+// ----------------------------------------------------------------------------
+// C API: steps
+
+extern "C" mpc_status mpc_train_step(mpc_session *session,
+                                     const void *const *inputs, float *loss) {
+  if (!session)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_train_step: session is null");
+  if (mpc_status status = check_inputs(session, "mpc_train_step", inputs))
+    return status;
+  if (mpc_status status = run_step(session, inputs, /*training=*/1, loss))
+    return status;
+  ++session->step;
+  return MPC_OK;
+}
+
+extern "C" mpc_status mpc_eval(mpc_session *session, const void *const *inputs,
+                               float *loss, void *const *outputs) {
+  if (!session)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT, "mpc_eval: session is null");
+  if (mpc_status status = check_inputs(session, "mpc_eval", inputs))
+    return status;
+  if (mpc_status status = run_step(session, inputs, /*training=*/0, loss))
+    return status;
+  const mpc_model_desc *model = session->model;
+  if (outputs) {
+    for (int32_t i = 1; i < model->num_outputs; ++i)
+      if (outputs[i - 1])
+        std::memcpy(
+            outputs[i - 1], mpcrt::tensor_data(session, model->outputs[i]),
+            static_cast<size_t>(mpcrt::tensor_bytes(model->outputs[i])));
+  }
+  return MPC_OK;
+}
+
+// ----------------------------------------------------------------------------
+// C API: parameters and hyper-parameters
+
+extern "C" mpc_status mpc_get_param(mpc_session *session, const char *name,
+                                    float *data, size_t count) {
+  const mpc_tensor_desc *tensor = nullptr;
+  if (mpc_status status =
+          find_for_access(session, "mpc_get_param", name, data, count, &tensor))
+    return status;
+  const unsigned char *source = mpcrt::tensor_data(session, *tensor);
+  for (int64_t i = 0; i < tensor->num_elements; ++i)
+    data[i] = load_as_f32(tensor->dtype, source, i);
+  return MPC_OK;
+}
+
+extern "C" mpc_status mpc_set_param(mpc_session *session, const char *name,
+                                    const float *data, size_t count) {
+  const mpc_tensor_desc *tensor = nullptr;
+  if (mpc_status status =
+          find_for_access(session, "mpc_set_param", name, data, count, &tensor))
+    return status;
+  unsigned char *target = mpcrt::tensor_data(session, *tensor);
+  for (int64_t i = 0; i < tensor->num_elements; ++i)
+    store_from_f32(tensor->dtype, target, i, data[i]);
+  return MPC_OK;
+}
+
+extern "C" mpc_status mpc_set_learning_rate(mpc_session *session,
+                                            float learning_rate) {
+  if (!session)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_set_learning_rate: session is null");
+  if (!std::isfinite(learning_rate) || learning_rate < 0.0f)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_set_learning_rate: learning rate is %g; expected a "
+                     "finite value >= 0",
+                     static_cast<double>(learning_rate));
+  session->learning_rate = learning_rate;
+  return MPC_OK;
+}
+
+extern "C" int64_t mpc_session_step(const mpc_session *session) {
+  if (!session) {
+    set_error(MPC_ERROR_INVALID_ARGUMENT, "mpc_session_step: session is null");
+    return -1;
+  }
+  return session->step;
+}

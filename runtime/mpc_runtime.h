@@ -1,0 +1,160 @@
+/*===- mpc_runtime.h - the mpc runtime C API -----------------------*- C -*-===*
+ *
+ * One API for every model mpc compiles. An application links lib<model>.a and
+ * libmpcrt.a, gets the model's descriptor from <model>.h
+ * (`mpc_model_<name>()`), creates a session and trains:
+ *
+ *   mpc_session_options options;
+ *   mpc_session_options_init(&options);
+ *   options.seed = 42;
+ *   mpc_session *session;
+ *   if (mpc_session_create(mpc_model_mlp(), &options, &session) != MPC_OK)
+ *     fprintf(stderr, "%s\n", mpc_last_error());
+ *   const void *inputs[] = {x, y};
+ *   float loss;
+ *   mpc_train_step(session, inputs, &loss);
+ *
+ * Every call returns a status; on failure a message is available from
+ * mpc_last_error() (thread-local) until the next failing call. Nothing in the
+ * runtime aborts the process. Different sessions may be used from different
+ * threads at once; one session is used by one thread at a time.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef MPC_RUNTIME_MPC_RUNTIME_H
+#define MPC_RUNTIME_MPC_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mpc_status {
+  MPC_OK = 0,
+  MPC_ERROR_INVALID_ARGUMENT = 1, /* null pointer, wrong size, unknown name */
+  MPC_ERROR_OUT_OF_RANGE = 2,     /* a label or index outside its range */
+  MPC_ERROR_IO = 3,               /* a file could not be read or written */
+  MPC_ERROR_FORMAT = 4,           /* a checkpoint is malformed or mismatched */
+  MPC_ERROR_NO_DEVICE = 5,        /* the target's device is not available */
+  MPC_ERROR_OUT_OF_MEMORY = 6,
+  MPC_ERROR_INTERNAL = 7,
+} mpc_status;
+
+typedef enum mpc_dtype {
+  MPC_F32 = 0,
+  MPC_F16 = 1,
+  MPC_BF16 = 2,
+  MPC_I32 = 3,
+  MPC_I64 = 4,
+} mpc_dtype;
+
+typedef enum mpc_target { MPC_TARGET_CPU = 0, MPC_TARGET_CUDA = 1 } mpc_target;
+
+/* A compiled model; defined by generated code (see mpc_model.h). */
+typedef struct mpc_model_desc mpc_model_desc;
+typedef struct mpc_session mpc_session;
+
+enum { MPC_MAX_RANK = 8 };
+
+/* What an application needs to know about one named tensor. */
+typedef struct mpc_tensor_info {
+  const char *name;
+  mpc_dtype dtype;
+  int32_t rank;
+  int64_t shape[MPC_MAX_RANK];
+  int64_t num_elements;
+} mpc_tensor_info;
+
+/* Hyper-parameters left at NaN (what mpc_session_options_init sets) take the
+ * model's compiled default; any other value must be finite and >= 0. */
+typedef struct mpc_session_options {
+  mpc_target target;
+  int32_t device;        /* CUDA device ordinal */
+  uint64_t seed;         /* parameter initialisation and dropout */
+  float learning_rate;   /* NaN: the value given to mpc compile --lr */
+  float momentum;        /* SGD momentum; NaN: from --momentum */
+  float weight_decay;    /* L2 weight decay; NaN: from --weight-decay */
+} mpc_session_options;
+
+/* The message of the last failing call on this thread ("" if none). */
+const char *mpc_last_error(void);
+const char *mpc_status_string(mpc_status status);
+size_t mpc_dtype_size(mpc_dtype dtype);
+
+/* Model metadata. Inputs and extra outputs are in declaration order; output 0
+ * is the loss. States are non-trained tensors the model updates itself
+ * (e.g. batch-norm running statistics); mpc_get_param/mpc_set_param reach them
+ * by name like parameters. For a null model the name is NULL and the counts
+ * are -1 (with mpc_last_error set). */
+const char *mpc_model_name(const mpc_model_desc *model);
+int32_t mpc_model_num_inputs(const mpc_model_desc *model);
+int32_t mpc_model_num_params(const mpc_model_desc *model);
+int32_t mpc_model_num_states(const mpc_model_desc *model);
+int32_t mpc_model_num_outputs(const mpc_model_desc *model);
+mpc_status mpc_model_input_info(const mpc_model_desc *model, int32_t index,
+                                mpc_tensor_info *info);
+mpc_status mpc_model_param_info(const mpc_model_desc *model, int32_t index,
+                                mpc_tensor_info *info);
+mpc_status mpc_model_state_info(const mpc_model_desc *model, int32_t index,
+                                mpc_tensor_info *info);
+mpc_status mpc_model_output_info(const mpc_model_desc *model, int32_t index,
+                                 mpc_tensor_info *info);
+
+/* Fills in defaults: cpu target, device 0, seed 0, and NaN hyper-parameters,
+ * which mpc_session_create replaces with the model's compiled ones. */
+void mpc_session_options_init(mpc_session_options *options);
+/* `options` is required (initialise it with mpc_session_options_init). A
+ * cuda target fails with MPC_ERROR_NO_DEVICE where no GPU (or no cuda
+ * runtime) is available. Parameters and state are initialised from their
+ * initialisers, deterministically from options->seed. */
+mpc_status mpc_session_create(const mpc_model_desc *model,
+                              const mpc_session_options *options,
+                              mpc_session **session);
+void mpc_session_destroy(mpc_session *session);
+
+/* One training step: forward, backward, optimizer update. `inputs` holds one
+ * host pointer per model input, in the input's declared dtype and shape.
+ * Labels out of range fail with MPC_ERROR_OUT_OF_RANGE before anything
+ * changes. `loss` may be null. */
+mpc_status mpc_train_step(mpc_session *session, const void *const *inputs,
+                          float *loss);
+/* Forward pass in evaluation mode (running batch-norm statistics, no
+ * dropout). `outputs` holds one host pointer per extra output (outputs 1..;
+ * an entry may be null to skip that output, and `outputs` itself may be null
+ * to skip them all), written in the output's declared dtype. */
+mpc_status mpc_eval(mpc_session *session, const void *const *inputs,
+                    float *loss, void *const *outputs);
+
+/* Parameters and state by name, as fp32 values, `count` elements (which must
+ * equal the tensor's element count). f16/bf16 tensors are converted with
+ * round to nearest even. */
+mpc_status mpc_get_param(mpc_session *session, const char *name, float *data,
+                         size_t count);
+mpc_status mpc_set_param(mpc_session *session, const char *name,
+                         const float *data, size_t count);
+
+/* For schedules: applies from the next step. Must be finite and >= 0. */
+mpc_status mpc_set_learning_rate(mpc_session *session, float learning_rate);
+/* Optimizer steps applied so far; -1 for a null session. */
+int64_t mpc_session_step(const mpc_session *session);
+
+/* Checkpoints are safetensors files: every parameter and state tensor under
+ * its model name, optimizer state under "optimizer.<kind>.<slot>.<name>"
+ * (slot = 0, 1, ... in the model's slot order), and in the header's
+ * __metadata__ (all strings): format "mpc", model, optimizer, step and seed.
+ * Saving writes a temporary file in the same directory and renames it over
+ * `path`, so a crash never leaves a half-written checkpoint (MPC_ERROR_IO on
+ * failure, `path` untouched). Loading checks the model name, every tensor's
+ * presence, dtype and shape, and rejects unknown tensors (MPC_ERROR_FORMAT),
+ * all before it changes anything; it restores tensors, the step counter and
+ * the seed (dropout masks depend on both), not the hyper-parameters. */
+mpc_status mpc_save_checkpoint(mpc_session *session, const char *path);
+mpc_status mpc_load_checkpoint(mpc_session *session, const char *path);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MPC_RUNTIME_MPC_RUNTIME_H */

@@ -1,0 +1,57 @@
+//===- session.h - what a session holds -------------------------*- C++ -*-===//
+//
+// Internal to libmpcrt: the definition behind the opaque mpc_session, shared
+// by mpc_runtime.cpp (create, steps, params) and checkpoint.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_SESSION_H
+#define MPC_RUNTIME_SESSION_H
+
+#include "runtime/mpc_model.h"
+
+struct mpc_session {
+  const mpc_model_desc *model;
+  // One 64-byte-aligned, zero-initialised buffer per arena; never null (an
+  // empty arena gets a small buffer so that generated code may form
+  // pointers into it).
+  void *arenas[MPC_NUM_ARENAS];
+  uint64_t seed;
+  // Hyper-parameters with the model's defaults resolved.
+  float learning_rate;
+  float momentum;
+  float weight_decay;
+  int64_t step; // optimizer steps applied so far
+};
+
+namespace mpcrt {
+
+/// The parameter or state called `name`, or null.
+const mpc_tensor_desc *find_param_or_state(const mpc_model_desc *model,
+                                           const char *name);
+
+/// Bytes of a tensor's data (num_elements * dtype size).
+inline int64_t tensor_bytes(const mpc_tensor_desc &tensor) {
+  return tensor.num_elements *
+         static_cast<int64_t>(mpc_dtype_size(tensor.dtype));
+}
+
+/// Where a tensor's data lives in a session.
+inline unsigned char *tensor_data(mpc_session *session,
+                                  const mpc_tensor_desc &tensor) {
+  return static_cast<unsigned char *>(session->arenas[tensor.arena]) +
+         tensor.offset;
+}
+
+/// Where optimizer slot `slot` of a parameter lives (same layout and dtype
+/// as the parameter, one params-arena-sized region per slot).
+inline unsigned char *optimizer_slot_data(mpc_session *session,
+                                          const mpc_tensor_desc &param,
+                                          int32_t slot) {
+  return static_cast<unsigned char *>(session->arenas[MPC_ARENA_OPTIMIZER]) +
+         slot * session->model->arena_bytes[MPC_ARENA_PARAMS] + param.offset;
+}
+
+} // namespace mpcrt
+
+#endif // MPC_RUNTIME_SESSION_H

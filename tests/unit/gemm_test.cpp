@@ -1,0 +1,432 @@
+//===- gemm_test.cpp - mpc_rt_gemm against an fp64 reference ----*- C++ -*-===//
+//
+// llm.c's kernel-test recipe: a CPU reference (naive, fp64), then validate
+// every output element within a bound derived from fp32 accumulation and the
+// output's rounding, then a benchmark (disabled by default; run with
+// --gtest_also_run_disabled_tests --gtest_filter='*Benchmark*').
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/gemm.h"
+#include "runtime/half.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+// ----------------------------------------------------------------------------
+// Typed host buffers
+
+// `count` elements of one dtype, stored as the GEMM reads them.
+struct typed_buffer {
+  mpc_dtype dtype;
+  std::vector<unsigned char> bytes;
+
+  typed_buffer(mpc_dtype type, size_t count)
+      : dtype(type), bytes(count * mpc_dtype_size(type)) {}
+
+  float get(size_t index) const {
+    uint16_t half;
+    float value;
+    switch (dtype) {
+    case MPC_F16:
+      std::memcpy(&half, &bytes[index * 2], 2);
+      return mpc_f16_bits_to_f32(half);
+    case MPC_BF16:
+      std::memcpy(&half, &bytes[index * 2], 2);
+      return mpc_bf16_bits_to_f32(half);
+    default:
+      std::memcpy(&value, &bytes[index * 4], 4);
+      return value;
+    }
+  }
+
+  void set(size_t index, float value) {
+    uint16_t half;
+    switch (dtype) {
+    case MPC_F16:
+      half = mpc_f32_to_f16_bits(value);
+      std::memcpy(&bytes[index * 2], &half, 2);
+      break;
+    case MPC_BF16:
+      half = mpc_f32_to_bf16_bits(value);
+      std::memcpy(&bytes[index * 2], &half, 2);
+      break;
+    default:
+      std::memcpy(&bytes[index * 4], &value, 4);
+      break;
+    }
+  }
+
+  size_t size() const { return bytes.size() / mpc_dtype_size(dtype); }
+  void *data() { return bytes.data(); }
+};
+
+void fill_random(typed_buffer &buffer, std::mt19937 &generator) {
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (size_t i = 0; i < buffer.size(); ++i)
+    buffer.set(i, uniform(generator));
+}
+
+const char *type_name(mpc_dtype dtype) {
+  return dtype == MPC_F32 ? "f32" : dtype == MPC_F16 ? "f16" : "bf16";
+}
+
+// Relative rounding error of one conversion to the output dtype.
+double output_epsilon(mpc_dtype dtype) {
+  return dtype == MPC_F32 ? 0x1p-24 : dtype == MPC_F16 ? 0x1p-11 : 0x1p-8;
+}
+
+// ----------------------------------------------------------------------------
+// One case: build inputs, run, compare with fp64
+
+struct gemm_case {
+  mpc_dtype a_type = MPC_F32, b_type = MPC_F32, c_type = MPC_F32;
+  bool trans_a = false, trans_b = false;
+  int64_t m = 1, n = 1, k = 1, batch = 1;
+  int64_t pad = 0; // extra elements per row, to test pitches > width
+  float alpha = 1.0f, beta = 0.0f;
+  bool nan_in_c = false; // C starts as NaN (beta must be 0)
+
+  std::string describe() const {
+    char text[256];
+    std::snprintf(text, sizeof(text),
+                  "%s.%s->%s trans=(%d,%d) m=%lld n=%lld k=%lld batch=%lld "
+                  "pad=%lld alpha=%g beta=%g",
+                  type_name(a_type), type_name(b_type), type_name(c_type),
+                  trans_a, trans_b, (long long)m, (long long)n, (long long)k,
+                  (long long)batch, (long long)pad, alpha, beta);
+    return text;
+  }
+};
+
+void run_case(const gemm_case &test, uint32_t seed = 7) {
+  SCOPED_TRACE(test.describe());
+  std::mt19937 generator(seed);
+  // Stored shapes: A is m x k (k x m when transposed), B is k x n (n x k).
+  int64_t a_rows = test.trans_a ? test.k : test.m;
+  int64_t a_cols = test.trans_a ? test.m : test.k;
+  int64_t b_rows = test.trans_b ? test.n : test.k;
+  int64_t b_cols = test.trans_b ? test.k : test.n;
+  int64_t lda = a_cols + test.pad, ldb = b_cols + test.pad,
+          ldc = test.n + test.pad;
+  int64_t stride_a = a_rows * lda + test.pad, stride_b = b_rows * ldb,
+          stride_c = test.m * ldc + 3;
+  typed_buffer a(test.a_type, static_cast<size_t>(stride_a * test.batch));
+  typed_buffer b(test.b_type, static_cast<size_t>(stride_b * test.batch));
+  typed_buffer c(test.c_type, static_cast<size_t>(stride_c * test.batch));
+  fill_random(a, generator);
+  fill_random(b, generator);
+  fill_random(c, generator);
+  if (test.nan_in_c)
+    for (size_t i = 0; i < c.size(); ++i)
+      c.set(i, NAN);
+  typed_buffer c_before = c;
+
+  ASSERT_EQ(mpc_rt_gemm(test.a_type, test.b_type, test.c_type, test.trans_a,
+                        test.trans_b, test.m, test.n, test.k, test.alpha,
+                        a.data(), lda, stride_a, b.data(), ldb, stride_b,
+                        test.beta, c.data(), ldc, stride_c, test.batch),
+            MPC_OK)
+      << mpc_last_error();
+
+  for (int64_t batch = 0; batch < test.batch; ++batch) {
+    for (int64_t i = 0; i < test.m; ++i) {
+      for (int64_t j = 0; j < test.n; ++j) {
+        double sum = 0.0, magnitude = 0.0;
+        for (int64_t p = 0; p < test.k; ++p) {
+          int64_t a_index =
+              batch * stride_a + (test.trans_a ? p * lda + i : i * lda + p);
+          int64_t b_index =
+              batch * stride_b + (test.trans_b ? j * ldb + p : p * ldb + j);
+          double product = static_cast<double>(a.get(a_index)) *
+                           static_cast<double>(b.get(b_index));
+          sum += product;
+          magnitude += std::fabs(product);
+        }
+        size_t c_index = static_cast<size_t>(batch * stride_c + i * ldc + j);
+        double old_c = c_before.get(c_index);
+        double expected = test.alpha * sum;
+        double bound_magnitude = std::fabs(test.alpha) * magnitude;
+        if (test.beta != 0.0f) {
+          expected += test.beta * old_c;
+          bound_magnitude += std::fabs(test.beta * old_c);
+        }
+        // fp32 accumulation: at most ~k roundings of partial sums, each
+        // within 2^-24 of the running magnitude; then one output rounding.
+        double tolerance =
+            (static_cast<double>(test.k) + 4) * 0x1p-24 * bound_magnitude +
+            output_epsilon(test.c_type) * std::fabs(expected) + 1e-30;
+        double actual = c.get(c_index);
+        ASSERT_LE(std::fabs(actual - expected), tolerance)
+            << "batch " << batch << " C[" << i << "][" << j << "] = " << actual
+            << ", expected " << expected;
+      }
+    }
+  }
+  // Elements between rows (pitch padding) and between batch entries are
+  // not C's and must not change.
+  for (int64_t batch = 0; batch < test.batch; ++batch)
+    for (int64_t i = 0; i < stride_c; ++i) {
+      bool inside = i < test.m * ldc && i % ldc < test.n;
+      size_t index = static_cast<size_t>(batch * stride_c + i);
+      if (!inside) {
+        ASSERT_EQ(std::memcmp(&c.bytes[index * mpc_dtype_size(c.dtype)],
+                              &c_before.bytes[index * mpc_dtype_size(c.dtype)],
+                              mpc_dtype_size(c.dtype)),
+                  0)
+            << "padding element " << i << " of batch " << batch << " changed";
+      }
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Tests
+
+// Runs `body` with the AVX2 kernel (where the CPU has it) and with the
+// baseline SSE2 one.
+template <typename Body> void for_each_kernel(Body body) {
+  for (bool baseline : {false, true}) {
+    SCOPED_TRACE(baseline ? "baseline kernel" : "native kernel");
+    mpcrt::gemm_use_baseline(baseline);
+    body();
+    mpcrt::gemm_use_baseline(false);
+  }
+}
+
+TEST(Gemm, AllTransposesOddSizes) {
+  for_each_kernel([&] {
+    const int64_t sizes[][3] = {{1, 1, 1},   {7, 33, 65},  {65, 7, 33},
+                                {33, 65, 7}, {1, 17, 300}, {130, 70, 300},
+                                {6, 16, 256}};
+    for (bool trans_a : {false, true})
+      for (bool trans_b : {false, true})
+        for (const auto &size : sizes) {
+          gemm_case test;
+          test.trans_a = trans_a;
+          test.trans_b = trans_b;
+          test.m = size[0];
+          test.n = size[1];
+          test.k = size[2];
+          run_case(test);
+        }
+  });
+}
+
+TEST(Gemm, BatchedWithPitchesAndStrides) {
+  for_each_kernel([&] {
+    for (bool trans_a : {false, true})
+      for (bool trans_b : {false, true}) {
+        gemm_case test;
+        test.trans_a = trans_a;
+        test.trans_b = trans_b;
+        test.m = 13;
+        test.n = 21;
+        test.k = 34;
+        test.batch = 3;
+        test.pad = 5;
+        test.alpha = 0.75f;
+        test.beta = 0.5f;
+        run_case(test);
+      }
+  });
+}
+
+TEST(Gemm, AlphaBeta) {
+  for_each_kernel([&] {
+    for (float alpha : {1.0f, -2.5f, 0.125f})
+      for (float beta : {0.0f, 1.0f, -0.5f}) {
+        gemm_case test;
+        test.m = 9;
+        test.n = 40;
+        test.k = 11;
+        test.alpha = alpha;
+        test.beta = beta;
+        run_case(test);
+      }
+  });
+}
+
+TEST(Gemm, HalfInputsAndOutputs) {
+  for_each_kernel([&] {
+    const mpc_dtype types[] = {MPC_F32, MPC_F16, MPC_BF16};
+    for (mpc_dtype a_type : types)
+      for (mpc_dtype b_type : types)
+        for (mpc_dtype c_type : types)
+          for (bool trans : {false, true}) {
+            gemm_case test;
+            test.a_type = a_type;
+            test.b_type = b_type;
+            test.c_type = c_type;
+            test.trans_a = trans;
+            test.trans_b = !trans;
+            test.m = 19;
+            test.n = 23;
+            test.k = 45;
+            test.batch = 2;
+            test.beta = 0.25f;
+            run_case(test);
+          }
+  });
+}
+
+// A half C is accumulated in fp32 over the whole depth and rounded once,
+// also when the depth spans several packed blocks (k > 256).
+TEST(Gemm, HalfOutputRoundsOnceOverDeepSums) {
+  for_each_kernel([&] {
+    for (mpc_dtype c_type : {MPC_F16, MPC_BF16}) {
+      gemm_case test;
+      test.a_type = MPC_BF16;
+      test.b_type = MPC_F16;
+      test.c_type = c_type;
+      test.m = 250; // more than one fp32 tile of rows
+      test.n = 18;
+      test.k = 700;
+      test.alpha = 0.5f;
+      test.beta = 1.0f;
+      run_case(test);
+    }
+  });
+}
+
+TEST(Gemm, WideOutputSpansColumnBlocks) {
+  for_each_kernel([&] {
+    gemm_case test;
+    test.m = 3;
+    test.n = 2100; // more than one 2048-column block of packed B
+    test.k = 5;
+    test.trans_b = true;
+    run_case(test);
+    test.c_type = MPC_F16;
+    run_case(test);
+  });
+}
+
+TEST(Gemm, BetaZeroNeverReadsC) {
+  for_each_kernel([&] {
+    for (mpc_dtype c_type : {MPC_F32, MPC_F16, MPC_BF16}) {
+      gemm_case test;
+      test.c_type = c_type;
+      test.m = 8;
+      test.n = 17;
+      test.k = 300;
+      test.batch = 2;
+      test.nan_in_c = true;
+      run_case(test);
+    }
+  });
+}
+
+TEST(Gemm, AlphaZeroOrEmptyDepthScalesC) {
+  for_each_kernel([&] {
+    // A and B are never read: null pointers and NaNs are both fine.
+    std::vector<float> c = {1.0f, 2.0f, 3.0f, 4.0f};
+    ASSERT_EQ(mpc_rt_gemm(MPC_F32, MPC_F32, MPC_F32, 0, 0, 2, 2, 3, 0.0f,
+                          nullptr, 3, 0, nullptr, 2, 0, 0.5f, c.data(), 2, 0,
+                          1),
+              MPC_OK);
+    EXPECT_EQ(c, (std::vector<float>{0.5f, 1.0f, 1.5f, 2.0f}));
+    std::vector<float> nan_a(6, NAN);
+    ASSERT_EQ(mpc_rt_gemm(MPC_F32, MPC_F32, MPC_F32, 0, 0, 2, 2, 0, 1.0f,
+                          nan_a.data(), 1, 0, nan_a.data(), 2, 0, 2.0f,
+                          c.data(), 2, 0, 1),
+              MPC_OK);
+    EXPECT_EQ(c, (std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f}));
+    std::vector<float> nan_c(4, NAN);
+    ASSERT_EQ(mpc_rt_gemm(MPC_F32, MPC_F32, MPC_F32, 0, 0, 2, 2, 3, 0.0f,
+                          nan_a.data(), 3, 0, nan_a.data(), 2, 0, 0.0f,
+                          nan_c.data(), 2, 0, 1),
+              MPC_OK);
+    EXPECT_EQ(nan_c, (std::vector<float>(4, 0.0f)));
+  });
+}
+
+TEST(Gemm, EmptyShapesDoNothing) {
+  for_each_kernel([&] {
+    float c = 42.0f;
+    EXPECT_EQ(mpc_rt_gemm(MPC_F32, MPC_F32, MPC_F32, 0, 0, 0, 1, 1, 1.0f,
+                          nullptr, 1, 0, nullptr, 1, 0, 0.0f, &c, 1, 0, 1),
+              MPC_OK);
+    EXPECT_EQ(mpc_rt_gemm(MPC_F32, MPC_F32, MPC_F32, 0, 0, 1, 1, 1, 1.0f,
+                          nullptr, 1, 0, nullptr, 1, 0, 0.0f, &c, 1, 0, 0),
+              MPC_OK);
+    EXPECT_EQ(c, 42.0f);
+  });
+}
+
+TEST(Gemm, RejectsBadArguments) {
+  for_each_kernel([&] {
+    float a[16] = {}, b[16] = {}, c[16] = {};
+    auto call = [&](mpc_dtype a_type, int64_t m, int64_t lda, int64_t ldc,
+                    const float *a_ptr, float *c_ptr) {
+      return mpc_rt_gemm(a_type, MPC_F32, MPC_F32, 0, 0, m, 2, 2, 1.0f, a_ptr,
+                         lda, 0, b, 2, 0, 0.0f, c_ptr, ldc, 0, 1);
+    };
+    EXPECT_EQ(call(MPC_F32, 2, 2, 2, a, c), MPC_OK);
+    EXPECT_EQ(call(MPC_I32, 2, 2, 2, a, c), MPC_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(mpc_last_error()).find("a_type"), std::string::npos)
+        << mpc_last_error();
+    EXPECT_EQ(call(static_cast<mpc_dtype>(7), 2, 2, 2, a, c),
+              MPC_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(call(MPC_F32, -1, 2, 2, a, c), MPC_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(mpc_last_error()).find("negative"),
+              std::string::npos);
+    EXPECT_EQ(call(MPC_F32, 2, 1, 2, a, c), MPC_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(mpc_last_error()).find("lda"), std::string::npos);
+    EXPECT_EQ(call(MPC_F32, 2, 2, 1, a, c), MPC_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(mpc_last_error()).find("ldc"), std::string::npos);
+    EXPECT_EQ(call(MPC_F32, 2, 2, 2, nullptr, c), MPC_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(mpc_last_error()).find("a is null"),
+              std::string::npos);
+    EXPECT_EQ(call(MPC_F32, 2, 2, 2, a, nullptr), MPC_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(mpc_rt_gemm(MPC_F32, MPC_F32, MPC_F32, 0, 0, 2, 2, 2, 1.0f, a, 2,
+                          -4, b, 2, 0, 0.0f, c, 2, 0, 2),
+              MPC_ERROR_INVALID_ARGUMENT);
+  });
+}
+
+// ----------------------------------------------------------------------------
+// Benchmark
+
+double gflops(int64_t m, int64_t n, int64_t k, mpc_dtype type, int reps) {
+  typed_buffer a(type, m * k), b(type, k * n), c(MPC_F32, m * n);
+  std::mt19937 generator(1);
+  fill_random(a, generator);
+  fill_random(b, generator);
+  mpc_rt_gemm(type, type, MPC_F32, 0, 0, m, n, k, 1.0f, a.data(), k, 0,
+              b.data(), n, 0, 0.0f, c.data(), n, 0, 1); // warm-up
+  double best = 1e30;
+  for (int rep = 0; rep < reps; ++rep) {
+    auto start = std::chrono::steady_clock::now();
+    mpc_rt_gemm(type, type, MPC_F32, 0, 0, m, n, k, 1.0f, a.data(), k, 0,
+                b.data(), n, 0, 0.0f, c.data(), n, 0, 1);
+    std::chrono::duration<double> elapsed =
+        std::chrono::steady_clock::now() - start;
+    best = elapsed.count() < best ? elapsed.count() : best;
+  }
+  return 2.0 * m * n * k / best * 1e-9;
+}
+
+TEST(GemmBenchmark, DISABLED_Square512) {
+  for (bool baseline : {false, true}) {
+    mpcrt::gemm_use_baseline(baseline);
+    const char *kernel = baseline ? "baseline" : "native";
+    for (mpc_dtype type : {MPC_F32, MPC_F16, MPC_BF16})
+      std::printf("gemm (%s) %s 512x512x512 -> f32: %.1f GFLOP/s (best of "
+                  "10)\n",
+                  kernel, type_name(type), gflops(512, 512, 512, type, 10));
+    std::printf("gemm (%s) f32 1024x1024x1024: %.1f GFLOP/s (best of 3)\n",
+                kernel, gflops(1024, 1024, 1024, MPC_F32, 3));
+  }
+  mpcrt::gemm_use_baseline(false);
+}
+
+} // namespace
