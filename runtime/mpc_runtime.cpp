@@ -297,8 +297,11 @@ mpc_status check_inputs(mpc_session *session, const char *function,
 
 // Copies the inputs in, runs `step` and reads the loss. The caller has
 // checked the inputs.
+/// Runs one step function. `training` selects train_step over eval;
+/// `apply_update` lets train_step change parameters, optimizer state and
+/// running statistics (0 when only gradients are wanted).
 mpc_status run_step(mpc_session *session, const void *const *inputs,
-                    int32_t training, float *loss) {
+                    int32_t training, int32_t apply_update, float *loss) {
   const mpc_model_desc *model = session->model;
   for (int32_t i = 0; i < model->num_inputs; ++i)
     std::memcpy(mpcrt::tensor_data(session, model->inputs[i]), inputs[i],
@@ -313,6 +316,7 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
   context.momentum = session->momentum;
   context.weight_decay = session->weight_decay;
   context.training = training;
+  context.apply_update = apply_update;
   context.index_error = &index_error;
   const char *function = training ? "train_step" : "eval";
   mpc_status returned =
@@ -585,9 +589,45 @@ extern "C" mpc_status mpc_train_step(mpc_session *session,
                      "mpc_train_step: session is null");
   if (mpc_status status = check_inputs(session, "mpc_train_step", inputs))
     return status;
-  if (mpc_status status = run_step(session, inputs, /*training=*/1, loss))
+  if (mpc_status status =
+          run_step(session, inputs, /*training=*/1, /*apply_update=*/1, loss))
     return status;
   ++session->step;
+  return MPC_OK;
+}
+
+extern "C" mpc_status mpc_compute_gradients(mpc_session *session,
+                                            const void *const *inputs,
+                                            float *loss) {
+  if (!session)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_compute_gradients: session is null");
+  if (mpc_status status =
+          check_inputs(session, "mpc_compute_gradients", inputs))
+    return status;
+  return run_step(session, inputs, /*training=*/1, /*apply_update=*/0, loss);
+}
+
+extern "C" mpc_status mpc_get_gradient(mpc_session *session, const char *name,
+                                       float *data, size_t count) {
+  const mpc_tensor_desc *tensor = nullptr;
+  if (mpc_status status = find_for_access(session, "mpc_get_gradient", name,
+                                          data, count, &tensor))
+    return status;
+  const mpc_model_desc *model = session->model;
+  bool isParam = tensor >= model->params &&
+                 tensor < model->params + model->num_params;
+  if (!isParam)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_get_gradient: '%s' is state, which has no gradient",
+                     name);
+  // The gradient of a parameter sits at the parameter's offset in the
+  // gradient arena, in the parameter's dtype.
+  const unsigned char *source =
+      static_cast<const unsigned char *>(session->arenas[MPC_ARENA_GRADS]) +
+      tensor->offset;
+  for (int64_t i = 0; i < tensor->num_elements; ++i)
+    data[i] = load_as_f32(tensor->dtype, source, i);
   return MPC_OK;
 }
 
@@ -597,7 +637,8 @@ extern "C" mpc_status mpc_eval(mpc_session *session, const void *const *inputs,
     return set_error(MPC_ERROR_INVALID_ARGUMENT, "mpc_eval: session is null");
   if (mpc_status status = check_inputs(session, "mpc_eval", inputs))
     return status;
-  if (mpc_status status = run_step(session, inputs, /*training=*/0, loss))
+  if (mpc_status status =
+          run_step(session, inputs, /*training=*/0, /*apply_update=*/0, loss))
     return status;
   const mpc_model_desc *model = session->model;
   if (outputs) {

@@ -127,6 +127,17 @@ mpc_status mpc_train_step(mpc_session *session, const void *const *inputs,
 mpc_status mpc_eval(mpc_session *session, const void *const *inputs,
                     float *loss, void *const *outputs);
 
+/* Forward and backward in training mode without the optimizer update: the
+ * gradients are left in the session (see mpc_get_gradient); parameters,
+ * optimizer state, running statistics and the step counter are unchanged,
+ * so dropout draws the same masks as the next mpc_train_step would. */
+mpc_status mpc_compute_gradients(mpc_session *session,
+                                 const void *const *inputs, float *loss);
+/* The gradient of a parameter from the last mpc_train_step or
+ * mpc_compute_gradients, as fp32 values, `count` elements. */
+mpc_status mpc_get_gradient(mpc_session *session, const char *name,
+                            float *data, size_t count);
+
 /* Parameters and state by name, as fp32 values, `count` elements (which must
  * equal the tensor's element count). f16/bf16 tensors are converted with
  * round to nearest even. */
