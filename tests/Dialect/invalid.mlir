@@ -1771,3 +1771,35 @@ func.func @avg_pool2d_c3(%x: tensor<1x3x1x8xbf16>) {
   %0 = mpc.avg_pool2d %x kernel [4, 2] padding [1, 1] : tensor<1x3x1x8xbf16>
   return
 }
+
+// -----
+
+func.func @softmax_grad_c1(%dy: tensor<4x8xf32>, %y: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.softmax_grad' op expects dim in [0, 2), got 2}}
+  %0 = mpc.softmax_grad %dy, %y dim 2 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_grad_c1(%dy: tensor<4x8xf32>, %y: tensor<4x8xf32>) {
+  // expected-error@+1 {{'mpc.log_softmax_grad' op expects dim in [0, 2), got -1}}
+  %0 = mpc.log_softmax_grad %dy, %y dim -1 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_grad_c1(%dy: tensor<2x3x5xf32>, %ids: tensor<2x3xi32>) {
+  // expected-error@+1 {{'mpc.embedding_grad' op expects a [V, D] result and a gradient shaped as the indices followed by D, got 'tensor<2x3x5xf32>' for 'tensor<10x4xf32>'}}
+  %0 = mpc.embedding_grad %dy, %ids : tensor<2x3x5xf32>, tensor<2x3xi32> -> tensor<10x4xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_c1(%dl: tensor<4xf32>, %y: tensor<4x8xf32>, %t: tensor<4xi32>) {
+  // expected-error@+1 {{'mpc.cross_entropy_grad' op operand #0 must be 0D tensor of 32-bit float values, but got 'tensor<4xf32>'}}
+  %0 = mpc.cross_entropy_grad %dl, %y, %t : tensor<4xf32>, tensor<4x8xf32>, tensor<4xi32>
+  return
+}

@@ -129,3 +129,48 @@ mpc.model @mlp
   %loss = mpc.cross_entropy %a, %y : tensor<64x10xf32>, tensor<64xi32>
   mpc.output loss(%loss : tensor<f32>) logits(%logits : tensor<64x10xf32>)
 }
+
+// -----
+
+// Backward ops take their forward op's category: GEMM gradients are `lower`,
+// the gradients of sensitive ops `keep_f32`, the rest `follow`.
+func.func @backward(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %dl: tensor<f32>,
+                    %t: tensor<4xi32>, %g: tensor<8xf32>, %ids: tensor<4xi32>,
+                    %dm: tensor<4xf32>, %m: tensor<4xf32>,
+                    %dp: tensor<1x2x2x2xf32>, %img: tensor<1x2x4x4xf32>,
+                    %dc: tensor<2x4x8x8xf32>, %k: tensor<4x3x3x3xf32>,
+                    %in: tensor<2x3x8x8xf32>) {
+  // expected-remark@+1 {{precision: follow, accumulate: 'f16'}}
+  %0 = mpc.relu_grad %dy, %x : tensor<4x8xf32>
+  // expected-remark@+1 {{precision: follow, accumulate: 'f16'}}
+  %1 = mpc.gelu_grad %dy, %x : tensor<4x8xf32>
+  // expected-remark@+1 {{precision: follow, accumulate: 'f16'}}
+  %2 = mpc.tanh_grad %dy, %x : tensor<4x8xf32>
+  // expected-remark@+1 {{precision: follow, accumulate: 'f16'}}
+  %3 = mpc.sigmoid_grad %dy, %x : tensor<4x8xf32>
+  // expected-remark@+1 {{precision: keep_f32, accumulate: 'f32'}}
+  %4 = mpc.softmax_grad %dy, %x dim 1 : tensor<4x8xf32>
+  // expected-remark@+1 {{precision: keep_f32, accumulate: 'f32'}}
+  %5 = mpc.log_softmax_grad %dy, %x dim 1 : tensor<4x8xf32>
+  // expected-remark@+1 {{precision: keep_f32, accumulate: 'f32'}}
+  %6 = mpc.cross_entropy_grad %dl, %x, %t : tensor<f32>, tensor<4x8xf32>, tensor<4xi32>
+  // expected-remark@+1 {{precision: keep_f32, accumulate: 'f32'}}
+  %7:3 = mpc.layer_norm_grad %dy, %x, %g : tensor<4x8xf32>, tensor<8xf32>
+  // expected-remark@+1 {{precision: keep_f32, accumulate: 'f32'}}
+  %8:3 = mpc.batch_norm_grad %dy, %x, %g : tensor<4x8xf32>, tensor<8xf32>
+  // expected-remark@+1 {{precision: keep_f32, accumulate: 'f32'}}
+  %9 = mpc.embedding_grad %dy, %ids : tensor<4x8xf32>, tensor<4xi32> -> tensor<10x8xf32>
+  // expected-remark@+1 {{precision: follow, accumulate: 'f16'}}
+  %10 = mpc.reduce_max_grad %dm, %x, %m dims [1] : tensor<4xf32>, tensor<4x8xf32>, tensor<4xf32>
+  // expected-remark@+1 {{precision: follow, accumulate: 'f16'}}
+  %11 = mpc.slice_grad %dm starts [0] strides [2] : tensor<4xf32> -> tensor<8xf32>
+  // expected-remark@+1 {{precision: follow, accumulate: 'f16'}}
+  %12 = mpc.max_pool2d_grad %dp, %img kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<1x2x2x2xf32>, tensor<1x2x4x4xf32>
+  // expected-remark@+1 {{precision: follow, accumulate: 'f16'}}
+  %13 = mpc.avg_pool2d_grad %dp kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<1x2x2x2xf32> -> tensor<1x2x4x4xf32>
+  // expected-remark@+1 {{precision: lower, accumulate: 'f32'}}
+  %14 = mpc.conv2d_grad_input %dc, %k stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x4x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<2x3x8x8xf32>
+  // expected-remark@+1 {{precision: lower, accumulate: 'f32'}}
+  %15 = mpc.conv2d_grad_weight %dc, %in stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32> -> tensor<4x3x3x3xf32>
+  return
+}
