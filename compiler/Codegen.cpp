@@ -14,6 +14,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 using namespace mlir;
@@ -227,6 +228,9 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
   };
   std::vector<Live> live;
   int64_t peak = pinned;
+  activationBytesWithoutReuse = pinned;
+  for (const Interval &interval : intervals)
+    activationBytesWithoutReuse += alignTo64(interval.bytes);
   for (const Interval &interval : intervals) {
     llvm::erase_if(live, [&](const Live &block) {
       return block.lastStep < interval.firstStep;
@@ -290,16 +294,61 @@ std::string mlir::mpc::cType(Type elementType) {
   llvm_unreachable("element type without a storage type");
 }
 
+std::string mlir::mpc::elementCType(Value value) {
+  return cType(cast<RankedTensorType>(value.getType()).getElementType());
+}
+
+SmallVector<int64_t> mlir::mpc::rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+std::string mlir::mpc::coordinateCode(ArrayRef<int64_t> shape,
+                                      StringRef prefix) {
+  std::string code;
+  SmallVector<int64_t> strides = rowMajorStrides(shape);
+  for (auto [d, extent] : llvm::enumerate(shape))
+    code += llvm::formatv("    long long {0}{1} = (i / {2}LL) % {3}LL;\n",
+                          prefix, d, strides[d], extent)
+                .str();
+  return code;
+}
+
+std::string mlir::mpc::offsetCode(StringRef name, StringRef linear,
+                                  ArrayRef<int64_t> shape,
+                                  ArrayRef<int64_t> dims) {
+  SmallVector<int64_t> strides = rowMajorStrides(shape);
+  std::string code = llvm::formatv("    {{ long long rest = {0};\n", linear);
+  for (int64_t d : llvm::reverse(dims))
+    code +=
+        llvm::formatv("      {0} += (rest % {1}LL) * {2}LL; rest /= {1}LL;\n",
+                      name, shape[d], strides[d])
+            .str();
+  return code + "    }\n";
+}
+
+std::string mlir::mpc::floatLiteral(double value) {
+  if (std::isnan(value))
+    return "NAN";
+  if (std::isinf(value))
+    return value > 0 ? "INFINITY" : "-INFINITY";
+  return llvm::formatv("{0:e9}f", static_cast<float>(value)).str();
+}
+
 int64_t mlir::mpc::elementwiseGrid(int64_t n) {
   constexpr int64_t tile = 4096; // MPC_TILE in mpc_device.h
   constexpr int64_t maxGrid = 65535;
   return std::max<int64_t>(1, std::min(maxGrid, (n + tile - 1) / tile));
 }
 
-StepEmitter::StepEmitter(const MemoryPlan &plan, std::string functionName,
+StepEmitter::StepEmitter(const MemoryPlan &plan, std::string modelName,
+                         std::string functionName,
                          std::vector<std::string> &kernelSources,
                          bool training)
-    : plan(plan), functionName(std::move(functionName)),
+    : plan(plan), modelName(std::move(modelName)),
+      functionName(std::move(functionName)),
       kernelSources(kernelSources), training(training) {}
 
 std::string StepEmitter::pointer(Value value) const {
@@ -325,7 +374,8 @@ std::string StepEmitter::scratchPointer(const Step &step, StringRef cTypeName,
 }
 
 std::string StepEmitter::kernelName(StringRef hint) {
-  return llvm::formatv("k{0}_{1}", kernelSources.size(), hint).str();
+  return llvm::formatv("{0}_k{1}_{2}", modelName, kernelSources.size(), hint)
+      .str();
 }
 
 void StepEmitter::addKernel(std::string source) {
@@ -371,7 +421,8 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
     return success();
   if (step.isFusedElementwise())
     return emitFusedElementwise(step, emitter);
-  for (auto family : {emitGemmLike, emitRowOp, emitDataMovement}) {
+  for (auto family :
+       {emitGemmLike, emitRowOp, emitDataMovement, emitBackwardOp}) {
     FailureOr<bool> handled = family(op, step, emitter);
     if (failed(handled))
       return failure();
@@ -404,5 +455,41 @@ int64_t mlir::mpc::scratchBytes(const Step &step) {
   }
   if (auto norm = dyn_cast<BatchNormOp>(op))
     return 2 * norm.getGamma().getType().getNumElements() * 4; // mean, rstd
+  if (auto grad = dyn_cast<LayerNormGradOp>(op)) {
+    // Per-row mean and rstd, read again by the column-sum kernel.
+    int64_t rows = grad.getInput().getType().getNumElements() /
+                   grad.getGamma().getType().getNumElements();
+    return 2 * rows * 4;
+  }
+  if (auto grad = dyn_cast<BatchNormGradOp>(op))
+    // Per-channel mean, rstd, mean(dy) and mean(dy * xhat).
+    return 4 * grad.getGamma().getType().getNumElements() * 4;
+  if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
+    // Half tables accumulate in fp32 first (atomicAdd is on floats).
+    auto table = grad.getResult().getType();
+    return table.getElementType().isF32() ? 0 : table.getNumElements() * 4;
+  }
+  if (auto grad = dyn_cast<ReduceMaxGradOp>(op))
+    return grad.getOutput().getType().getNumElements() * 4; // ties per output
+  if (auto grad = dyn_cast<Conv2dGradInputOp>(op)) {
+    // fp32 column gradients: N * C * KH * KW * OH * OW.
+    auto input = grad.getResult().getType();
+    auto weight = grad.getWeight().getType();
+    auto output = grad.getGrad().getType();
+    return input.getDimSize(0) * input.getDimSize(1) * weight.getDimSize(2) *
+           weight.getDimSize(3) * output.getDimSize(2) * output.getDimSize(3) *
+           4;
+  }
+  if (auto grad = dyn_cast<Conv2dGradWeightOp>(op)) {
+    // Recomputed im2col columns, in the input's type.
+    auto input = grad.getInput().getType();
+    auto weight = grad.getResult().getType();
+    auto output = grad.getGrad().getType();
+    int64_t elements = input.getDimSize(0) * input.getDimSize(1) *
+                       weight.getDimSize(2) * weight.getDimSize(3) *
+                       output.getDimSize(2) * output.getDimSize(3);
+    return elements *
+           storageBytes(RankedTensorType::get({1}, input.getElementType()));
+  }
   return 0;
 }

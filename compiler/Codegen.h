@@ -80,6 +80,9 @@ public:
   Buffer scratch(const Step &step) const;
 
   int64_t arenaBytes[MPC_NUM_ARENAS] = {0, 0, 0, 0};
+  /// What the activation arena would need without reuse: every materialised
+  /// value and scratch buffer side by side.
+  int64_t activationBytesWithoutReuse = 0;
   /// The pinned offsets of the model's inputs and outputs (loss first).
   SmallVector<Buffer> inputBuffers, outputBuffers, paramBuffers, stateBuffers;
 
@@ -102,7 +105,10 @@ std::string cType(Type elementType);
 /// Collects the kernels and host statements of one step function.
 class StepEmitter {
 public:
-  StepEmitter(const MemoryPlan &plan, std::string functionName,
+  /// Kernels are named after `modelName`, so that libraries of several
+  /// models link into one program.
+  StepEmitter(const MemoryPlan &plan, std::string modelName,
+              std::string functionName,
               std::vector<std::string> &kernelSources, bool training);
 
   /// A kernel-argument expression for a value's buffer, typed by its
@@ -114,7 +120,7 @@ public:
   std::string scratchPointer(const Step &step, StringRef cTypeName,
                              int64_t byteOffset = 0) const;
 
-  /// A fresh kernel name that says what it computes.
+  /// A fresh kernel name that says what it computes: <model>_k<N>_<hint>.
   std::string kernelName(StringRef hint);
   /// Adds a `__global__` function's full source.
   void addKernel(std::string source);
@@ -133,6 +139,7 @@ public:
 
 private:
   const MemoryPlan &plan;
+  std::string modelName;
   std::string functionName;
   std::vector<std::string> &kernelSources;
   std::vector<std::string> body;
@@ -142,11 +149,87 @@ private:
 /// Grid size for an elementwise loop over `n` elements (MPC_FOR_EACH).
 int64_t elementwiseGrid(int64_t n);
 
+/// Block size of row kernels (one block per row, threads stride over it and
+/// combine with mpc_block_reduce_*); a multiple of 32.
+constexpr int rowBlockSize = 256;
+
+//===----------------------------------------------------------------------===//
+// Kernel-source helpers shared by the per-family emitters
+//===----------------------------------------------------------------------===//
+
+/// The C type that stores the elements of a tensor value.
+std::string elementCType(Value value);
+
+/// Row-major strides of `shape`, in elements.
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape);
+
+/// Kernel code declaring `long long <prefix>D = (i / stride) % extent;`, the
+/// coordinates of linear index `i` in `shape`, for every dim D.
+std::string coordinateCode(ArrayRef<int64_t> shape, StringRef prefix = "c");
+
+/// Kernel code adding to `name` the offset, in a row-major tensor of
+/// `shape`, of the element whose coordinates along `dims` are the digits of
+/// `linear` (last of `dims` fastest).
+std::string offsetCode(StringRef name, StringRef linear,
+                       ArrayRef<int64_t> shape, ArrayRef<int64_t> dims);
+
+/// A float literal that C++ and NVRTC read back exactly (e.g. an eps).
+std::string floatLiteral(double value);
+
+//===----------------------------------------------------------------------===//
+// GEMM and convolution helpers (EmitGemm.cpp), shared with EmitBackward.cpp
+//===----------------------------------------------------------------------===//
+
+/// The mpc_dtype enumerator of a float value's elements (`MPC_F32`, ...).
+const char *gemmDtype(Value value);
+
+/// Operands of one mpc_rt_gemm call, spelled as C++ expressions: row-major
+/// C = op(A) · op(B) (+ C when `accumulate`), batched with strides.
+struct GemmCall {
+  std::string aType, bType, cType;
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0;
+  std::string a, b, c;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t strideA = 0, strideB = 0, strideC = 0, batch = 1;
+  bool accumulate = false;
+};
+
+/// Emits `MPC_CHECK(mpc_rt_gemm(...));` for `call`.
+void emitGemmCall(StepEmitter &emitter, const GemmCall &call);
+
+/// The shape bookkeeping of one conv2d, shared by forward and backward.
+struct ConvGeometry {
+  int64_t n, c, h, w, o, kh, kw, oh, ow, groups;
+  SmallVector<int64_t, 2> stride, padding, dilation;
+  int64_t channelsPerGroup() const { return c / groups; }
+  int64_t outputsPerGroup() const { return o / groups; }
+  /// Rows of the column matrix per group: (C / groups) * KH * KW.
+  int64_t columnRows() const { return channelsPerGroup() * kh * kw; }
+  int64_t outputPixels() const { return oh * ow; }
+  /// Elements of the whole column buffer: N * C * KH * KW * OH * OW.
+  int64_t columnElements() const { return n * c * kh * kw * oh * ow; }
+};
+
+ConvGeometry convGeometry(RankedTensorType input, RankedTensorType weight,
+                          RankedTensorType output, ArrayRef<int64_t> stride,
+                          ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
+                          int64_t groups);
+
+/// Unfolds `input` into the column buffer `columns` (a pointer expression
+/// of the input's element type): element i, read as (n, c, ky, kx, oy, ox),
+/// is the input pixel that kernel tap (ky, kx) of output pixel (oy, ox) sees
+/// in channel c, or 0 in the padding. Per image and group this is the
+/// [(C/groups)*KH*KW, OH*OW] matrix the GEMMs multiply.
+void emitIm2col(StepEmitter &emitter, Value input, const ConvGeometry &g,
+                const std::string &columns);
+
 /// Emits one step. Fails with a diagnostic at the op for ops that have no
 /// kernel yet.
 LogicalResult emitStep(const Step &step, StepEmitter &emitter);
 
-/// Per-family emitters, in EmitElementwise.cpp, EmitGemm.cpp, ... Each
+/// Per-family emitters, in EmitElementwise.cpp, EmitGemm.cpp, EmitRow.cpp,
+/// EmitData.cpp and EmitBackward.cpp (backward-only ops). Each
 /// returns failure() without a diagnostic when the op is not its family's.
 LogicalResult emitFusedElementwise(const Step &step, StepEmitter &emitter);
 FailureOr<bool> emitGemmLike(Operation *op, const Step &step,
@@ -155,6 +238,8 @@ FailureOr<bool> emitRowOp(Operation *op, const Step &step,
                           StepEmitter &emitter);
 FailureOr<bool> emitDataMovement(Operation *op, const Step &step,
                                  StepEmitter &emitter);
+FailureOr<bool> emitBackwardOp(Operation *op, const Step &step,
+                               StepEmitter &emitter);
 
 //===----------------------------------------------------------------------===//
 // Whole model

@@ -17,28 +17,6 @@ using namespace mlir::mpc;
 
 namespace {
 
-std::string elementOf(Value value) {
-  return cType(cast<RankedTensorType>(value.getType()).getElementType());
-}
-
-SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
-
-/// `long long cD = (i / stride) % extent;` for every dim of `shape`.
-std::string coordinates(ArrayRef<int64_t> shape, StringRef prefix = "c") {
-  std::string code;
-  SmallVector<int64_t> strides = stridesOf(shape);
-  for (auto [d, extent] : llvm::enumerate(shape))
-    code += llvm::formatv("    long long {0}{1} = (i / {2}LL) % {3}LL;\n",
-                          prefix, d, strides[d], extent)
-                .str();
-  return code;
-}
-
 /// A kernel `out[i] = in[<source>]` over every output element, where
 /// `source` is C++ in the output coordinates c0, c1, ...
 void emitGather(StepEmitter &emitter, StringRef hint, Value input,
@@ -52,14 +30,15 @@ void emitGather(StepEmitter &emitter, StringRef hint, Value input,
       "    out[i] = in[{5}];\n"
       "  }\n"
       "}\n",
-      name, elementOf(input), elementOf(output), outType.getNumElements(),
-      coordinates(outType.getShape()), source));
+      name, elementCType(input), elementCType(output), outType.getNumElements(),
+      coordinateCode(outType.getShape()), source));
   emitter.launch(name, elementwiseGrid(outType.getNumElements()), 256,
                  {emitter.constPointer(input), emitter.pointer(output)});
 }
 
 void emitTranspose(StepEmitter &emitter, TransposeOp op) {
-  SmallVector<int64_t> inStrides = stridesOf(op.getInput().getType().getShape());
+  SmallVector<int64_t> inStrides =
+      rowMajorStrides(op.getInput().getType().getShape());
   std::string source;
   for (auto [d, p] : llvm::enumerate(op.getPermutation()))
     source += llvm::formatv("{0}c{1} * {2}LL", source.empty() ? "" : " + ", d,
@@ -70,7 +49,8 @@ void emitTranspose(StepEmitter &emitter, TransposeOp op) {
 }
 
 void emitSlice(StepEmitter &emitter, SliceOp op) {
-  SmallVector<int64_t> inStrides = stridesOf(op.getInput().getType().getShape());
+  SmallVector<int64_t> inStrides =
+      rowMajorStrides(op.getInput().getType().getShape());
   SmallVector<int64_t> strides = op.getStridesOrDefault();
   std::string source;
   for (auto [d, start] : llvm::enumerate(op.getStarts()))
@@ -86,7 +66,7 @@ void emitSlice(StepEmitter &emitter, SliceOp op) {
 void emitConcat(StepEmitter &emitter, ConcatOp op) {
   auto outType = op.getResult().getType();
   int64_t dim = op.getDim();
-  SmallVector<int64_t> outStrides = stridesOf(outType.getShape());
+  SmallVector<int64_t> outStrides = rowMajorStrides(outType.getShape());
   int64_t start = 0;
   for (Value input : op.getInputs()) {
     auto inType = cast<RankedTensorType>(input.getType());
@@ -106,8 +86,8 @@ void emitConcat(StepEmitter &emitter, ConcatOp op) {
         "    out[{4}] = in[i];\n"
         "  }\n"
         "}\n",
-        name, elementOf(input), inType.getNumElements(),
-        coordinates(inType.getShape()), target));
+        name, elementCType(input), inType.getNumElements(),
+        coordinateCode(inType.getShape()), target));
     emitter.launch(name, elementwiseGrid(inType.getNumElements()), 256,
                    {emitter.constPointer(input),
                     emitter.pointer(op.getResult())});
@@ -130,8 +110,8 @@ void emitEmbedding(StepEmitter &emitter, EmbeddingOp op) {
       "    out[i] = table[index * {4}LL + i % {4}LL];\n"
       "  }\n"
       "}\n",
-      name, elementOf(op.getTable()), elementOf(op.getIndices()), n, width,
-      rows));
+      name, elementCType(op.getTable()), elementCType(op.getIndices()), n,
+      width, rows));
   emitter.launch(name, elementwiseGrid(n), 256,
                  {emitter.constPointer(op.getTable()),
                   emitter.constPointer(op.getIndices()),
@@ -168,7 +148,7 @@ void emitPool(StepEmitter &emitter, Operation *op, Value input, Value output,
       "    mpc_store(y + i, {18});\n"
       "  }\n"
       "}\n",
-      name, elementOf(input), elementOf(output), out.getNumElements(),
+      name, elementCType(input), elementCType(output), out.getNumElements(),
       oh * ow, ow, oh, h * w, isMax ? "-INFINITY" : "0.0f", kernel[0],
       kernel[1], stride[0], stride[1], padding[0], padding[1], h, w,
       isMax ? "acc = (v > acc || v != v) ? v : acc;" : "acc += v;",
@@ -192,11 +172,14 @@ void emitDenseConstant(StepEmitter &emitter, ConstantOp op) {
   });
   os << "};\n";
   std::string fill = emitter.kernelName("constant");
-  emitter.addKernel(data + llvm::formatv(
-      "__global__ void {0}({1} *__restrict__ out) {{\n"
-      "  MPC_FOR_EACH(i, {2}LL) mpc_store(out + i, {3}[i]);\n"
-      "}\n",
-      fill, elementOf(op.getResult()), type.getNumElements(), name).str());
+  emitter.addKernel(
+      data +
+      llvm::formatv("__global__ void {0}({1} *__restrict__ out) {{\n"
+                    "  MPC_FOR_EACH(i, {2}LL) mpc_store(out + i, {3}[i]);\n"
+                    "}\n",
+                    fill, elementCType(op.getResult()), type.getNumElements(),
+                    name)
+          .str());
   emitter.launch(fill, elementwiseGrid(type.getNumElements()), 256,
                  {emitter.pointer(op.getResult())});
 }

@@ -22,15 +22,6 @@ using namespace mlir::mpc;
 
 namespace {
 
-/// A float literal that C++ and NVRTC read back exactly.
-std::string floatLiteral(double value) {
-  if (std::isnan(value))
-    return "NAN";
-  if (std::isinf(value))
-    return value > 0 ? "INFINITY" : "-INFINITY";
-  return llvm::formatv("{0:e9}f", static_cast<float>(value)).str();
-}
-
 /// Builds the body of one fused kernel.
 class FusedKernelBuilder {
 public:
@@ -118,6 +109,11 @@ std::string FusedKernelBuilder::operand(Value value) {
 }
 
 FailureOr<std::string> FusedKernelBuilder::expression(Operation *op) {
+  // Load the operands in operand order first: the expressions below call
+  // operand() inside `+` chains, whose evaluation order C++ leaves open, and
+  // the generated code must not depend on the host compiler.
+  for (Value value : op->getOperands())
+    (void)operand(value);
   auto unary = [&](StringRef function) {
     return (function + "(" + operand(op->getOperand(0)) + ")").str();
   };

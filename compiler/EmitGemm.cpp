@@ -1,9 +1,11 @@
-//===- EmitGemm.cpp - GEMM-like ops as runtime GEMM calls ---------*- C++ -*-===//
+//===- EmitGemm.cpp - GEMM-like ops as runtime GEMM calls ---------*- C++
+//-*-===//
 //
 // This file implements emitGemmLike: linear, matmul and batch_matmul become
 // calls to mpc_rt_gemm (fp32 accumulation; the cpu runtime's blocked GEMM,
 // cuBLASLt on the cuda target). A bias is broadcast into the output first so
-// that the GEMM accumulates onto it (beta = 1).
+// that the GEMM accumulates onto it (beta = 1). The GEMM call, the conv
+// geometry and im2col are shared with EmitBackward.cpp through Codegen.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,9 +17,11 @@
 using namespace mlir;
 using namespace mlir::mpc;
 
-namespace {
+//===----------------------------------------------------------------------===//
+// Helpers shared with EmitBackward.cpp (declared in Codegen.h)
+//===----------------------------------------------------------------------===//
 
-const char *dtypeOf(Value value) {
+const char *mlir::mpc::gemmDtype(Value value) {
   Type element = cast<RankedTensorType>(value.getType()).getElementType();
   if (element.isF16())
     return "MPC_F16";
@@ -26,26 +30,7 @@ const char *dtypeOf(Value value) {
   return "MPC_F32";
 }
 
-/// One row-major GEMM: C = op(A) · op(B) (+ C when accumulate), batched.
-struct Gemm {
-  Value a, b, c;
-  bool transA = false, transB = false;
-  int64_t m = 0, n = 0, k = 0, batch = 1;
-  bool accumulate = false;
-};
-
-/// Operands of mpc_rt_gemm, spelled as C++ expressions.
-struct GemmCall {
-  std::string aType, bType, cType;
-  bool transA = false, transB = false;
-  int64_t m = 0, n = 0, k = 0;
-  std::string a, b, c;
-  int64_t lda = 0, ldb = 0, ldc = 0;
-  int64_t strideA = 0, strideB = 0, strideC = 0, batch = 1;
-  bool accumulate = false;
-};
-
-void emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
+void mlir::mpc::emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
   emitter.checkedCall(llvm::formatv(
       "mpc_rt_gemm({0}, {1}, {2}, {3}, {4}, {5}LL, {6}LL, {7}LL, 1.0f, {8}, "
       "{9}LL, {10}LL, {11}, {12}LL, {13}LL, {14}, {15}, {16}LL, {17}LL, "
@@ -57,12 +42,70 @@ void emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
       call.batch));
 }
 
+ConvGeometry
+mlir::mpc::convGeometry(RankedTensorType input, RankedTensorType weight,
+                        RankedTensorType output, ArrayRef<int64_t> stride,
+                        ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
+                        int64_t groups) {
+  return {input.getDimSize(0),
+          input.getDimSize(1),
+          input.getDimSize(2),
+          input.getDimSize(3),
+          weight.getDimSize(0),
+          weight.getDimSize(2),
+          weight.getDimSize(3),
+          output.getDimSize(2),
+          output.getDimSize(3),
+          groups,
+          SmallVector<int64_t, 2>(stride),
+          SmallVector<int64_t, 2>(padding),
+          SmallVector<int64_t, 2>(dilation)};
+}
+
+void mlir::mpc::emitIm2col(StepEmitter &emitter, Value input,
+                           const ConvGeometry &g, const std::string &columns) {
+  int64_t total = g.n * g.c * g.kh * g.kw * g.outputPixels();
+  std::string element =
+      cType(cast<RankedTensorType>(input.getType()).getElementType());
+  std::string name = emitter.kernelName("im2col");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ x, {1} *__restrict__ "
+      "columns) {{\n"
+      "  MPC_FOR_EACH(i, {2}LL) {{\n"
+      "    long long ox = i % {3}LL, oy = (i / {3}LL) % {4}LL;\n"
+      "    long long kx = (i / {5}LL) % {6}LL, ky = (i / ({5}LL * {6}LL)) % "
+      "{7}LL;\n"
+      "    long long plane = i / ({5}LL * {6}LL * {7}LL);\n"
+      "    long long iy = oy * {8}LL - {10}LL + ky * {12}LL;\n"
+      "    long long ix = ox * {9}LL - {11}LL + kx * {13}LL;\n"
+      "    bool inside = iy >= 0 && iy < {14}LL && ix >= 0 && ix < {15}LL;\n"
+      "    columns[i] = inside ? x[(plane * {14}LL + iy) * {15}LL + ix] : "
+      "{1}{{};\n"
+      "  }\n"
+      "}\n",
+      name, element, total, g.ow, g.oh, g.outputPixels(), g.kw, g.kh,
+      g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0],
+      g.dilation[1], g.h, g.w));
+  emitter.launch(name, elementwiseGrid(total), 256,
+                 {emitter.constPointer(input), columns});
+}
+
+namespace {
+
+/// One row-major GEMM: C = op(A) · op(B) (+ C when accumulate), batched.
+struct Gemm {
+  Value a, b, c;
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool accumulate = false;
+};
+
 /// A contiguous row-major GEMM between whole values.
-void emitGemmCall(StepEmitter &emitter, const Gemm &gemm) {
+void emitWholeGemm(StepEmitter &emitter, const Gemm &gemm) {
   GemmCall call;
-  call.aType = dtypeOf(gemm.a);
-  call.bType = dtypeOf(gemm.b);
-  call.cType = dtypeOf(gemm.c);
+  call.aType = gemmDtype(gemm.a);
+  call.bType = gemmDtype(gemm.b);
+  call.cType = gemmDtype(gemm.c);
   call.transA = gemm.transA;
   call.transB = gemm.transB;
   call.m = gemm.m;
@@ -102,67 +145,12 @@ void emitBiasFill(StepEmitter &emitter, Value bias, Value out, int64_t rows,
                  {emitter.constPointer(bias), emitter.pointer(out)});
 }
 
-/// The shape bookkeeping of one conv2d, shared by forward and backward.
-struct ConvGeometry {
-  int64_t n, c, h, w, o, kh, kw, oh, ow, groups;
-  SmallVector<int64_t, 2> stride, padding, dilation;
-  int64_t channelsPerGroup() const { return c / groups; }
-  int64_t outputsPerGroup() const { return o / groups; }
-  /// Rows of the column matrix per group: (C / groups) * KH * KW.
-  int64_t columnRows() const { return channelsPerGroup() * kh * kw; }
-  int64_t outputPixels() const { return oh * ow; }
-};
-
-ConvGeometry geometry(RankedTensorType input, RankedTensorType weight,
-                      RankedTensorType output, ArrayRef<int64_t> stride,
-                      ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
-                      int64_t groups) {
-  return {input.getDimSize(0),  input.getDimSize(1),
-          input.getDimSize(2),  input.getDimSize(3),
-          weight.getDimSize(0), weight.getDimSize(2),
-          weight.getDimSize(3), output.getDimSize(2),
-          output.getDimSize(3), groups,
-          SmallVector<int64_t, 2>(stride), SmallVector<int64_t, 2>(padding),
-          SmallVector<int64_t, 2>(dilation)};
-}
-
-/// Unfolds the input into columns: element i of the column buffer, read as
-/// (n, c, ky, kx, oy, ox), is the input pixel that kernel tap (ky, kx) of
-/// output pixel (oy, ox) sees in channel c, or 0 in the padding. Per group
-/// this is the [(C/groups)*KH*KW, OH*OW] matrix the GEMM multiplies.
-void emitIm2col(StepEmitter &emitter, Value input, const ConvGeometry &g,
-                const std::string &columns) {
-  int64_t total = g.n * g.c * g.kh * g.kw * g.outputPixels();
-  std::string element =
-      cType(cast<RankedTensorType>(input.getType()).getElementType());
-  std::string name = emitter.kernelName("im2col");
-  emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ x, {1} *__restrict__ "
-      "columns) {{\n"
-      "  MPC_FOR_EACH(i, {2}LL) {{\n"
-      "    long long ox = i % {3}LL, oy = (i / {3}LL) % {4}LL;\n"
-      "    long long kx = (i / {5}LL) % {6}LL, ky = (i / ({5}LL * {6}LL)) % "
-      "{7}LL;\n"
-      "    long long plane = i / ({5}LL * {6}LL * {7}LL);\n"
-      "    long long iy = oy * {8}LL - {10}LL + ky * {12}LL;\n"
-      "    long long ix = ox * {9}LL - {11}LL + kx * {13}LL;\n"
-      "    bool inside = iy >= 0 && iy < {14}LL && ix >= 0 && ix < {15}LL;\n"
-      "    columns[i] = inside ? x[(plane * {14}LL + iy) * {15}LL + ix] : "
-      "{1}{{}};\n"
-      "  }\n"
-      "}\n",
-      name, element, total, g.ow, g.oh, g.outputPixels(), g.kw, g.kh,
-      g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0],
-      g.dilation[1], g.h, g.w));
-  emitter.launch(name, elementwiseGrid(total), 256,
-                 {emitter.constPointer(input), columns});
-}
-
 void emitConv2d(StepEmitter &emitter, const Step &step, Conv2dOp op) {
-  ConvGeometry g = geometry(op.getInput().getType(), op.getWeight().getType(),
-                            op.getResult().getType(), op.getStrideOrDefault(),
-                            op.getPaddingOrDefault(),
-                            op.getDilationOrDefault(), op.getGroupsOrDefault());
+  ConvGeometry g =
+      convGeometry(op.getInput().getType(), op.getWeight().getType(),
+                   op.getResult().getType(), op.getStrideOrDefault(),
+                   op.getPaddingOrDefault(), op.getDilationOrDefault(),
+                   op.getGroupsOrDefault());
   std::string element = cType(op.getInput().getType().getElementType());
   std::string columns = emitter.scratchPointer(step, element);
   emitIm2col(emitter, op.getInput(), g, columns);
@@ -171,8 +159,8 @@ void emitConv2d(StepEmitter &emitter, const Step &step, Conv2dOp op) {
   // out[n, group] = W[group] · columns[n, group], batched over n.
   for (int64_t group = 0; group < g.groups; ++group) {
     GemmCall call;
-    call.aType = call.bType = dtypeOf(op.getInput());
-    call.cType = dtypeOf(op.getResult());
+    call.aType = call.bType = gemmDtype(op.getInput());
+    call.cType = gemmDtype(op.getResult());
     call.m = g.outputsPerGroup();
     call.n = g.outputPixels();
     call.k = g.columnRows();
@@ -209,7 +197,7 @@ FailureOr<bool> mlir::mpc::emitGemmLike(Operation *op, const Step &step,
       emitBiasFill(emitter, bias, linear.getResult(), gemm.m, gemm.n);
       gemm.accumulate = true;
     }
-    emitGemmCall(emitter, gemm);
+    emitWholeGemm(emitter, gemm);
     return true;
   }
   if (auto conv = dyn_cast<Conv2dOp>(op)) {
@@ -228,7 +216,7 @@ FailureOr<bool> mlir::mpc::emitGemmLike(Operation *op, const Step &step,
     gemm.n = result.getDimSize(rank - 1);
     gemm.k = lhs.getDimSize(transA ? rank - 2 : rank - 1);
     gemm.batch = result.getNumElements() / (gemm.m * gemm.n);
-    emitGemmCall(emitter, gemm);
+    emitWholeGemm(emitter, gemm);
     return true;
   }
   return false;

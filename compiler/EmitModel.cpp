@@ -159,7 +159,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   SmallVector<Value> gradients(trainOutput.getGradients());
   std::vector<Step> trainSteps = formSteps(train);
   MemoryPlan trainPlan(train, trainSteps, gradients);
-  StepEmitter trainEmitter(trainPlan, name + "_train_step", kernels,
+  StepEmitter trainEmitter(trainPlan, name, name + "_train_step", kernels,
                            /*training=*/true);
   if (failed(emitBody(train, trainSteps, trainPlan, trainEmitter, gradients)))
     return failure();
@@ -169,7 +169,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
 
   std::vector<Step> evalSteps = formSteps(eval);
   MemoryPlan evalPlan(eval, evalSteps, {});
-  StepEmitter evalEmitter(evalPlan, name + "_eval", kernels,
+  StepEmitter evalEmitter(evalPlan, name, name + "_eval", kernels,
                           /*training=*/false);
   if (failed(emitBody(eval, evalSteps, evalPlan, evalEmitter, {})))
     return failure();
@@ -233,6 +233,14 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
     int64_t activations =
         std::max(trainPlan.arenaBytes[MPC_ARENA_ACTIVATIONS],
                  evalPlan.arenaBytes[MPC_ARENA_ACTIVATIONS]);
+    os << "// Memory plan (bytes): parameters and state "
+       << trainPlan.arenaBytes[MPC_ARENA_PARAMS] << ", gradients "
+       << trainPlan.arenaBytes[MPC_ARENA_GRADS] << ", optimizer state "
+       << trainPlan.arenaBytes[MPC_ARENA_PARAMS] << ", activations "
+       << activations << " (train step " << trainPlan.arenaBytes[MPC_ARENA_ACTIVATIONS]
+       << " reusing memory by liveness, "
+       << trainPlan.activationBytesWithoutReuse << " without reuse; eval "
+       << evalPlan.arenaBytes[MPC_ARENA_ACTIVATIONS] << ")\n";
     os << "static const mpc_model_desc " << name << "_desc = {\n"
        << "  MPC_MODEL_ABI_VERSION, \"" << name << "\", MPC_TARGET_CPU,\n"
        << "  " << train.getNumInputs() << ", " << name << "_inputs,\n"

@@ -21,9 +21,6 @@ using namespace mlir::mpc;
 
 namespace {
 
-/// Block size of row kernels; a multiple of 32 (mpc_block_reduce_*).
-constexpr int rowBlock = 256;
-
 struct RowView {
   int64_t outer = 1, extent = 1, inner = 1;
   int64_t rows() const { return outer * inner; }
@@ -40,10 +37,6 @@ RowView viewAlong(RankedTensorType type, int64_t dim) {
       view.inner *= type.getDimSize(d);
   }
   return view;
-}
-
-std::string elementOf(Value value) {
-  return cType(cast<RankedTensorType>(value.getType()).getElementType());
 }
 
 /// The preamble every row kernel shares: `base` and `stride` locate row
@@ -79,9 +72,9 @@ void emitSoftmax(StepEmitter &emitter, Value input, Value output, int64_t dim,
       "  s = mpc_block_reduce_sum(s);\n"
       "  MPC_FOR_THREAD(j, {4}LL) {5}\n"
       "}\n",
-      name, elementOf(input), elementOf(output), rowPreamble(view),
+      name, elementCType(input), elementCType(output), rowPreamble(view),
       view.extent, store));
-  emitter.launch(name, view.rows(), rowBlock,
+  emitter.launch(name, view.rows(), rowBlockSize,
                  {emitter.constPointer(input), emitter.pointer(output)});
 }
 
@@ -109,9 +102,9 @@ void emitSoftmaxGrad(StepEmitter &emitter, Value grad, Value output,
       "  s = mpc_block_reduce_sum(s);\n"
       "  MPC_FOR_THREAD(j, {5}LL) {7}\n"
       "}\n",
-      name, elementOf(grad), elementOf(output), elementOf(result),
+      name, elementCType(grad), elementCType(output), elementCType(result),
       rowPreamble(view), view.extent, term, store));
-  emitter.launch(name, view.rows(), rowBlock,
+  emitter.launch(name, view.rows(), rowBlockSize,
                  {emitter.constPointer(grad), emitter.constPointer(output),
                   emitter.pointer(result)});
 }
@@ -158,13 +151,14 @@ void emitCrossEntropy(StepEmitter &emitter, const Step &step,
       "    row_valid[r] = 1.0f;\n"
       "  }\n"
       "}\n",
-      rowName, elementOf(op.getLogits()), elementOf(op.getTargets()), classes,
+      rowName, elementCType(op.getLogits()), elementCType(op.getTargets()),
+      classes,
       targetCheck(op, classes,
                   "if (threadIdx.x == 0) { row_loss[r] = 0.0f; row_valid[r] "
                   "= 0.0f; }")));
   std::string rowLoss = emitter.scratchPointer(step, "float");
   std::string rowValid = emitter.scratchPointer(step, "float", rows * 4);
-  emitter.launch(rowName, rows, rowBlock,
+  emitter.launch(rowName, rows, rowBlockSize,
                  {emitter.constPointer(op.getLogits()),
                   emitter.constPointer(op.getTargets()), rowLoss, rowValid,
                   "ctx->index_error"});
@@ -181,7 +175,7 @@ void emitCrossEntropy(StepEmitter &emitter, const Step &step,
       "  if (threadIdx.x == 0) loss[0] = total / count;\n"
       "}\n",
       meanName, rows));
-  emitter.launch(meanName, 1, rowBlock,
+  emitter.launch(meanName, 1, rowBlockSize,
                  {rowLoss, rowValid, emitter.pointer(op.getResult())});
 }
 
@@ -193,11 +187,12 @@ void emitCrossEntropyGrad(StepEmitter &emitter, const Step &step,
   int64_t rows = logits.getNumElements() / classes;
   std::string count = emitter.scratchPointer(step, "float");
 
+  // The I64Attr getter returns uint64_t; the index is signed (-100).
+  std::optional<int64_t> ignore = op.getIgnoreIndex();
   std::string countName = emitter.kernelName("cross_entropy_count");
   std::string ignoreTest =
-      op.getIgnoreIndex()
-          ? llvm::formatv("targets[r] != {0}LL", *op.getIgnoreIndex()).str()
-          : std::string("true");
+      ignore ? llvm::formatv("targets[r] != {0}LL", *ignore).str()
+             : std::string("true");
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const {1} *__restrict__ targets, float "
       "*__restrict__ count) {{\n"
@@ -206,8 +201,8 @@ void emitCrossEntropyGrad(StepEmitter &emitter, const Step &step,
       "  c = mpc_block_reduce_sum(c);\n"
       "  if (threadIdx.x == 0) count[0] = c;\n"
       "}\n",
-      countName, elementOf(op.getTargets()), rows, ignoreTest));
-  emitter.launch(countName, 1, rowBlock,
+      countName, elementCType(op.getTargets()), rows, ignoreTest));
+  emitter.launch(countName, 1, rowBlockSize,
                  {emitter.constPointer(op.getTargets()), count});
 
   std::string name = emitter.kernelName("cross_entropy_grad");
@@ -215,11 +210,10 @@ void emitCrossEntropyGrad(StepEmitter &emitter, const Step &step,
       "MPC_FOR_THREAD(j, " + std::to_string(classes) +
       "LL) mpc_store(dx + j, 0.0f);";
   std::string ignoreCheck =
-      op.getIgnoreIndex()
-          ? llvm::formatv("  if (t == {0}LL) {{ {1} return; }\n",
-                          *op.getIgnoreIndex(), zeroRow)
-                .str()
-          : std::string();
+      ignore ? llvm::formatv("  if (t == {0}LL) {{ {1} return; }\n", *ignore,
+                             zeroRow)
+                   .str()
+             : std::string();
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const float *__restrict__ dloss, const {1} "
       "*__restrict__ logits, const {2} *__restrict__ targets, const float "
@@ -244,29 +238,13 @@ void emitCrossEntropyGrad(StepEmitter &emitter, const Step &step,
       "    mpc_store(dx + j, (p - (j == t ? 1.0f : 0.0f)) * scale);\n"
       "  }\n"
       "}\n",
-      name, elementOf(op.getLogits()), elementOf(op.getTargets()),
-      elementOf(op.getResult()), classes, ignoreCheck, zeroRow));
-  emitter.launch(name, rows, rowBlock,
+      name, elementCType(op.getLogits()), elementCType(op.getTargets()),
+      elementCType(op.getResult()), classes, ignoreCheck, zeroRow));
+  emitter.launch(name, rows, rowBlockSize,
                  {emitter.constPointer(op.getGrad()),
                   emitter.constPointer(op.getLogits()),
                   emitter.constPointer(op.getTargets()), count,
                   emitter.pointer(op.getResult()), "ctx->index_error"});
-}
-
-/// C++ source computing `name`, the offset into a tensor of `shape` of the
-/// element whose coordinates along `dims` are the digits of `linear` (last
-/// dim fastest), added to `name`.
-std::string offsetOf(StringRef name, StringRef linear, ArrayRef<int64_t> shape,
-                     ArrayRef<int64_t> dims) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  std::string code = llvm::formatv("    {{ long long rest = {0};\n", linear);
-  for (int64_t d : llvm::reverse(dims))
-    code += llvm::formatv("      {0} += (rest % {1}LL) * {2}LL; rest /= {1}LL;\n",
-                          name, shape[d], strides[d])
-                .str();
-  return code + "    }\n";
 }
 
 /// reduce_sum / reduce_mean / reduce_max: one block per output element; its
@@ -304,14 +282,14 @@ void emitReduce(StepEmitter &emitter, Operation *op, Value input, Value output,
       "  acc = {8}(acc);\n"
       "  if (threadIdx.x == 0) mpc_store(out + o, {9});\n"
       "}\n",
-      name, elementOf(input), elementOf(output),
-      offsetOf("base", "o", type.getShape(), kept),
+      name, elementCType(input), elementCType(output),
+      offsetCode("base", "o", type.getShape(), kept),
       isMax ? "-INFINITY" : "0.0f", reduced,
-      offsetOf("offset", "t", type.getShape(), sortedDims),
+      offsetCode("offset", "t", type.getShape(), sortedDims),
       // NaN wins a maximum, as torch.amax.
       isMax ? "acc = (v > acc || v != v) ? v : acc;" : "acc += v;",
       isMax ? "mpc_block_reduce_max" : "mpc_block_reduce_sum", finish));
-  emitter.launch(name, outputs, rowBlock,
+  emitter.launch(name, outputs, rowBlockSize,
                  {emitter.constPointer(input), emitter.pointer(output)});
 }
 
@@ -337,13 +315,12 @@ void emitLayerNorm(StepEmitter &emitter, LayerNormOp op) {
       "  MPC_FOR_THREAD(j, {3}LL) mpc_store(out + j, (mpc_load(row + j) - "
       "mean) * rstd * mpc_load(gamma + j) + mpc_load(beta + j));\n"
       "}\n",
-      name, elementOf(op.getInput()), elementOf(op.getGamma()), width,
+      name, elementCType(op.getInput()), elementCType(op.getGamma()), width,
       llvm::formatv("{0:e9}f", op.getEps().convertToDouble()).str()));
-  emitter.launch(name, rows, rowBlock,
-                 {emitter.constPointer(op.getInput()),
-                  emitter.constPointer(op.getGamma()),
-                  emitter.constPointer(op.getBeta()),
-                  emitter.pointer(op.getResult())});
+  emitter.launch(
+      name, rows, rowBlockSize,
+      {emitter.constPointer(op.getInput()), emitter.constPointer(op.getGamma()),
+       emitter.constPointer(op.getBeta()), emitter.pointer(op.getResult())});
 }
 
 /// batch_norm over channel dim 1 of [N, C] or [N, C, H, W]. Training: one
@@ -361,8 +338,8 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
   std::string momentum =
       llvm::formatv("{0:e9}f", op.getMomentum().convertToDouble()).str();
   std::string stats = emitter.scratchPointer(step, "float");
-  std::string element = elementOf(op.getInput());
-  std::string param = elementOf(op.getGamma());
+  std::string element = elementCType(op.getInput());
+  std::string param = elementCType(op.getGamma());
 
   std::string statsName = emitter.kernelName("batch_norm_stats");
   if (emitter.isTraining()) {
@@ -393,7 +370,7 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
         "}\n",
         statsName, element, param, count, spatial, channels * spatial,
         channels, eps, momentum, std::max<int64_t>(count - 1, 1)));
-    emitter.launch(statsName, channels, rowBlock,
+    emitter.launch(statsName, channels, rowBlockSize,
                    {emitter.constPointer(op.getInput()),
                     emitter.pointer(op.getRunningMean()),
                     emitter.pointer(op.getRunningVar()), stats,
@@ -408,7 +385,7 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
         "  }\n"
         "}\n",
         statsName, param, channels, eps));
-    emitter.launch(statsName, elementwiseGrid(channels), rowBlock,
+    emitter.launch(statsName, elementwiseGrid(channels), rowBlockSize,
                    {emitter.constPointer(op.getRunningMean()),
                     emitter.constPointer(op.getRunningVar()), stats});
   }

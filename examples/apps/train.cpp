@@ -3,17 +3,25 @@
 // The README's main job. Links one model compiled by `mpc compile` (chosen at
 // build time with -DMPC_MODEL=<name>) and trains it on a synthetic
 // classification data set generated here: each class is a random prototype
-// in input space, and each example is its class's prototype plus Gaussian
-// noise. Prints a progress line every --log-every steps and ends with the
-// final training loss and the accuracy on held-out examples.
+// in input space (for images, plus a colour per channel), and each example is
+// its class's prototype plus Gaussian noise. Prints a progress line every
+// --log-every steps and ends with the final training loss and the accuracy on
+// held-out examples.
 //
 // Works for any model whose inputs are (float features [B, ...], integer
 // labels [B]) and whose first extra output is the logits [B, classes].
+//
+// For tests and benchmarks: --min-accuracy=P exits 1 below P% held-out
+// accuracy; --max-loss-ratio=R exits 1 unless the mean loss of the last
+// --log-every steps is below R times that of the first (R = 1: the loss
+// fell); --bench=N times N training steps on one batch (after --warmup=N
+// untimed ones) and prints the median instead of training.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/mpc_runtime.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -36,9 +44,13 @@ struct Options {
   int steps = 500;
   int logEvery = 50;
   float learningRate = NAN; // NaN: the model's compiled default
+  float momentum = NAN;     // NaN: the model's compiled default
   uint64_t seed = 1;
   float noise = 6.0f;
-  double minAccuracy = -1; // >= 0: exit 1 below this held-out accuracy
+  double minAccuracy = -1;  // >= 0: exit 1 below this held-out accuracy
+  double maxLossRatio = -1; // > 0: exit 1 unless last/first window mean < it
+  int bench = 0;            // > 0: time this many steps instead of training
+  int warmup = 10;          // untimed steps before --bench
   const char *csv = nullptr;
 };
 
@@ -58,38 +70,70 @@ bool parseOptions(int argc, char **argv, Options &options) {
       options.logEvery = std::atoi(v);
     else if (const char *v = value("--lr"))
       options.learningRate = std::strtof(v, nullptr);
+    else if (const char *v = value("--momentum"))
+      options.momentum = std::strtof(v, nullptr);
     else if (const char *v = value("--seed"))
       options.seed = std::strtoull(v, nullptr, 10);
     else if (const char *v = value("--noise"))
       options.noise = std::strtof(v, nullptr);
     else if (const char *v = value("--min-accuracy"))
       options.minAccuracy = std::strtod(v, nullptr);
+    else if (const char *v = value("--max-loss-ratio"))
+      options.maxLossRatio = std::strtod(v, nullptr);
+    else if (const char *v = value("--bench"))
+      options.bench = std::atoi(v);
+    else if (const char *v = value("--warmup"))
+      options.warmup = std::atoi(v);
     else if (const char *v = value("--csv"))
       options.csv = v;
     else {
       std::fprintf(stderr,
                    "usage: %s [--steps=N] [--log-every=N] [--lr=X] "
-                   "[--seed=N] [--noise=X] [--min-accuracy=P] [--csv=FILE]\n",
+                   "[--momentum=X] [--seed=N] [--noise=X] [--min-accuracy=P] "
+                   "[--max-loss-ratio=R] [--bench=N [--warmup=N]] "
+                   "[--csv=FILE]\n",
                    argv[0]);
       return false;
     }
   }
-  if (options.steps < 1 || options.logEvery < 1) {
-    std::fprintf(stderr, "error: --steps and --log-every must be >= 1\n");
+  if (options.steps < 1 || options.logEvery < 1 || options.bench < 0 ||
+      options.warmup < 0) {
+    std::fprintf(stderr, "error: --steps and --log-every must be >= 1, "
+                         "--bench and --warmup >= 0\n");
+    return false;
+  }
+  if (options.maxLossRatio > 0 && options.steps < 2 * options.logEvery) {
+    std::fprintf(stderr, "error: --max-loss-ratio compares the first and "
+                         "last --log-every steps; --steps must be at least "
+                         "twice --log-every\n");
     return false;
   }
   return true;
 }
 
-/// Prototype-plus-noise classes; the same seed gives the same data.
+/// Prototype-plus-noise classes; the same seed gives the same data. For
+/// images ([B, C, H, W] inputs, `planes` = C > 1 planes of H*W) each class
+/// also has a colour, one N(0, 1) offset per channel added to the whole
+/// plane: a pattern of independent pixels is nearly invisible to a network
+/// that pools globally, a colour is not.
 class Dataset {
 public:
-  Dataset(int64_t features, int classes, float noise, uint64_t seed)
+  Dataset(int64_t features, int64_t planes, int classes, float noise,
+          uint64_t seed)
       : features(features), classes(classes), noise(noise), rng(seed) {
     std::normal_distribution<float> normal(0.0f, 1.0f);
     prototypes.resize(features * classes);
     for (float &v : prototypes)
       v = normal(rng);
+    if (planes > 1) {
+      int64_t plane = features / planes;
+      for (int k = 0; k < classes; ++k)
+        for (int64_t c = 0; c < planes; ++c) {
+          float colour = normal(rng);
+          for (int64_t p = 0; p < plane; ++p)
+            prototypes[k * features + c * plane + p] += colour;
+        }
+    }
   }
 
   /// Fills one batch of `batch` examples.
@@ -132,8 +176,9 @@ int main(int argc, char **argv) {
       mpc_model_output_info(model, 1, &logits) != MPC_OK ||
       features.dtype != MPC_F32 || labels.dtype != MPC_I32 ||
       logits.rank != 2) {
-    std::fprintf(stderr, "error: model %s is not a classifier with inputs "
-                         "(f32 features, i32 labels) and logits\n",
+    std::fprintf(stderr,
+                 "error: model %s is not a classifier with inputs "
+                 "(f32 features, i32 labels) and logits\n",
                  mpc_model_name(model));
     return 1;
   }
@@ -146,9 +191,43 @@ int main(int argc, char **argv) {
   sessionOptions.seed = options.seed;
   if (!std::isnan(options.learningRate))
     sessionOptions.learning_rate = options.learningRate;
+  if (!std::isnan(options.momentum))
+    sessionOptions.momentum = options.momentum;
   mpc_session *session = nullptr;
   if (mpc_session_create(model, &sessionOptions, &session) != MPC_OK)
     return fail("creating the session");
+
+  int64_t planes = features.rank == 4 ? features.shape[1] : 1;
+  Dataset data(width, planes, classes, options.noise, options.seed + 1000);
+  std::vector<float> x(batch * width);
+  std::vector<int32_t> y(batch);
+  const void *inputs[] = {x.data(), y.data()};
+
+  if (options.bench > 0) {
+    // One batch, so that only mpc_train_step is timed.
+    data.sample(batch, x, y);
+    float loss = 0;
+    for (int i = 0; i < options.warmup; ++i)
+      if (mpc_train_step(session, inputs, &loss) != MPC_OK)
+        return fail("training step");
+    std::vector<double> seconds;
+    for (int i = 0; i < options.bench; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      if (mpc_train_step(session, inputs, &loss) != MPC_OK)
+        return fail("training step");
+      seconds.push_back(std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - start)
+                            .count());
+    }
+    std::sort(seconds.begin(), seconds.end());
+    std::printf("bench %s: batch %lld, %d steps after %d warm-up, median "
+                "step %.4f ms, min %.4f ms\n",
+                mpc_model_name(model), static_cast<long long>(batch),
+                options.bench, options.warmup,
+                1e3 * seconds[seconds.size() / 2], 1e3 * seconds[0]);
+    mpc_session_destroy(session);
+    return 0;
+  }
 
   std::FILE *csv = nullptr;
   if (options.csv) {
@@ -164,21 +243,18 @@ int main(int argc, char **argv) {
               "steps\n",
               mpc_model_name(model), static_cast<long long>(batch),
               static_cast<long long>(width), classes, options.steps);
-  Dataset data(width, classes, options.noise, options.seed + 1000);
-  std::vector<float> x(batch * width);
-  std::vector<int32_t> y(batch);
-  const void *inputs[] = {x.data(), y.data()};
   auto start = std::chrono::steady_clock::now();
   auto windowStart = start;
   float loss = 0, windowLoss = 0;
+  double firstWindowMean = NAN, lastWindowMean = NAN;
   for (int step = 1; step <= options.steps; ++step) {
     data.sample(batch, x, y);
     if (mpc_train_step(session, inputs, &loss) != MPC_OK)
       return fail("training step");
     windowLoss += loss;
-    double seconds = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (csv)
       std::fprintf(csv, "%d,%.6g,%.6f\n", step, loss, seconds);
     if (step % options.logEvery == 0 || step == options.steps) {
@@ -193,6 +269,9 @@ int main(int argc, char **argv) {
                   step, loss, stepsInWindow, windowLoss / stepsInWindow,
                   stepsInWindow / windowSeconds);
       std::fflush(stdout);
+      if (step == options.logEvery)
+        firstWindowMean = windowLoss / stepsInWindow;
+      lastWindowMean = windowLoss / stepsInWindow;
       windowLoss = 0;
       windowStart = now;
     }
@@ -226,6 +305,19 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "error: accuracy %.1f%% is below %.1f%%\n", accuracy,
                  options.minAccuracy);
     return 1;
+  }
+  if (options.maxLossRatio > 0) {
+    // The last window is a full one when --steps is a multiple of
+    // --log-every; otherwise it is the partial window at the end.
+    double ratio = lastWindowMean / firstWindowMean;
+    std::printf("mean loss of the first %d steps %.4f, of the last %.4f: "
+                "ratio %.3f\n",
+                options.logEvery, firstWindowMean, lastWindowMean, ratio);
+    if (!(ratio < options.maxLossRatio)) {
+      std::fprintf(stderr, "error: loss ratio %.3f is not below %.3f\n", ratio,
+                   options.maxLossRatio);
+      return 1;
+    }
   }
   return 0;
 }

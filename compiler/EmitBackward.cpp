@@ -1,0 +1,639 @@
+//===- EmitBackward.cpp - kernels of the backward-only ops --------*- C++
+//-*-===//
+//
+// This file implements emitBackwardOp: code for the ops of MpcGradOps.td that
+// are neither elementwise (EmitElementwise.cpp) nor softmax / cross-entropy
+// rows (EmitRow.cpp): the gradients of layer_norm, batch_norm, embedding,
+// the pools, conv2d, reduce_max and slice.
+//
+// The kernels are correct for any block size and deterministic on a GPU:
+// every output element is written by exactly one thread, as a gather over
+// what contributes to it (pool and col2im gradients) or as a block reduction
+// (norm parameter gradients: one block per column or channel, never
+// atomics). The one exception is embedding_grad, a scatter-add whose rows
+// may repeat; it uses atomicAdd, as PyTorch's embedding backward does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Codegen.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+/// layer_norm_grad over rows of `width` elements (gamma's element count).
+/// Kernel 1, one block per row: recomputes mean and rstd, keeps them in
+/// scratch, and writes
+///   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dy * gamma.
+/// Kernel 2, one block per column j: dgamma[j] = sum_r dy * xhat and
+/// dbeta[j] = sum_r dy, a block reduction over the rows (deterministic).
+void emitLayerNormGrad(StepEmitter &emitter, const Step &step,
+                       LayerNormGradOp op) {
+  int64_t width = op.getGamma().getType().getNumElements();
+  int64_t rows = op.getInput().getType().getNumElements() / width;
+  std::string eps = floatLiteral(op.getEps().convertToDouble());
+  std::string stats = emitter.scratchPointer(step, "float");
+
+  std::string rowName = emitter.kernelName("layer_norm_grad_input");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ x, const {3} *__restrict__ gamma, {4} *__restrict__ dx, "
+      "float *__restrict__ stats) {{\n"
+      "  long long r = blockIdx.x;\n"
+      "  const {1} *dyr = dy + r * {5}LL;\n"
+      "  const {2} *xr = x + r * {5}LL;\n"
+      "  {4} *dxr = dx + r * {5}LL;\n"
+      "  float sum = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {5}LL) sum += mpc_load(xr + j);\n"
+      "  float mean = mpc_block_reduce_sum(sum) / {5}.0f;\n"
+      "  float squares = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {5}LL) {{ float d = mpc_load(xr + j) - mean; "
+      "squares += d * d; }\n"
+      "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {5}.0f + "
+      "{6});\n"
+      "  float sg = 0.0f, sgx = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {5}LL) {{\n"
+      "    float xhat = (mpc_load(xr + j) - mean) * rstd;\n"
+      "    float g = mpc_load(dyr + j) * mpc_load(gamma + j);\n"
+      "    sg += g;\n"
+      "    sgx += g * xhat;\n"
+      "  }\n"
+      "  sg = mpc_block_reduce_sum(sg) / {5}.0f;\n"
+      "  sgx = mpc_block_reduce_sum(sgx) / {5}.0f;\n"
+      "  MPC_FOR_THREAD(j, {5}LL) {{\n"
+      "    float xhat = (mpc_load(xr + j) - mean) * rstd;\n"
+      "    float g = mpc_load(dyr + j) * mpc_load(gamma + j);\n"
+      "    mpc_store(dxr + j, rstd * (g - sg - xhat * sgx));\n"
+      "  }\n"
+      "  if (threadIdx.x == 0) {{\n"
+      "    stats[r] = mean;\n"
+      "    stats[{7}LL + r] = rstd;\n"
+      "  }\n"
+      "}\n",
+      rowName, elementCType(op.getGrad()), elementCType(op.getInput()),
+      elementCType(op.getGamma()), elementCType(op.getInputGrad()), width, eps,
+      rows));
+  emitter.launch(rowName, rows, rowBlockSize,
+                 {emitter.constPointer(op.getGrad()),
+                  emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getGamma()),
+                  emitter.pointer(op.getInputGrad()), stats});
+
+  std::string columnName = emitter.kernelName("layer_norm_grad_params");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ x, const float *__restrict__ stats, {3} *__restrict__ "
+      "dgamma, {4} *__restrict__ dbeta) {{\n"
+      "  long long j = blockIdx.x;\n"
+      "  float sg = 0.0f, sb = 0.0f;\n"
+      "  MPC_FOR_THREAD(r, {5}LL) {{\n"
+      "    float d = mpc_load(dy + r * {6}LL + j);\n"
+      "    float xhat = (mpc_load(x + r * {6}LL + j) - stats[r]) * "
+      "stats[{5}LL + r];\n"
+      "    sg += d * xhat;\n"
+      "    sb += d;\n"
+      "  }\n"
+      "  sg = mpc_block_reduce_sum(sg);\n"
+      "  sb = mpc_block_reduce_sum(sb);\n"
+      "  if (threadIdx.x == 0) {{\n"
+      "    mpc_store(dgamma + j, sg);\n"
+      "    mpc_store(dbeta + j, sb);\n"
+      "  }\n"
+      "}\n",
+      columnName, elementCType(op.getGrad()), elementCType(op.getInput()),
+      elementCType(op.getGammaGrad()), elementCType(op.getBetaGrad()), rows,
+      width));
+  emitter.launch(columnName, width, rowBlockSize,
+                 {emitter.constPointer(op.getGrad()),
+                  emitter.constPointer(op.getInput()), stats,
+                  emitter.pointer(op.getGammaGrad()),
+                  emitter.pointer(op.getBetaGrad())});
+}
+
+/// batch_norm_grad in training mode, over channel dim 1 of [N, C] or
+/// [N, C, H, W], with m = N * H * W elements per channel. Kernel 1, one
+/// block per channel: batch mean and biased variance again, then
+/// dbeta = sum dy and dgamma = sum dy * xhat (written directly), and the
+/// statistics kernel 2 needs. Kernel 2, elementwise:
+///   dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
+void emitBatchNormGrad(StepEmitter &emitter, const Step &step,
+                       BatchNormGradOp op) {
+  auto type = op.getInput().getType();
+  int64_t batch = type.getDimSize(0), channels = type.getDimSize(1);
+  int64_t spatial = type.getNumElements() / (batch * channels);
+  int64_t count = batch * spatial;
+  std::string eps = floatLiteral(op.getEps().convertToDouble());
+  std::string stats = emitter.scratchPointer(step, "float");
+  // Element t of channel c, t in [0, m): image t / spatial, pixel t % spatial.
+  std::string at = llvm::formatv("(t / {0}LL) * {1}LL + c * {0}LL + t % {0}LL",
+                                 spatial, channels * spatial);
+
+  std::string statsName = emitter.kernelName("batch_norm_grad_params");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ x, {3} *__restrict__ dgamma, {4} *__restrict__ dbeta, "
+      "float *__restrict__ stats) {{\n"
+      "  long long c = blockIdx.x;\n"
+      "  float sum = 0.0f;\n"
+      "  MPC_FOR_THREAD(t, {5}LL) sum += mpc_load(x + {6});\n"
+      "  float mean = mpc_block_reduce_sum(sum) / {5}.0f;\n"
+      "  float squares = 0.0f;\n"
+      "  MPC_FOR_THREAD(t, {5}LL) {{ float d = mpc_load(x + {6}) - mean; "
+      "squares += d * d; }\n"
+      "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {5}.0f + "
+      "{7});\n"
+      "  float sdy = 0.0f, sdyx = 0.0f;\n"
+      "  MPC_FOR_THREAD(t, {5}LL) {{\n"
+      "    float d = mpc_load(dy + {6});\n"
+      "    sdy += d;\n"
+      "    sdyx += d * (mpc_load(x + {6}) - mean) * rstd;\n"
+      "  }\n"
+      "  sdy = mpc_block_reduce_sum(sdy);\n"
+      "  sdyx = mpc_block_reduce_sum(sdyx);\n"
+      "  if (threadIdx.x == 0) {{\n"
+      "    mpc_store(dgamma + c, sdyx);\n"
+      "    mpc_store(dbeta + c, sdy);\n"
+      "    stats[c] = mean;\n"
+      "    stats[{8}LL + c] = rstd;\n"
+      "    stats[2LL * {8}LL + c] = sdy / {5}.0f;\n"
+      "    stats[3LL * {8}LL + c] = sdyx / {5}.0f;\n"
+      "  }\n"
+      "}\n",
+      statsName, elementCType(op.getGrad()), elementCType(op.getInput()),
+      elementCType(op.getGammaGrad()), elementCType(op.getBetaGrad()), count,
+      at, eps, channels));
+  emitter.launch(statsName, channels, rowBlockSize,
+                 {emitter.constPointer(op.getGrad()),
+                  emitter.constPointer(op.getInput()),
+                  emitter.pointer(op.getGammaGrad()),
+                  emitter.pointer(op.getBetaGrad()), stats});
+
+  std::string name = emitter.kernelName("batch_norm_grad_input");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ x, const {3} *__restrict__ gamma, const float "
+      "*__restrict__ stats, {4} *__restrict__ dx) {{\n"
+      "  MPC_FOR_EACH(i, {5}LL) {{\n"
+      "    long long c = (i / {6}LL) % {7}LL;\n"
+      "    float rstd = stats[{7}LL + c];\n"
+      "    float xhat = (mpc_load(x + i) - stats[c]) * rstd;\n"
+      "    float g = mpc_load(dy + i) - stats[2LL * {7}LL + c] - xhat * "
+      "stats[3LL * {7}LL + c];\n"
+      "    mpc_store(dx + i, mpc_load(gamma + c) * rstd * g);\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getGrad()), elementCType(op.getInput()),
+      elementCType(op.getGamma()), elementCType(op.getInputGrad()),
+      type.getNumElements(), spatial, channels));
+  emitter.launch(name, elementwiseGrid(type.getNumElements()), 256,
+                 {emitter.constPointer(op.getGrad()),
+                  emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getGamma()), stats,
+                  emitter.pointer(op.getInputGrad())});
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+/// embedding_grad: zero the [V, D] table gradient, then scatter-add each row
+/// of dy into the row its index names (atomicAdd: indices may repeat).
+/// Out-of-range indices are skipped; the forward lookup has already raised
+/// the step's index error for them. A half table accumulates in fp32
+/// scratch and is rounded once at the end.
+void emitEmbeddingGrad(StepEmitter &emitter, const Step &step,
+                       EmbeddingGradOp op) {
+  auto table = op.getResult().getType();
+  int64_t rows = table.getDimSize(0), width = table.getDimSize(1);
+  int64_t tableElements = table.getNumElements();
+  int64_t n = op.getGrad().getType().getNumElements();
+  bool direct = table.getElementType().isF32();
+  std::string accumulator = direct ? emitter.pointer(op.getResult())
+                                   : emitter.scratchPointer(step, "float");
+
+  std::string zeroName = emitter.kernelName("embedding_grad_zero");
+  emitter.addKernel(
+      llvm::formatv("__global__ void {0}(float *__restrict__ table) {{\n"
+                    "  MPC_FOR_EACH(i, {1}LL) table[i] = 0.0f;\n"
+                    "}\n",
+                    zeroName, tableElements));
+  emitter.launch(zeroName, elementwiseGrid(tableElements), 256, {accumulator});
+
+  std::string name = emitter.kernelName("embedding_grad");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ indices, float *table) {{\n"
+      "  MPC_FOR_EACH(i, {3}LL) {{\n"
+      "    long long index = indices[i / {4}LL];\n"
+      "    if (index < 0 || index >= {5}LL) continue;\n"
+      "    atomicAdd(table + index * {4}LL + i % {4}LL, mpc_load(dy + i));\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getGrad()), elementCType(op.getIndices()), n, width,
+      rows));
+  emitter.launch(name, elementwiseGrid(n), 256,
+                 {emitter.constPointer(op.getGrad()),
+                  emitter.constPointer(op.getIndices()), accumulator});
+  if (direct)
+    return;
+
+  std::string roundName = emitter.kernelName("embedding_grad_round");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ acc, {1} *__restrict__ "
+      "table) {{\n"
+      "  MPC_FOR_EACH(i, {2}LL) mpc_store(table + i, acc[i]);\n"
+      "}\n",
+      roundName, elementCType(op.getResult()), tableElements));
+  emitter.launch(roundName, elementwiseGrid(tableElements), 256,
+                 {accumulator, emitter.pointer(op.getResult())});
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+/// Kernel code that loops `oy`, `ox` over the output windows that contain
+/// input pixel (iy, ix): oy * stride - pad <= iy < oy * stride - pad + kernel.
+std::string windowsContaining(ArrayRef<int64_t> kernel,
+                              ArrayRef<int64_t> stride,
+                              ArrayRef<int64_t> padding, int64_t oh,
+                              int64_t ow) {
+  auto range = [&](StringRef o, StringRef in, int64_t k, int64_t s, int64_t p,
+                   int64_t extent) {
+    return llvm::formatv(
+               "    long long {0}_lo_num = {1} + {4}LL - {2}LL + 1;\n"
+               "    long long {0}_lo = {0}_lo_num <= 0 ? 0 : ({0}_lo_num + "
+               "{3}LL - 1) / {3}LL;\n"
+               "    long long {0}_hi = ({1} + {4}LL) / {3}LL;\n"
+               "    if ({0}_hi > {5}LL - 1) {0}_hi = {5}LL - 1;\n",
+               o, in, k, s, p, extent)
+        .str();
+  };
+  return range("oy", "iy", kernel[0], stride[0], padding[0], oh) +
+         range("ox", "ix", kernel[1], stride[1], padding[1], ow) +
+         "    for (long long oy = oy_lo; oy <= oy_hi; ++oy)\n"
+         "      for (long long ox = ox_lo; ox <= ox_hi; ++ox) {\n";
+}
+
+/// max_pool2d_grad as a gather over input pixels: each pixel sums dy over
+/// the windows that contain it and whose first maximum (in the forward's
+/// scan order, padding excluded) it is, so overlapping windows need no
+/// atomics. Each window's maximum is recomputed.
+void emitMaxPoolGrad(StepEmitter &emitter, MaxPool2dGradOp op) {
+  auto in = op.getInput().getType();
+  auto out = op.getGrad().getType();
+  int64_t h = in.getDimSize(2), w = in.getDimSize(3);
+  int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
+  ArrayRef<int64_t> kernel = op.getKernel(), stride = op.getStride(),
+                    padding = op.getPadding();
+  std::string name = emitter.kernelName("max_pool2d_grad");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ x, {3} *__restrict__ dx) {{\n"
+      "  MPC_FOR_EACH(i, {4}LL) {{\n"
+      "    long long plane = i / {5}LL, iy = (i / {6}LL) % {7}LL, ix = i % "
+      "{6}LL;\n"
+      "    const {2} *src = x + plane * {5}LL;\n"
+      "    const {1} *g = dy + plane * {8}LL;\n"
+      "    long long self = iy * {6}LL + ix;\n"
+      "    float acc = 0.0f;\n{9}"
+      "        long long best = -1;\n"
+      "        float bestValue = -INFINITY;\n"
+      "        for (long long ky = 0; ky < {10}LL; ++ky)\n"
+      "          for (long long kx = 0; kx < {11}LL; ++kx) {{\n"
+      "            long long y = oy * {12}LL - {14}LL + ky, xx = ox * {13}LL - "
+      "{15}LL + kx;\n"
+      "            if (y < 0 || y >= {7}LL || xx < 0 || xx >= {6}LL) "
+      "continue;\n"
+      "            float v = mpc_load(src + y * {6}LL + xx);\n"
+      // The forward's comparison, so that both pick the same element
+      // (the first maximum; the last NaN, which wins).
+      "            if (best < 0 || v > bestValue || v != v) {{\n"
+      "              best = y * {6}LL + xx;\n"
+      "              bestValue = v;\n"
+      "            }\n"
+      "          }\n"
+      "        if (best == self) acc += mpc_load(g + oy * {16}LL + ox);\n"
+      "      }\n"
+      "    mpc_store(dx + i, acc);\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getGrad()), elementCType(op.getInput()),
+      elementCType(op.getResult()), in.getNumElements(), h * w, w, h, oh * ow,
+      windowsContaining(kernel, stride, padding, oh, ow), kernel[0], kernel[1],
+      stride[0], stride[1], padding[0], padding[1], ow));
+  emitter.launch(name, elementwiseGrid(in.getNumElements()), 256,
+                 {emitter.constPointer(op.getGrad()),
+                  emitter.constPointer(op.getInput()),
+                  emitter.pointer(op.getResult())});
+}
+
+/// avg_pool2d_grad as a gather: each input pixel sums dy / (KH * KW) over
+/// the windows that contain it (padding counts in the divisor, as the
+/// forward's count_include_pad).
+void emitAvgPoolGrad(StepEmitter &emitter, AvgPool2dGradOp op) {
+  auto in = op.getResult().getType();
+  auto out = op.getGrad().getType();
+  int64_t h = in.getDimSize(2), w = in.getDimSize(3);
+  int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
+  ArrayRef<int64_t> kernel = op.getKernel();
+  std::string name = emitter.kernelName("avg_pool2d_grad");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, {2} *__restrict__ dx) "
+      "{{\n"
+      "  MPC_FOR_EACH(i, {3}LL) {{\n"
+      "    long long plane = i / {4}LL, iy = (i / {5}LL) % {6}LL, ix = i % "
+      "{5}LL;\n"
+      "    const {1} *g = dy + plane * {7}LL;\n"
+      "    float acc = 0.0f;\n{8}"
+      "        acc += mpc_load(g + oy * {9}LL + ox);\n"
+      "      }\n"
+      "    mpc_store(dx + i, acc / {10}.0f);\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getGrad()), elementCType(op.getResult()),
+      in.getNumElements(), h * w, w, h, oh * ow,
+      windowsContaining(kernel, op.getStride(), op.getPadding(), oh, ow), ow,
+      kernel[0] * kernel[1]));
+  emitter.launch(
+      name, elementwiseGrid(in.getNumElements()), 256,
+      {emitter.constPointer(op.getGrad()), emitter.pointer(op.getResult())});
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution
+//===----------------------------------------------------------------------===//
+
+/// conv2d_grad_input: per group, the column gradient
+/// dcol[n, g] = W[g]ᵀ · dy[n, g] ([(C/groups)*KH*KW, OH*OW], fp32 scratch,
+/// one GEMM batched over images), then col2im as a gather: input pixel
+/// (n, c, iy, ix) sums the column entries of every tap (ky, kx) that reads
+/// it, i.e. iy = oy * stride - pad + ky * dilation for an output row oy.
+void emitConv2dGradInput(StepEmitter &emitter, const Step &step,
+                         Conv2dGradInputOp op) {
+  ConvGeometry g =
+      convGeometry(op.getResult().getType(), op.getWeight().getType(),
+                   op.getGrad().getType(), op.getStride(), op.getPadding(),
+                   op.getDilation(), op.getGroups());
+  std::string columns = emitter.scratchPointer(step, "float");
+  for (int64_t group = 0; group < g.groups; ++group) {
+    GemmCall call;
+    call.aType = gemmDtype(op.getWeight());
+    call.bType = gemmDtype(op.getGrad());
+    call.cType = "MPC_F32";
+    call.transA = true;
+    call.m = g.columnRows();
+    call.n = g.outputPixels();
+    call.k = g.outputsPerGroup();
+    // W[g] is stored [O/groups, columnRows]: op(A) = its transpose.
+    call.a = llvm::formatv("{0} + {1}LL", emitter.constPointer(op.getWeight()),
+                           group * g.outputsPerGroup() * g.columnRows());
+    call.lda = g.columnRows();
+    call.strideA = 0;
+    call.b = llvm::formatv("{0} + {1}LL", emitter.constPointer(op.getGrad()),
+                           group * g.outputsPerGroup() * g.outputPixels());
+    call.ldb = g.outputPixels();
+    call.strideB = g.o * g.outputPixels();
+    call.c = llvm::formatv("{0} + {1}LL", columns,
+                           group * g.columnRows() * g.outputPixels());
+    call.ldc = g.outputPixels();
+    call.strideC = g.c * g.kh * g.kw * g.outputPixels();
+    call.batch = g.n;
+    emitGemmCall(emitter, call);
+  }
+
+  int64_t total = g.n * g.c * g.h * g.w;
+  std::string name = emitter.kernelName("col2im");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ columns, {1} "
+      "*__restrict__ dx) {{\n"
+      "  MPC_FOR_EACH(i, {2}LL) {{\n"
+      "    long long ix = i % {3}LL, iy = (i / {3}LL) % {4}LL, plane = i / "
+      "({3}LL * {4}LL);\n"
+      "    float acc = 0.0f;\n"
+      "    for (long long ky = 0; ky < {5}LL; ++ky) {{\n"
+      "      long long ty = iy + {7}LL - ky * {9}LL;\n"
+      "      if (ty < 0 || ty % {11}LL != 0 || ty / {11}LL >= {13}LL) "
+      "continue;\n"
+      "      for (long long kx = 0; kx < {6}LL; ++kx) {{\n"
+      "        long long tx = ix + {8}LL - kx * {10}LL;\n"
+      "        if (tx < 0 || tx % {12}LL != 0 || tx / {12}LL >= {14}LL) "
+      "continue;\n"
+      "        acc += columns[((plane * {5}LL + ky) * {6}LL + kx) * {15}LL + "
+      "(ty / {11}LL) * {14}LL + tx / {12}LL];\n"
+      "      }\n"
+      "    }\n"
+      "    mpc_store(dx + i, acc);\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getResult()), total, g.w, g.h, g.kh, g.kw,
+      g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.stride[0],
+      g.stride[1], g.oh, g.ow, g.outputPixels()));
+  emitter.launch(name, elementwiseGrid(total), 256,
+                 {columns, emitter.pointer(op.getResult())});
+}
+
+/// conv2d_grad_weight: im2col of the input again (scratch), then per group
+/// dW[g] = sum_n dy[n, g] · col[n, g]ᵀ, one GEMM per image accumulating
+/// (beta = 1) after the first.
+void emitConv2dGradWeight(StepEmitter &emitter, const Step &step,
+                          Conv2dGradWeightOp op) {
+  ConvGeometry g = convGeometry(
+      op.getInput().getType(), op.getResult().getType(), op.getGrad().getType(),
+      op.getStride(), op.getPadding(), op.getDilation(), op.getGroups());
+  std::string columns =
+      emitter.scratchPointer(step, elementCType(op.getInput()));
+  emitIm2col(emitter, op.getInput(), g, columns);
+  for (int64_t group = 0; group < g.groups; ++group) {
+    for (int64_t image = 0; image < g.n; ++image) {
+      GemmCall call;
+      call.aType = gemmDtype(op.getGrad());
+      call.bType = gemmDtype(op.getInput());
+      call.cType = gemmDtype(op.getResult());
+      call.transB = true;
+      call.m = g.outputsPerGroup();
+      call.n = g.columnRows();
+      call.k = g.outputPixels();
+      call.a = llvm::formatv("{0} + {1}LL", emitter.constPointer(op.getGrad()),
+                             (image * g.o + group * g.outputsPerGroup()) *
+                                 g.outputPixels());
+      call.lda = g.outputPixels();
+      // col[n, g] is stored [columnRows, OH*OW]: op(B) = its transpose.
+      call.b =
+          llvm::formatv("{0} + {1}LL", columns,
+                        (image * g.c * g.kh * g.kw + group * g.columnRows()) *
+                            g.outputPixels());
+      call.ldb = g.outputPixels();
+      call.c = llvm::formatv("{0} + {1}LL", emitter.pointer(op.getResult()),
+                             group * g.outputsPerGroup() * g.columnRows());
+      call.ldc = g.columnRows();
+      call.accumulate = image > 0;
+      emitGemmCall(emitter, call);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and data movement
+//===----------------------------------------------------------------------===//
+
+/// reduce_max_grad: dy is split evenly among the elements equal to their
+/// output's maximum, as torch.amax. Kernel 1, one block per output, counts
+/// the ties into scratch; kernel 2 writes every input element once.
+void emitReduceMaxGrad(StepEmitter &emitter, const Step &step,
+                       ReduceMaxGradOp op) {
+  auto type = op.getInput().getType();
+  ArrayRef<int64_t> shape = type.getShape();
+  SmallVector<int64_t> kept, reducedDims;
+  int64_t reduced = 1;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (llvm::is_contained(op.getDims(), d)) {
+      reduced *= shape[d];
+      reducedDims.push_back(d);
+    } else {
+      kept.push_back(d);
+    }
+  }
+  int64_t outputs = type.getNumElements() / reduced;
+  std::string counts = emitter.scratchPointer(step, "float");
+
+  std::string countName = emitter.kernelName("reduce_max_ties");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ x, const {2} "
+      "*__restrict__ y, float *__restrict__ counts) {{\n"
+      "  long long o = blockIdx.x;\n"
+      "  long long base = 0;\n{3}"
+      "  float m = mpc_load(y + o), count = 0.0f;\n"
+      "  MPC_FOR_THREAD(t, {4}LL) {{\n"
+      "    long long offset = base;\n{5}"
+      "    count += mpc_load(x + offset) == m ? 1.0f : 0.0f;\n"
+      "  }\n"
+      "  count = mpc_block_reduce_sum(count);\n"
+      "  if (threadIdx.x == 0) counts[o] = count;\n"
+      "}\n",
+      countName, elementCType(op.getInput()), elementCType(op.getOutput()),
+      offsetCode("base", "o", shape, kept), reduced,
+      offsetCode("offset", "t", shape, reducedDims)));
+  emitter.launch(countName, outputs, rowBlockSize,
+                 {emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getOutput()), counts});
+
+  // The output index of input element i: its kept coordinates, row-major
+  // (keepdim only inserts extents of 1, which leave the order unchanged).
+  std::string outputIndex;
+  int64_t keptStride = 1;
+  for (int64_t d : llvm::reverse(kept)) {
+    outputIndex +=
+        llvm::formatv("{0}c{1} * {2}LL", outputIndex.empty() ? "" : " + ", d,
+                      keptStride)
+            .str();
+    keptStride *= shape[d];
+  }
+  std::string name = emitter.kernelName("reduce_max_grad");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ x, const {3} *__restrict__ y, const float *__restrict__ "
+      "counts, {4} *__restrict__ dx) {{\n"
+      "  MPC_FOR_EACH(i, {5}LL) {{\n{6}"
+      "    long long o = {7};\n"
+      "    float v = mpc_load(x + i);\n"
+      "    mpc_store(dx + i, v == mpc_load(y + o) ? mpc_load(dy + o) / "
+      "counts[o] : 0.0f);\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getGrad()), elementCType(op.getInput()),
+      elementCType(op.getOutput()), elementCType(op.getResult()),
+      type.getNumElements(), coordinateCode(shape),
+      outputIndex.empty() ? "0" : outputIndex));
+  emitter.launch(name, elementwiseGrid(type.getNumElements()), 256,
+                 {emitter.constPointer(op.getGrad()),
+                  emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getOutput()), counts,
+                  emitter.pointer(op.getResult())});
+}
+
+/// slice_grad: every element of the input-shaped result is written once,
+/// with its slice element's gradient when the slice took it, else 0.
+void emitSliceGrad(StepEmitter &emitter, SliceGradOp op) {
+  auto resultType = op.getResult().getType();
+  auto gradType = op.getGrad().getType();
+  SmallVector<int64_t> gradStrides = rowMajorStrides(gradType.getShape());
+  std::string taken = "true", source;
+  for (int64_t d = 0; d < resultType.getRank(); ++d) {
+    int64_t start = op.getStarts()[d], stride = op.getStrides()[d];
+    std::string relative = llvm::formatv("(c{0} - {1}LL)", d, start).str();
+    taken += llvm::formatv(" && {0} >= 0 && {0} % {1}LL == 0 && {0} / {1}LL "
+                           "< {2}LL",
+                           relative, stride, gradType.getDimSize(d))
+                 .str();
+    source +=
+        llvm::formatv("{0}({1} / {2}LL) * {3}LL", source.empty() ? "" : " + ",
+                      relative, stride, gradStrides[d])
+            .str();
+  }
+  std::string name = emitter.kernelName("slice_grad");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, {2} *__restrict__ dx) "
+      "{{\n"
+      "  MPC_FOR_EACH(i, {3}LL) {{\n{4}"
+      "    mpc_store(dx + i, ({5}) ? mpc_load(dy + {6}) : 0.0f);\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getGrad()), elementCType(op.getResult()),
+      resultType.getNumElements(), coordinateCode(resultType.getShape()), taken,
+      source.empty() ? "0" : source));
+  emitter.launch(
+      name, elementwiseGrid(resultType.getNumElements()), 256,
+      {emitter.constPointer(op.getGrad()), emitter.pointer(op.getResult())});
+}
+
+} // namespace
+
+FailureOr<bool> mlir::mpc::emitBackwardOp(Operation *op, const Step &step,
+                                          StepEmitter &emitter) {
+  if (auto grad = dyn_cast<LayerNormGradOp>(op)) {
+    emitLayerNormGrad(emitter, step, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<BatchNormGradOp>(op)) {
+    emitBatchNormGrad(emitter, step, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
+    emitEmbeddingGrad(emitter, step, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<MaxPool2dGradOp>(op)) {
+    emitMaxPoolGrad(emitter, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<AvgPool2dGradOp>(op)) {
+    emitAvgPoolGrad(emitter, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<Conv2dGradInputOp>(op)) {
+    emitConv2dGradInput(emitter, step, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<Conv2dGradWeightOp>(op)) {
+    emitConv2dGradWeight(emitter, step, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<ReduceMaxGradOp>(op)) {
+    emitReduceMaxGrad(emitter, step, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<SliceGradOp>(op)) {
+    emitSliceGrad(emitter, grad);
+    return true;
+  }
+  return false;
+}

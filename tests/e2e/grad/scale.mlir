@@ -1,0 +1,9 @@
+// Gradient check of mpc.scale.
+mpc.model @grad_scale
+    inputs(%r: tensor<4x6xf32>)
+    params(%x: tensor<4x6xf32> = normal(1.0)) {
+  %y = mpc.scale %x by -0.75 : tensor<4x6xf32>
+  %p = mpc.mul %y, %r : tensor<4x6xf32>, tensor<4x6xf32>
+  %loss = mpc.reduce_sum %p dims [0, 1] : tensor<4x6xf32>
+  mpc.output loss(%loss : tensor<f32>)
+}
