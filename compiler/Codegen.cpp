@@ -139,6 +139,19 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
     stateBuffers.push_back(buffer);
     offset += buffer.bytes;
   }
+  // Half copies of the parameters (mixed precision) live with them: they
+  // are the half model, written at the start of every step and read until
+  // its backward pass ends, so they are not activations.
+  for (BlockArgument param : model.getParams())
+    for (Operation *user : param.getUsers())
+      if (auto cast = dyn_cast<CastOp>(user);
+          cast && !buffers.count(cast.getResult())) {
+        offset = (offset + 1) / 2 * 2; // half-precision alignment
+        Buffer buffer{MPC_ARENA_PARAMS, offset,
+                      storageBytes(cast.getResult().getType())};
+        buffers[cast.getResult()] = buffer;
+        offset += buffer.bytes;
+      }
   arenaBytes[MPC_ARENA_PARAMS] = offset;
 
   OutputOp output = model.getOutputOp();

@@ -8,14 +8,14 @@
 #ifndef MPC_COMPILER_COMPILEOPTIONS_H
 #define MPC_COMPILER_COMPILEOPTIONS_H
 
+#include "passes/Passes.h" // AmpLevel, HalfType
+
 #include <optional>
 #include <string>
 
 namespace mlir::mpc {
 
 enum class Target { Cpu, Cuda };
-enum class AmpLevel { O0, O1, O2, O3 };
-enum class HalfType { F16, BF16 };
 enum class OptimizerKind { Sgd, Adam, AdamW };
 enum class LossScaleMode { Default, Dynamic, Static, None };
 /// Stages `--emit` can stop at, in pipeline order (as Toy's `-emit=`).

@@ -170,8 +170,14 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
     return 0;
   }
 
-  // Evaluation runs the forward pass as written; training runs the step
-  // that mpc-autodiff derives.
+  // Precision is assigned to the forward pass, which evaluation runs as it
+  // is, so validation and training losses are computed alike; training runs
+  // the step that mpc-autodiff derives from it.
+  PassManager forward(&context);
+  buildForwardPipeline(forward, options.amp,
+                       options.half.value_or(HalfType::F16));
+  if (failed(forward.run(*module)))
+    return 1;
   OwningOpRef<ModuleOp> evalModule = module->clone();
   PassManager pm(&context);
   buildTrainingPipeline(pm);

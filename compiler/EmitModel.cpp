@@ -230,13 +230,16 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
     }
     os << "  {0}};\n\n";
 
+    // Both plans place parameters, state and their half copies alike.
+    int64_t paramsArena = std::max(trainPlan.arenaBytes[MPC_ARENA_PARAMS],
+                                   evalPlan.arenaBytes[MPC_ARENA_PARAMS]);
     int64_t activations =
         std::max(trainPlan.arenaBytes[MPC_ARENA_ACTIVATIONS],
                  evalPlan.arenaBytes[MPC_ARENA_ACTIVATIONS]);
-    os << "// Memory plan (bytes): parameters and state "
-       << trainPlan.arenaBytes[MPC_ARENA_PARAMS] << ", gradients "
+    os << "// Memory plan (bytes): parameters, state and half copies "
+       << paramsArena << ", gradients "
        << trainPlan.arenaBytes[MPC_ARENA_GRADS] << ", optimizer state "
-       << trainPlan.arenaBytes[MPC_ARENA_PARAMS] << ", activations "
+       << paramsArena << ", activations "
        << activations << " (train step " << trainPlan.arenaBytes[MPC_ARENA_ACTIVATIONS]
        << " reusing memory by liveness, "
        << trainPlan.activationBytesWithoutReuse << " without reuse; eval "
@@ -247,9 +250,9 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << "  " << train.getNumParams() << ", " << name << "_params,\n"
        << "  " << train.getNumStates() << ", " << name << "_states,\n"
        << "  " << outputs.size() << ", " << name << "_outputs,\n"
-       << "  {" << trainPlan.arenaBytes[MPC_ARENA_PARAMS] << ", "
+       << "  {" << paramsArena << ", "
        << trainPlan.arenaBytes[MPC_ARENA_GRADS] << ", "
-       << trainPlan.arenaBytes[MPC_ARENA_PARAMS] << ", " << activations
+       << paramsArena << ", " << activations
        << "},\n"
        << "  1, \"sgd\",\n"
        << "  " << llvm::formatv("{0:e9}f, {1:e9}f, {2:e9}f",

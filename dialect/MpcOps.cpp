@@ -875,8 +875,10 @@ LogicalResult LayerNormOp::verify() {
                             "of the input, got "
                          << quoted(gamma) << " for " << quoted(input);
   // layer_norm_c2
-  if (gamma.getElementType() != input.getElementType())
-    return emitOpError() << "expects gamma of the input's element type, got "
+  if (gamma.getElementType() != input.getElementType() &&
+      !gamma.getElementType().isF32())
+    return emitOpError() << "expects gamma of the input's element type or "
+                            "f32, got "
                          << quoted(gamma) << " for " << quoted(input);
   // layer_norm_c3
   if (!(getEps().convertToDouble() > 0))
@@ -897,8 +899,10 @@ LogicalResult BatchNormOp::verify() {
     return emitOpError() << "expects gamma of shape [" << input.getDimSize(1)
                          << "] (the channels), got " << quoted(gamma);
   // batch_norm_c3
-  if (gamma.getElementType() != input.getElementType())
-    return emitOpError() << "expects gamma of the input's element type, got "
+  if (gamma.getElementType() != input.getElementType() &&
+      !gamma.getElementType().isF32())
+    return emitOpError() << "expects gamma of the input's element type or "
+                            "f32, got "
                          << quoted(gamma) << " for " << quoted(input);
   // batch_norm_c4
   double momentum = getMomentum().convertToDouble();

@@ -574,7 +574,8 @@ def Mpc_LayerNormOp : Mpc_PolicyOp<"layer_norm", "KeepF32",
     torch's `normalized_shape`), then scales by `gamma` and shifts by `beta`.
 
     C1: `gamma`'s shape equals the trailing dims of `input`.
-    C2: `gamma` and `input` have the same element type.
+    C2: `gamma` has the element type of `input`, or f32 (norm parameters
+        kept in f32 under mixed precision).
     C3: `eps` is positive.
 
     ```mlir
@@ -606,7 +607,8 @@ def Mpc_BatchNormOp : Mpc_PolicyOp<"batch_norm", "KeepF32",
 
     C1: `input` has rank 2 (`[N, C]`) or 4 (`[N, C, H, W]`).
     C2: `gamma` has shape `[C]`.
-    C3: `gamma` and `input` have the same element type.
+    C3: `gamma` has the element type of `input`, or f32 (norm parameters
+        kept in f32 under mixed precision).
     C4: `0 <= momentum <= 1` and `eps > 0`.
 
     ```mlir

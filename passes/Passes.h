@@ -14,13 +14,21 @@
 
 namespace mlir::mpc {
 
+/// Mixed-precision levels, named as Apex's opt levels.
+enum class AmpLevel { O0, O1, O2, O3 };
+/// The reduced-precision float type.
+enum class HalfType { F16, BF16 };
+
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
-/// The passes `mpc compile` runs on a verified model.
+/// The passes that shape the forward pass: precision assignment and
+/// clean-up. Evaluation runs their result.
+void buildForwardPipeline(OpPassManager &pm, AmpLevel level, HalfType half);
+/// The passes that derive the training step from the forward pass.
 void buildTrainingPipeline(OpPassManager &pm);
 /// Registers `mpc-train-pipeline`.
 void registerMpcPipelines();

@@ -10,6 +10,75 @@
 
 include "mlir/Pass/PassBase.td"
 
+def MpcAssignPrecisionPass : Pass<"mpc-assign-precision", "mlir::ModuleOp"> {
+  let summary = "Assign a storage precision to every value of the forward "
+                "pass, inserting mpc.cast where types meet";
+  let description = [{
+    The compile-time form of Apex's opt levels and torch.autocast. Runs on
+    the forward pass, before mpc-autodiff, so that each backward op takes
+    the precision of its forward op through the op's VJP rule (gradients of
+    half activations are half; a weight cast to half gets its gradient cast
+    back to f32). Kernels always compute in f32 and round to the storage
+    type of their results, as GPU kernels do.
+
+    Each op's category comes from PrecisionPolicyOpInterface:
+    - O0: f32 throughout; the pass changes nothing.
+    - O1 (autocast): parameters and inputs as declared; `lower` ops (linear,
+      matmul, batch_matmul, conv2d) run on half operands; `keep_f32` ops on
+      f32 operands; `promote` ops on their widest operand type; `follow` ops
+      on their first float operand's type.
+    - O2: the model is half: every float input and every parameter is cast
+      to half once, at the top of the body, and every activation is half,
+      `keep_f32` ops included (their kernels compute in f32). Norm
+      parameters stay f32 while `keep-norm-fp32` is set. Parameters stay
+      f32 in storage: they are the master weights the optimizer updates.
+    - O3: pure half. Parameters are stored in half (no master weights; the
+      pass warns) and every op runs in half.
+    Batch norm's affine parameters and running statistics are always f32:
+    the statistics are state it updates in place. Cross-entropy always
+    yields an f32 loss. The
+    loss and the extra outputs are cast back to their declared types, so an
+    application sees the same outputs at every level.
+
+    An op attribute `mpc.precision = "f32" | "f16" | "bf16"` overrides the
+    policy for that op (the compile-time form of
+    `autocast(enabled=False)`).
+
+    Before (O1, f16):
+    ```mlir
+    %h = mpc.linear %x, %w, %b : tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>
+    %p = mpc.softmax %h dim 1 : tensor<4x16xf32>
+    ```
+    After:
+    ```mlir
+    %x16 = mpc.cast %x : tensor<4x8xf32> to tensor<4x8xf16>
+    %w16 = mpc.cast %w : tensor<16x8xf32> to tensor<16x8xf16>
+    %b16 = mpc.cast %b : tensor<16xf32> to tensor<16xf16>
+    %h = mpc.linear %x16, %w16, %b16 : tensor<4x8xf16>, tensor<16x8xf16>, tensor<16xf16>
+    %h32 = mpc.cast %h : tensor<4x16xf16> to tensor<4x16xf32>
+    %p = mpc.softmax %h32 dim 1 : tensor<4x16xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::mpc::MpcDialect"];
+  let options = [
+    Option<"level", "level", "mlir::mpc::AmpLevel",
+           /*default=*/"mlir::mpc::AmpLevel::O1", "Mixed-precision level",
+           [{::llvm::cl::values(
+               clEnumValN(mlir::mpc::AmpLevel::O0, "O0", "f32 throughout"),
+               clEnumValN(mlir::mpc::AmpLevel::O1, "O1", "autocast"),
+               clEnumValN(mlir::mpc::AmpLevel::O2, "O2",
+                          "half model, f32 master weights"),
+               clEnumValN(mlir::mpc::AmpLevel::O3, "O3", "pure half"))}]>,
+    Option<"half", "half", "mlir::mpc::HalfType",
+           /*default=*/"mlir::mpc::HalfType::F16", "Reduced-precision type",
+           [{::llvm::cl::values(
+               clEnumValN(mlir::mpc::HalfType::F16, "f16", "IEEE binary16"),
+               clEnumValN(mlir::mpc::HalfType::BF16, "bf16", "bfloat16"))}]>,
+    Option<"keepNormFp32", "keep-norm-fp32", "bool", /*default=*/"true",
+           "Keep layer norm parameters in f32 (batch norm's always are)">];
+  let statistics = [Statistic<"numCasts", "num-casts", "Casts inserted">];
+}
+
 def MpcAutodiffPass : Pass<"mpc-autodiff", "mlir::ModuleOp"> {
   let summary = "Derive the training step: append the reverse-mode backward "
                 "pass and return every parameter's gradient";

@@ -1287,9 +1287,9 @@ func.func @layer_norm_c1_scalar_gamma(%x: tensor<4x64xf32>, %g: tensor<f32>) {
 
 // -----
 
-func.func @layer_norm_c2(%x: tensor<4x64xf16>, %g: tensor<64xf32>) {
-  // expected-error@+1 {{'mpc.layer_norm' op expects gamma of the input's element type, got 'tensor<64xf32>' for 'tensor<4x64xf16>'}}
-  %0 = mpc.layer_norm %x, %g, %g : tensor<4x64xf16>, tensor<64xf32>
+func.func @layer_norm_c2(%x: tensor<4x64xf16>, %g: tensor<64xbf16>) {
+  // expected-error@+1 {{'mpc.layer_norm' op expects gamma of the input's element type or f32, got 'tensor<64xbf16>' for 'tensor<4x64xf16>'}}
+  %0 = mpc.layer_norm %x, %g, %g : tensor<4x64xf16>, tensor<64xbf16>
   return
 }
 
@@ -1344,9 +1344,9 @@ func.func @batch_norm_c2(%x: tensor<8x16x4x4xf32>, %g: tensor<4xf32>) {
 
 // -----
 
-func.func @batch_norm_c3(%x: tensor<8x16xbf16>, %g: tensor<16xf32>) {
-  // expected-error@+1 {{'mpc.batch_norm' op expects gamma of the input's element type, got 'tensor<16xf32>' for 'tensor<8x16xbf16>'}}
-  %0 = mpc.batch_norm %x, %g, %g, %g, %g : tensor<8x16xbf16>, tensor<16xf32>
+func.func @batch_norm_c3(%x: tensor<8x16xbf16>, %g: tensor<16xf16>) {
+  // expected-error@+1 {{'mpc.batch_norm' op expects gamma of the input's element type or f32, got 'tensor<16xf16>' for 'tensor<8x16xbf16>'}}
+  %0 = mpc.batch_norm %x, %g, %g, %g, %g : tensor<8x16xbf16>, tensor<16xf16>
   return
 }
 

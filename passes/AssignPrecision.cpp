@@ -1,0 +1,237 @@
+//===- AssignPrecision.cpp - storage precision of every value -----*- C++ -*-===//
+//
+// This file implements mpc-assign-precision: Apex's opt levels O0-O3 decided
+// at compile time, from each op's PrecisionPolicyOpInterface category.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/MpcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+#define DEBUG_TYPE "mpc-assign-precision"
+
+namespace mlir::mpc {
+#define GEN_PASS_DEF_MPCASSIGNPRECISIONPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+bool isFloatTensor(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
+Type elementOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType();
+}
+
+/// The wider of two float types: f32 over either half type.
+Type widest(Type a, Type b) {
+  if (!a)
+    return b;
+  return a.getIntOrFloatBitWidth() >= b.getIntOrFloatBitWidth() ? a : b;
+}
+
+/// Assigns types within one model.
+class PrecisionAssigner {
+public:
+  PrecisionAssigner(ModelOp model, AmpLevel level, Type half,
+                    bool keepNormFp32, llvm::Statistic &numCasts)
+      : model(model), level(level), half(half), keepNormFp32(keepNormFp32),
+        f32(Float32Type::get(model.getContext())), builder(model),
+        numCasts(numCasts) {}
+
+  LogicalResult run();
+
+private:
+  /// `value` as `element`, through one cast per (value, type), placed right
+  /// after the value's definition so every user shares it.
+  Value castTo(Value value, Type element);
+  /// The element type `op` runs in, or null to leave it alone.
+  FailureOr<Type> computeType(Operation *op);
+  bool isNormParameter(Operation *op, unsigned operandIndex) const;
+  /// The type a norm's parameter operand keeps, if not the op's type.
+  std::optional<Type> normParameterType(Operation *op,
+                                        unsigned operandIndex) const;
+
+  ModelOp model;
+  AmpLevel level;
+  Type half;
+  bool keepNormFp32;
+  Type f32;
+  OpBuilder builder;
+  llvm::Statistic &numCasts;
+  llvm::DenseMap<std::pair<Value, Type>, Value> casts;
+};
+
+Value PrecisionAssigner::castTo(Value value, Type element) {
+  if (elementOf(value) == element)
+    return value;
+  auto [it, inserted] = casts.try_emplace({value, element}, Value());
+  if (!inserted)
+    return it->second;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointAfterValue(value);
+  auto type = cast<RankedTensorType>(value.getType()).clone(element);
+  it->second = CastOp::create(builder, value.getLoc(), type, value);
+  ++numCasts;
+  return it->second;
+}
+
+std::optional<Type>
+PrecisionAssigner::normParameterType(Operation *op,
+                                     unsigned operandIndex) const {
+  if (!isNormParameter(op, operandIndex) || op->hasAttr("mpc.precision"))
+    return std::nullopt;
+  // Batch norm's running statistics are f32 state it updates in place, so
+  // its affine parameters stay f32 with them.
+  if (isa<BatchNormOp>(op) || keepNormFp32)
+    return f32;
+  return std::nullopt;
+}
+
+bool PrecisionAssigner::isNormParameter(Operation *op,
+                                        unsigned operandIndex) const {
+  // gamma and beta (and batch norm's running statistics) follow operand 0.
+  return isa<LayerNormOp, BatchNormOp>(op) && operandIndex > 0;
+}
+
+FailureOr<Type> PrecisionAssigner::computeType(Operation *op) {
+  if (auto attr = op->getAttrOfType<StringAttr>("mpc.precision")) {
+    StringRef name = attr.getValue();
+    if (name == "f32")
+      return f32;
+    if (name == "f16")
+      return Type(Float16Type::get(op->getContext()));
+    if (name == "bf16")
+      return Type(BFloat16Type::get(op->getContext()));
+    return op->emitError() << "mpc.precision must be \"f32\", \"f16\" or "
+                              "\"bf16\", got \""
+                           << name << "\"";
+  }
+  auto policy = dyn_cast<PrecisionPolicyOpInterface>(op);
+  if (!policy || isa<CastOp>(op))
+    return Type();
+  // A constant operand does not widen an op, as a Python scalar does not in
+  // PyTorch's type promotion: where(mask, scores, -inf) stays in half.
+  Type first, wide, wideConstant;
+  for (Value operand : op->getOperands()) {
+    if (!isFloatTensor(operand))
+      continue;
+    first = first ? first : elementOf(operand);
+    if (operand.getDefiningOp<ConstantOp>())
+      wideConstant = widest(wideConstant, elementOf(operand));
+    else
+      wide = widest(wide, elementOf(operand));
+  }
+  if (!wide)
+    wide = wideConstant;
+  switch (policy.getPrecisionClass()) {
+  case PrecisionClass::Lower:
+    return half;
+  case PrecisionClass::KeepF32:
+    // O1 stores their results in f32, as autocast does. O2 and O3 keep
+    // activations in half; the kernels still compute in f32.
+    return level == AmpLevel::O1 ? f32 : half;
+  case PrecisionClass::Promote:
+    return wide;
+  case PrecisionClass::Follow:
+    return first;
+  }
+  llvm_unreachable("unknown precision class");
+}
+
+LogicalResult PrecisionAssigner::run() {
+  // Algorithm:
+  // 1. O3 stores parameters in half; O2 and O3 cast every float input and
+  //    parameter (but norm parameters kept in f32) to half once, at the top.
+  // 2. Walk the body in program order. For each op, find the element type it
+  //    runs in from its category (or an mpc.precision override), cast its
+  //    float operands to that type, and give its float results that type
+  //    (cross-entropy's loss stays f32).
+  // 3. Cast the loss and the extra outputs back to their declared types.
+  if (level == AmpLevel::O0)
+    return success();
+  Block &body = model.getBody().front();
+  OutputOp output = model.getOutputOp();
+  SmallVector<Type> declaredOutputs;
+  for (Value value : output->getOperands())
+    declaredOutputs.push_back(value.getType());
+
+  if (level == AmpLevel::O3) {
+    model.emitWarning() << "--amp=O3 stores parameters in "
+                        << half << " and updates them there: there are no f32 "
+                           "master weights, so small updates can round away";
+    for (BlockArgument param : model.getParams())
+      param.setType(cast<RankedTensorType>(param.getType()).clone(half));
+  }
+  if (level == AmpLevel::O2 || level == AmpLevel::O3) {
+    SmallVector<Value> modelValues(model.getInputs());
+    llvm::append_range(modelValues, model.getParams());
+    for (Value value : modelValues) {
+      if (!isFloatTensor(value) || elementOf(value) == half)
+        continue;
+      SmallVector<OpOperand *> halfUses;
+      for (OpOperand &use : value.getUses()) {
+        Operation *user = use.getOwner();
+        bool keepsF32 = isa<OutputOp>(user) ||
+                        normParameterType(user, use.getOperandNumber());
+        if (!keepsF32)
+          halfUses.push_back(&use);
+      }
+      if (halfUses.empty())
+        continue;
+      Value halfValue = castTo(value, half);
+      for (OpOperand *use : halfUses)
+        use->set(halfValue);
+    }
+  }
+
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    if (!isa<CastOp>(op))
+      ops.push_back(&op);
+  for (Operation *op : ops) {
+    FailureOr<Type> type = computeType(op);
+    if (failed(type))
+      return failure();
+    if (!*type)
+      continue;
+    for (OpOperand &operand : op->getOpOperands())
+      if (isFloatTensor(operand.get()))
+        operand.set(castTo(operand.get(),
+                           normParameterType(op, operand.getOperandNumber())
+                               .value_or(*type)));
+    for (Value result : op->getResults())
+      if (isFloatTensor(result) && !isa<CrossEntropyOp>(op))
+        result.setType(cast<RankedTensorType>(result.getType()).clone(*type));
+  }
+
+  for (auto [operand, declared] :
+       llvm::zip(output->getOpOperands(), declaredOutputs))
+    operand.set(castTo(operand.get(),
+                       cast<RankedTensorType>(declared).getElementType()));
+  return success();
+}
+
+struct MpcAssignPrecisionPass
+    : impl::MpcAssignPrecisionPassBase<MpcAssignPrecisionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    MLIRContext *context = &getContext();
+    Type halfType = half == HalfType::F16 ? Type(Float16Type::get(context))
+                                          : Type(BFloat16Type::get(context));
+    for (ModelOp model : getOperation().getOps<ModelOp>())
+      if (failed(PrecisionAssigner(model, level, halfType, keepNormFp32,
+                                   numCasts)
+                     .run()))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace mlir::mpc
