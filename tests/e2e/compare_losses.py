@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Runs a reference training app and a candidate, compares a final loss.
+
+  compare_losses.py --metric "corpus loss" --tolerance 0.15 \
+      --reference <app> [args...] --candidate <app> [args...]
+
+Both apps print a line containing "<metric> <number>"; the test fails when
+the candidate's number exceeds the reference's by more than --tolerance
+(absolute), or when either app fails. Used to check that mixed-precision
+builds of an example train as well as its f32 build.
+"""
+
+import argparse
+import re
+import subprocess
+import sys
+
+
+def run(command, metric):
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"error: {' '.join(command)} exited {result.returncode}:\n"
+                 f"{result.stdout}{result.stderr}")
+    match = re.findall(re.escape(metric) + r" ([0-9.eE+-]+|nan|inf)", result.stdout)
+    if not match:
+        sys.exit(f"error: no '{metric} <number>' in the output of "
+                 f"{' '.join(command)}:\n{result.stdout}")
+    return float(match[-1])
+
+
+def main():
+    argv = sys.argv[1:]
+    try:
+        split_ref = argv.index("--reference")
+        split_cand = argv.index("--candidate")
+    except ValueError:
+        sys.exit(__doc__)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--metric", required=True)
+    parser.add_argument("--tolerance", type=float, required=True)
+    options = parser.parse_args(argv[:split_ref])
+    reference = argv[split_ref + 1:split_cand]
+    candidate = argv[split_cand + 1:]
+    expected = run(reference, options.metric)
+    actual = run(candidate, options.metric)
+    print(f"reference {options.metric} {expected:.4f}, candidate "
+          f"{actual:.4f}, allowed up to {expected + options.tolerance:.4f}")
+    if not actual <= expected + options.tolerance:
+        sys.exit(f"error: the candidate's {options.metric} {actual:.4f} is more "
+                 f"than {options.tolerance} above the reference's {expected:.4f}")
+
+
+if __name__ == "__main__":
+    main()
