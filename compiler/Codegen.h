@@ -257,6 +257,31 @@ struct CodegenOptions {
   float weightDecay = 0.0f;
 };
 
+/// What a model's library allocates, per arena, from its train and eval
+/// plans: the figures of the descriptor and of `mpc compile --report`.
+struct MemorySummary {
+  /// The parameter arena: parameters, state and the half copies of the
+  /// parameters (shared by the train and eval plans).
+  int64_t params = 0;
+  int64_t parameterBytes = 0; ///< of which the parameters as stored
+  int64_t stateBytes = 0;     ///< of which the state (running statistics)
+  int64_t gradients = 0;
+  int64_t optimizerState = 0;
+  /// The activation arena: the larger of the train and eval peaks.
+  int64_t activations = 0;
+  int64_t trainActivations = 0; ///< train step peak, reusing by liveness
+  int64_t trainActivationsWithoutReuse = 0;
+  int64_t evalActivations = 0;
+};
+
+/// The arena sizes of a model's train and eval plans.
+MemorySummary summarizeMemory(const MemoryPlan &trainPlan,
+                              const MemoryPlan &evalPlan);
+
+/// Plans `train` (the training step) and `eval` (the forward pass) as
+/// generateModel does and returns their arena sizes.
+MemorySummary planMemory(ModelOp train, ModelOp eval);
+
 /// Generates the cpu target's sources from a model whose `train` copy holds
 /// the training step (forward, backward and gradients on mpc.output) and
 /// whose `eval` copy holds the forward pass.

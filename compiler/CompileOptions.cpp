@@ -54,8 +54,6 @@ std::optional<std::string> findUnimplemented(const CompileOptions &options) {
   static const char *const optimizers[] = {"sgd", "adam", "adamw"};
   if (options.target == Target::Cuda)
     return std::string("--target=cuda is not implemented yet");
-  if (options.amp == AmpLevel::O3)
-    return std::string("--amp=O3 is not implemented yet");
   if (options.optimizer != OptimizerKind::Sgd)
     return std::string("--optimizer=") +
            optimizers[static_cast<int>(options.optimizer)] +

@@ -48,8 +48,15 @@ struct CompileOptions {
   double eps = 1e-8;
   double clipNorm = 0.0; ///< 0: no clipping.
   LossScale lossScale;
+  /// `--Werror-numerics`: mpc-check-numerics findings are errors.
+  bool werrorNumerics = false;
+  /// Hidden `--no-fold-casts`: keep every cast, to test that folding
+  /// changes no result.
+  bool foldCasts = true;
   int accumulate = 1;
   EmitStage emit = EmitStage::Library;
+  /// `--report`: print the precision report and stop (no library).
+  bool report = false;
 };
 
 /// The first option in `options` that this build cannot honour yet, as a

@@ -8,6 +8,7 @@
 #include "compiler/Compiler.h"
 
 #include "compiler/Codegen.h"
+#include "compiler/Report.h"
 #include "passes/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
@@ -164,6 +165,8 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
     llvm::errs() << "mpc compile: error: " << *missing << "\n";
     return 1;
   }
+  if (options.report)
+    return printReport(*module, options, out);
   if (options.emit == EmitStage::Mlir) {
     module->print(out);
     out << "\n";
@@ -174,13 +177,16 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   // is, so validation and training losses are computed alike; training runs
   // the step that mpc-autodiff derives from it.
   PassManager forward(&context);
+  PipelineOptions pipeline;
+  pipeline.werrorNumerics = options.werrorNumerics;
+  pipeline.foldCasts = options.foldCasts;
   buildForwardPipeline(forward, options.amp,
-                       options.half.value_or(HalfType::F16));
+                       options.half.value_or(HalfType::F16), pipeline);
   if (failed(forward.run(*module)))
     return 1;
   OwningOpRef<ModuleOp> evalModule = module->clone();
   PassManager pm(&context);
-  buildTrainingPipeline(pm);
+  buildTrainingPipeline(pm, pipeline);
   if (failed(pm.run(*module)))
     return 1;
   if (options.emit == EmitStage::TrainingStep) {

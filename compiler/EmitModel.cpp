@@ -74,29 +74,33 @@ LogicalResult emitBody(ModelOp model, const std::vector<Step> &steps,
   return success();
 }
 
-/// SGD with momentum and L2 weight decay over the flat fp32 parameters, as
+/// SGD with momentum and L2 weight decay over the flat parameters, as
 /// torch.optim.SGD (dampening 0): d = g + wd * p; m = momentum * m + d;
-/// p -= lr * m. Skipped when the runtime only wants gradients.
-void emitSgdUpdate(StepEmitter &emitter, int64_t numElements) {
+/// p -= lr * m, computed in f32. Parameters, gradients and momentum share the
+/// parameters' storage type: f32 master weights at O0-O2, half at O3.
+/// Skipped when the runtime only wants gradients.
+void emitSgdUpdate(StepEmitter &emitter, Type element, int64_t numElements) {
   std::string name = emitter.kernelName("sgd_update");
+  std::string storage = cType(element);
   emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(float *__restrict__ params, const float "
-      "*__restrict__ grads, float *__restrict__ momentum_buffer, long long "
+      "__global__ void {0}({1} *__restrict__ params, const {1} "
+      "*__restrict__ grads, {1} *__restrict__ momentum_buffer, long long "
       "n, float lr, float momentum, float weight_decay) {{\n"
       "  MPC_FOR_EACH(i, n) {{\n"
-      "    float d = grads[i] + weight_decay * params[i];\n"
-      "    float m = momentum * momentum_buffer[i] + d;\n"
-      "    momentum_buffer[i] = m;\n"
-      "    params[i] -= lr * m;\n"
+      "    float p = mpc_load(params + i);\n"
+      "    float d = mpc_load(grads + i) + weight_decay * p;\n"
+      "    float m = momentum * mpc_load(momentum_buffer + i) + d;\n"
+      "    mpc_store(momentum_buffer + i, m);\n"
+      "    mpc_store(params + i, p - lr * m);\n"
       "  }\n"
       "}\n",
-      name));
+      name, storage));
   emitter.hostStatement("if (ctx->apply_update) {");
   emitter.launch(name, elementwiseGrid(numElements), 256,
-                 {"(float *)arena0", "(const float *)arena1",
-                  "(float *)arena2", std::to_string(numElements) + "LL",
-                  "ctx->learning_rate", "ctx->momentum",
-                  "ctx->weight_decay"});
+                 {"(" + storage + " *)arena0", "(const " + storage + " *)arena1",
+                  "(" + storage + " *)arena2",
+                  std::to_string(numElements) + "LL", "ctx->learning_rate",
+                  "ctx->momentum", "ctx->weight_decay"});
   emitter.hostStatement("}");
 }
 
@@ -149,6 +153,35 @@ void printTensorDesc(llvm::raw_ostream &os, StringRef name, Type type,
 
 } // namespace
 
+MemorySummary mlir::mpc::summarizeMemory(const MemoryPlan &trainPlan,
+                                         const MemoryPlan &evalPlan) {
+  MemorySummary memory;
+  // Both plans place parameters, state and their half copies alike.
+  memory.params = std::max(trainPlan.arenaBytes[MPC_ARENA_PARAMS],
+                           evalPlan.arenaBytes[MPC_ARENA_PARAMS]);
+  for (const Buffer &buffer : trainPlan.paramBuffers)
+    memory.parameterBytes += buffer.bytes;
+  for (const Buffer &buffer : trainPlan.stateBuffers)
+    memory.stateBytes += buffer.bytes;
+  memory.gradients = trainPlan.arenaBytes[MPC_ARENA_GRADS];
+  memory.optimizerState = memory.params;
+  memory.trainActivations = trainPlan.arenaBytes[MPC_ARENA_ACTIVATIONS];
+  memory.trainActivationsWithoutReuse = trainPlan.activationBytesWithoutReuse;
+  memory.evalActivations = evalPlan.arenaBytes[MPC_ARENA_ACTIVATIONS];
+  memory.activations =
+      std::max(memory.trainActivations, memory.evalActivations);
+  return memory;
+}
+
+MemorySummary mlir::mpc::planMemory(ModelOp train, ModelOp eval) {
+  SmallVector<Value> gradients(train.getOutputOp().getGradients());
+  std::vector<Step> trainSteps = formSteps(train);
+  MemoryPlan trainPlan(train, trainSteps, gradients);
+  std::vector<Step> evalSteps = formSteps(eval);
+  MemoryPlan evalPlan(eval, evalSteps, {});
+  return summarizeMemory(trainPlan, evalPlan);
+}
+
 FailureOr<GeneratedModel>
 mlir::mpc::generateModel(ModelOp train, ModelOp eval,
                          const CodegenOptions &options) {
@@ -163,9 +196,19 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
                            /*training=*/true);
   if (failed(emitBody(train, trainSteps, trainPlan, trainEmitter, gradients)))
     return failure();
-  int64_t paramElements = trainPlan.arenaBytes[MPC_ARENA_GRADS] / 4;
-  if (paramElements > 0)
-    emitSgdUpdate(trainEmitter, paramElements);
+  // One update over the flat parameters, which share one storage type.
+  if (train.getNumParams() > 0) {
+    Type element =
+        cast<RankedTensorType>(train.getParams()[0].getType()).getElementType();
+    for (BlockArgument param : train.getParams())
+      if (cast<RankedTensorType>(param.getType()).getElementType() != element)
+        return train.emitError()
+               << "the optimizer expects every parameter in one type, got "
+               << element << " and " << param.getType();
+    int64_t paramElements = trainPlan.arenaBytes[MPC_ARENA_GRADS] /
+                            (element.getIntOrFloatBitWidth() / 8);
+    emitSgdUpdate(trainEmitter, element, paramElements);
+  }
 
   std::vector<Step> evalSteps = formSteps(eval);
   MemoryPlan evalPlan(eval, evalSteps, {});
@@ -230,30 +273,22 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
     }
     os << "  {0}};\n\n";
 
-    // Both plans place parameters, state and their half copies alike.
-    int64_t paramsArena = std::max(trainPlan.arenaBytes[MPC_ARENA_PARAMS],
-                                   evalPlan.arenaBytes[MPC_ARENA_PARAMS]);
-    int64_t activations =
-        std::max(trainPlan.arenaBytes[MPC_ARENA_ACTIVATIONS],
-                 evalPlan.arenaBytes[MPC_ARENA_ACTIVATIONS]);
+    MemorySummary memory = summarizeMemory(trainPlan, evalPlan);
     os << "// Memory plan (bytes): parameters, state and half copies "
-       << paramsArena << ", gradients "
-       << trainPlan.arenaBytes[MPC_ARENA_GRADS] << ", optimizer state "
-       << paramsArena << ", activations "
-       << activations << " (train step " << trainPlan.arenaBytes[MPC_ARENA_ACTIVATIONS]
+       << memory.params << ", gradients " << memory.gradients
+       << ", optimizer state " << memory.optimizerState << ", activations "
+       << memory.activations << " (train step " << memory.trainActivations
        << " reusing memory by liveness, "
-       << trainPlan.activationBytesWithoutReuse << " without reuse; eval "
-       << evalPlan.arenaBytes[MPC_ARENA_ACTIVATIONS] << ")\n";
+       << memory.trainActivationsWithoutReuse << " without reuse; eval "
+       << memory.evalActivations << ")\n";
     os << "static const mpc_model_desc " << name << "_desc = {\n"
        << "  MPC_MODEL_ABI_VERSION, \"" << name << "\", MPC_TARGET_CPU,\n"
        << "  " << train.getNumInputs() << ", " << name << "_inputs,\n"
        << "  " << train.getNumParams() << ", " << name << "_params,\n"
        << "  " << train.getNumStates() << ", " << name << "_states,\n"
        << "  " << outputs.size() << ", " << name << "_outputs,\n"
-       << "  {" << paramsArena << ", "
-       << trainPlan.arenaBytes[MPC_ARENA_GRADS] << ", "
-       << paramsArena << ", " << activations
-       << "},\n"
+       << "  {" << memory.params << ", " << memory.gradients << ", "
+       << memory.optimizerState << ", " << memory.activations << "},\n"
        << "  1, \"sgd\",\n"
        << "  " << llvm::formatv("{0:e9}f, {1:e9}f, {2:e9}f",
                                 options.learningRate, options.momentum,

@@ -48,6 +48,12 @@ cl::opt<mlir::mpc::EmitStage> emit(
         clEnumValN(mlir::mpc::EmitStage::Library, "lib",
                    "lib<model>.a and <model>.h in -o (default)")));
 
+cl::opt<bool> report(
+    "report",
+    cl::desc("Print each op's precision and why, the casts and the memory "
+             "beside O0's, then stop"),
+    cl::sub(compileCommand), cl::cat(compileCategory));
+
 cl::opt<mlir::mpc::Target> target(
     "target", cl::desc("Where the model trains"), cl::sub(compileCommand),
     cl::init(mlir::mpc::Target::Cpu), cl::cat(targetCategory),
@@ -80,6 +86,14 @@ cl::opt<std::string> lossScale(
     "loss-scale", cl::desc("dynamic | static:<scale> | none (default: "
                            "dynamic for f16, none otherwise)"),
     cl::sub(compileCommand), cl::cat(precisionCategory));
+cl::opt<bool> werrorNumerics(
+    "Werror-numerics",
+    cl::desc("Treat numerics warnings (values lost in half) as errors"),
+    cl::sub(compileCommand), cl::cat(precisionCategory));
+// Keeps every cast, so that a test can check that folding changes nothing.
+cl::opt<bool> noFoldCasts("no-fold-casts", cl::desc("Do not fold casts"),
+                          cl::Hidden, cl::sub(compileCommand),
+                          cl::cat(precisionCategory));
 
 cl::opt<mlir::mpc::OptimizerKind> optimizer(
     "optimizer", cl::desc("Fused optimizer"), cl::sub(compileCommand),
@@ -125,6 +139,7 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.inputFile = inputFile;
   options.outputDir = outputDir;
   options.emit = emit;
+  options.report = report;
   options.target = target;
   options.amp = amp;
   if (half.getNumOccurrences())
@@ -165,8 +180,11 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.eps = eps;
   options.clipNorm = clipNorm;
   options.accumulate = accumulate;
+  options.werrorNumerics = werrorNumerics;
+  options.foldCasts = !noFoldCasts;
 
-  if (options.emit == mlir::mpc::EmitStage::Library && options.outputDir.empty())
+  if (options.emit == mlir::mpc::EmitStage::Library && !options.report &&
+      options.outputDir.empty())
     return fail("building a library needs an output directory: -o <dir>");
   return 0;
 }

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Traits.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringExtras.h"
@@ -788,6 +789,78 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getInput().getType() == getResult().getType())
     return getInput();
   return {};
+}
+
+namespace {
+
+FloatType floatElementOf(Value value) {
+  return cast<FloatType>(cast<RankedTensorType>(value.getType()).getElementType());
+}
+
+/// cast(cast(%x : A to B) : B to C) where every A value is exact in B (a
+/// widening): B holds %x exactly, so rounding it to C rounds %x to C. Becomes
+/// cast(%x : A to C), or %x when C is A (f16 to f32 to f16). A chain whose
+/// first cast rounds (f32 to f16 to f32, f16 to bf16 to ...) is left alone.
+/// The only bits this can change are a signalling NaN's, which the round trip
+/// would have quieted; kernels never produce one.
+struct FoldExactCastChain : OpRewritePattern<CastOp> {
+  FoldExactCastChain(MLIRContext *context) : OpRewritePattern(context) {
+    setDebugName("FoldExactCastChain");
+    addDebugLabels(kFoldCastsLabel);
+  }
+
+  LogicalResult matchAndRewrite(CastOp op,
+                                PatternRewriter &rewriter) const override {
+    auto inner = op.getInput().getDefiningOp<CastOp>();
+    if (!inner)
+      return failure();
+    Value source = inner.getInput();
+    if (!APFloat::isRepresentableBy(
+            floatElementOf(source).getFloatSemantics(),
+            floatElementOf(inner.getResult()).getFloatSemantics()))
+      return rewriter.notifyMatchFailure(op, "the first cast rounds");
+    if (source.getType() == op.getType())
+      rewriter.replaceOp(op, source);
+    else
+      rewriter.replaceOpWithNewOp<CastOp>(op, op.getType(), source);
+    return success();
+  }
+};
+
+/// cast(mpc.constant splat(v)) is mpc.constant splat(v rounded to nearest
+/// even into the result type), as the cast kernel rounds it (overflow to inf,
+/// subnormals kept). A NaN is left to the kernel, which owns its payload.
+struct FoldCastOfSplatConstant : OpRewritePattern<CastOp> {
+  FoldCastOfSplatConstant(MLIRContext *context) : OpRewritePattern(context) {
+    setDebugName("FoldCastOfSplatConstant");
+    addDebugLabels(kFoldCastsLabel);
+  }
+
+  LogicalResult matchAndRewrite(CastOp op,
+                                PatternRewriter &rewriter) const override {
+    auto constant = op.getInput().getDefiningOp<ConstantOp>();
+    if (!constant)
+      return failure();
+    auto splat = dyn_cast<SplatElementsAttr>(constant.getValue());
+    if (!splat)
+      return rewriter.notifyMatchFailure(op, "not a splat constant");
+    APFloat value = splat.getSplatValue<APFloat>();
+    if (value.isNaN())
+      return rewriter.notifyMatchFailure(op, "a NaN constant");
+    bool losesInfo = false;
+    value.convert(floatElementOf(op.getResult()).getFloatSemantics(),
+                  APFloat::rmNearestTiesToEven, &losesInfo);
+    rewriter.replaceOpWithNewOp<ConstantOp>(
+        op, op.getType(), DenseElementsAttr::get(op.getType(), value));
+    return success();
+  }
+};
+
+} // namespace
+
+void CastOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                         MLIRContext *context) {
+  patterns.add<FoldExactCastChain, FoldCastOfSplatConstant>(context);
 }
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }

@@ -20,4 +20,11 @@
 #define GET_OP_CLASSES
 #include "dialect/MpcOps.h.inc"
 
+namespace mlir::mpc {
+/// The debug label of CastOp's value-preserving canonicalization patterns
+/// (round trips through an exact widening, casts of splat constants). A
+/// canonicalizer built with it in `disabledPatterns` leaves casts alone.
+inline constexpr llvm::StringLiteral kFoldCastsLabel = "mpc-fold-casts";
+} // namespace mlir::mpc
+
 #endif // MPC_DIALECT_MPCOPS_H

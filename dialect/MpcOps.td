@@ -484,6 +484,13 @@ def Mpc_CastOp : Mpc_PolicyOp<"cast", "Follow", [Differentiable, Pure]> {
 
     C1: `input` and `result` have the same shape.
 
+    Folds (none changes a value; mpc-fold-casts applies them): a cast to the
+    same type is its input; a cast of a cast whose first step is exact (a
+    widening, such as f16 to f32) is one cast from the original value, or the
+    value itself when the types meet again (f16 to f32 to f16); a cast of a
+    splat constant is a constant of the new type, rounded to nearest even.
+    A rounding is never dropped: f32 to f16 to f32 stays.
+
     ```mlir
     %0 = mpc.cast %x : tensor<4x8xf32> to tensor<4x8xf16>
     ```
@@ -493,6 +500,7 @@ def Mpc_CastOp : Mpc_PolicyOp<"cast", "Follow", [Differentiable, Pure]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Mpc_ConstantOp : Mpc_PolicyOp<"constant", "Follow",

@@ -177,7 +177,10 @@ LogicalResult PrecisionAssigner::run() {
       SmallVector<OpOperand *> halfUses;
       for (OpOperand &use : value.getUses()) {
         Operation *user = use.getOwner();
+        // An op overridden with mpc.precision reads the value as declared,
+        // not rounded to half first.
         bool keepsF32 = isa<OutputOp>(user) ||
+                        user->hasAttr("mpc.precision") ||
                         normParameterType(user, use.getOperandNumber());
         if (!keepsF32)
           halfUses.push_back(&use);

@@ -25,11 +25,22 @@ enum class HalfType { F16, BF16 };
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
-/// The passes that shape the forward pass: precision assignment and
-/// clean-up. Evaluation runs their result.
-void buildForwardPipeline(OpPassManager &pm, AmpLevel level, HalfType half);
+/// Switches of the pipelines beyond the precision level.
+struct PipelineOptions {
+  /// mpc-check-numerics reports errors and fails (`--Werror-numerics`).
+  bool werrorNumerics = false;
+  /// Run mpc-fold-casts and let canonicalize fold casts. Off only to check
+  /// that folding changes no result (`mpc compile --no-fold-casts`).
+  bool foldCasts = true;
+};
+
+/// The passes that shape the forward pass: precision assignment, the
+/// numerics lint, cast folding and clean-up. Evaluation runs their result.
+void buildForwardPipeline(OpPassManager &pm, AmpLevel level, HalfType half,
+                          const PipelineOptions &options = {});
 /// The passes that derive the training step from the forward pass.
-void buildTrainingPipeline(OpPassManager &pm);
+void buildTrainingPipeline(OpPassManager &pm,
+                           const PipelineOptions &options = {});
 /// Registers `mpc-train-pipeline`.
 void registerMpcPipelines();
 

@@ -114,6 +114,86 @@ def MpcAutodiffPass : Pass<"mpc-autodiff", "mlir::ModuleOp"> {
               "Ops created for the backward pass">];
 }
 
+def MpcFoldCastsPass : Pass<"mpc-fold-casts", "mlir::ModuleOp"> {
+  let summary = "Remove cast round trips that change nothing and cast each "
+                "value to a type once";
+  let description = [{
+    Applies mpc.cast's value-preserving folds (the same ones canonicalize
+    applies, as CastOp's canonicalization patterns) to every cast, then
+    merges identical casts:
+    - a cast to the same type is its input;
+    - cast(cast(%x : A to B) : B to C) where A to B is exact (a widening:
+      f16 or bf16 to f32) is cast(%x : A to C), and %x itself when C is A
+      (f16 to f32 to f16, bf16 to f32 to bf16);
+    - a cast of a splat mpc.constant is a constant of the new type, rounded
+      to nearest even as the cast kernel rounds (overflow to inf, subnormals
+      kept; NaN constants are left to the kernel);
+    - two casts of one value to one type are one (the one that dominates),
+      so a weight that several ops use is cast to half once per step.
+    A rounding is never removed: f32 to f16 to f32, f16 to bf16 and bf16 to
+    f16 are not exact, and chains that start with one are left alone.
+
+    Before:
+    ```mlir
+    %h = mpc.linear %x16, %w16 : tensor<4x8xf16>, tensor<16x8xf16>
+    %h32 = mpc.cast %h : tensor<4x16xf16> to tensor<4x16xf32>
+    %h16 = mpc.cast %h32 : tensor<4x16xf32> to tensor<4x16xf16>
+    %y = mpc.linear %h16, %v16 : tensor<4x16xf16>, tensor<16x16xf16>
+    %r = mpc.cast %y : tensor<4x16xf16> to tensor<4x16xf32>
+    %t = mpc.cast %r : tensor<4x16xf32> to tensor<4x16xf16>
+    ```
+    After (%t is %r rounded again, and stays):
+    ```mlir
+    %h = mpc.linear %x16, %w16 : tensor<4x8xf16>, tensor<16x8xf16>
+    %y = mpc.linear %h, %v16 : tensor<4x16xf16>, tensor<16x16xf16>
+    ```
+  }];
+  let dependentDialects = ["mlir::mpc::MpcDialect"];
+  let statistics = [
+    Statistic<"numFolded", "num-folded", "Casts removed by folding">,
+    Statistic<"numMerged", "num-merged", "Identical casts merged">];
+}
+
+def MpcCheckNumericsPass : Pass<"mpc-check-numerics", "mlir::ModuleOp"> {
+  let summary = "Warn about constants that vanish or overflow in the "
+                "precision they are used in";
+  let description = [{
+    A lint over the forward pass after mpc-assign-precision. It runs before
+    mpc-fold-casts and canonicalize, which would fold a cast of a constant
+    into the rounded constant and lose the value the user wrote. Warnings
+    (with `werror-numerics`, errors that fail the pass):
+    - an mpc.constant value that is subnormal in its own element type, or
+      that rounds to 0, to a subnormal or to infinity in a type it is cast
+      to (through reshape, broadcast, transpose and slice):
+      `constant 1e-08 rounds to 0 in f16; smallest normal is 6.1e-05`, with
+      a note at the op that uses it in f16. Zeros, infinities and NaNs are
+      taken as meant (masks use -inf).
+    - an mpc.scale factor, in the type the op stores (`scale factor ...`).
+    - the eps of mpc.layer_norm and mpc.batch_norm, where the op runs in
+      half: its input and parameters are half, or the model stores its
+      parameters in half (O3). With f32 parameters (O1, O2 with
+      keep-norm-fp32) the kernel adds eps in f32 and the lint is quiet.
+    - a keep_f32 op that an `mpc.precision` override runs in half:
+      `'mpc.softmax' is keep_f32 but mpc.precision forces it into f16`.
+    A static loss scale that overflows f16 is not checked yet: loss scaling
+    is not part of the IR.
+
+    ```mlir
+    %eps = mpc.constant dense<1.0e-08> : tensor<f32>
+    // warning: constant 1e-08 rounds to 0 in f16; smallest normal is 6.1e-05
+    %e16 = mpc.cast %eps : tensor<f32> to tensor<f16>
+    // note: used in f16 here
+    %y = mpc.add %x16, %e16 : tensor<4xf16>, tensor<f16>
+    ```
+  }];
+  let dependentDialects = ["mlir::mpc::MpcDialect"];
+  let options = [
+    Option<"werror", "werror-numerics", "bool", /*default=*/"false",
+           "Report the findings as errors and fail">];
+  let statistics = [Statistic<"numFindings", "num-findings",
+                              "Numerics warnings (or errors) reported">];
+}
+
 def MpcTestPrecisionPolicyPass
     : Pass<"mpc-test-precision-policy", "mlir::ModuleOp"> {
   let summary = "Emit a remark with each op's precision category";

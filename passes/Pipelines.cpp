@@ -7,25 +7,49 @@
 
 #include "passes/Passes.h"
 
+#include "dialect/MpcOps.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 
+using namespace mlir;
+using namespace mlir::mpc;
+
+/// Canonicalize, without CastOp's folds when they are off.
+static std::unique_ptr<Pass>
+createCanonicalizer(const PipelineOptions &options) {
+  if (options.foldCasts)
+    return createCanonicalizerPass();
+  return createCanonicalizerPass(GreedyRewriteConfig(),
+                                 /*disabledPatterns=*/{kFoldCastsLabel.str()});
+}
+
 void mlir::mpc::buildForwardPipeline(OpPassManager &pm, AmpLevel level,
-                                     HalfType half) {
+                                     HalfType half,
+                                     const PipelineOptions &options) {
   MpcAssignPrecisionPassOptions precision;
   precision.level = level;
   precision.half = half;
   pm.addPass(createMpcAssignPrecisionPass(precision));
-  pm.addPass(createCanonicalizerPass());
+  // The lint runs before anything folds a cast of a constant into the
+  // rounded constant, which would hide the value the user wrote.
+  MpcCheckNumericsPassOptions numerics;
+  numerics.werror = options.werrorNumerics;
+  pm.addPass(createMpcCheckNumericsPass(numerics));
+  if (options.foldCasts)
+    pm.addPass(createMpcFoldCastsPass());
+  pm.addPass(createCanonicalizer(options));
   pm.addPass(createCSEPass());
 }
 
-void mlir::mpc::buildTrainingPipeline(OpPassManager &pm) {
+void mlir::mpc::buildTrainingPipeline(OpPassManager &pm,
+                                      const PipelineOptions &options) {
   pm.addPass(createMpcAutodiffPass());
   // Fold the reshapes and casts autodiff leaves behind, and share values it
   // computed twice.
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCanonicalizer(options));
   pm.addPass(createCSEPass());
 }
 

@@ -264,7 +264,7 @@ int main(int argc, char **argv) {
       return fail("training step");
     windowLoss += loss;
     if (csv)
-      std::fprintf(csv, "%d,%.6g,%.6f\n", step, loss,
+      std::fprintf(csv, "%d,%.9g,%.6f\n", step, loss,
                    std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count());

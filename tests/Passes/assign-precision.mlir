@@ -81,6 +81,10 @@ mpc.model @batch_norm_state_f32
 // An mpc.precision attribute overrides the policy for one op, the
 // compile-time autocast(enabled=False): this GEMM stays in f32 while the
 // next one runs in half.
+// At O2 the overridden GEMM reads the f32 input and weight as declared, not
+// their half copies.
+// O2-LABEL: mpc.model @override_keeps_f32
+//       O2:   %[[A:.*]] = mpc.matmul %x, %w {mpc.precision = "f32"} : tensor<4x8xf32>, tensor<8x8xf32>
 // O1-LABEL: mpc.model @override_keeps_f32
 //       O1:   %[[A:.*]] = mpc.matmul %x, %w {mpc.precision = "f32"} : tensor<4x8xf32>, tensor<8x8xf32>
 //       O1:   %[[A16:.*]] = mpc.cast %[[A]] : tensor<4x8xf32> to tensor<4x8xf16>
