@@ -98,6 +98,9 @@ public:
       : werror(werror), numFindings(numFindings) {}
 
   void check(Operation *op);
+  /// A static loss scale must be finite in the half type the model's
+  /// backward pass runs in: the loss gradient starts as the scale itself.
+  void checkLossScale(ModelOp model, double scale);
   bool foundAny() const { return found; }
 
 private:
@@ -226,6 +229,30 @@ void NumericsChecker::checkOverride(Operation *op) {
   diag.attachNote() << "mpc.precision = \"f32\" keeps it in f32";
 }
 
+void NumericsChecker::checkLossScale(ModelOp model, double scale) {
+  // The narrowest half type any value of the model is stored in.
+  FloatType half;
+  model.walk([&](Operation *op) {
+    for (Value result : op->getResults())
+      if (auto type = dyn_cast<RankedTensorType>(result.getType()))
+        if (auto element = dyn_cast<FloatType>(type.getElementType());
+            element && element.getWidth() == 16 &&
+            (!half || element.isF16()))
+          half = element;
+  });
+  if (!half)
+    return;
+  APFloat largest = APFloat::getLargest(half.getFloatSemantics());
+  if (scale <= largest.convertToDouble())
+    return;
+  InFlightDiagnostic diag = report(model);
+  diag << "static loss scale " << formatDecimal(scale) << " overflows "
+       << typeName(half) << " (largest finite value "
+       << formatDecimal(largest.convertToDouble())
+       << "): the scaled loss and its gradients are inf in "
+       << typeName(half) << ", so every step would overflow";
+}
+
 struct MpcCheckNumericsPass
     : impl::MpcCheckNumericsPassBase<MpcCheckNumericsPass> {
   using Base::Base;
@@ -233,6 +260,9 @@ struct MpcCheckNumericsPass
   void runOnOperation() override {
     NumericsChecker checker(werror, numFindings);
     getOperation().walk([&](Operation *op) { checker.check(op); });
+    if (staticLossScale > 0)
+      for (ModelOp model : getOperation().getOps<ModelOp>())
+        checker.checkLossScale(model, staticLossScale);
     if (werror && checker.foundAny())
       signalPassFailure();
   }

@@ -189,7 +189,12 @@ def MpcCheckNumericsPass : Pass<"mpc-check-numerics", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::mpc::MpcDialect"];
   let options = [
     Option<"werror", "werror-numerics", "bool", /*default=*/"false",
-           "Report the findings as errors and fail">];
+           "Report the findings as errors and fail">,
+    Option<"staticLossScale", "static-loss-scale", "double",
+           /*default=*/"0.0",
+           "A static loss scale to check against the model's half type (0: "
+           "none); a scale beyond f16's largest finite value makes the "
+           "scaled loss inf in f16, so every step would overflow">];
   let statistics = [Statistic<"numFindings", "num-findings",
                               "Numerics warnings (or errors) reported">];
 }
