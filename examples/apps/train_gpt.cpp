@@ -90,11 +90,14 @@ bool parseOptions(int argc, char **argv, Options &options) {
     else if (const char *v = value("--csv"))
       options.csv = v;
     else {
-      std::fprintf(stderr,
+      bool help = arg == "--help" || arg == "-h";
+      std::fprintf(help ? stdout : stderr,
                    "usage: %s [--steps=N] [--log-every=N] [--lr=X] "
                    "[--momentum=X] [--seed=N] [--max-loss=X] [--sample=N] "
                    "[--bench=N [--warmup=N]] [--csv=FILE]\n",
                    argv[0]);
+      if (help)
+        std::exit(0);
       return false;
     }
   }
