@@ -11,6 +11,7 @@
 #include "compiler/Codegen.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -39,7 +40,7 @@ private:
   }
   /// Coordinate `d` of the current element in the group's shape.
   std::string coordinate(int64_t d) {
-    needsCoordinates = true;
+    usedCoordinates.insert(d);
     return "c" + std::to_string(d);
   }
   /// The element offset of operand `type` broadcast to the group's shape.
@@ -56,7 +57,8 @@ private:
   llvm::DenseMap<Value, std::string> registers;
   SmallVector<std::string> parameters, arguments;
   std::string body;
-  bool needsCoordinates = false;
+  /// The dims whose coordinate the kernel reads; only those are computed.
+  llvm::SmallSet<int64_t, 4> usedCoordinates;
   bool needsRandom = false;
   int nextRegister = 0;
 };
@@ -243,15 +245,14 @@ LogicalResult FusedKernelBuilder::build() {
   for (int64_t extent : shape)
     n *= extent;
   std::string coordinates;
-  if (needsCoordinates) {
-    int64_t stride = 1;
-    for (int64_t d = shape.size() - 1; d >= 0; --d) {
+  int64_t stride = 1;
+  for (int64_t d = shape.size() - 1; d >= 0; --d) {
+    if (usedCoordinates.contains(d))
       coordinates = llvm::formatv("    long long c{0} = (i / {1}LL) % {2}LL;\n",
                                   d, stride, shape[d])
                         .str() +
                     coordinates;
-      stride *= shape[d];
-    }
+    stride *= shape[d];
   }
   if (needsRandom) {
     parameters.push_back("unsigned long long seed");

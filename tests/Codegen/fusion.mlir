@@ -7,7 +7,6 @@
 // CHECK-LABEL: // mul, tanh, scale
 //  CHECK-NEXT: __global__ void chain_k{{[0-9]+}}_fused3(const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out2, float *__restrict__ out3) {
 //  CHECK-NEXT:   MPC_FOR_EACH(i, 32LL) {
-//  CHECK-NEXT:     long long c0 = (i / 8LL) % 4LL;
 //  CHECK-NEXT:     long long c1 = (i / 1LL) % 8LL;
 //  CHECK-NEXT:     float v0 = mpc_load(in0 + i);
 //  CHECK-NEXT:     float v1 = mpc_load(in1 + c1 * 1LL);
