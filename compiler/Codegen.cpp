@@ -14,6 +14,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <map>
 
@@ -446,6 +447,12 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
                          << "' is not implemented yet";
 }
 
+std::string mlir::mpc::maxPoolIndexType(MaxPool2dGradOp op) {
+  auto in = op.getInput().getType();
+  return in.getDimSize(2) * in.getDimSize(3) <= INT32_MAX ? "int"
+                                                          : "long long";
+}
+
 int64_t mlir::mpc::scratchBytes(const Step &step) {
   Operation *op = step.ops.front();
   if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
@@ -484,6 +491,10 @@ int64_t mlir::mpc::scratchBytes(const Step &step) {
   }
   if (auto grad = dyn_cast<ReduceMaxGradOp>(op))
     return grad.getOutput().getType().getNumElements() * 4; // ties per output
+  if (auto grad = dyn_cast<MaxPool2dGradOp>(op))
+    // Each window's argmax, an index into its input plane.
+    return grad.getGrad().getType().getNumElements() *
+           (maxPoolIndexType(grad) == "int" ? 4 : 8);
   if (auto grad = dyn_cast<Conv2dGradInputOp>(op)) {
     // fp32 column gradients: N * C * KH * KW * OH * OW.
     auto input = grad.getResult().getType();

@@ -95,6 +95,10 @@ private:
 /// columns); 0 for most.
 int64_t scratchBytes(const Step &step);
 
+/// The C type of max_pool2d_grad's per-window argmax (an index into the
+/// input plane, kept in scratch): int where the plane allows it.
+std::string maxPoolIndexType(MaxPool2dGradOp op);
+
 //===----------------------------------------------------------------------===//
 // Emission
 //===----------------------------------------------------------------------===//

@@ -283,56 +283,116 @@ std::string windowsContaining(ArrayRef<int64_t> kernel,
          "      for (long long ox = ox_lo; ox <= ox_hi; ++ox) {\n";
 }
 
-/// max_pool2d_grad as a gather over input pixels: each pixel sums dy over
-/// the windows that contain it and whose first maximum (in the forward's
-/// scan order, padding excluded) it is, so overlapping windows need no
-/// atomics. Each window's maximum is recomputed.
-void emitMaxPoolGrad(StepEmitter &emitter, MaxPool2dGradOp op) {
+/// max_pool2d_grad in two kernels. Kernel 1, one thread per output window:
+/// the window's first maximum (the forward's scan order and comparison,
+/// padding excluded) as an index into its input plane, kept in scratch (-1
+/// for a window of padding only). Kernel 2, a gather over input pixels: each
+/// pixel sums dy over the windows that contain it and whose stored maximum
+/// it is, in the same window order as before, so overlapping windows need no
+/// atomics and the result is deterministic.
+void emitMaxPoolGrad(StepEmitter &emitter, const Step &step,
+                     MaxPool2dGradOp op) {
   auto in = op.getInput().getType();
   auto out = op.getGrad().getType();
   int64_t h = in.getDimSize(2), w = in.getDimSize(3);
   int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
   ArrayRef<int64_t> kernel = op.getKernel(), stride = op.getStride(),
                     padding = op.getPadding();
+  std::string indexType = maxPoolIndexType(op);
+  std::string argmax = emitter.scratchPointer(step, indexType);
+
+  std::string argmaxName = emitter.kernelName("max_pool2d_argmax");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ x, {2} *__restrict__ "
+      "argmax) {{\n"
+      "  MPC_FOR_EACH(o, {3}LL) {{\n"
+      "    long long plane = o / {4}LL, oy = (o / {5}LL) % {6}LL, ox = o % "
+      "{5}LL;\n"
+      "    const {1} *src = x + plane * {7}LL;\n"
+      "    long long best = -1;\n"
+      "    float bestValue = -INFINITY;\n"
+      "    for (long long ky = 0; ky < {8}LL; ++ky) {{\n"
+      "      long long y = oy * {10}LL - {12}LL + ky;\n"
+      "      if (y < 0 || y >= {13}LL) continue;\n"
+      "      for (long long kx = 0; kx < {9}LL; ++kx) {{\n"
+      "        long long xx = ox * {11}LL - {14}LL + kx;\n"
+      "        if (xx < 0 || xx >= {15}LL) continue;\n"
+      "        float v = mpc_load(src + y * {15}LL + xx);\n"
+      // The forward's comparison, so that both pick the same element
+      // (the first maximum; the last NaN, which wins).
+      "        if (best < 0 || v > bestValue || v != v) {{\n"
+      "          best = y * {15}LL + xx;\n"
+      "          bestValue = v;\n"
+      "        }\n"
+      "      }\n"
+      "    }\n"
+      "    argmax[o] = ({2})best;\n"
+      "  }\n"
+      "}\n",
+      argmaxName, elementCType(op.getInput()), indexType,
+      out.getNumElements(), oh * ow, ow, oh, h * w, kernel[0], kernel[1],
+      stride[0], stride[1], padding[0], h, padding[1], w));
+  emitter.launch(argmaxName, elementwiseGrid(out.getNumElements()), 256,
+                 {emitter.constPointer(op.getInput()), argmax});
+
   std::string name = emitter.kernelName("max_pool2d_grad");
+  if (op.getResult().getType().getElementType().isF32()) {
+    // An fp32 dx accumulates in place, one input row (plane, iy) per
+    // iteration: the row is zeroed, then the windows that contain row iy are
+    // visited in order (oy, then ox) and add their dy to the pixel of the
+    // row that is their argmax. Each pixel thus sums its windows in the same
+    // order, and from 0, as the per-pixel gather below.
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+        "*__restrict__ argmax, float *__restrict__ dx) {{\n"
+        "  MPC_FOR_EACH(r, {3}LL) {{\n"
+        "    long long plane = r / {4}LL, iy = r % {4}LL;\n"
+        "    float *out = dx + r * {5}LL;\n"
+        "    for (long long ix = 0; ix < {5}LL; ++ix) out[ix] = 0.0f;\n"
+        "    const {1} *g = dy + plane * {6}LL;\n"
+        "    const {2} *best = argmax + plane * {6}LL;\n"
+        "    long long rowStart = iy * {5}LL;\n"
+        "    long long oy_lo_num = iy + {9}LL - {7}LL + 1;\n"
+        "    long long oy_lo = oy_lo_num <= 0 ? 0 : (oy_lo_num + {8}LL - 1) / "
+        "{8}LL;\n"
+        "    long long oy_hi = (iy + {9}LL) / {8}LL;\n"
+        "    if (oy_hi > {10}LL - 1) oy_hi = {10}LL - 1;\n"
+        "    for (long long oy = oy_lo; oy <= oy_hi; ++oy)\n"
+        "      for (long long ox = 0; ox < {11}LL; ++ox) {{\n"
+        "        long long a = (long long)best[oy * {11}LL + ox] - rowStart;\n"
+        "        if (a >= 0 && a < {5}LL) out[a] += mpc_load(g + oy * {11}LL + "
+        "ox);\n"
+        "      }\n"
+        "  }\n"
+        "}\n",
+        name, elementCType(op.getGrad()), indexType, in.getNumElements() / w,
+        h, w, oh * ow, kernel[0], stride[0], padding[0], oh, ow));
+    emitter.launch(name, elementwiseGrid(in.getNumElements() / w), 256,
+                   {emitter.constPointer(op.getGrad()), argmax,
+                    emitter.pointer(op.getResult())});
+    return;
+  }
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
-      "*__restrict__ x, {3} *__restrict__ dx) {{\n"
+      "*__restrict__ argmax, {3} *__restrict__ dx) {{\n"
       "  MPC_FOR_EACH(i, {4}LL) {{\n"
       "    long long plane = i / {5}LL, iy = (i / {6}LL) % {7}LL, ix = i % "
       "{6}LL;\n"
-      "    const {2} *src = x + plane * {5}LL;\n"
       "    const {1} *g = dy + plane * {8}LL;\n"
-      "    long long self = iy * {6}LL + ix;\n"
+      "    const {2} *best = argmax + plane * {8}LL;\n"
+      "    {2} self = ({2})(iy * {6}LL + ix);\n"
       "    float acc = 0.0f;\n{9}"
-      "        long long best = -1;\n"
-      "        float bestValue = -INFINITY;\n"
-      "        for (long long ky = 0; ky < {10}LL; ++ky)\n"
-      "          for (long long kx = 0; kx < {11}LL; ++kx) {{\n"
-      "            long long y = oy * {12}LL - {14}LL + ky, xx = ox * {13}LL - "
-      "{15}LL + kx;\n"
-      "            if (y < 0 || y >= {7}LL || xx < 0 || xx >= {6}LL) "
-      "continue;\n"
-      "            float v = mpc_load(src + y * {6}LL + xx);\n"
-      // The forward's comparison, so that both pick the same element
-      // (the first maximum; the last NaN, which wins).
-      "            if (best < 0 || v > bestValue || v != v) {{\n"
-      "              best = y * {6}LL + xx;\n"
-      "              bestValue = v;\n"
-      "            }\n"
-      "          }\n"
-      "        if (best == self) acc += mpc_load(g + oy * {16}LL + ox);\n"
+      "        if (best[oy * {10}LL + ox] == self) acc += mpc_load(g + oy * "
+      "{10}LL + ox);\n"
       "      }\n"
       "    mpc_store(dx + i, acc);\n"
       "  }\n"
       "}\n",
-      name, elementCType(op.getGrad()), elementCType(op.getInput()),
+      name, elementCType(op.getGrad()), indexType,
       elementCType(op.getResult()), in.getNumElements(), h * w, w, h, oh * ow,
-      windowsContaining(kernel, stride, padding, oh, ow), kernel[0], kernel[1],
-      stride[0], stride[1], padding[0], padding[1], ow));
+      windowsContaining(kernel, stride, padding, oh, ow), ow));
   emitter.launch(name, elementwiseGrid(in.getNumElements()), 256,
-                 {emitter.constPointer(op.getGrad()),
-                  emitter.constPointer(op.getInput()),
+                 {emitter.constPointer(op.getGrad()), argmax,
                   emitter.pointer(op.getResult())});
 }
 
@@ -410,34 +470,42 @@ void emitConv2dGradInput(StepEmitter &emitter, const Step &step,
     emitGemmCall(emitter, call);
   }
 
-  int64_t total = g.n * g.c * g.h * g.w;
+  // One loop iteration per input row (plane, iy): the column rows that
+  // tap (ky, ·) reads it from are found once, then the W pixels of the row
+  // are written in order, each summing its taps as before (ky, then kx).
+  int64_t rows = g.n * g.c * g.h;
   std::string name = emitter.kernelName("col2im");
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const float *__restrict__ columns, {1} "
       "*__restrict__ dx) {{\n"
-      "  MPC_FOR_EACH(i, {2}LL) {{\n"
-      "    long long ix = i % {3}LL, iy = (i / {3}LL) % {4}LL, plane = i / "
-      "({3}LL * {4}LL);\n"
-      "    float acc = 0.0f;\n"
-      "    for (long long ky = 0; ky < {5}LL; ++ky) {{\n"
-      "      long long ty = iy + {7}LL - ky * {9}LL;\n"
-      "      if (ty < 0 || ty % {11}LL != 0 || ty / {11}LL >= {13}LL) "
+      "  MPC_FOR_EACH(r, {2}LL) {{\n"
+      "    long long iy = r % {4}LL, plane = r / {4}LL;\n"
+      "    const float *planeColumns = columns + plane * {5}LL * {6}LL * "
+      "{15}LL;\n"
+      "    {1} *out = dx + r * {3}LL;\n"
+      "    for (long long ix = 0; ix < {3}LL; ++ix) {{\n"
+      "      float acc = 0.0f;\n"
+      "      for (long long ky = 0; ky < {5}LL; ++ky) {{\n"
+      "        long long ty = iy + {7}LL - ky * {9}LL;\n"
+      "        if (ty < 0 || ty % {11}LL != 0 || ty / {11}LL >= {13}LL) "
       "continue;\n"
-      "      for (long long kx = 0; kx < {6}LL; ++kx) {{\n"
-      "        long long tx = ix + {8}LL - kx * {10}LL;\n"
-      "        if (tx < 0 || tx % {12}LL != 0 || tx / {12}LL >= {14}LL) "
+      "        const float *tapRow = planeColumns + ky * {6}LL * {15}LL + "
+      "(ty / {11}LL) * {14}LL;\n"
+      "        for (long long kx = 0; kx < {6}LL; ++kx) {{\n"
+      "          long long tx = ix + {8}LL - kx * {10}LL;\n"
+      "          if (tx < 0 || tx % {12}LL != 0 || tx / {12}LL >= {14}LL) "
       "continue;\n"
-      "        acc += columns[((plane * {5}LL + ky) * {6}LL + kx) * {15}LL + "
-      "(ty / {11}LL) * {14}LL + tx / {12}LL];\n"
+      "          acc += tapRow[kx * {15}LL + tx / {12}LL];\n"
+      "        }\n"
       "      }\n"
+      "      mpc_store(out + ix, acc);\n"
       "    }\n"
-      "    mpc_store(dx + i, acc);\n"
       "  }\n"
       "}\n",
-      name, elementCType(op.getResult()), total, g.w, g.h, g.kh, g.kw,
+      name, elementCType(op.getResult()), rows, g.w, g.h, g.kh, g.kw,
       g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.stride[0],
       g.stride[1], g.oh, g.ow, g.outputPixels()));
-  emitter.launch(name, elementwiseGrid(total), 256,
+  emitter.launch(name, elementwiseGrid(rows), 256,
                  {columns, emitter.pointer(op.getResult())});
 }
 
@@ -612,7 +680,7 @@ FailureOr<bool> mlir::mpc::emitBackwardOp(Operation *op, const Step &step,
     return true;
   }
   if (auto grad = dyn_cast<MaxPool2dGradOp>(op)) {
-    emitMaxPoolGrad(emitter, grad);
+    emitMaxPoolGrad(emitter, step, grad);
     return true;
   }
   if (auto grad = dyn_cast<AvgPool2dGradOp>(op)) {

@@ -136,22 +136,23 @@ void emitPool(StepEmitter &emitter, Operation *op, Value input, Value output,
       "{5}LL;\n"
       "    const {1} *src = x + plane * {7}LL;\n"
       "    float acc = {8};\n"
-      "    for (long long ky = 0; ky < {9}LL; ++ky)\n"
+      "    for (long long ky = 0; ky < {9}LL; ++ky) {{\n"
+      "      long long iy = oy * {11}LL - {13}LL + ky;\n"
+      "      if (iy < 0 || iy >= {15}LL) continue;\n"
       "      for (long long kx = 0; kx < {10}LL; ++kx) {{\n"
-      "        long long iy = oy * {11}LL - {13}LL + ky, ix = ox * {12}LL - "
-      "{14}LL + kx;\n"
-      "        if (iy < 0 || iy >= {15}LL || ix < 0 || ix >= {16}LL) "
-      "continue;\n"
+      "        long long ix = ox * {12}LL - {14}LL + kx;\n"
+      "        if (ix < 0 || ix >= {16}LL) continue;\n"
       "        float v = mpc_load(src + iy * {16}LL + ix);\n"
       "        {17}\n"
       "      }\n"
+      "    }\n"
       "    mpc_store(y + i, {18});\n"
       "  }\n"
       "}\n",
       name, elementCType(input), elementCType(output), out.getNumElements(),
       oh * ow, ow, oh, h * w, isMax ? "-INFINITY" : "0.0f", kernel[0],
       kernel[1], stride[0], stride[1], padding[0], padding[1], h, w,
-      isMax ? "acc = (v > acc || v != v) ? v : acc;" : "acc += v;",
+      isMax ? "acc = ((v > acc) | (v != v)) ? v : acc;" : "acc += v;",
       isMax ? std::string("acc")
             : llvm::formatv("acc / {0}.0f", kernel[0] * kernel[1]).str()));
   emitter.launch(name, elementwiseGrid(out.getNumElements()), 256,

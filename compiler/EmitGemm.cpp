@@ -64,29 +64,38 @@ mlir::mpc::convGeometry(RankedTensorType input, RankedTensorType weight,
 
 void mlir::mpc::emitIm2col(StepEmitter &emitter, Value input,
                            const ConvGeometry &g, const std::string &columns) {
-  int64_t total = g.n * g.c * g.kh * g.kw * g.outputPixels();
+  // One loop iteration per column row segment (plane, ky, kx, oy): the
+  // input row iy and the range of ox whose ix falls inside the image are
+  // worked out once, then OW elements are written in order.
+  int64_t rows = g.n * g.c * g.kh * g.kw * g.oh;
   std::string element =
       cType(cast<RankedTensorType>(input.getType()).getElementType());
   std::string name = emitter.kernelName("im2col");
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const {1} *__restrict__ x, {1} *__restrict__ "
       "columns) {{\n"
-      "  MPC_FOR_EACH(i, {2}LL) {{\n"
-      "    long long ox = i % {3}LL, oy = (i / {3}LL) % {4}LL;\n"
-      "    long long kx = (i / {5}LL) % {6}LL, ky = (i / ({5}LL * {6}LL)) % "
-      "{7}LL;\n"
-      "    long long plane = i / ({5}LL * {6}LL * {7}LL);\n"
+      "  MPC_FOR_EACH(r, {2}LL) {{\n"
+      "    long long oy = r % {4}LL, kx = (r / {4}LL) % {6}LL;\n"
+      "    long long ky = (r / ({4}LL * {6}LL)) % {7}LL;\n"
+      "    long long plane = r / ({4}LL * {6}LL * {7}LL);\n"
+      "    {1} *out = columns + r * {3}LL;\n"
       "    long long iy = oy * {8}LL - {10}LL + ky * {12}LL;\n"
-      "    long long ix = ox * {9}LL - {11}LL + kx * {13}LL;\n"
-      "    bool inside = iy >= 0 && iy < {14}LL && ix >= 0 && ix < {15}LL;\n"
-      "    columns[i] = inside ? x[(plane * {14}LL + iy) * {15}LL + ix] : "
-      "{1}{{};\n"
+      "    if (iy < 0 || iy >= {14}LL) {{\n"
+      "      for (long long ox = 0; ox < {3}LL; ++ox) out[ox] = {1}{{};\n"
+      "      continue;\n"
+      "    }\n"
+      "    const {1} *src = x + (plane * {14}LL + iy) * {15}LL;\n"
+      "    long long shift = kx * {13}LL - {11}LL;\n"
+      "    for (long long ox = 0; ox < {3}LL; ++ox) {{\n"
+      "      long long ix = ox * {9}LL + shift;\n"
+      "      out[ox] = ix >= 0 && ix < {15}LL ? src[ix] : {1}{{};\n"
+      "    }\n"
       "  }\n"
       "}\n",
-      name, element, total, g.ow, g.oh, g.outputPixels(), g.kw, g.kh,
+      name, element, rows, g.ow, g.oh, g.outputPixels(), g.kw, g.kh,
       g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0],
       g.dilation[1], g.h, g.w));
-  emitter.launch(name, elementwiseGrid(total), 256,
+  emitter.launch(name, elementwiseGrid(rows), 256,
                  {emitter.constPointer(input), columns});
 }
 
