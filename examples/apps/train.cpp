@@ -19,7 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/mpc_runtime.h"
+#include "app_common.h"
 
 #include <algorithm>
 #include <chrono>
@@ -30,13 +30,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#define MPC_STRINGIFY2(x) #x
-#define MPC_STRINGIFY(x) MPC_STRINGIFY2(x)
-#define MPC_CONCAT2(a, b) a##b
-#define MPC_CONCAT(a, b) MPC_CONCAT2(a, b)
-#include MPC_STRINGIFY(MPC_MODEL.h)
-#define MPC_MODEL_DESC MPC_CONCAT(mpc_model_, MPC_MODEL)
 
 namespace {
 
@@ -159,12 +152,9 @@ private:
   std::vector<float> prototypes;
 };
 
-int fail(const char *what) {
-  std::fprintf(stderr, "error: %s: %s\n", what, mpc_last_error());
-  return 1;
-}
-
 } // namespace
+
+using mpc_app::fail;
 
 int main(int argc, char **argv) {
   Options options;
@@ -209,38 +199,17 @@ int main(int argc, char **argv) {
   if (options.bench > 0) {
     // One batch, so that only mpc_train_step is timed.
     data.sample(batch, x, y);
-    float loss = 0;
-    for (int i = 0; i < options.warmup; ++i)
-      if (mpc_train_step(session, inputs, &loss) != MPC_OK)
-        return fail("training step");
-    std::vector<double> seconds;
-    for (int i = 0; i < options.bench; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      if (mpc_train_step(session, inputs, &loss) != MPC_OK)
-        return fail("training step");
-      seconds.push_back(std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - start)
-                            .count());
-    }
-    std::sort(seconds.begin(), seconds.end());
-    std::printf("bench %s: batch %lld, %d steps after %d warm-up, median "
-                "step %.4f ms, min %.4f ms\n",
-                mpc_model_name(model), static_cast<long long>(batch),
-                options.bench, options.warmup,
-                1e3 * seconds[seconds.size() / 2], 1e3 * seconds[0]);
+    int status = mpc_app::benchTrainStep(session, inputs,
+                                         static_cast<long long>(batch),
+                                         options.bench, options.warmup);
     mpc_session_destroy(session);
-    return 0;
+    return status;
   }
 
-  std::FILE *csv = nullptr;
-  if (options.csv) {
-    csv = std::fopen(options.csv, "w");
-    if (!csv) {
-      std::fprintf(stderr, "error: cannot write %s\n", options.csv);
-      return 1;
-    }
-    std::fprintf(csv, "step,loss,seconds\n");
-  }
+  bool logOpened = true;
+  std::FILE *csv = mpc_app::openLossLog(options.csv, logOpened);
+  if (!logOpened)
+    return 1;
 
   std::printf("training %s: batch %lld, %lld features, %d classes, %d "
               "steps\n",

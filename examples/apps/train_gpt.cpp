@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/mpc_runtime.h"
+#include "app_common.h"
 
 #include <algorithm>
 #include <chrono>
@@ -27,13 +27,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#define MPC_STRINGIFY2(x) #x
-#define MPC_STRINGIFY(x) MPC_STRINGIFY2(x)
-#define MPC_CONCAT2(a, b) a##b
-#define MPC_CONCAT(a, b) MPC_CONCAT2(a, b)
-#include MPC_STRINGIFY(MPC_MODEL.h)
-#define MPC_MODEL_DESC MPC_CONCAT(mpc_model_, MPC_MODEL)
 
 namespace {
 
@@ -110,11 +103,6 @@ bool parseOptions(int argc, char **argv, Options &options) {
   return true;
 }
 
-int fail(const char *what) {
-  std::fprintf(stderr, "error: %s: %s\n", what, mpc_last_error());
-  return 1;
-}
-
 /// The corpus as token ids, and the characters they stand for.
 struct Tokenizer {
   std::string alphabet; // id -> character
@@ -155,6 +143,8 @@ double tokenLoss(const float *row, int64_t vocab, int32_t target) {
 }
 
 } // namespace
+
+using mpc_app::fail;
 
 int main(int argc, char **argv) {
   Options options;
@@ -217,38 +207,17 @@ int main(int argc, char **argv) {
   if (options.bench > 0) {
     // One batch, so that only mpc_train_step is timed.
     sampleBatch();
-    float loss = 0;
-    for (int i = 0; i < options.warmup; ++i)
-      if (mpc_train_step(session, inputs, &loss) != MPC_OK)
-        return fail("training step");
-    std::vector<double> seconds;
-    for (int i = 0; i < options.bench; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      if (mpc_train_step(session, inputs, &loss) != MPC_OK)
-        return fail("training step");
-      seconds.push_back(std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - start)
-                            .count());
-    }
-    std::sort(seconds.begin(), seconds.end());
-    std::printf("bench %s: batch %lld, %d steps after %d warm-up, median "
-                "step %.4f ms, min %.4f ms\n",
-                mpc_model_name(model), static_cast<long long>(batch),
-                options.bench, options.warmup,
-                1e3 * seconds[seconds.size() / 2], 1e3 * seconds[0]);
+    int status = mpc_app::benchTrainStep(session, inputs,
+                                         static_cast<long long>(batch),
+                                         options.bench, options.warmup);
     mpc_session_destroy(session);
-    return 0;
+    return status;
   }
 
-  std::FILE *csv = nullptr;
-  if (options.csv) {
-    csv = std::fopen(options.csv, "w");
-    if (!csv) {
-      std::fprintf(stderr, "error: cannot write %s\n", options.csv);
-      return 1;
-    }
-    std::fprintf(csv, "step,loss,seconds\n");
-  }
+  bool logOpened = true;
+  std::FILE *csv = mpc_app::openLossLog(options.csv, logOpened);
+  if (!logOpened)
+    return 1;
 
   std::printf("training %s: batch %lld x context %lld, vocabulary %lld (%zu "
               "used), corpus of %zu characters, %d steps, lr %g, momentum "

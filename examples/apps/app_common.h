@@ -1,0 +1,79 @@
+//===- app_common.h - what the example apps share -------------------------===//
+//
+// The model an app links is chosen at build time with -DMPC_MODEL=<name>;
+// this header includes its generated header and names its descriptor
+// MPC_MODEL_DESC. It also holds the pieces every trainer repeats: error
+// reporting, the --bench timing loop and the --csv loss log.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_EXAMPLES_APPS_APP_COMMON_H
+#define MPC_EXAMPLES_APPS_APP_COMMON_H
+
+#include "runtime/mpc_runtime.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#define MPC_STRINGIFY2(x) #x
+#define MPC_STRINGIFY(x) MPC_STRINGIFY2(x)
+#define MPC_CONCAT2(a, b) a##b
+#define MPC_CONCAT(a, b) MPC_CONCAT2(a, b)
+#include MPC_STRINGIFY(MPC_MODEL.h)
+#define MPC_MODEL_DESC MPC_CONCAT(mpc_model_, MPC_MODEL)
+
+namespace mpc_app {
+
+/// Prints `what` and the runtime's message; returns the exit code 1.
+inline int fail(const char *what) {
+  std::fprintf(stderr, "error: %s: %s\n", what, mpc_last_error());
+  return 1;
+}
+
+/// Times mpc_train_step on one batch (`inputs`, already filled): `warmup`
+/// untimed steps, then the median and minimum of `steps` timed ones.
+/// Returns the exit code.
+inline int benchTrainStep(mpc_session *session, const void *const *inputs,
+                          long long batch, int steps, int warmup) {
+  float loss = 0;
+  for (int i = 0; i < warmup; ++i)
+    if (mpc_train_step(session, inputs, &loss) != MPC_OK)
+      return fail("training step");
+  std::vector<double> seconds;
+  for (int i = 0; i < steps; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    if (mpc_train_step(session, inputs, &loss) != MPC_OK)
+      return fail("training step");
+    seconds.push_back(std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  std::printf("bench %s: batch %lld, %d steps after %d warm-up, median "
+              "step %.4f ms, min %.4f ms\n",
+              mpc_model_name(MPC_MODEL_DESC()), batch, steps, warmup,
+              1e3 * seconds[seconds.size() / 2], 1e3 * seconds[0]);
+  return 0;
+}
+
+/// Opens the per-step loss log with its header line; null `path`: none.
+/// Sets `ok` to false when the file cannot be written.
+inline std::FILE *openLossLog(const char *path, bool &ok) {
+  ok = true;
+  if (!path)
+    return nullptr;
+  std::FILE *csv = std::fopen(path, "w");
+  if (!csv) {
+    std::fprintf(stderr, "error: cannot write %s\n", path);
+    ok = false;
+    return nullptr;
+  }
+  std::fprintf(csv, "step,loss,seconds\n");
+  return csv;
+}
+
+} // namespace mpc_app
+
+#endif // MPC_EXAMPLES_APPS_APP_COMMON_H
