@@ -507,7 +507,7 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "model '%s' has unknown target %d", model->name,
                      model_target);
-  // TODO(runtime): the cuda runtime (streams, device arenas, cuBLASLt).
+  // TODO(issue 6): the cuda runtime (streams, device arenas, cuBLASLt).
   if (option_target == MPC_TARGET_CUDA || model_target == MPC_TARGET_CUDA)
     return set_error(MPC_ERROR_NO_DEVICE,
                      "no CUDA device: the cuda target is not available in "
