@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #define MPC_STRINGIFY2(x) #x
@@ -25,6 +26,15 @@
 #define MPC_MODEL_DESC MPC_CONCAT(mpc_model_, MPC_MODEL)
 
 namespace mpc_app {
+
+/// The value of `--name=value` when `arg` is that option, else null.
+inline const char *optionValue(const char *arg, const char *name) {
+  size_t length = std::strlen(name);
+  if (std::strncmp(arg, name, length) == 0 && arg[length] == '=' &&
+      arg[length + 1] != '\0')
+    return arg + length + 1;
+  return nullptr;
+}
 
 /// Prints `what` and the runtime's message; returns the exit code 1.
 inline int fail(const char *what) {

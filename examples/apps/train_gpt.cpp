@@ -55,12 +55,8 @@ struct Options {
 bool parseOptions(int argc, char **argv, Options &options) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&](const char *name) -> const char * {
-      size_t length = std::strlen(name);
-      if (arg.compare(0, length, name) == 0 && arg.size() > length &&
-          arg[length] == '=')
-        return argv[i] + length + 1;
-      return nullptr;
+    auto value = [&](const char *name) {
+      return mpc_app::optionValue(argv[i], name);
     };
     if (const char *v = value("--steps"))
       options.steps = std::atoi(v);
