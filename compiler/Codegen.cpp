@@ -36,6 +36,16 @@ bool mlir::mpc::isElementwise(Operation *op) {
 
 bool mlir::mpc::isAlias(Operation *op) { return isa<ReshapeOp>(op); }
 
+bool mlir::mpc::isParamHalfCast(CastOp cast) {
+  auto param = dyn_cast<BlockArgument>(cast.getInput());
+  auto model = cast->getParentOfType<ModelOp>();
+  if (!param || !model || !llvm::is_contained(model.getParams(), param))
+    return false;
+  return cast.getInput().getType().getElementType().isF32() &&
+         cast.getResult().getType().getElementType().getIntOrFloatBitWidth() ==
+             16;
+}
+
 bool Step::isFusedElementwise() const { return isElementwise(ops.front()); }
 
 std::vector<Step> mlir::mpc::formSteps(ModelOp model) {
@@ -48,7 +58,10 @@ std::vector<Step> mlir::mpc::formSteps(ModelOp model) {
   std::vector<Step> steps;
   std::optional<size_t> open;
   for (Operation &op : model.getBody().front().without_terminator()) {
-    if (!isElementwise(&op)) {
+    // A parameter's half copy is a step of its own: the optimizer keeps it
+    // in memory (see MemoryPlan), and its readers read it there.
+    auto paramCast = dyn_cast<CastOp>(op);
+    if (!isElementwise(&op) || (paramCast && isParamHalfCast(paramCast))) {
       open.reset();
       steps.push_back(Step{{&op}});
       continue;
@@ -141,19 +154,54 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
     offset += buffer.bytes;
   }
   // Half copies of the parameters (mixed precision) live with them: they
-  // are the half model, written at the start of every step and read until
-  // its backward pass ends, so they are not activations.
+  // are the half model, read by every step and written by the fused
+  // optimizer, so they are not activations. The first half type a
+  // parameter is cast to gets a mirror of the parameter region: the copy of
+  // a parameter at byte offset o is at halfMirror.offset + o / 2, so the
+  // optimizer writes it from the same flat index it updates (parameters
+  // without a copy leave holes). Other casts of parameters follow it.
   for (BlockArgument param : model.getParams())
     for (Operation *user : param.getUsers())
       if (auto cast = dyn_cast<CastOp>(user);
+          cast && !halfMirrorType && isParamHalfCast(cast))
+        halfMirrorType = cast.getResult().getType().getElementType();
+  if (halfMirrorType) {
+    offset = alignTo64(offset);
+    halfMirror = Buffer{MPC_ARENA_PARAMS, offset,
+                        arenaBytes[MPC_ARENA_GRADS] / 2};
+    offset += halfMirror->bytes;
+  }
+  for (auto [i, param] : llvm::enumerate(model.getParams())) {
+    bool mirrored = false;
+    for (Operation *user : param.getUsers())
+      if (auto cast = dyn_cast<CastOp>(user);
           cast && !buffers.count(cast.getResult())) {
+        if (!mirrored && halfMirror && isParamHalfCast(cast) &&
+            cast.getResult().getType().getElementType() == halfMirrorType) {
+          buffers[cast.getResult()] = {
+              MPC_ARENA_PARAMS, halfMirror->offset + paramBuffers[i].offset / 2,
+              storageBytes(cast.getResult().getType())};
+          halfMirrorValues.insert(cast.getResult());
+          mirrored = true;
+          continue;
+        }
         offset = (offset + 1) / 2 * 2; // half-precision alignment
         Buffer buffer{MPC_ARENA_PARAMS, offset,
                       storageBytes(cast.getResult().getType())};
         buffers[cast.getResult()] = buffer;
         offset += buffer.bytes;
       }
+  }
   arenaBytes[MPC_ARENA_PARAMS] = offset;
+
+  // The optimizer arena: one gradient-arena-sized region per slot, then the
+  // training control block.
+  if (auto optimizer = model->getAttrOfType<OptimizerAttr>(kOptimizerAttr)) {
+    optimizerSlots = optimizer.getSlotNames().size();
+    controlOffset = alignTo64(optimizerSlots * arenaBytes[MPC_ARENA_GRADS]);
+    arenaBytes[MPC_ARENA_OPTIMIZER] =
+        controlOffset + static_cast<int64_t>(sizeof(mpc_train_control));
+  }
 
   OutputOp output = model.getOutputOp();
   int64_t pinned = 0;
@@ -433,6 +481,12 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
   Operation *op = step.ops.front();
   if (isAlias(op))
     return success();
+  // The optimizer (and the runtime, on a change) keep half copies current.
+  if (step.ops.size() == 1 && op->getNumResults() == 1 &&
+      emitter.getPlan().isHalfMirror(op->getResult(0)))
+    return success();
+  if (auto scale = dyn_cast<LossScaleOp>(op))
+    return emitLossScale(scale, emitter);
   if (step.isFusedElementwise())
     return emitFusedElementwise(step, emitter);
   for (auto family :

@@ -46,6 +46,9 @@ bool isElementwise(Operation *op);
 /// buffer (reshape).
 bool isAlias(Operation *op);
 
+/// A cast of an f32 parameter to a 16-bit float: the half model.
+bool isParamHalfCast(CastOp cast);
+
 /// Splits the body into steps in program order, fusing chains of
 /// elementwise ops of one result shape.
 std::vector<Step> formSteps(ModelOp model);
@@ -79,7 +82,20 @@ public:
   /// Scratch memory requested by a step (see scratchBytes), if any.
   Buffer scratch(const Step &step) const;
 
+  /// True for the half copies the fused optimizer writes (see halfMirror).
+  bool isHalfMirror(Value value) const {
+    return halfMirrorValues.contains(value);
+  }
+
   int64_t arenaBytes[MPC_NUM_ARENAS] = {0, 0, 0, 0};
+  /// The half copies of the f32 parameters, laid out as the parameters at
+  /// half the byte offsets, in halfMirrorType; unset without any.
+  std::optional<Buffer> halfMirror;
+  Type halfMirrorType;
+  /// Optimizer state: slots (each arenaBytes[MPC_ARENA_GRADS] bytes), then
+  /// the mpc_train_control block at controlOffset. 0 without mpc.optimizer.
+  int64_t optimizerSlots = 0;
+  int64_t controlOffset = 0;
   /// What the activation arena would need without reuse: every materialised
   /// value and scratch buffer side by side.
   int64_t activationBytesWithoutReuse = 0;
@@ -89,6 +105,7 @@ public:
 private:
   llvm::DenseMap<Value, Buffer> buffers;
   llvm::DenseMap<const Operation *, Buffer> scratchBuffers;
+  llvm::DenseSet<Value> halfMirrorValues;
 };
 
 /// Scratch bytes a step needs while it runs (row statistics, im2col
@@ -249,17 +266,24 @@ FailureOr<bool> emitBackwardOp(Operation *op, const Step &step,
 // Whole model
 //===----------------------------------------------------------------------===//
 
+/// The kernel of mpc.loss_scale (EmitOptimizer.cpp).
+LogicalResult emitLossScale(LossScaleOp op, StepEmitter &emitter);
+/// The optimizer step that ends the training step, from the model's
+/// mpc.optimizer and mpc.loss_scaling (EmitOptimizer.cpp).
+LogicalResult emitOptimizerStep(ModelOp train, StepEmitter &emitter);
+/// The body of sync_half_copies: the half copies from the f32 parameters;
+/// nothing when the plan has none.
+void emitSyncHalfCopies(ModelOp train, StepEmitter &emitter);
+
 struct GeneratedModel {
   std::string kernelSource; ///< every kernel, CUDA C++
   std::string hostSource;   ///< step functions + descriptor, C++
   std::string header;       ///< <model>.h for applications
 };
 
-struct CodegenOptions {
-  float learningRate = 0.01f;
-  float momentum = 0.0f;
-  float weightDecay = 0.0f;
-};
+/// Code generation choices beyond the model's IR (the optimizer and loss
+/// scaling are attributes of the model).
+struct CodegenOptions {};
 
 /// What a model's library allocates, per arena, from its train and eval
 /// plans: the figures of the descriptor and of `mpc compile --report`.

@@ -51,20 +51,48 @@ std::optional<std::string> parseArch(const std::string &text, int &smVersion) {
 
 std::optional<std::string> findUnimplemented(const CompileOptions &options) {
   // One message per option, naming the option as the user wrote it.
-  static const char *const optimizers[] = {"sgd", "adam", "adamw"};
   if (options.target == Target::Cuda)
     return std::string("--target=cuda is not implemented yet");
-  if (options.optimizer != OptimizerKind::Sgd)
-    return std::string("--optimizer=") +
-           optimizers[static_cast<int>(options.optimizer)] +
-           " is not implemented yet";
-  if (options.clipNorm != 0)
-    return std::string("--clip-norm is not implemented yet");
-  if (options.accumulate != 1)
-    return std::string("--accumulate is not implemented yet");
-  if (options.lossScale.mode != LossScaleMode::Default)
-    return std::string("--loss-scale is not implemented yet");
   return std::nullopt;
+}
+
+PipelineOptions makePipelineOptions(const CompileOptions &options) {
+  PipelineOptions pipeline;
+  pipeline.werrorNumerics = options.werrorNumerics;
+  pipeline.foldCasts = options.foldCasts;
+
+  MpcInsertLossScalingPassOptions &scaling = pipeline.lossScaling;
+  if (options.lossScale.mode)
+    scaling.mode = stringifyLossScaleMode(*options.lossScale.mode).str();
+  bool isStatic = options.lossScale.mode == LossScaleMode::Static;
+  scaling.initScale =
+      isStatic ? options.lossScale.staticScale : options.initScale;
+  scaling.growthFactor = options.growthFactor;
+  scaling.backoffFactor = options.backoffFactor;
+  scaling.growthInterval = options.growthInterval;
+  scaling.hysteresis = options.hysteresis;
+  scaling.minScale = options.minScale;
+  if (isStatic)
+    pipeline.staticLossScale = options.lossScale.staticScale;
+
+  MpcFuseOptimizerPassOptions &optimizer = pipeline.optimizer;
+  optimizer.kind = options.optimizer;
+  optimizer.lr = options.learningRate;
+  optimizer.momentum = options.momentum;
+  optimizer.nesterov = options.nesterov;
+  optimizer.weightDecay = options.weightDecay;
+  optimizer.beta1 = options.beta1;
+  optimizer.beta2 = options.beta2;
+  optimizer.eps = options.eps;
+  optimizer.clipNorm = options.clipNorm;
+  optimizer.accumulate = options.accumulate;
+  optimizer.schedule = options.schedule;
+  optimizer.warmupSteps = options.warmupSteps;
+  optimizer.decaySteps = options.decaySteps;
+  optimizer.minLr = options.minLr;
+  if (options.optimizer != OptimizerKind::Sgd)
+    pipeline.optimizerEps = options.eps;
+  return pipeline;
 }
 
 } // namespace mlir::mpc

@@ -16,14 +16,13 @@
 namespace mlir::mpc {
 
 enum class Target { Cpu, Cuda };
-enum class OptimizerKind { Sgd, Adam, AdamW };
-enum class LossScaleMode { Default, Dynamic, Static, None };
 /// Stages `--emit` can stop at, in pipeline order (as Toy's `-emit=`).
 enum class EmitStage { Mlir, TrainingStep, Kernels, Host, Library };
 
 /// `--loss-scale=dynamic|static:<scale>|none`.
 struct LossScale {
-  LossScaleMode mode = LossScaleMode::Default;
+  /// Unset: dynamic where the model stores f16, none otherwise.
+  std::optional<LossScaleMode> mode;
   double staticScale = 0; ///< Set for LossScaleMode::Static.
 };
 
@@ -44,10 +43,23 @@ struct CompileOptions {
   OptimizerKind optimizer = OptimizerKind::Sgd;
   double learningRate = 0.01;
   double momentum = 0.0;
+  bool nesterov = false;
   double weightDecay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999;
   double eps = 1e-8;
   double clipNorm = 0.0; ///< 0: no clipping.
+  LrSchedule schedule = LrSchedule::Constant;
+  int64_t warmupSteps = 0, decaySteps = 0;
+  double minLr = 0.0;
   LossScale lossScale;
+  /// The dynamic scaler (GradScaler's defaults; hysteresis and min-scale
+  /// as DeepSpeed's, off by default).
+  double initScale = 65536.0;
+  double growthFactor = 2.0;
+  double backoffFactor = 0.5;
+  int64_t growthInterval = 2000;
+  int64_t hysteresis = 1;
+  double minScale = 0.0;
   /// `--Werror-numerics`: mpc-check-numerics findings are errors.
   bool werrorNumerics = false;
   /// Hidden `--no-fold-casts`: keep every cast, to test that folding
@@ -62,6 +74,9 @@ struct CompileOptions {
 /// The first option in `options` that this build cannot honour yet, as a
 /// message, or nothing when every option is implemented.
 std::optional<std::string> findUnimplemented(const CompileOptions &options);
+
+/// The pass pipelines' options for `options` (lint, loss scaling, optimizer).
+PipelineOptions makePipelineOptions(const CompileOptions &options);
 
 } // namespace mlir::mpc
 

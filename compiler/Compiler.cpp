@@ -177,9 +177,7 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   // is, so validation and training losses are computed alike; training runs
   // the step that mpc-autodiff derives from it.
   PassManager forward(&context);
-  PipelineOptions pipeline;
-  pipeline.werrorNumerics = options.werrorNumerics;
-  pipeline.foldCasts = options.foldCasts;
+  PipelineOptions pipeline = makePipelineOptions(options);
   buildForwardPipeline(forward, options.amp,
                        options.half.value_or(HalfType::F16), pipeline);
   if (failed(forward.run(*module)))
@@ -198,9 +196,6 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   auto train = *module->getOps<ModelOp>().begin();
   auto eval = *evalModule->getOps<ModelOp>().begin();
   CodegenOptions codegen;
-  codegen.learningRate = options.learningRate;
-  codegen.momentum = options.momentum;
-  codegen.weightDecay = options.weightDecay;
   FailureOr<GeneratedModel> generated = generateModel(train, eval, codegen);
   if (failed(generated))
     return 1;

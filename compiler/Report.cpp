@@ -46,17 +46,17 @@ struct LoweredModel {
   ModelOp trainModel() { return *train->getOps<ModelOp>().begin(); }
 };
 
-FailureOr<LoweredModel> lower(ModuleOp module, AmpLevel level,
-                              HalfType half) {
+FailureOr<LoweredModel> lower(ModuleOp module, AmpLevel level, HalfType half,
+                              const PipelineOptions &options) {
   LoweredModel lowered;
   lowered.train = module.clone();
   PassManager forward(module.getContext());
-  buildForwardPipeline(forward, level, half);
+  buildForwardPipeline(forward, level, half, options);
   if (failed(forward.run(*lowered.train)))
     return failure();
   lowered.forward = lowered.train->clone();
   PassManager training(module.getContext());
-  buildTrainingPipeline(training);
+  buildTrainingPipeline(training, options);
   if (failed(training.run(*lowered.train)))
     return failure();
   return lowered;
@@ -191,10 +191,18 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   HalfType halfType = options.half.value_or(HalfType::F16);
   const char *half = halfType == HalfType::F16 ? "f16" : "bf16";
   const char *level = levelName(options.amp);
-  FailureOr<LoweredModel> chosen = lower(module, options.amp, halfType);
+  PipelineOptions pipeline = makePipelineOptions(options);
+  FailureOr<LoweredModel> chosen =
+      lower(module, options.amp, halfType, pipeline);
   if (failed(chosen))
     return 1;
-  FailureOr<LoweredModel> baseline = lower(module, AmpLevel::O0, halfType);
+  // The baseline's findings would repeat the chosen level's, or not apply.
+  PipelineOptions quiet = pipeline;
+  quiet.werrorNumerics = false;
+  quiet.staticLossScale = 0;
+  quiet.optimizerEps = 0;
+  FailureOr<LoweredModel> baseline =
+      lower(module, AmpLevel::O0, halfType, quiet);
   if (failed(baseline))
     return 1;
   ModelOp forward = chosen->forwardModel();

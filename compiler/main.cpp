@@ -86,6 +86,31 @@ cl::opt<std::string> lossScale(
     "loss-scale", cl::desc("dynamic | static:<scale> | none (default: "
                            "dynamic for f16, none otherwise)"),
     cl::sub(compileCommand), cl::cat(precisionCategory));
+// The dynamic scaler's knobs, GradScaler's names and defaults.
+cl::opt<double> lossScaleInit(
+    "loss-scale-init", cl::desc("Dynamic loss scaling: the first scale"),
+    cl::init(65536.0), cl::sub(compileCommand), cl::cat(precisionCategory));
+cl::opt<double> lossScaleGrowthFactor(
+    "loss-scale-growth-factor",
+    cl::desc("Dynamic loss scaling: growth multiplier (> 1)"), cl::init(2.0),
+    cl::sub(compileCommand), cl::cat(precisionCategory));
+cl::opt<double> lossScaleBackoffFactor(
+    "loss-scale-backoff-factor",
+    cl::desc("Dynamic loss scaling: multiplier on an overflow, in (0, 1)"),
+    cl::init(0.5), cl::sub(compileCommand), cl::cat(precisionCategory));
+cl::opt<int64_t> lossScaleGrowthInterval(
+    "loss-scale-growth-interval",
+    cl::desc("Dynamic loss scaling: clean steps before the scale grows"),
+    cl::init(2000), cl::sub(compileCommand), cl::cat(precisionCategory));
+cl::opt<int64_t> lossScaleHysteresis(
+    "loss-scale-hysteresis",
+    cl::desc("Dynamic loss scaling: overflows before a backoff (DeepSpeed; "
+             "1 is none)"),
+    cl::init(1), cl::sub(compileCommand), cl::cat(precisionCategory));
+cl::opt<double> lossScaleMin(
+    "loss-scale-min",
+    cl::desc("Dynamic loss scaling: the scale never goes below this"),
+    cl::init(0.0), cl::sub(compileCommand), cl::cat(precisionCategory));
 cl::opt<bool> werrorNumerics(
     "Werror-numerics",
     cl::desc("Treat numerics warnings (values lost in half) as errors"),
@@ -107,6 +132,34 @@ cl::opt<double> learningRate("lr", cl::desc("Initial learning rate"),
                              cl::cat(optimizerCategory));
 cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
                          cl::sub(compileCommand), cl::cat(optimizerCategory));
+cl::opt<bool> nesterov("nesterov", cl::desc("SGD with Nesterov momentum"),
+                       cl::sub(compileCommand), cl::cat(optimizerCategory));
+cl::opt<double> beta1("beta1", cl::desc("Adam first-moment decay"),
+                      cl::init(0.9), cl::sub(compileCommand),
+                      cl::cat(optimizerCategory));
+cl::opt<double> beta2("beta2", cl::desc("Adam second-moment decay"),
+                      cl::init(0.999), cl::sub(compileCommand),
+                      cl::cat(optimizerCategory));
+cl::opt<mlir::mpc::LrSchedule> lrSchedule(
+    "lr-schedule", cl::desc("Built-in learning-rate schedule"),
+    cl::init(mlir::mpc::LrSchedule::Constant), cl::sub(compileCommand),
+    cl::cat(optimizerCategory),
+    cl::values(clEnumValN(mlir::mpc::LrSchedule::Constant, "constant",
+                          "the session's rate, as set (the default)"),
+               clEnumValN(mlir::mpc::LrSchedule::WarmupCosine,
+                          "warmup-cosine",
+                          "linear warmup, then cosine decay to --min-lr")));
+cl::opt<int64_t> warmupSteps("warmup-steps",
+                             cl::desc("Applied steps of linear warmup"),
+                             cl::init(0), cl::sub(compileCommand),
+                             cl::cat(optimizerCategory));
+cl::opt<int64_t> decaySteps("decay-steps",
+                            cl::desc("Applied steps of cosine decay"),
+                            cl::init(0), cl::sub(compileCommand),
+                            cl::cat(optimizerCategory));
+cl::opt<double> minLr("min-lr", cl::desc("Rate at the end of the decay"),
+                      cl::init(0.0), cl::sub(compileCommand),
+                      cl::cat(optimizerCategory));
 cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
                             cl::init(0.0), cl::sub(compileCommand),
                             cl::cat(optimizerCategory));
@@ -174,8 +227,39 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
                 number(clipNorm));
   if (accumulate < 1)
     return fail("--accumulate must be >= 1, got " + Twine(int(accumulate)));
+  if (nesterov && momentum <= 0)
+    return fail("--nesterov needs --momentum > 0");
+  if (nesterov && optimizer != mlir::mpc::OptimizerKind::Sgd)
+    return fail("--nesterov applies to --optimizer=sgd only");
+  if (!nonNegative(beta1) || beta1 >= 1 || !nonNegative(beta2) || beta2 >= 1)
+    return fail("--beta1 and --beta2 must be in [0, 1), got " +
+                number(beta1) + " and " + number(beta2));
+  if (lrSchedule == mlir::mpc::LrSchedule::WarmupCosine) {
+    if (warmupSteps < 0 || decaySteps < 0 || warmupSteps + decaySteps < 1)
+      return fail("--lr-schedule=warmup-cosine needs --warmup-steps and "
+                  "--decay-steps >= 0, not both 0");
+    if (!nonNegative(minLr) || minLr > learningRate)
+      return fail("--min-lr must be in [0, --lr], got " + number(minLr));
+  } else if (warmupSteps.getNumOccurrences() ||
+             decaySteps.getNumOccurrences() || minLr.getNumOccurrences()) {
+    return fail("--warmup-steps, --decay-steps and --min-lr need "
+                "--lr-schedule=warmup-cosine");
+  }
   options.learningRate = learningRate;
   options.momentum = momentum;
+  options.nesterov = nesterov;
+  options.beta1 = beta1;
+  options.beta2 = beta2;
+  options.schedule = lrSchedule;
+  options.warmupSteps = warmupSteps;
+  options.decaySteps = decaySteps;
+  options.minLr = minLr;
+  options.initScale = lossScaleInit;
+  options.growthFactor = lossScaleGrowthFactor;
+  options.backoffFactor = lossScaleBackoffFactor;
+  options.growthInterval = lossScaleGrowthInterval;
+  options.hysteresis = lossScaleHysteresis;
+  options.minScale = lossScaleMin;
   options.weightDecay = weightDecay;
   options.eps = eps;
   options.clipNorm = clipNorm;

@@ -33,4 +33,73 @@ def Mpc_InitializerAttr : Mpc_Attr<"Initializer", "init"> {
   }];
 }
 
+/// A double, printed so that it reads back exactly.
+def Mpc_F64Parameter : APFloatParameter<"a double"> {
+  let parser = "::mlir::mpc::parseF64($_parser)";
+}
+
+/// A bool parameter written `true` / `false`.
+def Mpc_BoolParameter : AttrParameter<"bool", "true or false"> {
+  let parser = "::mlir::mpc::parseBoolKeyword($_parser)";
+  let printer = "$_printer << ($_self ? \"true\" : \"false\")";
+}
+
+def Mpc_LossScalingAttr : Mpc_Attr<"LossScaling", "loss_scaling"> {
+  let summary = "How the training step scales its loss (set by "
+                "mpc-insert-loss-scaling)";
+  let description = [{
+    Attached to `mpc.model` as `mpc.loss_scaling`. `dynamic` is
+    torch.amp.GradScaler's algorithm with its defaults (init_scale 65536,
+    growth_factor 2 after growth_interval 2000 clean steps, backoff_factor
+    0.5 on an overflow) plus DeepSpeed's hysteresis (overflows tolerated
+    before a backoff; 1 is none) and min_scale (a floor; 0 is none).
+    `static` keeps init_scale; `none` does not scale. The runtime keeps the
+    scaler's state on the device; the fused optimizer updates it.
+
+    ```mlir
+    mpc.model @m ... attributes {mpc.loss_scaling = #mpc.loss_scaling<mode = dynamic,
+        init_scale = 6.553600e+04, growth_factor = 2.000000e+00,
+        backoff_factor = 5.000000e-01, growth_interval = 2000, hysteresis = 1,
+        min_scale = 0.000000e+00>}
+    ```
+  }];
+  let parameters = (ins EnumParameter<LossScaleMode>:$mode,
+                        Mpc_F64Parameter:$init_scale, Mpc_F64Parameter:$growth_factor,
+                        Mpc_F64Parameter:$backoff_factor, "int64_t":$growth_interval,
+                        "int64_t":$hysteresis, Mpc_F64Parameter:$min_scale);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Mpc_OptimizerAttr : Mpc_Attr<"Optimizer", "optimizer"> {
+  let summary = "The fused optimizer of the training step (set by "
+                "mpc-fuse-optimizer)";
+  let description = [{
+    Attached to `mpc.model` as `mpc.optimizer`. `lr`, `momentum` and
+    `weight_decay` are the defaults a session starts with (the runtime can
+    change them every step); the rest is compiled into the update kernel.
+    `sgd` is torch.optim.SGD (momentum, nesterov, L2 weight decay), `adam`
+    torch.optim.Adam (L2 weight decay), `adamw` torch.optim.AdamW
+    (decoupled decay). `clip_norm` > 0 clips the unscaled gradients by
+    their global norm; `accumulate` is the number of micro-batches per
+    optimizer step. `schedule = warmup_cosine` warms the rate up linearly
+    over `warmup_steps` applied steps, then follows a cosine from `lr` to
+    `min_lr` over `decay_steps`.
+  }];
+  let parameters = (ins EnumParameter<OptimizerKind>:$kind, Mpc_F64Parameter:$lr,
+                        Mpc_F64Parameter:$momentum, Mpc_BoolParameter:$nesterov,
+                        Mpc_F64Parameter:$weight_decay, Mpc_F64Parameter:$beta1,
+                        Mpc_F64Parameter:$beta2, Mpc_F64Parameter:$eps, Mpc_F64Parameter:$clip_norm,
+                        "int64_t":$accumulate,
+                        EnumParameter<LrSchedule>:$schedule,
+                        "int64_t":$warmup_steps, "int64_t":$decay_steps,
+                        Mpc_F64Parameter:$min_lr);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let extraClassDeclaration = [{
+    /// Optimizer state tensors per parameter, in checkpoint order:
+    /// momentum_buffer (sgd) or exp_avg, exp_avg_sq (adam, adamw), then the
+    /// gradient accumulator when accumulate > 1.
+    ::llvm::SmallVector<::llvm::StringRef> getSlotNames() const;
+  }];
+}
+
 #endif // MPC_DIALECT_MPCATTRS_TD

@@ -215,3 +215,30 @@ void InitializerAttr::print(AsmPrinter &printer) const {
   printBare(printer);
   printer << '>';
 }
+
+FailureOr<llvm::APFloat> mlir::mpc::parseF64(AsmParser &parser) {
+  double value;
+  if (parser.parseFloat(value))
+    return failure();
+  return llvm::APFloat(value);
+}
+
+FailureOr<bool> mlir::mpc::parseBoolKeyword(AsmParser &parser) {
+  if (succeeded(parser.parseOptionalKeyword("true")))
+    return true;
+  if (succeeded(parser.parseOptionalKeyword("false")))
+    return false;
+  return parser.emitError(parser.getCurrentLocation(),
+                          "expected 'true' or 'false'");
+}
+
+SmallVector<StringRef> OptimizerAttr::getSlotNames() const {
+  SmallVector<StringRef> names;
+  if (getKind() == OptimizerKind::Sgd)
+    names.push_back("momentum_buffer");
+  else
+    llvm::append_range(names, ArrayRef<StringRef>{"exp_avg", "exp_avg_sq"});
+  if (getAccumulate() > 1)
+    names.push_back("grad_accumulator");
+  return names;
+}

@@ -10,11 +10,20 @@
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
+#include "mlir/IR/DialectImplementation.h"
 
 #include <string>
 
 #include "dialect/MpcEnums.h.inc"
 #include "dialect/MpcOpsDialect.h.inc"
+
+
+namespace mlir::mpc {
+/// Parses a float literal as an f64 APFloat (attribute parameters).
+FailureOr<llvm::APFloat> parseF64(AsmParser &parser);
+/// Parses `true` or `false`.
+FailureOr<bool> parseBoolKeyword(AsmParser &parser);
+} // namespace mlir::mpc
 
 #define GET_ATTRDEF_CLASSES
 #include "dialect/MpcAttrs.h.inc"

@@ -40,4 +40,27 @@ def GeluApproximation : I32EnumAttr<"GeluApproximation",
   let cppNamespace = "::mlir::mpc";
 }
 
+def LossScaleMode : I32EnumAttr<"LossScaleMode", "how the loss is scaled", [
+      I32EnumAttrCase<"None", 0, "none">,
+      I32EnumAttrCase<"Static", 1, "static">,
+      I32EnumAttrCase<"Dynamic", 2, "dynamic">]> {
+  let cppNamespace = "::mlir::mpc";
+  let genSpecializedAttr = 0;
+}
+
+def OptimizerKind : I32EnumAttr<"OptimizerKind", "the fused optimizer", [
+      I32EnumAttrCase<"Sgd", 0, "sgd">,
+      I32EnumAttrCase<"Adam", 1, "adam">,
+      I32EnumAttrCase<"AdamW", 2, "adamw">]> {
+  let cppNamespace = "::mlir::mpc";
+  let genSpecializedAttr = 0;
+}
+
+def LrSchedule : I32EnumAttr<"LrSchedule", "the built-in learning-rate schedule", [
+      I32EnumAttrCase<"Constant", 0, "constant">,
+      I32EnumAttrCase<"WarmupCosine", 1, "warmup_cosine">]> {
+  let cppNamespace = "::mlir::mpc";
+  let genSpecializedAttr = 0;
+}
+
 #endif // MPC_DIALECT_MPCENUMS_TD

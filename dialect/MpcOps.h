@@ -25,6 +25,13 @@ namespace mlir::mpc {
 /// (round trips through an exact widening, casts of splat constants). A
 /// canonicalizer built with it in `disabledPatterns` leaves casts alone.
 inline constexpr llvm::StringLiteral kFoldCastsLabel = "mpc-fold-casts";
+/// mpc-autodiff marks the constant 1 it seeds the backward pass with, for
+/// mpc-insert-loss-scaling to replace with the loss scale.
+inline constexpr llvm::StringLiteral kGradientSeedAttr = "mpc.gradient_seed";
+/// mpc.model attributes set by mpc-insert-loss-scaling (LossScalingAttr) and
+/// mpc-fuse-optimizer (OptimizerAttr), read by code generation.
+inline constexpr llvm::StringLiteral kLossScalingAttr = "mpc.loss_scaling";
+inline constexpr llvm::StringLiteral kOptimizerAttr = "mpc.optimizer";
 } // namespace mlir::mpc
 
 #endif // MPC_DIALECT_MPCOPS_H

@@ -517,6 +517,24 @@ def Mpc_ConstantOp : Mpc_PolicyOp<"constant", "Follow",
   let hasFolder = 1;
 }
 
+def Mpc_LossScaleOp : Mpc_Op<"loss_scale", [MemoryEffects<[MemRead]>]> {
+  let summary = "The loss scale of this step, from the runtime's loss scaler";
+  let description = [{
+    mpc-insert-loss-scaling seeds the backward pass with this value instead
+    of 1, so that every gradient comes out multiplied by the scale; the fused
+    optimizer divides it out. The value lives in the session's loss-scaler
+    state on the device (mpc.model's `mpc.loss_scaling` configures it), and
+    the op records it as the scale of the step, which is what the runtime
+    divides by when it hands out gradients.
+
+    ```mlir
+    %seed = mpc.loss_scale : tensor<f32>
+    ```
+  }];
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
 def Mpc_CausalMaskOp : Mpc_PolicyOp<"causal_mask", "Follow", [Pure]> {
   let summary = "Lower-triangular mask: true where key index <= query index";
   let description = [{

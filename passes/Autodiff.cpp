@@ -85,6 +85,7 @@ LogicalResult MpcAutodiffPass::differentiate(ModelOp model) {
         builder, output.getLoc(),
         DenseElementsAttr::get(
             lossType, builder.getFloatAttr(lossType.getElementType(), 1.0)));
+    seed.getDefiningOp()->setAttr(kGradientSeedAttr, builder.getUnitAttr());
     gradients[loss] = seed;
   }
 

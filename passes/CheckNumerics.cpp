@@ -101,6 +101,7 @@ public:
   /// A static loss scale must be finite in the half type the model's
   /// backward pass runs in: the loss gradient starts as the scale itself.
   void checkLossScale(ModelOp model, double scale);
+  void checkOptimizerEps(ModelOp model, double eps);
   bool foundAny() const { return found; }
 
 private:
@@ -253,6 +254,25 @@ void NumericsChecker::checkLossScale(ModelOp model, double scale) {
        << typeName(half) << ", so every step would overflow";
 }
 
+void NumericsChecker::checkOptimizerEps(ModelOp model, double eps) {
+  // Adam's moments are stored like the parameters: f32 next to f32 master
+  // weights (O0-O2), half at O3, where eps meets a half second moment.
+  if (model.getNumParams() == 0)
+    return;
+  FloatType type = floatElementOf(model.getParams().front());
+  if (!isHalf(type))
+    return;
+  std::optional<std::string> message = describeRounding(APFloat(eps), type);
+  if (!message)
+    return;
+  InFlightDiagnostic diag = report(model);
+  diag << "optimizer eps " << *message;
+  diag.attachNote() << "the model stores its parameters, and so Adam's "
+                    << "moments, in " << typeName(type)
+                    << " (--amp=O3); --amp=O2 keeps f32 master weights and "
+                    << "moments";
+}
+
 struct MpcCheckNumericsPass
     : impl::MpcCheckNumericsPassBase<MpcCheckNumericsPass> {
   using Base::Base;
@@ -263,6 +283,9 @@ struct MpcCheckNumericsPass
     if (staticLossScale > 0)
       for (ModelOp model : getOperation().getOps<ModelOp>())
         checker.checkLossScale(model, staticLossScale);
+    if (optimizerEps > 0)
+      for (ModelOp model : getOperation().getOps<ModelOp>())
+        checker.checkOptimizerEps(model, optimizerEps);
     if (werror && checker.foundAny())
       signalPassFailure();
   }

@@ -32,6 +32,13 @@ struct PipelineOptions {
   /// Run mpc-fold-casts and let canonicalize fold casts. Off only to check
   /// that folding changes no result (`mpc compile --no-fold-casts`).
   bool foldCasts = true;
+  /// For the numerics lint: a static loss scale (0: none) and Adam's eps
+  /// (0: not Adam), checked against the model's half type.
+  double staticLossScale = 0;
+  double optimizerEps = 0;
+  /// The training pipeline's loss scaling and optimizer.
+  MpcInsertLossScalingPassOptions lossScaling;
+  MpcFuseOptimizerPassOptions optimizer;
 };
 
 /// The passes that shape the forward pass: precision assignment, the

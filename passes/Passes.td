@@ -175,8 +175,10 @@ def MpcCheckNumericsPass : Pass<"mpc-check-numerics", "mlir::ModuleOp"> {
       keep-norm-fp32) the kernel adds eps in f32 and the lint is quiet.
     - a keep_f32 op that an `mpc.precision` override runs in half:
       `'mpc.softmax' is keep_f32 but mpc.precision forces it into f16`.
-    A static loss scale that overflows f16 is not checked yet: loss scaling
-    is not part of the IR.
+    - with `static-loss-scale`, a scale beyond f16's range;
+    - with `optimizer-eps`, Adam's eps where the model stores its
+      parameters, and so Adam's moments, in half (O3): eps 1e-8 is 0 in
+      f16. At O0-O2 the update runs on f32 master weights and moments.
 
     ```mlir
     %eps = mpc.constant dense<1.0e-08> : tensor<f32>
@@ -194,7 +196,11 @@ def MpcCheckNumericsPass : Pass<"mpc-check-numerics", "mlir::ModuleOp"> {
            /*default=*/"0.0",
            "A static loss scale to check against the model's half type (0: "
            "none); a scale beyond f16's largest finite value makes the "
-           "scaled loss inf in f16, so every step would overflow">];
+           "scaled loss inf in f16, so every step would overflow">,
+    Option<"optimizerEps", "optimizer-eps", "double", /*default=*/"0.0",
+           "Adam's eps (0: no Adam): where the model stores its parameters "
+           "(and so the optimizer's moments) in half, an eps that rounds "
+           "to 0 or a subnormal there is reported">];
   let statistics = [Statistic<"numFindings", "num-findings",
                               "Numerics warnings (or errors) reported">];
 }
@@ -214,6 +220,125 @@ def MpcTestPrecisionPolicyPass
     ```
   }];
   let dependentDialects = ["mlir::mpc::MpcDialect"];
+}
+
+def MpcInsertLossScalingPass : Pass<"mpc-insert-loss-scaling", "mlir::ModuleOp"> {
+  let summary = "Seed the backward pass with the loss scale, so that "
+                "gradients come out scaled";
+  let description = [{
+    Runs directly after mpc-autodiff. Replaces the backward seed (d loss =
+    1, which mpc-autodiff marks `mpc.gradient_seed`) with `mpc.loss_scale`,
+    the scale the runtime's loss scaler holds for this step: the same as
+    multiplying the loss by the scale before differentiating. Every
+    gradient in mpc.output's `gradients(...)` is then scaled; the fused
+    optimizer divides the scale out, checks for inf/NaN and updates the
+    scaler on the device. The loss the step reports is not scaled.
+
+    Records the configuration as `mpc.loss_scaling` on the model:
+    - `dynamic`: torch.amp.GradScaler's algorithm and defaults (init-scale
+      65536, growth-factor 2 after growth-interval 2000 clean steps,
+      backoff-factor 0.5 on any inf/NaN, growth tracker reset on an
+      overflow), with DeepSpeed's `hysteresis` (overflows tolerated before
+      a backoff; 1 is none) and `min-scale` (0: none);
+    - `static`: a fixed scale (init-scale; fastai's old default was 512);
+      an overflowing step is still skipped;
+    - `none`: no scaling (the seed stays 1).
+    `auto` (the default) is `dynamic` when the model stores anything in
+    f16 and `none` otherwise (bf16 has f32's range; f32 needs nothing).
+
+    Before:
+    ```mlir
+    %one = mpc.constant {mpc.gradient_seed} dense<1.0> : tensor<f32>
+    %g = mpc.cross_entropy_grad %one, %logits, %y ...
+    ```
+    After:
+    ```mlir
+    %seed = mpc.loss_scale : tensor<f32>
+    %g = mpc.cross_entropy_grad %seed, %logits, %y ...
+    ```
+  }];
+  let dependentDialects = ["mlir::mpc::MpcDialect"];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"auto\"",
+           "auto, dynamic, static or none">,
+    Option<"initScale", "init-scale", "double", /*default=*/"65536.0",
+           "The first scale (dynamic) or the scale (static)">,
+    Option<"growthFactor", "growth-factor", "double", /*default=*/"2.0",
+           "Scale multiplier after growth-interval clean steps (> 1)">,
+    Option<"backoffFactor", "backoff-factor", "double", /*default=*/"0.5",
+           "Scale multiplier on an overflow, in (0, 1)">,
+    Option<"growthInterval", "growth-interval", "int64_t",
+           /*default=*/"2000", "Consecutive clean steps before growth">,
+    Option<"hysteresis", "hysteresis", "int64_t", /*default=*/"1",
+           "Overflows before a backoff (DeepSpeed); 1 is GradScaler">,
+    Option<"minScale", "min-scale", "double", /*default=*/"0.0",
+           "The scale never backs off below this (0: no floor)">];
+}
+
+def MpcFuseOptimizerPass : Pass<"mpc-fuse-optimizer", "mlir::ModuleOp"> {
+  let summary = "Choose the fused optimizer that updates the fp32 master "
+                "weights after the backward pass";
+  let description = [{
+    Runs after mpc-autodiff (and mpc-insert-loss-scaling). Checks the
+    hyper-parameters against the optimizer's rules (as torch.optim does)
+    and that every parameter shares one storage type (the update runs over
+    the flat gradient buffer), then records them as `mpc.optimizer` on the
+    model. Code generation emits one update pass over the flat buffers
+    from it: unscale the gradients, check them for inf/NaN (with loss
+    scaling), clip them by their global norm (`clip-norm` > 0, on unscaled
+    fp32 values), apply SGD (momentum, Nesterov, L2 weight decay), Adam (L2
+    weight decay) or AdamW (decoupled weight decay) in fp32 to the master
+    weights, and write the half copy that the next forward pass reads. A
+    step whose gradients overflowed leaves everything, moments included,
+    bit-identical. With `accumulate` = N, gradients of N micro-batches are
+    summed (in the parameters' type) and the optimizer runs on their mean
+    once every N steps. Adam's step counter and the built-in schedule count
+    applied steps only, so a skipped step changes nothing.
+  }];
+  let dependentDialects = ["mlir::mpc::MpcDialect"];
+  let options = [
+    Option<"kind", "kind", "mlir::mpc::OptimizerKind",
+           /*default=*/"mlir::mpc::OptimizerKind::Sgd", "The optimizer",
+           [{::llvm::cl::values(
+               clEnumValN(mlir::mpc::OptimizerKind::Sgd, "sgd",
+                          "SGD with momentum (torch.optim.SGD)"),
+               clEnumValN(mlir::mpc::OptimizerKind::Adam, "adam",
+                          "torch.optim.Adam"),
+               clEnumValN(mlir::mpc::OptimizerKind::AdamW, "adamw",
+                          "torch.optim.AdamW"))}]>,
+    Option<"lr", "lr", "double", /*default=*/"0.01",
+           "Default learning rate (a runtime value)">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0",
+           "SGD momentum (default; a runtime value)">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD with Nesterov momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "Weight decay (default; a runtime value)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9",
+           "Adam's first-moment decay">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999",
+           "Adam's second-moment decay">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8",
+           "Adam's denominator term, added in fp32">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
+           "Clip gradients to this global norm (0: no clipping)">,
+    Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
+           "Micro-batches per optimizer step">,
+    Option<"schedule", "schedule", "mlir::mpc::LrSchedule",
+           /*default=*/"mlir::mpc::LrSchedule::Constant",
+           "Built-in learning-rate schedule",
+           [{::llvm::cl::values(
+               clEnumValN(mlir::mpc::LrSchedule::Constant, "constant",
+                          "the runtime's learning rate as set"),
+               clEnumValN(mlir::mpc::LrSchedule::WarmupCosine,
+                          "warmup_cosine",
+                          "linear warmup, then cosine decay to min-lr"))}]>,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "warmup_cosine: applied steps of linear warmup">,
+    Option<"decaySteps", "decay-steps", "int64_t", /*default=*/"0",
+           "warmup_cosine: applied steps of cosine decay after warmup">,
+    Option<"minLr", "min-lr", "double", /*default=*/"0.0",
+           "warmup_cosine: the rate at the end of the decay">];
 }
 
 #endif // MPC_PASSES_PASSES_TD

@@ -37,6 +37,8 @@ void mlir::mpc::buildForwardPipeline(OpPassManager &pm, AmpLevel level,
   // rounded constant, which would hide the value the user wrote.
   MpcCheckNumericsPassOptions numerics;
   numerics.werror = options.werrorNumerics;
+  numerics.staticLossScale = options.staticLossScale;
+  numerics.optimizerEps = options.optimizerEps;
   pm.addPass(createMpcCheckNumericsPass(numerics));
   if (options.foldCasts)
     pm.addPass(createMpcFoldCastsPass());
@@ -47,6 +49,9 @@ void mlir::mpc::buildForwardPipeline(OpPassManager &pm, AmpLevel level,
 void mlir::mpc::buildTrainingPipeline(OpPassManager &pm,
                                       const PipelineOptions &options) {
   pm.addPass(createMpcAutodiffPass());
+  // Directly after autodiff, which marks the seed it replaces.
+  pm.addPass(createMpcInsertLossScalingPass(options.lossScaling));
+  pm.addPass(createMpcFuseOptimizerPass(options.optimizer));
   // Fold the reshapes and casts autodiff leaves behind, and share values it
   // computed twice.
   pm.addPass(createCanonicalizer(options));

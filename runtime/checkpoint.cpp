@@ -4,11 +4,14 @@
 // checkpoint is a standard safetensors file, so PyTorch reads the weights
 // with safetensors.torch.load_file:
 //
-//   <param or state name>                    the tensor, in its dtype
-//   optimizer.<optimizer>.<slot>.<param>     optimizer slot `slot` (0, 1, ...)
-//                                            of a parameter, in its dtype
+//   <param or state name>           the tensor, in its dtype
+//   optimizer.<slot>.<param>        optimizer state of a parameter, in its
+//                                   dtype (slot: exp_avg, momentum_buffer..)
 //   __metadata__  format: "mpc", model: <name>, optimizer: <name>,
-//                 step: <decimal>, seed: <decimal>
+//                 step: <decimal>, seed: <decimal>, and the loss scaler:
+//                 loss_scale (9 significant digits, exact for a float),
+//                 loss_scale_growth_tracker, loss_scale_hysteresis_left,
+//                 optimizer_steps, skipped_steps
 //
 // The seed is restored on load because dropout masks are drawn from
 // (seed, step): a resumed run then draws the same masks as an uninterrupted
@@ -27,6 +30,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -41,8 +46,8 @@ const char *const FORMAT_NAME = "mpc";
 
 std::string slot_name(const mpc_model_desc *model, int32_t slot,
                       const mpc_tensor_desc &param) {
-  return std::string("optimizer.") + model->optimizer_name + "." +
-         std::to_string(slot) + "." + param.name;
+  return std::string("optimizer.") + model->optimizer_slot_names[slot] + "." +
+         param.name;
 }
 
 std::vector<int64_t> shape_of(const mpc_tensor_desc &tensor) {
@@ -102,6 +107,47 @@ const std::string *find_metadata(const mpcrt::safetensors_file &file,
   return it == file.metadata.end() ? nullptr : &it->second;
 }
 
+/// The loss scaler's state from a checkpoint's metadata: every field
+/// present, in range, and consistent (skipped <= total).
+mpc_status read_scaler(const mpcrt::safetensors_file &file, const char *path,
+                       mpc_loss_scaler_state *scaler) {
+  const std::string *scale = find_metadata(file, "loss_scale");
+  char *end = nullptr;
+  double value = scale ? std::strtod(scale->c_str(), &end) : 0;
+  if (!scale || scale->empty() || *end != '\0' || !std::isfinite(value) ||
+      !(value > 0) || value > 3.4028234663852886e38)
+    return set_error(MPC_ERROR_FORMAT,
+                     "'%s': __metadata__ loss_scale is missing or not a "
+                     "positive finite float",
+                     path);
+  uint64_t numbers[4];
+  const char *const keys[4] = {"loss_scale_growth_tracker",
+                               "loss_scale_hysteresis_left", "optimizer_steps",
+                               "skipped_steps"};
+  for (int k = 0; k < 4; ++k) {
+    const std::string *text = find_metadata(file, keys[k]);
+    uint64_t limit = k < 2 ? static_cast<uint64_t>(INT32_MAX)
+                           : static_cast<uint64_t>(INT64_MAX);
+    if (!text || !parse_decimal(*text, &numbers[k]) || numbers[k] > limit)
+      return set_error(MPC_ERROR_FORMAT,
+                       "'%s': __metadata__ %s is missing or not a "
+                       "non-negative integer in range",
+                       path, keys[k]);
+  }
+  if (numbers[3] > numbers[2])
+    return set_error(MPC_ERROR_FORMAT,
+                     "'%s': __metadata__ skipped_steps %llu exceeds "
+                     "optimizer_steps %llu",
+                     path, static_cast<unsigned long long>(numbers[3]),
+                     static_cast<unsigned long long>(numbers[2]));
+  scaler->scale = static_cast<float>(value);
+  scaler->growth_tracker = static_cast<int>(numbers[0]);
+  scaler->hysteresis_left = static_cast<int>(numbers[1]);
+  scaler->total_steps = static_cast<long long>(numbers[2]);
+  scaler->total_skipped = static_cast<long long>(numbers[3]);
+  return MPC_OK;
+}
+
 } // namespace
 
 // ----------------------------------------------------------------------------
@@ -136,6 +182,17 @@ extern "C" mpc_status mpc_save_checkpoint(mpc_session *session,
       {"optimizer", model->optimizer_name},
       {"step", std::to_string(session->step)},
       {"seed", std::to_string(session->seed)}};
+  const mpc_loss_scaler_state &scaler = mpcrt::train_control(session)->scaler;
+  char scale[32];
+  std::snprintf(scale, sizeof(scale), "%.9g",
+                static_cast<double>(scaler.scale));
+  metadata.push_back({"loss_scale", scale});
+  metadata.push_back(
+      {"loss_scale_growth_tracker", std::to_string(scaler.growth_tracker)});
+  metadata.push_back(
+      {"loss_scale_hysteresis_left", std::to_string(scaler.hysteresis_left)});
+  metadata.push_back({"optimizer_steps", std::to_string(scaler.total_steps)});
+  metadata.push_back({"skipped_steps", std::to_string(scaler.total_skipped)});
   return mpcrt::write_safetensors(path, tensors, metadata);
 }
 
@@ -186,6 +243,9 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
                      "'%s': __metadata__ seed is missing or not a "
                      "non-negative integer",
                      path);
+  mpc_loss_scaler_state scaler = {};
+  if (mpc_status status = read_scaler(file, path, &scaler))
+    return status;
 
   // Tensors: every one the session has, with its dtype and shape, and no
   // others.
@@ -231,5 +291,9 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
   }
   session->step = static_cast<int64_t>(step);
   session->seed = seed;
-  return MPC_OK;
+  mpc_train_control *control = mpcrt::train_control(session);
+  control->scaler = scaler;
+  control->step_scale = scaler.scale;
+  // The half copies the forward pass reads follow the loaded weights.
+  return mpcrt::sync_half_copies(session);
 }

@@ -1,9 +1,8 @@
 //===- loss_scaler.cpp - the loss scaler's state machine --------*- C++ -*-===//
 //
-// This file implements the host reference of the loss scaler described in
-// loss_scaler.h: config defaults and validation, and the per-step transition.
-// The fused optimizer kernel mirrors mpc_loss_scaler_update; keep the two in
-// step (same operation order, same double-then-float rounding).
+// This file implements the loss scaler's C API described in loss_scaler.h:
+// config defaults and validation, initial state, and the per-step
+// transition, which is the device code's own (runtime/device/mpc_training.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,6 +69,12 @@ mpc_status check_dynamic(const mpc_loss_scaler_config &c) {
                      static_cast<double>(c.max_scale),
                      static_cast<double>(c.init_scale));
   return MPC_OK;
+}
+
+int mode_is_valid(mpc_loss_scale_mode mode) {
+  int32_t raw = mpcrt::raw_enum(mode);
+  return raw == MPC_LOSS_SCALE_NONE || raw == MPC_LOSS_SCALE_STATIC ||
+         raw == MPC_LOSS_SCALE_DYNAMIC;
 }
 
 } // namespace
@@ -139,47 +144,10 @@ extern "C" int32_t mpc_loss_scaler_update(const mpc_loss_scaler_config *config,
               !config ? "config" : "state");
     return 0;
   }
-  state->total_steps += 1;
-  int32_t mode = mpcrt::raw_enum(config->mode);
-  if (mode == MPC_LOSS_SCALE_NONE)
-    return 1; // GradScaler(enabled=False): no check, every step applies.
-  if (mode == MPC_LOSS_SCALE_STATIC) {
-    if (!found_inf)
-      return 1;
-    state->total_skipped += 1;
+  if (mode_is_valid(config->mode) == 0) {
+    set_error(MPC_ERROR_INVALID_ARGUMENT, "loss scaler: unknown mode %d",
+              mpcrt::raw_enum(config->mode));
     return 0;
   }
-
-  // Dynamic: GradScaler's _amp_update_scale_ plus DeepSpeed's hysteresis and
-  // min_loss_scale. The products are taken in double and rounded once to
-  // float, as GradScaler's kernel does with its double factors.
-  if (found_inf) {
-    state->total_skipped += 1;
-    state->growth_tracker = 0;
-    if (state->hysteresis_left <= 1) {
-      float next = static_cast<float>(static_cast<double>(state->scale) *
-                                      config->backoff_factor);
-      state->scale = next < config->min_scale ? config->min_scale : next;
-    } else {
-      state->hysteresis_left -= 1;
-    }
-    return 0;
-  }
-  int32_t successful = state->growth_tracker + 1;
-  if (successful >= config->growth_interval) {
-    // `>=` rather than GradScaler's `==` only so that a tracker restored
-    // from a corrupt checkpoint cannot run away; from a valid state the two
-    // agree.
-    float next = static_cast<float>(static_cast<double>(state->scale) *
-                                    config->growth_factor);
-    if (next > config->max_scale)
-      next = config->max_scale;
-    if (std::isfinite(next)) // GradScaler never grows the scale to inf.
-      state->scale = next;
-    state->growth_tracker = 0;
-    state->hysteresis_left = config->hysteresis;
-  } else {
-    state->growth_tracker = successful;
-  }
-  return 1;
+  return mpc_loss_scaler_transition(config, state, found_inf);
 }

@@ -1,9 +1,9 @@
 /*===- loss_scaler.h - the dynamic loss scaler's state machine ----*- C -*-===*
  *
- * The host reference of the loss scaler: plain data and two functions, no
- * CUDA, so that it is unit-testable and so that the fused optimizer kernel
- * (which keeps the same state in device memory and updates it without the
- * host) can mirror it line for line. The state is what checkpoints save and
+ * The loss scaler: plain data and two functions, unit-testable on the host.
+ * The transition itself is mpc_loss_scaler_transition in
+ * runtime/device/mpc_training.h, which the fused optimizer's kernel runs on
+ * the device state, so host and device cannot disagree. The state is what checkpoints save and
  * what the API reports.
  *
  *   mpc_loss_scaler_config config;
@@ -68,40 +68,15 @@
 #ifndef MPC_RUNTIME_LOSS_SCALER_H
 #define MPC_RUNTIME_LOSS_SCALER_H
 
+#include "runtime/device/mpc_training.h"
 #include "runtime/mpc_runtime.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum mpc_loss_scale_mode {
-  MPC_LOSS_SCALE_NONE = 0,
-  MPC_LOSS_SCALE_STATIC = 1,
-  MPC_LOSS_SCALE_DYNAMIC = 2,
-} mpc_loss_scale_mode;
-
-/* What mpc_loss_scaler_config_init sets is GradScaler's defaults in dynamic
- * mode. STATIC reads only init_scale; NONE reads nothing but the mode. */
-typedef struct mpc_loss_scaler_config {
-  mpc_loss_scale_mode mode; /* DYNAMIC */
-  float init_scale;         /* 65536 (2^16); STATIC: the fixed scale */
-  double growth_factor;     /* 2.0; finite and > 1 */
-  double backoff_factor;    /* 0.5; in (0, 1) */
-  int32_t growth_interval;  /* 2000 consecutive clean steps; >= 1 */
-  int32_t hysteresis;       /* 1 (none); N tolerates N-1 overflows */
-  float min_scale;          /* 0 (none); finite, in [0, init_scale] */
-  float max_scale;          /* +inf (none); >= init_scale */
-} mpc_loss_scaler_config;
-
-/* Plain data: the device kernel keeps the same fields. */
-typedef struct mpc_loss_scaler_state {
-  float scale;             /* the loss is multiplied by this */
-  int32_t growth_tracker;  /* clean steps since the last overflow or growth */
-  int32_t hysteresis_left; /* overflows left before a backoff (see above) */
-  int32_t reserved;        /* 0; keeps the int64 fields 8-byte aligned */
-  int64_t total_skipped;   /* steps skipped for inf/NaN gradients */
-  int64_t total_steps;     /* calls of mpc_loss_scaler_update */
-} mpc_loss_scaler_state;
+/* mpc_loss_scale_mode, mpc_loss_scaler_config and mpc_loss_scaler_state
+ * are defined with the device code that shares them. */
 
 /* GradScaler's defaults: dynamic, 2^16, x2 every 2000 clean steps, x0.5 on
  * overflow, no hysteresis, no minimum, no maximum. */

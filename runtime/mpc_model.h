@@ -13,19 +13,22 @@
 #ifndef MPC_RUNTIME_MPC_MODEL_H
 #define MPC_RUNTIME_MPC_MODEL_H
 
+#include "runtime/device/mpc_training.h"
 #include "runtime/mpc_runtime.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define MPC_MODEL_ABI_VERSION 1
+#define MPC_MODEL_ABI_VERSION 2
 
 /* Flat buffers of the memory plan. Offsets in tensor descriptors are byte
  * offsets into one of these, each aligned to its dtype's size. The runtime
  * allocates every arena 64-byte aligned and zero-filled. The gradient and
  * the optimizer slots of a parameter mirror it exactly: same offset, same
- * dtype (fp32 for master weights). */
+ * dtype (fp32 for master weights). The optimizer arena ends with the
+ * training control block (mpc_train_control: the loss scaler's state and
+ * the optimizer's per-step values). */
 typedef enum mpc_arena {
   MPC_ARENA_PARAMS = 0,      /* parameters (master weights) and state */
   MPC_ARENA_GRADS = 1,       /* gradients, same layout as the params */
@@ -74,7 +77,8 @@ typedef struct mpc_tensor_desc {
 typedef struct mpc_step_context {
   void *arenas[MPC_NUM_ARENAS];
   uint64_t seed;        /* session seed, for dropout masks */
-  int64_t step;         /* optimizer steps applied so far */
+  int64_t step;         /* train steps (micro-batches) taken so far; dropout
+                           masks are drawn from (seed, step) */
   float learning_rate;
   float momentum;
   float weight_decay;
@@ -83,6 +87,9 @@ typedef struct mpc_step_context {
    * statistics. 0 when only the loss and gradients are wanted (the step and
    * the model's state are left as they were). */
   int32_t apply_update;
+  /* With accumulate_steps = N: which micro-batch of the optimizer step this
+   * is, 0..N-1; the optimizer runs after micro-batch N-1. */
+  int32_t micro_step;
   /* Set by a kernel that met an out-of-range index; the runtime turns it
    * into MPC_ERROR_OUT_OF_RANGE. */
   int32_t *index_error;
@@ -105,18 +112,29 @@ struct mpc_model_desc {
   int32_t num_outputs;
   const mpc_tensor_desc *outputs;  /* [0] is the f32 loss; in activations */
   int64_t arena_bytes[MPC_NUM_ARENAS];
-  /* Optimizer state slots per parameter (SGD with momentum: 1). Slot s of
-   * params[i] is at s * arena_bytes[MPC_ARENA_PARAMS] + params[i].offset in
-   * MPC_ARENA_OPTIMIZER, in params[i]'s dtype (fp32 for master weights), so
-   * arena_bytes[MPC_ARENA_OPTIMIZER] >= optimizer_slots *
-   * arena_bytes[MPC_ARENA_PARAMS]. States have no gradient or slots. */
+  /* Optimizer state per parameter, in slots: slot s of params[i] is at
+   * s * arena_bytes[MPC_ARENA_GRADS] + params[i].offset in
+   * MPC_ARENA_OPTIMIZER, in params[i]'s dtype (fp32 next to master
+   * weights), named optimizer_slot_names[s] in checkpoints. States have no
+   * gradient or slots. */
   int32_t optimizer_slots;
-  const char *optimizer_name; /* "sgd" */
+  const char *const *optimizer_slot_names;
+  const char *optimizer_name; /* "sgd", "adam" or "adamw" */
   float default_learning_rate;
   float default_momentum;
   float default_weight_decay;
+  int32_t accumulate_steps; /* micro-batches per optimizer step, >= 1 */
+  /* The loss scaler the step's kernels run (mpc-insert-loss-scaling). */
+  mpc_loss_scaler_config loss_scaling;
+  /* mpc_train_control, at this offset in MPC_ARENA_OPTIMIZER (8-aligned). */
+  int64_t control_offset;
   mpc_step_fn train_step; /* forward + backward + optimizer update */
   mpc_step_fn eval;       /* forward in evaluation mode */
+  /* Writes the half copies of the parameters (mixed precision) from the
+   * parameters; the runtime calls it after it changes parameters (create,
+   * set_param, load_checkpoint). The fused optimizer keeps them current in
+   * training. Null when the model has none. */
+  mpc_step_fn sync_half_copies;
 };
 
 #ifdef __cplusplus

@@ -14,6 +14,7 @@
 #include "runtime/error.h"
 #include "runtime/half.h"
 #include "runtime/init.h"
+#include "runtime/loss_scaler.h"
 #include "runtime/session.h"
 
 #include <cmath>
@@ -192,26 +193,48 @@ mpc_status check_model(const mpc_model_desc *model) {
           "%lld bytes",
           what, static_cast<long long>(model->arena_bytes[MPC_ARENA_GRADS]));
   }
-  if (model->optimizer_slots < 0)
+  if (model->optimizer_slots < 0 ||
+      (model->optimizer_slots > 0 && !model->optimizer_slot_names))
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
-                     "model '%s' has %d optimizer slots", model->name,
-                     model->optimizer_slots);
-  int64_t slot_bytes = 0;
-  if (model->optimizer_slots > 0 &&
-      (__builtin_mul_overflow(static_cast<int64_t>(model->optimizer_slots),
-                              model->arena_bytes[MPC_ARENA_PARAMS],
-                              &slot_bytes) ||
-       slot_bytes > model->arena_bytes[MPC_ARENA_OPTIMIZER]))
+                     "model '%s' has %d optimizer slots%s", model->name,
+                     model->optimizer_slots,
+                     model->optimizer_slot_names ? "" : " and no slot names");
+  for (int32_t slot = 0; slot < model->optimizer_slots; ++slot)
+    if (!model->optimizer_slot_names[slot] ||
+        !*model->optimizer_slot_names[slot])
+      return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                       "model '%s': optimizer slot %d has no name",
+                       model->name, slot);
+  // Slots, then the control block, in the optimizer arena.
+  int64_t slot_bytes = 0, control_end = 0;
+  if (__builtin_mul_overflow(static_cast<int64_t>(model->optimizer_slots),
+                             model->arena_bytes[MPC_ARENA_GRADS],
+                             &slot_bytes) ||
+      model->control_offset < slot_bytes || model->control_offset % 8 != 0 ||
+      __builtin_add_overflow(
+          model->control_offset,
+          static_cast<int64_t>(sizeof(mpc_train_control)), &control_end) ||
+      control_end > model->arena_bytes[MPC_ARENA_OPTIMIZER])
     return set_error(
         MPC_ERROR_INVALID_ARGUMENT,
-        "model '%s': %d optimizer slots of %lld bytes do not fit "
-        "in the optimizer arena of %lld bytes",
+        "model '%s': %d optimizer slots of %lld bytes and the training "
+        "control block at offset %lld (%zu bytes) do not fit in the "
+        "optimizer arena of %lld bytes",
         model->name, model->optimizer_slots,
-        static_cast<long long>(model->arena_bytes[MPC_ARENA_PARAMS]),
+        static_cast<long long>(model->arena_bytes[MPC_ARENA_GRADS]),
+        static_cast<long long>(model->control_offset),
+        sizeof(mpc_train_control),
         static_cast<long long>(model->arena_bytes[MPC_ARENA_OPTIMIZER]));
   if (!model->optimizer_name || !*model->optimizer_name)
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "model '%s' has no optimizer_name", model->name);
+  if (model->accumulate_steps < 1)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s' accumulates %d micro-batches; expected >= 1",
+                     model->name, model->accumulate_steps);
+  if (mpc_loss_scaler_check_config(&model->loss_scaling) != MPC_OK)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT, "model '%s': %s",
+                     model->name, std::string(mpc_last_error()).c_str());
   return MPC_OK;
 }
 
@@ -317,6 +340,8 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
   context.weight_decay = session->weight_decay;
   context.training = training;
   context.apply_update = apply_update;
+  context.micro_step =
+      static_cast<int32_t>(session->step % model->accumulate_steps);
   context.index_error = &index_error;
   const char *function = training ? "train_step" : "eval";
   mpc_status returned =
@@ -406,6 +431,25 @@ const mpc_tensor_desc *find_param_or_state(const mpc_model_desc *model,
     if (std::strcmp(model->states[i].name, name) == 0)
       return &model->states[i];
   return nullptr;
+}
+
+mpc_status sync_half_copies(mpc_session *session) {
+  const mpc_model_desc *model = session->model;
+  if (!model->sync_half_copies)
+    return MPC_OK;
+  int32_t index_error = 0;
+  mpc_step_context context = {};
+  for (int a = 0; a < MPC_NUM_ARENAS; ++a)
+    context.arenas[a] = session->arenas[a];
+  context.seed = session->seed;
+  context.step = session->step;
+  context.index_error = &index_error;
+  mpc_status status = model->sync_half_copies(&context);
+  if (status != MPC_OK)
+    return set_error(MPC_ERROR_INTERNAL,
+                     "model '%s': sync_half_copies failed (status %d)",
+                     model->name, mpcrt::raw_enum(status));
+  return MPC_OK;
 }
 
 } // namespace mpcrt
@@ -567,6 +611,17 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
     mpcrt::initialize_tensor(model->states[i], created->seed,
                              static_cast<uint32_t>(model->num_params + i),
                              mpcrt::tensor_data(created, model->states[i]));
+  // The loss scaler starts from its configuration (checked above); the
+  // first step's values are the neutral ones.
+  mpc_train_control *control = mpcrt::train_control(created);
+  mpc_loss_scaler_init(&model->loss_scaling, &control->scaler);
+  control->step_scale = control->scaler.scale;
+  control->grad_norm = NAN;
+  control->learning_rate = created->learning_rate;
+  if (mpc_status status = mpcrt::sync_half_copies(created)) {
+    mpc_session_destroy(created);
+    return status;
+  }
   *session = created;
   return MPC_OK;
 }
@@ -622,12 +677,14 @@ extern "C" mpc_status mpc_get_gradient(mpc_session *session, const char *name,
                      "mpc_get_gradient: '%s' is state, which has no gradient",
                      name);
   // The gradient of a parameter sits at the parameter's offset in the
-  // gradient arena, in the parameter's dtype.
+  // gradient arena, in the parameter's dtype, multiplied by the loss scale
+  // of the step that computed it.
   const unsigned char *source =
       static_cast<const unsigned char *>(session->arenas[MPC_ARENA_GRADS]) +
       tensor->offset;
+  float scale = mpcrt::train_control(session)->step_scale;
   for (int64_t i = 0; i < tensor->num_elements; ++i)
-    data[i] = load_as_f32(tensor->dtype, source, i);
+    data[i] = load_as_f32(tensor->dtype, source, i) / scale;
   return MPC_OK;
 }
 
@@ -675,7 +732,8 @@ extern "C" mpc_status mpc_set_param(mpc_session *session, const char *name,
   unsigned char *target = mpcrt::tensor_data(session, *tensor);
   for (int64_t i = 0; i < tensor->num_elements; ++i)
     store_from_f32(tensor->dtype, target, i, data[i]);
-  return MPC_OK;
+  // The half copy the forward pass reads follows the master weight.
+  return mpcrt::sync_half_copies(session);
 }
 
 extern "C" mpc_status mpc_set_learning_rate(mpc_session *session,
@@ -697,5 +755,30 @@ extern "C" int64_t mpc_session_step(const mpc_session *session) {
     set_error(MPC_ERROR_INVALID_ARGUMENT, "mpc_session_step: session is null");
     return -1;
   }
-  return session->step;
+  const mpc_loss_scaler_state &scaler =
+      mpcrt::train_control(const_cast<mpc_session *>(session))->scaler;
+  return scaler.total_steps - scaler.total_skipped;
+}
+
+extern "C" mpc_status mpc_get_training_stats(mpc_session *session,
+                                             mpc_training_stats *stats) {
+  if (!session || !stats)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_get_training_stats: %s is null",
+                     !session ? "session" : "stats");
+  const mpc_train_control &control = *mpcrt::train_control(session);
+  const mpc_loss_scaler_state &scaler = control.scaler;
+  mpc_training_stats result = {};
+  result.train_steps = session->step;
+  result.optimizer_steps = scaler.total_steps - scaler.total_skipped;
+  result.skipped_steps = scaler.total_skipped;
+  result.loss_scale = scaler.scale;
+  result.steps_since_growth = scaler.growth_tracker;
+  result.hysteresis_left = scaler.hysteresis_left;
+  result.last_step_scale = control.step_scale;
+  result.last_skipped = scaler.total_steps > 0 && !control.applied;
+  result.grad_norm = control.grad_norm;
+  result.learning_rate = control.learning_rate;
+  *stats = result;
+  return MPC_OK;
 }

@@ -134,7 +134,8 @@ mpc_status mpc_eval(mpc_session *session, const void *const *inputs,
 mpc_status mpc_compute_gradients(mpc_session *session,
                                  const void *const *inputs, float *loss);
 /* The gradient of a parameter from the last mpc_train_step or
- * mpc_compute_gradients, as fp32 values, `count` elements. */
+ * mpc_compute_gradients, as fp32 values, `count` elements, with the loss
+ * scale divided out (of the last micro-batch, with accumulation). */
 mpc_status mpc_get_gradient(mpc_session *session, const char *name,
                             float *data, size_t count);
 
@@ -146,21 +147,49 @@ mpc_status mpc_get_param(mpc_session *session, const char *name, float *data,
 mpc_status mpc_set_param(mpc_session *session, const char *name,
                          const float *data, size_t count);
 
-/* For schedules: applies from the next step. Must be finite and >= 0. */
+/* For schedules: applies from the next step. Must be finite and >= 0. With
+ * a compiled-in schedule (mpc compile --lr-schedule) this is its base. */
 mpc_status mpc_set_learning_rate(mpc_session *session, float learning_rate);
-/* Optimizer steps applied so far; -1 for a null session. */
+/* Optimizer steps applied so far (skipped steps do not count); -1 for a
+ * null session. */
 int64_t mpc_session_step(const mpc_session *session);
 
+/* The loss scaler's state and the last optimizer step's values, read from
+ * the device (on a GPU this waits for the session's work). Adam's bias
+ * correction and the built-in schedule count applied optimizer steps only:
+ * a skipped step changes neither. */
+typedef struct mpc_training_stats {
+  int64_t train_steps;     /* mpc_train_step calls (micro-batches) */
+  int64_t optimizer_steps; /* optimizer steps applied */
+  int64_t skipped_steps;   /* optimizer steps skipped for inf/NaN gradients */
+  float loss_scale;        /* the scale the next step uses (1: no scaling) */
+  int32_t steps_since_growth; /* clean steps since the last growth/overflow */
+  int32_t hysteresis_left;    /* overflows tolerated before a backoff */
+  float last_step_scale;   /* the scale the last backward pass used */
+  int32_t last_skipped;    /* 1 if the last optimizer step was skipped */
+  float grad_norm;         /* unscaled global gradient norm of the last
+                              optimizer step; NaN where not computed (no
+                              loss scaling and no clipping) */
+  float learning_rate;     /* the rate the last optimizer step used */
+} mpc_training_stats;
+mpc_status mpc_get_training_stats(mpc_session *session,
+                                  mpc_training_stats *stats);
+
 /* Checkpoints are safetensors files: every parameter and state tensor under
- * its model name, optimizer state under "optimizer.<kind>.<slot>.<name>"
- * (slot = 0, 1, ... in the model's slot order), and in the header's
- * __metadata__ (all strings): format "mpc", model, optimizer, step and seed.
+ * its model name, optimizer state under "optimizer.<slot>.<name>" (slot as
+ * PyTorch names it: momentum_buffer, exp_avg, exp_avg_sq; and
+ * grad_accumulator with gradient accumulation), and in the header's
+ * __metadata__ (all strings): format "mpc", model, optimizer, step (train
+ * steps taken), seed, and the loss scaler's state: loss_scale,
+ * loss_scale_growth_tracker, loss_scale_hysteresis_left, optimizer_steps
+ * (applied + skipped) and skipped_steps.
  * Saving writes a temporary file in the same directory and renames it over
  * `path`, so a crash never leaves a half-written checkpoint (MPC_ERROR_IO on
  * failure, `path` untouched). Loading checks the model name, every tensor's
  * presence, dtype and shape, and rejects unknown tensors (MPC_ERROR_FORMAT),
  * all before it changes anything; it restores tensors, the step counter and
- * the seed (dropout masks depend on both), not the hyper-parameters. */
+ * the seed (dropout masks depend on both) and the loss scaler, not the
+ * hyper-parameters. */
 mpc_status mpc_save_checkpoint(mpc_session *session, const char *path);
 mpc_status mpc_load_checkpoint(mpc_session *session, const char *path);
 

@@ -21,7 +21,10 @@ struct mpc_session {
   float learning_rate;
   float momentum;
   float weight_decay;
-  int64_t step; // optimizer steps applied so far
+  // mpc_train_step calls so far (micro-batches with accumulation): the
+  // dropout counter. Optimizer steps, applied and skipped, are counted in
+  // the training control block on the device.
+  int64_t step;
 };
 
 namespace mpcrt {
@@ -44,13 +47,23 @@ inline unsigned char *tensor_data(mpc_session *session,
 }
 
 /// Where optimizer slot `slot` of a parameter lives (same layout and dtype
-/// as the parameter, one params-arena-sized region per slot).
+/// as the parameter, one gradient-arena-sized region per slot).
 inline unsigned char *optimizer_slot_data(mpc_session *session,
                                           const mpc_tensor_desc &param,
                                           int32_t slot) {
   return static_cast<unsigned char *>(session->arenas[MPC_ARENA_OPTIMIZER]) +
-         slot * session->model->arena_bytes[MPC_ARENA_PARAMS] + param.offset;
+         slot * session->model->arena_bytes[MPC_ARENA_GRADS] + param.offset;
 }
+
+/// The training control block (loss scaler state, per-step values).
+inline mpc_train_control *train_control(mpc_session *session) {
+  return reinterpret_cast<mpc_train_control *>(
+      static_cast<unsigned char *>(session->arenas[MPC_ARENA_OPTIMIZER]) +
+      session->model->control_offset);
+}
+
+/// Runs the model's sync_half_copies (if any) after parameters changed.
+mpc_status sync_half_copies(mpc_session *session);
 
 } // namespace mpcrt
 

@@ -1,0 +1,105 @@
+//===- FuseOptimizer.cpp - choose the fused optimizer ---------------*- C++ -*-===//
+//
+// This file implements mpc-fuse-optimizer: it checks the optimizer's
+// hyper-parameters and the model's parameters, and records the optimizer as
+// `mpc.optimizer` on the model. Code generation (compiler/EmitOptimizer.cpp)
+// emits the fused update from it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/MpcOps.h"
+#include "passes/Passes.h"
+
+#include <cmath>
+
+namespace mlir::mpc {
+#define GEN_PASS_DEF_MPCFUSEOPTIMIZERPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+struct MpcFuseOptimizerPass
+    : impl::MpcFuseOptimizerPassBase<MpcFuseOptimizerPass> {
+  using Base::Base;
+
+  /// The first hyper-parameter torch.optim (or the schedule) would reject,
+  /// or "".
+  std::string checkOptions() const {
+    auto text = [](double value) { return formatDecimal(value); };
+    auto nonNegative = [](double value) {
+      return std::isfinite(value) && value >= 0;
+    };
+    if (!nonNegative(lr))
+      return "lr must be finite and >= 0, got " + text(lr);
+    if (!nonNegative(momentum))
+      return "momentum must be finite and >= 0, got " + text(momentum);
+    if (!nonNegative(weightDecay))
+      return "weight-decay must be finite and >= 0, got " + text(weightDecay);
+    if (kind == OptimizerKind::Sgd && nesterov && momentum <= 0)
+      return "nesterov needs a momentum > 0 (as torch.optim.SGD)";
+    if (kind != OptimizerKind::Sgd && nesterov)
+      return "nesterov is an option of sgd";
+    if (!(beta1 >= 0 && beta1 < 1))
+      return "beta1 must be in [0, 1), got " + text(beta1);
+    if (!(beta2 >= 0 && beta2 < 1))
+      return "beta2 must be in [0, 1), got " + text(beta2);
+    if (!nonNegative(eps))
+      return "eps must be finite and >= 0, got " + text(eps);
+    if (!nonNegative(clipNorm))
+      return "clip-norm must be finite and >= 0 (0: none), got " +
+             text(clipNorm);
+    if (accumulate < 1 || accumulate > INT32_MAX)
+      return "accumulate must be in [1, 2^31), got " +
+             std::to_string(accumulate);
+    if (warmupSteps < 0 || decaySteps < 0)
+      return "warmup-steps and decay-steps must be >= 0";
+    if (schedule == LrSchedule::WarmupCosine && warmupSteps + decaySteps < 1)
+      return "the warmup_cosine schedule needs warmup-steps or decay-steps";
+    if (!nonNegative(minLr) || minLr > lr)
+      return "min-lr must be in [0, lr " + text(lr) + "], got " + text(minLr);
+    return "";
+  }
+
+  LogicalResult fuse(ModelOp model) {
+    if (std::string error = checkOptions(); !error.empty())
+      return model.emitError() << "mpc-fuse-optimizer: " << error;
+    if (model.getNumParams() > 0 &&
+        model.getOutputOp().getGradients().empty())
+      return model.emitError()
+             << "mpc-fuse-optimizer runs after mpc-autodiff: model @"
+             << model.getSymName() << " returns no gradients";
+    // One update runs over the flat parameter buffer, in one storage type.
+    if (model.getNumParams() > 0) {
+      BlockArgument first = model.getParams().front();
+      Type element = cast<RankedTensorType>(first.getType()).getElementType();
+      for (BlockArgument param : model.getParams())
+        if (cast<RankedTensorType>(param.getType()).getElementType() !=
+            element)
+          return model.emitError()
+                 << "mpc-fuse-optimizer: the fused update needs every "
+                    "parameter in one storage type, but %"
+                 << model.getArgName(first) << " is " << element << " and %"
+                 << model.getArgName(param) << " is "
+                 << cast<RankedTensorType>(param.getType()).getElementType();
+    }
+    model->setAttr(kOptimizerAttr,
+                   OptimizerAttr::get(
+                       model.getContext(), kind, APFloat(lr.getValue()),
+                       APFloat(momentum.getValue()), nesterov,
+                       APFloat(weightDecay.getValue()),
+                       APFloat(beta1.getValue()), APFloat(beta2.getValue()),
+                       APFloat(eps.getValue()), APFloat(clipNorm.getValue()),
+                       accumulate, schedule, warmupSteps, decaySteps,
+                       APFloat(minLr.getValue())));
+    return success();
+  }
+
+  void runOnOperation() override {
+    for (ModelOp model : getOperation().getOps<ModelOp>())
+      if (failed(fuse(model)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace mlir::mpc
