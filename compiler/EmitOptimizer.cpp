@@ -231,19 +231,20 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
        << scaling.getGrowthInterval() << ", " << scaling.getHysteresis()
        << ", " << floatLiteral(scaling.getMinScale().convertToDouble()) << ", mpc_inf()};\n"
        << "  int applied = mpc_loss_scaler_transition(&config, "
-          "&control->scaler, found_inf);\n"
-       << "  // Applied steps before this one: Adam's t - 1 and the\n"
-       << "  // schedule's position; a skipped step advances neither.\n"
-       << "  long long before = control->scaler.total_steps - "
-          "control->scaler.total_skipped - applied;\n";
-    if (optimizer.getSchedule() == LrSchedule::WarmupCosine)
+          "&control->scaler, found_inf);\n";
+    bool scheduled = optimizer.getSchedule() == LrSchedule::WarmupCosine;
+    if (scheduled || adam)
+      os << "  // Applied steps before this one: Adam's t - 1 and the\n"
+         << "  // schedule's position; a skipped step advances neither.\n"
+         << "  long long before = control->scaler.total_steps - "
+            "control->scaler.total_skipped - applied;\n";
+    if (scheduled)
       os << "  double lr = mpc_warmup_cosine_lr((double)base_lr, "
          << doubleLiteral(optimizer.getMinLr().convertToDouble()) << ", "
          << optimizer.getWarmupSteps() << "LL, " << optimizer.getDecaySteps()
          << "LL, before);\n";
     else
-      os << "  double lr = (double)base_lr;\n"
-         << "  (void)before;\n";
+      os << "  double lr = (double)base_lr;\n";
     os << "  control->found_inf = found_inf;\n"
        << "  control->applied = applied;\n"
        << "  control->grad_norm = "

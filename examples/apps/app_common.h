@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -80,8 +81,23 @@ inline std::FILE *openLossLog(const char *path, bool &ok) {
     ok = false;
     return nullptr;
   }
-  std::fprintf(csv, "step,loss,seconds\n");
+  std::fprintf(csv, "step,loss,seconds,scale,skipped,grad_norm,lr\n");
   return csv;
+}
+
+/// One row of the loss log after a train step: the loss and time, and the
+/// runtime's view of the step (the scale the next step uses, whether this
+/// step was skipped, the gradient norm where computed, the rate used).
+inline void writeLossLogRow(std::FILE *csv, mpc_session *session, int step,
+                            float loss, double seconds) {
+  mpc_training_stats stats;
+  if (mpc_get_training_stats(session, &stats) != MPC_OK)
+    return;
+  std::fprintf(csv, "%d,%.9g,%.6f,%.9g,%d,", step, loss, seconds,
+               static_cast<double>(stats.loss_scale), stats.last_skipped);
+  if (!std::isnan(stats.grad_norm))
+    std::fprintf(csv, "%.9g", static_cast<double>(stats.grad_norm));
+  std::fprintf(csv, ",%.9g\n", static_cast<double>(stats.learning_rate));
 }
 
 } // namespace mpc_app

@@ -224,7 +224,7 @@ int main(int argc, char **argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
     if (csv)
-      std::fprintf(csv, "%d,%.9g,%.6f\n", step, loss, seconds);
+      mpc_app::writeLossLogRow(csv, session, step, loss, seconds);
     if (step % options.logEvery == 0 || step == options.steps) {
       auto now = std::chrono::steady_clock::now();
       int stepsInWindow = step % options.logEvery == 0

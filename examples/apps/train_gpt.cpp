@@ -232,7 +232,7 @@ int main(int argc, char **argv) {
       return fail("training step");
     windowLoss += loss;
     if (csv)
-      std::fprintf(csv, "%d,%.9g,%.6f\n", step, loss,
+      mpc_app::writeLossLogRow(csv, session, step, loss,
                    std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count());

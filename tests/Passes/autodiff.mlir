@@ -8,7 +8,7 @@
 //       CHECK:   %[[U:.*]] = mpc.matmul %x, %v
 //       CHECK:   %[[T:.*]] = mpc.tanh %[[U]]
 //       CHECK:   %[[S:.*]] = mpc.reduce_sum %[[A]]
-//       CHECK:   %[[ONE:.*]] = mpc.constant dense<1.000000e+00> : tensor<f32>
+//       CHECK:   %[[ONE:.*]] = mpc.constant {mpc.gradient_seed} dense<1.000000e+00> : tensor<f32>
 //       CHECK:   %[[R:.*]] = mpc.reshape %[[ONE]] : tensor<f32> to tensor<1x1xf32>
 //       CHECK:   %[[B:.*]] = mpc.broadcast %[[R]] : tensor<1x1xf32> to tensor<4x8xf32>
 //       CHECK:   %[[DW:.*]] = mpc.matmul %x, %[[B]] transpose_lhs
@@ -35,7 +35,7 @@ mpc.model @negative_unused_branch
 //       CHECK:   %[[A:.*]] = mpc.relu %[[H]]
 //       CHECK:   %[[L:.*]] = mpc.linear %[[A]], %w2, %b2
 //       CHECK:   %[[LOSS:.*]] = mpc.cross_entropy %[[L]], %y
-//       CHECK:   %[[ONE:.*]] = mpc.constant dense<1.000000e+00>
+//       CHECK:   %[[ONE:.*]] = mpc.constant {mpc.gradient_seed} dense<1.000000e+00>
 //       CHECK:   %[[DL:.*]] = mpc.cross_entropy_grad %[[ONE]], %[[L]], %y
 //       CHECK:   %[[DA:.*]] = mpc.matmul %[[DL]], %w2 : tensor<8x3xf32>, tensor<3x5xf32>
 //       CHECK:   %[[DW2:.*]] = mpc.matmul %[[DL]], %[[A]] transpose_lhs
@@ -60,7 +60,7 @@ mpc.model @mlp_classifier
 
 // A value used twice gets the sum of both gradients.
 // CHECK-LABEL: mpc.model @fan_out_sums
-//       CHECK:   mpc.constant dense<1.000000e+00>
+//       CHECK:   mpc.constant {mpc.gradient_seed} dense<1.000000e+00>
 //       CHECK:   %[[D1:.*]] = mpc.mul %{{.*}}, %w : tensor<4xf32>, tensor<4xf32>
 //       CHECK:   %[[D2:.*]] = mpc.mul %{{.*}}, %w : tensor<4xf32>, tensor<4xf32>
 //       CHECK:   %[[SUM:.*]] = mpc.add %[[D1]], %[[D2]]

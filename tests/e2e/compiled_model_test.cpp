@@ -480,7 +480,7 @@ TEST(ApiErrors, UnknownNames) {
   for (const std::string &unknown :
        {std::string(""), std::string("nope"), name.substr(0, name.size() - 1),
         name + " ", name + ".x", upper,
-        "optimizer.sgd.0." + name, // a checkpoint name, not a parameter
+        "optimizer.momentum_buffer." + name, // a checkpoint name, not a parameter
         std::string("loss")}) {
     if (unknown == name)
       continue;

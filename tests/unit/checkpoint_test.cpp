@@ -84,14 +84,16 @@ float train(mpc_session *session, int step) {
 }
 
 // Everything a checkpoint must carry, as raw bytes: params arena (params and
-// state), optimizer arena, step counter, seed.
+// state), optimizer slots and the loss scaler's state, step counter, seed.
+// (The control block's per-step values are rewritten by every step.)
 std::string session_state(mpc_session *session) {
   const mpc_model_desc *model = session->model;
   std::string state(
       static_cast<const char *>(session->arenas[MPC_ARENA_PARAMS]),
       static_cast<size_t>(model->arena_bytes[MPC_ARENA_PARAMS]));
   state.append(static_cast<const char *>(session->arenas[MPC_ARENA_OPTIMIZER]),
-               static_cast<size_t>(model->arena_bytes[MPC_ARENA_OPTIMIZER]));
+               static_cast<size_t>(model->control_offset +
+                                   sizeof(mpc_loss_scaler_state)));
   state.append(std::to_string(session->step) + "/" +
                std::to_string(session->seed));
   return state;
@@ -220,8 +222,8 @@ TEST_F(Checkpoint, FileIsStandardSafetensors) {
   EXPECT_EQ(w["dtype"], "F32");
   EXPECT_EQ(w["shape"], json::array({C, D}));
   EXPECT_EQ(header["seen"]["shape"], json::array({1}));
-  EXPECT_EQ(header["optimizer.sgd.0.w"]["shape"], json::array({C, D}));
-  EXPECT_EQ(header["optimizer.sgd.0.b"]["dtype"], "F32");
+  EXPECT_EQ(header["optimizer.momentum_buffer.w"]["shape"], json::array({C, D}));
+  EXPECT_EQ(header["optimizer.momentum_buffer.b"]["dtype"], "F32");
   std::vector<float> values(C * D);
   ASSERT_EQ(mpc_get_param(session, "w", values.data(), values.size()), MPC_OK);
   uint64_t begin = w["data_offsets"][0].get<uint64_t>();
@@ -245,11 +247,11 @@ TEST_F(Checkpoint, HalfTensorsKeepTheirDtypeAndAlignment) {
   ASSERT_EQ(mpcrt::read_safetensors(path.c_str(), &file), MPC_OK);
   EXPECT_EQ(file.tensors["h"].dtype, "F16");
   EXPECT_EQ(file.tensors["g"].dtype, "BF16");
-  EXPECT_EQ(file.tensors["optimizer.sgd.0.h"].dtype, "F16");
+  EXPECT_EQ(file.tensors["optimizer.momentum_buffer.h"].dtype, "F16");
   // Every tensor starts at a multiple of its element size.
   EXPECT_EQ(file.data_start % 8, 0u);
   EXPECT_EQ(file.tensors["w"].begin % 4, 0u);
-  EXPECT_EQ(file.tensors["optimizer.sgd.0.w"].begin % 4, 0u);
+  EXPECT_EQ(file.tensors["optimizer.momentum_buffer.w"].begin % 4, 0u);
 
   mpc_session *loaded = create(model, 2);
   ASSERT_EQ(mpc_load_checkpoint(loaded, path.c_str()), MPC_OK)
@@ -526,10 +528,10 @@ TEST_F(Checkpoint, MalformedFilesFailAndChangeNothing) {
          return serialize(file);
        }},
       {"missing optimizer slot", MPC_ERROR_FORMAT,
-       "has no tensor 'optimizer.sgd.0.w'",
+       "has no tensor 'optimizer.momentum_buffer.w'",
        [&] {
          crafted_file file = take_apart(path);
-         remove_tensor(file, "optimizer.sgd.0.w");
+         remove_tensor(file, "optimizer.momentum_buffer.w");
          return serialize(file);
        }},
       {"unexpected tensor", MPC_ERROR_FORMAT,

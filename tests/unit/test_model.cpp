@@ -29,6 +29,10 @@ constexpr int64_t B_OFFSET = W_OFFSET + C * D * 4; // [C] f32
 constexpr int64_t SEEN_OFFSET = B_OFFSET + C * 4;  // [1] f32 (state)
 constexpr int64_t PARAMS_BYTES = 128;
 static_assert(SEEN_OFFSET + 4 <= PARAMS_BYTES, "params arena too small");
+// optimizer arena: the velocity slot (as the grads), then the control block
+constexpr int64_t CONTROL_OFFSET = PARAMS_BYTES;
+constexpr int64_t OPTIMIZER_BYTES =
+    CONTROL_OFFSET + static_cast<int64_t>(sizeof(mpc_train_control));
 
 // activations arena
 constexpr int64_t X_OFFSET = 0;                             // [B, D] f32
@@ -162,6 +166,13 @@ mpc_status linear_train_step(mpc_step_context *context) {
     params[i] -= context->learning_rate * velocity[i];
   }
   *at<float>(context, MPC_ARENA_PARAMS, SEEN_OFFSET) += B;
+  // Count the optimizer step as generated optimizers do (no loss scaling:
+  // every step applies).
+  static const mpc_loss_scaler_config no_scaling = {MPC_LOSS_SCALE_NONE};
+  mpc_train_control *control =
+      at<mpc_train_control>(context, MPC_ARENA_OPTIMIZER, CONTROL_OFFSET);
+  control->applied =
+      mpc_loss_scaler_transition(&no_scaling, &control->scaler, 0);
   return MPC_OK;
 }
 
@@ -180,6 +191,8 @@ mpc_tensor_desc tensor(const char *name, mpc_dtype dtype,
   desc.offset = offset;
   return desc;
 }
+
+const char *const slot_names[] = {"momentum_buffer"};
 
 struct linear_descriptors {
   mpc_tensor_desc inputs[2], params[2], states[1], outputs[3];
@@ -222,10 +235,14 @@ struct linear_descriptors {
     model.outputs = outputs;
     model.arena_bytes[MPC_ARENA_PARAMS] = PARAMS_BYTES;
     model.arena_bytes[MPC_ARENA_GRADS] = PARAMS_BYTES;
-    model.arena_bytes[MPC_ARENA_OPTIMIZER] = PARAMS_BYTES;
+    model.arena_bytes[MPC_ARENA_OPTIMIZER] = OPTIMIZER_BYTES;
     model.arena_bytes[MPC_ARENA_ACTIVATIONS] = ACTIVATIONS_BYTES;
     model.optimizer_slots = 1;
+    model.optimizer_slot_names = slot_names;
     model.optimizer_name = "sgd";
+    model.accumulate_steps = 1;
+    model.loss_scaling.mode = MPC_LOSS_SCALE_NONE;
+    model.control_offset = CONTROL_OFFSET;
     model.default_learning_rate = 0.1f;
     model.default_momentum = 0.9f;
     model.default_weight_decay = 0.01f;
@@ -297,7 +314,10 @@ model_builder::model_builder(const char *name) {
   desc.name = keep(name);
   desc.target = MPC_TARGET_CPU;
   desc.optimizer_slots = 1;
+  desc.optimizer_slot_names = slot_names;
   desc.optimizer_name = "sgd";
+  desc.accumulate_steps = 1;
+  desc.loss_scaling.mode = MPC_LOSS_SCALE_NONE;
   desc.default_learning_rate = 0.01f;
   desc.train_step = do_nothing;
   desc.eval = do_nothing;
@@ -359,7 +379,9 @@ const mpc_model_desc *model_builder::finish() {
   desc.outputs = outputs.data();
   desc.arena_bytes[MPC_ARENA_PARAMS] = states_end;
   desc.arena_bytes[MPC_ARENA_GRADS] = states_end;
-  desc.arena_bytes[MPC_ARENA_OPTIMIZER] = desc.optimizer_slots * states_end;
+  desc.control_offset = (desc.optimizer_slots * states_end + 63) / 64 * 64;
+  desc.arena_bytes[MPC_ARENA_OPTIMIZER] =
+      desc.control_offset + static_cast<int64_t>(sizeof(mpc_train_control));
   desc.arena_bytes[MPC_ARENA_ACTIVATIONS] = outputs_end;
   return &desc;
 }
