@@ -284,6 +284,9 @@ TEST(Resume, BitIdenticalToAnUninterruptedRun) {
   std::vector<float> expected = train(uninterrupted.get(), 0, before + after);
 
   std::string path = tempPath("resume.safetensors");
+  // Optimizer steps applied (a loss scaler may skip some) and the scaler.
+  int64_t appliedBefore = -1;
+  mpc_training_stats statsBefore;
   {
     Session first(7);
     ASSERT_TRUE(first);
@@ -293,6 +296,8 @@ TEST(Resume, BitIdenticalToAnUninterruptedRun) {
           << "step " << i << ": " << losses[i] << " vs " << expected[i];
     ASSERT_EQ(mpc_save_checkpoint(first.get(), path.c_str()), MPC_OK)
         << mpc_last_error();
+    appliedBefore = mpc_session_step(first.get());
+    ASSERT_EQ(mpc_get_training_stats(first.get(), &statsBefore), MPC_OK);
   }
   // Another seed: everything the run depends on must come from the file.
   Session resumed(12345);
@@ -303,14 +308,34 @@ TEST(Resume, BitIdenticalToAnUninterruptedRun) {
   ASSERT_EQ(mpc_load_checkpoint(resumed.get(), path.c_str()), MPC_OK)
       << mpc_last_error();
   std::remove(path.c_str());
-  EXPECT_EQ(mpc_session_step(resumed.get()), before);
+  EXPECT_EQ(mpc_session_step(resumed.get()), appliedBefore);
+  mpc_training_stats statsLoaded;
+  ASSERT_EQ(mpc_get_training_stats(resumed.get(), &statsLoaded), MPC_OK);
+  EXPECT_EQ(statsLoaded.loss_scale, statsBefore.loss_scale);
+  EXPECT_EQ(statsLoaded.skipped_steps, statsBefore.skipped_steps);
+  EXPECT_EQ(statsLoaded.steps_since_growth, statsBefore.steps_since_growth);
+  EXPECT_EQ(statsLoaded.hysteresis_left, statsBefore.hysteresis_left);
   std::vector<float> losses = train(resumed.get(), before, after);
   for (int i = 0; i < after; ++i)
     EXPECT_TRUE(sameBits(losses[i], expected[before + i]))
         << "step " << before + i << ": resumed " << losses[i]
         << ", uninterrupted " << expected[before + i];
 
-  EXPECT_EQ(mpc_session_step(resumed.get()), before + after);
+  EXPECT_EQ(mpc_session_step(resumed.get()),
+            mpc_session_step(uninterrupted.get()));
+  mpc_training_stats statsResumed, statsUninterrupted;
+  ASSERT_EQ(mpc_get_training_stats(resumed.get(), &statsResumed), MPC_OK);
+  ASSERT_EQ(
+      mpc_get_training_stats(uninterrupted.get(), &statsUninterrupted),
+      MPC_OK);
+  EXPECT_EQ(statsResumed.loss_scale, statsUninterrupted.loss_scale);
+  EXPECT_EQ(statsResumed.skipped_steps, statsUninterrupted.skipped_steps);
+  std::printf("resumed after %d of %d steps: %lld applied, %lld skipped, "
+              "loss scale %g\n",
+              before, before + after,
+              static_cast<long long>(statsResumed.optimizer_steps),
+              static_cast<long long>(statsResumed.skipped_steps),
+              static_cast<double>(statsResumed.loss_scale));
   EXPECT_EQ(
       firstDifference(tensors(resumed.get()), tensors(uninterrupted.get())),
       "");

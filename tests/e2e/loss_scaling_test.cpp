@@ -1,0 +1,194 @@
+//===- loss_scaling_test.cpp - dynamic loss scaling, end to end -----------===//
+//
+// The MLP example at O2 f16 with dynamic loss scaling, trained on a
+// learnable task (labels from a fixed random linear teacher). Overflow is
+// injected by multiplying a batch's inputs by 300: the forward pass stays
+// finite in f16, the scaled weight gradients do not. Built once per scaler
+// configuration (tests/e2e/CMakeLists.txt); the expected trajectory comes
+// from the host reference of the scaler (mpc_loss_scaler_update) run with
+// the configuration the model was compiled with.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/loss_scaler.h"
+#include "runtime/mpc_model.h"
+#include "runtime/session.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#define MPC_STRINGIFY_(x) #x
+#define MPC_STRINGIFY(x) MPC_STRINGIFY_(x)
+#define MPC_CONCAT_(a, b) a##b
+#define MPC_CONCAT(a, b) MPC_CONCAT_(a, b)
+#include MPC_STRINGIFY(MPC_MODEL.h)
+#define MODEL_DESC MPC_CONCAT(mpc_model_, MPC_MODEL)
+
+namespace {
+
+constexpr float OVERFLOW_FACTOR = 300.0f;
+
+/// A session and its task.
+class Trainer {
+public:
+  Trainer() : rng(11) {
+    mpc_session_options options;
+    mpc_session_options_init(&options);
+    options.seed = 5;
+    options.learning_rate = 0.02f;
+    options.momentum = 0.9f;
+    EXPECT_EQ(mpc_session_create(MODEL_DESC(), &options, &session), MPC_OK)
+        << mpc_last_error();
+    mpc_tensor_info x, logits;
+    mpc_model_input_info(MODEL_DESC(), 0, &x);
+    mpc_model_output_info(MODEL_DESC(), 1, &logits);
+    batch = x.shape[0];
+    features = x.shape[1];
+    classes = logits.shape[1];
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    teacher.resize(static_cast<size_t>(classes * features));
+    for (float &t : teacher)
+      t = normal(rng);
+    xs.resize(static_cast<size_t>(batch * features));
+    ys.resize(static_cast<size_t>(batch));
+  }
+  ~Trainer() { mpc_session_destroy(session); }
+
+  /// One train step on a fresh batch, its inputs times `factor`; with
+  /// `poison`, one input is 1e6, inf in f16, so that the step's gradients
+  /// are not finite at any loss scale.
+  float step(float factor = 1.0f, bool poison = false) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float &value : xs)
+      value = normal(rng);
+    for (int64_t b = 0; b < batch; ++b) {
+      double best = -INFINITY;
+      for (int64_t c = 0; c < classes; ++c) {
+        double dot = 0;
+        for (int64_t f = 0; f < features; ++f)
+          dot += double(teacher[c * features + f]) * xs[b * features + f];
+        if (dot > best)
+          best = dot, ys[b] = static_cast<int32_t>(c);
+      }
+    }
+    for (float &value : xs)
+      value *= factor;
+    if (poison)
+      xs[0] = 1e6f;
+    const void *inputs[] = {xs.data(), ys.data()};
+    float loss = NAN;
+    EXPECT_EQ(mpc_train_step(session, inputs, &loss), MPC_OK)
+        << mpc_last_error();
+    return loss;
+  }
+
+  mpc_training_stats stats() {
+    mpc_training_stats result;
+    EXPECT_EQ(mpc_get_training_stats(session, &result), MPC_OK);
+    return result;
+  }
+
+  /// Everything an update may write: the parameter arena (master weights,
+  /// state and the half copies the forward pass reads) and the optimizer
+  /// slots (momentum).
+  std::string updatableBytes() {
+    const mpc_model_desc *model = session->model;
+    std::string bytes(
+        static_cast<const char *>(session->arenas[MPC_ARENA_PARAMS]),
+        static_cast<size_t>(model->arena_bytes[MPC_ARENA_PARAMS]));
+    bytes.append(
+        static_cast<const char *>(session->arenas[MPC_ARENA_OPTIMIZER]),
+        static_cast<size_t>(model->control_offset));
+    return bytes;
+  }
+
+  mpc_session *session = nullptr;
+
+private:
+  std::mt19937_64 rng;
+  int64_t batch = 0, features = 0, classes = 0;
+  std::vector<float> teacher, xs;
+  std::vector<int32_t> ys;
+};
+
+TEST(LossScaling, ModelIsCompiledWithDynamicScaling) {
+  EXPECT_EQ(MODEL_DESC()->loss_scaling.mode, MPC_LOSS_SCALE_DYNAMIC);
+}
+
+TEST(LossScaling, OverflowSkipsTheStepBitIdenticallyAndTrainingRecovers) {
+  Trainer trainer;
+  ASSERT_NE(trainer.session, nullptr);
+  const mpc_loss_scaler_config &config = MODEL_DESC()->loss_scaling;
+  float first = trainer.step();
+  for (int i = 0; i < 4; ++i)
+    trainer.step();
+  mpc_training_stats before = trainer.stats();
+  ASSERT_EQ(before.skipped_steps, 0) << "the clean steps overflowed";
+  ASSERT_EQ(before.optimizer_steps, 5);
+  std::string bytes = trainer.updatableBytes();
+
+  float loss = trainer.step(OVERFLOW_FACTOR);
+  mpc_training_stats after = trainer.stats();
+  // The forward pass was finite: the overflow is in the scaled gradients.
+  EXPECT_TRUE(std::isfinite(loss)) << loss;
+  EXPECT_EQ(after.last_skipped, 1);
+  EXPECT_EQ(after.skipped_steps, 1);
+  EXPECT_EQ(after.optimizer_steps, 5);
+  EXPECT_EQ(mpc_session_step(trainer.session), 5);
+  EXPECT_EQ(after.steps_since_growth, 0);
+  if (config.hysteresis == 1)
+    EXPECT_EQ(after.loss_scale, before.loss_scale / 2) << "GradScaler halves";
+  EXPECT_TRUE(trainer.updatableBytes() == bytes)
+      << "a skipped step changed master weights, half copies or momentum";
+
+  // Recovery: the next steps apply and the loss keeps falling.
+  trainer.step();
+  EXPECT_EQ(trainer.stats().last_skipped, 0);
+  double last = 0;
+  for (int i = 0; i < 300; ++i) {
+    float value = trainer.step();
+    if (i >= 280)
+      last += value / 20;
+  }
+  EXPECT_LT(last, 0.5 * first) << "first loss " << first;
+  if (config.growth_interval > 300) // the scale never grew into overflow
+    EXPECT_EQ(trainer.stats().skipped_steps, 1);
+}
+
+TEST(LossScaling, TrajectoryFollowsTheScalerSpecification) {
+  // Overflows in runs: single ones, a pair (hysteresis), and a run long
+  // enough to reach a minimum scale. Poisoned inputs overflow at any scale;
+  // the clean steps must not (their scale stays within what the task's
+  // gradients fit in f16, which the assertions check).
+  const std::set<int> overflows = {3,  4,  30, 31, 32, 60, 61, 62, 63, 64,
+                                   65, 66, 67, 68, 69, 70, 71, 72, 73, 74};
+  Trainer trainer;
+  ASSERT_NE(trainer.session, nullptr);
+  const mpc_loss_scaler_config &config = MODEL_DESC()->loss_scaling;
+  mpc_loss_scaler_state expected;
+  ASSERT_EQ(mpc_loss_scaler_init(&config, &expected), MPC_OK);
+  for (int step = 1; step <= 120; ++step) {
+    bool overflow = overflows.count(step) > 0;
+    std::string bytes = trainer.updatableBytes();
+    trainer.step(1.0f, overflow);
+    int applied = mpc_loss_scaler_update(&config, &expected, overflow);
+    mpc_training_stats stats = trainer.stats();
+    ASSERT_EQ(stats.loss_scale, expected.scale) << "step " << step;
+    ASSERT_EQ(stats.steps_since_growth, expected.growth_tracker)
+        << "step " << step;
+    ASSERT_EQ(stats.hysteresis_left, expected.hysteresis_left)
+        << "step " << step;
+    ASSERT_EQ(stats.skipped_steps, expected.total_skipped) << "step " << step;
+    ASSERT_EQ(stats.last_skipped, !applied) << "step " << step;
+    if (!applied)
+      ASSERT_TRUE(trainer.updatableBytes() == bytes) << "step " << step;
+  }
+}
+
+} // namespace
