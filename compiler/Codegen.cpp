@@ -396,8 +396,20 @@ void StepEmitter::addKernel(std::string source) {
   kernelSources.push_back(std::move(source));
 }
 
+void StepEmitter::setSource(ArrayRef<Operation *> ops, StringRef origin) {
+  sourceOps.assign(ops.begin(), ops.end());
+  sourceOrigin = origin.str();
+}
+
+void StepEmitter::recordCall(StringRef function, KernelKind kind,
+                             bool halfInputs, const KernelCost &cost) {
+  records.push_back(
+      {function.str(), kind, sourceOps, sourceOrigin, halfInputs, cost});
+}
+
 void StepEmitter::launch(StringRef kernel, int64_t grid, int block,
-                         ArrayRef<std::string> args) {
+                         ArrayRef<std::string> args, const KernelCost &cost) {
+  recordCall(kernel, KernelKind::Kernel, /*halfInputs=*/false, cost);
   std::string statement;
   llvm::raw_string_ostream os(statement);
   os << "MPC_LAUNCH(" << kernel << ", " << grid << ", " << block;
@@ -433,6 +445,7 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
   Operation *op = step.ops.front();
   if (isAlias(op))
     return success();
+  emitter.setSource(step.ops);
   if (step.isFusedElementwise())
     return emitFusedElementwise(step, emitter);
   for (auto family :

@@ -16,6 +16,7 @@
 #ifndef MPC_COMPILER_CODEGEN_H
 #define MPC_COMPILER_CODEGEN_H
 
+#include "compiler/KernelCost.h"
 #include "dialect/MpcOps.h"
 #include "runtime/mpc_model.h"
 #include "llvm/ADT/DenseMap.h"
@@ -128,9 +129,20 @@ public:
   std::string kernelName(StringRef hint);
   /// Adds a `__global__` function's full source.
   void addKernel(std::string source);
-  /// Launches `kernel` over `grid` blocks of `block` threads.
+  /// Launches `kernel` over `grid` blocks of `block` threads. `cost` is
+  /// what one launch reads, writes and computes (see KernelCost); it is
+  /// recorded against the ops being emitted (setSource).
   void launch(StringRef kernel, int64_t grid, int block,
-              ArrayRef<std::string> args);
+              ArrayRef<std::string> args, const KernelCost &cost);
+  /// Records the cost of a runtime call the step makes (a GEMM), which
+  /// `--report` lists beside the kernels.
+  void recordCall(StringRef function, KernelKind kind, bool halfInputs,
+                  const KernelCost &cost);
+  /// The ops the next launches are emitted for (emitStep sets them); or,
+  /// with no ops, what the work is (`origin`, e.g. "optimizer: sgd").
+  void setSource(ArrayRef<Operation *> ops, StringRef origin = "");
+  /// Every launch and runtime call of the step so far, in program order.
+  const std::vector<KernelRecord> &getKernelRecords() const { return records; }
   /// Adds a host statement (a runtime call, for example). Calls that return
   /// an mpc_status should be wrapped with checkedCall.
   void hostStatement(std::string statement);
@@ -148,6 +160,9 @@ private:
   std::vector<std::string> &kernelSources;
   std::vector<std::string> body;
   bool training;
+  std::vector<KernelRecord> records;
+  SmallVector<Operation *, 2> sourceOps;
+  std::string sourceOrigin;
 };
 
 /// Grid size for an elementwise loop over `n` elements (MPC_FOR_EACH).
@@ -253,6 +268,9 @@ struct GeneratedModel {
   std::string kernelSource; ///< every kernel, CUDA C++
   std::string hostSource;   ///< step functions + descriptor, C++
   std::string header;       ///< <model>.h for applications
+  /// The launches and runtime calls of one training step, in order (the
+  /// optimizer update included); they point into the `train` model.
+  std::vector<KernelRecord> trainKernels;
 };
 
 struct CodegenOptions {
