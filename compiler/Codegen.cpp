@@ -38,7 +38,7 @@ bool mlir::mpc::isAlias(Operation *op) { return isa<ReshapeOp>(op); }
 
 bool Step::isFusedElementwise() const { return isElementwise(ops.front()); }
 
-std::vector<Step> mlir::mpc::formSteps(ModelOp model) {
+std::vector<Step> mlir::mpc::formSteps(ModelOp model, bool fuse) {
   // Algorithm:
   // 1. Walk the body in program order.
   // 2. An elementwise op joins the open group when its result has the
@@ -48,7 +48,7 @@ std::vector<Step> mlir::mpc::formSteps(ModelOp model) {
   std::vector<Step> steps;
   std::optional<size_t> open;
   for (Operation &op : model.getBody().front().without_terminator()) {
-    if (!isElementwise(&op)) {
+    if (!isElementwise(&op) || !fuse) {
       open.reset();
       steps.push_back(Step{{&op}});
       continue;

@@ -48,8 +48,9 @@ bool isElementwise(Operation *op);
 bool isAlias(Operation *op);
 
 /// Splits the body into steps in program order, fusing chains of
-/// elementwise ops of one result shape.
-std::vector<Step> formSteps(ModelOp model);
+/// elementwise ops of one result shape unless `fuse` is false (then every
+/// op is a step and every result is materialised: --debug-nonfinite).
+std::vector<Step> formSteps(ModelOp model, bool fuse = true);
 
 //===----------------------------------------------------------------------===//
 // Memory plan
@@ -261,6 +262,34 @@ FailureOr<bool> emitBackwardOp(Operation *op, const Step &step,
                                StepEmitter &emitter);
 
 //===----------------------------------------------------------------------===//
+// --debug-nonfinite (EmitDebug.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The checked op outputs of a model (its descriptor's debug_sites) and what
+/// the step being emitted needs to classify them.
+struct NonfiniteSites {
+  struct Site {
+    std::string op, location;
+    bool backward = false;
+  };
+  std::vector<Site> sites;
+  /// The forward ops of the training step (findForwardOps); null while the
+  /// eval step, all forward, is emitted.
+  const llvm::DenseSet<Operation *> *forwardOps = nullptr;
+};
+
+/// After `step` was emitted: one check kernel per float value it
+/// materialises, which records the value in ctx->nonfinite when it is the
+/// step's first to hold inf/NaN.
+void emitNonfiniteChecks(const Step &step, StepEmitter &emitter,
+                         NonfiniteSites &sites);
+
+/// Kernel-source declarations the checks need (the record's layout), and
+/// host-source asserts that it matches runtime/mpc_model.h.
+std::string nonfiniteKernelPrelude();
+std::string nonfiniteHostChecks();
+
+//===----------------------------------------------------------------------===//
 // Whole model
 //===----------------------------------------------------------------------===//
 
@@ -277,6 +306,8 @@ struct CodegenOptions {
   float learningRate = 0.01f;
   float momentum = 0.0f;
   float weightDecay = 0.0f;
+  /// Check every op output for inf/NaN (see emitNonfiniteChecks).
+  bool debugNonfinite = false;
 };
 
 /// What a model's library allocates, per arena, from its train and eval

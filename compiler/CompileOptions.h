@@ -66,6 +66,8 @@ struct CompileOptions {
   bool reportJson = false;
   /// `--report-gpu`: the GPU whose roofline bounds the step's kernels.
   std::string reportGpu = "h100";
+  /// `--debug-nonfinite`: check every op output for inf/NaN at run time.
+  bool debugNonfinite = false;
 };
 
 /// The first option in `options` that this build cannot honour yet, as a

@@ -201,6 +201,7 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   codegen.learningRate = options.learningRate;
   codegen.momentum = options.momentum;
   codegen.weightDecay = options.weightDecay;
+  codegen.debugNonfinite = options.debugNonfinite;
   FailureOr<GeneratedModel> generated = generateModel(train, eval, codegen);
   if (failed(generated))
     return 1;

@@ -63,6 +63,12 @@ cl::opt<std::string> reportGpu(
              "h200, a100, l4; default h100)"),
     cl::value_desc("gpu"), cl::sub(compileCommand), cl::cat(compileCategory));
 
+cl::opt<bool> debugNonfinite(
+    "debug-nonfinite",
+    cl::desc("Check every op output for inf/NaN; the runtime names the "
+             "first (mpc_get_nonfinite_report)"),
+    cl::sub(compileCommand), cl::cat(compileCategory));
+
 cl::opt<mlir::mpc::Target> target(
     "target", cl::desc("Where the model trains"), cl::sub(compileCommand),
     cl::init(mlir::mpc::Target::Cpu), cl::cat(targetCategory),
@@ -198,6 +204,7 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.clipNorm = clipNorm;
   options.accumulate = accumulate;
   options.werrorNumerics = werrorNumerics;
+  options.debugNonfinite = debugNonfinite;
   options.foldCasts = !noFoldCasts;
 
   if (options.emit == mlir::mpc::EmitStage::Library && !options.report &&

@@ -318,6 +318,10 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
   context.training = training;
   context.apply_update = apply_update;
   context.index_error = &index_error;
+  session->nonfinite = mpc_nonfinite_record{};
+  session->nonfinite_step = session->step;
+  session->nonfinite_training = training;
+  context.nonfinite = &session->nonfinite;
   const char *function = training ? "train_step" : "eval";
   mpc_status returned =
       training ? model->train_step(&context) : model->eval(&context);

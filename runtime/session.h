@@ -22,6 +22,11 @@ struct mpc_session {
   float momentum;
   float weight_decay;
   int64_t step; // optimizer steps applied so far
+  // --debug-nonfinite: the last step's first offender, the optimizer step
+  // it ran at, and whether it was a training step (see nonfinite.cpp).
+  mpc_nonfinite_record nonfinite;
+  int64_t nonfinite_step;
+  int32_t nonfinite_training;
 };
 
 namespace mpcrt {
