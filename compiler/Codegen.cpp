@@ -48,7 +48,7 @@ bool mlir::mpc::isParamHalfCast(CastOp cast) {
 
 bool Step::isFusedElementwise() const { return isElementwise(ops.front()); }
 
-std::vector<Step> mlir::mpc::formSteps(ModelOp model) {
+std::vector<Step> mlir::mpc::formSteps(ModelOp model, bool fuse) {
   // Algorithm:
   // 1. Walk the body in program order.
   // 2. An elementwise op joins the open group when its result has the
@@ -61,7 +61,8 @@ std::vector<Step> mlir::mpc::formSteps(ModelOp model) {
     // A parameter's half copy is a step of its own: the optimizer keeps it
     // in memory (see MemoryPlan), and its readers read it there.
     auto paramCast = dyn_cast<CastOp>(op);
-    if (!isElementwise(&op) || (paramCast && isParamHalfCast(paramCast))) {
+    if (!isElementwise(&op) || !fuse ||
+        (paramCast && isParamHalfCast(paramCast))) {
       open.reset();
       steps.push_back(Step{{&op}});
       continue;
@@ -444,8 +445,20 @@ void StepEmitter::addKernel(std::string source) {
   kernelSources.push_back(std::move(source));
 }
 
+void StepEmitter::setSource(ArrayRef<Operation *> ops, StringRef origin) {
+  sourceOps.assign(ops.begin(), ops.end());
+  sourceOrigin = origin.str();
+}
+
+void StepEmitter::recordCall(StringRef function, KernelKind kind,
+                             bool halfInputs, const KernelCost &cost) {
+  records.push_back(
+      {function.str(), kind, sourceOps, sourceOrigin, halfInputs, cost});
+}
+
 void StepEmitter::launch(StringRef kernel, int64_t grid, int block,
-                         ArrayRef<std::string> args) {
+                         ArrayRef<std::string> args, const KernelCost &cost) {
+  recordCall(kernel, KernelKind::Kernel, /*halfInputs=*/false, cost);
   std::string statement;
   llvm::raw_string_ostream os(statement);
   os << "MPC_LAUNCH(" << kernel << ", " << grid << ", " << block;
@@ -481,6 +494,7 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
   Operation *op = step.ops.front();
   if (isAlias(op))
     return success();
+  emitter.setSource(step.ops);
   // The optimizer (and the runtime, on a change) keep half copies current.
   if (step.ops.size() == 1 && op->getNumResults() == 1 &&
       emitter.getPlan().isHalfMirror(op->getResult(0)))

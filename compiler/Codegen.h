@@ -16,6 +16,7 @@
 #ifndef MPC_COMPILER_CODEGEN_H
 #define MPC_COMPILER_CODEGEN_H
 
+#include "compiler/KernelCost.h"
 #include "dialect/MpcOps.h"
 #include "runtime/mpc_model.h"
 #include "llvm/ADT/DenseMap.h"
@@ -50,8 +51,9 @@ bool isAlias(Operation *op);
 bool isParamHalfCast(CastOp cast);
 
 /// Splits the body into steps in program order, fusing chains of
-/// elementwise ops of one result shape.
-std::vector<Step> formSteps(ModelOp model);
+/// elementwise ops of one result shape unless `fuse` is false (then every
+/// op is a step and every result is materialised: --debug-nonfinite).
+std::vector<Step> formSteps(ModelOp model, bool fuse = true);
 
 //===----------------------------------------------------------------------===//
 // Memory plan
@@ -145,9 +147,20 @@ public:
   std::string kernelName(StringRef hint);
   /// Adds a `__global__` function's full source.
   void addKernel(std::string source);
-  /// Launches `kernel` over `grid` blocks of `block` threads.
+  /// Launches `kernel` over `grid` blocks of `block` threads. `cost` is
+  /// what one launch reads, writes and computes (see KernelCost); it is
+  /// recorded against the ops being emitted (setSource).
   void launch(StringRef kernel, int64_t grid, int block,
-              ArrayRef<std::string> args);
+              ArrayRef<std::string> args, const KernelCost &cost);
+  /// Records the cost of a runtime call the step makes (a GEMM), which
+  /// `--report` lists beside the kernels.
+  void recordCall(StringRef function, KernelKind kind, bool halfInputs,
+                  const KernelCost &cost);
+  /// The ops the next launches are emitted for (emitStep sets them); or,
+  /// with no ops, what the work is (`origin`, e.g. "optimizer: sgd").
+  void setSource(ArrayRef<Operation *> ops, StringRef origin = "");
+  /// Every launch and runtime call of the step so far, in program order.
+  const std::vector<KernelRecord> &getKernelRecords() const { return records; }
   /// Adds a host statement (a runtime call, for example). Calls that return
   /// an mpc_status should be wrapped with checkedCall.
   void hostStatement(std::string statement);
@@ -165,6 +178,9 @@ private:
   std::vector<std::string> &kernelSources;
   std::vector<std::string> body;
   bool training;
+  std::vector<KernelRecord> records;
+  SmallVector<Operation *, 2> sourceOps;
+  std::string sourceOrigin;
 };
 
 /// Grid size for an elementwise loop over `n` elements (MPC_FOR_EACH).
@@ -263,6 +279,34 @@ FailureOr<bool> emitBackwardOp(Operation *op, const Step &step,
                                StepEmitter &emitter);
 
 //===----------------------------------------------------------------------===//
+// --debug-nonfinite (EmitDebug.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The checked op outputs of a model (its descriptor's debug_sites) and what
+/// the step being emitted needs to classify them.
+struct NonfiniteSites {
+  struct Site {
+    std::string op, location;
+    bool backward = false;
+  };
+  std::vector<Site> sites;
+  /// The forward ops of the training step (findForwardOps); null while the
+  /// eval step, all forward, is emitted.
+  const llvm::DenseSet<Operation *> *forwardOps = nullptr;
+};
+
+/// After `step` was emitted: one check kernel per float value it
+/// materialises, which records the value in ctx->nonfinite when it is the
+/// step's first to hold inf/NaN.
+void emitNonfiniteChecks(const Step &step, StepEmitter &emitter,
+                         NonfiniteSites &sites);
+
+/// Kernel-source declarations the checks need (the record's layout), and
+/// host-source asserts that it matches runtime/mpc_model.h.
+std::string nonfiniteKernelPrelude();
+std::string nonfiniteHostChecks();
+
+//===----------------------------------------------------------------------===//
 // Whole model
 //===----------------------------------------------------------------------===//
 
@@ -279,11 +323,17 @@ struct GeneratedModel {
   std::string kernelSource; ///< every kernel, CUDA C++
   std::string hostSource;   ///< step functions + descriptor, C++
   std::string header;       ///< <model>.h for applications
+  /// The launches and runtime calls of one training step, in order (the
+  /// optimizer update included); they point into the `train` model.
+  std::vector<KernelRecord> trainKernels;
 };
 
 /// Code generation choices beyond the model's IR (the optimizer and loss
 /// scaling are attributes of the model).
-struct CodegenOptions {};
+struct CodegenOptions {
+  /// Check every op output for inf/NaN (see emitNonfiniteChecks).
+  bool debugNonfinite = false;
+};
 
 /// What a model's library allocates, per arena, from its train and eval
 /// plans: the figures of the descriptor and of `mpc compile --report`.

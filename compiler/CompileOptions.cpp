@@ -7,6 +7,8 @@
 
 #include "compiler/CompileOptions.h"
 
+#include "compiler/Roofline.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cmath>
@@ -47,6 +49,19 @@ std::optional<std::string> parseArch(const std::string &text, int &smVersion) {
            "': mpc targets sm_75 (Turing) and newer";
   smVersion = static_cast<int>(version);
   return std::nullopt;
+}
+
+std::optional<std::string> parseReportGpu(const std::string &text,
+                                          std::string &gpu) {
+  if (findGpu(llvm::StringRef(text).lower())) {
+    gpu = llvm::StringRef(text).lower();
+    return std::nullopt;
+  }
+  SmallVector<StringRef> names;
+  for (const GpuSpec &known : knownGpus())
+    names.push_back(known.name);
+  return "unknown --report-gpu='" + text + "': expected one of " +
+         llvm::join(names, ", ");
 }
 
 std::optional<std::string> findUnimplemented(const CompileOptions &options) {

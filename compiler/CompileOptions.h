@@ -33,6 +33,11 @@ std::optional<std::string> parseLossScale(const std::string &text,
 /// Parses `--arch=sm_XY`; returns an error message, or nothing on success.
 std::optional<std::string> parseArch(const std::string &text, int &smVersion);
 
+/// Parses `--report-gpu=<name>` against the tool's GPU table; returns an
+/// error message naming the known GPUs, or nothing on success.
+std::optional<std::string> parseReportGpu(const std::string &text,
+                                          std::string &gpu);
+
 struct CompileOptions {
   std::string inputFile;
   std::string outputDir;
@@ -69,6 +74,12 @@ struct CompileOptions {
   EmitStage emit = EmitStage::Library;
   /// `--report`: print the precision report and stop (no library).
   bool report = false;
+  /// `--report=json`: the same report as one JSON object.
+  bool reportJson = false;
+  /// `--report-gpu`: the GPU whose roofline bounds the step's kernels.
+  std::string reportGpu = "h100";
+  /// `--debug-nonfinite`: check every op output for inf/NaN at run time.
+  bool debugNonfinite = false;
 };
 
 /// The first option in `options` that this build cannot honour yet, as a

@@ -196,6 +196,7 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   auto train = *module->getOps<ModelOp>().begin();
   auto eval = *evalModule->getOps<ModelOp>().begin();
   CodegenOptions codegen;
+  codegen.debugNonfinite = options.debugNonfinite;
   FailureOr<GeneratedModel> generated = generateModel(train, eval, codegen);
   if (failed(generated))
     return 1;

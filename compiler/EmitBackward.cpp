@@ -85,7 +85,17 @@ void emitLayerNormGrad(StepEmitter &emitter, const Step &step,
                  {emitter.constPointer(op.getGrad()),
                   emitter.constPointer(op.getInput()),
                   emitter.constPointer(op.getGamma()),
-                  emitter.pointer(op.getInputGrad()), stats});
+                  emitter.pointer(op.getInputGrad()), stats},
+                 // Mean and variance again (4 FLOPs an element), then the two
+                 // sums (6) and dx (7).
+                 KernelCost()
+                     .reads(op.getGrad())
+                     .reads(op.getInput())
+                     .reads(op.getGamma())
+                     .writes(op.getInputGrad())
+                     .writesBytes(2 * rows * 4)
+                     .flopsPer(rows * width, 17)
+                     .flopsPer(rows, 7));
 
   std::string columnName = emitter.kernelName("layer_norm_grad_params");
   emitter.addKernel(llvm::formatv(
@@ -115,7 +125,14 @@ void emitLayerNormGrad(StepEmitter &emitter, const Step &step,
                  {emitter.constPointer(op.getGrad()),
                   emitter.constPointer(op.getInput()), stats,
                   emitter.pointer(op.getGammaGrad()),
-                  emitter.pointer(op.getBetaGrad())});
+                  emitter.pointer(op.getBetaGrad())},
+                 KernelCost()
+                     .reads(op.getGrad())
+                     .reads(op.getInput())
+                     .readsBytes(2 * rows * 4)
+                     .writes(op.getGammaGrad())
+                     .writes(op.getBetaGrad())
+                     .flopsPer(rows * width, 5));
 }
 
 /// batch_norm_grad in training mode, over channel dim 1 of [N, C] or
@@ -170,11 +187,20 @@ void emitBatchNormGrad(StepEmitter &emitter, const Step &step,
       statsName, elementCType(op.getGrad()), elementCType(op.getInput()),
       elementCType(op.getGammaGrad()), elementCType(op.getBetaGrad()), count,
       at, eps, channels));
-  emitter.launch(statsName, channels, rowBlockSize,
-                 {emitter.constPointer(op.getGrad()),
-                  emitter.constPointer(op.getInput()),
-                  emitter.pointer(op.getGammaGrad()),
-                  emitter.pointer(op.getBetaGrad()), stats});
+  emitter.launch(
+      statsName, channels, rowBlockSize,
+      {emitter.constPointer(op.getGrad()), emitter.constPointer(op.getInput()),
+       emitter.pointer(op.getGammaGrad()), emitter.pointer(op.getBetaGrad()),
+       stats},
+      // Mean and variance (4 FLOPs an element), then the two sums (5).
+      KernelCost()
+          .reads(op.getGrad())
+          .reads(op.getInput())
+          .writes(op.getGammaGrad())
+          .writes(op.getBetaGrad())
+          .writesBytes(4 * channels * 4)
+          .flopsPer(count * channels, 9)
+          .flopsPer(channels, 8));
 
   std::string name = emitter.kernelName("batch_norm_grad_input");
   emitter.addKernel(llvm::formatv(
@@ -197,7 +223,14 @@ void emitBatchNormGrad(StepEmitter &emitter, const Step &step,
                  {emitter.constPointer(op.getGrad()),
                   emitter.constPointer(op.getInput()),
                   emitter.constPointer(op.getGamma()), stats,
-                  emitter.pointer(op.getInputGrad())});
+                  emitter.pointer(op.getInputGrad())},
+                 KernelCost()
+                     .reads(op.getGrad())
+                     .reads(op.getInput())
+                     .reads(op.getGamma())
+                     .readsBytes(4 * channels * 4)
+                     .writes(op.getInputGrad())
+                     .flopsPer(type.getNumElements(), 7));
 }
 
 //===----------------------------------------------------------------------===//
@@ -225,7 +258,8 @@ void emitEmbeddingGrad(StepEmitter &emitter, const Step &step,
                     "  MPC_FOR_EACH(i, {1}LL) table[i] = 0.0f;\n"
                     "}\n",
                     zeroName, tableElements));
-  emitter.launch(zeroName, elementwiseGrid(tableElements), 256, {accumulator});
+  emitter.launch(zeroName, elementwiseGrid(tableElements), 256, {accumulator},
+                 KernelCost().writesBytes(tableElements * 4));
 
   std::string name = emitter.kernelName("embedding_grad");
   emitter.addKernel(llvm::formatv(
@@ -241,7 +275,14 @@ void emitEmbeddingGrad(StepEmitter &emitter, const Step &step,
       rows));
   emitter.launch(name, elementwiseGrid(n), 256,
                  {emitter.constPointer(op.getGrad()),
-                  emitter.constPointer(op.getIndices()), accumulator});
+                  emitter.constPointer(op.getIndices()), accumulator},
+                 // Each atomicAdd reads and writes one fp32 table element.
+                 KernelCost()
+                     .reads(op.getGrad())
+                     .reads(op.getIndices())
+                     .readsBytes(n * 4)
+                     .writesBytes(n * 4)
+                     .flopsPer(n, 1));
   if (direct)
     return;
 
@@ -252,8 +293,10 @@ void emitEmbeddingGrad(StepEmitter &emitter, const Step &step,
       "  MPC_FOR_EACH(i, {2}LL) mpc_store(table + i, acc[i]);\n"
       "}\n",
       roundName, elementCType(op.getResult()), tableElements));
-  emitter.launch(roundName, elementwiseGrid(tableElements), 256,
-                 {accumulator, emitter.pointer(op.getResult())});
+  emitter.launch(
+      roundName, elementwiseGrid(tableElements), 256,
+      {accumulator, emitter.pointer(op.getResult())},
+      KernelCost().readsBytes(tableElements * 4).writes(op.getResult()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -332,8 +375,12 @@ void emitMaxPoolGrad(StepEmitter &emitter, const Step &step,
       argmaxName, elementCType(op.getInput()), indexType,
       out.getNumElements(), oh * ow, ow, oh, h * w, kernel[0], kernel[1],
       stride[0], stride[1], padding[0], h, padding[1], w));
-  emitter.launch(argmaxName, elementwiseGrid(out.getNumElements()), 256,
-                 {emitter.constPointer(op.getInput()), argmax});
+  emitter.launch(
+      argmaxName, elementwiseGrid(out.getNumElements()), 256,
+      {emitter.constPointer(op.getInput()), argmax},
+      KernelCost()
+          .reads(op.getInput())
+          .writesBytes(out.getNumElements() * (indexType == "int" ? 4 : 8)));
 
   std::string name = emitter.kernelName("max_pool2d_grad");
   if (op.getResult().getType().getElementType().isF32()) {
@@ -367,9 +414,16 @@ void emitMaxPoolGrad(StepEmitter &emitter, const Step &step,
         "}\n",
         name, elementCType(op.getGrad()), indexType, in.getNumElements() / w,
         h, w, oh * ow, kernel[0], stride[0], padding[0], oh, ow));
-    emitter.launch(name, elementwiseGrid(in.getNumElements() / w), 256,
-                   {emitter.constPointer(op.getGrad()), argmax,
-                    emitter.pointer(op.getResult())});
+    emitter.launch(
+        name, elementwiseGrid(in.getNumElements() / w), 256,
+        {emitter.constPointer(op.getGrad()), argmax,
+         emitter.pointer(op.getResult())},
+        // Each window's dy is added once, at its maximum.
+        KernelCost()
+            .reads(op.getGrad())
+            .readsBytes(out.getNumElements() * (indexType == "int" ? 4 : 8))
+            .writes(op.getResult())
+            .flopsPer(out.getNumElements(), 1));
     return;
   }
   emitter.addKernel(llvm::formatv(
@@ -391,9 +445,15 @@ void emitMaxPoolGrad(StepEmitter &emitter, const Step &step,
       name, elementCType(op.getGrad()), indexType,
       elementCType(op.getResult()), in.getNumElements(), h * w, w, h, oh * ow,
       windowsContaining(kernel, stride, padding, oh, ow), ow));
-  emitter.launch(name, elementwiseGrid(in.getNumElements()), 256,
-                 {emitter.constPointer(op.getGrad()), argmax,
-                  emitter.pointer(op.getResult())});
+  emitter.launch(
+      name, elementwiseGrid(in.getNumElements()), 256,
+      {emitter.constPointer(op.getGrad()), argmax,
+       emitter.pointer(op.getResult())},
+      KernelCost()
+          .reads(op.getGrad())
+          .readsBytes(out.getNumElements() * (indexType == "int" ? 4 : 8))
+          .writes(op.getResult())
+          .flopsPer(out.getNumElements(), 1));
 }
 
 /// avg_pool2d_grad as a gather: each input pixel sums dy / (KH * KW) over
@@ -425,7 +485,13 @@ void emitAvgPoolGrad(StepEmitter &emitter, AvgPool2dGradOp op) {
       kernel[0] * kernel[1]));
   emitter.launch(
       name, elementwiseGrid(in.getNumElements()), 256,
-      {emitter.constPointer(op.getGrad()), emitter.pointer(op.getResult())});
+      {emitter.constPointer(op.getGrad()), emitter.pointer(op.getResult())},
+      // Each window's dy reaches its KH * KW pixels; one divide a pixel.
+      KernelCost()
+          .reads(op.getGrad())
+          .writes(op.getResult())
+          .flopsPer(out.getNumElements(), kernel[0] * kernel[1])
+          .flopsPer(in.getNumElements(), 1));
 }
 
 //===----------------------------------------------------------------------===//
@@ -506,7 +572,12 @@ void emitConv2dGradInput(StepEmitter &emitter, const Step &step,
       g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.stride[0],
       g.stride[1], g.oh, g.ow, g.outputPixels()));
   emitter.launch(name, elementwiseGrid(rows), 256,
-                 {columns, emitter.pointer(op.getResult())});
+                 {columns, emitter.pointer(op.getResult())},
+                 // Every fp32 column entry is added into its input pixel once.
+                 KernelCost()
+                     .readsBytes(g.columnElements() * 4)
+                     .writes(op.getResult())
+                     .flopsPer(g.columnElements(), 1));
 }
 
 /// conv2d_grad_weight: im2col of the input again (scratch), then per group
@@ -592,7 +663,12 @@ void emitReduceMaxGrad(StepEmitter &emitter, const Step &step,
       offsetCode("offset", "t", shape, reducedDims)));
   emitter.launch(countName, outputs, rowBlockSize,
                  {emitter.constPointer(op.getInput()),
-                  emitter.constPointer(op.getOutput()), counts});
+                  emitter.constPointer(op.getOutput()), counts},
+                 KernelCost()
+                     .reads(op.getInput())
+                     .reads(op.getOutput())
+                     .writesBytes(outputs * 4)
+                     .flopsPer(type.getNumElements(), 1));
 
   // The output index of input element i: its kept coordinates, row-major
   // (keepdim only inserts extents of 1, which leave the order unchanged).
@@ -625,7 +701,14 @@ void emitReduceMaxGrad(StepEmitter &emitter, const Step &step,
                  {emitter.constPointer(op.getGrad()),
                   emitter.constPointer(op.getInput()),
                   emitter.constPointer(op.getOutput()), counts,
-                  emitter.pointer(op.getResult())});
+                  emitter.pointer(op.getResult())},
+                 KernelCost()
+                     .reads(op.getGrad())
+                     .reads(op.getInput())
+                     .reads(op.getOutput())
+                     .readsBytes(outputs * 4)
+                     .writes(op.getResult())
+                     .flopsPer(type.getNumElements(), 1));
 }
 
 /// slice_grad: every element of the input-shaped result is written once,
@@ -660,7 +743,8 @@ void emitSliceGrad(StepEmitter &emitter, SliceGradOp op) {
       source.empty() ? "0" : source));
   emitter.launch(
       name, elementwiseGrid(resultType.getNumElements()), 256,
-      {emitter.constPointer(op.getGrad()), emitter.pointer(op.getResult())});
+      {emitter.constPointer(op.getGrad()), emitter.pointer(op.getResult())},
+      KernelCost().reads(op.getGrad()).writes(op.getResult()));
 }
 
 } // namespace

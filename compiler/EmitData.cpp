@@ -32,8 +32,15 @@ void emitGather(StepEmitter &emitter, StringRef hint, Value input,
       "}\n",
       name, elementCType(input), elementCType(output), outType.getNumElements(),
       coordinateCode(outType.getShape()), source));
-  emitter.launch(name, elementwiseGrid(outType.getNumElements()), 256,
-                 {emitter.constPointer(input), emitter.pointer(output)});
+  emitter.launch(
+      name, elementwiseGrid(outType.getNumElements()), 256,
+      {emitter.constPointer(input), emitter.pointer(output)},
+      // One input element read for each output element.
+      KernelCost()
+          .readsElements(
+              outType.getNumElements(),
+              cast<RankedTensorType>(input.getType()).getElementType())
+          .writes(output));
 }
 
 void emitTranspose(StepEmitter &emitter, TransposeOp op) {
@@ -88,9 +95,11 @@ void emitConcat(StepEmitter &emitter, ConcatOp op) {
         "}\n",
         name, elementCType(input), inType.getNumElements(),
         coordinateCode(inType.getShape()), target));
-    emitter.launch(name, elementwiseGrid(inType.getNumElements()), 256,
-                   {emitter.constPointer(input),
-                    emitter.pointer(op.getResult())});
+    emitter.launch(
+        name, elementwiseGrid(inType.getNumElements()), 256,
+        {emitter.constPointer(input), emitter.pointer(op.getResult())},
+        KernelCost().reads(input).writesElements(inType.getNumElements(),
+                                                 inType.getElementType()));
     start += inType.getDimSize(dim);
   }
 }
@@ -115,7 +124,11 @@ void emitEmbedding(StepEmitter &emitter, EmbeddingOp op) {
   emitter.launch(name, elementwiseGrid(n), 256,
                  {emitter.constPointer(op.getTable()),
                   emitter.constPointer(op.getIndices()),
-                  emitter.pointer(op.getResult()), "ctx->index_error"});
+                  emitter.pointer(op.getResult()), "ctx->index_error"},
+                 KernelCost()
+                     .readsElements(n, table.getElementType())
+                     .reads(op.getIndices())
+                     .writes(op.getResult()));
 }
 
 /// Max or average pooling of NCHW; padding never wins a maximum and counts
@@ -155,8 +168,12 @@ void emitPool(StepEmitter &emitter, Operation *op, Value input, Value output,
       isMax ? "acc = ((v > acc) | (v != v)) ? v : acc;" : "acc += v;",
       isMax ? std::string("acc")
             : llvm::formatv("acc / {0}.0f", kernel[0] * kernel[1]).str()));
-  emitter.launch(name, elementwiseGrid(out.getNumElements()), 256,
-                 {emitter.constPointer(input), emitter.pointer(output)});
+  emitter.launch(
+      name, elementwiseGrid(out.getNumElements()), 256,
+      {emitter.constPointer(input), emitter.pointer(output)},
+      // An average adds each window element and divides once.
+      KernelCost().reads(input).writes(output).flopsPer(
+          isMax ? 0 : out.getNumElements(), kernel[0] * kernel[1] + 1));
 }
 
 /// A constant that is not a splat is copied from the program's data at the
@@ -182,7 +199,11 @@ void emitDenseConstant(StepEmitter &emitter, ConstantOp op) {
                     name)
           .str());
   emitter.launch(fill, elementwiseGrid(type.getNumElements()), 256,
-                 {emitter.pointer(op.getResult())});
+                 {emitter.pointer(op.getResult())},
+                 // The data is kept as f32 in the program.
+                 KernelCost()
+                     .readsBytes(type.getNumElements() * 4)
+                     .writes(op.getResult()));
 }
 
 } // namespace

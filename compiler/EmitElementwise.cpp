@@ -23,6 +23,28 @@ using namespace mlir::mpc;
 
 namespace {
 
+/// Float operations per element of an elementwise op as its kernel
+/// expression computes it (mpc_device.h for the helpers); compares and
+/// selects are not counted.
+int64_t elementwiseFlops(Operation *op, bool training) {
+  return llvm::TypeSwitch<Operation *, int64_t>(op)
+      .Case<AddOp, SubOp, MulOp, DivOp, NegOp, ScaleOp, TanhOp, ExpOp, LogOp,
+            SqrtOp>([](Operation *) { return 1; })
+      .Case([](RsqrtOp) { return 2; })   // 1 / sqrtf(x) on the cpu
+      .Case([](SigmoidOp) { return 4; }) // 1 / (1 + exp(-x))
+      .Case([](GeluOp gelu) {
+        return gelu.getApproximate() == GeluApproximation::Tanh ? 9 : 5;
+      })
+      .Case([](GeluGradOp grad) {
+        return grad.getApproximate() == GeluApproximation::Tanh ? 19 : 11;
+      })
+      .Case<TanhGradOp, SigmoidGradOp>([](Operation *) { return 3; })
+      .Case([&](DropoutOp dropout) {
+        return training && !dropout.getRate().isZero() ? 1 : 0;
+      })
+      .Default([](Operation *) { return 0; });
+}
+
 /// Builds the body of one fused kernel.
 class FusedKernelBuilder {
 public:
@@ -61,6 +83,8 @@ private:
   llvm::SmallSet<int64_t, 4> usedCoordinates;
   bool needsRandom = false;
   int nextRegister = 0;
+  /// Every operand loaded once, every materialised result stored once.
+  KernelCost cost;
 };
 
 std::string FusedKernelBuilder::broadcastIndex(RankedTensorType type) {
@@ -99,6 +123,7 @@ std::string FusedKernelBuilder::operand(Value value) {
   parameters.push_back("const " + cType(type.getElementType()) +
                        " *__restrict__ " + name);
   arguments.push_back(emitter.constPointer(value));
+  cost.reads(value);
   std::string index = broadcastIndex(type);
   std::string reg = fresh();
   if (type.getElementType().isInteger(1))
@@ -235,6 +260,7 @@ LogicalResult FusedKernelBuilder::build() {
     std::string name = "out" + std::to_string(parameters.size());
     parameters.push_back(cType(element) + " *__restrict__ " + name);
     arguments.push_back(emitter.pointer(result));
+    cost.writes(result);
     if (element.isInteger(1))
       stores += llvm::formatv("    {0}[i] = {1} ? 1 : 0;\n", name, reg);
     else
@@ -275,8 +301,10 @@ LogicalResult FusedKernelBuilder::build() {
   llvm::interleaveComma(parameters, os);
   os << ") {\n  MPC_FOR_EACH(i, " << n << "LL) {\n"
      << coordinates << body << stores << "  }\n}\n";
+  for (Operation *op : step.ops)
+    cost.flopsPer(n, elementwiseFlops(op, emitter.isTraining()));
   emitter.addKernel(std::move(source));
-  emitter.launch(name, elementwiseGrid(n), 256, arguments);
+  emitter.launch(name, elementwiseGrid(n), 256, arguments, cost);
   return success();
 }
 

@@ -31,6 +31,20 @@ const char *mlir::mpc::gemmDtype(Value value) {
 }
 
 void mlir::mpc::emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
+  // 2·m·n·k FLOPs per product; an operand with stride 0 is shared by the
+  // whole batch and read once.
+  auto operandBytes = [&](StringRef dtype, int64_t elements, int64_t stride) {
+    return elements * (stride == 0 ? 1 : call.batch) * gemmDtypeBytes(dtype);
+  };
+  int64_t cBytes = operandBytes(call.cType, call.m * call.n, call.strideC);
+  KernelCost cost;
+  cost.flopsPer(call.batch, 2 * call.m * call.n * call.k)
+      .readsBytes(operandBytes(call.aType, call.m * call.k, call.strideA) +
+                  operandBytes(call.bType, call.k * call.n, call.strideB) +
+                  (call.accumulate ? cBytes : 0))
+      .writesBytes(cBytes);
+  emitter.recordCall("mpc_rt_gemm", KernelKind::Gemm,
+                     call.aType != "MPC_F32" && call.bType != "MPC_F32", cost);
   emitter.checkedCall(llvm::formatv(
       "mpc_rt_gemm({0}, {1}, {2}, {3}, {4}, {5}LL, {6}LL, {7}LL, 1.0f, {8}, "
       "{9}LL, {10}LL, {11}, {12}LL, {13}LL, {14}, {15}, {16}LL, {17}LL, "
@@ -95,8 +109,13 @@ void mlir::mpc::emitIm2col(StepEmitter &emitter, Value input,
       name, element, rows, g.ow, g.oh, g.outputPixels(), g.kw, g.kh,
       g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0],
       g.dilation[1], g.h, g.w));
-  emitter.launch(name, elementwiseGrid(rows), 256,
-                 {emitter.constPointer(input), columns});
+  // Reads the input, writes every column element (padding included).
+  emitter.launch(
+      name, elementwiseGrid(rows), 256, {emitter.constPointer(input), columns},
+      KernelCost().reads(input).writesBytes(
+          g.columnElements() *
+          storageBytes(RankedTensorType::get(
+              {1}, cast<RankedTensorType>(input.getType()).getElementType()))));
 }
 
 namespace {
@@ -151,7 +170,8 @@ void emitBiasFill(StepEmitter &emitter, Value bias, Value out, int64_t rows,
       cType(outType.getElementType()), rows * columns * inner, columns,
       inner));
   emitter.launch(name, elementwiseGrid(rows * columns * inner), 256,
-                 {emitter.constPointer(bias), emitter.pointer(out)});
+                 {emitter.constPointer(bias), emitter.pointer(out)},
+                 KernelCost().reads(bias).writes(out));
 }
 
 void emitConv2d(StepEmitter &emitter, const Step &step, Conv2dOp op) {

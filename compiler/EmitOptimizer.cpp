@@ -27,6 +27,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstddef>
+
 using namespace mlir;
 using namespace mlir::mpc;
 
@@ -113,7 +115,8 @@ LogicalResult mlir::mpc::emitLossScale(LossScaleOp op, StepEmitter &emitter) {
       name));
   emitter.launch(name, 1, 32,
                  {controlPointer(emitter.getPlan()),
-                  emitter.pointer(op.getResult())});
+                  emitter.pointer(op.getResult())},
+                 KernelCost().readsBytes(4).writesBytes(8));
   return success();
 }
 
@@ -160,8 +163,13 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
         "mpc_load(grads + i));\n"
         "}\n",
         name, storage));
+    emitter.setSource({}, "optimizer: accumulate gradients");
     emitter.launch(name, elementwiseGrid(n), 256,
-                   {grads, accumulator, count, "ctx->micro_step == 0"});
+                   {grads, accumulator, count, "ctx->micro_step == 0"},
+                   KernelCost()
+                       .readsElements(2 * n, element)
+                       .writesElements(n, element)
+                       .flopsPer(n, 1));
     emitter.hostStatement(
         llvm::formatv("if (ctx->micro_step == {0}) {{", accumulate - 1));
     grads = "(const " + accumulator.substr(1);
@@ -196,7 +204,12 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
         "  }\n"
         "}\n",
         name, storage, unscale));
-    emitter.launch(name, statsBlocks, 256, {grads, control, count});
+    emitter.setSource({}, "optimizer: gradient statistics");
+    emitter.launch(name, statsBlocks, 256, {grads, control, count},
+                   KernelCost()
+                       .readsElements(n, element)
+                       .writesBytes(2 * 4 * statsBlocks)
+                       .flopsPer(n, 3));
   }
 
   {
@@ -259,7 +272,17 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
          << doubleLiteral(optimizer.getBeta2().convertToDouble()) << ", t));\n";
     os << "}\n";
     emitter.addKernel(source);
-    emitter.launch(name, 1, 32, {control, "ctx->learning_rate"});
+    emitter.setSource({}, "optimizer: prepare (loss scaler, clipping, "
+                          "schedule)");
+    emitter.launch(name, 1, 32, {control, "ctx->learning_rate"},
+                   KernelCost()
+                       .readsBytes(2 * 4 * statsBlocks +
+                                   static_cast<int64_t>(sizeof(
+                                       mpc_loss_scaler_state)) +
+                                   4)
+                       .writesBytes(static_cast<int64_t>(
+                           offsetof(mpc_train_control, partial_sumsq)))
+                       .flopsPer(statsBlocks, 2));
   }
 
   {
@@ -310,7 +333,19 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
       os << "    mpc_store(half_copy + i, p);\n";
     os << "  }\n}\n";
     emitter.addKernel(source);
-    emitter.launch(name, elementwiseGrid(n), 256, args);
+    // One pass: reads gradient, master weight and moments; writes master
+    // weight, moments and the half copy.
+    int64_t slots = adam ? 2 : 1;
+    KernelCost cost;
+    cost.readsElements((2 + slots) * n, element)
+        .writesElements((1 + slots) * n, element)
+        .flopsPer(n, adam ? 16 : 7);
+    if (writesHalf)
+      cost.writesElements(n, plan.halfMirrorType);
+    emitter.setSource({}, std::string("optimizer: ") +
+                              stringifyOptimizerKind(optimizer.getKind()).str() +
+                              " update");
+    emitter.launch(name, elementwiseGrid(n), 256, args, cost);
   }
   if (accumulate > 1)
     emitter.hostStatement("}");
@@ -331,11 +366,15 @@ void mlir::mpc::emitSyncHalfCopies(ModelOp train, StepEmitter &emitter) {
       "  MPC_FOR_EACH(i, n) mpc_store(half_copy + i, params[i]);\n"
       "}\n",
       name, half));
+  emitter.setSource({}, "half copies of the parameters");
   emitter.launch(name, elementwiseGrid(n), 256,
                  {"(const float *)arena0",
                   llvm::formatv("({0} *)(arena{1} + {2})", half,
                                 static_cast<int>(MPC_ARENA_PARAMS),
                                 plan.halfMirror->offset)
                       .str(),
-                  std::to_string(n) + "LL"});
+                  std::to_string(n) + "LL"},
+                 KernelCost()
+                     .readsBytes(4 * n)
+                     .writesElements(n, plan.halfMirrorType));
 }

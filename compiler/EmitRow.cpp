@@ -74,8 +74,12 @@ void emitSoftmax(StepEmitter &emitter, Value input, Value output, int64_t dim,
       "}\n",
       name, elementCType(input), elementCType(output), rowPreamble(view),
       view.extent, store));
-  emitter.launch(name, view.rows(), rowBlockSize,
-                 {emitter.constPointer(input), emitter.pointer(output)});
+  emitter.launch(
+      name, view.rows(), rowBlockSize,
+      {emitter.constPointer(input), emitter.pointer(output)},
+      // max, then sum of exp(x - m), then the outputs: 6 FLOPs an element.
+      KernelCost().reads(input).writes(output).flopsPer(
+          view.rows() * view.extent, 6));
 }
 
 /// softmax_grad: dx = y * (dy - sum(dy * y));
@@ -106,7 +110,10 @@ void emitSoftmaxGrad(StepEmitter &emitter, Value grad, Value output,
       rowPreamble(view), view.extent, term, store));
   emitter.launch(name, view.rows(), rowBlockSize,
                  {emitter.constPointer(grad), emitter.constPointer(output),
-                  emitter.pointer(result)});
+                  emitter.pointer(result)},
+                 // The row sum, then dx: 4 FLOPs an element.
+                 KernelCost().reads(grad).reads(output).writes(result).flopsPer(
+                     view.rows() * view.extent, 4));
 }
 
 /// The target check shared by the cross-entropy kernels: ignored rows skip,
@@ -161,7 +168,14 @@ void emitCrossEntropy(StepEmitter &emitter, const Step &step,
   emitter.launch(rowName, rows, rowBlockSize,
                  {emitter.constPointer(op.getLogits()),
                   emitter.constPointer(op.getTargets()), rowLoss, rowValid,
-                  "ctx->index_error"});
+                  "ctx->index_error"},
+                 // sum of exp(x - m): 3 FLOPs an element, then 3 a row.
+                 KernelCost()
+                     .reads(op.getLogits())
+                     .reads(op.getTargets())
+                     .writesBytes(2 * rows * 4)
+                     .flopsPer(rows * classes, 3)
+                     .flopsPer(rows, 3));
 
   std::string meanName = emitter.kernelName("cross_entropy_mean");
   emitter.addKernel(llvm::formatv(
@@ -176,7 +190,12 @@ void emitCrossEntropy(StepEmitter &emitter, const Step &step,
       "}\n",
       meanName, rows));
   emitter.launch(meanName, 1, rowBlockSize,
-                 {rowLoss, rowValid, emitter.pointer(op.getResult())});
+                 {rowLoss, rowValid, emitter.pointer(op.getResult())},
+                 KernelCost()
+                     .readsBytes(2 * rows * 4)
+                     .writes(op.getResult())
+                     .flopsPer(rows, 2)
+                     .flopsPer(1, 1));
 }
 
 /// d logits = (softmax(logits) - onehot(target)) * d loss / count.
@@ -202,8 +221,10 @@ void emitCrossEntropyGrad(StepEmitter &emitter, const Step &step,
       "  if (threadIdx.x == 0) count[0] = c;\n"
       "}\n",
       countName, elementCType(op.getTargets()), rows, ignoreTest));
-  emitter.launch(countName, 1, rowBlockSize,
-                 {emitter.constPointer(op.getTargets()), count});
+  emitter.launch(
+      countName, 1, rowBlockSize,
+      {emitter.constPointer(op.getTargets()), count},
+      KernelCost().reads(op.getTargets()).writesBytes(4).flopsPer(rows, 1));
 
   std::string name = emitter.kernelName("cross_entropy_grad");
   std::string zeroRow =
@@ -244,7 +265,17 @@ void emitCrossEntropyGrad(StepEmitter &emitter, const Step &step,
                  {emitter.constPointer(op.getGrad()),
                   emitter.constPointer(op.getLogits()),
                   emitter.constPointer(op.getTargets()), count,
-                  emitter.pointer(op.getResult()), "ctx->index_error"});
+                  emitter.pointer(op.getResult()), "ctx->index_error"},
+                 // sum of exp(x - m), then p and (p - onehot) * scale: 8 FLOPs
+                 // an element.
+                 KernelCost()
+                     .reads(op.getGrad())
+                     .reads(op.getLogits())
+                     .reads(op.getTargets())
+                     .readsBytes(4)
+                     .writes(op.getResult())
+                     .flopsPer(rows * classes, 8)
+                     .flopsPer(rows, 1));
 }
 
 /// reduce_sum / reduce_mean / reduce_max: one block per output element; its
@@ -290,7 +321,14 @@ void emitReduce(StepEmitter &emitter, Operation *op, Value input, Value output,
       isMax ? "acc = (v > acc || v != v) ? v : acc;" : "acc += v;",
       isMax ? "mpc_block_reduce_max" : "mpc_block_reduce_sum", finish));
   emitter.launch(name, outputs, rowBlockSize,
-                 {emitter.constPointer(input), emitter.pointer(output)});
+                 {emitter.constPointer(input), emitter.pointer(output)},
+                 // One add an element for sums and means (a divide per output
+                 // for means); a maximum only compares.
+                 KernelCost()
+                     .reads(input)
+                     .writes(output)
+                     .flopsPer(kind == "max" ? 0 : type.getNumElements(), 1)
+                     .flopsPer(kind == "mean" ? outputs : 0, 1));
 }
 
 /// layer_norm over the trailing `width` elements of each row.
@@ -320,7 +358,16 @@ void emitLayerNorm(StepEmitter &emitter, LayerNormOp op) {
   emitter.launch(
       name, rows, rowBlockSize,
       {emitter.constPointer(op.getInput()), emitter.constPointer(op.getGamma()),
-       emitter.constPointer(op.getBeta()), emitter.pointer(op.getResult())});
+       emitter.constPointer(op.getBeta()), emitter.pointer(op.getResult())},
+      // Mean, variance, then (x - mean) * rstd * gamma + beta: 8 FLOPs an
+      // element and 5 a row.
+      KernelCost()
+          .reads(op.getInput())
+          .reads(op.getGamma())
+          .reads(op.getBeta())
+          .writes(op.getResult())
+          .flopsPer(rows * width, 8)
+          .flopsPer(rows, 5));
 }
 
 /// batch_norm over channel dim 1 of [N, C] or [N, C, H, W]. Training: one
@@ -374,7 +421,18 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
                    {emitter.constPointer(op.getInput()),
                     emitter.pointer(op.getRunningMean()),
                     emitter.pointer(op.getRunningVar()), stats,
-                    "ctx->apply_update"});
+                    "ctx->apply_update"},
+                   // Mean and variance (4 FLOPs an element); the running
+                   // statistics are read and written once a channel.
+                   KernelCost()
+                       .reads(op.getInput())
+                       .reads(op.getRunningMean())
+                       .reads(op.getRunningVar())
+                       .writes(op.getRunningMean())
+                       .writes(op.getRunningVar())
+                       .writesBytes(2 * channels * 4)
+                       .flopsPer(count * channels, 4)
+                       .flopsPer(channels, 12));
   } else {
     emitter.addKernel(llvm::formatv(
         "__global__ void {0}(const {1} *__restrict__ running_mean, const {1} "
@@ -387,7 +445,12 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
         statsName, param, channels, eps));
     emitter.launch(statsName, elementwiseGrid(channels), rowBlockSize,
                    {emitter.constPointer(op.getRunningMean()),
-                    emitter.constPointer(op.getRunningVar()), stats});
+                    emitter.constPointer(op.getRunningVar()), stats},
+                   KernelCost()
+                       .reads(op.getRunningMean())
+                       .reads(op.getRunningVar())
+                       .writesBytes(2 * channels * 4)
+                       .flopsPer(channels, 3));
   }
 
   std::string name = emitter.kernelName("batch_norm_apply");
@@ -408,7 +471,15 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
                  {emitter.constPointer(op.getInput()),
                   emitter.constPointer(op.getGamma()),
                   emitter.constPointer(op.getBeta()), stats,
-                  emitter.pointer(op.getResult())});
+                  emitter.pointer(op.getResult())},
+                 // (x - mean) * rstd * gamma + beta.
+                 KernelCost()
+                     .reads(op.getInput())
+                     .reads(op.getGamma())
+                     .reads(op.getBeta())
+                     .readsBytes(2 * channels * 4)
+                     .writes(op.getResult())
+                     .flopsPer(type.getNumElements(), 4));
 }
 
 } // namespace

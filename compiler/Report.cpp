@@ -1,14 +1,18 @@
-//===- Report.cpp - `mpc compile --report` ------------------------*- C++ -*-===//
+//===- Report.cpp - `mpc compile --report` ------------------------*- C++
+//-*-===//
 //
 // This file implements the precision report, the table a user reads before
 // training: what precision every forward op runs in and why, the casts that
-// costs, and the memory of the generated library beside O0's.
+// costs, the memory of the generated library beside O0's, and the kernels
+// of one training step with their FLOPs, bytes and roofline bound. With
+// --report=json the same content is one JSON object.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Report.h"
 
 #include "compiler/Codegen.h"
+#include "compiler/Roofline.h"
 #include "dialect/MpcOps.h"
 #include "passes/Passes.h"
 
@@ -16,7 +20,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/Path.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -60,22 +64,6 @@ FailureOr<LoweredModel> lower(ModuleOp module, AmpLevel level, HalfType half,
   if (failed(training.run(*lowered.train)))
     return failure();
   return lowered;
-}
-
-/// `file:line:col` of the first file location in `loc`, file name only.
-std::string locationText(Location loc) {
-  std::string text = "-";
-  loc->walk([&](Location inner) {
-    if (auto file = dyn_cast<FileLineColLoc>(inner)) {
-      text = llvm::formatv("{0}:{1}:{2}",
-                           llvm::sys::path::filename(file.getFilename()),
-                           file.getLine(), file.getColumn())
-                 .str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return text;
 }
 
 /// The element type of an op's first float tensor result, or null.
@@ -186,11 +174,77 @@ struct CastCount {
 
 } // namespace
 
+namespace {
+
+/// One kernel of the step as the report shows it.
+struct KernelRow {
+  const KernelRecord *record;
+  std::string phase;
+  KernelBound bound;
+};
+
+/// Which part of the step a kernel belongs to.
+std::string phaseOf(const KernelRecord &kernel,
+                    const llvm::DenseSet<Operation *> &forwardOps) {
+  if (kernel.ops.empty())
+    return StringRef(kernel.origin).starts_with("optimizer") ? "optimizer"
+                                                             : "other";
+  return llvm::any_of(kernel.ops,
+                      [&](Operation *op) { return forwardOps.contains(op); })
+             ? "forward"
+             : "backward";
+}
+
+/// The ops of a kernel for the table: the first one, and how many more.
+std::string opsText(const KernelRecord &kernel) {
+  if (kernel.ops.empty())
+    return kernel.origin;
+  std::string text = kernel.ops.front()->getName().getStringRef().str();
+  if (kernel.ops.size() > 1)
+    text += " +" + std::to_string(kernel.ops.size() - 1);
+  return text;
+}
+
+std::string microseconds(double seconds) {
+  return llvm::formatv("{0:F3}", seconds * 1e6).str();
+}
+
+llvm::json::Object memoryJson(const MemorySummary &m) {
+  int64_t halfCopies = m.params - m.parameterBytes - m.stateBytes;
+  return llvm::json::Object{
+      {"parameters_state_and_half_copies", m.params},
+      {"parameters", m.parameterBytes},
+      {"state", m.stateBytes},
+      {"half_copies_and_alignment", halfCopies},
+      {"gradients", m.gradients},
+      {"optimizer_state", m.optimizerState},
+      {"activations", m.activations},
+      {"train_activations", m.trainActivations},
+      {"train_activations_without_reuse", m.trainActivationsWithoutReuse},
+      {"eval_activations", m.evalActivations},
+      // What the library allocates, per arena, as its descriptor says.
+      {"arena_bytes", llvm::json::Array{m.params, m.gradients, m.optimizerState,
+                                        m.activations}},
+      {"total", m.params + m.gradients + m.optimizerState + m.activations}};
+}
+
+llvm::json::Object castJson(const CastCount &casts) {
+  return llvm::json::Object{{"count", casts.count}, {"bytes", casts.bytes}};
+}
+
+} // namespace
+
 int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
                            llvm::raw_ostream &out) {
   HalfType halfType = options.half.value_or(HalfType::F16);
   const char *half = halfType == HalfType::F16 ? "f16" : "bf16";
   const char *level = levelName(options.amp);
+  const GpuSpec *gpu = findGpu(options.reportGpu);
+  if (!gpu) {
+    llvm::errs() << "mpc compile: error: unknown GPU '" << options.reportGpu
+                 << "' for --report-gpu\n";
+    return 1;
+  }
   PipelineOptions pipeline = makePipelineOptions(options);
   FailureOr<LoweredModel> chosen =
       lower(module, options.amp, halfType, pipeline);
@@ -207,29 +261,18 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     return 1;
   ModelOp forward = chosen->forwardModel();
 
-  std::string config = options.amp == AmpLevel::O0
-                           ? std::string("--amp=O0")
-                           : llvm::formatv("--amp={0} --half={1}", level, half)
-                                 .str();
-  out << "mpc precision report: model @" << forward.getSymName() << ", "
-      << config << "\n\n";
-
   // 1. Every forward op but the casts, in program order.
-  std::vector<std::vector<std::string>> rows = {
-      {"location", "op", "category", "type", "reason"}};
+  std::vector<std::vector<std::string>> opRows;
   for (Operation &op : forward.getBody().front().without_terminator()) {
     if (isa<CastOp>(op))
       continue;
     auto policy = dyn_cast<PrecisionPolicyOpInterface>(op);
-    rows.push_back(
-        {locationText(op.getLoc()), op.getName().getStringRef().str(),
+    opRows.push_back(
+        {fileLineCol(op.getLoc()), op.getName().getStringRef().str(),
          policy ? stringifyPrecisionClass(policy.getPrecisionClass()).str()
                 : std::string("-"),
          typeText(floatResultType(&op)), reason(&op, options.amp)});
   }
-  out << "Forward ops after precision assignment (" << rows.size() - 1
-      << "):\n";
-  printTable(out, rows);
 
   // 2. Casts: the forward pass's, by what they copy, then the whole step's.
   llvm::DenseSet<Value> params(forward.getParams().begin(),
@@ -249,6 +292,125 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
       paramCasts.count + inputCasts.count + otherCasts.count;
   int64_t forwardBytes =
       paramCasts.bytes + inputCasts.bytes + otherCasts.bytes;
+
+  // 3. Memory, from the plans the generated library allocates.
+  MemorySummary at = planMemory(chosen->trainModel(), chosen->forwardModel());
+  MemorySummary o0 =
+      planMemory(baseline->trainModel(), baseline->forwardModel());
+
+  // 4. The kernels of one training step, as the library launches them.
+  FailureOr<GeneratedModel> generated = generateModel(
+      chosen->trainModel(), chosen->forwardModel(), CodegenOptions());
+  if (failed(generated))
+    return 1;
+  llvm::DenseSet<Operation *> forwardOps = findForwardOps(chosen->trainModel());
+  std::vector<KernelRow> kernels;
+  KernelCost stepCost;
+  double stepSeconds = 0;
+  int64_t gemmCalls = 0;
+  // The optimizer step (mpc-fuse-optimizer): its kernels and their traffic.
+  KernelCost optimizerCost;
+  int64_t optimizerKernels = 0;
+  for (const KernelRecord &record : generated->trainKernels) {
+    KernelRow row{&record, phaseOf(record, forwardOps),
+                  rooflineBound(record, *gpu)};
+    if (row.phase == "optimizer") {
+      optimizerCost += record.cost;
+      ++optimizerKernels;
+    }
+    stepCost += record.cost;
+    stepSeconds += row.bound.seconds;
+    gemmCalls += record.kind == KernelKind::Gemm;
+    kernels.push_back(std::move(row));
+  }
+
+  StringRef optimizerName = stringifyOptimizerKind(
+      chosen->trainModel()
+          ->getAttrOfType<OptimizerAttr>(kOptimizerAttr)
+          .getKind());
+
+  if (options.reportJson) {
+    llvm::json::Array opArray;
+    for (const auto &row : opRows)
+      opArray.push_back(llvm::json::Object{{"location", row[0]},
+                                           {"op", row[1]},
+                                           {"category", row[2]},
+                                           {"type", row[3]},
+                                           {"reason", row[4]}});
+    llvm::json::Array kernelArray;
+    for (const KernelRow &row : kernels) {
+      const KernelRecord &record = *row.record;
+      llvm::json::Array ops;
+      for (Operation *op : record.ops)
+        ops.push_back(
+            llvm::json::Object{{"op", op->getName().getStringRef().str()},
+                               {"location", fileLineCol(op->getLoc())}});
+      kernelArray.push_back(llvm::json::Object{
+          {"name", record.name},
+          {"kind", record.kind == KernelKind::Gemm ? "gemm" : "kernel"},
+          {"phase", row.phase},
+          {"ops", std::move(ops)},
+          {"origin", record.origin},
+          {"flops", record.cost.flops},
+          {"bytes_read", record.cost.bytesRead},
+          {"bytes_written", record.cost.bytesWritten},
+          {"bytes", record.cost.bytes()},
+          {"bound_seconds", row.bound.seconds},
+          {"bound_by", row.bound.memoryBound ? "memory" : "compute"}});
+    }
+    llvm::json::Object report{
+        {"model", forward.getSymName().str()},
+        {"amp", level},
+        {"half", options.amp == AmpLevel::O0 ? llvm::json::Value(nullptr)
+                                             : llvm::json::Value(half)},
+        {"ops", std::move(opArray)},
+        {"casts",
+         llvm::json::Object{
+             {"forward", llvm::json::Object{{"count", forwardCount},
+                                            {"bytes", forwardBytes}}},
+             {"parameters", castJson(paramCasts)},
+             {"inputs", castJson(inputCasts)},
+             {"between_ops", castJson(otherCasts)},
+             {"training_step", castJson(stepCasts)}}},
+        {"memory", llvm::json::Object{{"chosen", memoryJson(at)},
+                                      {"O0", memoryJson(o0)}}},
+        {"gpu",
+         llvm::json::Object{{"name", gpu->name},
+                            {"description", gpu->description},
+                            {"half_tensor_tflops", gpu->halfTensorTflops},
+                            {"fp32_tflops", gpu->fp32Tflops},
+                            {"bandwidth_gbs", gpu->bandwidthGBs}}},
+        {"kernels", std::move(kernelArray)},
+        {"step", llvm::json::Object{{"kernels", int64_t(kernels.size())},
+                                    {"gemm_calls", gemmCalls},
+                                    {"flops", stepCost.flops},
+                                    {"bytes_read", stepCost.bytesRead},
+                                    {"bytes_written", stepCost.bytesWritten},
+                                    {"bytes", stepCost.bytes()},
+                                    {"bound_seconds", stepSeconds}}},
+        {"optimizer_step",
+         llvm::json::Object{{"optimizer", optimizerName.str()},
+                            {"kernels", optimizerKernels},
+                            {"bytes_read", optimizerCost.bytesRead},
+                            {"bytes_written", optimizerCost.bytesWritten},
+                            {"bytes", optimizerCost.bytes()}}}};
+    out << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
+    return 0;
+  }
+
+  std::string config =
+      options.amp == AmpLevel::O0
+          ? std::string("--amp=O0")
+          : llvm::formatv("--amp={0} --half={1}", level, half).str();
+  out << "mpc precision report: model @" << forward.getSymName() << ", "
+      << config << "\n\n";
+
+  opRows.insert(opRows.begin(),
+                {"location", "op", "category", "type", "reason"});
+  out << "Forward ops after precision assignment (" << opRows.size() - 1
+      << "):\n";
+  printTable(out, opRows);
+
   out << "\nCasts inserted in the forward pass: " << forwardCount
       << ", writing " << forwardBytes << " bytes per step\n";
   printTable(out,
@@ -264,10 +426,6 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
       << stepCasts.count << ", writing " << stepCasts.bytes
       << " bytes per step\n";
 
-  // 3. Memory, from the plans the generated library allocates.
-  MemorySummary at = planMemory(chosen->trainModel(), chosen->forwardModel());
-  MemorySummary o0 =
-      planMemory(baseline->trainModel(), baseline->forwardModel());
   auto row = [&](StringRef name, int64_t MemorySummary::*field) {
     return std::vector<std::string>{name.str(), std::to_string(o0.*field),
                                     std::to_string(at.*field),
@@ -302,5 +460,37 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
       << label << ": " << percent(at.trainActivations, o0.trainActivations)
       << " of O0 (" << at.trainActivations << " of " << o0.trainActivations
       << " bytes)\n";
+
+  // 5. The kernels, each bounded by the roofline of the named GPU.
+  out << "\nKernels of one training step at " << label << " (" << kernels.size()
+      << " launches, " << gemmCalls << " of them GEMM calls), roofline on "
+      << gpu->description << ":\n";
+  std::vector<std::vector<std::string>> kernelRows = {
+      {"#", "kernel", "phase", "op", "location", "FLOPs", "bytes", "bound (us)",
+       "bound by"}};
+  for (auto [index, row] : llvm::enumerate(kernels)) {
+    const KernelRecord &record = *row.record;
+    kernelRows.push_back(
+        {std::to_string(index), record.name, row.phase, opsText(record),
+         record.ops.empty() ? "-" : fileLineCol(record.ops.front()->getLoc()),
+         std::to_string(record.cost.flops), std::to_string(record.cost.bytes()),
+         microseconds(row.bound.seconds),
+         row.bound.memoryBound ? "memory" : "compute"});
+  }
+  printTable(out, kernelRows,
+             {true, false, false, false, false, true, true, true, false});
+  out << "\nStep total: " << stepCost.flops << " FLOPs, " << stepCost.bytes()
+      << " bytes (" << stepCost.bytesRead << " read, " << stepCost.bytesWritten
+      << " written)\n";
+  out << "Optimizer step (" << optimizerName
+      << "): " << optimizerKernels << " kernels, " << optimizerCost.bytes()
+      << " bytes (" << optimizerCost.bytesRead << " read, "
+      << optimizerCost.bytesWritten
+      << " written), one update pass over the flat buffers\n";
+  out << llvm::formatv("Roofline bound of the step on {0} (f16/bf16 tensor "
+                       "{1} TFLOP/s, fp32 {2} TFLOP/s, {3} GB/s): {4} us, the "
+                       "sum of the kernels' bounds\n",
+                       gpu->description, gpu->halfTensorTflops, gpu->fp32Tflops,
+                       gpu->bandwidthGBs, microseconds(stepSeconds));
   return 0;
 }

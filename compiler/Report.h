@@ -20,9 +20,11 @@ namespace mlir::mpc {
 /// Prints the precision report of the verified model `module` (before any
 /// pass ran) at the level and half type of `options`: per forward op its
 /// category, assigned type and the reason; the casts inserted and the bytes
-/// they write; and the memory of the generated library beside O0's. Runs
-/// the pipeline on clones; `module` is left as it was. Returns the process
-/// exit code.
+/// they write; the memory of the generated library beside O0's; and the
+/// kernels of one training step with their FLOPs, bytes and roofline bound
+/// on `options.reportGpu`. As tables, or one JSON object when
+/// `options.reportJson`. Runs the pipeline on clones; `module` is left as
+/// it was. Returns the process exit code.
 int printReport(ModuleOp module, const CompileOptions &options,
                 llvm::raw_ostream &out);
 

@@ -48,10 +48,25 @@ cl::opt<mlir::mpc::EmitStage> emit(
         clEnumValN(mlir::mpc::EmitStage::Library, "lib",
                    "lib<model>.a and <model>.h in -o (default)")));
 
-cl::opt<bool> report(
+enum class ReportFormat { None, Table, Json };
+cl::opt<ReportFormat> report(
     "report",
-    cl::desc("Print each op's precision and why, the casts and the memory "
-             "beside O0's, then stop"),
+    cl::desc("Print each op's precision and why, the casts, the memory "
+             "beside O0's and the kernels of a step, then stop"),
+    cl::ValueOptional, cl::init(ReportFormat::None), cl::sub(compileCommand),
+    cl::cat(compileCategory),
+    cl::values(clEnumValN(ReportFormat::Table, "", "as tables"),
+               clEnumValN(ReportFormat::Json, "json", "as one JSON object")));
+cl::opt<std::string> reportGpu(
+    "report-gpu",
+    cl::desc("GPU whose roofline bounds the kernels in --report (h100, "
+             "h200, a100, l4; default h100)"),
+    cl::value_desc("gpu"), cl::sub(compileCommand), cl::cat(compileCategory));
+
+cl::opt<bool> debugNonfinite(
+    "debug-nonfinite",
+    cl::desc("Check every op output for inf/NaN; the runtime names the "
+             "first (mpc_get_nonfinite_report)"),
     cl::sub(compileCommand), cl::cat(compileCategory));
 
 cl::opt<mlir::mpc::Target> target(
@@ -192,7 +207,15 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.inputFile = inputFile;
   options.outputDir = outputDir;
   options.emit = emit;
-  options.report = report;
+  options.report = report != ReportFormat::None;
+  options.reportJson = report == ReportFormat::Json;
+  if (reportGpu.getNumOccurrences()) {
+    if (!options.report)
+      return fail("--report-gpu applies to --report only");
+    if (std::optional<std::string> error =
+            mlir::mpc::parseReportGpu(reportGpu, options.reportGpu))
+      return fail(*error);
+  }
   options.target = target;
   options.amp = amp;
   if (half.getNumOccurrences())
@@ -265,6 +288,7 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.clipNorm = clipNorm;
   options.accumulate = accumulate;
   options.werrorNumerics = werrorNumerics;
+  options.debugNonfinite = debugNonfinite;
   options.foldCasts = !noFoldCasts;
 
   if (options.emit == mlir::mpc::EmitStage::Library && !options.report &&

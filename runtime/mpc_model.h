@@ -70,6 +70,30 @@ typedef struct mpc_tensor_desc {
   int64_t ignore_index;
 } mpc_tensor_desc;
 
+/* `mpc compile --debug-nonfinite`: after every op output the step
+ * materialises, a check kernel looks for inf/NaN; the first that finds one
+ * (an atomic exchange on `found`) fills this record, and later checks of the
+ * step do nothing. Generated kernels declare the same layout
+ * (mpc_nonfinite_record_dev, checked by static_asserts in the host code). */
+typedef struct mpc_nonfinite_record {
+  int32_t found; /* 0 until a check met inf/NaN */
+  int32_t site;  /* index into mpc_model_desc.debug_sites */
+  int64_t num_elements;
+  int64_t nan_count;
+  int64_t inf_count;
+  /* Casts to f16/bf16: finite source values that round to inf in the half
+   * type (beyond its range); -1 for other ops. */
+  int64_t outside_half_range;
+  float max_abs_finite; /* largest |value| among the finite ones */
+} mpc_nonfinite_record;
+
+/* One checked op output of a --debug-nonfinite build. */
+typedef struct mpc_debug_site {
+  const char *op;       /* "mpc.scale" */
+  const char *location; /* "model.mlir:12:8", or "-" */
+  int32_t backward;     /* 1: the op computes gradients (backward pass) */
+} mpc_debug_site;
+
 /* What a step function sees. A step function returns MPC_OK, or a status
  * the runtime passes on (with a message naming the model and the step); it
  * must not abort. Generated cpu code may call the runtime's mpc_rt_*
@@ -93,6 +117,9 @@ typedef struct mpc_step_context {
   /* Set by a kernel that met an out-of-range index; the runtime turns it
    * into MPC_ERROR_OUT_OF_RANGE. */
   int32_t *index_error;
+  /* Where --debug-nonfinite checks record the first offender; the runtime
+   * clears it before every step. Never null. */
+  mpc_nonfinite_record *nonfinite;
 } mpc_step_context;
 
 typedef mpc_status (*mpc_step_fn)(mpc_step_context *context);
@@ -135,6 +162,11 @@ struct mpc_model_desc {
    * set_param, load_checkpoint). The fused optimizer keeps them current in
    * training. Null when the model has none. */
   mpc_step_fn sync_half_copies;
+  /* 1 when built with --debug-nonfinite: the steps check every op output
+   * and debug_sites names the checked ops (train step's, then eval's). */
+  int32_t debug_nonfinite;
+  int32_t num_debug_sites;
+  const mpc_debug_site *debug_sites;
 };
 
 #ifdef __cplusplus

@@ -343,6 +343,12 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
   context.micro_step =
       static_cast<int32_t>(session->step % model->accumulate_steps);
   context.index_error = &index_error;
+  session->nonfinite = mpc_nonfinite_record{};
+  const mpc_loss_scaler_state &scaler = mpcrt::train_control(session)->scaler;
+  session->nonfinite_step = scaler.total_steps - scaler.total_skipped;
+  session->nonfinite_loss_scale = scaler.scale;
+  session->nonfinite_training = training;
+  context.nonfinite = &session->nonfinite;
   const char *function = training ? "train_step" : "eval";
   mpc_status returned =
       training ? model->train_step(&context) : model->eval(&context);

@@ -175,6 +175,35 @@ typedef struct mpc_training_stats {
 mpc_status mpc_get_training_stats(mpc_session *session,
                                   mpc_training_stats *stats);
 
+/* The first op whose output held inf or NaN in the last mpc_train_step,
+ * mpc_compute_gradients or mpc_eval call, for models compiled with
+ * `mpc compile --debug-nonfinite` (others fail with
+ * MPC_ERROR_INVALID_ARGUMENT). Steps still return MPC_OK when one is found:
+ * with dynamic loss scaling an overflow in the scaled gradients (backward
+ * = 1) is expected and handled by skipping the step, while a non-finite
+ * forward value or loss (backward = 0) is a bug in the model or its
+ * precision. */
+typedef struct mpc_nonfinite_report {
+  int32_t found;        /* 0: every checked value was finite */
+  const char *op;       /* "mpc.scale"; NULL when !found */
+  const char *location; /* "model.mlir:12:8" in the model file */
+  int32_t backward;     /* 0: forward pass; 1: backward (gradients) */
+  int32_t training;     /* 1: train step or gradients; 0: mpc_eval */
+  int64_t step;         /* optimizer steps applied before that call */
+  int64_t num_elements; /* of the offending tensor */
+  int64_t nan_count;
+  int64_t inf_count;
+  float max_abs_finite; /* largest |value| among the finite ones */
+  /* For a cast to f16/bf16: finite values of its source beyond the half
+   * type's range (they became inf); -1 for other ops. */
+  int64_t outside_half_range;
+  /* The loss scale the step ran with (1 without loss scaling); NaN when
+   * !found. */
+  float loss_scale;
+} mpc_nonfinite_report;
+mpc_status mpc_get_nonfinite_report(const mpc_session *session,
+                                    mpc_nonfinite_report *report);
+
 /* Checkpoints are safetensors files: every parameter and state tensor under
  * its model name, optimizer state under "optimizer.<slot>.<name>" (slot as
  * PyTorch names it: momentum_buffer, exp_avg, exp_avg_sq; and

@@ -25,6 +25,12 @@ struct mpc_session {
   // dropout counter. Optimizer steps, applied and skipped, are counted in
   // the training control block on the device.
   int64_t step;
+  // --debug-nonfinite: the last step's first offender, the optimizer step
+  // it ran at, and whether it was a training step (see nonfinite.cpp).
+  mpc_nonfinite_record nonfinite;
+  int64_t nonfinite_step;
+  float nonfinite_loss_scale; // the scale the step ran with
+  int32_t nonfinite_training;
 };
 
 namespace mpcrt {

@@ -1,0 +1,73 @@
+//===- KernelCost.cpp - what each kernel of a step costs ----------*- C++
+//-*-===//
+//
+// This file implements the helpers of per-kernel accounting: storage bytes
+// of values, locations as text, and the forward/backward split of a
+// training step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/KernelCost.h"
+
+#include "compiler/Codegen.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+KernelCost &KernelCost::reads(Value value) {
+  bytesRead += storageBytes(cast<RankedTensorType>(value.getType()));
+  return *this;
+}
+
+KernelCost &KernelCost::writes(Value value) {
+  bytesWritten += storageBytes(cast<RankedTensorType>(value.getType()));
+  return *this;
+}
+
+KernelCost &KernelCost::readsElements(int64_t elements, Type element) {
+  bytesRead += storageBytes(RankedTensorType::get({elements}, element));
+  return *this;
+}
+
+KernelCost &KernelCost::writesElements(int64_t elements, Type element) {
+  bytesWritten += storageBytes(RankedTensorType::get({elements}, element));
+  return *this;
+}
+
+std::string mlir::mpc::fileLineCol(Location loc) {
+  std::string text = "-";
+  loc->walk([&](Location inner) {
+    if (auto file = dyn_cast<FileLineColLoc>(inner)) {
+      text = llvm::formatv("{0}:{1}:{2}",
+                           llvm::sys::path::filename(file.getFilename()),
+                           file.getLine(), file.getColumn())
+                 .str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return text;
+}
+
+llvm::DenseSet<Operation *> mlir::mpc::findForwardOps(ModelOp model) {
+  // Walk backwards from the loss and the extra outputs (never from the
+  // gradients): everything reached is forward work.
+  OutputOp output = model.getOutputOp();
+  SmallVector<Value> worklist{output.getLoss()};
+  llvm::append_range(worklist, output.getOutputs());
+  llvm::DenseSet<Operation *> forward;
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || !forward.insert(def).second)
+      continue;
+    llvm::append_range(worklist, def->getOperands());
+  }
+  return forward;
+}
+
+int64_t mlir::mpc::gemmDtypeBytes(StringRef dtype) {
+  return dtype == "MPC_F32" ? 4 : 2; // gemmDtype gives F32, F16 or BF16
+}

@@ -1,0 +1,99 @@
+//===- KernelCost.h - what each kernel of a step costs ------------*- C++
+//-*-===//
+//
+// This file declares the per-kernel accounting of code generation: every
+// kernel launch and every runtime GEMM call of a step function records its
+// FLOPs and the bytes it reads and writes, computed from shapes and storage
+// types, together with the op(s) it was emitted for. `mpc compile --report`
+// lists these records and bounds the step's time with a roofline.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_COMPILER_KERNELCOST_H
+#define MPC_COMPILER_KERNELCOST_H
+
+#include "dialect/MpcOps.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mlir::mpc {
+
+/// FLOPs and bytes moved by one kernel or runtime call. Bytes count every
+/// operand read once and every result written once, at their storage types
+/// (the minimum traffic, as a roofline assumes); FLOPs count the arithmetic
+/// the kernel performs per element as written, a transcendental function
+/// (exp, log, tanh, rsqrt) counting as one.
+struct KernelCost {
+  int64_t flops = 0;
+  int64_t bytesRead = 0;
+  int64_t bytesWritten = 0;
+
+  /// Reads the whole of `value` (its storage bytes).
+  KernelCost &reads(Value value);
+  /// Writes the whole of `value`.
+  KernelCost &writes(Value value);
+  /// Reads `elements` elements stored as `element` (part of a tensor, a
+  /// gather).
+  KernelCost &readsElements(int64_t elements, Type element);
+  KernelCost &writesElements(int64_t elements, Type element);
+  KernelCost &readsBytes(int64_t bytes) {
+    bytesRead += bytes;
+    return *this;
+  }
+  KernelCost &writesBytes(int64_t bytes) {
+    bytesWritten += bytes;
+    return *this;
+  }
+  /// `perElement` FLOPs for each of `elements`.
+  KernelCost &flopsPer(int64_t elements, int64_t perElement) {
+    flops += elements * perElement;
+    return *this;
+  }
+  int64_t bytes() const { return bytesRead + bytesWritten; }
+  KernelCost &operator+=(const KernelCost &other) {
+    flops += other.flops;
+    bytesRead += other.bytesRead;
+    bytesWritten += other.bytesWritten;
+    return *this;
+  }
+};
+
+/// Whether a kernel runs on the tensor cores (a GEMM) or the vector units:
+/// the roofline takes a different peak for each.
+enum class KernelKind { Kernel, Gemm };
+
+/// One launch (or runtime call) of a step function, in program order.
+struct KernelRecord {
+  /// The kernel's name, or the runtime function for a call (mpc_rt_gemm).
+  std::string name;
+  KernelKind kind = KernelKind::Kernel;
+  /// The ops it was emitted for; empty for whole-step work (the optimizer).
+  SmallVector<Operation *, 2> ops;
+  /// What the kernel does when `ops` is empty ("optimizer: sgd").
+  std::string origin;
+  /// The element type the work runs in for a GEMM (its inputs'), which
+  /// selects the tensor-core peak: f16/bf16 or f32.
+  bool halfInputs = false;
+  KernelCost cost;
+};
+
+/// `file:line:col` of the first file location in `loc`, file name only,
+/// or "-" when it has none.
+std::string fileLineCol(Location loc);
+
+/// The ops of a training step that compute the loss or an extra output
+/// (those the loss and outputs depend on); every other op computes only
+/// gradients, the backward pass. Ops the forward pass and the backward pass
+/// share after CSE count as forward.
+llvm::DenseSet<Operation *> findForwardOps(ModelOp model);
+
+/// Bytes per element of an mpc_dtype enumerator as GemmCall spells it
+/// ("MPC_F16" -> 2).
+int64_t gemmDtypeBytes(StringRef dtype);
+
+} // namespace mlir::mpc
+
+#endif // MPC_COMPILER_KERNELCOST_H

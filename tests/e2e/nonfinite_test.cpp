@@ -1,0 +1,194 @@
+//===- nonfinite_test.cpp - `mpc compile --debug-nonfinite` end to end ----===//
+//
+// One of the overflow models of models/ (chosen at build time with
+// -DMPC_MODEL=<name>), compiled with --debug-nonfinite or without, and what
+// mpc_get_nonfinite_report says after a step; the expectation is chosen
+// with -DMPC_E2E_EXPECT=<n>:
+//
+//   1  forward:  the mpc.scale at FORWARD_LOCATION overflows in the forward
+//                pass (f16), the loss is not finite, the step returns MPC_OK
+//   2  backward: the forward pass is finite, the gradient of the mpc.scale
+//                at BACKWARD_LOCATION overflows (f16, scaled by the dynamic
+//                loss scaler's 65536): the step is skipped
+//   3  none:     every value stays finite (the same model in f32)
+//   4  off:      built without --debug-nonfinite: the report is refused
+//
+// (1 also checks a cast of the input %x, at INPUT_LOCATION, that overflows.)
+//
+// Weights are set to 1 and the bias to 0, every input to MPC_E2E_INPUT and
+// every target to 0, so the values are known (see the model files).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/mpc_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define MPC_STRINGIFY2(x) #x
+#define MPC_STRINGIFY(x) MPC_STRINGIFY2(x)
+#define MPC_CONCAT2(a, b) a##b
+#define MPC_CONCAT(a, b) MPC_CONCAT2(a, b)
+#include MPC_STRINGIFY(MPC_MODEL.h)
+#define MPC_MODEL_DESC MPC_CONCAT(mpc_model_, MPC_MODEL)
+
+namespace {
+
+class Nonfinite : public ::testing::Test {
+protected:
+  void SetUp() override {
+    mpc_session_options options;
+    mpc_session_options_init(&options);
+    ASSERT_EQ(mpc_session_create(MPC_MODEL_DESC(), &options, &session), MPC_OK)
+        << mpc_last_error();
+    std::vector<float> ones(64, 1.0f), zeros(8, 0.0f);
+    ASSERT_EQ(mpc_set_param(session, "w", ones.data(), ones.size()), MPC_OK);
+    ASSERT_EQ(mpc_set_param(session, "b", zeros.data(), zeros.size()), MPC_OK);
+    x.assign(32, MPC_E2E_INPUT);
+    y.assign(4, 0);
+  }
+  void TearDown() override { mpc_session_destroy(session); }
+
+  /// One training step; returns its loss.
+  float trainStep() {
+    const void *inputs[] = {x.data(), y.data()};
+    float loss = 0;
+    EXPECT_EQ(mpc_train_step(session, inputs, &loss), MPC_OK)
+        << mpc_last_error();
+    return loss;
+  }
+
+  mpc_session *session = nullptr;
+  std::vector<float> x;
+  std::vector<int32_t> y;
+};
+
+#if MPC_E2E_EXPECT == 1
+TEST_F(Nonfinite, ForwardOverflowNamesTheOp) {
+  // A finite step first (inputs 0 leave the weights as they are), so that
+  // the step number is checked.
+  std::vector<float> input = x;
+  std::fill(x.begin(), x.end(), 0.0f);
+  EXPECT_TRUE(std::isfinite(trainStep()));
+  x = input;
+  float loss = trainStep();
+  EXPECT_FALSE(std::isfinite(loss));
+  mpc_nonfinite_report report;
+  ASSERT_EQ(mpc_get_nonfinite_report(session, &report), MPC_OK)
+      << mpc_last_error();
+  ASSERT_EQ(report.found, 1);
+  EXPECT_STREQ(report.op, "mpc.scale");
+  EXPECT_STREQ(report.location, FORWARD_LOCATION);
+  EXPECT_EQ(report.backward, 0);
+  EXPECT_EQ(report.training, 1);
+  EXPECT_EQ(report.step, 1);
+  // 80 * 1000 in every element: all 32 are inf, none NaN or finite.
+  EXPECT_EQ(report.num_elements, 32);
+  EXPECT_EQ(report.inf_count, 32);
+  EXPECT_EQ(report.nan_count, 0);
+  EXPECT_EQ(report.max_abs_finite, 0.0f);
+  EXPECT_EQ(report.outside_half_range, -1); // not a cast
+  EXPECT_EQ(report.loss_scale, 64.0f); // --loss-scale=static:64
+}
+
+TEST_F(Nonfinite, InputCastCountsValuesBeyondHalfRange) {
+  // Half the inputs are beyond f16's range: the cast of %x to f16 (O1) is
+  // the first op to make infs, and counts the f32 values that caused them.
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = i % 2 ? 1.0e5f : 1.0f;
+  trainStep();
+  mpc_nonfinite_report report;
+  ASSERT_EQ(mpc_get_nonfinite_report(session, &report), MPC_OK);
+  ASSERT_EQ(report.found, 1);
+  EXPECT_STREQ(report.op, "mpc.cast");
+  EXPECT_STREQ(report.location, INPUT_LOCATION);
+  EXPECT_EQ(report.backward, 0);
+  EXPECT_EQ(report.inf_count, 16);
+  EXPECT_EQ(report.outside_half_range, 16);
+  EXPECT_EQ(report.max_abs_finite, 1.0f);
+}
+
+TEST_F(Nonfinite, EvalReportsTheForwardOpToo) {
+  const void *inputs[] = {x.data(), y.data()};
+  float loss = 0;
+  ASSERT_EQ(mpc_eval(session, inputs, &loss, nullptr), MPC_OK);
+  mpc_nonfinite_report report;
+  ASSERT_EQ(mpc_get_nonfinite_report(session, &report), MPC_OK);
+  ASSERT_EQ(report.found, 1);
+  EXPECT_STREQ(report.op, "mpc.scale");
+  EXPECT_STREQ(report.location, FORWARD_LOCATION);
+  EXPECT_EQ(report.training, 0);
+  EXPECT_EQ(report.step, 0);
+}
+
+TEST_F(Nonfinite, AFiniteStepClearsTheReport) {
+  EXPECT_FALSE(std::isfinite(trainStep()));
+  // The update made the weights NaN: restore them. Inputs of 0 give a
+  // finite step, and the report is about the last step only.
+  std::vector<float> ones(64, 1.0f), zeros(8, 0.0f);
+  ASSERT_EQ(mpc_set_param(session, "w", ones.data(), ones.size()), MPC_OK);
+  ASSERT_EQ(mpc_set_param(session, "b", zeros.data(), zeros.size()), MPC_OK);
+  std::fill(x.begin(), x.end(), 0.0f);
+  EXPECT_TRUE(std::isfinite(trainStep()));
+  mpc_nonfinite_report report;
+  ASSERT_EQ(mpc_get_nonfinite_report(session, &report), MPC_OK);
+  EXPECT_EQ(report.found, 0);
+  EXPECT_EQ(report.op, nullptr);
+}
+#elif MPC_E2E_EXPECT == 2
+TEST_F(Nonfinite, BackwardOverflowIsMarkedBackward) {
+  float loss = trainStep();
+  EXPECT_NEAR(loss, std::log(8.0f), 1e-3f);
+  mpc_nonfinite_report report;
+  ASSERT_EQ(mpc_get_nonfinite_report(session, &report), MPC_OK)
+      << mpc_last_error();
+  ASSERT_EQ(report.found, 1);
+  EXPECT_STREQ(report.op, "mpc.scale");
+  EXPECT_STREQ(report.location, BACKWARD_LOCATION);
+  EXPECT_EQ(report.backward, 1);
+  EXPECT_EQ(report.step, 0);
+  EXPECT_EQ(report.loss_scale, 65536.0f);
+  // The logits' gradient, scaled by 65536: (1/8 - 1) / 4 * 65536 = -14336
+  // for the targets, 1/32 * 65536 = 2048 for the others; times 1e6 every
+  // one is beyond f16's range.
+  EXPECT_EQ(report.num_elements, 32);
+  EXPECT_EQ(report.inf_count, 32);
+  EXPECT_EQ(report.nan_count, 0);
+  EXPECT_EQ(report.max_abs_finite, 0.0f);
+  // The expected, handled case: the step was skipped and the scale halved.
+  mpc_training_stats stats;
+  ASSERT_EQ(mpc_get_training_stats(session, &stats), MPC_OK);
+  EXPECT_EQ(stats.last_skipped, 1);
+  EXPECT_EQ(stats.skipped_steps, 1);
+  EXPECT_EQ(stats.loss_scale, 32768.0f);
+}
+#elif MPC_E2E_EXPECT == 3
+TEST_F(Nonfinite, FiniteInF32) {
+  float loss = trainStep();
+  EXPECT_TRUE(std::isfinite(loss));
+  mpc_nonfinite_report report;
+  ASSERT_EQ(mpc_get_nonfinite_report(session, &report), MPC_OK)
+      << mpc_last_error();
+  EXPECT_EQ(report.found, 0);
+}
+#elif MPC_E2E_EXPECT == 4
+TEST_F(Nonfinite, RefusedWithoutTheFlag) {
+  trainStep();
+  mpc_nonfinite_report report;
+  EXPECT_EQ(mpc_get_nonfinite_report(session, &report),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(mpc_last_error(), "without --debug-nonfinite"), nullptr)
+      << mpc_last_error();
+  EXPECT_EQ(mpc_get_nonfinite_report(nullptr, &report),
+            MPC_ERROR_INVALID_ARGUMENT);
+}
+#else
+#error "MPC_E2E_EXPECT must be 1, 2, 3 or 4"
+#endif
+
+} // namespace
