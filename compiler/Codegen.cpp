@@ -322,8 +322,11 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
     for (Operation *op : step.ops)
       if (isAlias(op) && !buffers.count(op->getResult(0))) {
         auto it = buffers.find(rootOf(op->getResult(0)));
-        if (it != buffers.end())
-          buffers[op->getResult(0)] = it->second;
+        if (it != buffers.end()) {
+          // Copied first: inserting may grow the map and move `it`'s entry.
+          Buffer root = it->second;
+          buffers[op->getResult(0)] = root;
+        }
       }
 }
 
