@@ -7,7 +7,10 @@
   - the loss series (<polyline id="loss">) exists, its data-points equals
     the CSV's number of steps, and its points attribute holds that many
     points;
-  - where the CSV has a seconds column, so does the steps/s series;
+  - where the CSV has a seconds column, so does the steps/s series; the
+    same for the scale and lr columns and their series;
+  - where it has a skipped column, the loss and scale curves mark every
+    skipped step;
   - with --report: every arena of the report's "Memory (bytes)" table is
     listed in the page's memory table (and the bar's arenas are among them);
   - with --title: the title names the model;
@@ -97,6 +100,22 @@ def main():
     check_series("loss", len(steps))
     if "seconds" in header:
         check_series("steps-per-second", len(steps))
+    for column, sid in (("scale", "scale"), ("lr", "lr")):
+        if column in header:
+            check_series(sid, len(steps))
+    if "skipped" in header:
+        at = header.index("skipped")
+        skipped = sum(1 for row in steps if row[at].strip() == "1")
+        for sid in ("loss-skipped", "scale-skipped"):
+            if not skipped:
+                continue
+            marks = page.by_id.get(sid)
+            if not marks:
+                failures.append(f"{skipped} skipped steps but no '{sid}'")
+            elif marks[1].get("data-points") != str(skipped):
+                failures.append(f"'{sid}' marks {marks[1].get('data-points')} "
+                                f"steps, the CSV skipped {skipped}")
+        print(f"{skipped} skipped steps marked")
 
     if args.title:
         title = page.by_id.get("title")

@@ -1,5 +1,6 @@
 # Trains the GPT example for 300 steps with --csv, writes `mpc compile
-# --report` for the same model, renders the telemetry page and checks it.
+# --report` for the same model (MODEL_OPTIONS), renders the telemetry page
+# and checks it.
 file(REMOVE_RECURSE ${DIR})
 file(MAKE_DIRECTORY ${DIR})
 function(run)
@@ -11,7 +12,8 @@ function(run)
   endif()
 endfunction()
 run(${TRAIN} --steps=300 --log-every=100 --sample=0 --csv=${DIR}/run.csv)
-execute_process(COMMAND ${MPC} compile ${MODEL} --report -o ${DIR}/gpt.o
+separate_arguments(MODEL_OPTIONS)
+execute_process(COMMAND ${MPC} compile ${MODEL} ${MODEL_OPTIONS} --report -o ${DIR}/gpt.o
                 OUTPUT_FILE ${DIR}/report.txt RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "mpc compile --report failed (${rc})")
