@@ -6,7 +6,9 @@
 // implementation of torch.optim's update:
 //
 //   1. mpc_compute_gradients gives the step's (unscaled) gradient g at the
-//      current parameters p; mpc_train_step then updates them;
+//      current parameters p; mpc_train_step then updates them (with
+//      --accumulate=N, g is the mean over N micro-batches and the first
+//      N-1 train steps must leave p as it was);
 //   2. the reference computes the global norm of g, the clip factor, the
 //      scheduled rate and the update of p in double, carrying its own fp64
 //      momentum / Adam moments from the same gradients;
@@ -22,7 +24,7 @@
 //
 //   optimizer_check --kind=adamw --lr=0.002 --weight-decay=0.1 --clip=0.5
 //       [--momentum=M --nesterov --beta1= --beta2= --eps=]
-//       [--warmup=W --decay=D --min-lr=L] [--steps=100]
+//       [--warmup=W --decay=D --min-lr=L] [--accumulate=N] [--steps=100]
 //
 // The options must repeat what `mpc compile` was given (tests/e2e/
 // CMakeLists.txt passes both from one list).
@@ -57,6 +59,7 @@ struct Config {
   double minLr = 0;
   bool scheduled = false;
   int steps = 100;
+  int accumulate = 1;
 };
 
 int failures = 0;
@@ -97,6 +100,8 @@ bool parse(int argc, char **argv, Config &config) {
       config.decay = std::atoll(v), config.scheduled = true;
     else if (const char *v = value("--min-lr="))
       config.minLr = std::atof(v);
+    else if (const char *v = value("--accumulate="))
+      config.accumulate = std::atoi(v);
     else if (const char *v = value("--steps="))
       config.steps = std::atoi(v);
     else {
@@ -184,29 +189,52 @@ int main(int argc, char **argv) {
   bool adam = config.kind != "sgd";
   std::vector<float> losses;
   for (int step = 1; step <= config.steps; ++step) {
-    for (float &value : xs)
-      value = normal(rng);
-    for (int64_t b = 0; b < batch; ++b) {
-      double best = -INFINITY;
-      for (int64_t c = 0; c < classes; ++c) {
-        double dot = 0;
-        for (int64_t f = 0; f < features; ++f)
-          dot += double(teacher[c * features + f]) * xs[b * features + f];
-        if (dot > best)
-          best = dot, ys[b] = static_cast<int32_t>(c);
-      }
-    }
+    // One optimizer step: `accumulate` micro-batches, each one's gradient
+    // first read at the unchanged parameters (mpc_compute_gradients, same
+    // loss scale), then trained on; the update uses their mean.
     std::vector<float> p = readAll(false);
-    float loss = 0;
-    if (mpc_compute_gradients(session, inputs, &loss) != MPC_OK ||
-        mpc_train_step(session, inputs, &loss) != MPC_OK) {
-      std::fprintf(stderr, "error: %s\n", mpc_last_error());
-      return 1;
+    std::vector<double> mean(total, 0.0);
+    std::vector<std::vector<float>> batchesX, batchesY;
+    for (int micro = 0; micro < config.accumulate; ++micro) {
+      for (float &value : xs)
+        value = normal(rng);
+      for (int64_t b = 0; b < batch; ++b) {
+        double best = -INFINITY;
+        for (int64_t c = 0; c < classes; ++c) {
+          double dot = 0;
+          for (int64_t f = 0; f < features; ++f)
+            dot += double(teacher[c * features + f]) * xs[b * features + f];
+          if (dot > best)
+            best = dot, ys[b] = static_cast<int32_t>(c);
+        }
+      }
+      float loss = 0;
+      if (mpc_compute_gradients(session, inputs, &loss) != MPC_OK) {
+        std::fprintf(stderr, "error: %s\n", mpc_last_error());
+        return 1;
+      }
+      std::vector<float> g = readAll(true);
+      for (size_t i = 0; i < total; ++i)
+        mean[i] += double(g[i]) / config.accumulate;
+      batchesX.push_back(xs);
+      batchesY.emplace_back(ys.begin(), ys.end());
     }
-    losses.push_back(loss);
-    // The gradient the step used: compute_gradients ran at the same
-    // parameters with the same loss scale, and train_step recomputed it.
-    std::vector<float> g = readAll(true);
+    for (int micro = 0; micro < config.accumulate; ++micro) {
+      xs = batchesX[micro];
+      for (int64_t b = 0; b < batch; ++b)
+        ys[b] = static_cast<int32_t>(batchesY[micro][b]);
+      float loss = 0;
+      if (mpc_train_step(session, inputs, &loss) != MPC_OK) {
+        std::fprintf(stderr, "error: %s\n", mpc_last_error());
+        return 1;
+      }
+      losses.push_back(loss);
+      if (micro + 1 < config.accumulate &&
+          std::memcmp(readAll(false).data(), p.data(),
+                      total * sizeof(float)) != 0)
+        fail("micro-batch %g of %g changed the parameters", micro + 1,
+             config.accumulate, step, -1);
+    }
     std::vector<float> updated = readAll(false);
     mpc_training_stats stats;
     mpc_get_training_stats(session, &stats);
@@ -221,8 +249,8 @@ int main(int argc, char **argv) {
     }
 
     double sumsq = 0;
-    for (float value : g)
-      sumsq += double(value) * value;
+    for (double value : mean)
+      sumsq += value * value;
     double norm = std::sqrt(sumsq);
     if (!std::isnan(stats.grad_norm) &&
         std::fabs(stats.grad_norm - norm) > 1e-5 * norm)
@@ -242,7 +270,7 @@ int main(int argc, char **argv) {
     double t = double(applied);
     double wd = config.weightDecay;
     for (size_t i = 0; i < total; ++i) {
-      double param = p[i], grad = double(g[i]) * clip;
+      double param = p[i], grad = mean[i] * clip;
       // Before the L2 term is added: the sum may cancel, its rounding not.
       double rawGrad = std::fabs(grad) + wd * std::fabs(param);
       // The update's terms, in magnitude: fp32 rounds each of them, so the
