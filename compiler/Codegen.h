@@ -126,8 +126,12 @@ public:
 
   /// A fresh kernel name that says what it computes: <model>_k<N>_<hint>.
   std::string kernelName(StringRef hint);
-  /// Adds a `__global__` function's full source.
+  /// Adds a `__global__` function's full source, preceded by a comment
+  /// naming the op it was generated for (see setOrigin), which NVRTC
+  /// diagnostics of the cuda target point back to.
   void addKernel(std::string source);
+  /// The op whose kernels are being emitted (null between steps).
+  void setOrigin(Operation *op) { origin = op; }
   /// Launches `kernel` over `grid` blocks of `block` threads.
   void launch(StringRef kernel, int64_t grid, int block,
               ArrayRef<std::string> args);
@@ -148,7 +152,12 @@ private:
   std::vector<std::string> &kernelSources;
   std::vector<std::string> body;
   bool training;
+  Operation *origin = nullptr;
 };
+
+/// The comment line addKernel puts before a kernel generated for an op:
+/// `// mpc: from 'mpc.linear' at model.mlir:12:5`.
+constexpr const char *kernelOriginPrefix = "// mpc: from '";
 
 /// Grid size for an elementwise loop over `n` elements (MPC_FOR_EACH).
 int64_t elementwiseGrid(int64_t n);
@@ -256,6 +265,9 @@ struct GeneratedModel {
 };
 
 struct CodegenOptions {
+  /// The cuda target: the host code launches the kernels from the image
+  /// NVRTC builds (CudaTarget.h) instead of running them on the host.
+  bool cuda = false;
   float learningRate = 0.01f;
   float momentum = 0.0f;
   float weightDecay = 0.0f;
@@ -286,7 +298,7 @@ MemorySummary summarizeMemory(const MemoryPlan &trainPlan,
 /// generateModel does and returns their arena sizes.
 MemorySummary planMemory(ModelOp train, ModelOp eval);
 
-/// Generates the cpu target's sources from a model whose `train` copy holds
+/// Generates the sources of a model (cpu or cuda target) from a model whose `train` copy holds
 /// the training step (forward, backward and gradients on mpc.output) and
 /// whose `eval` copy holds the forward pass.
 FailureOr<GeneratedModel> generateModel(ModelOp train, ModelOp eval,

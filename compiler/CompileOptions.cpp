@@ -52,8 +52,6 @@ std::optional<std::string> parseArch(const std::string &text, int &smVersion) {
 std::optional<std::string> findUnimplemented(const CompileOptions &options) {
   // One message per option, naming the option as the user wrote it.
   static const char *const optimizers[] = {"sgd", "adam", "adamw"};
-  if (options.target == Target::Cuda)
-    return std::string("--target=cuda is not implemented yet");
   if (options.optimizer != OptimizerKind::Sgd)
     return std::string("--optimizer=") +
            optimizers[static_cast<int>(options.optimizer)] +

@@ -11,6 +11,7 @@
 #include "runtime/mpc_runtime.h"
 #include "runtime/mpc_model.h"
 
+#include "runtime/cuda/cuda_session.h"
 #include "runtime/error.h"
 #include "runtime/half.h"
 #include "runtime/init.h"
@@ -303,9 +304,14 @@ mpc_status check_inputs(mpc_session *session, const char *function,
 mpc_status run_step(mpc_session *session, const void *const *inputs,
                     int32_t training, int32_t apply_update, float *loss) {
   const mpc_model_desc *model = session->model;
-  for (int32_t i = 0; i < model->num_inputs; ++i)
-    std::memcpy(mpcrt::tensor_data(session, model->inputs[i]), inputs[i],
-                static_cast<size_t>(mpcrt::tensor_bytes(model->inputs[i])));
+  if (session->cuda) {
+    if (mpc_status status = mpcrt::cuda_upload_inputs(session, inputs))
+      return status;
+  } else {
+    for (int32_t i = 0; i < model->num_inputs; ++i)
+      std::memcpy(mpcrt::tensor_data(session, model->inputs[i]), inputs[i],
+                  static_cast<size_t>(mpcrt::tensor_bytes(model->inputs[i])));
+  }
   int32_t index_error = 0;
   mpc_step_context context;
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
@@ -319,8 +325,12 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
   context.apply_update = apply_update;
   context.index_error = &index_error;
   const char *function = training ? "train_step" : "eval";
+  mpc_step_fn step = training ? model->train_step : model->eval;
+  // A cuda step sees device arenas and runs on the session's stream.
   mpc_status returned =
-      training ? model->train_step(&context) : model->eval(&context);
+      session->cuda
+          ? mpcrt::cuda_run_step(session, step, &context, &index_error)
+          : step(&context);
   int32_t status = mpcrt::raw_enum(returned);
   if (index_error)
     return set_error(MPC_ERROR_OUT_OF_RANGE,
@@ -335,6 +345,9 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
                      model->name, function, mpc_status_string(returned),
                      status);
   }
+  if (loss && session->cuda)
+    return mpcrt::cuda_download(session, MPC_ARENA_ACTIVATIONS,
+                                model->outputs[0].offset, loss, sizeof(float));
   if (loss)
     std::memcpy(loss, mpcrt::tensor_data(session, model->outputs[0]),
                 sizeof(float));
@@ -507,11 +520,14 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "model '%s' has unknown target %d", model->name,
                      model_target);
-  // TODO(issue 6): the cuda runtime (streams, device arenas, cuBLASLt).
-  if (option_target == MPC_TARGET_CUDA || model_target == MPC_TARGET_CUDA)
-    return set_error(MPC_ERROR_NO_DEVICE,
-                     "no CUDA device: the cuda target is not available in "
-                     "this build");
+  if (option_target != model_target)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_session_create: model '%s' was compiled for the %s "
+                     "target, the options ask for %s (mpc compile "
+                     "--target=%s builds it for that)",
+                     model->name, model_target == MPC_TARGET_CUDA ? "cuda" : "cpu",
+                     option_target == MPC_TARGET_CUDA ? "cuda" : "cpu",
+                     option_target == MPC_TARGET_CUDA ? "cuda" : "cpu");
   if (mpc_status status = check_model(model))
     return status;
 
@@ -519,6 +535,7 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   fresh.model = model;
   fresh.seed = options->seed;
   fresh.step = 0;
+  fresh.cuda = nullptr;
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     fresh.arenas[a] = nullptr;
   if (mpc_status status = resolve_hyperparameter(
@@ -567,6 +584,15 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
     mpcrt::initialize_tensor(model->states[i], created->seed,
                              static_cast<uint32_t>(model->num_params + i),
                              mpcrt::tensor_data(created, model->states[i]));
+  // A cuda session keeps these arenas as the host mirror of its device ones
+  // (runtime/cuda/cuda_session.h) and starts from the same initial values.
+  if (model_target == MPC_TARGET_CUDA) {
+    if (mpc_status status =
+            mpcrt::cuda_session_create(created, options->device)) {
+      mpc_session_destroy(created);
+      return status;
+    }
+  }
   *session = created;
   return MPC_OK;
 }
@@ -574,6 +600,7 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
 extern "C" void mpc_session_destroy(mpc_session *session) {
   if (!session)
     return;
+  mpcrt::cuda_session_destroy(session->cuda);
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     std::free(session->arenas[a]);
   std::free(session);
@@ -621,6 +648,8 @@ extern "C" mpc_status mpc_get_gradient(mpc_session *session, const char *name,
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "mpc_get_gradient: '%s' is state, which has no gradient",
                      name);
+  if (mpc_status status = mpcrt::sync_host(session))
+    return status;
   // The gradient of a parameter sits at the parameter's offset in the
   // gradient arena, in the parameter's dtype.
   const unsigned char *source =
@@ -643,7 +672,12 @@ extern "C" mpc_status mpc_eval(mpc_session *session, const void *const *inputs,
   const mpc_model_desc *model = session->model;
   if (outputs) {
     for (int32_t i = 1; i < model->num_outputs; ++i)
-      if (outputs[i - 1])
+      if (outputs[i - 1] && session->cuda) {
+        if (mpc_status status = mpcrt::cuda_download(
+                session, MPC_ARENA_ACTIVATIONS, model->outputs[i].offset,
+                outputs[i - 1], mpcrt::tensor_bytes(model->outputs[i])))
+          return status;
+      } else if (outputs[i - 1])
         std::memcpy(
             outputs[i - 1], mpcrt::tensor_data(session, model->outputs[i]),
             static_cast<size_t>(mpcrt::tensor_bytes(model->outputs[i])));
@@ -660,6 +694,8 @@ extern "C" mpc_status mpc_get_param(mpc_session *session, const char *name,
   if (mpc_status status =
           find_for_access(session, "mpc_get_param", name, data, count, &tensor))
     return status;
+  if (mpc_status status = mpcrt::sync_host(session))
+    return status;
   const unsigned char *source = mpcrt::tensor_data(session, *tensor);
   for (int64_t i = 0; i < tensor->num_elements; ++i)
     data[i] = load_as_f32(tensor->dtype, source, i);
@@ -672,10 +708,13 @@ extern "C" mpc_status mpc_set_param(mpc_session *session, const char *name,
   if (mpc_status status =
           find_for_access(session, "mpc_set_param", name, data, count, &tensor))
     return status;
+  // The rest of the mirror must be current before it goes back whole.
+  if (mpc_status status = mpcrt::sync_host(session))
+    return status;
   unsigned char *target = mpcrt::tensor_data(session, *tensor);
   for (int64_t i = 0; i < tensor->num_elements; ++i)
     store_from_f32(tensor->dtype, target, i, data[i]);
-  return MPC_OK;
+  return mpcrt::sync_device(session);
 }
 
 extern "C" mpc_status mpc_set_learning_rate(mpc_session *session,
