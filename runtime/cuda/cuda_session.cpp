@@ -233,7 +233,6 @@ using GemmKey =
     std::tuple<int, int, int, int, int, int64_t, int64_t, int64_t, int64_t,
                int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int,
                int, bool>;
-#endif // MPC_HAVE_CUBLASLT
 
 /// Largest power of two (up to 256) that divides an address: the alignment
 /// cuBLASLt may assume of an operand.
@@ -244,6 +243,7 @@ int alignment_of(const void *pointer) {
     alignment /= 2;
   return alignment;
 }
+#endif // MPC_HAVE_CUBLASLT
 
 // cuBLASLt's workspace: what its heuristics need for most shapes.
 constexpr size_t WORKSPACE_BYTES = 32u << 20;

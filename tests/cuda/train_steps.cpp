@@ -7,6 +7,8 @@
 // compare_targets.py can hold a cuda run against a cpu run of the same model.
 //
 //   train_steps --steps=20 --checkpoint=out.safetensors
+//   train_steps --bench=50 --warmup=10     time steps on one batch instead
+//                                          (tools/bench/gpu_step.py)
 //
 // Exit status: 0 trained, 77 no CUDA device (ctest's skip code for the
 // `gpu` tests; the reason is printed), 1 any other failure.
@@ -17,6 +19,8 @@
 #include "runtime/mpc_model.h"
 #include "runtime/mpc_runtime.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -70,16 +74,22 @@ std::vector<unsigned char> makeInput(const mpc_tensor_desc &input,
 } // namespace
 
 int main(int argc, char **argv) {
-  int steps = 20;
+  int steps = 20, bench = 0, warmup = 10;
   const char *checkpoint = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--steps=", 8) == 0) {
       steps = std::atoi(argv[i] + 8);
     } else if (std::strncmp(argv[i], "--checkpoint=", 13) == 0) {
       checkpoint = argv[i] + 13;
+    } else if (std::strncmp(argv[i], "--bench=", 8) == 0) {
+      bench = std::atoi(argv[i] + 8);
+    } else if (std::strncmp(argv[i], "--warmup=", 9) == 0) {
+      warmup = std::atoi(argv[i] + 9);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--steps=N] [--checkpoint=PATH]\n", argv[0]);
+                   "usage: %s [--steps=N] [--checkpoint=PATH] "
+                   "[--bench=N [--warmup=N]]\n",
+                   argv[0]);
       return 1;
     }
   }
@@ -100,6 +110,39 @@ int main(int argc, char **argv) {
     return 1;
   }
   std::mt19937 random(1234);
+  if (bench > 0) {
+    // One batch; each timed step ends when its loss is on the host, so the
+    // device has finished it.
+    std::vector<std::vector<unsigned char>> data;
+    std::vector<const void *> inputs;
+    for (int32_t i = 0; i < model->num_inputs; ++i)
+      data.push_back(makeInput(model->inputs[i], random));
+    for (const auto &input : data)
+      inputs.push_back(input.data());
+    std::vector<double> seconds;
+    for (int step = 0; step < warmup + bench; ++step) {
+      auto start = std::chrono::steady_clock::now();
+      float loss = 0;
+      if (mpc_train_step(session, inputs.data(), &loss) != MPC_OK) {
+        std::fprintf(stderr, "error: step %d: %s\n", step, mpc_last_error());
+        mpc_session_destroy(session);
+        return 1;
+      }
+      if (step >= warmup)
+        seconds.push_back(std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                              .count());
+    }
+    std::sort(seconds.begin(), seconds.end());
+    int64_t arenaBytes = 0;
+    for (int64_t bytes : model->arena_bytes)
+      arenaBytes += bytes;
+    std::printf("bench median_ms %.4f min_ms %.4f arena_bytes %lld\n",
+                1e3 * seconds[seconds.size() / 2], 1e3 * seconds[0],
+                static_cast<long long>(arenaBytes));
+    mpc_session_destroy(session);
+    return 0;
+  }
   for (int step = 0; step < steps; ++step) {
     std::vector<std::vector<unsigned char>> data;
     std::vector<const void *> inputs;
