@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -95,11 +96,13 @@ const LoadedDriver &driver() {
   static LoadedDriver loaded;
   static std::once_flag once;
   std::call_once(once, [] {
-    void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    // $MPC_CUDA_DRIVER_LIBRARY replaces the driver (the tests' mock).
+    const char *override = std::getenv("MPC_CUDA_DRIVER_LIBRARY");
+    std::string name = override && *override ? override : "libcuda.so.1";
+    void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!library) {
       const char *reason = dlerror();
-      loaded.error = std::string("cannot load the NVIDIA driver library "
-                                 "libcuda.so.1 (") +
+      loaded.error = "cannot load the NVIDIA driver library " + name + " (" +
                      (reason ? reason : "unknown reason") + ")";
       return;
     }
@@ -131,8 +134,7 @@ const LoadedDriver &driver() {
     MPC_BIND(cuLaunchKernel, "cuLaunchKernel")
 #undef MPC_BIND
     if (missing) {
-      loaded.error = std::string("libcuda.so.1 has no ") + missing +
-                     " (the driver is too old)";
+      loaded.error = name + " has no " + missing + " (the driver is too old)";
       return;
     }
     if (CUresult result = d.cuInit(0)) {
@@ -184,8 +186,11 @@ const LoadedBlas &blas() {
   static std::once_flag once;
   std::call_once(once, [] {
     // The major version this runtime was built against: its ABI.
-    std::string name =
-        "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
+    // $MPC_CUBLASLT_LIBRARY replaces it (the tests' mock).
+    const char *override = std::getenv("MPC_CUBLASLT_LIBRARY");
+    std::string name = override && *override
+                           ? override
+                           : "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
     void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!library) {
       const char *reason = dlerror();
