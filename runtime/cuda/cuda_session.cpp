@@ -50,8 +50,6 @@ using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 
 constexpr CUresult CUDA_SUCCESS = 0;
-constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
-constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 
 struct Driver {
@@ -59,8 +57,6 @@ struct Driver {
   CUresult (*cuGetErrorString)(CUresult, const char **);
   CUresult (*cuDeviceGetCount)(int *);
   CUresult (*cuDeviceGet)(CUdevice *, int);
-  CUresult (*cuDeviceGetAttribute)(int *, int, CUdevice);
-  CUresult (*cuDeviceGetName)(char *, int, CUdevice);
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
   CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
   CUresult (*cuCtxSetCurrent)(CUcontext);
@@ -115,8 +111,6 @@ const LoadedDriver &driver() {
     MPC_BIND(cuGetErrorString, "cuGetErrorString")
     MPC_BIND(cuDeviceGetCount, "cuDeviceGetCount")
     MPC_BIND(cuDeviceGet, "cuDeviceGet")
-    MPC_BIND(cuDeviceGetAttribute, "cuDeviceGetAttribute")
-    MPC_BIND(cuDeviceGetName, "cuDeviceGetName")
     MPC_BIND(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")
     MPC_BIND(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")
     MPC_BIND(cuCtxSetCurrent, "cuCtxSetCurrent")

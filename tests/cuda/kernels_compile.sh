@@ -1,8 +1,8 @@
 #!/bin/sh
 # Builds a model's library for the cuda target, which compiles every
-# generated kernel with NVRTC for one architecture, and checks that the
-# image holds one entry per kernel of the source and PTX for that
-# architecture.
+# generated kernel with NVRTC for one architecture, and checks that NVRTC
+# did not warn, and that the image holds one entry per kernel of the source
+# and PTX for that architecture.
 #   kernels_compile.sh <mpc> <model.mlir> <sm_XX> [mpc options]
 set -eu
 mpc=$1 model=$2 arch=$3
@@ -11,6 +11,11 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 "$mpc" compile "$model" --target=cuda --arch="$arch" -o "$out" "$@" 2>"$out/log" ||
   { cat "$out/log"; exit 1; }
+# Generated kernels compile without a warning (as with nvcc -Werror before).
+if grep -q ": warning: NVRTC" "$out/log"; then
+  cat "$out/log"
+  exit 1
+fi
 name=$(basename "$out"/*_kernels.cu _kernels.cu)
 kernels=$(grep -c '^__global__ void ' "$out/${name}_kernels.cu")
 entries=$(grep -c '^  {"' "$out/${name}_cuda_image.cpp")

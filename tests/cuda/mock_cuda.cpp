@@ -112,14 +112,6 @@ CUresult cuDeviceGet(int *device, int ordinal) {
   *device = ordinal;
   return ordinal == 0 ? 0 : 101; // CUDA_ERROR_INVALID_DEVICE
 }
-CUresult cuDeviceGetAttribute(int *value, int, int) {
-  *value = 8;
-  return 0;
-}
-CUresult cuDeviceGetName(char *name, int length, int) {
-  std::strncpy(name, "mock", length);
-  return 0;
-}
 CUresult cuDevicePrimaryCtxRetain(void **context, int) {
   static int token;
   *context = &token;

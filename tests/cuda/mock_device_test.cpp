@@ -28,6 +28,7 @@
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -166,9 +167,11 @@ TEST_F(MockDevice, LinearModelTrainsAsOnTheCpu) {
 
   // Checkpoints: one format, byte for byte; a cpu checkpoint loaded into
   // the cuda session continues as the cpu session does.
-  std::string dir = testing::TempDir();
-  std::string cpuPath = dir + "/mock_cpu.safetensors";
-  std::string cudaPath = dir + "/mock_cuda.safetensors";
+  // Per process: other test programs may run at the same time.
+  std::string prefix =
+      testing::TempDir() + "mpc_mock_" + std::to_string(getpid());
+  std::string cpuPath = prefix + "_cpu.safetensors";
+  std::string cudaPath = prefix + "_cuda.safetensors";
   ASSERT_EQ(mpc_save_checkpoint(cpu, cpuPath.c_str()), MPC_OK);
   ASSERT_EQ(mpc_save_checkpoint(cuda, cudaPath.c_str()), MPC_OK);
   EXPECT_EQ(readFile(cpuPath), readFile(cudaPath));
