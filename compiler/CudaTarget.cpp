@@ -82,6 +82,11 @@ std::string mlir::mpc::cudaImageSource(llvm::StringRef model, int smVersion,
      << "  " << cubinSymbol << ", " << image.cubin.size() << ",\n"
      << "  " << ptxSymbol << ", " << image.ptx.size() << ",\n"
      << "  " << image.kernels.size() << ", " << model << "_cuda_kernels,\n"
-     << "};\n";
+     << "};\n\n"
+     << "// Sessions of @" << model << " load the image when they are "
+     << "created.\n"
+     << "[[maybe_unused]] static const int " << model
+     << "_cuda_image_registered =\n"
+     << "    (mpc_rt_cuda_register_image(&" << model << "_cuda_image), 0);\n";
   return text;
 }

@@ -311,6 +311,38 @@ mpc_status synchronize(mpcrt::CudaSession *cuda) {
                "cuStreamSynchronize");
 }
 
+/// Images of the models linked into this program, by model name
+/// (mpc_rt_cuda_register_image).
+std::mutex registry_mutex;
+std::vector<const mpc_cuda_image *> &registry() {
+  static std::vector<const mpc_cuda_image *> images;
+  return images;
+}
+
+/// `image` loaded into the session's context (once).
+mpc_status load_module(mpcrt::CudaSession *cuda, const mpc_cuda_image *image,
+                       CUmodule *module) {
+  for (const auto &[loaded_image, loaded_module] : cuda->modules)
+    if (loaded_image == image) {
+      *module = loaded_module;
+      return MPC_OK;
+    }
+  // The cubin runs on GPUs of its major architecture from its minor up;
+  // elsewhere the driver compiles the PTX.
+  const Driver &d = driver().api;
+  CUresult result = d.cuModuleLoadData(module, image->cubin);
+  if (result != CUDA_SUCCESS)
+    result = d.cuModuleLoadData(module, image->ptx);
+  if (result != CUDA_SUCCESS)
+    return set_error(MPC_ERROR_NO_DEVICE,
+                     "no CUDA device: model '%s' was compiled for sm_%d and "
+                     "neither its cubin nor its PTX loads on this GPU: %s",
+                     image->model, image->sm_version,
+                     cuda_error_text(result).c_str());
+  cuda->modules.emplace_back(image, *module);
+  return MPC_OK;
+}
+
 /// The function `name` of `image` in the current session's context.
 mpc_status find_function(mpcrt::CudaSession *cuda,
                          const mpc_cuda_image *image, const char *name,
@@ -322,23 +354,8 @@ mpc_status find_function(mpcrt::CudaSession *cuda,
   }
   const Driver &d = driver().api;
   CUmodule module = nullptr;
-  for (const auto &[loaded_image, loaded_module] : cuda->modules)
-    if (loaded_image == image)
-      module = loaded_module;
-  if (!module) {
-    // The cubin runs on GPUs of its major architecture from its minor up;
-    // elsewhere the driver compiles the PTX.
-    CUresult result = d.cuModuleLoadData(&module, image->cubin);
-    if (result != CUDA_SUCCESS)
-      result = d.cuModuleLoadData(&module, image->ptx);
-    if (result != CUDA_SUCCESS)
-      return set_error(MPC_ERROR_NO_DEVICE,
-                       "no CUDA device: model '%s' was compiled for sm_%d and "
-                       "neither its cubin nor its PTX loads on this GPU: %s",
-                       image->model, image->sm_version,
-                       cuda_error_text(result).c_str());
-    cuda->modules.emplace_back(image, module);
-  }
+  if (mpc_status status = load_module(cuda, image, &module))
+    return status;
   const char *symbol = nullptr;
   for (int32_t i = 0; i < image->num_kernels && !symbol; ++i)
     if (std::strcmp(image->kernels[i].name, name) == 0)
@@ -424,6 +441,19 @@ mpc_status cuda_session_create(mpc_session *session, int32_t device) {
   if (cublasStatus_t result = blas().api.create(&cuda->blas))
     return no_device("cublasLtCreate failed (status " +
                      std::to_string(static_cast<int>(result)) + ")");
+  // Load the model's kernels now, if its image registered itself, so that
+  // a GPU that cannot run them is reported here.
+  const mpc_cuda_image *image = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    for (const mpc_cuda_image *candidate : registry())
+      if (std::strcmp(candidate->model, model->name) == 0)
+        image = candidate;
+  }
+  CUmodule module = nullptr;
+  if (image)
+    if (mpc_status status = load_module(cuda, image, &module))
+      return status;
   if (mpc_status status = upload_arena(session, MPC_ARENA_PARAMS))
     return status;
   return synchronize(cuda);
@@ -569,7 +599,14 @@ mpc_status sync_device(mpc_session *session) {
 } // namespace mpcrt
 
 // ----------------------------------------------------------------------------
-// Called by generated step functions (runtime/cuda/mpc_cuda.h)
+// Called by generated code (runtime/cuda/mpc_cuda.h)
+
+extern "C" void mpc_rt_cuda_register_image(const mpc_cuda_image *image) {
+  if (!image || !image->model)
+    return;
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  registry().push_back(image);
+}
 
 extern "C" mpc_status mpc_rt_cuda_launch(const mpc_cuda_image *image,
                                          const char *name, int64_t grid,

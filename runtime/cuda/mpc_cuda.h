@@ -35,6 +35,12 @@ typedef struct mpc_cuda_image {
   const mpc_cuda_kernel *kernels;
 } mpc_cuda_image;
 
+/* Called once per model, before main, by the code that defines its image:
+ * a cuda session of the model named image->model loads the image when it is
+ * created, so that a GPU that cannot run it is reported then, not at the
+ * first step. */
+void mpc_rt_cuda_register_image(const mpc_cuda_image *image);
+
 /* Launches kernel `name` of `image` on the current session's stream with a
  * 1-d grid. `args` holds a pointer to each argument, as cuLaunchKernel takes
  * them. Loads the image into the session's context on first use. */

@@ -201,6 +201,32 @@ TEST_F(MockDevice, IndexErrorComesBackFromTheDevice) {
   mpc_session_destroy(session);
 }
 
+TEST_F(MockDevice, ImageThatCannotLoadFailsAtCreation) {
+  // Generated images register themselves before main; this one is neither
+  // a cubin nor PTX the (mock) driver can load.
+  static const unsigned char junk[] = "not an ELF file";
+  static const mpc_cuda_image image = {"broken", 90, junk, sizeof(junk),
+                                       "junk", 4, 0, nullptr};
+  mpc_rt_cuda_register_image(&image);
+  mpc_test::model_builder builder("broken");
+  builder.add_output("loss", MPC_F32, {});
+  builder.finish();
+  builder.desc.target = MPC_TARGET_CUDA;
+  mpc_session_options options;
+  mpc_session_options_init(&options);
+  options.target = MPC_TARGET_CUDA;
+  mpc_session *session = nullptr;
+  EXPECT_EQ(mpc_session_create(&builder.desc, &options, &session),
+            MPC_ERROR_NO_DEVICE);
+  EXPECT_EQ(std::string(mpc_last_error())
+                .rfind("no CUDA device: model 'broken' was compiled for sm_90 "
+                       "and neither its cubin nor its PTX loads on this GPU",
+                       0),
+            0u)
+      << mpc_last_error();
+  EXPECT_EQ(session, nullptr);
+}
+
 // ----------------------------------------------------------------------------
 // GEMM: mpc_rt_cuda_gemm (through the mock cuBLASLt) against mpc_rt_gemm
 
