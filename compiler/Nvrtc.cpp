@@ -129,10 +129,9 @@ int reportLog(StringRef log, StringRef kind, StringRef source, int smVersion,
       continue;
     StringRef file = line.take_front(open);
     bool inModelSource = file.ends_with(llvm::sys::path::filename(savedPath));
-    SourcePlace place = inModelSource ? findPlace(source, sourceLine)
-                                      : SourcePlace{};
-    llvm::errs() << (place.location.empty() ? "mpc compile"
-                                            : place.location)
+    SourcePlace place =
+        inModelSource ? findPlace(source, sourceLine) : SourcePlace{};
+    llvm::errs() << (place.location.empty() ? "mpc compile" : place.location)
                  << ": " << kind << ": NVRTC "
                  << (kind == "error" ? "cannot compile " : "warns about ");
     if (!place.kernel.empty())
@@ -180,9 +179,8 @@ bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
   // the log to the source a user can open.
   std::string programName = llvm::sys::path::filename(savedPath).str();
   nvrtcProgram program;
-  if (nvrtcResult result =
-          nvrtcCreateProgram(&program, text.c_str(), programName.c_str(), 0,
-                             nullptr, nullptr)) {
+  if (nvrtcResult result = nvrtcCreateProgram(
+          &program, text.c_str(), programName.c_str(), 0, nullptr, nullptr)) {
     llvm::errs() << "mpc compile: error: NVRTC cannot create a program: "
                  << nvrtcGetErrorString(result) << "\n";
     return false;
@@ -210,11 +208,13 @@ bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
   nvrtcResult result =
       nvrtcCompileProgram(program, static_cast<int>(argv.size()), argv.data());
   if (result == NVRTC_ERROR_INVALID_OPTION) {
-    llvm::errs() << "mpc compile: error: NVRTC " << [] {
-      int major = 0, minor = 0;
-      nvrtcVersion(&major, &minor);
-      return std::to_string(major) + "." + std::to_string(minor);
-    }() << " does not support --arch=sm_" << smVersion << "\n";
+    llvm::errs() << "mpc compile: error: NVRTC " <<
+        [] {
+          int major = 0, minor = 0;
+          nvrtcVersion(&major, &minor);
+          return std::to_string(major) + "." + std::to_string(minor);
+        }() << " does not support --arch=sm_"
+                 << smVersion << "\n";
     return false;
   }
   if (result != NVRTC_SUCCESS) {

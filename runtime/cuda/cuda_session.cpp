@@ -71,9 +71,9 @@ struct Driver {
   CUresult (*cuModuleLoadData)(CUmodule *, const void *);
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, unsigned, unsigned, CUstream,
-                             void **, void **);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, CUstream, void **,
+                             void **);
 };
 
 /// The driver, loaded and initialised once per process; `error` says why
@@ -134,9 +134,9 @@ const LoadedDriver &driver() {
     if (CUresult result = d.cuInit(0)) {
       const char *text = nullptr;
       d.cuGetErrorString(result, &text);
-      loaded.error = "cuInit failed: " +
-                     std::string(text ? text : "unknown error") + " (" +
-                     std::to_string(result) + ")";
+      loaded.error =
+          "cuInit failed: " + std::string(text ? text : "unknown error") +
+          " (" + std::to_string(result) + ")";
     }
   });
   return loaded;
@@ -182,9 +182,10 @@ const LoadedBlas &blas() {
     // The major version this runtime was built against: its ABI.
     // $MPC_CUBLASLT_LIBRARY replaces it (the tests' mock).
     const char *override = std::getenv("MPC_CUBLASLT_LIBRARY");
-    std::string name = override && *override
-                           ? override
-                           : "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
+    std::string name =
+        override && *override
+            ? override
+            : "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
     void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!library) {
       const char *reason = dlerror();
@@ -228,10 +229,9 @@ struct GemmPlan {
 
 /// What a GemmPlan depends on: types, transposes, sizes, pitches, strides,
 /// batch, and the pointers' alignment (algorithms need aligned operands).
-using GemmKey =
-    std::tuple<int, int, int, int, int, int64_t, int64_t, int64_t, int64_t,
-               int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int,
-               int, bool>;
+using GemmKey = std::tuple<int, int, int, int, int, int64_t, int64_t, int64_t,
+                           int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                           int64_t, int, int, int, bool>;
 
 /// Largest power of two (up to 256) that divides an address: the alignment
 /// cuBLASLt may assume of an operand.
@@ -293,10 +293,9 @@ mpc_status upload_arena(mpc_session *session, int arena) {
   int64_t bytes = session->model->arena_bytes[arena];
   if (bytes == 0)
     return MPC_OK;
-  return check(driver().api.cuMemcpyHtoDAsync(cuda->arenas[arena],
-                                              session->arenas[arena],
-                                              static_cast<size_t>(bytes),
-                                              cuda->stream),
+  return check(driver().api.cuMemcpyHtoDAsync(
+                   cuda->arenas[arena], session->arenas[arena],
+                   static_cast<size_t>(bytes), cuda->stream),
                "cuMemcpyHtoDAsync");
 }
 
@@ -344,9 +343,8 @@ mpc_status load_module(mpcrt::CudaSession *cuda, const mpc_cuda_image *image,
 }
 
 /// The function `name` of `image` in the current session's context.
-mpc_status find_function(mpcrt::CudaSession *cuda,
-                         const mpc_cuda_image *image, const char *name,
-                         CUfunction *function) {
+mpc_status find_function(mpcrt::CudaSession *cuda, const mpc_cuda_image *image,
+                         const char *name, CUfunction *function) {
   auto cached = cuda->functions.find(name);
   if (cached != cuda->functions.end()) {
     *function = cached->second;
@@ -401,8 +399,8 @@ mpc_status cuda_session_create(mpc_session *session, int32_t device) {
   session->cuda = cuda;
   // From here on, mpc_session_destroy (which the caller runs on failure)
   // releases whatever was made.
-  if (mpc_status status = check(d.cuDeviceGet(&cuda->device, device),
-                                "cuDeviceGet"))
+  if (mpc_status status =
+          check(d.cuDeviceGet(&cuda->device, device), "cuDeviceGet"))
     return status;
   if (mpc_status status =
           check(d.cuDevicePrimaryCtxRetain(&cuda->context, cuda->device),
@@ -425,18 +423,17 @@ mpc_status cuda_session_create(mpc_session *session, int32_t device) {
                        "cannot allocate %zu bytes on the GPU for an arena of "
                        "model '%s': %s",
                        bytes, model->name, cuda_error_text(result).c_str());
-    if (mpc_status status = check(d.cuMemsetD8(cuda->arenas[a], 0,
-                                               bytes ? bytes : 256),
-                                  "cuMemsetD8"))
+    if (mpc_status status =
+            check(d.cuMemsetD8(cuda->arenas[a], 0, bytes ? bytes : 256),
+                  "cuMemsetD8"))
       return status;
   }
   if (CUresult result = d.cuMemAlloc(&cuda->workspace, WORKSPACE_BYTES))
     return set_error(MPC_ERROR_OUT_OF_MEMORY,
                      "cannot allocate the cuBLASLt workspace: %s",
                      cuda_error_text(result).c_str());
-  if (mpc_status status =
-          check(d.cuMemAlloc(&cuda->index_error, sizeof(int32_t)),
-                "cuMemAlloc"))
+  if (mpc_status status = check(
+          d.cuMemAlloc(&cuda->index_error, sizeof(int32_t)), "cuMemAlloc"))
     return status;
   if (cublasStatus_t result = blas().api.create(&cuda->blas))
     return no_device("cublasLtCreate failed (status " +
@@ -494,19 +491,18 @@ void cuda_session_destroy(CudaSession *cuda) {
   delete cuda;
 }
 
-mpc_status cuda_upload_inputs(mpc_session *session,
-                              const void *const *inputs) {
+mpc_status cuda_upload_inputs(mpc_session *session, const void *const *inputs) {
   CudaSession *cuda = session->cuda;
   const mpc_model_desc *model = session->model;
   if (mpc_status status = activate(cuda))
     return status;
   for (int32_t i = 0; i < model->num_inputs; ++i) {
     const mpc_tensor_desc &input = model->inputs[i];
-    if (mpc_status status = check(
-            driver().api.cuMemcpyHtoDAsync(
-                cuda->arenas[input.arena] + input.offset, inputs[i],
-                static_cast<size_t>(tensor_bytes(input)), cuda->stream),
-            "cuMemcpyHtoDAsync"))
+    if (mpc_status status =
+            check(driver().api.cuMemcpyHtoDAsync(
+                      cuda->arenas[input.arena] + input.offset, inputs[i],
+                      static_cast<size_t>(tensor_bytes(input)), cuda->stream),
+                  "cuMemcpyHtoDAsync"))
       return status;
   }
   return MPC_OK;
@@ -522,10 +518,9 @@ mpc_status cuda_run_step(mpc_session *session, mpc_step_fn step,
   if (mpc_status status = activate(cuda))
     return status;
   int32_t zero = 0;
-  if (mpc_status status =
-          check(d.cuMemcpyHtoDAsync(cuda->index_error, &zero, sizeof(zero),
-                                    cuda->stream),
-                "cuMemcpyHtoDAsync"))
+  if (mpc_status status = check(d.cuMemcpyHtoDAsync(cuda->index_error, &zero,
+                                                    sizeof(zero), cuda->stream),
+                                "cuMemcpyHtoDAsync"))
     return status;
   current_session = session;
   mpc_status returned = step(context);
@@ -550,11 +545,10 @@ mpc_status cuda_download(mpc_session *session, int32_t arena, int64_t offset,
     return MPC_OK;
   if (mpc_status status = activate(cuda))
     return status;
-  if (mpc_status status = check(
-          driver().api.cuMemcpyDtoHAsync(data, cuda->arenas[arena] + offset,
-                                         static_cast<size_t>(bytes),
-                                         cuda->stream),
-          "cuMemcpyDtoHAsync"))
+  if (mpc_status status = check(driver().api.cuMemcpyDtoHAsync(
+                                    data, cuda->arenas[arena] + offset,
+                                    static_cast<size_t>(bytes), cuda->stream),
+                                "cuMemcpyDtoHAsync"))
     return status;
   return synchronize(cuda);
 }
@@ -569,12 +563,11 @@ mpc_status sync_host(mpc_session *session) {
     int64_t bytes = session->model->arena_bytes[arena];
     if (bytes == 0)
       continue;
-    if (mpc_status status = check(
-            driver().api.cuMemcpyDtoHAsync(session->arenas[arena],
-                                           cuda->arenas[arena],
-                                           static_cast<size_t>(bytes),
-                                           cuda->stream),
-            "cuMemcpyDtoHAsync"))
+    if (mpc_status status =
+            check(driver().api.cuMemcpyDtoHAsync(
+                      session->arenas[arena], cuda->arenas[arena],
+                      static_cast<size_t>(bytes), cuda->stream),
+                  "cuMemcpyDtoHAsync"))
       return status;
   }
   if (mpc_status status = synchronize(cuda))
@@ -626,8 +619,8 @@ extern "C" mpc_status mpc_rt_cuda_launch(const mpc_cuda_image *image,
   if (mpc_status status = find_function(cuda, image, name, &function))
     return status;
   CUresult result = driver().api.cuLaunchKernel(
-      function, static_cast<unsigned>(grid), 1, 1,
-      static_cast<unsigned>(block), 1, 1, 0, cuda->stream, args, nullptr);
+      function, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block),
+      1, 1, 0, cuda->stream, args, nullptr);
   if (result != CUDA_SUCCESS)
     return set_error(MPC_ERROR_INTERNAL, "cannot launch kernel '%s': %s", name,
                      cuda_error_text(result).c_str());
@@ -638,9 +631,9 @@ extern "C" mpc_status
 mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
                  int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
                  int64_t k, float alpha, const void *a, int64_t lda,
-                 int64_t stride_a, const void *b, int64_t ldb,
-                 int64_t stride_b, float beta, void *c, int64_t ldc,
-                 int64_t stride_c, int64_t batch) {
+                 int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
+                 float beta, void *c, int64_t ldc, int64_t stride_c,
+                 int64_t batch) {
   mpc_session *session = current_session;
   if (!session || !session->cuda)
     return set_error(MPC_ERROR_INTERNAL,
@@ -683,10 +676,25 @@ mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
   // row-major matrix read column-major is its transpose: so cuBLASLt's
   // first operand is our B buffer and its second our A buffer, each with
   // the transpose flag we were given.
-  GemmKey key{a_type,   b_type,   c_type,   trans_a,   trans_b,
-              m,        n,        k,        lda,       ldb,
-              ldc,      stride_a, stride_b, stride_c,  batch,
-              alignment_of(a), alignment_of(b), alignment_of(c), beta != 0};
+  GemmKey key{a_type,
+              b_type,
+              c_type,
+              trans_a,
+              trans_b,
+              m,
+              n,
+              k,
+              lda,
+              ldb,
+              ldc,
+              stride_a,
+              stride_b,
+              stride_c,
+              batch,
+              alignment_of(a),
+              alignment_of(b),
+              alignment_of(c),
+              beta != 0};
   auto found = cuda->gemms.find(key);
   if (found == cuda->gemms.end()) {
     GemmPlan plan;
@@ -698,8 +706,7 @@ mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
             CUBLAS_STATUS_SUCCESS &&
         lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first,
                             sizeof(op_first)) == CUBLAS_STATUS_SUCCESS &&
-        lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB,
-                            &op_second,
+        lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
                             sizeof(op_second)) == CUBLAS_STATUS_SUCCESS &&
         // First operand: our B, stored (trans_b ? n x k : k x n) row-major.
         lt.layoutCreate(&plan.a, data_type(b_type), trans_b ? k : n,
@@ -714,7 +721,8 @@ mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
       struct {
         cublasLtMatrixLayout_t layout;
         int64_t stride;
-      } layouts[] = {{plan.a, stride_b}, {plan.b, stride_a}, {plan.c, stride_c}};
+      } layouts[] = {
+          {plan.a, stride_b}, {plan.b, stride_a}, {plan.c, stride_c}};
       for (auto &entry : layouts)
         ok = ok &&
              lt.layoutSetAttribute(entry.layout,
@@ -732,10 +740,9 @@ mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
       uint32_t align_first = alignment_of(b), align_second = alignment_of(a),
                align_c = alignment_of(c);
       ok = lt.preferenceCreate(&preference) == CUBLAS_STATUS_SUCCESS &&
-           lt.preferenceSetAttribute(preference,
-                                     CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                     &workspace, sizeof(workspace)) ==
-               CUBLAS_STATUS_SUCCESS &&
+           lt.preferenceSetAttribute(
+               preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+               sizeof(workspace)) == CUBLAS_STATUS_SUCCESS &&
            lt.preferenceSetAttribute(
                preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
                &align_first, sizeof(align_first)) == CUBLAS_STATUS_SUCCESS &&
@@ -743,11 +750,11 @@ mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
                preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                &align_second, sizeof(align_second)) == CUBLAS_STATUS_SUCCESS &&
            lt.preferenceSetAttribute(
-               preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-               &align_c, sizeof(align_c)) == CUBLAS_STATUS_SUCCESS &&
+               preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c,
+               sizeof(align_c)) == CUBLAS_STATUS_SUCCESS &&
            lt.preferenceSetAttribute(
-               preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-               &align_c, sizeof(align_c)) == CUBLAS_STATUS_SUCCESS &&
+               preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c,
+               sizeof(align_c)) == CUBLAS_STATUS_SUCCESS &&
            lt.heuristic(cuda->blas, plan.desc, plan.a, plan.b, plan.c, plan.c,
                         preference, 1, &heuristic,
                         &results) == CUBLAS_STATUS_SUCCESS &&

@@ -33,8 +33,7 @@ mpc_status cuda_session_create(mpc_session *session, int32_t device);
 void cuda_session_destroy(CudaSession *cuda);
 
 /// Copies the inputs to their places in the device activation arena.
-mpc_status cuda_upload_inputs(mpc_session *session,
-                              const void *const *inputs);
+mpc_status cuda_upload_inputs(mpc_session *session, const void *const *inputs);
 /// Runs `step` with device arenas in `context`, waits for it, and sets
 /// `*index_error` from the device.
 mpc_status cuda_run_step(mpc_session *session, mpc_step_fn step,

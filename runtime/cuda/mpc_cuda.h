@@ -55,8 +55,8 @@ mpc_status mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type,
                             int64_t m, int64_t n, int64_t k, float alpha,
                             const void *a, int64_t lda, int64_t stride_a,
                             const void *b, int64_t ldb, int64_t stride_b,
-                            float beta, void *c, int64_t ldc,
-                            int64_t stride_c, int64_t batch);
+                            float beta, void *c, int64_t ldc, int64_t stride_c,
+                            int64_t batch);
 
 #ifdef __cplusplus
 } /* extern "C" */

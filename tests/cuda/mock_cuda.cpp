@@ -63,9 +63,7 @@ void storeAs(cudaDataType_t type, void *base, int64_t index, float value) {
   }
 }
 
-int elementBytes(cudaDataType_t type) {
-  return type == CUDA_R_32F ? 4 : 2;
-}
+int elementBytes(cudaDataType_t type) { return type == CUDA_R_32F ? 4 : 2; }
 
 } // namespace
 
@@ -91,9 +89,7 @@ extern "C" {
 
 int mock_cuda_num_launches(void) { return static_cast<int>(launches.size()); }
 mock_cuda_launch mock_cuda_get_launch(int index) { return launches[index]; }
-void mock_cuda_reset(void) {
-  launches.clear();
-}
+void mock_cuda_reset(void) { launches.clear(); }
 int mock_cuda_live_allocations(void) { return liveAllocations; }
 
 // ----------------------------------------------------------------------------
@@ -154,7 +150,10 @@ CUresult cuMemcpyDtoHAsync_v2(void *to, CUdeviceptr from, size_t n, void *) {
 }
 CUresult cuModuleLoadData(void **module, const void *image) {
   const unsigned char *bytes = static_cast<const unsigned char *>(image);
-  if (std::memcmp(bytes, "\x7f" "ELF", 4) != 0)
+  if (std::memcmp(bytes,
+                  "\x7f"
+                  "ELF",
+                  4) != 0)
     return 200; // CUDA_ERROR_INVALID_IMAGE
   // An ELF file's size: section headers end it (e_shoff + e_shnum *
   // e_shentsize, 64-bit layout).
@@ -164,7 +163,8 @@ CUresult cuModuleLoadData(void **module, const void *image) {
   std::memcpy(&shentsize, bytes + 0x3a, 2);
   std::memcpy(&shnum, bytes + 0x3c, 2);
   size_t size = shoff + static_cast<size_t>(shnum) * shentsize;
-  *module = new Module{std::string(reinterpret_cast<const char *>(bytes), size)};
+  *module =
+      new Module{std::string(reinterpret_cast<const char *>(bytes), size)};
   return 0;
 }
 CUresult cuModuleUnload(void *module) {
@@ -175,7 +175,7 @@ CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
   const std::string &image = static_cast<Module *>(module)->image;
   // Symbol names sit NUL-terminated in the string table.
   if (image.find(std::string(name) + '\0') == std::string::npos)
-    return 500; // CUDA_ERROR_NOT_FOUND
+    return 500;                      // CUDA_ERROR_NOT_FOUND
   *function = new std::string(name); // leaked: functions live with modules
   return 0;
 }
@@ -321,8 +321,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
                      batch * la->stride * elementBytes(la->type);
     const char *bb = static_cast<const char *>(b) +
                      batch * lb->stride * elementBytes(lb->type);
-    char *db = static_cast<char *>(d) +
-               batch * lc->stride * elementBytes(lc->type);
+    char *db =
+        static_cast<char *>(d) + batch * lc->stride * elementBytes(lc->type);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         float sum = 0;

@@ -55,8 +55,8 @@ struct Mock {
     library = path ? dlopen(path, RTLD_NOW) : nullptr;
     if (!library)
       return;
-    numLaunches = reinterpret_cast<int (*)()>(
-        dlsym(library, "mock_cuda_num_launches"));
+    numLaunches =
+        reinterpret_cast<int (*)()>(dlsym(library, "mock_cuda_num_launches"));
     getLaunch = reinterpret_cast<mock_cuda_launch (*)(int)>(
         dlsym(library, "mock_cuda_get_launch"));
     reset = reinterpret_cast<void (*)()>(dlsym(library, "mock_cuda_reset"));
@@ -128,8 +128,7 @@ TEST_F(MockDevice, LinearModelTrainsAsOnTheCpu) {
     }
   };
   auto expectSameTensor = [&](const char *name, bool gradient) {
-    std::vector<float> a(LINEAR_CLASSES * LINEAR_FEATURES, 1),
-        b(a.size(), 2);
+    std::vector<float> a(LINEAR_CLASSES * LINEAR_FEATURES, 1), b(a.size(), 2);
     auto get = gradient ? mpc_get_gradient : mpc_get_param;
     ASSERT_EQ(get(cpu, name, a.data(), a.size()), MPC_OK);
     ASSERT_EQ(get(cuda, name, b.data(), b.size()), MPC_OK) << mpc_last_error();
@@ -206,7 +205,7 @@ TEST_F(MockDevice, ImageThatCannotLoadFailsAtCreation) {
   // a cubin nor PTX the (mock) driver can load.
   static const unsigned char junk[] = "not an ELF file";
   static const mpc_cuda_image image = {"broken", 90, junk, sizeof(junk),
-                                       "junk", 4, 0, nullptr};
+                                       "junk",   4,  0,    nullptr};
   mpc_rt_cuda_register_image(&image);
   mpc_test::model_builder builder("broken");
   builder.add_output("loss", MPC_F32, {});
@@ -261,9 +260,9 @@ GemmGeometry geometry(const GemmCase &g) {
 mpc_status runGemm(const GemmCase &g, unsigned char *buffer, bool cuda) {
   GemmGeometry geo = geometry(g);
   auto gemm = cuda ? mpc_rt_cuda_gemm : mpc_rt_gemm;
-  return gemm(g.ab, g.ab, g.c, g.transA, g.transB, M, N, K, 1.0f,
-              buffer + A_AT, geo.lda, geo.strideA, buffer + B_AT, geo.ldb,
-              geo.strideB, g.beta, buffer + C_AT, geo.ldc, geo.strideC, BATCH);
+  return gemm(g.ab, g.ab, g.c, g.transA, g.transB, M, N, K, 1.0f, buffer + A_AT,
+              geo.lda, geo.strideA, buffer + B_AT, geo.ldb, geo.strideB, g.beta,
+              buffer + C_AT, geo.ldc, geo.strideC, BATCH);
 }
 
 int64_t gemmBufferOffset; // of the buffer input in the activation arena
@@ -286,8 +285,8 @@ void fillIntegers(unsigned char *at, mpc_dtype dtype, int64_t count,
     if (dtype == MPC_F32)
       std::memcpy(at + 4 * i, &v, 4);
     else {
-      uint16_t bits = dtype == MPC_F16 ? mpc_f32_to_f16_bits(v)
-                                       : mpc_f32_to_bf16_bits(v);
+      uint16_t bits =
+          dtype == MPC_F16 ? mpc_f32_to_f16_bits(v) : mpc_f32_to_bf16_bits(v);
       std::memcpy(at + 2 * i, &bits, 2);
     }
   }
@@ -306,23 +305,24 @@ TEST_F(MockDevice, GemmMatchesTheCpuGemm) {
 
   std::mt19937 random(3);
   int cases = 0;
-  for (auto [ab, c] : {std::pair{MPC_F32, MPC_F32}, {MPC_F16, MPC_F16},
-                       {MPC_BF16, MPC_BF16}, {MPC_F16, MPC_F32},
+  for (auto [ab, c] : {std::pair{MPC_F32, MPC_F32},
+                       {MPC_F16, MPC_F16},
+                       {MPC_BF16, MPC_BF16},
+                       {MPC_F16, MPC_F32},
                        {MPC_BF16, MPC_F32}})
     for (int transA : {0, 1})
       for (int transB : {0, 1})
         for (float beta : {0.0f, 1.0f}) {
           gemmCase = {ab, c, transA, transB, beta};
           SCOPED_TRACE(testing::Message()
-                       << "dtypes " << ab << "->" << c << " transA "
-                       << transA << " transB " << transB << " beta " << beta);
+                       << "dtypes " << ab << "->" << c << " transA " << transA
+                       << " transB " << transB << " beta " << beta);
           std::vector<unsigned char> buffer(BUFFER, 0);
           fillIntegers(buffer.data() + A_AT, ab, (B_AT - A_AT) / 4, random);
           fillIntegers(buffer.data() + B_AT, ab, (C_AT - B_AT) / 4, random);
           fillIntegers(buffer.data() + C_AT, c, (BUFFER - C_AT) / 4, random);
           std::vector<unsigned char> expected = buffer;
-          ASSERT_EQ(runGemm(gemmCase, expected.data(), /*cuda=*/false),
-                    MPC_OK);
+          ASSERT_EQ(runGemm(gemmCase, expected.data(), /*cuda=*/false), MPC_OK);
           const void *inputs[] = {buffer.data()};
           ASSERT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK)
               << mpc_last_error();
@@ -345,8 +345,8 @@ std::map<std::string, int> kernelParameterCounts(const std::string &source) {
        at = source.find(marker, at + 1)) {
     size_t open = source.find('(', at);
     size_t close = source.find(')', open);
-    std::string name = source.substr(at + marker.size(),
-                                     open - at - marker.size());
+    std::string name =
+        source.substr(at + marker.size(), open - at - marker.size());
     std::string params = source.substr(open + 1, close - open - 1);
     int count = params.empty() ? 0 : 1;
     for (char c : params)

@@ -105,8 +105,7 @@ int main(int argc, char **argv) {
     return SKIP;
   }
   if (status != MPC_OK) {
-    std::fprintf(stderr, "error: creating the session: %s\n",
-                 mpc_last_error());
+    std::fprintf(stderr, "error: creating the session: %s\n", mpc_last_error());
     return 1;
   }
   std::mt19937 random(1234);

@@ -77,8 +77,8 @@ TEST(CudaSession, DeviceCallsOutsideAStepFail) {
   EXPECT_STREQ(mpc_last_error(), "mpc_rt_cuda_launch: no cuda step is "
                                  "running on this thread");
   float a = 1, b = 1, c = 0;
-  EXPECT_EQ(mpc_rt_cuda_gemm(MPC_F32, MPC_F32, MPC_F32, 0, 0, 1, 1, 1, 1.0f,
-                             &a, 1, 0, &b, 1, 0, 0.0f, &c, 1, 0, 1),
+  EXPECT_EQ(mpc_rt_cuda_gemm(MPC_F32, MPC_F32, MPC_F32, 0, 0, 1, 1, 1, 1.0f, &a,
+                             1, 0, &b, 1, 0, 0.0f, &c, 1, 0, 1),
             MPC_ERROR_INTERNAL);
   EXPECT_STREQ(mpc_last_error(), "mpc_rt_cuda_gemm: no cuda step is "
                                  "running on this thread");
