@@ -187,11 +187,21 @@ const LoadedBlas &blas() {
             ? override
             : "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
     void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    const char *first_error = library ? nullptr : dlerror();
+    std::string reason = first_error ? first_error : "unknown reason";
+#ifdef MPC_CUBLASLT_BUILD_PATH
+    // Where the toolkit this runtime was built with keeps it, for machines
+    // whose loader path does not list the toolkit's library directory.
+    if (!library && !(override && *override)) {
+      library = dlopen(MPC_CUBLASLT_BUILD_PATH, RTLD_NOW | RTLD_LOCAL);
+      if (library)
+        name = MPC_CUBLASLT_BUILD_PATH;
+    }
+#endif
     if (!library) {
-      const char *reason = dlerror();
-      loaded.error = "cannot load " + name + " (" +
-                     (reason ? reason : "unknown reason") +
-                     "); add the CUDA toolkit's lib64 to LD_LIBRARY_PATH";
+      loaded.error = "cannot load " + name + " (" + reason +
+                     "); add the CUDA toolkit's library directory to "
+                     "LD_LIBRARY_PATH";
       return;
     }
     Blas &b = loaded.api;

@@ -226,6 +226,30 @@ TEST_F(MockDevice, ImageThatCannotLoadFailsAtCreation) {
   EXPECT_EQ(session, nullptr);
 }
 
+// Run alone, with the mock driver but the toolkit's real cuBLASLt
+// (cuda.real_cublaslt): the library loads and has every entry point the
+// runtime binds; without a real driver, creating its handle then fails.
+TEST(RealCublasLt, LoadsAndBindsEveryEntryPoint) {
+  if (std::getenv("MPC_CUBLASLT_LIBRARY"))
+    GTEST_SKIP() << "run with MPC_CUBLASLT_LIBRARY unset";
+  mpc_model_desc model = *mpc_test::linear_model();
+  model.target = MPC_TARGET_CUDA;
+  mpc_session_options options;
+  mpc_session_options_init(&options);
+  options.target = MPC_TARGET_CUDA;
+  mpc_session *session = nullptr;
+  mpc_status status = mpc_session_create(&model, &options, &session);
+  if (status == MPC_OK) { // a real GPU behind the mock driver's back
+    mpc_session_destroy(session);
+    return;
+  }
+  EXPECT_EQ(status, MPC_ERROR_NO_DEVICE);
+  EXPECT_EQ(std::string(mpc_last_error()).rfind(
+                "no CUDA device: cublasLtCreate failed (status ", 0),
+            0u)
+      << mpc_last_error();
+}
+
 // ----------------------------------------------------------------------------
 // GEMM: mpc_rt_cuda_gemm (through the mock cuBLASLt) against mpc_rt_gemm
 
