@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 namespace {
@@ -53,6 +54,26 @@ TEST(CudaSession, NoDeviceIsAStatusNotACrash) {
   ASSERT_EQ(mpc_session_create(linear_model(), &options, &session), MPC_OK)
       << mpc_last_error();
   mpc_session_destroy(session);
+}
+
+// Run by runtime.cuda_stub_driver with $MPC_CUDA_DRIVER_LIBRARY set to the
+// toolkit's stub libcuda: it has every entry point (a misspelt name would
+// be reported as missing), and its cuInit fails.
+TEST(CudaSession, StubDriverHasEveryEntryPoint) {
+  if (!std::getenv("MPC_CUDA_DRIVER_LIBRARY"))
+    GTEST_SKIP()
+        << "run with MPC_CUDA_DRIVER_LIBRARY=<toolkit>/stubs/libcuda.so";
+  mpc_model_desc model = cuda_linear_model();
+  mpc_session_options options;
+  mpc_session_options_init(&options);
+  options.target = MPC_TARGET_CUDA;
+  mpc_session *session = nullptr;
+  EXPECT_EQ(mpc_session_create(&model, &options, &session),
+            MPC_ERROR_NO_DEVICE);
+  EXPECT_EQ(
+      std::string(mpc_last_error()).rfind("no CUDA device: cuInit failed: ", 0),
+      0u)
+      << mpc_last_error();
 }
 
 TEST(CudaSession, AbsentDeviceOrdinalIsNoDevice) {
