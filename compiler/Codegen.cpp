@@ -444,7 +444,31 @@ std::string StepEmitter::kernelName(StringRef hint) {
       .str();
 }
 
+/// The first file:line:col location inside `loc` (fused and named
+/// locations wrap one), if any.
+static std::optional<FileLineColLoc> findFileLineCol(Location loc) {
+  std::optional<FileLineColLoc> found;
+  loc->walk([&](Location inner) {
+    if (auto fileLoc = dyn_cast<FileLineColLoc>(inner)) {
+      found = fileLoc;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
 void StepEmitter::addKernel(std::string source) {
+  if (origin) {
+    std::string comment;
+    llvm::raw_string_ostream os(comment);
+    os << kernelOriginPrefix << origin->getName().getStringRef() << "'";
+    if (std::optional<FileLineColLoc> loc = findFileLineCol(origin->getLoc()))
+      os << " at " << loc->getFilename().getValue() << ":" << loc->getLine()
+         << ":" << loc->getColumn();
+    os << "\n";
+    source = comment + source;
+  }
   kernelSources.push_back(std::move(source));
 }
 
@@ -493,10 +517,22 @@ std::string StepEmitter::functionSource() const {
   return source;
 }
 
+namespace {
+/// Sets the emitter's origin op for the lifetime of one step.
+struct OriginScope {
+  OriginScope(StepEmitter &emitter, Operation *op) : emitter(emitter) {
+    emitter.setOrigin(op);
+  }
+  ~OriginScope() { emitter.setOrigin(nullptr); }
+  StepEmitter &emitter;
+};
+} // namespace
+
 LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
   Operation *op = step.ops.front();
   if (isAlias(op))
     return success();
+  OriginScope origin(emitter, op);
   emitter.setSource(step.ops);
   // The optimizer (and the runtime, on a change) keep half copies current.
   if (step.ops.size() == 1 && op->getNumResults() == 1 &&

@@ -145,8 +145,12 @@ public:
 
   /// A fresh kernel name that says what it computes: <model>_k<N>_<hint>.
   std::string kernelName(StringRef hint);
-  /// Adds a `__global__` function's full source.
+  /// Adds a `__global__` function's full source, preceded by a comment
+  /// naming the op it was generated for (see setOrigin), which NVRTC
+  /// diagnostics of the cuda target point back to.
   void addKernel(std::string source);
+  /// The op whose kernels are being emitted (null between steps).
+  void setOrigin(Operation *op) { origin = op; }
   /// Launches `kernel` over `grid` blocks of `block` threads. `cost` is
   /// what one launch reads, writes and computes (see KernelCost); it is
   /// recorded against the ops being emitted (setSource).
@@ -181,7 +185,12 @@ private:
   std::vector<KernelRecord> records;
   SmallVector<Operation *, 2> sourceOps;
   std::string sourceOrigin;
+  Operation *origin = nullptr;
 };
+
+/// The comment line addKernel puts before a kernel generated for an op:
+/// `// mpc: from 'mpc.linear' at model.mlir:12:5`.
+constexpr const char *kernelOriginPrefix = "// mpc: from '";
 
 /// Grid size for an elementwise loop over `n` elements (MPC_FOR_EACH).
 int64_t elementwiseGrid(int64_t n);
@@ -333,6 +342,9 @@ struct GeneratedModel {
 struct CodegenOptions {
   /// Check every op output for inf/NaN (see emitNonfiniteChecks).
   bool debugNonfinite = false;
+  /// The cuda target: the host code launches the kernels from the image
+  /// NVRTC builds (CudaTarget.h) instead of running them on the host.
+  bool cuda = false;
 };
 
 /// What a model's library allocates, per arena, from its train and eval
@@ -360,7 +372,7 @@ MemorySummary summarizeMemory(const MemoryPlan &trainPlan,
 /// generateModel does and returns their arena sizes.
 MemorySummary planMemory(ModelOp train, ModelOp eval);
 
-/// Generates the cpu target's sources from a model whose `train` copy holds
+/// Generates the sources of a model (cpu or cuda target) from a model whose `train` copy holds
 /// the training step (forward, backward and gradients on mpc.output) and
 /// whose `eval` copy holds the forward pass.
 FailureOr<GeneratedModel> generateModel(ModelOp train, ModelOp eval,

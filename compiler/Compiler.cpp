@@ -8,12 +8,16 @@
 #include "compiler/Compiler.h"
 
 #include "compiler/Codegen.h"
+#include "compiler/CudaTarget.h"
+#include "compiler/Nvrtc.h"
 #include "compiler/Report.h"
 #include "passes/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/ADT/SmallString.h"
 
 #include "dialect/MpcOps.h"
 #include "dialect/Register.h"
@@ -26,6 +30,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
 
 using namespace mlir;
 using namespace mlir::mpc;
@@ -105,10 +111,41 @@ std::string environmentOr(const char *name, const char *fallback) {
   return value && *value ? value : fallback;
 }
 
+/// Runs NVRTC over the kernel source saved at `<base>_kernels.cu`, writes
+/// `<base>.cubin`, `<base>.ptx` and `<base>_cuda_image.cpp` (which embeds
+/// them) and returns the latter's path, or nothing after a diagnostic.
+std::optional<std::string> buildCudaImage(const GeneratedModel &model,
+                                          StringRef name,
+                                          const std::string &base,
+                                          int smVersion) {
+  CudaImage image;
+  if (!compileWithNvrtc(model.kernelSource, smVersion, base + "_kernels.cu",
+                        image))
+    return std::nullopt;
+  // .incbin resolves relative paths against the assembler's directory, not
+  // ours.
+  SmallString<256> absolute(base);
+  if (std::error_code ec = llvm::sys::fs::make_absolute(absolute)) {
+    llvm::errs() << "mpc compile: error: cannot resolve '" << base
+                 << "': " << ec.message() << "\n";
+    return std::nullopt;
+  }
+  std::string cubinPath = (absolute + ".cubin").str();
+  std::string ptxPath = (absolute + ".ptx").str();
+  std::string imagePath = base + "_cuda_image.cpp";
+  if (failed(writeFile(cubinPath, image.cubin)) ||
+      failed(writeFile(ptxPath, image.ptx)) ||
+      failed(writeFile(imagePath, cudaImageSource(name, smVersion, image,
+                                                  cubinPath, ptxPath))))
+    return std::nullopt;
+  return imagePath;
+}
+
 /// Writes the sources into `dir` and builds lib<model>.a with the host
-/// compiler ($CXX, default c++) and archiver ($AR, default ar).
+/// compiler ($CXX, default c++) and archiver ($AR, default ar). On the cuda
+/// target the kernels are compiled by NVRTC first and embedded.
 LogicalResult buildLibrary(const GeneratedModel &model, StringRef name,
-                           StringRef dir) {
+                           StringRef dir, const CompileOptions &options) {
   if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
     llvm::errs() << "mpc compile: error: cannot create '" << dir
                  << "': " << ec.message() << "\n";
@@ -119,20 +156,35 @@ LogicalResult buildLibrary(const GeneratedModel &model, StringRef name,
       failed(writeFile(base + ".cpp", model.hostSource)) ||
       failed(writeFile(base + ".h", model.header)))
     return failure();
-  std::vector<std::string> compileArgs = {
-      "-std=c++17", "-O2", "-fPIC", "-I" MPC_SOURCE_ROOT, "-I" + dir.str(),
+  std::vector<std::string> sources = {base + ".cpp"};
+  if (options.target == Target::Cuda) {
+    std::optional<std::string> imageSource = buildCudaImage(
+        model, name, base,
+        options.smVersion ? options.smVersion : defaultSmVersion);
+    if (!imageSource)
+      return failure();
+    sources.push_back(*imageSource);
+  }
+  std::vector<std::string> archiveArgs = {
+      "rcs", (dir + "/lib" + name + ".a").str()};
+  for (const std::string &source : sources) {
+    std::string object =
+        (StringRef(source).drop_back(strlen(".cpp")) + ".o").str();
+    std::vector<std::string> compileArgs = {
+        "-std=c++17", "-O2", "-fPIC", "-I" MPC_SOURCE_ROOT, "-I" + dir.str(),
 #if defined(__x86_64__)
-      // Hardware f16 conversion; every x86-64 CPU since 2012 has F16C.
-      "-mf16c",
+        // Hardware f16 conversion; every x86-64 CPU since 2012 has F16C.
+        "-mf16c",
 #endif
-      "-c", base + ".cpp", "-o", base + ".o"};
-  if (failed(runTool("host compiler", environmentOr("CXX", "c++"),
-                     compileArgs)) ||
-      failed(runTool("archiver", environmentOr("AR", "ar"),
-                     {"rcs", (dir + "/lib" + name + ".a").str(),
-                      base + ".o"})))
-    return failure();
-  return success();
+        "-c", source, "-o", object};
+    if (failed(runTool("host compiler", environmentOr("CXX", "c++"),
+                       compileArgs)))
+      return failure();
+    archiveArgs.push_back(object);
+  }
+  // A stale archive could keep the other target's objects.
+  llvm::sys::fs::remove(archiveArgs[1]);
+  return runTool("archiver", environmentOr("AR", "ar"), archiveArgs);
 }
 
 } // namespace
@@ -163,6 +215,11 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
 
   if (std::optional<std::string> missing = findUnimplemented(options)) {
     llvm::errs() << "mpc compile: error: " << *missing << "\n";
+    return 1;
+  }
+  if (options.target == Target::Cuda && !haveNvrtc()) {
+    llvm::errs() << "mpc compile: error: --target=cuda needs NVRTC, and this "
+                    "mpc was built without the CUDA toolkit\n";
     return 1;
   }
   if (options.report)
@@ -197,6 +254,7 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   auto eval = *evalModule->getOps<ModelOp>().begin();
   CodegenOptions codegen;
   codegen.debugNonfinite = options.debugNonfinite;
+  codegen.cuda = options.target == Target::Cuda;
   FailureOr<GeneratedModel> generated = generateModel(train, eval, codegen);
   if (failed(generated))
     return 1;
@@ -211,7 +269,7 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
     break;
   }
   return failed(buildLibrary(*generated, train.getSymName(),
-                             options.outputDir))
+                             options.outputDir, options))
              ? 1
              : 0;
 }

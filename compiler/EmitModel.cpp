@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Codegen.h"
+#include "compiler/CudaTarget.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -241,6 +242,8 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << "    if (mpc_status_ != MPC_OK)                       \\\n"
        << "      return mpc_status_;                            \\\n"
        << "  } while (0)\n\n";
+    if (options.cuda)
+      os << cudaHostPreamble(name);
     if (options.debugNonfinite)
       os << nonfiniteHostChecks();
     os << trainEmitter.functionSource() << "\n"
@@ -310,7 +313,8 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << memory.trainActivationsWithoutReuse << " without reuse; eval "
        << memory.evalActivations << ")\n";
     os << "static const mpc_model_desc " << name << "_desc = {\n"
-       << "  MPC_MODEL_ABI_VERSION, \"" << name << "\", MPC_TARGET_CPU,\n"
+       << "  MPC_MODEL_ABI_VERSION, \"" << name << "\", "
+       << (options.cuda ? "MPC_TARGET_CUDA" : "MPC_TARGET_CPU") << ",\n"
        << "  " << train.getNumInputs() << ", " << name << "_inputs,\n"
        << "  " << train.getNumParams() << ", " << name << "_params,\n"
        << "  " << train.getNumStates() << ", " << name << "_states,\n"

@@ -77,7 +77,8 @@ cl::opt<mlir::mpc::Target> target(
                clEnumValN(mlir::mpc::Target::Cuda, "cuda",
                           "NVRTC kernels and cuBLASLt GEMMs")));
 cl::opt<std::string> arch("arch",
-                          cl::desc("GPU architecture for --target=cuda"),
+                          cl::desc("GPU architecture for --target=cuda "
+                                   "(default: sm_80; PTX runs on newer GPUs)"),
                           cl::value_desc("sm_XY"), cl::sub(compileCommand),
                           cl::cat(targetCategory));
 

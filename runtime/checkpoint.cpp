@@ -24,6 +24,7 @@
 
 #include "runtime/mpc_runtime.h"
 
+#include "runtime/cuda/cuda_session.h"
 #include "runtime/error.h"
 #include "runtime/safetensors.h"
 #include "runtime/session.h"
@@ -163,6 +164,9 @@ extern "C" mpc_status mpc_save_checkpoint(mpc_session *session,
                      "mpc_save_checkpoint: path is %s",
                      path ? "empty" : "null");
   const mpc_model_desc *model = session->model;
+  // A cuda session's tensors are read from its host mirror.
+  if (mpc_status status = mpcrt::sync_host(session))
+    return status;
   std::vector<checkpoint_entry> entries = checkpoint_entries(session);
   std::vector<mpcrt::safetensors_tensor> tensors;
   for (const checkpoint_entry &entry : entries)
@@ -282,7 +286,10 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
     }
   }
 
-  // Everything checked: nothing below can fail.
+  // Everything checked: nothing below can fail, except (cuda sessions)
+  // the copies between the host mirror and the device.
+  if (mpc_status status = mpcrt::sync_host(session))
+    return status;
   for (const checkpoint_entry &entry : entries) {
     const mpcrt::safetensors_entry &stored =
         file.tensors.find(entry.name)->second;
@@ -294,6 +301,8 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
   mpc_train_control *control = mpcrt::train_control(session);
   control->scaler = scaler;
   control->step_scale = scaler.scale;
+  if (mpc_status status = mpcrt::sync_device(session))
+    return status;
   // The half copies the forward pass reads follow the loaded weights.
   return mpcrt::sync_half_copies(session);
 }

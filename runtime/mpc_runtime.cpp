@@ -11,6 +11,7 @@
 #include "runtime/mpc_runtime.h"
 #include "runtime/mpc_model.h"
 
+#include "runtime/cuda/cuda_session.h"
 #include "runtime/error.h"
 #include "runtime/half.h"
 #include "runtime/init.h"
@@ -326,9 +327,14 @@ mpc_status check_inputs(mpc_session *session, const char *function,
 mpc_status run_step(mpc_session *session, const void *const *inputs,
                     int32_t training, int32_t apply_update, float *loss) {
   const mpc_model_desc *model = session->model;
-  for (int32_t i = 0; i < model->num_inputs; ++i)
-    std::memcpy(mpcrt::tensor_data(session, model->inputs[i]), inputs[i],
-                static_cast<size_t>(mpcrt::tensor_bytes(model->inputs[i])));
+  if (session->cuda) {
+    if (mpc_status status = mpcrt::cuda_upload_inputs(session, inputs))
+      return status;
+  } else {
+    for (int32_t i = 0; i < model->num_inputs; ++i)
+      std::memcpy(mpcrt::tensor_data(session, model->inputs[i]), inputs[i],
+                  static_cast<size_t>(mpcrt::tensor_bytes(model->inputs[i])));
+  }
   int32_t index_error = 0;
   mpc_step_context context;
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
@@ -344,14 +350,21 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
       static_cast<int32_t>(session->step % model->accumulate_steps);
   context.index_error = &index_error;
   session->nonfinite = mpc_nonfinite_record{};
-  const mpc_loss_scaler_state &scaler = mpcrt::train_control(session)->scaler;
-  session->nonfinite_step = scaler.total_steps - scaler.total_skipped;
-  session->nonfinite_loss_scale = scaler.scale;
+  if (model->debug_nonfinite) { // a cpu-target feature: the arenas are host
+    const mpc_loss_scaler_state &scaler =
+        mpcrt::train_control(session)->scaler;
+    session->nonfinite_step = scaler.total_steps - scaler.total_skipped;
+    session->nonfinite_loss_scale = scaler.scale;
+  }
   session->nonfinite_training = training;
   context.nonfinite = &session->nonfinite;
   const char *function = training ? "train_step" : "eval";
+  mpc_step_fn step = training ? model->train_step : model->eval;
+  // A cuda step sees device arenas and runs on the session's stream.
   mpc_status returned =
-      training ? model->train_step(&context) : model->eval(&context);
+      session->cuda
+          ? mpcrt::cuda_run_step(session, step, &context, &index_error)
+          : step(&context);
   int32_t status = mpcrt::raw_enum(returned);
   if (index_error)
     return set_error(MPC_ERROR_OUT_OF_RANGE,
@@ -366,6 +379,9 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
                      model->name, function, mpc_status_string(returned),
                      status);
   }
+  if (loss && session->cuda)
+    return mpcrt::cuda_download(session, MPC_ARENA_ACTIVATIONS,
+                                model->outputs[0].offset, loss, sizeof(float));
   if (loss)
     std::memcpy(loss, mpcrt::tensor_data(session, model->outputs[0]),
                 sizeof(float));
@@ -450,7 +466,11 @@ mpc_status sync_half_copies(mpc_session *session) {
   context.seed = session->seed;
   context.step = session->step;
   context.index_error = &index_error;
-  mpc_status status = model->sync_half_copies(&context);
+  // On the cuda target the kernels run on the device arenas.
+  mpc_status status =
+      session->cuda ? mpcrt::cuda_run_step(session, model->sync_half_copies,
+                                           &context, &index_error)
+                    : model->sync_half_copies(&context);
   if (status != MPC_OK)
     return set_error(MPC_ERROR_INTERNAL,
                      "model '%s': sync_half_copies failed (status %d)",
@@ -557,11 +577,14 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "model '%s' has unknown target %d", model->name,
                      model_target);
-  // TODO(issue 6): the cuda runtime (streams, device arenas, cuBLASLt).
-  if (option_target == MPC_TARGET_CUDA || model_target == MPC_TARGET_CUDA)
-    return set_error(MPC_ERROR_NO_DEVICE,
-                     "no CUDA device: the cuda target is not available in "
-                     "this build");
+  if (option_target != model_target)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_session_create: model '%s' was compiled for the %s "
+                     "target, the options ask for %s (mpc compile "
+                     "--target=%s builds it for that)",
+                     model->name, model_target == MPC_TARGET_CUDA ? "cuda" : "cpu",
+                     option_target == MPC_TARGET_CUDA ? "cuda" : "cpu",
+                     option_target == MPC_TARGET_CUDA ? "cuda" : "cpu");
   if (mpc_status status = check_model(model))
     return status;
 
@@ -569,6 +592,7 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   fresh.model = model;
   fresh.seed = options->seed;
   fresh.step = 0;
+  fresh.cuda = nullptr;
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     fresh.arenas[a] = nullptr;
   if (mpc_status status = resolve_hyperparameter(
@@ -624,6 +648,15 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   control->step_scale = control->scaler.scale;
   control->grad_norm = NAN;
   control->learning_rate = created->learning_rate;
+  // A cuda session keeps these arenas as the host mirror of its device ones
+  // (runtime/cuda/cuda_session.h) and starts from the same initial values.
+  if (model_target == MPC_TARGET_CUDA) {
+    if (mpc_status status =
+            mpcrt::cuda_session_create(created, options->device)) {
+      mpc_session_destroy(created);
+      return status;
+    }
+  }
   if (mpc_status status = mpcrt::sync_half_copies(created)) {
     mpc_session_destroy(created);
     return status;
@@ -635,6 +668,7 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
 extern "C" void mpc_session_destroy(mpc_session *session) {
   if (!session)
     return;
+  mpcrt::cuda_session_destroy(session->cuda);
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     std::free(session->arenas[a]);
   std::free(session);
@@ -682,6 +716,8 @@ extern "C" mpc_status mpc_get_gradient(mpc_session *session, const char *name,
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "mpc_get_gradient: '%s' is state, which has no gradient",
                      name);
+  if (mpc_status status = mpcrt::sync_host(session))
+    return status;
   // The gradient of a parameter sits at the parameter's offset in the
   // gradient arena, in the parameter's dtype, multiplied by the loss scale
   // of the step that computed it.
@@ -706,7 +742,12 @@ extern "C" mpc_status mpc_eval(mpc_session *session, const void *const *inputs,
   const mpc_model_desc *model = session->model;
   if (outputs) {
     for (int32_t i = 1; i < model->num_outputs; ++i)
-      if (outputs[i - 1])
+      if (outputs[i - 1] && session->cuda) {
+        if (mpc_status status = mpcrt::cuda_download(
+                session, MPC_ARENA_ACTIVATIONS, model->outputs[i].offset,
+                outputs[i - 1], mpcrt::tensor_bytes(model->outputs[i])))
+          return status;
+      } else if (outputs[i - 1])
         std::memcpy(
             outputs[i - 1], mpcrt::tensor_data(session, model->outputs[i]),
             static_cast<size_t>(mpcrt::tensor_bytes(model->outputs[i])));
@@ -723,6 +764,8 @@ extern "C" mpc_status mpc_get_param(mpc_session *session, const char *name,
   if (mpc_status status =
           find_for_access(session, "mpc_get_param", name, data, count, &tensor))
     return status;
+  if (mpc_status status = mpcrt::sync_host(session))
+    return status;
   const unsigned char *source = mpcrt::tensor_data(session, *tensor);
   for (int64_t i = 0; i < tensor->num_elements; ++i)
     data[i] = load_as_f32(tensor->dtype, source, i);
@@ -735,9 +778,14 @@ extern "C" mpc_status mpc_set_param(mpc_session *session, const char *name,
   if (mpc_status status =
           find_for_access(session, "mpc_set_param", name, data, count, &tensor))
     return status;
+  // The rest of the mirror must be current before it goes back whole.
+  if (mpc_status status = mpcrt::sync_host(session))
+    return status;
   unsigned char *target = mpcrt::tensor_data(session, *tensor);
   for (int64_t i = 0; i < tensor->num_elements; ++i)
     store_from_f32(tensor->dtype, target, i, data[i]);
+  if (mpc_status status = mpcrt::sync_device(session))
+    return status;
   // The half copy the forward pass reads follows the master weight.
   return mpcrt::sync_half_copies(session);
 }
@@ -761,8 +809,12 @@ extern "C" int64_t mpc_session_step(const mpc_session *session) {
     set_error(MPC_ERROR_INVALID_ARGUMENT, "mpc_session_step: session is null");
     return -1;
   }
+  // The count lives on the device; reading it waits for the session's work.
+  mpc_session *mutable_session = const_cast<mpc_session *>(session);
+  if (mpcrt::sync_host(mutable_session) != MPC_OK)
+    return -1;
   const mpc_loss_scaler_state &scaler =
-      mpcrt::train_control(const_cast<mpc_session *>(session))->scaler;
+      mpcrt::train_control(mutable_session)->scaler;
   return scaler.total_steps - scaler.total_skipped;
 }
 
@@ -772,6 +824,8 @@ extern "C" mpc_status mpc_get_training_stats(mpc_session *session,
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "mpc_get_training_stats: %s is null",
                      !session ? "session" : "stats");
+  if (mpc_status status = mpcrt::sync_host(session))
+    return status;
   const mpc_train_control &control = *mpcrt::train_control(session);
   const mpc_loss_scaler_state &scaler = control.scaler;
   mpc_training_stats result = {};

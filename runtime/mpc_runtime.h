@@ -151,7 +151,7 @@ mpc_status mpc_set_param(mpc_session *session, const char *name,
  * a compiled-in schedule (mpc compile --lr-schedule) this is its base. */
 mpc_status mpc_set_learning_rate(mpc_session *session, float learning_rate);
 /* Optimizer steps applied so far (skipped steps do not count); -1 for a
- * null session. */
+ * null session or a device that cannot be read (see mpc_last_error). */
 int64_t mpc_session_step(const mpc_session *session);
 
 /* The loss scaler's state and the last optimizer step's values, read from

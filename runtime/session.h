@@ -10,6 +10,10 @@
 
 #include "runtime/mpc_model.h"
 
+namespace mpcrt {
+struct CudaSession; // runtime/cuda/cuda_session.h
+} // namespace mpcrt
+
 struct mpc_session {
   const mpc_model_desc *model;
   // One 64-byte-aligned, zero-initialised buffer per arena; never null (an
@@ -31,6 +35,9 @@ struct mpc_session {
   int64_t nonfinite_step;
   float nonfinite_loss_scale; // the scale the step ran with
   int32_t nonfinite_training;
+  // The device side of a cuda-target session (null on the cpu target); the
+  // arenas above are then the host mirror of its device arenas.
+  mpcrt::CudaSession *cuda;
 };
 
 namespace mpcrt {

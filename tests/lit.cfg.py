@@ -18,6 +18,9 @@ config.test_exec_root = os.path.join(config.mpc_obj_root, "tests")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%mpc_src_root", config.mpc_src_root))
 config.substitutions.append(("%examples", os.path.join(config.mpc_src_root, "examples")))
+# Tests of `mpc compile --target=cuda` carry `REQUIRES: nvrtc`.
+if config.mpc_have_nvrtc:
+    config.available_features.add("nvrtc")
 # Catch a FileCheck variable reused across CHECK-LABEL blocks.
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 

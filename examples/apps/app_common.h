@@ -25,6 +25,11 @@
 #define MPC_CONCAT(a, b) MPC_CONCAT2(a, b)
 #include MPC_STRINGIFY(MPC_MODEL.h)
 #define MPC_MODEL_DESC MPC_CONCAT(mpc_model_, MPC_MODEL)
+// The target the model was compiled for (-DMPC_APP_TARGET=MPC_TARGET_CUDA
+// for a library built with mpc compile --target=cuda).
+#ifndef MPC_APP_TARGET
+#define MPC_APP_TARGET MPC_TARGET_CPU
+#endif
 
 namespace mpc_app {
 

@@ -177,6 +177,7 @@ int main(int argc, char **argv) {
 
   mpc_session_options sessionOptions;
   mpc_session_options_init(&sessionOptions);
+  sessionOptions.target = MPC_APP_TARGET;
   sessionOptions.seed = options.seed;
   if (!std::isnan(options.learningRate))
     sessionOptions.learning_rate = options.learningRate;

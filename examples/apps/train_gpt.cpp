@@ -182,6 +182,7 @@ int main(int argc, char **argv) {
 
   mpc_session_options sessionOptions;
   mpc_session_options_init(&sessionOptions);
+  sessionOptions.target = MPC_APP_TARGET;
   sessionOptions.seed = options.seed;
   sessionOptions.learning_rate = options.learningRate;
   sessionOptions.momentum = options.momentum;

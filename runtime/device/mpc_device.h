@@ -20,6 +20,10 @@
 #define MPC_DEVICE_CUDA 1
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+// NVRTC has no <cmath>, so no INFINITY; nvcc gets it from math.h.
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
 #else
 #define MPC_DEVICE_CPU 1
 #endif

@@ -237,23 +237,27 @@ TEST(ApiSession, AbiVersionMismatch) {
   EXPECT_EQ(mpc_model_num_params(&model), -1);
 }
 
-TEST(ApiSession, CudaTargetHasNoDevice) {
+TEST(ApiSession, TargetMustMatchTheModel) {
+  // A model compiled for the cpu cannot run on cuda, nor the reverse
+  // (tests/unit/cuda_session_test.cpp covers cuda models on cuda).
   mpc_session_options options;
   mpc_session_options_init(&options);
   options.target = MPC_TARGET_CUDA;
   mpc_session *session = nullptr;
   EXPECT_EQ(mpc_session_create(linear_model(), &options, &session),
-            MPC_ERROR_NO_DEVICE);
+            MPC_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(mpc_last_error(),
-               "no CUDA device: the cuda target is not available in this "
-               "build");
+               "mpc_session_create: model 'linear' was compiled for the cpu "
+               "target, the options ask for cuda (mpc compile --target=cuda "
+               "builds it for that)");
   EXPECT_EQ(session, nullptr);
-  // A model compiled for cuda cannot run on the cpu either.
   mpc_model_desc cuda_model = *linear_model();
   cuda_model.target = MPC_TARGET_CUDA;
   mpc_session_options_init(&options);
   EXPECT_EQ(mpc_session_create(&cuda_model, &options, &session),
-            MPC_ERROR_NO_DEVICE);
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("compiled for the cuda target"));
+  EXPECT_EQ(session, nullptr);
 }
 
 TEST(ApiSession, ArenasAreAlignedZeroedAndMayBeEmpty) {

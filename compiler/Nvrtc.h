@@ -1,0 +1,49 @@
+//===- Nvrtc.h - kernel source to cubin + PTX with NVRTC ----------*- C++ -*-===//
+//
+// This file declares the cuda target's kernel compiler: the model's generated
+// CUDA C++ (the source the cpu target compiles through the shim) goes through
+// NVRTC, linked as a library, to a cubin for one architecture plus its PTX,
+// which the driver JIT-compiles on newer GPUs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_COMPILER_NVRTC_H
+#define MPC_COMPILER_NVRTC_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mlir::mpc {
+
+/// `--arch` when none is given: Ampere (A100), the oldest architecture with
+/// bf16 tensor cores; its PTX runs on every newer GPU.
+constexpr int defaultSmVersion = 80;
+
+/// What NVRTC produced for one model.
+struct CudaImage {
+  std::string cubin; ///< ELF for sm_<smVersion>
+  std::string ptx;   ///< the same kernels as PTX, for newer GPUs
+  /// Every `__global__` function: (source name, lowered name), the latter
+  /// for cuModuleGetFunction.
+  std::vector<std::pair<std::string, std::string>> kernels;
+};
+
+/// Whether this mpc was built with NVRTC (the CUDA toolkit was found).
+bool haveNvrtc();
+
+/// The kernels' `__global__` function names, in source order.
+std::vector<std::string> findKernelNames(llvm::StringRef source);
+
+/// Compiles `source` for sm_<smVersion>. `savedPath` is where the caller has
+/// written the source; messages point there. On failure prints diagnostics
+/// (`file:line:col: error: ...` at the op a failing kernel was generated
+/// for, when its source records one) and returns false.
+bool compileWithNvrtc(llvm::StringRef source, int smVersion,
+                      llvm::StringRef savedPath, CudaImage &image);
+
+} // namespace mlir::mpc
+
+#endif // MPC_COMPILER_NVRTC_H

@@ -1,0 +1,812 @@
+//===- cuda_session.cpp - device arenas, launches and GEMMs -----*- C++ -*-===//
+//
+// This file implements the cuda target's side of libmpcrt (see
+// cuda_session.h): the driver API loaded with dlopen, one device allocation
+// per arena, a stream per session, kernel launches from a model's embedded
+// cubin/PTX (runtime/cuda/mpc_cuda.h) and GEMMs through cuBLASLt.
+//
+// Nothing here needs a GPU to compile, and nothing links libcuda or
+// cuBLASLt; the driver API is declared below (a stable C ABI), cuBLASLt's
+// types come from its header where the toolkit was found at build time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/cuda_session.h"
+#include "runtime/cuda/mpc_cuda.h"
+
+#include "runtime/error.h"
+#include "runtime/session.h"
+
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#ifdef MPC_HAVE_CUBLASLT
+#include <cublasLt.h>
+#endif
+
+using mpcrt::set_error;
+
+namespace {
+
+// ----------------------------------------------------------------------------
+// Driver API, declared here so that the runtime builds without the toolkit.
+// The names are the versioned entry points cuda.h maps its macros to.
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st *;
+using CUstream = struct CUstream_st *;
+using CUmodule = struct CUmod_st *;
+using CUfunction = struct CUfunc_st *;
+
+constexpr CUresult CUDA_SUCCESS = 0;
+constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+
+struct Driver {
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuDeviceGetCount)(int *);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuStreamCreate)(CUstream *, unsigned);
+  CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, CUstream, void **,
+                             void **);
+};
+
+/// The driver, loaded and initialised once per process; `error` says why
+/// not ("" when it is usable).
+struct LoadedDriver {
+  Driver api{};
+  std::string error;
+};
+
+template <typename Fn> bool bind(void *library, const char *name, Fn &fn) {
+  fn = reinterpret_cast<Fn>(dlsym(library, name));
+  return fn != nullptr;
+}
+
+const LoadedDriver &driver() {
+  static LoadedDriver loaded;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // $MPC_CUDA_DRIVER_LIBRARY replaces the driver (the tests' mock).
+    const char *override = std::getenv("MPC_CUDA_DRIVER_LIBRARY");
+    std::string name = override && *override ? override : "libcuda.so.1";
+    void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+      const char *reason = dlerror();
+      loaded.error = "cannot load the NVIDIA driver library " + name + " (" +
+                     (reason ? reason : "unknown reason") + ")";
+      return;
+    }
+    Driver &d = loaded.api;
+    const char *missing = nullptr;
+#define MPC_BIND(field, symbol)                                                \
+  if (!missing && !bind(library, symbol, d.field))                             \
+    missing = symbol;
+    MPC_BIND(cuInit, "cuInit")
+    MPC_BIND(cuGetErrorString, "cuGetErrorString")
+    MPC_BIND(cuDeviceGetCount, "cuDeviceGetCount")
+    MPC_BIND(cuDeviceGet, "cuDeviceGet")
+    MPC_BIND(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")
+    MPC_BIND(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")
+    MPC_BIND(cuCtxSetCurrent, "cuCtxSetCurrent")
+    MPC_BIND(cuStreamCreate, "cuStreamCreate")
+    MPC_BIND(cuStreamDestroy, "cuStreamDestroy_v2")
+    MPC_BIND(cuStreamSynchronize, "cuStreamSynchronize")
+    MPC_BIND(cuMemAlloc, "cuMemAlloc_v2")
+    MPC_BIND(cuMemFree, "cuMemFree_v2")
+    MPC_BIND(cuMemsetD8, "cuMemsetD8_v2")
+    MPC_BIND(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")
+    MPC_BIND(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")
+    MPC_BIND(cuModuleLoadData, "cuModuleLoadData")
+    MPC_BIND(cuModuleUnload, "cuModuleUnload")
+    MPC_BIND(cuModuleGetFunction, "cuModuleGetFunction")
+    MPC_BIND(cuLaunchKernel, "cuLaunchKernel")
+#undef MPC_BIND
+    if (missing) {
+      loaded.error = name + " has no " + missing + " (the driver is too old)";
+      return;
+    }
+    if (CUresult result = d.cuInit(0)) {
+      const char *text = nullptr;
+      d.cuGetErrorString(result, &text);
+      loaded.error =
+          "cuInit failed: " + std::string(text ? text : "unknown error") +
+          " (" + std::to_string(result) + ")";
+    }
+  });
+  return loaded;
+}
+
+std::string cuda_error_text(CUresult result) {
+  const char *text = nullptr;
+  if (driver().api.cuGetErrorString)
+    driver().api.cuGetErrorString(result, &text);
+  return std::string(text ? text : "unknown CUDA error") + " (" +
+         std::to_string(result) + ")";
+}
+
+// ----------------------------------------------------------------------------
+// cuBLASLt, loaded with dlopen for the same reason as the driver.
+
+#ifdef MPC_HAVE_CUBLASLT
+struct Blas {
+  decltype(&cublasLtCreate) create;
+  decltype(&cublasLtDestroy) destroy;
+  decltype(&cublasLtMatmulDescCreate) descCreate;
+  decltype(&cublasLtMatmulDescDestroy) descDestroy;
+  decltype(&cublasLtMatmulDescSetAttribute) descSetAttribute;
+  decltype(&cublasLtMatrixLayoutCreate) layoutCreate;
+  decltype(&cublasLtMatrixLayoutDestroy) layoutDestroy;
+  decltype(&cublasLtMatrixLayoutSetAttribute) layoutSetAttribute;
+  decltype(&cublasLtMatmulPreferenceCreate) preferenceCreate;
+  decltype(&cublasLtMatmulPreferenceDestroy) preferenceDestroy;
+  decltype(&cublasLtMatmulPreferenceSetAttribute) preferenceSetAttribute;
+  decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic;
+  decltype(&cublasLtMatmul) matmul;
+};
+
+struct LoadedBlas {
+  Blas api{};
+  std::string error;
+};
+
+const LoadedBlas &blas() {
+  static LoadedBlas loaded;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // The major version this runtime was built against: its ABI.
+    // $MPC_CUBLASLT_LIBRARY replaces it (the tests' mock).
+    const char *override = std::getenv("MPC_CUBLASLT_LIBRARY");
+    std::string name =
+        override && *override
+            ? override
+            : "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
+    void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    const char *first_error = library ? nullptr : dlerror();
+    std::string reason = first_error ? first_error : "unknown reason";
+#ifdef MPC_CUBLASLT_BUILD_PATH
+    // Where the toolkit this runtime was built with keeps it, for machines
+    // whose loader path does not list the toolkit's library directory.
+    if (!library && !(override && *override)) {
+      library = dlopen(MPC_CUBLASLT_BUILD_PATH, RTLD_NOW | RTLD_LOCAL);
+      if (library)
+        name = MPC_CUBLASLT_BUILD_PATH;
+    }
+#endif
+    if (!library) {
+      loaded.error = "cannot load " + name + " (" + reason +
+                     "); add the CUDA toolkit's library directory to "
+                     "LD_LIBRARY_PATH";
+      return;
+    }
+    Blas &b = loaded.api;
+    const char *missing = nullptr;
+#define MPC_BIND(field, symbol)                                                \
+  if (!missing && !bind(library, #symbol, b.field))                            \
+    missing = #symbol;
+    MPC_BIND(create, cublasLtCreate)
+    MPC_BIND(destroy, cublasLtDestroy)
+    MPC_BIND(descCreate, cublasLtMatmulDescCreate)
+    MPC_BIND(descDestroy, cublasLtMatmulDescDestroy)
+    MPC_BIND(descSetAttribute, cublasLtMatmulDescSetAttribute)
+    MPC_BIND(layoutCreate, cublasLtMatrixLayoutCreate)
+    MPC_BIND(layoutDestroy, cublasLtMatrixLayoutDestroy)
+    MPC_BIND(layoutSetAttribute, cublasLtMatrixLayoutSetAttribute)
+    MPC_BIND(preferenceCreate, cublasLtMatmulPreferenceCreate)
+    MPC_BIND(preferenceDestroy, cublasLtMatmulPreferenceDestroy)
+    MPC_BIND(preferenceSetAttribute, cublasLtMatmulPreferenceSetAttribute)
+    MPC_BIND(heuristic, cublasLtMatmulAlgoGetHeuristic)
+    MPC_BIND(matmul, cublasLtMatmul)
+#undef MPC_BIND
+    if (missing)
+      loaded.error = name + " has no " + missing;
+  });
+  return loaded;
+}
+
+/// Everything one GEMM shape needs, built once: descriptors and the
+/// algorithm the heuristic picked.
+struct GemmPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+/// What a GemmPlan depends on: types, transposes, sizes, pitches, strides,
+/// batch, and the pointers' alignment (algorithms need aligned operands).
+using GemmKey = std::tuple<int, int, int, int, int, int64_t, int64_t, int64_t,
+                           int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                           int64_t, int, int, int, bool>;
+
+/// Largest power of two (up to 256) that divides an address: the alignment
+/// cuBLASLt may assume of an operand.
+int alignment_of(const void *pointer) {
+  uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
+  int alignment = 256;
+  while (alignment > 1 && address % alignment != 0)
+    alignment /= 2;
+  return alignment;
+}
+#endif // MPC_HAVE_CUBLASLT
+
+// cuBLASLt's workspace: what its heuristics need for most shapes.
+constexpr size_t WORKSPACE_BYTES = 32u << 20;
+
+} // namespace
+
+namespace mpcrt {
+
+struct CudaSession {
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  CUdeviceptr arenas[MPC_NUM_ARENAS] = {0, 0, 0, 0};
+  CUdeviceptr index_error = 0;
+  CUdeviceptr workspace = 0;
+  // The device has changed what the host mirror holds since the last
+  // sync_host.
+  bool host_stale = false;
+  std::vector<std::pair<const mpc_cuda_image *, CUmodule>> modules;
+  std::unordered_map<const char *, CUfunction> functions;
+#ifdef MPC_HAVE_CUBLASLT
+  cublasLtHandle_t blas = nullptr;
+  std::map<GemmKey, GemmPlan> gemms;
+#endif
+};
+
+} // namespace mpcrt
+
+namespace {
+
+/// The session whose step runs on this thread: generated step functions
+/// reach it through mpc_rt_cuda_launch / mpc_rt_cuda_gemm.
+thread_local mpc_session *current_session = nullptr;
+
+mpc_status check(CUresult result, const char *what) {
+  if (result == CUDA_SUCCESS)
+    return MPC_OK;
+  return set_error(MPC_ERROR_INTERNAL, "CUDA error in %s: %s", what,
+                   cuda_error_text(result).c_str());
+}
+
+mpc_status no_device(const std::string &reason) {
+  return set_error(MPC_ERROR_NO_DEVICE, "no CUDA device: %s", reason.c_str());
+}
+
+mpc_status upload_arena(mpc_session *session, int arena) {
+  mpcrt::CudaSession *cuda = session->cuda;
+  int64_t bytes = session->model->arena_bytes[arena];
+  if (bytes == 0)
+    return MPC_OK;
+  return check(driver().api.cuMemcpyHtoDAsync(
+                   cuda->arenas[arena], session->arenas[arena],
+                   static_cast<size_t>(bytes), cuda->stream),
+               "cuMemcpyHtoDAsync");
+}
+
+/// Makes the session's context current on the calling thread: sessions
+/// may be used from any thread, one at a time.
+mpc_status activate(mpcrt::CudaSession *cuda) {
+  return check(driver().api.cuCtxSetCurrent(cuda->context), "cuCtxSetCurrent");
+}
+
+mpc_status synchronize(mpcrt::CudaSession *cuda) {
+  return check(driver().api.cuStreamSynchronize(cuda->stream),
+               "cuStreamSynchronize");
+}
+
+/// Images of the models linked into this program, by model name
+/// (mpc_rt_cuda_register_image).
+std::mutex registry_mutex;
+std::vector<const mpc_cuda_image *> &registry() {
+  static std::vector<const mpc_cuda_image *> images;
+  return images;
+}
+
+/// `image` loaded into the session's context (once).
+mpc_status load_module(mpcrt::CudaSession *cuda, const mpc_cuda_image *image,
+                       CUmodule *module) {
+  for (const auto &[loaded_image, loaded_module] : cuda->modules)
+    if (loaded_image == image) {
+      *module = loaded_module;
+      return MPC_OK;
+    }
+  // The cubin runs on GPUs of its major architecture from its minor up;
+  // elsewhere the driver compiles the PTX.
+  const Driver &d = driver().api;
+  CUresult result = d.cuModuleLoadData(module, image->cubin);
+  if (result != CUDA_SUCCESS)
+    result = d.cuModuleLoadData(module, image->ptx);
+  if (result != CUDA_SUCCESS)
+    return set_error(MPC_ERROR_NO_DEVICE,
+                     "no CUDA device: model '%s' was compiled for sm_%d and "
+                     "neither its cubin nor its PTX loads on this GPU: %s",
+                     image->model, image->sm_version,
+                     cuda_error_text(result).c_str());
+  cuda->modules.emplace_back(image, *module);
+  return MPC_OK;
+}
+
+/// The function `name` of `image` in the current session's context.
+mpc_status find_function(mpcrt::CudaSession *cuda, const mpc_cuda_image *image,
+                         const char *name, CUfunction *function) {
+  auto cached = cuda->functions.find(name);
+  if (cached != cuda->functions.end()) {
+    *function = cached->second;
+    return MPC_OK;
+  }
+  const Driver &d = driver().api;
+  CUmodule module = nullptr;
+  if (mpc_status status = load_module(cuda, image, &module))
+    return status;
+  const char *symbol = nullptr;
+  for (int32_t i = 0; i < image->num_kernels && !symbol; ++i)
+    if (std::strcmp(image->kernels[i].name, name) == 0)
+      symbol = image->kernels[i].symbol;
+  if (!symbol)
+    return set_error(MPC_ERROR_INTERNAL, "model '%s' has no kernel '%s'",
+                     image->model, name);
+  if (mpc_status status = check(d.cuModuleGetFunction(function, module, symbol),
+                                "cuModuleGetFunction"))
+    return status;
+  cuda->functions.emplace(name, *function);
+  return MPC_OK;
+}
+
+} // namespace
+
+namespace mpcrt {
+
+mpc_status cuda_session_create(mpc_session *session, int32_t device) {
+  const LoadedDriver &loaded = driver();
+  if (!loaded.error.empty())
+    return no_device(loaded.error);
+  const Driver &d = loaded.api;
+  int count = 0;
+  if (CUresult result = d.cuDeviceGetCount(&count))
+    return no_device("cuDeviceGetCount failed: " + cuda_error_text(result));
+  if (count == 0)
+    return no_device("the driver sees no GPU");
+  if (device < 0 || device >= count)
+    return no_device("device " + std::to_string(device) +
+                     " was asked for; this machine has " +
+                     std::to_string(count) + " (0.." +
+                     std::to_string(count - 1) + ")");
+#ifndef MPC_HAVE_CUBLASLT
+  return no_device("this libmpcrt was built without the CUDA toolkit's "
+                   "cuBLASLt headers, so it cannot run GEMMs on a GPU");
+#else
+  const LoadedBlas &loaded_blas = blas();
+  if (!loaded_blas.error.empty())
+    return no_device(loaded_blas.error);
+
+  CudaSession *cuda = new CudaSession;
+  session->cuda = cuda;
+  // From here on, mpc_session_destroy (which the caller runs on failure)
+  // releases whatever was made.
+  if (mpc_status status =
+          check(d.cuDeviceGet(&cuda->device, device), "cuDeviceGet"))
+    return status;
+  if (mpc_status status =
+          check(d.cuDevicePrimaryCtxRetain(&cuda->context, cuda->device),
+                "cuDevicePrimaryCtxRetain"))
+    return status;
+  if (mpc_status status =
+          check(d.cuCtxSetCurrent(cuda->context), "cuCtxSetCurrent"))
+    return status;
+  if (mpc_status status =
+          check(d.cuStreamCreate(&cuda->stream, CU_STREAM_NON_BLOCKING),
+                "cuStreamCreate"))
+    return status;
+  const mpc_model_desc *model = session->model;
+  for (int a = 0; a < MPC_NUM_ARENAS; ++a) {
+    // One allocation per arena, as on the host; at least 256 bytes so that
+    // an empty arena has an address.
+    size_t bytes = static_cast<size_t>(model->arena_bytes[a]);
+    if (CUresult result = d.cuMemAlloc(&cuda->arenas[a], bytes ? bytes : 256))
+      return set_error(MPC_ERROR_OUT_OF_MEMORY,
+                       "cannot allocate %zu bytes on the GPU for an arena of "
+                       "model '%s': %s",
+                       bytes, model->name, cuda_error_text(result).c_str());
+    if (mpc_status status =
+            check(d.cuMemsetD8(cuda->arenas[a], 0, bytes ? bytes : 256),
+                  "cuMemsetD8"))
+      return status;
+  }
+  if (CUresult result = d.cuMemAlloc(&cuda->workspace, WORKSPACE_BYTES))
+    return set_error(MPC_ERROR_OUT_OF_MEMORY,
+                     "cannot allocate the cuBLASLt workspace: %s",
+                     cuda_error_text(result).c_str());
+  if (mpc_status status = check(
+          d.cuMemAlloc(&cuda->index_error, sizeof(int32_t)), "cuMemAlloc"))
+    return status;
+  if (cublasStatus_t result = blas().api.create(&cuda->blas))
+    return no_device("cublasLtCreate failed (status " +
+                     std::to_string(static_cast<int>(result)) + ")");
+  // Load the model's kernels now, if its image registered itself, so that
+  // a GPU that cannot run them is reported here.
+  const mpc_cuda_image *image = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    for (const mpc_cuda_image *candidate : registry())
+      if (std::strcmp(candidate->model, model->name) == 0)
+        image = candidate;
+  }
+  CUmodule module = nullptr;
+  if (image)
+    if (mpc_status status = load_module(cuda, image, &module))
+      return status;
+  // Parameters and state, and the optimizer arena for the loss scaler's
+  // initial state in its control block.
+  if (mpc_status status = upload_arena(session, MPC_ARENA_PARAMS))
+    return status;
+  if (mpc_status status = upload_arena(session, MPC_ARENA_OPTIMIZER))
+    return status;
+  return synchronize(cuda);
+#endif
+}
+
+void cuda_session_destroy(CudaSession *cuda) {
+  if (!cuda)
+    return;
+  const Driver &d = driver().api;
+  if (cuda->context)
+    d.cuCtxSetCurrent(cuda->context);
+  if (cuda->stream)
+    d.cuStreamSynchronize(cuda->stream);
+#ifdef MPC_HAVE_CUBLASLT
+  for (auto &[key, plan] : cuda->gemms) {
+    blas().api.layoutDestroy(plan.a);
+    blas().api.layoutDestroy(plan.b);
+    blas().api.layoutDestroy(plan.c);
+    blas().api.descDestroy(plan.desc);
+  }
+  if (cuda->blas)
+    blas().api.destroy(cuda->blas);
+#endif
+  for (const auto &[image, module] : cuda->modules)
+    d.cuModuleUnload(module);
+  for (CUdeviceptr arena : cuda->arenas)
+    if (arena)
+      d.cuMemFree(arena);
+  if (cuda->workspace)
+    d.cuMemFree(cuda->workspace);
+  if (cuda->index_error)
+    d.cuMemFree(cuda->index_error);
+  if (cuda->stream)
+    d.cuStreamDestroy(cuda->stream);
+  if (cuda->context)
+    d.cuDevicePrimaryCtxRelease(cuda->device);
+  delete cuda;
+}
+
+mpc_status cuda_upload_inputs(mpc_session *session, const void *const *inputs) {
+  CudaSession *cuda = session->cuda;
+  const mpc_model_desc *model = session->model;
+  if (mpc_status status = activate(cuda))
+    return status;
+  for (int32_t i = 0; i < model->num_inputs; ++i) {
+    const mpc_tensor_desc &input = model->inputs[i];
+    if (mpc_status status =
+            check(driver().api.cuMemcpyHtoDAsync(
+                      cuda->arenas[input.arena] + input.offset, inputs[i],
+                      static_cast<size_t>(tensor_bytes(input)), cuda->stream),
+                  "cuMemcpyHtoDAsync"))
+      return status;
+  }
+  return MPC_OK;
+}
+
+mpc_status cuda_run_step(mpc_session *session, mpc_step_fn step,
+                         mpc_step_context *context, int32_t *index_error) {
+  CudaSession *cuda = session->cuda;
+  const Driver &d = driver().api;
+  for (int a = 0; a < MPC_NUM_ARENAS; ++a)
+    context->arenas[a] = reinterpret_cast<void *>(cuda->arenas[a]);
+  context->index_error = reinterpret_cast<int32_t *>(cuda->index_error);
+  if (mpc_status status = activate(cuda))
+    return status;
+  int32_t zero = 0;
+  if (mpc_status status = check(d.cuMemcpyHtoDAsync(cuda->index_error, &zero,
+                                                    sizeof(zero), cuda->stream),
+                                "cuMemcpyHtoDAsync"))
+    return status;
+  current_session = session;
+  mpc_status returned = step(context);
+  current_session = nullptr;
+  // Whatever the step did (even a failing one) may have changed the
+  // device's arenas.
+  cuda->host_stale = true;
+  if (returned != MPC_OK)
+    return returned;
+  if (mpc_status status =
+          check(d.cuMemcpyDtoHAsync(index_error, cuda->index_error,
+                                    sizeof(int32_t), cuda->stream),
+                "cuMemcpyDtoHAsync"))
+    return status;
+  return synchronize(cuda);
+}
+
+mpc_status cuda_download(mpc_session *session, int32_t arena, int64_t offset,
+                         void *data, int64_t bytes) {
+  CudaSession *cuda = session->cuda;
+  if (bytes == 0)
+    return MPC_OK;
+  if (mpc_status status = activate(cuda))
+    return status;
+  if (mpc_status status = check(driver().api.cuMemcpyDtoHAsync(
+                                    data, cuda->arenas[arena] + offset,
+                                    static_cast<size_t>(bytes), cuda->stream),
+                                "cuMemcpyDtoHAsync"))
+    return status;
+  return synchronize(cuda);
+}
+
+mpc_status sync_host(mpc_session *session) {
+  CudaSession *cuda = session->cuda;
+  if (!cuda || !cuda->host_stale)
+    return MPC_OK;
+  if (mpc_status status = activate(cuda))
+    return status;
+  for (int arena : {MPC_ARENA_PARAMS, MPC_ARENA_GRADS, MPC_ARENA_OPTIMIZER}) {
+    int64_t bytes = session->model->arena_bytes[arena];
+    if (bytes == 0)
+      continue;
+    if (mpc_status status =
+            check(driver().api.cuMemcpyDtoHAsync(
+                      session->arenas[arena], cuda->arenas[arena],
+                      static_cast<size_t>(bytes), cuda->stream),
+                  "cuMemcpyDtoHAsync"))
+      return status;
+  }
+  if (mpc_status status = synchronize(cuda))
+    return status;
+  cuda->host_stale = false;
+  return MPC_OK;
+}
+
+mpc_status sync_device(mpc_session *session) {
+  CudaSession *cuda = session->cuda;
+  if (!cuda)
+    return MPC_OK;
+  if (mpc_status status = activate(cuda))
+    return status;
+  if (mpc_status status = upload_arena(session, MPC_ARENA_PARAMS))
+    return status;
+  if (mpc_status status = upload_arena(session, MPC_ARENA_OPTIMIZER))
+    return status;
+  return synchronize(cuda);
+}
+
+} // namespace mpcrt
+
+// ----------------------------------------------------------------------------
+// Called by generated code (runtime/cuda/mpc_cuda.h)
+
+extern "C" void mpc_rt_cuda_register_image(const mpc_cuda_image *image) {
+  if (!image || !image->model)
+    return;
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  registry().push_back(image);
+}
+
+extern "C" mpc_status mpc_rt_cuda_launch(const mpc_cuda_image *image,
+                                         const char *name, int64_t grid,
+                                         int32_t block, void **args) {
+  mpc_session *session = current_session;
+  if (!session || !session->cuda)
+    return set_error(MPC_ERROR_INTERNAL,
+                     "mpc_rt_cuda_launch: no cuda step is running on this "
+                     "thread");
+  if (grid < 1 || grid > 0x7fffffff || block < 1 || block > 1024)
+    return set_error(MPC_ERROR_INTERNAL,
+                     "kernel '%s': launch of %lld blocks of %d threads is "
+                     "out of range",
+                     name, static_cast<long long>(grid), block);
+  mpcrt::CudaSession *cuda = session->cuda;
+  CUfunction function = nullptr;
+  if (mpc_status status = find_function(cuda, image, name, &function))
+    return status;
+  CUresult result = driver().api.cuLaunchKernel(
+      function, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block),
+      1, 1, 0, cuda->stream, args, nullptr);
+  if (result != CUDA_SUCCESS)
+    return set_error(MPC_ERROR_INTERNAL, "cannot launch kernel '%s': %s", name,
+                     cuda_error_text(result).c_str());
+  return MPC_OK;
+}
+
+extern "C" mpc_status
+mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
+                 int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                 int64_t k, float alpha, const void *a, int64_t lda,
+                 int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
+                 float beta, void *c, int64_t ldc, int64_t stride_c,
+                 int64_t batch) {
+  mpc_session *session = current_session;
+  if (!session || !session->cuda)
+    return set_error(MPC_ERROR_INTERNAL,
+                     "mpc_rt_cuda_gemm: no cuda step is running on this "
+                     "thread");
+#ifndef MPC_HAVE_CUBLASLT
+  (void)a_type, (void)b_type, (void)c_type, (void)trans_a, (void)trans_b;
+  (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)stride_a;
+  (void)b, (void)ldb, (void)stride_b, (void)beta, (void)c, (void)ldc;
+  (void)stride_c, (void)batch;
+  return set_error(MPC_ERROR_NO_DEVICE, "no CUDA device: built without "
+                                        "cuBLASLt");
+#else
+  if (m == 0 || n == 0 || batch == 0)
+    return MPC_OK;
+  auto data_type = [](mpc_dtype dtype) {
+    return dtype == MPC_F16    ? CUDA_R_16F
+           : dtype == MPC_BF16 ? CUDA_R_16BF
+                               : CUDA_R_32F;
+  };
+  if (!mpcrt::dtype_is_float(a_type) || !mpcrt::dtype_is_float(b_type) ||
+      !mpcrt::dtype_is_float(c_type) || m < 0 || n < 0 || k < 1 || batch < 0)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_rt_cuda_gemm: bad arguments (dtypes %s, %s, %s; "
+                     "m %lld, n %lld, k %lld, batch %lld)",
+                     mpcrt::dtype_name(a_type), mpcrt::dtype_name(b_type),
+                     mpcrt::dtype_name(c_type), static_cast<long long>(m),
+                     static_cast<long long>(n), static_cast<long long>(k),
+                     static_cast<long long>(batch));
+  // cuBLASLt multiplies operands of one type (fp32 compute for all).
+  if (a_type != b_type)
+    return set_error(MPC_ERROR_INTERNAL,
+                     "mpc_rt_cuda_gemm: cuBLASLt needs A and B of one type, "
+                     "got %s and %s",
+                     mpcrt::dtype_name(a_type), mpcrt::dtype_name(b_type));
+  mpcrt::CudaSession *cuda = session->cuda;
+  const Blas &lt = blas().api;
+
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
+  // row-major matrix read column-major is its transpose: so cuBLASLt's
+  // first operand is our B buffer and its second our A buffer, each with
+  // the transpose flag we were given.
+  GemmKey key{a_type,
+              b_type,
+              c_type,
+              trans_a,
+              trans_b,
+              m,
+              n,
+              k,
+              lda,
+              ldb,
+              ldc,
+              stride_a,
+              stride_b,
+              stride_c,
+              batch,
+              alignment_of(a),
+              alignment_of(b),
+              alignment_of(c),
+              beta != 0};
+  auto found = cuda->gemms.find(key);
+  if (found == cuda->gemms.end()) {
+    GemmPlan plan;
+    cublasOperation_t op_first = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t op_second = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cudaDataType_t scale_type = CUDA_R_32F;
+    bool ok =
+        lt.descCreate(&plan.desc, CUBLAS_COMPUTE_32F, scale_type) ==
+            CUBLAS_STATUS_SUCCESS &&
+        lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_first,
+                            sizeof(op_first)) == CUBLAS_STATUS_SUCCESS &&
+        lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_second,
+                            sizeof(op_second)) == CUBLAS_STATUS_SUCCESS &&
+        // First operand: our B, stored (trans_b ? n x k : k x n) row-major.
+        lt.layoutCreate(&plan.a, data_type(b_type), trans_b ? k : n,
+                        trans_b ? n : k, ldb) == CUBLAS_STATUS_SUCCESS &&
+        // Second operand: our A, stored (trans_a ? k x m : m x k) row-major.
+        lt.layoutCreate(&plan.b, data_type(a_type), trans_a ? m : k,
+                        trans_a ? k : m, lda) == CUBLAS_STATUS_SUCCESS &&
+        lt.layoutCreate(&plan.c, data_type(c_type), n, m, ldc) ==
+            CUBLAS_STATUS_SUCCESS;
+    if (ok && batch > 1) {
+      int32_t count = static_cast<int32_t>(batch);
+      struct {
+        cublasLtMatrixLayout_t layout;
+        int64_t stride;
+      } layouts[] = {
+          {plan.a, stride_b}, {plan.b, stride_a}, {plan.c, stride_c}};
+      for (auto &entry : layouts)
+        ok = ok &&
+             lt.layoutSetAttribute(entry.layout,
+                                   CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                   sizeof(count)) == CUBLAS_STATUS_SUCCESS &&
+             lt.layoutSetAttribute(
+                 entry.layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                 &entry.stride, sizeof(entry.stride)) == CUBLAS_STATUS_SUCCESS;
+    }
+    cublasLtMatmulPreference_t preference = nullptr;
+    cublasLtMatmulHeuristicResult_t heuristic{};
+    int results = 0;
+    if (ok) {
+      uint64_t workspace = WORKSPACE_BYTES;
+      uint32_t align_first = alignment_of(b), align_second = alignment_of(a),
+               align_c = alignment_of(c);
+      ok = lt.preferenceCreate(&preference) == CUBLAS_STATUS_SUCCESS &&
+           lt.preferenceSetAttribute(
+               preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+               sizeof(workspace)) == CUBLAS_STATUS_SUCCESS &&
+           lt.preferenceSetAttribute(
+               preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+               &align_first, sizeof(align_first)) == CUBLAS_STATUS_SUCCESS &&
+           lt.preferenceSetAttribute(
+               preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+               &align_second, sizeof(align_second)) == CUBLAS_STATUS_SUCCESS &&
+           lt.preferenceSetAttribute(
+               preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c,
+               sizeof(align_c)) == CUBLAS_STATUS_SUCCESS &&
+           lt.preferenceSetAttribute(
+               preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c,
+               sizeof(align_c)) == CUBLAS_STATUS_SUCCESS &&
+           lt.heuristic(cuda->blas, plan.desc, plan.a, plan.b, plan.c, plan.c,
+                        preference, 1, &heuristic,
+                        &results) == CUBLAS_STATUS_SUCCESS &&
+           results > 0;
+    }
+    if (preference)
+      lt.preferenceDestroy(preference);
+    if (!ok) {
+      if (plan.a)
+        lt.layoutDestroy(plan.a);
+      if (plan.b)
+        lt.layoutDestroy(plan.b);
+      if (plan.c)
+        lt.layoutDestroy(plan.c);
+      if (plan.desc)
+        lt.descDestroy(plan.desc);
+      return set_error(MPC_ERROR_INTERNAL,
+                       "cuBLASLt has no algorithm for a %s x %s -> %s GEMM "
+                       "(m %lld, n %lld, k %lld, batch %lld)",
+                       mpcrt::dtype_name(a_type), mpcrt::dtype_name(b_type),
+                       mpcrt::dtype_name(c_type), static_cast<long long>(m),
+                       static_cast<long long>(n), static_cast<long long>(k),
+                       static_cast<long long>(batch));
+    }
+    plan.algo = heuristic.algo;
+    found = cuda->gemms.emplace(key, plan).first;
+  }
+  const GemmPlan &plan = found->second;
+  cublasStatus_t status = lt.matmul(
+      cuda->blas, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c,
+      plan.c, &plan.algo, reinterpret_cast<void *>(cuda->workspace),
+      WORKSPACE_BYTES, reinterpret_cast<cudaStream_t>(cuda->stream));
+  if (status != CUBLAS_STATUS_SUCCESS)
+    return set_error(MPC_ERROR_INTERNAL,
+                     "cublasLtMatmul failed (status %d) for m %lld, n %lld, "
+                     "k %lld",
+                     static_cast<int>(status), static_cast<long long>(m),
+                     static_cast<long long>(n), static_cast<long long>(k));
+  return MPC_OK;
+#endif
+}

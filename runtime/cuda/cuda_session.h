@@ -1,0 +1,54 @@
+//===- cuda_session.h - the device side of a cuda session -------*- C++ -*-===//
+//
+// Internal to libmpcrt. A session of a model compiled for the cuda target
+// keeps its arenas twice: on the device, where the steps run, and in the
+// host buffers of mpc_session (the "mirror"), which parameter access and
+// checkpoints read and write exactly as on the cpu target, so checkpoints
+// have one format on both targets. The mirror is brought up to date lazily:
+//   - sync_host before the host reads parameters, gradients or optimizer
+//     state (a step has changed them on the device);
+//   - sync_device after the host has written them.
+// On the cpu target every function here is a no-op that returns MPC_OK.
+//
+// libcuda and cuBLASLt are loaded with dlopen, never linked: a program that
+// links libmpcrt starts on machines without a driver, and creating a cuda
+// session there fails with MPC_ERROR_NO_DEVICE ("no CUDA device: ...").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_CUDA_CUDA_SESSION_H
+#define MPC_RUNTIME_CUDA_CUDA_SESSION_H
+
+#include "runtime/mpc_model.h"
+
+namespace mpcrt {
+
+struct CudaSession;
+
+/// Opens device `device` for `session` (whose host arenas are allocated and
+/// initialised), allocates its device arenas and uploads the host arenas.
+/// Sets session->cuda. MPC_ERROR_NO_DEVICE when there is no driver, no GPU
+/// or no such device.
+mpc_status cuda_session_create(mpc_session *session, int32_t device);
+void cuda_session_destroy(CudaSession *cuda);
+
+/// Copies the inputs to their places in the device activation arena.
+mpc_status cuda_upload_inputs(mpc_session *session, const void *const *inputs);
+/// Runs `step` with device arenas in `context`, waits for it, and sets
+/// `*index_error` from the device.
+mpc_status cuda_run_step(mpc_session *session, mpc_step_fn step,
+                         mpc_step_context *context, int32_t *index_error);
+/// Copies `bytes` at `offset` of device arena `arena` to `data`.
+mpc_status cuda_download(mpc_session *session, int32_t arena, int64_t offset,
+                         void *data, int64_t bytes);
+
+/// Brings the host mirror of the params, grads and optimizer arenas up to
+/// date (after steps ran on the device).
+mpc_status sync_host(mpc_session *session);
+/// Copies the host's params and optimizer arenas to the device (after the
+/// host changed them).
+mpc_status sync_device(mpc_session *session);
+
+} // namespace mpcrt
+
+#endif // MPC_RUNTIME_CUDA_CUDA_SESSION_H

@@ -1,0 +1,65 @@
+/*===- mpc_cuda.h - the ABI between cuda-target models and libmpcrt -*- C -*-===*
+ *
+ * A model compiled with `mpc compile --target=cuda` carries, besides its
+ * mpc_model_desc (target MPC_TARGET_CUDA), one mpc_cuda_image: the cubin
+ * NVRTC built for one architecture, its PTX (which the driver JIT-compiles on
+ * newer GPUs) and the mangled symbol of every kernel. Its step functions run
+ * on the host and call the two functions below, which act on the session
+ * whose step is running on the calling thread (libmpcrt sets it around every
+ * step). The arena pointers a cuda step function sees are device addresses.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef MPC_RUNTIME_CUDA_MPC_CUDA_H
+#define MPC_RUNTIME_CUDA_MPC_CUDA_H
+
+#include "runtime/mpc_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mpc_cuda_kernel {
+  const char *name;   /* as in the generated source: <model>_k<N>_<hint> */
+  const char *symbol; /* the lowered name, for cuModuleGetFunction */
+} mpc_cuda_kernel;
+
+typedef struct mpc_cuda_image {
+  const char *model;
+  int32_t sm_version; /* the cubin's architecture, e.g. 80 */
+  const unsigned char *cubin;
+  size_t cubin_size;
+  const char *ptx; /* NUL-terminated */
+  size_t ptx_size; /* without the NUL */
+  int32_t num_kernels;
+  const mpc_cuda_kernel *kernels;
+} mpc_cuda_image;
+
+/* Called once per model, before main, by the code that defines its image:
+ * a cuda session of the model named image->model loads the image when it is
+ * created, so that a GPU that cannot run it is reported then, not at the
+ * first step. */
+void mpc_rt_cuda_register_image(const mpc_cuda_image *image);
+
+/* Launches kernel `name` of `image` on the current session's stream with a
+ * 1-d grid. `args` holds a pointer to each argument, as cuLaunchKernel takes
+ * them. Loads the image into the session's context on first use. */
+mpc_status mpc_rt_cuda_launch(const mpc_cuda_image *image, const char *name,
+                              int64_t grid, int32_t block, void **args);
+
+/* mpc_rt_gemm (runtime/gemm.h) on the device: the same arguments and
+ * semantics, A, B and C device pointers, run by cuBLASLt on the current
+ * session's stream with fp32 compute. */
+mpc_status mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type,
+                            mpc_dtype c_type, int32_t trans_a, int32_t trans_b,
+                            int64_t m, int64_t n, int64_t k, float alpha,
+                            const void *a, int64_t lda, int64_t stride_a,
+                            const void *b, int64_t ldb, int64_t stride_b,
+                            float beta, void *c, int64_t ldc, int64_t stride_c,
+                            int64_t batch);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MPC_RUNTIME_CUDA_MPC_CUDA_H */

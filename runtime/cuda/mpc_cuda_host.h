@@ -1,0 +1,52 @@
+//===- mpc_cuda_host.h - generated host code on the cuda target -*- C++ -*-===//
+//
+// Included by the host code `mpc compile --target=cuda` generates, after the
+// kernel source (compiled for the host through runtime/device/mpc_device.h,
+// which gives every kernel a C++ declaration) and runtime/gemm.h. The step
+// functions are the cpu target's, word for word; this header redirects their
+// two kinds of work:
+//   - MPC_LAUNCH(kernel, grid, block, args...) launches the kernel from the
+//     embedded image (MPC_CUDA_IMAGE) through the driver API. The arguments
+//     are converted to the kernel's parameter types first, from its host
+//     declaration, because cuLaunchKernel copies each parameter's bytes as
+//     the kernel declares them (an int literal for a long long must widen).
+//   - mpc_rt_gemm(...) becomes mpc_rt_cuda_gemm(...), cuBLASLt on the
+//     session's stream.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_CUDA_MPC_CUDA_HOST_H
+#define MPC_RUNTIME_CUDA_MPC_CUDA_HOST_H
+
+#include "runtime/cuda/mpc_cuda.h"
+#include "runtime/gemm.h"
+
+#include <tuple>
+
+namespace mpc_cuda_detail {
+
+template <typename... Params, typename... Args>
+inline mpc_status launch(const mpc_cuda_image *image, void (*)(Params...),
+                         const char *name, long long grid, int block,
+                         const Args &...args) {
+  static_assert(sizeof...(Params) == sizeof...(Args),
+                "a launch passes one argument per kernel parameter");
+  std::tuple<Params...> values(static_cast<Params>(args)...);
+  return std::apply(
+      [&](Params &...value) {
+        void *pointers[] = {static_cast<void *>(&value)..., nullptr};
+        return mpc_rt_cuda_launch(image, name, grid, block, pointers);
+      },
+      values);
+}
+
+} // namespace mpc_cuda_detail
+
+#undef MPC_LAUNCH
+#define MPC_LAUNCH(kernel, grid, block, ...)                                   \
+  MPC_CHECK(mpc_cuda_detail::launch(MPC_CUDA_IMAGE, kernel, #kernel, grid,     \
+                                    block, __VA_ARGS__))
+
+#define mpc_rt_gemm mpc_rt_cuda_gemm
+
+#endif // MPC_RUNTIME_CUDA_MPC_CUDA_HOST_H

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Trains one model on the cpu and on the cuda target, compares the results.
+
+  compare_targets.py --rtol 1e-2 --atol 1e-3 --steps 20 \
+      --reference <cpu train_steps> --candidate <cuda train_steps>
+
+Both programs (tests/cuda/train_steps.cpp) train the same model from the same
+seed on the same inputs and save a checkpoint. The test fails unless every
+step's loss and every tensor of the two checkpoints (parameters, state,
+optimizer state) agree within |cuda - cpu| <= atol + rtol * |cpu| (per
+element; for tensors rtol scales with the tensor's largest magnitude), and
+the checkpoints have the same tensors, dtypes, shapes and metadata: one
+format on both targets. Exits 77 (ctest's skip code) when the candidate
+reports that there is no CUDA device.
+"""
+
+import argparse
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+
+
+def run(program, steps, checkpoint):
+    result = subprocess.run([program, f"--steps={steps}",
+                             f"--checkpoint={checkpoint}"],
+                            capture_output=True, text=True)
+    return result.returncode, result.stdout + result.stderr
+
+
+def losses(output):
+    return [float(v) for v in re.findall(r"^step \d+ loss (\S+)$", output,
+                                         re.MULTILINE)]
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    body = data[8 + length:]
+    metadata = header.pop("__metadata__", {})
+    tensors = {}
+    for name, entry in header.items():
+        begin, end = entry["data_offsets"]
+        raw = body[begin:end]
+        dtype = entry["dtype"]
+        if dtype == "F32":
+            values = struct.unpack(f"<{len(raw) // 4}f", raw)
+        elif dtype == "F16":
+            values = struct.unpack(f"<{len(raw) // 2}e", raw)
+        elif dtype == "BF16":
+            halves = struct.unpack(f"<{len(raw) // 2}H", raw)
+            values = [struct.unpack("<f", struct.pack("<I", h << 16))[0]
+                      for h in halves]
+        else:
+            sys.exit(f"error: {path}: tensor {name} has dtype {dtype}")
+        tensors[name] = (dtype, entry["shape"], values)
+    return metadata, tensors
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rtol", type=float, required=True)
+    parser.add_argument("--atol", type=float, required=True)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--reference", required=True)
+    parser.add_argument("--candidate", required=True)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cpu_ckpt = os.path.join(tmp, "cpu.safetensors")
+        cuda_ckpt = os.path.join(tmp, "cuda.safetensors")
+        status, cuda_out = run(args.candidate, args.steps, cuda_ckpt)
+        if status == SKIP:
+            print(cuda_out.strip())
+            return SKIP
+        if status != 0:
+            sys.exit(f"error: {args.candidate} exited {status}:\n{cuda_out}")
+        status, cpu_out = run(args.reference, args.steps, cpu_ckpt)
+        if status != 0:
+            sys.exit(f"error: {args.reference} exited {status}:\n{cpu_out}")
+
+        failures = []
+        cpu_losses, cuda_losses = losses(cpu_out), losses(cuda_out)
+        if len(cpu_losses) != args.steps or len(cuda_losses) != args.steps:
+            sys.exit(f"error: expected {args.steps} losses, got "
+                     f"{len(cpu_losses)} (cpu) and {len(cuda_losses)} (cuda)")
+        for step, (a, b) in enumerate(zip(cpu_losses, cuda_losses)):
+            if not abs(b - a) <= args.atol + args.rtol * abs(a):
+                failures.append(f"step {step}: loss {b} on cuda, {a} on cpu")
+
+        cpu_meta, cpu_tensors = read_safetensors(cpu_ckpt)
+        cuda_meta, cuda_tensors = read_safetensors(cuda_ckpt)
+        if cpu_meta != cuda_meta:
+            failures.append(f"metadata differ: {cuda_meta} vs {cpu_meta}")
+        if sorted(cpu_tensors) != sorted(cuda_tensors):
+            failures.append("the checkpoints hold different tensors")
+        for name in sorted(set(cpu_tensors) & set(cuda_tensors)):
+            dtype, shape, ref = cpu_tensors[name]
+            cuda_dtype, cuda_shape, got = cuda_tensors[name]
+            if (dtype, shape) != (cuda_dtype, cuda_shape):
+                failures.append(f"{name}: {cuda_dtype}{cuda_shape} on cuda, "
+                                f"{dtype}{shape} on cpu")
+                continue
+            scale = max((abs(v) for v in ref), default=0.0)
+            worst = max((abs(g - r) for g, r in zip(got, ref)), default=0.0)
+            if not worst <= args.atol + args.rtol * scale:
+                failures.append(f"{name}: max |cuda - cpu| = {worst:.3g}, "
+                                f"largest |cpu| = {scale:.3g}")
+        if failures:
+            print("\n".join(failures))
+            return 1
+        print(f"{args.steps} steps: losses and {len(cpu_tensors)} tensors "
+              f"agree (rtol {args.rtol}, atol {args.atol}); last loss "
+              f"{cuda_losses[-1]} on cuda, {cpu_losses[-1]} on cpu")
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,343 @@
+//===- mock_cuda.cpp - a host stand-in for libcuda and cuBLASLt ----------===//
+//
+// Loaded by libmpcrt in place of libcuda.so.1 and libcublasLt.so.13
+// ($MPC_CUDA_DRIVER_LIBRARY, $MPC_CUBLASLT_LIBRARY) so that the cuda
+// session's host side runs on a machine without a GPU:
+//   - "device" memory is host memory (cuMemAlloc is calloc), copies are
+//     memcpy, streams and contexts are tokens;
+//   - a module must be a cubin (ELF) and every function looked up must be
+//     named in it; launches run nothing but are recorded (name, grid, block,
+//     argument count up to the null that mpc's launcher appends);
+//   - cublasLtMatmul computes the product on the host from its descriptors,
+//     column-major as cuBLASLt defines it, so that mpc's row-major mapping
+//     is checked against an independent reading of the layouts.
+// mock_cuda.h declares what tests read back.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tests/cuda/mock_cuda.h"
+
+#include "runtime/half.h"
+
+#include <cublasLt.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using CUresult = int;
+using CUdeviceptr = unsigned long long;
+
+std::vector<mock_cuda_launch> launches;
+int liveAllocations = 0;
+
+struct Module {
+  std::string image; // the cubin's bytes, searched for symbol names
+};
+
+float loadAs(cudaDataType_t type, const void *base, int64_t index) {
+  switch (type) {
+  case CUDA_R_16F:
+    return mpc_f16_bits_to_f32(static_cast<const uint16_t *>(base)[index]);
+  case CUDA_R_16BF:
+    return mpc_bf16_bits_to_f32(static_cast<const uint16_t *>(base)[index]);
+  default:
+    return static_cast<const float *>(base)[index];
+  }
+}
+
+void storeAs(cudaDataType_t type, void *base, int64_t index, float value) {
+  switch (type) {
+  case CUDA_R_16F:
+    static_cast<uint16_t *>(base)[index] = mpc_f32_to_f16_bits(value);
+    break;
+  case CUDA_R_16BF:
+    static_cast<uint16_t *>(base)[index] = mpc_f32_to_bf16_bits(value);
+    break;
+  default:
+    static_cast<float *>(base)[index] = value;
+    break;
+  }
+}
+
+int elementBytes(cudaDataType_t type) { return type == CUDA_R_32F ? 4 : 2; }
+
+} // namespace
+
+// cuBLASLt's opaque handles, defined here.
+struct cublasLtContext {
+  int unused;
+};
+struct MockDesc {
+  cublasOperation_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
+};
+struct MockLayout {
+  cudaDataType_t type;
+  uint64_t rows, cols;
+  int64_t ld;
+  int32_t batch = 1;
+  int64_t stride = 0;
+};
+
+extern "C" {
+
+// ----------------------------------------------------------------------------
+// Test hooks
+
+int mock_cuda_num_launches(void) { return static_cast<int>(launches.size()); }
+mock_cuda_launch mock_cuda_get_launch(int index) { return launches[index]; }
+void mock_cuda_reset(void) { launches.clear(); }
+int mock_cuda_live_allocations(void) { return liveAllocations; }
+
+// ----------------------------------------------------------------------------
+// Driver API (the entry points libmpcrt binds)
+
+CUresult cuInit(unsigned) { return 0; }
+CUresult cuGetErrorString(CUresult, const char **text) {
+  *text = "mock error";
+  return 0;
+}
+CUresult cuDeviceGetCount(int *count) {
+  *count = 1;
+  return 0;
+}
+CUresult cuDeviceGet(int *device, int ordinal) {
+  *device = ordinal;
+  return ordinal == 0 ? 0 : 101; // CUDA_ERROR_INVALID_DEVICE
+}
+CUresult cuDevicePrimaryCtxRetain(void **context, int) {
+  static int token;
+  *context = &token;
+  return 0;
+}
+CUresult cuDevicePrimaryCtxRelease_v2(int) { return 0; }
+CUresult cuCtxSetCurrent(void *) { return 0; }
+CUresult cuStreamCreate(void **stream, unsigned) {
+  static int token;
+  *stream = &token;
+  return 0;
+}
+CUresult cuStreamDestroy_v2(void *) { return 0; }
+CUresult cuStreamSynchronize(void *) { return 0; }
+CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes) {
+  void *memory = std::calloc(1, bytes);
+  if (!memory)
+    return 2; // CUDA_ERROR_OUT_OF_MEMORY
+  ++liveAllocations;
+  *pointer = reinterpret_cast<CUdeviceptr>(memory);
+  return 0;
+}
+CUresult cuMemFree_v2(CUdeviceptr pointer) {
+  --liveAllocations;
+  std::free(reinterpret_cast<void *>(pointer));
+  return 0;
+}
+CUresult cuMemsetD8_v2(CUdeviceptr pointer, unsigned char value, size_t n) {
+  std::memset(reinterpret_cast<void *>(pointer), value, n);
+  return 0;
+}
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr to, const void *from, size_t n,
+                              void *) {
+  std::memcpy(reinterpret_cast<void *>(to), from, n);
+  return 0;
+}
+CUresult cuMemcpyDtoHAsync_v2(void *to, CUdeviceptr from, size_t n, void *) {
+  std::memcpy(to, reinterpret_cast<const void *>(from), n);
+  return 0;
+}
+CUresult cuModuleLoadData(void **module, const void *image) {
+  const unsigned char *bytes = static_cast<const unsigned char *>(image);
+  if (std::memcmp(bytes,
+                  "\x7f"
+                  "ELF",
+                  4) != 0)
+    return 200; // CUDA_ERROR_INVALID_IMAGE
+  // An ELF file's size: section headers end it (e_shoff + e_shnum *
+  // e_shentsize, 64-bit layout).
+  uint64_t shoff;
+  uint16_t shentsize, shnum;
+  std::memcpy(&shoff, bytes + 0x28, 8);
+  std::memcpy(&shentsize, bytes + 0x3a, 2);
+  std::memcpy(&shnum, bytes + 0x3c, 2);
+  size_t size = shoff + static_cast<size_t>(shnum) * shentsize;
+  *module =
+      new Module{std::string(reinterpret_cast<const char *>(bytes), size)};
+  return 0;
+}
+CUresult cuModuleUnload(void *module) {
+  delete static_cast<Module *>(module);
+  return 0;
+}
+CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
+  const std::string &image = static_cast<Module *>(module)->image;
+  // Symbol names sit NUL-terminated in the string table.
+  if (image.find(std::string(name) + '\0') == std::string::npos)
+    return 500;                      // CUDA_ERROR_NOT_FOUND
+  *function = new std::string(name); // leaked: functions live with modules
+  return 0;
+}
+CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
+                        unsigned gridZ, unsigned blockX, unsigned blockY,
+                        unsigned blockZ, unsigned, void *, void **params,
+                        void **) {
+  mock_cuda_launch launch{};
+  std::strncpy(launch.symbol, static_cast<std::string *>(function)->c_str(),
+               sizeof(launch.symbol) - 1);
+  launch.grid = gridX * gridY * gridZ;
+  launch.block = blockX * blockY * blockZ;
+  while (params && params[launch.num_args])
+    ++launch.num_args;
+  launches.push_back(launch);
+  return 0;
+}
+
+// ----------------------------------------------------------------------------
+// cuBLASLt
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t *handle) {
+  *handle = new cublasLtContext{0};
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
+  delete handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
+                                        cublasComputeType_t compute,
+                                        cudaDataType_t scale) {
+  if (compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  *desc = reinterpret_cast<cublasLtMatmulDesc_t>(new MockDesc);
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+  delete reinterpret_cast<MockDesc *>(desc);
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t
+cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
+                               cublasLtMatmulDescAttributes_t attribute,
+                               const void *value, size_t size) {
+  auto *mock = reinterpret_cast<MockDesc *>(desc);
+  if (size != sizeof(cublasOperation_t))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (attribute == CUBLASLT_MATMUL_DESC_TRANSA)
+    std::memcpy(&mock->transa, value, size);
+  else if (attribute == CUBLASLT_MATMUL_DESC_TRANSB)
+    std::memcpy(&mock->transb, value, size);
+  else
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout,
+                                          cudaDataType type, uint64_t rows,
+                                          uint64_t cols, int64_t ld) {
+  // cuBLASLt: a column-major layout needs ld >= rows.
+  if (ld < static_cast<int64_t>(rows))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  *layout = reinterpret_cast<cublasLtMatrixLayout_t>(
+      new MockLayout{type, rows, cols, ld});
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
+  delete reinterpret_cast<MockLayout *>(layout);
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t
+cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
+                                 cublasLtMatrixLayoutAttribute_t attribute,
+                                 const void *value, size_t size) {
+  auto *mock = reinterpret_cast<MockLayout *>(layout);
+  if (attribute == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT && size == 4)
+    std::memcpy(&mock->batch, value, 4);
+  else if (attribute == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET &&
+           size == 8)
+    std::memcpy(&mock->stride, value, 8);
+  else
+    return CUBLAS_STATUS_INVALID_VALUE;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t
+cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *preference) {
+  static int token;
+  *preference = reinterpret_cast<cublasLtMatmulPreference_t>(&token);
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t
+cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t,
+                                     cublasLtMatmulPreferenceAttributes_t,
+                                     const void *, size_t) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
+    cublasLtHandle_t, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+    cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
+    cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t, int requested,
+    cublasLtMatmulHeuristicResult_t *results, int *count) {
+  // Shapes must agree, as cuBLASLt checks them.
+  auto *mock = reinterpret_cast<MockDesc *>(desc);
+  auto *la = reinterpret_cast<MockLayout *>(a);
+  auto *lb = reinterpret_cast<MockLayout *>(b);
+  auto *lc = reinterpret_cast<MockLayout *>(c);
+  uint64_t m = mock->transa == CUBLAS_OP_N ? la->rows : la->cols;
+  uint64_t k = mock->transa == CUBLAS_OP_N ? la->cols : la->rows;
+  uint64_t kb = mock->transb == CUBLAS_OP_N ? lb->rows : lb->cols;
+  uint64_t n = mock->transb == CUBLAS_OP_N ? lb->cols : lb->rows;
+  if (c != d || requested < 1 || k != kb || lc->rows != m || lc->cols != n ||
+      la->batch != lc->batch || lb->batch != lc->batch)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  std::memset(results, 0, sizeof(*results));
+  *count = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
+                              const void *alpha, const void *a,
+                              cublasLtMatrixLayout_t aLayout, const void *b,
+                              cublasLtMatrixLayout_t bLayout, const void *beta,
+                              const void *c, cublasLtMatrixLayout_t cLayout,
+                              void *d, cublasLtMatrixLayout_t dLayout,
+                              const cublasLtMatmulAlgo_t *, void *, size_t,
+                              cudaStream_t) {
+  auto *mock = reinterpret_cast<MockDesc *>(desc);
+  auto *la = reinterpret_cast<MockLayout *>(aLayout);
+  auto *lb = reinterpret_cast<MockLayout *>(bLayout);
+  auto *lc = reinterpret_cast<MockLayout *>(cLayout);
+  if (c != d || cLayout != dLayout)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  float alphaValue = *static_cast<const float *>(alpha);
+  float betaValue = *static_cast<const float *>(beta);
+  bool ta = mock->transa != CUBLAS_OP_N, tb = mock->transb != CUBLAS_OP_N;
+  int64_t m = lc->rows, n = lc->cols;
+  int64_t k = ta ? la->rows : la->cols;
+  // Column-major: element (r, c) of a matrix is at r + c * ld.
+  for (int32_t batch = 0; batch < lc->batch; ++batch) {
+    const char *ab = static_cast<const char *>(a) +
+                     batch * la->stride * elementBytes(la->type);
+    const char *bb = static_cast<const char *>(b) +
+                     batch * lb->stride * elementBytes(lb->type);
+    char *db =
+        static_cast<char *>(d) + batch * lc->stride * elementBytes(lc->type);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float sum = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          float x = loadAs(la->type, ab, ta ? p + i * la->ld : i + p * la->ld);
+          float y = loadAs(lb->type, bb, tb ? j + p * lb->ld : p + j * lb->ld);
+          sum += x * y;
+        }
+        float result = alphaValue * sum;
+        if (betaValue != 0)
+          result += betaValue * loadAs(lc->type, db, i + j * lc->ld);
+        storeAs(lc->type, db, i + j * lc->ld, result);
+      }
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+} // extern "C"

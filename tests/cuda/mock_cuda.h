@@ -1,0 +1,32 @@
+//===- mock_cuda.h - what tests read back from the mock driver ----------===//
+//
+// The host stand-in for libcuda and cuBLASLt (mock_cuda.cpp) records kernel
+// launches; tests that run with it loaded read them through these hooks,
+// found with dlsym in the mock, which libmpcrt opened.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_TESTS_CUDA_MOCK_CUDA_H
+#define MPC_TESTS_CUDA_MOCK_CUDA_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mock_cuda_launch {
+  char symbol[256]; /* the lowered kernel name */
+  unsigned grid, block;
+  int num_args; /* pointers in the argument array before its null */
+} mock_cuda_launch;
+
+int mock_cuda_num_launches(void);
+mock_cuda_launch mock_cuda_get_launch(int index);
+void mock_cuda_reset(void);
+/* cuMemAlloc'd blocks not yet freed. */
+int mock_cuda_live_allocations(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MPC_TESTS_CUDA_MOCK_CUDA_H */

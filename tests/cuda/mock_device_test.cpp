@@ -1,0 +1,425 @@
+//===- mock_device_test.cpp - cuda sessions against a host mock driver ---===//
+//
+// Runs with $MPC_CUDA_DRIVER_LIBRARY and $MPC_CUBLASLT_LIBRARY pointing at
+// mock_cuda.cpp's library, whose "device" memory is host memory. Without a
+// GPU this checks the host side of the cuda target:
+//   - a cuda session computes what a cpu session does when its step runs
+//     on the device arenas (uploads, downloads, the host mirror, parameter
+//     access, eval outputs, checkpoints byte for byte, index errors);
+//   - mpc_rt_cuda_gemm's mapping of row-major GEMMs onto cuBLASLt's
+//     column-major layouts gives mpc_rt_gemm's results, for every transpose,
+//     batch stride, pitch, dtype and beta;
+//   - the host code mpc generates for the cuda target launches every kernel
+//     of its step, by the symbol NVRTC gave it, with one argument per
+//     kernel parameter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/mpc_cuda.h"
+#include "runtime/gemm.h"
+#include "runtime/half.h"
+#include "runtime/mpc_model.h"
+#include "runtime/mpc_runtime.h"
+#include "tests/cuda/mock_cuda.h"
+#include "tests/unit/test_model.h"
+
+#include "mlp.h"
+
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+extern "C" const mpc_cuda_image mlp_cuda_image;
+
+namespace {
+
+using mpc_test::LINEAR_BATCH;
+using mpc_test::LINEAR_CLASSES;
+using mpc_test::LINEAR_FEATURES;
+
+/// The mock's test hooks, from the library libmpcrt loaded.
+struct Mock {
+  Mock() {
+    const char *path = std::getenv("MPC_CUDA_DRIVER_LIBRARY");
+    library = path ? dlopen(path, RTLD_NOW) : nullptr;
+    if (!library)
+      return;
+    numLaunches =
+        reinterpret_cast<int (*)()>(dlsym(library, "mock_cuda_num_launches"));
+    getLaunch = reinterpret_cast<mock_cuda_launch (*)(int)>(
+        dlsym(library, "mock_cuda_get_launch"));
+    reset = reinterpret_cast<void (*)()>(dlsym(library, "mock_cuda_reset"));
+    liveAllocations = reinterpret_cast<int (*)()>(
+        dlsym(library, "mock_cuda_live_allocations"));
+  }
+  void *library = nullptr;
+  int (*numLaunches)() = nullptr;
+  mock_cuda_launch (*getLaunch)(int) = nullptr;
+  void (*reset)() = nullptr;
+  int (*liveAllocations)() = nullptr;
+};
+
+const Mock &mock() {
+  static Mock instance;
+  return instance;
+}
+
+mpc_session *create(const mpc_model_desc *model, mpc_target target) {
+  mpc_session_options options;
+  mpc_session_options_init(&options);
+  options.target = target;
+  options.seed = 7;
+  options.momentum = 0.9f;
+  mpc_session *session = nullptr;
+  EXPECT_EQ(mpc_session_create(model, &options, &session), MPC_OK)
+      << mpc_last_error();
+  return session;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class MockDevice : public testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_NE(mock().library, nullptr)
+        << "set MPC_CUDA_DRIVER_LIBRARY to the mock driver";
+    ASSERT_TRUE(mock().numLaunches && mock().getLaunch && mock().reset &&
+                mock().liveAllocations);
+    mock().reset();
+  }
+  void TearDown() override { EXPECT_EQ(mock().liveAllocations(), 0); }
+};
+
+// ----------------------------------------------------------------------------
+// A session's host side
+
+TEST_F(MockDevice, LinearModelTrainsAsOnTheCpu) {
+  mpc_model_desc cudaModel = *mpc_test::linear_model();
+  cudaModel.target = MPC_TARGET_CUDA;
+  mpc_session *cpu = create(mpc_test::linear_model(), MPC_TARGET_CPU);
+  mpc_session *cuda = create(&cudaModel, MPC_TARGET_CUDA);
+  ASSERT_TRUE(cpu && cuda);
+
+  float x[LINEAR_BATCH * LINEAR_FEATURES];
+  int32_t y[LINEAR_BATCH];
+  const void *inputs[] = {x, y};
+  auto trainBoth = [&](int from, int to) {
+    for (int step = from; step < to; ++step) {
+      mpc_test::linear_batch(step, x, y);
+      float cpuLoss = -1, cudaLoss = -2;
+      ASSERT_EQ(mpc_train_step(cpu, inputs, &cpuLoss), MPC_OK);
+      ASSERT_EQ(mpc_train_step(cuda, inputs, &cudaLoss), MPC_OK)
+          << mpc_last_error();
+      EXPECT_EQ(cpuLoss, cudaLoss) << "step " << step;
+    }
+  };
+  auto expectSameTensor = [&](const char *name, bool gradient) {
+    std::vector<float> a(LINEAR_CLASSES * LINEAR_FEATURES, 1), b(a.size(), 2);
+    auto get = gradient ? mpc_get_gradient : mpc_get_param;
+    ASSERT_EQ(get(cpu, name, a.data(), a.size()), MPC_OK);
+    ASSERT_EQ(get(cuda, name, b.data(), b.size()), MPC_OK) << mpc_last_error();
+    EXPECT_EQ(a, b) << name;
+  };
+
+  // Parameters start alike, and stay alike through steps that change them
+  // on the device.
+  expectSameTensor("w", false);
+  trainBoth(0, 5);
+  expectSameTensor("w", false);
+  expectSameTensor("w", true);
+
+  // A parameter set on the host reaches the device before the next step.
+  std::vector<float> bias(LINEAR_CLASSES, 0.25f);
+  ASSERT_EQ(mpc_set_param(cpu, "b", bias.data(), bias.size()), MPC_OK);
+  ASSERT_EQ(mpc_set_param(cuda, "b", bias.data(), bias.size()), MPC_OK);
+  trainBoth(5, 7);
+  expectSameTensor("w", false);
+
+  // Evaluation outputs come back from the device (f32 logits, f16 probs).
+  mpc_test::linear_batch(100, x, y);
+  float cpuLogits[LINEAR_BATCH * LINEAR_CLASSES],
+      cudaLogits[LINEAR_BATCH * LINEAR_CLASSES];
+  uint16_t cpuProbs[LINEAR_BATCH * LINEAR_CLASSES],
+      cudaProbs[LINEAR_BATCH * LINEAR_CLASSES];
+  void *cpuOutputs[] = {cpuLogits, cpuProbs};
+  void *cudaOutputs[] = {cudaLogits, cudaProbs};
+  float cpuLoss = -1, cudaLoss = -2;
+  ASSERT_EQ(mpc_eval(cpu, inputs, &cpuLoss, cpuOutputs), MPC_OK);
+  ASSERT_EQ(mpc_eval(cuda, inputs, &cudaLoss, cudaOutputs), MPC_OK);
+  EXPECT_EQ(cpuLoss, cudaLoss);
+  EXPECT_EQ(std::memcmp(cpuLogits, cudaLogits, sizeof(cpuLogits)), 0);
+  EXPECT_EQ(std::memcmp(cpuProbs, cudaProbs, sizeof(cpuProbs)), 0);
+
+  // Checkpoints: one format, byte for byte; a cpu checkpoint loaded into
+  // the cuda session continues as the cpu session does.
+  // Per process: other test programs may run at the same time.
+  std::string prefix =
+      testing::TempDir() + "mpc_mock_" + std::to_string(getpid());
+  std::string cpuPath = prefix + "_cpu.safetensors";
+  std::string cudaPath = prefix + "_cuda.safetensors";
+  ASSERT_EQ(mpc_save_checkpoint(cpu, cpuPath.c_str()), MPC_OK);
+  ASSERT_EQ(mpc_save_checkpoint(cuda, cudaPath.c_str()), MPC_OK);
+  EXPECT_EQ(readFile(cpuPath), readFile(cudaPath));
+  trainBoth(7, 9); // both move on from the checkpoint ...
+  ASSERT_EQ(mpc_load_checkpoint(cpu, cpuPath.c_str()), MPC_OK);
+  ASSERT_EQ(mpc_load_checkpoint(cuda, cpuPath.c_str()), MPC_OK)
+      << mpc_last_error();
+  trainBoth(7, 9); // ... and again from it, alike
+  expectSameTensor("w", false);
+  std::remove(cpuPath.c_str());
+  std::remove(cudaPath.c_str());
+
+  mpc_session_destroy(cpu);
+  mpc_session_destroy(cuda);
+}
+
+TEST_F(MockDevice, IndexErrorComesBackFromTheDevice) {
+  mpc_model_desc model = *mpc_test::index_error_model();
+  model.target = MPC_TARGET_CUDA;
+  mpc_session *session = create(&model, MPC_TARGET_CUDA);
+  ASSERT_TRUE(session);
+  float x[LINEAR_BATCH * LINEAR_FEATURES];
+  int32_t y[LINEAR_BATCH];
+  mpc_test::linear_batch(0, x, y);
+  const void *inputs[] = {x, y};
+  EXPECT_EQ(mpc_train_step(session, inputs, nullptr), MPC_ERROR_OUT_OF_RANGE);
+  mpc_session_destroy(session);
+}
+
+TEST_F(MockDevice, ImageThatCannotLoadFailsAtCreation) {
+  // Generated images register themselves before main; this one is neither
+  // a cubin nor PTX the (mock) driver can load.
+  static const unsigned char junk[] = "not an ELF file";
+  static const mpc_cuda_image image = {"broken", 90, junk, sizeof(junk),
+                                       "junk",   4,  0,    nullptr};
+  mpc_rt_cuda_register_image(&image);
+  mpc_test::model_builder builder("broken");
+  builder.add_output("loss", MPC_F32, {});
+  builder.finish();
+  builder.desc.target = MPC_TARGET_CUDA;
+  mpc_session_options options;
+  mpc_session_options_init(&options);
+  options.target = MPC_TARGET_CUDA;
+  mpc_session *session = nullptr;
+  EXPECT_EQ(mpc_session_create(&builder.desc, &options, &session),
+            MPC_ERROR_NO_DEVICE);
+  EXPECT_EQ(std::string(mpc_last_error())
+                .rfind("no CUDA device: model 'broken' was compiled for sm_90 "
+                       "and neither its cubin nor its PTX loads on this GPU",
+                       0),
+            0u)
+      << mpc_last_error();
+  EXPECT_EQ(session, nullptr);
+}
+
+// Run alone, with the mock driver but the toolkit's real cuBLASLt
+// (cuda.real_cublaslt): the library loads and has every entry point the
+// runtime binds; without a real driver, creating its handle then fails.
+TEST(RealCublasLt, LoadsAndBindsEveryEntryPoint) {
+  if (std::getenv("MPC_CUBLASLT_LIBRARY"))
+    GTEST_SKIP() << "run with MPC_CUBLASLT_LIBRARY unset";
+  mpc_model_desc model = *mpc_test::linear_model();
+  model.target = MPC_TARGET_CUDA;
+  mpc_session_options options;
+  mpc_session_options_init(&options);
+  options.target = MPC_TARGET_CUDA;
+  mpc_session *session = nullptr;
+  mpc_status status = mpc_session_create(&model, &options, &session);
+  if (status == MPC_OK) { // a real GPU behind the mock driver's back
+    mpc_session_destroy(session);
+    return;
+  }
+  EXPECT_EQ(status, MPC_ERROR_NO_DEVICE);
+  EXPECT_EQ(std::string(mpc_last_error()).rfind(
+                "no CUDA device: cublasLtCreate failed (status ", 0),
+            0u)
+      << mpc_last_error();
+}
+
+// ----------------------------------------------------------------------------
+// GEMM: mpc_rt_cuda_gemm (through the mock cuBLASLt) against mpc_rt_gemm
+
+struct GemmCase {
+  mpc_dtype ab, c;
+  int transA, transB;
+  float beta;
+};
+
+// The step of the GEMM model: the case in `gemmCase` on the buffer input,
+// which the mock keeps in host memory; the product is copied out.
+GemmCase gemmCase;
+constexpr int64_t M = 5, N = 7, K = 3, BATCH = 3, PAD = 2;
+constexpr int64_t A_AT = 0, B_AT = 4096, C_AT = 8192, BUFFER = 16384;
+std::vector<unsigned char> gemmResult;
+mpc_status gemmStatus;
+
+struct GemmGeometry {
+  int64_t lda, ldb, ldc, strideA, strideB, strideC;
+};
+GemmGeometry geometry(const GemmCase &g) {
+  GemmGeometry geo;
+  geo.lda = (g.transA ? M : K) + PAD;
+  geo.ldb = (g.transB ? K : N) + PAD;
+  geo.ldc = N + PAD;
+  geo.strideA = (g.transA ? K : M) * geo.lda;
+  geo.strideB = 0; // one B for the whole batch
+  geo.strideC = M * geo.ldc + 1;
+  return geo;
+}
+
+mpc_status runGemm(const GemmCase &g, unsigned char *buffer, bool cuda) {
+  GemmGeometry geo = geometry(g);
+  auto gemm = cuda ? mpc_rt_cuda_gemm : mpc_rt_gemm;
+  return gemm(g.ab, g.ab, g.c, g.transA, g.transB, M, N, K, 1.0f, buffer + A_AT,
+              geo.lda, geo.strideA, buffer + B_AT, geo.ldb, geo.strideB, g.beta,
+              buffer + C_AT, geo.ldc, geo.strideC, BATCH);
+}
+
+int64_t gemmBufferOffset; // of the buffer input in the activation arena
+mpc_status gemmStep(mpc_step_context *context) {
+  unsigned char *buffer =
+      static_cast<unsigned char *>(context->arenas[MPC_ARENA_ACTIVATIONS]) +
+      gemmBufferOffset;
+  gemmStatus = runGemm(gemmCase, buffer, /*cuda=*/true);
+  gemmResult.assign(buffer, buffer + BUFFER);
+  return MPC_OK;
+}
+
+/// Small integers in `dtype`: every product and sum is exact in f32 and
+/// representable in f16 and bf16, so the order of summation cannot matter.
+void fillIntegers(unsigned char *at, mpc_dtype dtype, int64_t count,
+                  std::mt19937 &random) {
+  std::uniform_int_distribution<int> value(-3, 3);
+  for (int64_t i = 0; i < count; ++i) {
+    float v = static_cast<float>(value(random));
+    if (dtype == MPC_F32)
+      std::memcpy(at + 4 * i, &v, 4);
+    else {
+      uint16_t bits =
+          dtype == MPC_F16 ? mpc_f32_to_f16_bits(v) : mpc_f32_to_bf16_bits(v);
+      std::memcpy(at + 2 * i, &bits, 2);
+    }
+  }
+}
+
+TEST_F(MockDevice, GemmMatchesTheCpuGemm) {
+  mpc_test::model_builder builder("gemm");
+  builder.add_output("loss", MPC_F32, {});
+  builder.add_input("buffer", MPC_F32, {BUFFER / 4});
+  builder.finish();
+  gemmBufferOffset = builder.inputs[0].offset;
+  builder.desc.train_step = gemmStep;
+  builder.desc.target = MPC_TARGET_CUDA;
+  mpc_session *session = create(&builder.desc, MPC_TARGET_CUDA);
+  ASSERT_TRUE(session);
+
+  std::mt19937 random(3);
+  int cases = 0;
+  for (auto [ab, c] : {std::pair{MPC_F32, MPC_F32},
+                       {MPC_F16, MPC_F16},
+                       {MPC_BF16, MPC_BF16},
+                       {MPC_F16, MPC_F32},
+                       {MPC_BF16, MPC_F32}})
+    for (int transA : {0, 1})
+      for (int transB : {0, 1})
+        for (float beta : {0.0f, 1.0f}) {
+          gemmCase = {ab, c, transA, transB, beta};
+          SCOPED_TRACE(testing::Message()
+                       << "dtypes " << ab << "->" << c << " transA " << transA
+                       << " transB " << transB << " beta " << beta);
+          std::vector<unsigned char> buffer(BUFFER, 0);
+          fillIntegers(buffer.data() + A_AT, ab, (B_AT - A_AT) / 4, random);
+          fillIntegers(buffer.data() + B_AT, ab, (C_AT - B_AT) / 4, random);
+          fillIntegers(buffer.data() + C_AT, c, (BUFFER - C_AT) / 4, random);
+          std::vector<unsigned char> expected = buffer;
+          ASSERT_EQ(runGemm(gemmCase, expected.data(), /*cuda=*/false), MPC_OK);
+          const void *inputs[] = {buffer.data()};
+          ASSERT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK)
+              << mpc_last_error();
+          ASSERT_EQ(gemmStatus, MPC_OK) << mpc_last_error();
+          EXPECT_TRUE(gemmResult == expected);
+          ++cases;
+        }
+  EXPECT_EQ(cases, 40);
+  mpc_session_destroy(session);
+}
+
+// ----------------------------------------------------------------------------
+// Generated host code: the MLP example compiled with --target=cuda
+
+/// Each kernel's parameter count, from the generated kernel source.
+std::map<std::string, int> kernelParameterCounts(const std::string &source) {
+  std::map<std::string, int> counts;
+  const std::string marker = "__global__ void ";
+  for (size_t at = source.find(marker); at != std::string::npos;
+       at = source.find(marker, at + 1)) {
+    size_t open = source.find('(', at);
+    size_t close = source.find(')', open);
+    std::string name =
+        source.substr(at + marker.size(), open - at - marker.size());
+    std::string params = source.substr(open + 1, close - open - 1);
+    int count = params.empty() ? 0 : 1;
+    for (char c : params)
+      count += c == ',';
+    counts[name] = count;
+  }
+  return counts;
+}
+
+TEST_F(MockDevice, GeneratedStepLaunchesEveryKernelWithItsArguments) {
+  const mpc_model_desc *model = mpc_model_mlp();
+  mpc_session *session = create(model, MPC_TARGET_CUDA);
+  ASSERT_TRUE(session);
+  std::vector<float> x(64 * 784, 0.5f);
+  std::vector<int32_t> y(64, 3);
+  const void *inputs[] = {x.data(), y.data()};
+  ASSERT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK)
+      << mpc_last_error();
+
+  std::string dir = MPC_MLP_CUDA_DIR;
+  std::map<std::string, int> parameters =
+      kernelParameterCounts(readFile(dir + "/mlp_kernels.cu"));
+  std::map<std::string, std::string> names; // symbol -> name
+  for (int32_t i = 0; i < mlp_cuda_image.num_kernels; ++i)
+    names[mlp_cuda_image.kernels[i].symbol] = mlp_cuda_image.kernels[i].name;
+
+  // The train step's launches, in the generated host code.
+  std::string host = readFile(dir + "/mlp.cpp");
+  size_t begin = host.find("static mpc_status mlp_train_step(");
+  size_t end = host.find("\n}\n", begin);
+  ASSERT_NE(begin, std::string::npos);
+  std::vector<std::string> expected;
+  for (size_t at = host.find("MPC_LAUNCH(", begin); at < end;
+       at = host.find("MPC_LAUNCH(", at + 1)) {
+    size_t comma = host.find(',', at);
+    expected.push_back(host.substr(at + 11, comma - at - 11));
+  }
+  ASSERT_FALSE(expected.empty());
+  ASSERT_EQ(mock().numLaunches(), static_cast<int>(expected.size()));
+  for (int i = 0; i < mock().numLaunches(); ++i) {
+    mock_cuda_launch launch = mock().getLaunch(i);
+    ASSERT_TRUE(names.count(launch.symbol)) << launch.symbol;
+    const std::string &name = names[launch.symbol];
+    EXPECT_EQ(name, expected[i]) << "launch " << i;
+    EXPECT_EQ(launch.num_args, parameters[name]) << name;
+    EXPECT_GE(launch.grid, 1u) << name;
+    EXPECT_EQ(launch.block % 32, 0u) << name;
+  }
+  mpc_session_destroy(session);
+}
+
+} // namespace
