@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <set>
@@ -156,6 +157,10 @@ TEST(LossScaling, OverflowSkipsTheStepBitIdenticallyAndTrainingRecovers) {
     if (i >= 280)
       last += value / 20;
   }
+  std::printf("overflow at step 6: scale %g -> %g, skipped; loss %.4f at "
+              "step 1, %.4f (mean) at steps 288-307\n",
+              static_cast<double>(before.loss_scale),
+              static_cast<double>(after.loss_scale), first, last);
   EXPECT_LT(last, 0.5 * first) << "first loss " << first;
   if (config.growth_interval > 300) // the scale never grew into overflow
     EXPECT_EQ(trainer.stats().skipped_steps, 1);
