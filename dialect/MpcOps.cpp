@@ -18,6 +18,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::mpc;
 
@@ -614,6 +616,15 @@ LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext *,
                      adaptor.getTransposeRhs(), /*batched=*/true, inferred);
 }
 
+LogicalResult ScaleOp::verify() {
+  // scale_c1: an inf or NaN factor makes every element inf or NaN.
+  double factor = getFactor().convertToDouble();
+  if (!std::isfinite(factor))
+    return emitOpError() << "expects a finite factor, got "
+                         << formatDecimal(factor);
+  return success();
+}
+
 SmallVector<int64_t, 2> Conv2dOp::getStrideOrDefault() {
   return pairOr(getStride(), {1, 1});
 }
@@ -669,6 +680,9 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *,
                      "], got ", quoted(*b));
   }
   // conv2d_c5
+  if (w->getDimSize(2) < 1 || w->getDimSize(3) < 1)
+    return opError(loc, name, "expects a kernel of at least 1x1, got weight ",
+                   quoted(*w));
   SmallVector<int64_t> shape = {x->getDimSize(0), outChannels};
   for (int i = 0; i < 2; ++i) {
     int64_t in = x->getDimSize(2 + i), kernel = w->getDimSize(2 + i);

@@ -331,7 +331,7 @@ def Mpc_Conv2dOp : Mpc_PolicyOp<"conv2d", "Lower", [Differentiable, Pure, InferT
         dilation are positive, padding non-negative; `groups` is positive.
     C3: `groups` divides C and O, and dim 1 of `weight` is C / groups.
     C4: `bias`, when present, has shape `[O]`.
-    C5: each output extent is positive.
+    C5: each output extent is positive, and the kernel is at least 1x1.
     C6: all operands have the same element type.
 
     ```mlir
@@ -420,6 +420,8 @@ def Mpc_ScaleOp : Mpc_PolicyOp<"scale", "Follow",
     `input * factor`, with `factor` kept as f64 so that the numerics lint can
     tell whether it survives in the precision the op runs in.
 
+    C1: `factor` is finite.
+
     ```mlir
     %0 = mpc.scale %x by 0.125 : tensor<4x8xf32>
     ```
@@ -427,6 +429,7 @@ def Mpc_ScaleOp : Mpc_PolicyOp<"scale", "Follow",
   let arguments = (ins Mpc_FloatTensor:$input, F64Attr:$factor);
   let results = (outs Mpc_FloatTensor:$result);
   let assemblyFormat = "$input `by` $factor attr-dict `:` type($input)";
+  let hasVerifier = 1;
 }
 
 def Mpc_WhereOp : Mpc_PolicyOp<"where", "Promote", [Differentiable, Pure, InferTypeOpAdaptor]> {

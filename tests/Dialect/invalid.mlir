@@ -800,6 +800,15 @@ func.func @conv2d_c5(%x: tensor<1x3x4x4xf32>, %w: tensor<16x3x5x5xf32>) {
 
 // -----
 
+// conv2d_c5: an empty kernel has no window.
+func.func @conv2d_c5_empty_kernel(%x: tensor<1x3x4x4xf32>, %w: tensor<16x3x0x3xf32>) {
+  // expected-error@+1 {{'mpc.conv2d' op expects a kernel of at least 1x1, got weight 'tensor<16x3x0x3xf32>'}}
+  %0 = mpc.conv2d %x, %w : tensor<1x3x4x4xf32>, tensor<16x3x0x3xf32>
+  return
+}
+
+// -----
+
 // conv2d_c5: dilation widens the kernel: 2 * (3 - 1) + 1 = 5 > 4.
 func.func @conv2d_c5_dilation(%x: tensor<1x3x4x8xf32>, %w: tensor<16x3x3x3xf32>) {
   // expected-error@+1 {{'mpc.conv2d' op expects a kernel that fits the padded input, got input 'tensor<1x3x4x8xf32>' and weight 'tensor<16x3x3x3xf32>'}}
@@ -1020,6 +1029,23 @@ func.func @gelu_unknown_approximation(%x: tensor<4xf32>) {
 func.func @gelu_integer(%x: tensor<4xi32>) {
   // expected-error@+1 {{'mpc.gelu' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
   %0 = mpc.gelu %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+// scale_c1
+func.func @scale_c1_inf(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.scale' op expects a finite factor, got inf}}
+  %0 = mpc.scale %x by 0x7FF0000000000000 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @scale_c1_nan(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.scale' op expects a finite factor, got nan}}
+  %0 = mpc.scale %x by 0x7FF8000000000000 : tensor<4xf32>
   return
 }
 
