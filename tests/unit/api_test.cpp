@@ -608,3 +608,37 @@ TEST(ApiBasics, LastErrorIsPerThreadAndKeptAcrossSuccess) {
 }
 
 } // namespace
+
+TEST(ApiTraining, StatsCountStepsAndRefuseNull) {
+  mpc_session *session = create(linear_model());
+  ASSERT_NE(session, nullptr);
+  mpc_training_stats stats;
+  ASSERT_EQ(mpc_get_training_stats(session, &stats), MPC_OK);
+  EXPECT_EQ(stats.optimizer_steps, 0);
+  EXPECT_EQ(stats.train_steps, 0);
+  // The linear model is compiled without loss scaling: scale 1, nothing
+  // skipped, no gradient norm computed.
+  EXPECT_EQ(stats.loss_scale, 1.0f);
+  float x[LINEAR_BATCH * LINEAR_FEATURES];
+  int32_t y[LINEAR_BATCH];
+  const void *inputs[] = {x, y};
+  for (int step = 0; step < 3; ++step) {
+    linear_batch(step, x, y);
+    ASSERT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK)
+        << mpc_last_error();
+  }
+  ASSERT_EQ(mpc_get_training_stats(session, &stats), MPC_OK);
+  EXPECT_EQ(stats.train_steps, 3);
+  EXPECT_EQ(stats.optimizer_steps, 3);
+  EXPECT_EQ(stats.skipped_steps, 0);
+  EXPECT_EQ(stats.last_skipped, 0);
+  EXPECT_EQ(mpc_session_step(session), 3);
+
+  EXPECT_EQ(mpc_get_training_stats(nullptr, &stats),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("session is null"));
+  EXPECT_EQ(mpc_get_training_stats(session, nullptr),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("stats is null"));
+  mpc_session_destroy(session);
+}

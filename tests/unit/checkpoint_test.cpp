@@ -194,6 +194,12 @@ TEST_F(Checkpoint, FileIsStandardSafetensors) {
   EXPECT_EQ(metadata["optimizer"], "sgd");
   EXPECT_EQ(metadata["step"], "3");
   EXPECT_EQ(metadata["seed"], "11");
+  // The loss scaler (none for this model: scale 1, every step applied).
+  EXPECT_EQ(metadata["loss_scale"], "1");
+  EXPECT_EQ(metadata["loss_scale_growth_tracker"], "0");
+  EXPECT_EQ(metadata["loss_scale_hysteresis_left"], "0");
+  EXPECT_EQ(metadata["optimizer_steps"], "3");
+  EXPECT_EQ(metadata["skipped_steps"], "0");
   for (auto it = metadata.begin(); it != metadata.end(); ++it)
     EXPECT_TRUE(it.value().is_string()) << it.key();
 
@@ -546,6 +552,35 @@ TEST_F(Checkpoint, MalformedFilesFailAndChangeNothing) {
        [&] {
          crafted_file file = take_apart(path);
          file.metadata["model"] = "mlp";
+         return serialize(file);
+       }},
+      {"no loss scale", MPC_ERROR_FORMAT,
+       "__metadata__ loss_scale is missing or not a positive finite float",
+       [&] {
+         crafted_file file = take_apart(path);
+         file.metadata.erase("loss_scale");
+         return serialize(file);
+       }},
+      {"infinite loss scale", MPC_ERROR_FORMAT,
+       "__metadata__ loss_scale is missing or not a positive finite float",
+       [&] {
+         crafted_file file = take_apart(path);
+         file.metadata["loss_scale"] = "1e39";
+         return serialize(file);
+       }},
+      {"negative growth tracker", MPC_ERROR_FORMAT,
+       "__metadata__ loss_scale_growth_tracker is missing or not a "
+       "non-negative integer in range",
+       [&] {
+         crafted_file file = take_apart(path);
+         file.metadata["loss_scale_growth_tracker"] = "-1";
+         return serialize(file);
+       }},
+      {"more skipped than taken", MPC_ERROR_FORMAT,
+       "__metadata__ skipped_steps 9 exceeds optimizer_steps 2",
+       [&] {
+         crafted_file file = take_apart(path);
+         file.metadata["skipped_steps"] = "9";
          return serialize(file);
        }},
       {"other optimizer", MPC_ERROR_FORMAT, "optimizer state of 'adamw'",
