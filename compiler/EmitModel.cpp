@@ -121,7 +121,8 @@ std::string lossScalingConfig(LossScalingAttr scaling) {
                        "INFINITY}",
                        modes[static_cast<int>(scaling.getMode())],
                        floatLiteral(scaling.getInitScale().convertToDouble()),
-                       scaling.getGrowthFactor().convertToDouble(), scaling.getBackoffFactor().convertToDouble(),
+                       scaling.getGrowthFactor().convertToDouble(),
+                       scaling.getBackoffFactor().convertToDouble(),
                        scaling.getGrowthInterval(), scaling.getHysteresis(),
                        floatLiteral(scaling.getMinScale().convertToDouble()))
       .str();
@@ -325,7 +326,8 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << "_optimizer_slots, \""
        << stringifyOptimizerKind(optimizer.getKind()) << "\",\n"
        << "  " << llvm::formatv("{0:e9}f, {1:e9}f, {2:e9}f",
-                                optimizer.getLr().convertToDouble(), optimizer.getMomentum().convertToDouble(),
+                                optimizer.getLr().convertToDouble(),
+                                optimizer.getMomentum().convertToDouble(),
                                 optimizer.getWeightDecay().convertToDouble())
        << ",\n"
        << "  " << optimizer.getAccumulate() << ",\n"

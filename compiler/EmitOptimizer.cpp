@@ -1,4 +1,4 @@
-//===- EmitOptimizer.cpp - loss scale, fused optimizer, half copies -*- C++ -*-===//
+//===- EmitOptimizer.cpp - loss scale, optimizer, half copies ---*- C++ -*-===//
 //
 // This file emits what mpc-insert-loss-scaling and mpc-fuse-optimizer asked
 // for: the kernel of mpc.loss_scale, the optimizer step that ends the
@@ -94,7 +94,8 @@ std::string updateCode(OptimizerAttr optimizer) {
       "    float denom = sqrtf(v) / bias_correction2_sqrt + {2};\n"
       "    p -= step_size * (m / denom);\n",
       floatLiteral(1.0 - optimizer.getBeta1().convertToDouble()),
-      floatLiteral(optimizer.getBeta2().convertToDouble()), floatLiteral(optimizer.getEps().convertToDouble()),
+      floatLiteral(optimizer.getBeta2().convertToDouble()),
+      floatLiteral(optimizer.getEps().convertToDouble()),
       floatLiteral(1.0 - optimizer.getBeta2().convertToDouble()));
   return code;
 }
@@ -233,7 +234,8 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
     if (clips)
       os << "  // torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6),\n"
          << "  // at most 1.\n"
-         << "  double clip = " << doubleLiteral(optimizer.getClipNorm().convertToDouble())
+         << "  double clip = "
+         << doubleLiteral(optimizer.getClipNorm().convertToDouble())
          << " / (norm + 1e-6);\n"
          << "  if (clip < 1.0) multiplier *= clip;\n";
     os << "  const mpc_loss_scaler_config config = {"
@@ -242,7 +244,8 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
        << doubleLiteral(scaling.getGrowthFactor().convertToDouble()) << ", "
        << doubleLiteral(scaling.getBackoffFactor().convertToDouble()) << ", "
        << scaling.getGrowthInterval() << ", " << scaling.getHysteresis()
-       << ", " << floatLiteral(scaling.getMinScale().convertToDouble()) << ", mpc_inf()};\n"
+       << ", " << floatLiteral(scaling.getMinScale().convertToDouble())
+       << ", mpc_inf()};\n"
        << "  int applied = mpc_loss_scaler_transition(&config, "
           "&control->scaler, found_inf);\n";
     bool scheduled = optimizer.getSchedule() == LrSchedule::WarmupCosine;
@@ -342,9 +345,8 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
         .flopsPer(n, adam ? 16 : 7);
     if (writesHalf)
       cost.writesElements(n, plan.halfMirrorType);
-    emitter.setSource({}, std::string("optimizer: ") +
-                              stringifyOptimizerKind(optimizer.getKind()).str() +
-                              " update");
+    std::string kind = stringifyOptimizerKind(optimizer.getKind()).str();
+    emitter.setSource({}, "optimizer: " + kind + " update");
     emitter.launch(name, elementwiseGrid(n), 256, args, cost);
   }
   if (accumulate > 1)

@@ -1,4 +1,4 @@
-//===- FuseOptimizer.cpp - choose the fused optimizer ---------------*- C++ -*-===//
+//===- FuseOptimizer.cpp - choose the fused optimizer -----------*- C++ -*-===//
 //
 // This file implements mpc-fuse-optimizer: it checks the optimizer's
 // hyper-parameters and the model's parameters, and records the optimizer as

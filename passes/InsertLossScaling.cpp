@@ -1,4 +1,4 @@
-//===- InsertLossScaling.cpp - seed the backward pass with the scale -*- C++ -*-===//
+//===- InsertLossScaling.cpp - seed the backward with the scale -*- C++ -*-===//
 //
 // This file implements mpc-insert-loss-scaling: the backward seed that
 // mpc-autodiff marks becomes mpc.loss_scale, and the scaler's configuration
@@ -98,17 +98,18 @@ struct MpcInsertLossScalingPass
       return model.emitError() << "model @" << model.getSymName() << " has "
                                << seeds.size() << " backward seeds";
 
-    if (resolved != LossScaleMode::None)
-      for (ConstantOp seed : seeds) {
-        OpBuilder builder(seed);
-        auto scale = LossScaleOp::create(builder, seed.getLoc(),
-                                         seed.getResult().getType());
-        seed.getResult().replaceAllUsesWith(scale.getResult());
-        seed.erase();
-      }
-    for (ConstantOp seed : seeds)
-      if (resolved == LossScaleMode::None)
+    // Without scaling the seed stays 1; it only loses its mark.
+    for (ConstantOp seed : seeds) {
+      if (resolved == LossScaleMode::None) {
         seed->removeAttr(kGradientSeedAttr);
+        continue;
+      }
+      OpBuilder builder(seed);
+      auto scale = LossScaleOp::create(builder, seed.getLoc(),
+                                       seed.getResult().getType());
+      seed.getResult().replaceAllUsesWith(scale.getResult());
+      seed.erase();
+    }
 
     bool isStatic = resolved == LossScaleMode::Static;
     model->setAttr(

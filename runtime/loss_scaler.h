@@ -3,8 +3,8 @@
  * The loss scaler: plain data and two functions, unit-testable on the host.
  * The transition itself is mpc_loss_scaler_transition in
  * runtime/device/mpc_training.h, which the fused optimizer's kernel runs on
- * the device state, so host and device cannot disagree. The state is what checkpoints save and
- * what the API reports.
+ * the device state, so host and device cannot disagree. The state is what
+ * checkpoints save and what the API reports.
  *
  *   mpc_loss_scaler_config config;
  *   mpc_loss_scaler_config_init(&config);      // GradScaler's defaults

@@ -836,7 +836,11 @@ extern "C" mpc_status mpc_get_training_stats(mpc_session *session,
   result.steps_since_growth = scaler.growth_tracker;
   result.hysteresis_left = scaler.hysteresis_left;
   result.last_step_scale = control.step_scale;
-  result.last_skipped = scaler.total_steps > 0 && !control.applied;
+  // With accumulation only every N-th train step ends an optimizer step.
+  bool endedOptimizerStep =
+      session->step > 0 &&
+      session->step % session->model->accumulate_steps == 0;
+  result.last_skipped = endedOptimizerStep && !control.applied;
   result.grad_norm = control.grad_norm;
   result.learning_rate = control.learning_rate;
   *stats = result;

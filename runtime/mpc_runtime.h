@@ -166,7 +166,9 @@ typedef struct mpc_training_stats {
   int32_t steps_since_growth; /* clean steps since the last growth/overflow */
   int32_t hysteresis_left;    /* overflows tolerated before a backoff */
   float last_step_scale;   /* the scale the last backward pass used */
-  int32_t last_skipped;    /* 1 if the last optimizer step was skipped */
+  int32_t last_skipped;    /* 1 if the last mpc_train_step ended an
+                              optimizer step (every accumulate-th does)
+                              and that step was skipped */
   float grad_norm;         /* unscaled global gradient norm of the last
                               optimizer step; NaN where not computed (no
                               loss scaling and no clipping) */

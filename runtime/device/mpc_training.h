@@ -1,4 +1,4 @@
-/*===- mpc_training.h - loss scaler and optimizer state, host and device -*- C++ -*-===*
+/*===- mpc_training.h - loss scaler and optimizer state ----------*- C++ -*-===*
  *
  * What the fused optimizer's kernels and the runtime share: the loss
  * scaler's configuration and state, its per-step transition, the learning
@@ -137,8 +137,8 @@ mpc_warmup_cosine_lr(double base, double min_lr, long long warmup,
   if (decay <= 0 || into >= decay)
     return decay <= 0 ? base : min_lr;
   double progress = (double)into / (double)decay;
-  return min_lr +
-         (base - min_lr) * 0.5 * (1.0 + MPC_COS(3.14159265358979323846 * progress));
+  double cosine = MPC_COS(3.14159265358979323846 * progress);
+  return min_lr + (base - min_lr) * 0.5 * (1.0 + cosine);
 }
 
 /* Blocks of the gradient statistics kernel; each leaves one partial. */

@@ -1,4 +1,4 @@
-//===- optimizer_check.cpp - the fused optimizer against an fp64 reference -===//
+//===- optimizer_check.cpp - the fused optimizer against fp64 -------------===//
 //
 // Trains the MLP example, compiled with one optimizer configuration, for
 // --steps steps on a learnable task (labels from a fixed random linear
