@@ -5,15 +5,16 @@ For each configuration (the GPT example, and GPT-2 small: 12 layers, width
 768, 12 heads, context 1024, vocabulary 50304) this runs, in one go:
 
   mpc            the model compiled with `mpc compile --target=cuda
-                 --arch=<this GPU> --amp=O2 --half=<half>` (SGD, as mpc
-                 implements it today), linked with tests/cuda/train_steps.cpp
+                 --arch=<this GPU> --amp=O2 --half=<half>` with the
+                 optimizer PyTorch uses (--torch-optimizer: AdamW by
+                 default, or SGD), linked with tests/cuda/train_steps.cpp
                  and timed with --bench: the median wall time of
                  mpc_train_step over N steps on one batch after W untimed
                  ones (each step ends with its loss on the host);
   PyTorch AMP    the same model in torch.nn (nanoGPT's layout, as
                  examples/gpt.mlir), torch.autocast(<half>) with a GradScaler
-                 for f16, fused AdamW (--torch-optimizer=sgd for mpc's
-                 optimizer); median of N steps after W, each synchronised;
+                 for f16, fused AdamW (or SGD with --torch-optimizer=sgd);
+                 median of N steps after W, each synchronised;
   torch.compile  the same, with the model wrapped in torch.compile;
 
 and prints ms/step, tokens/s, peak memory (mpc: its arenas, which are all it
@@ -158,8 +159,12 @@ def time_mpc(args, name, config, arch, workdir):
         f.write(gpt_mlir(name, vocab, context, width, heads, layers, batch))
     out = os.path.join(workdir, name)
     mpc = os.path.join(args.build_dir, "bin", "mpc")
+    # The same optimizer as PyTorch's (fused into one pass either way).
+    optimizer = (["--optimizer=adamw", "--lr=1e-4"]
+                 if args.torch_optimizer == "adamw" else ["--lr=0.01"])
     subprocess.run([mpc, "compile", source, "--target=cuda", f"--arch={arch}",
-                    "--amp=O2", f"--half={args.half}", "-o", out], check=True)
+                    "--amp=O2", f"--half={args.half}", *optimizer, "-o", out],
+                   check=True)
     program = os.path.join(out, "bench")
     subprocess.run([os.environ.get("CXX", "c++"), "-std=c++17", "-O2",
                     f"-I{REPO}", f"-I{out}", f"-DMPC_MODEL={name}",
@@ -287,7 +292,7 @@ def main():
         peak = next((p for key, p in PEAKS if key in device_name), 0)
     print(f"device: {device_name} ({arch}); peak {peak / 1e12:.0f} TFLOP/s "
           f"dense half; --amp=O2 --half={args.half}; PyTorch "
-          f"{torch.__version__}, optimizer {args.torch_optimizer} (mpc: sgd)")
+          f"{torch.__version__}, optimizer {args.torch_optimizer} (both)")
 
     header = (f"{'config':<11} {'runner':<14} {'ms/step':>9} {'tokens/s':>11} "
               f"{'peak MiB':>9} {'MFU':>6} {'vs mpc':>7}")
