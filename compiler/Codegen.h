@@ -332,8 +332,9 @@ MemorySummary summarizeMemory(const MemoryPlan &trainPlan,
                               const MemoryPlan &evalPlan);
 
 /// Plans `train` (the training step) and `eval` (the forward pass) as
-/// generateModel does and returns their arena sizes.
-MemorySummary planMemory(ModelOp train, ModelOp eval);
+/// generateModel does (without fusion for --debug-nonfinite: `fuse` false)
+/// and returns their arena sizes.
+MemorySummary planMemory(ModelOp train, ModelOp eval, bool fuse = true);
 
 /// Generates the cpu target's sources from a model whose `train` copy holds
 /// the training step (forward, backward and gradients on mpc.output) and
