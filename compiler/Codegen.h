@@ -276,6 +276,8 @@ struct NonfiniteSites {
   /// The forward ops of the training step (findForwardOps); null while the
   /// eval step, all forward, is emitted.
   const llvm::DenseSet<Operation *> *forwardOps = nullptr;
+  /// Values that hold infinities by design (see EmitDebug.cpp), cached.
+  llvm::DenseMap<Value, bool> infiniteByDesign;
 };
 
 /// After `step` was emitted: one check kernel per float value it
