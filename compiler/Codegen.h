@@ -302,6 +302,8 @@ struct NonfiniteSites {
   /// The forward ops of the training step (findForwardOps); null while the
   /// eval step, all forward, is emitted.
   const llvm::DenseSet<Operation *> *forwardOps = nullptr;
+  /// Values that hold infinities by design (see EmitDebug.cpp), cached.
+  llvm::DenseMap<Value, bool> infiniteByDesign;
 };
 
 /// After `step` was emitted: one check kernel per float value it
@@ -369,8 +371,9 @@ MemorySummary summarizeMemory(const MemoryPlan &trainPlan,
                               const MemoryPlan &evalPlan);
 
 /// Plans `train` (the training step) and `eval` (the forward pass) as
-/// generateModel does and returns their arena sizes.
-MemorySummary planMemory(ModelOp train, ModelOp eval);
+/// generateModel does (without fusion for --debug-nonfinite: `fuse` false)
+/// and returns their arena sizes.
+MemorySummary planMemory(ModelOp train, ModelOp eval, bool fuse = true);
 
 /// Generates the sources of a model (cpu or cuda target) from a model whose `train` copy holds
 /// the training step (forward, backward and gradients on mpc.output) and

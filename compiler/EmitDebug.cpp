@@ -9,6 +9,11 @@
 // with an atomic exchange and fills it; every later check of the step
 // returns at once. Builds without the flag emit none of this.
 //
+// Infinities can be intended: a causal mask writes -inf where softmax must
+// give 0. A value computed elementwise (or by a cast, broadcast, reshape or
+// transpose) from a constant that holds inf or NaN may hold infinities by
+// design; its check reports NaN only (its inf count is still recorded).
+//
 // A check is one block (threads stride over the tensor and combine with
 // mpc_block_reduce_*), so it is correct for any block size; counts are
 // float sums, exact up to 2^24 elements.
@@ -57,6 +62,28 @@ static std::string halfOverflowThreshold(Type half) {
   return half.isF16() ? "65520.0f" : "3.39617752923046e38f";
 }
 
+/// Whether `value` may hold infinities by design: a constant with a
+/// non-finite element, or an elementwise or data-movement result of one.
+static bool isInfiniteByDesign(Value value, NonfiniteSites &sites) {
+  auto cached = sites.infiniteByDesign.find(value);
+  if (cached != sites.infiniteByDesign.end())
+    return cached->second;
+  bool byDesign = false;
+  Operation *def = value.getDefiningOp();
+  if (auto constant = dyn_cast_or_null<ConstantOp>(def)) {
+    if (auto floats = dyn_cast<DenseFPElementsAttr>(constant.getValue()))
+      byDesign = llvm::any_of(floats.getValues<APFloat>(),
+                              [](APFloat v) { return !v.isFinite(); });
+  } else if (def &&
+             (isElementwise(def) || isAlias(def) || isa<TransposeOp>(def))) {
+    byDesign = llvm::any_of(def->getOperands(), [&](Value operand) {
+      return isInfiniteByDesign(operand, sites);
+    });
+  }
+  sites.infiniteByDesign[value] = byDesign;
+  return byDesign;
+}
+
 void mlir::mpc::emitNonfiniteChecks(const Step &step, StepEmitter &emitter,
                                     NonfiniteSites &sites) {
   for (Operation *op : step.ops) {
@@ -82,6 +109,7 @@ void mlir::mpc::emitNonfiniteChecks(const Step &step, StepEmitter &emitter,
                              fileLineCol(op->getLoc()), backward});
 
       int64_t n = type.getNumElements();
+      bool infiniteByDesign = isInfiniteByDesign(result, sites);
       std::string name = emitter.kernelName("check_nonfinite");
       std::string sourceParameter, sourceCount;
       if (source) {
@@ -95,7 +123,7 @@ void mlir::mpc::emitNonfiniteChecks(const Step &step, StepEmitter &emitter,
                           .str();
       }
       emitter.addKernel(llvm::formatv(
-          "// --debug-nonfinite: {0} at {1}\n"
+          "// --debug-nonfinite: {0} at {1}{9}\n"
           "__global__ void {2}(const {3} *__restrict__ x, {4}"
           "mpc_nonfinite_record_dev *record) {{\n"
           "  if (record->found) return; // an earlier value was first\n"
@@ -111,7 +139,7 @@ void mlir::mpc::emitNonfiniteChecks(const Step &step, StepEmitter &emitter,
           "  infs = mpc_block_reduce_sum(infs);\n"
           "  largest = mpc_block_reduce_max(largest);\n"
           "  outside = mpc_block_reduce_sum(outside);\n"
-          "  if (threadIdx.x == 0 && nans + infs > 0.0f &&\n"
+          "  if (threadIdx.x == 0 && {10} > 0.0f &&\n"
           "      atomicExch(&record->found, 1) == 0) {{\n"
           "    record->site = {7};\n"
           "    record->num_elements = {5}LL;\n"
@@ -123,7 +151,9 @@ void mlir::mpc::emitNonfiniteChecks(const Step &step, StepEmitter &emitter,
           "}\n",
           op->getName(), sites.sites.back().location, name,
           elementCType(result), sourceParameter, n, sourceCount, site,
-          source ? "(long long)outside" : "-1LL"));
+          source ? "(long long)outside" : "-1LL",
+          infiniteByDesign ? " (infinities by design: NaN only)" : "",
+          infiniteByDesign ? "nans" : "nans + infs"));
 
       SmallVector<std::string> args{emitter.constPointer(result)};
       // Reads the value (and a cast's source) once; it only compares.

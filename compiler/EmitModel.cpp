@@ -173,11 +173,11 @@ MemorySummary mlir::mpc::summarizeMemory(const MemoryPlan &trainPlan,
   return memory;
 }
 
-MemorySummary mlir::mpc::planMemory(ModelOp train, ModelOp eval) {
+MemorySummary mlir::mpc::planMemory(ModelOp train, ModelOp eval, bool fuse) {
   SmallVector<Value> gradients(train.getOutputOp().getGradients());
-  std::vector<Step> trainSteps = formSteps(train);
+  std::vector<Step> trainSteps = formSteps(train, fuse);
   MemoryPlan trainPlan(train, trainSteps, gradients);
-  std::vector<Step> evalSteps = formSteps(eval);
+  std::vector<Step> evalSteps = formSteps(eval, fuse);
   MemoryPlan evalPlan(eval, evalSteps, {});
   return summarizeMemory(trainPlan, evalPlan);
 }

@@ -23,9 +23,10 @@ namespace mlir::mpc {
 
 /// FLOPs and bytes moved by one kernel or runtime call. Bytes count every
 /// operand read once and every result written once, at their storage types
-/// (the minimum traffic, as a roofline assumes); FLOPs count the arithmetic
-/// the kernel performs per element as written, a transcendental function
-/// (exp, log, tanh, rsqrt) counting as one.
+/// (the minimum traffic, as a roofline assumes; scratch traffic included);
+/// FLOPs count the float arithmetic the kernel's source performs, a
+/// library function (expf, logf, tanhf, erff) counting as one and compares
+/// and selects as none. A GEMM is 2·m·n·k per product.
 struct KernelCost {
   int64_t flops = 0;
   int64_t bytesRead = 0;

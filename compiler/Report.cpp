@@ -294,13 +294,19 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
       paramCasts.bytes + inputCasts.bytes + otherCasts.bytes;
 
   // 3. Memory, from the plans the generated library allocates.
-  MemorySummary at = planMemory(chosen->trainModel(), chosen->forwardModel());
+  // A --debug-nonfinite library materialises every op's output (no fusion)
+  // and launches the checks: the report describes that library.
+  bool fuse = !options.debugNonfinite;
+  MemorySummary at =
+      planMemory(chosen->trainModel(), chosen->forwardModel(), fuse);
   MemorySummary o0 =
-      planMemory(baseline->trainModel(), baseline->forwardModel());
+      planMemory(baseline->trainModel(), baseline->forwardModel(), fuse);
 
   // 4. The kernels of one training step, as the library launches them.
-  FailureOr<GeneratedModel> generated = generateModel(
-      chosen->trainModel(), chosen->forwardModel(), CodegenOptions());
+  CodegenOptions codegen;
+  codegen.debugNonfinite = options.debugNonfinite;
+  FailureOr<GeneratedModel> generated =
+      generateModel(chosen->trainModel(), chosen->forwardModel(), codegen);
   if (failed(generated))
     return 1;
   llvm::DenseSet<Operation *> forwardOps = findForwardOps(chosen->trainModel());
