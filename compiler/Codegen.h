@@ -321,6 +321,11 @@ std::string nonfiniteHostChecks();
 // Whole model
 //===----------------------------------------------------------------------===//
 
+/// An mpc_loss_scaler_config initialiser for `scaling`, the one the
+/// descriptor holds and the optimizer's kernel runs with; `noMaxScale`
+/// spells the uncapped max_scale (+inf) in the code it goes into.
+std::string lossScalerConfigLiteral(LossScalingAttr scaling,
+                                    StringRef noMaxScale);
 /// The kernel of mpc.loss_scale (EmitOptimizer.cpp).
 LogicalResult emitLossScale(LossScaleOp op, StepEmitter &emitter);
 /// The optimizer step that ends the training step, from the model's

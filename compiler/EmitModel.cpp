@@ -112,22 +112,6 @@ IndexBound findIndexBound(Value input) {
   return {};
 }
 
-/// The descriptor's mpc_loss_scaler_config initialiser.
-std::string lossScalingConfig(LossScalingAttr scaling) {
-  static const char *const modes[] = {"MPC_LOSS_SCALE_NONE",
-                                      "MPC_LOSS_SCALE_STATIC",
-                                      "MPC_LOSS_SCALE_DYNAMIC"};
-  return llvm::formatv("{{{0}, {1}, {2:e17}, {3:e17}, {4}, {5}, {6}, "
-                       "INFINITY}",
-                       modes[static_cast<int>(scaling.getMode())],
-                       floatLiteral(scaling.getInitScale().convertToDouble()),
-                       scaling.getGrowthFactor().convertToDouble(),
-                       scaling.getBackoffFactor().convertToDouble(),
-                       scaling.getGrowthInterval(), scaling.getHysteresis(),
-                       floatLiteral(scaling.getMinScale().convertToDouble()))
-      .str();
-}
-
 void printTensorDesc(llvm::raw_ostream &os, StringRef name, Type type,
                      const Buffer &buffer, InitializerAttr init,
                      IndexBound bound) {
@@ -331,7 +315,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
                                 optimizer.getWeightDecay().convertToDouble())
        << ",\n"
        << "  " << optimizer.getAccumulate() << ",\n"
-       << "  " << lossScalingConfig(scaling) << ",\n"
+       << "  " << lossScalerConfigLiteral(scaling, "INFINITY") << ",\n"
        << "  " << trainPlan.controlOffset << ",\n"
        << "  " << name << "_train_step, " << name << "_eval,\n"
        << "  "

@@ -59,6 +59,7 @@ const char *modeEnum(LossScaleMode mode) {
   llvm_unreachable("unknown loss scale mode");
 }
 
+
 /// The optimizer's per-element update of `p` from the gradient `g` (both
 /// f32 registers), as torch.optim computes it.
 std::string updateCode(OptimizerAttr optimizer) {
@@ -101,6 +102,19 @@ std::string updateCode(OptimizerAttr optimizer) {
 }
 
 } // namespace
+
+std::string mlir::mpc::lossScalerConfigLiteral(LossScalingAttr scaling,
+                                               StringRef noMaxScale) {
+  return llvm::formatv(
+             "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}}",
+             modeEnum(scaling.getMode()),
+             floatLiteral(scaling.getInitScale().convertToDouble()),
+             doubleLiteral(scaling.getGrowthFactor().convertToDouble()),
+             doubleLiteral(scaling.getBackoffFactor().convertToDouble()),
+             scaling.getGrowthInterval(), scaling.getHysteresis(),
+             floatLiteral(scaling.getMinScale().convertToDouble()), noMaxScale)
+      .str();
+}
 
 LogicalResult mlir::mpc::emitLossScale(LossScaleOp op, StepEmitter &emitter) {
   std::string name = emitter.kernelName("loss_scale");
@@ -238,14 +252,9 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
          << doubleLiteral(optimizer.getClipNorm().convertToDouble())
          << " / (norm + 1e-6);\n"
          << "  if (clip < 1.0) multiplier *= clip;\n";
-    os << "  const mpc_loss_scaler_config config = {"
-       << modeEnum(scaling.getMode()) << ", "
-       << floatLiteral(scaling.getInitScale().convertToDouble()) << ", "
-       << doubleLiteral(scaling.getGrowthFactor().convertToDouble()) << ", "
-       << doubleLiteral(scaling.getBackoffFactor().convertToDouble()) << ", "
-       << scaling.getGrowthInterval() << ", " << scaling.getHysteresis()
-       << ", " << floatLiteral(scaling.getMinScale().convertToDouble())
-       << ", mpc_inf()};\n"
+    // NVRTC has no INFINITY macro: the kernel spells "no cap" mpc_inf().
+    os << "  const mpc_loss_scaler_config config = "
+       << lossScalerConfigLiteral(scaling, "mpc_inf()") << ";\n"
        << "  int applied = mpc_loss_scaler_transition(&config, "
           "&control->scaler, found_inf);\n";
     bool scheduled = optimizer.getSchedule() == LrSchedule::WarmupCosine;

@@ -388,6 +388,19 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
   return MPC_OK;
 }
 
+/// A copy of the training control block. It lives on the device: a cuda
+/// session downloads just the block (apps read it every step), not the
+/// whole host mirror.
+mpc_status read_train_control(mpc_session *session,
+                              mpc_train_control *control) {
+  if (session->cuda)
+    return mpcrt::cuda_download(session, MPC_ARENA_OPTIMIZER,
+                                session->model->control_offset, control,
+                                sizeof(*control));
+  *control = *mpcrt::train_control(session);
+  return MPC_OK;
+}
+
 // ----------------------------------------------------------------------------
 // Parameter access
 
@@ -809,13 +822,11 @@ extern "C" int64_t mpc_session_step(const mpc_session *session) {
     set_error(MPC_ERROR_INVALID_ARGUMENT, "mpc_session_step: session is null");
     return -1;
   }
-  // The count lives on the device; reading it waits for the session's work.
-  mpc_session *mutable_session = const_cast<mpc_session *>(session);
-  if (mpcrt::sync_host(mutable_session) != MPC_OK)
+  mpc_train_control control;
+  if (read_train_control(const_cast<mpc_session *>(session), &control) !=
+      MPC_OK)
     return -1;
-  const mpc_loss_scaler_state &scaler =
-      mpcrt::train_control(mutable_session)->scaler;
-  return scaler.total_steps - scaler.total_skipped;
+  return control.scaler.total_steps - control.scaler.total_skipped;
 }
 
 extern "C" mpc_status mpc_get_training_stats(mpc_session *session,
@@ -824,9 +835,9 @@ extern "C" mpc_status mpc_get_training_stats(mpc_session *session,
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "mpc_get_training_stats: %s is null",
                      !session ? "session" : "stats");
-  if (mpc_status status = mpcrt::sync_host(session))
+  mpc_train_control control;
+  if (mpc_status status = read_train_control(session, &control))
     return status;
-  const mpc_train_control &control = *mpcrt::train_control(session);
   const mpc_loss_scaler_state &scaler = control.scaler;
   mpc_training_stats result = {};
   result.train_steps = session->step;

@@ -461,13 +461,9 @@ mpc_status cuda_session_create(mpc_session *session, int32_t device) {
   if (image)
     if (mpc_status status = load_module(cuda, image, &module))
       return status;
-  // Parameters and state, and the optimizer arena for the loss scaler's
-  // initial state in its control block.
-  if (mpc_status status = upload_arena(session, MPC_ARENA_PARAMS))
-    return status;
-  if (mpc_status status = upload_arena(session, MPC_ARENA_OPTIMIZER))
-    return status;
-  return synchronize(cuda);
+  // The initial parameters, state and optimizer arena (the loss scaler's
+  // initial state is in its control block).
+  return sync_device(session);
 #endif
 }
 

@@ -71,6 +71,18 @@ std::vector<unsigned char> makeInput(const mpc_tensor_desc &input,
   return data;
 }
 
+/// One batch: every input of the model drawn with makeInput.
+struct Batch {
+  Batch(const mpc_model_desc *model, std::mt19937 &random) {
+    for (int32_t i = 0; i < model->num_inputs; ++i)
+      data.push_back(makeInput(model->inputs[i], random));
+    for (const auto &input : data)
+      inputs.push_back(input.data());
+  }
+  std::vector<std::vector<unsigned char>> data;
+  std::vector<const void *> inputs;
+};
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -112,17 +124,12 @@ int main(int argc, char **argv) {
   if (bench > 0) {
     // One batch; each timed step ends when its loss is on the host, so the
     // device has finished it.
-    std::vector<std::vector<unsigned char>> data;
-    std::vector<const void *> inputs;
-    for (int32_t i = 0; i < model->num_inputs; ++i)
-      data.push_back(makeInput(model->inputs[i], random));
-    for (const auto &input : data)
-      inputs.push_back(input.data());
+    Batch batch(model, random);
     std::vector<double> seconds;
     for (int step = 0; step < warmup + bench; ++step) {
       auto start = std::chrono::steady_clock::now();
       float loss = 0;
-      if (mpc_train_step(session, inputs.data(), &loss) != MPC_OK) {
+      if (mpc_train_step(session, batch.inputs.data(), &loss) != MPC_OK) {
         std::fprintf(stderr, "error: step %d: %s\n", step, mpc_last_error());
         mpc_session_destroy(session);
         return 1;
@@ -143,14 +150,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (int step = 0; step < steps; ++step) {
-    std::vector<std::vector<unsigned char>> data;
-    std::vector<const void *> inputs;
-    for (int32_t i = 0; i < model->num_inputs; ++i)
-      data.push_back(makeInput(model->inputs[i], random));
-    for (const auto &input : data)
-      inputs.push_back(input.data());
+    Batch batch(model, random);
     float loss = 0;
-    if (mpc_train_step(session, inputs.data(), &loss) != MPC_OK) {
+    if (mpc_train_step(session, batch.inputs.data(), &loss) != MPC_OK) {
       std::fprintf(stderr, "error: step %d: %s\n", step, mpc_last_error());
       mpc_session_destroy(session);
       return 1;

@@ -13,13 +13,13 @@
 #include "runtime/loss_scaler.h"
 #include "runtime/mpc_model.h"
 #include "runtime/session.h"
+#include "tests/e2e/teacher_task.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,7 +38,7 @@ constexpr float OVERFLOW_FACTOR = 300.0f;
 /// A session and its task.
 class Trainer {
 public:
-  Trainer() : rng(11) {
+  Trainer() : task(MODEL_DESC()) {
     mpc_session_options options;
     mpc_session_options_init(&options);
     options.seed = 5;
@@ -46,18 +46,6 @@ public:
     options.momentum = 0.9f;
     EXPECT_EQ(mpc_session_create(MODEL_DESC(), &options, &session), MPC_OK)
         << mpc_last_error();
-    mpc_tensor_info x, logits;
-    mpc_model_input_info(MODEL_DESC(), 0, &x);
-    mpc_model_output_info(MODEL_DESC(), 1, &logits);
-    batch = x.shape[0];
-    features = x.shape[1];
-    classes = logits.shape[1];
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    teacher.resize(static_cast<size_t>(classes * features));
-    for (float &t : teacher)
-      t = normal(rng);
-    xs.resize(static_cast<size_t>(batch * features));
-    ys.resize(static_cast<size_t>(batch));
   }
   ~Trainer() { mpc_session_destroy(session); }
 
@@ -65,26 +53,13 @@ public:
   /// `poison`, one input is 1e6, inf in f16, so that the step's gradients
   /// are not finite at any loss scale.
   float step(float factor = 1.0f, bool poison = false) {
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (float &value : xs)
-      value = normal(rng);
-    for (int64_t b = 0; b < batch; ++b) {
-      double best = -INFINITY;
-      for (int64_t c = 0; c < classes; ++c) {
-        double dot = 0;
-        for (int64_t f = 0; f < features; ++f)
-          dot += double(teacher[c * features + f]) * xs[b * features + f];
-        if (dot > best)
-          best = dot, ys[b] = static_cast<int32_t>(c);
-      }
-    }
-    for (float &value : xs)
+    task.next();
+    for (float &value : task.x)
       value *= factor;
     if (poison)
-      xs[0] = 1e6f;
-    const void *inputs[] = {xs.data(), ys.data()};
+      task.x[0] = 1e6f;
     float loss = NAN;
-    EXPECT_EQ(mpc_train_step(session, inputs, &loss), MPC_OK)
+    EXPECT_EQ(mpc_train_step(session, task.inputs(), &loss), MPC_OK)
         << mpc_last_error();
     return loss;
   }
@@ -112,10 +87,7 @@ public:
   mpc_session *session = nullptr;
 
 private:
-  std::mt19937_64 rng;
-  int64_t batch = 0, features = 0, classes = 0;
-  std::vector<float> teacher, xs;
-  std::vector<int32_t> ys;
+  TeacherTask task;
 };
 
 TEST(LossScaling, ModelIsCompiledWithDynamicScaling) {

@@ -32,12 +32,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/mpc_runtime.h"
+#include "tests/e2e/teacher_task.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -168,21 +168,7 @@ int main(int argc, char **argv) {
     return flat;
   };
 
-  // The task: x ~ N(0, 1), y = argmax(teacher x).
-  mpc_tensor_info x, y, logits;
-  mpc_model_input_info(model, 0, &x);
-  mpc_model_input_info(model, 1, &y);
-  mpc_model_output_info(model, 1, &logits);
-  int64_t batch = x.shape[0], features = x.shape[1];
-  int64_t classes = logits.shape[1];
-  std::mt19937_64 rng(11);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> teacher(static_cast<size_t>(classes * features));
-  for (float &t : teacher)
-    t = normal(rng);
-  std::vector<float> xs(static_cast<size_t>(batch * features));
-  std::vector<int32_t> ys(static_cast<size_t>(batch));
-  const void *inputs[] = {xs.data(), ys.data()};
+  TeacherTask task(model);
 
   std::vector<double> m(total, 0.0), v(total, 0.0);
   long long applied = 0;
@@ -194,37 +180,26 @@ int main(int argc, char **argv) {
     // loss scale), then trained on; the update uses their mean.
     std::vector<float> p = readAll(false);
     std::vector<double> mean(total, 0.0);
-    std::vector<std::vector<float>> batchesX, batchesY;
+    std::vector<std::vector<float>> batchesX;
+    std::vector<std::vector<int32_t>> batchesY;
     for (int micro = 0; micro < config.accumulate; ++micro) {
-      for (float &value : xs)
-        value = normal(rng);
-      for (int64_t b = 0; b < batch; ++b) {
-        double best = -INFINITY;
-        for (int64_t c = 0; c < classes; ++c) {
-          double dot = 0;
-          for (int64_t f = 0; f < features; ++f)
-            dot += double(teacher[c * features + f]) * xs[b * features + f];
-          if (dot > best)
-            best = dot, ys[b] = static_cast<int32_t>(c);
-        }
-      }
+      task.next();
       float loss = 0;
-      if (mpc_compute_gradients(session, inputs, &loss) != MPC_OK) {
+      if (mpc_compute_gradients(session, task.inputs(), &loss) != MPC_OK) {
         std::fprintf(stderr, "error: %s\n", mpc_last_error());
         return 1;
       }
       std::vector<float> g = readAll(true);
       for (size_t i = 0; i < total; ++i)
         mean[i] += double(g[i]) / config.accumulate;
-      batchesX.push_back(xs);
-      batchesY.emplace_back(ys.begin(), ys.end());
+      batchesX.push_back(task.x);
+      batchesY.push_back(task.y);
     }
     for (int micro = 0; micro < config.accumulate; ++micro) {
-      xs = batchesX[micro];
-      for (int64_t b = 0; b < batch; ++b)
-        ys[b] = static_cast<int32_t>(batchesY[micro][b]);
+      task.x = batchesX[micro];
+      task.y = batchesY[micro];
       float loss = 0;
-      if (mpc_train_step(session, inputs, &loss) != MPC_OK) {
+      if (mpc_train_step(session, task.inputs(), &loss) != MPC_OK) {
         std::fprintf(stderr, "error: %s\n", mpc_last_error());
         return 1;
       }
