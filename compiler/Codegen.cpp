@@ -14,6 +14,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cmath>
 #include <map>
@@ -428,6 +429,22 @@ std::string StepEmitter::pointer(Value value) const {
 
 std::string StepEmitter::constPointer(Value value) const {
   return "(const " + pointer(value).substr(1);
+}
+
+std::string StepEmitter::controlPointer() const {
+  return llvm::formatv("(mpc_train_control *)(arena{0} + {1})",
+                       static_cast<int>(MPC_ARENA_OPTIMIZER),
+                       plan.controlOffset)
+      .str();
+}
+
+std::string StepEmitter::stepValuesPointer() const {
+  return llvm::formatv("(const mpc_step_values *)(arena{0} + {1})",
+                       static_cast<int>(MPC_ARENA_OPTIMIZER),
+                       plan.controlOffset +
+                           static_cast<int64_t>(
+                               offsetof(mpc_train_control, values)))
+      .str();
 }
 
 std::string StepEmitter::scratchPointer(const Step &step, StringRef cTypeName,

@@ -143,6 +143,14 @@ public:
   std::string scratchPointer(const Step &step, StringRef cTypeName,
                              int64_t byteOffset = 0) const;
 
+  /// `(mpc_train_control *)(arena2 + <offset>)`: the training control
+  /// block (runtime/device/mpc_training.h).
+  std::string controlPointer() const;
+  /// `(const mpc_step_values *)(...)`: the values the runtime writes into
+  /// the control block before each step (step counter, rates). Kernels
+  /// take this pointer rather than the values, so a captured CUDA graph
+  /// reads the current ones.
+  std::string stepValuesPointer() const;
   /// A fresh kernel name that says what it computes: <model>_k<N>_<hint>.
   std::string kernelName(StringRef hint);
   /// Adds a `__global__` function's full source, preceded by a comment

@@ -23,6 +23,21 @@ std::string mlir::mpc::cudaHostPreamble(llvm::StringRef model) {
   return text;
 }
 
+std::string
+mlir::mpc::cudaHostKernelTable(llvm::StringRef model,
+                               llvm::ArrayRef<std::string> kernelNames) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "// The kernels' host builds, for a host stand-in of the CUDA driver\n"
+     << "// (mpc_cuda_host_kernel in runtime/cuda/mpc_cuda.h).\n"
+     << "extern \"C\" const mpc_cuda_host_kernel " << model
+     << "_cuda_host_kernels[] = {\n";
+  for (const std::string &name : kernelNames)
+    os << "  MPC_CUDA_HOST_KERNEL(" << name << "),\n";
+  os << "  {0, 0, 0, 0}};\n\n";
+  return text;
+}
+
 /// Prints an `.incbin "<path>"` directive as a line of a C string literal
 /// inside __asm__: the path is quoted for the assembler, then again for C.
 static void printIncbin(llvm::raw_ostream &os, llvm::StringRef path) {
@@ -71,7 +86,9 @@ std::string mlir::mpc::cudaImageSource(llvm::StringRef model, int smVersion,
   os << "        \".byte 0\\n\"\n"
      << "        \".previous\\n\");\n"
      << "extern \"C\" const unsigned char " << cubinSymbol << "[];\n"
-     << "extern \"C\" const char " << ptxSymbol << "[];\n\n";
+     << "extern \"C\" const char " << ptxSymbol << "[];\n"
+     << "extern \"C\" const mpc_cuda_host_kernel " << model
+     << "_cuda_host_kernels[];\n\n";
 
   os << "static const mpc_cuda_kernel " << model << "_cuda_kernels[] = {\n";
   for (const auto &[name, symbol] : image.kernels)
@@ -82,6 +99,7 @@ std::string mlir::mpc::cudaImageSource(llvm::StringRef model, int smVersion,
      << "  " << cubinSymbol << ", " << image.cubin.size() << ",\n"
      << "  " << ptxSymbol << ", " << image.ptx.size() << ",\n"
      << "  " << image.kernels.size() << ", " << model << "_cuda_kernels,\n"
+     << "  " << model << "_cuda_host_kernels,\n"
      << "};\n\n"
      << "// Sessions of @" << model << " load the image when they are "
      << "created.\n"

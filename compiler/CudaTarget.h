@@ -11,6 +11,7 @@
 #define MPC_COMPILER_CUDATARGET_H
 
 #include "compiler/Nvrtc.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <string>
@@ -21,6 +22,12 @@ namespace mlir::mpc {
 /// mpc_rt_gemm into driver-API launches and cuBLASLt calls on the session's
 /// stream, for the kernels of `<model>_cuda_image`.
 std::string cudaHostPreamble(llvm::StringRef model);
+
+/// Host-code lines defining `<model>_cuda_host_kernels`: the host build of
+/// every kernel in `kernelNames` (mpc_cuda_host_kernel), which a host
+/// stand-in of the driver runs where there is no GPU.
+std::string cudaHostKernelTable(llvm::StringRef model,
+                                llvm::ArrayRef<std::string> kernelNames);
 
 /// C++ source defining `<model>_cuda_image` (runtime/cuda/mpc_cuda.h): the
 /// cubin and PTX, included from the files at `cubinPath` and `ptxPath`

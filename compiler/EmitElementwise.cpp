@@ -280,11 +280,16 @@ LogicalResult FusedKernelBuilder::build() {
                     coordinates;
     stride *= shape[d];
   }
+  // The step counter is read from the control block, not passed: a CUDA
+  // graph replays the arguments it was captured with. The seed is fixed
+  // for a session.
+  std::string prologue;
   if (needsRandom) {
     parameters.push_back("unsigned long long seed");
-    parameters.push_back("long long step");
+    parameters.push_back("const mpc_step_values *__restrict__ values");
     arguments.push_back("ctx->seed");
-    arguments.push_back("ctx->step");
+    arguments.push_back(emitter.stepValuesPointer());
+    prologue = "  const long long step = values->step;\n";
   }
 
   std::string hint = step.ops.size() == 1
@@ -299,7 +304,7 @@ LogicalResult FusedKernelBuilder::build() {
       [&](Operation *op) { os << op->getName().stripDialect(); }, ", ");
   os << "\n__global__ void " << name << "(";
   llvm::interleaveComma(parameters, os);
-  os << ") {\n  MPC_FOR_EACH(i, " << n << "LL) {\n"
+  os << ") {\n" << prologue << "  MPC_FOR_EACH(i, " << n << "LL) {\n"
      << coordinates << body << stores << "  }\n}\n";
   for (Operation *op : step.ops)
     cost.flopsPer(n, elementwiseFlops(op, emitter.isTraining()));

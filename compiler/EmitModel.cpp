@@ -235,6 +235,8 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << evalEmitter.functionSource() << "\n";
     if (trainPlan.halfMirror)
       os << syncEmitter.functionSource() << "\n";
+    if (options.cuda)
+      os << cudaHostKernelTable(name, findKernelNames(model.kernelSource));
 
     os << "static const mpc_tensor_desc " << name << "_inputs[] = {\n";
     for (auto [i, input] : llvm::enumerate(train.getInputs()))

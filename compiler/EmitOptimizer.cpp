@@ -34,14 +34,6 @@ using namespace mlir::mpc;
 
 namespace {
 
-/// `(mpc_train_control *)(arena2 + <offset>)`.
-std::string controlPointer(const MemoryPlan &plan) {
-  return llvm::formatv("(mpc_train_control *)(arena{0} + {1})",
-                       static_cast<int>(MPC_ARENA_OPTIMIZER),
-                       plan.controlOffset)
-      .str();
-}
-
 /// A double literal that reads back exactly.
 std::string doubleLiteral(double value) {
   return llvm::formatv("{0:e17}", value).str();
@@ -129,7 +121,7 @@ LogicalResult mlir::mpc::emitLossScale(LossScaleOp op, StepEmitter &emitter) {
       "}\n",
       name));
   emitter.launch(name, 1, 32,
-                 {controlPointer(emitter.getPlan()),
+                 {emitter.controlPointer(),
                   emitter.pointer(op.getResult())},
                  KernelCost().readsBytes(4).writesBytes(8));
   return success();
@@ -152,7 +144,7 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
   int64_t gradBytes = plan.arenaBytes[MPC_ARENA_GRADS];
   int64_t n = gradBytes / (element.getIntOrFloatBitWidth() / 8);
   std::string count = std::to_string(n) + "LL";
-  std::string control = controlPointer(plan);
+  std::string control = emitter.controlPointer();
   auto slotPointer = [&](int64_t slot) {
     return llvm::formatv("({0} *)(arena{1} + {2})", storage,
                          static_cast<int>(MPC_ARENA_OPTIMIZER),
@@ -234,8 +226,9 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
     os << "// One thread: the step's scalars, and the loss scaler's\n"
        << "// transition (mpc_training.h), which decides skip or apply.\n"
        << "__global__ void " << name
-       << "(mpc_train_control *control, float base_lr) {\n"
+       << "(mpc_train_control *control) {\n"
        << "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
+       << "  const float base_lr = control->values.learning_rate;\n"
        << "  double sumsq = 0.0;\n"
        << "  int found_inf = 0;\n";
     if (scaled || clips)
@@ -286,7 +279,7 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
     emitter.addKernel(source);
     emitter.setSource({}, "optimizer: prepare (loss scaler, clipping, "
                           "schedule)");
-    emitter.launch(name, 1, 32, {control, "ctx->learning_rate"},
+    emitter.launch(name, 1, 32, {control},
                    KernelCost()
                        .readsBytes(2 * 4 * statsBlocks +
                                    static_cast<int64_t>(sizeof(
@@ -319,8 +312,8 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
                                    plan.halfMirror->offset));
     }
     parameters.append({"const mpc_train_control *__restrict__ control",
-                       "long long n", "float momentum", "float weight_decay"});
-    args.append({control, count, "ctx->momentum", "ctx->weight_decay"});
+                       "long long n"});
+    args.append({control, count});
 
     std::string source;
     llvm::raw_string_ostream os(source);
@@ -331,12 +324,14 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
     os << ") {\n"
        << "  if (!control->applied) return;\n"
        << "  const float multiplier = control->grad_multiplier;\n"
-       << "  const float lr = control->learning_rate;\n";
+       << "  const float lr = control->learning_rate;\n"
+       << "  const float weight_decay = control->values.weight_decay;\n";
     if (adam)
       os << "  const float step_size = control->step_size;\n"
          << "  const float bias_correction2_sqrt = "
-            "control->bias_correction2_sqrt;\n"
-         << "  (void)momentum;\n";
+            "control->bias_correction2_sqrt;\n";
+    else
+      os << "  const float momentum = control->values.momentum;\n";
     os << "  MPC_FOR_EACH(i, n) {\n"
        << "    float p = mpc_load(params + i);\n"
        << "    float g = mpc_load(grads + i) * multiplier;\n"

@@ -360,11 +360,21 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
   context.nonfinite = &session->nonfinite;
   const char *function = training ? "train_step" : "eval";
   mpc_step_fn step = training ? model->train_step : model->eval;
+  // Kernels read what changes between steps from the control block.
+  mpc_step_values values{};
+  values.step = context.step;
+  values.learning_rate = context.learning_rate;
+  values.momentum = context.momentum;
+  values.weight_decay = context.weight_decay;
   // A cuda step sees device arenas and runs on the session's stream.
-  mpc_status returned =
-      session->cuda
-          ? mpcrt::cuda_run_step(session, step, &context, &index_error)
-          : step(&context);
+  mpc_status returned;
+  if (session->cuda) {
+    returned = mpcrt::cuda_run_step(session, step, &context, &values, loss,
+                                    &index_error);
+  } else {
+    mpcrt::train_control(session)->values = values;
+    returned = step(&context);
+  }
   int32_t status = mpcrt::raw_enum(returned);
   if (index_error)
     return set_error(MPC_ERROR_OUT_OF_RANGE,
@@ -379,10 +389,7 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
                      model->name, function, mpc_status_string(returned),
                      status);
   }
-  if (loss && session->cuda)
-    return mpcrt::cuda_download(session, MPC_ARENA_ACTIVATIONS,
-                                model->outputs[0].offset, loss, sizeof(float));
-  if (loss)
+  if (loss && !session->cuda) // cuda_run_step has read it
     std::memcpy(loss, mpcrt::tensor_data(session, model->outputs[0]),
                 sizeof(float));
   return MPC_OK;
@@ -482,7 +489,8 @@ mpc_status sync_half_copies(mpc_session *session) {
   // On the cuda target the kernels run on the device arenas.
   mpc_status status =
       session->cuda ? mpcrt::cuda_run_step(session, model->sync_half_copies,
-                                           &context, &index_error)
+                                           &context, /*values=*/nullptr,
+                                           /*loss=*/nullptr, &index_error)
                     : model->sync_half_copies(&context);
   if (status != MPC_OK)
     return set_error(MPC_ERROR_INTERNAL,
@@ -566,6 +574,7 @@ extern "C" void mpc_session_options_init(mpc_session_options *options) {
   options->learning_rate = NAN;
   options->momentum = NAN;
   options->weight_decay = NAN;
+  options->cuda_graphs = 0;
 }
 
 extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
@@ -665,7 +674,8 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   // (runtime/cuda/cuda_session.h) and starts from the same initial values.
   if (model_target == MPC_TARGET_CUDA) {
     if (mpc_status status =
-            mpcrt::cuda_session_create(created, options->device)) {
+            mpcrt::cuda_session_create(created, options->device,
+                                       options->cuda_graphs != 0)) {
       mpc_session_destroy(created);
       return status;
     }

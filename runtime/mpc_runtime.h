@@ -76,6 +76,12 @@ typedef struct mpc_session_options {
   float learning_rate;   /* NaN: the value given to mpc compile --lr */
   float momentum;        /* SGD momentum; NaN: from --momentum */
   float weight_decay;    /* L2 weight decay; NaN: from --weight-decay */
+  /* cuda target: 1 captures each kind of step (train, with or without the
+   * update, each micro-batch of accumulation; eval) as a CUDA graph on its
+   * second run and replays the graph from then on, one launch per step
+   * instead of one per kernel. 0 (the default) launches kernel by kernel.
+   * Ignored on the cpu target. */
+  int32_t cuda_graphs;
 } mpc_session_options;
 
 /* The message of the last failing call on this thread ("" if none). */

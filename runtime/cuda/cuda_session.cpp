@@ -19,6 +19,7 @@
 
 #include <dlfcn.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -48,9 +49,13 @@ using CUcontext = struct CUctx_st *;
 using CUstream = struct CUstream_st *;
 using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
+using CUgraph = struct CUgraph_st *;
+using CUgraphExec = struct CUgraphExec_st *;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+// Only this thread is barred from unsafe calls while it captures.
+constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 
 struct Driver {
   CUresult (*cuInit)(unsigned);
@@ -66,6 +71,9 @@ struct Driver {
   CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
   CUresult (*cuMemFree)(CUdeviceptr);
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
+  CUresult (*cuMemAllocHost)(void **, size_t);
+  CUresult (*cuMemFreeHost)(void *);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
   CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
   CUresult (*cuModuleLoadData)(CUmodule *, const void *);
@@ -74,6 +82,13 @@ struct Driver {
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, CUstream, void **,
                              void **);
+  CUresult (*cuStreamBeginCapture)(CUstream, int);
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph,
+                                          unsigned long long);
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec);
+  CUresult (*cuGraphDestroy)(CUgraph);
 };
 
 /// The driver, loaded and initialised once per process; `error` says why
@@ -120,12 +135,21 @@ const LoadedDriver &driver() {
     MPC_BIND(cuMemAlloc, "cuMemAlloc_v2")
     MPC_BIND(cuMemFree, "cuMemFree_v2")
     MPC_BIND(cuMemsetD8, "cuMemsetD8_v2")
+    MPC_BIND(cuMemsetD32Async, "cuMemsetD32Async")
+    MPC_BIND(cuMemAllocHost, "cuMemAllocHost_v2")
+    MPC_BIND(cuMemFreeHost, "cuMemFreeHost")
     MPC_BIND(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2")
     MPC_BIND(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2")
     MPC_BIND(cuModuleLoadData, "cuModuleLoadData")
     MPC_BIND(cuModuleUnload, "cuModuleUnload")
     MPC_BIND(cuModuleGetFunction, "cuModuleGetFunction")
     MPC_BIND(cuLaunchKernel, "cuLaunchKernel")
+    MPC_BIND(cuStreamBeginCapture, "cuStreamBeginCapture_v2")
+    MPC_BIND(cuStreamEndCapture, "cuStreamEndCapture")
+    MPC_BIND(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags")
+    MPC_BIND(cuGraphLaunch, "cuGraphLaunch")
+    MPC_BIND(cuGraphExecDestroy, "cuGraphExecDestroy")
+    MPC_BIND(cuGraphDestroy, "cuGraphDestroy")
 #undef MPC_BIND
     if (missing) {
       loaded.error = name + " has no " + missing + " (the driver is too old)";
@@ -261,6 +285,26 @@ constexpr size_t WORKSPACE_BYTES = 32u << 20;
 
 namespace mpcrt {
 
+/// What a step function's work depends on besides the session's fixed
+/// buffers: its host code branches on apply_update and, with gradient
+/// accumulation, on the micro-batch. Everything else that changes between
+/// steps is read from the control block (mpc_step_values).
+using StepVariant = std::tuple<mpc_step_fn, int32_t, int32_t>;
+
+/// A step variant's graph: none until its second run.
+struct CapturedStep {
+  bool warmed_up = false;
+  CUgraphExec graph = nullptr;
+};
+
+/// What a step leaves for the host, copied into page-locked memory so that
+/// the copy does not wait for the step: the host reads it at its next
+/// synchronisation.
+struct StepReadback {
+  float loss;
+  int32_t index_error;
+};
+
 struct CudaSession {
   CUdevice device = 0;
   CUcontext context = nullptr;
@@ -268,6 +312,11 @@ struct CudaSession {
   CUdeviceptr arenas[MPC_NUM_ARENAS] = {0, 0, 0, 0};
   CUdeviceptr index_error = 0;
   CUdeviceptr workspace = 0;
+  bool capture_graphs = false;
+  std::map<StepVariant, CapturedStep> graphs;
+  StepReadback *readback = nullptr; // page-locked
+  // A step's index_error is on its way to `readback` and not yet checked.
+  bool index_check_pending = false;
   // The device has changed what the host mirror holds since the last
   // sync_host.
   bool host_stale = false;
@@ -315,9 +364,22 @@ mpc_status activate(mpcrt::CudaSession *cuda) {
   return check(driver().api.cuCtxSetCurrent(cuda->context), "cuCtxSetCurrent");
 }
 
+/// Waits for the session's stream. A step whose index_error nobody has
+/// looked at yet (it ran without reading its loss) is checked here: kernels
+/// run asynchronously, so that is the first moment the host can know.
 mpc_status synchronize(mpcrt::CudaSession *cuda) {
-  return check(driver().api.cuStreamSynchronize(cuda->stream),
-               "cuStreamSynchronize");
+  if (mpc_status status = check(driver().api.cuStreamSynchronize(cuda->stream),
+                                "cuStreamSynchronize"))
+    return status;
+  if (cuda->index_check_pending) {
+    cuda->index_check_pending = false;
+    if (cuda->readback->index_error)
+      return set_error(MPC_ERROR_OUT_OF_RANGE,
+                       "an earlier step met an index outside its range (a "
+                       "cuda step that does not read its loss is checked at "
+                       "the next call that waits for the GPU)");
+  }
+  return MPC_OK;
 }
 
 /// Images of the models linked into this program, by model name
@@ -378,11 +440,48 @@ mpc_status find_function(mpcrt::CudaSession *cuda, const mpc_cuda_image *image,
   return MPC_OK;
 }
 
+/// Records `step`'s launches and GEMMs on the session's stream as a graph,
+/// instantiates it into `*graph` and launches it. A failing step, or work
+/// that cannot be captured, ends the capture and reports why.
+mpc_status capture_and_launch(mpcrt::CudaSession *cuda, mpc_step_fn step,
+                              mpc_step_context *context, CUgraphExec *graph) {
+  const Driver &d = driver().api;
+  if (mpc_status status =
+          check(d.cuStreamBeginCapture(cuda->stream,
+                                       CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                "cuStreamBeginCapture"))
+    return status;
+  mpc_status returned = step(context);
+  CUgraph captured = nullptr;
+  CUresult ended = d.cuStreamEndCapture(cuda->stream, &captured);
+  if (returned != MPC_OK) {
+    if (captured)
+      d.cuGraphDestroy(captured);
+    return returned;
+  }
+  if (ended != CUDA_SUCCESS)
+    return set_error(MPC_ERROR_INTERNAL,
+                     "cannot capture the step as a CUDA graph (%s); create "
+                     "the session with cuda_graphs = 0 to launch its "
+                     "kernels one by one",
+                     cuda_error_text(ended).c_str());
+  CUresult instantiated = d.cuGraphInstantiateWithFlags(graph, captured, 0);
+  d.cuGraphDestroy(captured);
+  if (instantiated != CUDA_SUCCESS) {
+    *graph = nullptr;
+    return set_error(MPC_ERROR_INTERNAL,
+                     "cannot instantiate the step's CUDA graph: %s",
+                     cuda_error_text(instantiated).c_str());
+  }
+  return check(d.cuGraphLaunch(*graph, cuda->stream), "cuGraphLaunch");
+}
+
 } // namespace
 
 namespace mpcrt {
 
-mpc_status cuda_session_create(mpc_session *session, int32_t device) {
+mpc_status cuda_session_create(mpc_session *session, int32_t device,
+                               bool capture_graphs) {
   const LoadedDriver &loaded = driver();
   if (!loaded.error.empty())
     return no_device(loaded.error);
@@ -406,6 +505,7 @@ mpc_status cuda_session_create(mpc_session *session, int32_t device) {
     return no_device(loaded_blas.error);
 
   CudaSession *cuda = new CudaSession;
+  cuda->capture_graphs = capture_graphs;
   session->cuda = cuda;
   // From here on, mpc_session_destroy (which the caller runs on failure)
   // releases whatever was made.
@@ -445,6 +545,11 @@ mpc_status cuda_session_create(mpc_session *session, int32_t device) {
   if (mpc_status status = check(
           d.cuMemAlloc(&cuda->index_error, sizeof(int32_t)), "cuMemAlloc"))
     return status;
+  void *readback = nullptr;
+  if (mpc_status status = check(d.cuMemAllocHost(&readback, sizeof(StepReadback)),
+                                "cuMemAllocHost"))
+    return status;
+  cuda->readback = static_cast<StepReadback *>(readback);
   if (cublasStatus_t result = blas().api.create(&cuda->blas))
     return no_device("cublasLtCreate failed (status " +
                      std::to_string(static_cast<int>(result)) + ")");
@@ -485,6 +590,11 @@ void cuda_session_destroy(CudaSession *cuda) {
   if (cuda->blas)
     blas().api.destroy(cuda->blas);
 #endif
+  for (const auto &[variant, captured] : cuda->graphs)
+    if (captured.graph)
+      d.cuGraphExecDestroy(captured.graph);
+  if (cuda->readback)
+    d.cuMemFreeHost(cuda->readback);
   for (const auto &[image, module] : cuda->modules)
     d.cuModuleUnload(module);
   for (CUdeviceptr arena : cuda->arenas)
@@ -519,33 +629,86 @@ mpc_status cuda_upload_inputs(mpc_session *session, const void *const *inputs) {
 }
 
 mpc_status cuda_run_step(mpc_session *session, mpc_step_fn step,
-                         mpc_step_context *context, int32_t *index_error) {
+                         mpc_step_context *context,
+                         const mpc_step_values *values, float *loss,
+                         int32_t *index_error) {
   CudaSession *cuda = session->cuda;
   const Driver &d = driver().api;
+  const mpc_model_desc *model = session->model;
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     context->arenas[a] = reinterpret_cast<void *>(cuda->arenas[a]);
   context->index_error = reinterpret_cast<int32_t *>(cuda->index_error);
+  *index_error = 0;
   if (mpc_status status = activate(cuda))
     return status;
-  int32_t zero = 0;
-  if (mpc_status status = check(d.cuMemcpyHtoDAsync(cuda->index_error, &zero,
-                                                    sizeof(zero), cuda->stream),
-                                "cuMemcpyHtoDAsync"))
+  // An earlier step's unchecked index error is reported before this step
+  // overwrites it.
+  if (cuda->index_check_pending)
+    if (mpc_status status = synchronize(cuda))
+      return status;
+  if (mpc_status status =
+          check(d.cuMemsetD32Async(cuda->index_error, 0, 1, cuda->stream),
+                "cuMemsetD32Async"))
     return status;
+  // From pageable memory: the call returns once it has taken the bytes.
+  if (values)
+    if (mpc_status status = check(
+            d.cuMemcpyHtoDAsync(cuda->arenas[MPC_ARENA_OPTIMIZER] +
+                                    model->control_offset +
+                                    offsetof(mpc_train_control, values),
+                                values, sizeof(*values), cuda->stream),
+            "cuMemcpyHtoDAsync"))
+      return status;
+
   current_session = session;
-  mpc_status returned = step(context);
+  mpc_status returned = MPC_OK;
+  if (!values || !cuda->capture_graphs) {
+    returned = step(context);
+  } else {
+    CapturedStep &captured = cuda->graphs[StepVariant{
+        step, context->apply_update, context->micro_step}];
+    if (captured.graph) {
+      returned = check(d.cuGraphLaunch(captured.graph, cuda->stream),
+                       "cuGraphLaunch");
+    } else if (!captured.warmed_up) {
+      // The first run loads the kernels and builds the GEMM plans, which
+      // are host work a capture must not contain.
+      captured.warmed_up = true;
+      returned = step(context);
+    } else {
+      returned = capture_and_launch(cuda, step, context, &captured.graph);
+    }
+  }
   current_session = nullptr;
   // Whatever the step did (even a failing one) may have changed the
   // device's arenas.
   cuda->host_stale = true;
   if (returned != MPC_OK)
     return returned;
+
+  if (mpc_status status = check(
+          d.cuMemcpyDtoHAsync(&cuda->readback->index_error, cuda->index_error,
+                              sizeof(int32_t), cuda->stream),
+          "cuMemcpyDtoHAsync"))
+    return status;
+  if (!loss) {
+    // Nothing to wait for: the step runs on while the host goes on.
+    cuda->index_check_pending = true;
+    return MPC_OK;
+  }
   if (mpc_status status =
-          check(d.cuMemcpyDtoHAsync(index_error, cuda->index_error,
-                                    sizeof(int32_t), cuda->stream),
+          check(d.cuMemcpyDtoHAsync(&cuda->readback->loss,
+                                    cuda->arenas[MPC_ARENA_ACTIVATIONS] +
+                                        model->outputs[0].offset,
+                                    sizeof(float), cuda->stream),
                 "cuMemcpyDtoHAsync"))
     return status;
-  return synchronize(cuda);
+  if (mpc_status status = check(d.cuStreamSynchronize(cuda->stream),
+                                "cuStreamSynchronize"))
+    return status;
+  *index_error = cuda->readback->index_error;
+  *loss = cuda->readback->loss;
+  return MPC_OK;
 }
 
 mpc_status cuda_download(mpc_session *session, int32_t arena, int64_t offset,
@@ -609,6 +772,26 @@ extern "C" void mpc_rt_cuda_register_image(const mpc_cuda_image *image) {
     return;
   std::lock_guard<std::mutex> lock(registry_mutex);
   registry().push_back(image);
+}
+
+extern "C" const mpc_cuda_host_kernel *
+mpc_rt_cuda_host_kernel(const char *symbol) {
+  if (!symbol)
+    return nullptr;
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  for (const mpc_cuda_image *image : registry()) {
+    if (!image->host_kernels)
+      continue;
+    for (int32_t i = 0; i < image->num_kernels; ++i) {
+      if (std::strcmp(image->kernels[i].symbol, symbol) != 0)
+        continue;
+      for (const mpc_cuda_host_kernel *host = image->host_kernels; host->name;
+           ++host)
+        if (std::strcmp(host->name, image->kernels[i].name) == 0)
+          return host;
+    }
+  }
+  return nullptr;
 }
 
 extern "C" mpc_status mpc_rt_cuda_launch(const mpc_cuda_image *image,

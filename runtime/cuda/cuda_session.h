@@ -28,16 +28,27 @@ struct CudaSession;
 /// Opens device `device` for `session` (whose host arenas are allocated and
 /// initialised), allocates its device arenas and uploads the host arenas.
 /// Sets session->cuda. MPC_ERROR_NO_DEVICE when there is no driver, no GPU
-/// or no such device.
-mpc_status cuda_session_create(mpc_session *session, int32_t device);
+/// or no such device. `capture_graphs`: run steps as CUDA graphs
+/// (mpc_session_options.cuda_graphs).
+mpc_status cuda_session_create(mpc_session *session, int32_t device,
+                               bool capture_graphs);
 void cuda_session_destroy(CudaSession *cuda);
 
 /// Copies the inputs to their places in the device activation arena.
 mpc_status cuda_upload_inputs(mpc_session *session, const void *const *inputs);
-/// Runs `step` with device arenas in `context`, waits for it, and sets
-/// `*index_error` from the device.
+/// Runs `step` on the session's stream with device arenas in `context`.
+/// `values` (null for steps that read none, such as sync_half_copies) are
+/// written to the control block first. With `loss`, waits for the step
+/// and sets `*loss` and `*index_error`; without, returns while the step
+/// runs, and its index error is reported by the next call that waits for
+/// the GPU. A step with values runs as a CUDA graph where the session
+/// captures graphs: one graph per step function, apply_update and
+/// micro-batch, captured on that variant's second run (the first loads
+/// its kernels and plans its GEMMs outside any capture).
 mpc_status cuda_run_step(mpc_session *session, mpc_step_fn step,
-                         mpc_step_context *context, int32_t *index_error);
+                         mpc_step_context *context,
+                         const mpc_step_values *values, float *loss,
+                         int32_t *index_error);
 /// Copies `bytes` at `offset` of device arena `arena` to `data`.
 mpc_status cuda_download(mpc_session *session, int32_t arena, int64_t offset,
                          void *data, int64_t bytes);

@@ -24,6 +24,20 @@ typedef struct mpc_cuda_kernel {
   const char *symbol; /* the lowered name, for cuModuleGetFunction */
 } mpc_cuda_kernel;
 
+/* A kernel's host build: the cpu target's code for the same source (the
+ * generated host code compiles the kernels through mpc_device.h anyway).
+ * `run` runs a grid of `grid` blocks from arguments laid out as
+ * cuLaunchKernel takes them; `param_sizes` gives each parameter's bytes.
+ * Nothing in libmpcrt runs these: they are for a host stand-in of the
+ * driver (tests/cuda/mock_cuda.cpp), so that the cuda target's host code,
+ * graphs included, is tested on machines without a GPU. */
+typedef struct mpc_cuda_host_kernel {
+  const char *name; /* as in mpc_cuda_kernel */
+  void (*run)(void **args, unsigned grid);
+  int32_t num_params;
+  const size_t *param_sizes;
+} mpc_cuda_host_kernel;
+
 typedef struct mpc_cuda_image {
   const char *model;
   int32_t sm_version; /* the cubin's architecture, e.g. 80 */
@@ -33,6 +47,7 @@ typedef struct mpc_cuda_image {
   size_t ptx_size; /* without the NUL */
   int32_t num_kernels;
   const mpc_cuda_kernel *kernels;
+  const mpc_cuda_host_kernel *host_kernels; /* num_kernels of them */
 } mpc_cuda_image;
 
 /* Called once per model, before main, by the code that defines its image:
@@ -57,6 +72,11 @@ mpc_status mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type,
                             const void *b, int64_t ldb, int64_t stride_b,
                             float beta, void *c, int64_t ldc, int64_t stride_c,
                             int64_t batch);
+
+/* The host build of the kernel NVRTC lowered to `symbol`, from the images
+ * registered in this process; null if none has it. For host stand-ins of
+ * the driver, which find it with dlsym (see mpc_cuda_host_kernel). */
+const mpc_cuda_host_kernel *mpc_rt_cuda_host_kernel(const char *symbol);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -22,6 +22,7 @@
 #include "runtime/gemm.h"
 
 #include <tuple>
+#include <utility>
 
 namespace mpc_cuda_detail {
 
@@ -40,7 +41,39 @@ inline mpc_status launch(const mpc_cuda_image *image, void (*)(Params...),
       values);
 }
 
+/// Runs `kernel` over `grid` blocks on the host, as the cpu target's
+/// MPC_LAUNCH does, from cuLaunchKernel-style argument pointers.
+template <typename... Params, size_t... Index>
+inline void run_blocks(void (*kernel)(Params...), void **args, unsigned grid,
+                       std::index_sequence<Index...>) {
+  gridDim.x = grid;
+  blockDim.x = 1;
+  threadIdx.x = 0;
+  for (unsigned b = 0; b < grid; ++b) {
+    blockIdx.x = b;
+    kernel(*static_cast<Params *>(args[Index])...);
+  }
+}
+
+/// The mpc_cuda_host_kernel entry of one kernel.
+template <auto Kernel> struct host_kernel;
+template <typename... Params, void (*Kernel)(Params...)>
+struct host_kernel<Kernel> {
+  static void run(void **args, unsigned grid) {
+    run_blocks(Kernel, args, grid, std::index_sequence_for<Params...>{});
+  }
+  static constexpr int32_t num_params = sizeof...(Params);
+  // One more than needed, so that a kernel without parameters has an array.
+  static constexpr size_t param_sizes[] = {sizeof(Params)..., 0};
+};
+
 } // namespace mpc_cuda_detail
+
+/// An mpc_cuda_host_kernel initialiser for a kernel of the included source.
+#define MPC_CUDA_HOST_KERNEL(kernel)                                           \
+  {#kernel, &mpc_cuda_detail::host_kernel<&kernel>::run,                       \
+   mpc_cuda_detail::host_kernel<&kernel>::num_params,                          \
+   mpc_cuda_detail::host_kernel<&kernel>::param_sizes}
 
 #undef MPC_LAUNCH
 #define MPC_LAUNCH(kernel, grid, block, ...)                                   \

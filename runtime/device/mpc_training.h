@@ -144,12 +144,28 @@ mpc_warmup_cosine_lr(double base, double min_lr, long long warmup,
 /* Blocks of the gradient statistics kernel; each leaves one partial. */
 #define MPC_GRAD_STATS_BLOCKS 256
 
+/* What may change from one step to the next, written by the runtime into
+ * the control block before every step (mpc_step_context has the same
+ * values). Kernels read them from here, not from their arguments, so that a
+ * step captured as a CUDA graph replays with the current values: a graph
+ * keeps the argument values it was captured with. */
+typedef struct mpc_step_values {
+  long long step;      /* train steps (micro-batches) so far: dropout masks
+                          are drawn from (seed, step) */
+  float learning_rate; /* the base rate, before any schedule */
+  float momentum;
+  float weight_decay;
+  int reserved;        /* keeps the size a multiple of 8 */
+} mpc_step_values;
+
 /* Training state in device memory (the end of the optimizer arena, at the
- * descriptor's control_offset). The scaler is the persistent part; the rest
- * is written during a step and read by the next kernels (and by the
- * runtime's step statistics). Nothing here waits on the host. */
+ * descriptor's control_offset). The scaler is the persistent part; the step
+ * values come from the runtime; the rest is written during a step and read
+ * by the next kernels (and by the runtime's step statistics). Nothing here
+ * waits on the host. */
 typedef struct mpc_train_control {
   mpc_loss_scaler_state scaler;
+  mpc_step_values values;
   /* Written by mpc.loss_scale's kernel: the scale this step's backward pass
    * used, which the optimizer (and mpc_get_gradient) divide out. */
   float step_scale;

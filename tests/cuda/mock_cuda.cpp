@@ -6,8 +6,14 @@
 //   - "device" memory is host memory (cuMemAlloc is calloc), copies are
 //     memcpy, streams and contexts are tokens;
 //   - a module must be a cubin (ELF) and every function looked up must be
-//     named in it; launches run nothing but are recorded (name, grid, block,
-//     argument count up to the null that mpc's launcher appends);
+//     named in it; launches are recorded (name, grid, block, argument count
+//     up to the null that mpc's launcher appends) and run the kernel's host
+//     build where the program has one (mpc_rt_cuda_host_kernel, found with
+//     dlsym: the program must export its symbols);
+//   - stream capture records launches (their arguments copied, as the
+//     driver copies them) and GEMMs into a graph that cuGraphLaunch
+//     replays; a copy or memset inside a capture fails, as one from
+//     pageable host memory does on a GPU;
 //   - cublasLtMatmul computes the product on the host from its descriptors,
 //     column-major as cuBLASLt defines it, so that mpc's row-major mapping
 //     is checked against an independent reading of the layouts.
@@ -17,12 +23,16 @@
 
 #include "tests/cuda/mock_cuda.h"
 
+#include "runtime/cuda/mpc_cuda.h"
 #include "runtime/half.h"
 
 #include <cublasLt.h>
+#include <dlfcn.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +43,42 @@ using CUdeviceptr = unsigned long long;
 
 std::vector<mock_cuda_launch> launches;
 int liveAllocations = 0;
+int graphLaunches = 0;
+
+// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, _INVALIDATED, _UNMATCHED.
+constexpr CUresult CAPTURE_UNSUPPORTED = 900;
+constexpr CUresult CAPTURE_INVALIDATED = 901;
+constexpr CUresult CAPTURE_UNMATCHED = 903;
+
+/// Work on the (one) stream: run now, or recorded while capturing.
+using Work = std::function<void()>;
+struct Graph {
+  std::vector<Work> work;
+};
+Graph *capturing = nullptr;
+bool captureBroken = false;
+
+void submit(Work work) {
+  if (capturing)
+    capturing->work.push_back(std::move(work));
+  else
+    work();
+}
+
+/// What cuModuleGetFunction returns.
+struct Function {
+  std::string symbol;
+  const mpc_cuda_host_kernel *host = nullptr;
+};
+
+/// The program's host build of a kernel (libmpcrt's registry), if the
+/// program exports mpc_rt_cuda_host_kernel.
+const mpc_cuda_host_kernel *findHostKernel(const char *symbol) {
+  using Lookup = const mpc_cuda_host_kernel *(*)(const char *);
+  static Lookup lookup = reinterpret_cast<Lookup>(
+      dlsym(RTLD_DEFAULT, "mpc_rt_cuda_host_kernel"));
+  return lookup ? lookup(symbol) : nullptr;
+}
 
 struct Module {
   std::string image; // the cubin's bytes, searched for symbol names
@@ -91,6 +137,7 @@ int mock_cuda_num_launches(void) { return static_cast<int>(launches.size()); }
 mock_cuda_launch mock_cuda_get_launch(int index) { return launches[index]; }
 void mock_cuda_reset(void) { launches.clear(); }
 int mock_cuda_live_allocations(void) { return liveAllocations; }
+int mock_cuda_graph_launches(void) { return graphLaunches; }
 
 // ----------------------------------------------------------------------------
 // Driver API (the entry points libmpcrt binds)
@@ -136,15 +183,41 @@ CUresult cuMemFree_v2(CUdeviceptr pointer) {
   return 0;
 }
 CUresult cuMemsetD8_v2(CUdeviceptr pointer, unsigned char value, size_t n) {
+  if (capturing)
+    return captureBroken = true, CAPTURE_UNSUPPORTED;
   std::memset(reinterpret_cast<void *>(pointer), value, n);
+  return 0;
+}
+CUresult cuMemsetD32Async(CUdeviceptr pointer, unsigned value, size_t n,
+                          void *) {
+  if (capturing)
+    return captureBroken = true, CAPTURE_UNSUPPORTED;
+  for (size_t i = 0; i < n; ++i)
+    std::memcpy(reinterpret_cast<unsigned *>(pointer) + i, &value, 4);
+  return 0;
+}
+CUresult cuMemAllocHost_v2(void **pointer, size_t bytes) {
+  *pointer = std::calloc(1, bytes);
+  if (!*pointer)
+    return 2; // CUDA_ERROR_OUT_OF_MEMORY
+  ++liveAllocations;
+  return 0;
+}
+CUresult cuMemFreeHost(void *pointer) {
+  --liveAllocations;
+  std::free(pointer);
   return 0;
 }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr to, const void *from, size_t n,
                               void *) {
+  if (capturing)
+    return captureBroken = true, CAPTURE_UNSUPPORTED;
   std::memcpy(reinterpret_cast<void *>(to), from, n);
   return 0;
 }
 CUresult cuMemcpyDtoHAsync_v2(void *to, CUdeviceptr from, size_t n, void *) {
+  if (capturing)
+    return captureBroken = true, CAPTURE_UNSUPPORTED;
   std::memcpy(to, reinterpret_cast<const void *>(from), n);
   return 0;
 }
@@ -175,22 +248,83 @@ CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
   const std::string &image = static_cast<Module *>(module)->image;
   // Symbol names sit NUL-terminated in the string table.
   if (image.find(std::string(name) + '\0') == std::string::npos)
-    return 500;                      // CUDA_ERROR_NOT_FOUND
-  *function = new std::string(name); // leaked: functions live with modules
+    return 500; // CUDA_ERROR_NOT_FOUND
+  // Leaked: functions live as long as their modules.
+  *function = new Function{name, findHostKernel(name)};
   return 0;
 }
 CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
                         unsigned gridZ, unsigned blockX, unsigned blockY,
                         unsigned blockZ, unsigned, void *, void **params,
                         void **) {
+  const Function &kernel = *static_cast<Function *>(function);
   mock_cuda_launch launch{};
-  std::strncpy(launch.symbol, static_cast<std::string *>(function)->c_str(),
-               sizeof(launch.symbol) - 1);
+  std::strncpy(launch.symbol, kernel.symbol.c_str(), sizeof(launch.symbol) - 1);
   launch.grid = gridX * gridY * gridZ;
   launch.block = blockX * blockY * blockZ;
   while (params && params[launch.num_args])
     ++launch.num_args;
-  launches.push_back(launch);
+  // The argument bytes are taken now, as the driver takes them: a graph
+  // replays the values it was captured with.
+  std::vector<std::vector<unsigned char>> values;
+  const mpc_cuda_host_kernel *host = kernel.host;
+  if (host) {
+    if (launch.num_args != host->num_params)
+      return 1; // CUDA_ERROR_INVALID_VALUE
+    for (int i = 0; i < host->num_params; ++i) {
+      const unsigned char *bytes = static_cast<unsigned char *>(params[i]);
+      values.emplace_back(bytes, bytes + host->param_sizes[i]);
+    }
+  }
+  submit([launch, host, values]() mutable {
+    launches.push_back(launch);
+    if (!host)
+      return;
+    std::vector<void *> pointers;
+    for (auto &value : values)
+      pointers.push_back(value.data());
+    host->run(pointers.data(), launch.grid);
+  });
+  return 0;
+}
+CUresult cuStreamBeginCapture_v2(void *, int) {
+  if (capturing)
+    return CAPTURE_UNMATCHED;
+  capturing = new Graph;
+  captureBroken = false;
+  return 0;
+}
+CUresult cuStreamEndCapture(void *, void **graph) {
+  if (!capturing)
+    return CAPTURE_UNMATCHED;
+  std::unique_ptr<Graph> captured(capturing);
+  capturing = nullptr;
+  if (captureBroken) {
+    *graph = nullptr;
+    return CAPTURE_INVALIDATED;
+  }
+  *graph = captured.release();
+  return 0;
+}
+CUresult cuGraphInstantiateWithFlags(void **exec, void *graph,
+                                     unsigned long long) {
+  *exec = new Graph(*static_cast<Graph *>(graph));
+  return 0;
+}
+CUresult cuGraphLaunch(void *exec, void *) {
+  if (capturing)
+    return CAPTURE_UNSUPPORTED;
+  ++graphLaunches;
+  for (const Work &work : static_cast<Graph *>(exec)->work)
+    work();
+  return 0;
+}
+CUresult cuGraphExecDestroy(void *exec) {
+  delete static_cast<Graph *>(exec);
+  return 0;
+}
+CUresult cuGraphDestroy(void *graph) {
+  delete static_cast<Graph *>(graph);
   return 0;
 }
 
@@ -304,6 +438,31 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
                               void *d, cublasLtMatrixLayout_t dLayout,
                               const cublasLtMatmulAlgo_t *, void *, size_t,
                               cudaStream_t) {
+  if (capturing && c == d && cLayout == dLayout) {
+    // Replayed with the descriptors and scalars of now.
+    struct Captured {
+      MockDesc desc;
+      MockLayout a, b, c;
+      float alpha, beta;
+    };
+    auto copy = std::make_shared<Captured>(Captured{
+        *reinterpret_cast<MockDesc *>(desc),
+        *reinterpret_cast<MockLayout *>(aLayout),
+        *reinterpret_cast<MockLayout *>(bLayout),
+        *reinterpret_cast<MockLayout *>(cLayout),
+        *static_cast<const float *>(alpha), *static_cast<const float *>(beta)});
+    capturing->work.push_back([copy, a, b, d] {
+      auto *layoutC = reinterpret_cast<cublasLtMatrixLayout_t>(&copy->c);
+      cublasLtMatmul(nullptr,
+                     reinterpret_cast<cublasLtMatmulDesc_t>(&copy->desc),
+                     &copy->alpha, a,
+                     reinterpret_cast<cublasLtMatrixLayout_t>(&copy->a), b,
+                     reinterpret_cast<cublasLtMatrixLayout_t>(&copy->b),
+                     &copy->beta, d, layoutC, d, layoutC, nullptr, nullptr, 0,
+                     nullptr);
+    });
+    return CUBLAS_STATUS_SUCCESS;
+  }
   auto *mock = reinterpret_cast<MockDesc *>(desc);
   auto *la = reinterpret_cast<MockLayout *>(aLayout);
   auto *lb = reinterpret_cast<MockLayout *>(bLayout);

@@ -22,8 +22,10 @@ typedef struct mock_cuda_launch {
 int mock_cuda_num_launches(void);
 mock_cuda_launch mock_cuda_get_launch(int index);
 void mock_cuda_reset(void);
-/* cuMemAlloc'd blocks not yet freed. */
+/* cuMemAlloc'd and cuMemAllocHost'd blocks not yet freed. */
 int mock_cuda_live_allocations(void);
+/* cuGraphLaunch calls. */
+int mock_cuda_graph_launches(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -196,7 +196,23 @@ TEST_F(MockDevice, IndexErrorComesBackFromTheDevice) {
   int32_t y[LINEAR_BATCH];
   mpc_test::linear_batch(0, x, y);
   const void *inputs[] = {x, y};
-  EXPECT_EQ(mpc_train_step(session, inputs, nullptr), MPC_ERROR_OUT_OF_RANGE);
+  // A step that reads its loss waits for the GPU and reports at once.
+  float loss = 0;
+  EXPECT_EQ(mpc_train_step(session, inputs, &loss), MPC_ERROR_OUT_OF_RANGE);
+  EXPECT_NE(std::string(mpc_last_error()).find("met an index outside"),
+            std::string::npos)
+      << mpc_last_error();
+  // One that does not returns while the GPU works; the next call that
+  // waits for the GPU reports it, once.
+  EXPECT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK);
+  float w[LINEAR_CLASSES * LINEAR_FEATURES];
+  EXPECT_EQ(mpc_get_param(session, "w", w, std::size(w)),
+            MPC_ERROR_OUT_OF_RANGE);
+  EXPECT_NE(std::string(mpc_last_error()).find("an earlier step met an index"),
+            std::string::npos)
+      << mpc_last_error();
+  EXPECT_EQ(mpc_get_param(session, "w", w, std::size(w)), MPC_OK)
+      << mpc_last_error();
   mpc_session_destroy(session);
 }
 
