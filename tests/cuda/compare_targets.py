@@ -2,11 +2,12 @@
 """Trains one model on the cpu and on the cuda target, compares the results.
 
   compare_targets.py --rtol 1e-2 --atol 1e-3 --steps 20 \
-      --reference <cpu train_steps> --candidate <cuda train_steps>
+      --reference <cpu train_steps> --candidate <cuda train_steps> \
+      [--candidate-arg=--cuda-graphs]
 
 Both programs (tests/cuda/train_steps.cpp) train the same model from the same
-seed on the same inputs and save a checkpoint. The test fails unless every
-step's loss and every tensor of the two checkpoints (parameters, state,
+seed on the same inputs, evaluate it and save a checkpoint. The test fails
+unless every step's and evaluation's loss and every tensor of the two checkpoints (parameters, state,
 optimizer state) agree within |cuda - cpu| <= atol + rtol * |cpu| (per
 element; for tensors rtol scales with the tensor's largest magnitude), and
 the checkpoints have the same tensors, dtypes, shapes and metadata: one
@@ -26,15 +27,15 @@ import tempfile
 SKIP = 77
 
 
-def run(program, steps, checkpoint):
+def run(program, steps, checkpoint, extra_args):
     result = subprocess.run([program, f"--steps={steps}",
-                             f"--checkpoint={checkpoint}"],
+                             f"--checkpoint={checkpoint}"] + extra_args,
                             capture_output=True, text=True)
     return result.returncode, result.stdout + result.stderr
 
 
-def losses(output):
-    return [float(v) for v in re.findall(r"^step \d+ loss (\S+)$", output,
+def losses(output, kind):
+    return [float(v) for v in re.findall(rf"^{kind} \d+ loss (\S+)$", output,
                                          re.MULTILINE)]
 
 
@@ -71,29 +72,38 @@ def main():
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--reference", required=True)
     parser.add_argument("--candidate", required=True)
+    parser.add_argument("--candidate-arg", action="append", default=[],
+                        help="an argument for the candidate program")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         cpu_ckpt = os.path.join(tmp, "cpu.safetensors")
         cuda_ckpt = os.path.join(tmp, "cuda.safetensors")
-        status, cuda_out = run(args.candidate, args.steps, cuda_ckpt)
+        status, cuda_out = run(args.candidate, args.steps, cuda_ckpt,
+                               args.candidate_arg)
         if status == SKIP:
             print(cuda_out.strip())
             return SKIP
         if status != 0:
             sys.exit(f"error: {args.candidate} exited {status}:\n{cuda_out}")
-        status, cpu_out = run(args.reference, args.steps, cpu_ckpt)
+        status, cpu_out = run(args.reference, args.steps, cpu_ckpt, [])
         if status != 0:
             sys.exit(f"error: {args.reference} exited {status}:\n{cpu_out}")
 
         failures = []
-        cpu_losses, cuda_losses = losses(cpu_out), losses(cuda_out)
-        if len(cpu_losses) != args.steps or len(cuda_losses) != args.steps:
-            sys.exit(f"error: expected {args.steps} losses, got "
-                     f"{len(cpu_losses)} (cpu) and {len(cuda_losses)} (cuda)")
-        for step, (a, b) in enumerate(zip(cpu_losses, cuda_losses)):
-            if not abs(b - a) <= args.atol + args.rtol * abs(a):
-                failures.append(f"step {step}: loss {b} on cuda, {a} on cpu")
+        for kind, count in (("step", args.steps), ("eval", 3)):
+            cpu_losses, cuda_losses = losses(cpu_out, kind), losses(cuda_out,
+                                                                    kind)
+            if len(cpu_losses) != count or len(cuda_losses) != count:
+                sys.exit(f"error: expected {count} {kind} losses, got "
+                         f"{len(cpu_losses)} (reference) and "
+                         f"{len(cuda_losses)} (candidate)")
+            for n, (a, b) in enumerate(zip(cpu_losses, cuda_losses)):
+                if not abs(b - a) <= args.atol + args.rtol * abs(a):
+                    failures.append(f"{kind} {n}: loss {b} on cuda, {a} on "
+                                    f"cpu")
+        cpu_losses, cuda_losses = losses(cpu_out, "step"), losses(cuda_out,
+                                                                  "step")
 
         cpu_meta, cpu_tensors = read_safetensors(cpu_ckpt)
         cuda_meta, cuda_tensors = read_safetensors(cuda_ckpt)

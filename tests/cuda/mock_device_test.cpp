@@ -62,12 +62,15 @@ struct Mock {
     reset = reinterpret_cast<void (*)()>(dlsym(library, "mock_cuda_reset"));
     liveAllocations = reinterpret_cast<int (*)()>(
         dlsym(library, "mock_cuda_live_allocations"));
+    graphLaunches = reinterpret_cast<int (*)()>(
+        dlsym(library, "mock_cuda_graph_launches"));
   }
   void *library = nullptr;
   int (*numLaunches)() = nullptr;
   mock_cuda_launch (*getLaunch)(int) = nullptr;
   void (*reset)() = nullptr;
   int (*liveAllocations)() = nullptr;
+  int (*graphLaunches)() = nullptr;
 };
 
 const Mock &mock() {
@@ -75,10 +78,12 @@ const Mock &mock() {
   return instance;
 }
 
-mpc_session *create(const mpc_model_desc *model, mpc_target target) {
+mpc_session *create(const mpc_model_desc *model, mpc_target target,
+                    int32_t cudaGraphs = 0) {
   mpc_session_options options;
   mpc_session_options_init(&options);
   options.target = target;
+  options.cuda_graphs = cudaGraphs;
   options.seed = 7;
   options.momentum = 0.9f;
   mpc_session *session = nullptr;
@@ -98,7 +103,7 @@ protected:
     ASSERT_NE(mock().library, nullptr)
         << "set MPC_CUDA_DRIVER_LIBRARY to the mock driver";
     ASSERT_TRUE(mock().numLaunches && mock().getLaunch && mock().reset &&
-                mock().liveAllocations);
+                mock().liveAllocations && mock().graphLaunches);
     mock().reset();
   }
   void TearDown() override { EXPECT_EQ(mock().liveAllocations(), 0); }
@@ -436,6 +441,57 @@ TEST_F(MockDevice, GeneratedStepLaunchesEveryKernelWithItsArguments) {
     EXPECT_EQ(launch.block % 32, 0u) << name;
   }
   mpc_session_destroy(session);
+}
+
+// With cuda_graphs, a step kind's first run launches kernel by kernel, the
+// second is captured and launched as a graph, later ones replay it; each
+// run launches the same kernels in the same order and computes what the
+// kernel-by-kernel session computes (the mock runs the kernels' host
+// builds; cuda.mock_*_graphs_match_launches compare whole trainings).
+TEST_F(MockDevice, GraphsReplayTheStep) {
+  const mpc_model_desc *model = mpc_model_mlp();
+  mpc_session *launches = create(model, MPC_TARGET_CUDA);
+  mpc_session *graphs = create(model, MPC_TARGET_CUDA, /*cudaGraphs=*/1);
+  ASSERT_TRUE(launches && graphs);
+  std::vector<float> x(64 * 784);
+  std::vector<int32_t> y(64);
+  const void *inputs[] = {x.data(), y.data()};
+  std::vector<std::string> firstStep;
+  for (int step = 0; step < 4; ++step) {
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = static_cast<float>((i * 31 + step * 7) % 17) / 17.0f - 0.5f;
+    for (size_t i = 0; i < y.size(); ++i)
+      y[i] = static_cast<int32_t>((i + step) % 10);
+    float expected = -1, loss = -2;
+    ASSERT_EQ(mpc_train_step(launches, inputs, &expected), MPC_OK)
+        << mpc_last_error();
+    mock().reset();
+    ASSERT_EQ(mpc_train_step(graphs, inputs, &loss), MPC_OK)
+        << mpc_last_error();
+    EXPECT_EQ(loss, expected) << "step " << step;
+    // Steps 0 and 1 launch kernels themselves (warm-up, then capture);
+    // from step 1 on the work runs as the graph.
+    EXPECT_EQ(mock().graphLaunches(), std::max(0, step)) << "step " << step;
+    std::vector<std::string> symbols;
+    for (int i = 0; i < mock().numLaunches(); ++i)
+      symbols.push_back(mock().getLaunch(i).symbol);
+    if (step == 0)
+      firstStep = symbols;
+    EXPECT_EQ(symbols, firstStep) << "step " << step;
+  }
+  // A rate set between steps reaches the replayed graph.
+  ASSERT_EQ(mpc_set_learning_rate(launches, 0.003f), MPC_OK);
+  ASSERT_EQ(mpc_set_learning_rate(graphs, 0.003f), MPC_OK);
+  float expected = -1, loss = -2;
+  ASSERT_EQ(mpc_train_step(launches, inputs, &expected), MPC_OK);
+  ASSERT_EQ(mpc_train_step(graphs, inputs, &loss), MPC_OK);
+  std::vector<float> a(256 * 784), b(a.size());
+  ASSERT_EQ(mpc_get_param(launches, "fc1.weight", a.data(), a.size()), MPC_OK)
+      << mpc_last_error();
+  ASSERT_EQ(mpc_get_param(graphs, "fc1.weight", b.data(), b.size()), MPC_OK);
+  EXPECT_EQ(a, b);
+  mpc_session_destroy(launches);
+  mpc_session_destroy(graphs);
 }
 
 } // namespace

@@ -3,10 +3,12 @@
 // Trains the model it is built with (-DMPC_MODEL=<name>, on the target
 // -DMPC_TARGET_UNDER_TEST=MPC_TARGET_CPU or MPC_TARGET_CUDA) for --steps
 // steps on inputs drawn deterministically from each input's dtype and range,
-// prints `step <n> loss <value>` per step and saves a checkpoint, so that
-// compare_targets.py can hold a cuda run against a cpu run of the same model.
+// prints `step <n> loss <value>` per step, halves the learning rate half-way,
+// prints `eval <n> loss <value>` for three evaluations of one batch after
+// training and saves a checkpoint, so that compare_targets.py can hold a
+// cuda run against a cpu run of the same model.
 //
-//   train_steps --steps=20 --checkpoint=out.safetensors
+//   train_steps --steps=20 --checkpoint=out.safetensors [--cuda-graphs]
 //   train_steps --bench=50 --warmup=10     time steps on one batch instead
 //                                          (tools/bench/gpu_step.py)
 //
@@ -86,7 +88,7 @@ struct Batch {
 } // namespace
 
 int main(int argc, char **argv) {
-  int steps = 20, bench = 0, warmup = 10;
+  int steps = 20, bench = 0, warmup = 10, cudaGraphs = 0;
   const char *checkpoint = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--steps=", 8) == 0) {
@@ -97,10 +99,12 @@ int main(int argc, char **argv) {
       bench = std::atoi(argv[i] + 8);
     } else if (std::strncmp(argv[i], "--warmup=", 9) == 0) {
       warmup = std::atoi(argv[i] + 9);
+    } else if (std::strcmp(argv[i], "--cuda-graphs") == 0) {
+      cudaGraphs = 1;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--steps=N] [--checkpoint=PATH] "
-                   "[--bench=N [--warmup=N]]\n",
+                   "[--bench=N [--warmup=N]] [--cuda-graphs]\n",
                    argv[0]);
       return 1;
     }
@@ -110,6 +114,7 @@ int main(int argc, char **argv) {
   mpc_session_options_init(&options);
   options.target = MPC_TARGET_UNDER_TEST;
   options.seed = 1;
+  options.cuda_graphs = cudaGraphs;
   mpc_session *session = nullptr;
   mpc_status status = mpc_session_create(model, &options, &session);
   if (status == MPC_ERROR_NO_DEVICE) {
@@ -150,6 +155,14 @@ int main(int argc, char **argv) {
     return 0;
   }
   for (int step = 0; step < steps; ++step) {
+    // A rate changed between steps reaches the kernels (and graphs).
+    if (step == steps / 2 &&
+        mpc_set_learning_rate(session, 0.5f * model->default_learning_rate) !=
+            MPC_OK) {
+      std::fprintf(stderr, "error: %s\n", mpc_last_error());
+      mpc_session_destroy(session);
+      return 1;
+    }
     Batch batch(model, random);
     float loss = 0;
     if (mpc_train_step(session, batch.inputs.data(), &loss) != MPC_OK) {
@@ -158,6 +171,16 @@ int main(int argc, char **argv) {
       return 1;
     }
     std::printf("step %d loss %.9g\n", step, static_cast<double>(loss));
+  }
+  Batch evalBatch(model, random);
+  for (int eval = 0; eval < 3; ++eval) {
+    float loss = 0;
+    if (mpc_eval(session, evalBatch.inputs.data(), &loss, nullptr) != MPC_OK) {
+      std::fprintf(stderr, "error: eval %d: %s\n", eval, mpc_last_error());
+      mpc_session_destroy(session);
+      return 1;
+    }
+    std::printf("eval %d loss %.9g\n", eval, static_cast<double>(loss));
   }
   if (checkpoint && mpc_save_checkpoint(session, checkpoint) != MPC_OK) {
     std::fprintf(stderr, "error: saving: %s\n", mpc_last_error());
