@@ -45,6 +45,7 @@ struct Options {
   int bench = 0;            // > 0: time this many steps instead of training
   int warmup = 10;          // untimed steps before --bench
   const char *csv = nullptr;
+  bool cudaGraphs = false;   // cuda target: replay each step as a CUDA graph
 };
 
 bool parseOptions(int argc, char **argv, Options &options) {
@@ -75,13 +76,15 @@ bool parseOptions(int argc, char **argv, Options &options) {
       options.warmup = std::atoi(v);
     else if (const char *v = value("--csv"))
       options.csv = v;
+    else if (arg == "--cuda-graphs")
+      options.cudaGraphs = true;
     else {
       bool help = arg == "--help" || arg == "-h";
       std::fprintf(help ? stdout : stderr,
                    "usage: %s [--steps=N] [--log-every=N] [--lr=X] "
                    "[--momentum=X] [--seed=N] [--noise=X] [--min-accuracy=P] "
                    "[--max-loss-ratio=R] [--bench=N [--warmup=N]] "
-                   "[--csv=FILE]\n",
+                   "[--csv=FILE] [--cuda-graphs]\n",
                    argv[0]);
       if (help)
         std::exit(0);
@@ -179,6 +182,7 @@ int main(int argc, char **argv) {
   mpc_session_options_init(&sessionOptions);
   sessionOptions.target = MPC_APP_TARGET;
   sessionOptions.seed = options.seed;
+  sessionOptions.cuda_graphs = options.cudaGraphs;
   if (!std::isnan(options.learningRate))
     sessionOptions.learning_rate = options.learningRate;
   if (!std::isnan(options.momentum))

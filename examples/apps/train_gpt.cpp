@@ -50,6 +50,7 @@ struct Options {
   int bench = 0;       // > 0: time this many steps instead of training
   int warmup = 10;     // untimed steps before --bench
   const char *csv = nullptr;
+  bool cudaGraphs = false;   // cuda target: replay each step as a CUDA graph
 };
 
 bool parseOptions(int argc, char **argv, Options &options) {
@@ -78,12 +79,14 @@ bool parseOptions(int argc, char **argv, Options &options) {
       options.warmup = std::atoi(v);
     else if (const char *v = value("--csv"))
       options.csv = v;
+    else if (arg == "--cuda-graphs")
+      options.cudaGraphs = true;
     else {
       bool help = arg == "--help" || arg == "-h";
       std::fprintf(help ? stdout : stderr,
                    "usage: %s [--steps=N] [--log-every=N] [--lr=X] "
                    "[--momentum=X] [--seed=N] [--max-loss=X] [--sample=N] "
-                   "[--bench=N [--warmup=N]] [--csv=FILE]\n",
+                   "[--bench=N [--warmup=N]] [--csv=FILE] [--cuda-graphs]\n",
                    argv[0]);
       if (help)
         std::exit(0);
@@ -184,6 +187,7 @@ int main(int argc, char **argv) {
   mpc_session_options_init(&sessionOptions);
   sessionOptions.target = MPC_APP_TARGET;
   sessionOptions.seed = options.seed;
+  sessionOptions.cuda_graphs = options.cudaGraphs;
   sessionOptions.learning_rate = options.learningRate;
   sessionOptions.momentum = options.momentum;
   mpc_session *session = nullptr;

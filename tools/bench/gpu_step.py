@@ -11,6 +11,8 @@ For each configuration (the GPT example, and GPT-2 small: 12 layers, width
                  and timed with --bench: the median wall time of
                  mpc_train_step over N steps on one batch after W untimed
                  ones (each step ends with its loss on the host);
+  mpc graphs     the same library with --cuda-graphs: each step replayed
+                 as one CUDA graph (mpc_session_options.cuda_graphs);
   PyTorch AMP    the same model in torch.nn (nanoGPT's layout, as
                  examples/gpt.mlir), torch.autocast(<half>) with a GradScaler
                  for f16, fused AdamW (or SGD with --torch-optimizer=sgd);
@@ -153,6 +155,7 @@ def flops_per_token(vocab, context, width, heads, layers):
 # mpc
 
 def time_mpc(args, name, config, arch, workdir):
+    """(ms/step, bytes) for kernel-by-kernel launches and for graphs."""
     vocab, context, width, heads, layers, batch = config
     source = os.path.join(workdir, f"{name}.mlir")
     with open(source, "w") as f:
@@ -175,14 +178,17 @@ def time_mpc(args, name, config, arch, workdir):
                     "-ldl", "-o", program], check=True)
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = args.cuda_lib + ":" + env.get("LD_LIBRARY_PATH", "")
-    result = subprocess.run([program, f"--bench={args.steps}",
-                             f"--warmup={args.warmup}"], env=env,
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        sys.exit(f"error: {program}: {result.stdout}{result.stderr}")
-    match = re.search(r"median_ms (\S+) min_ms \S+ arena_bytes (\d+)",
-                      result.stdout)
-    return float(match.group(1)), int(match.group(2)) + (32 << 20)
+    timings = []
+    for graphs in ([], ["--cuda-graphs"]):
+        result = subprocess.run([program, f"--bench={args.steps}",
+                                 f"--warmup={args.warmup}", *graphs], env=env,
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            sys.exit(f"error: {program}: {result.stdout}{result.stderr}")
+        match = re.search(r"median_ms (\S+) min_ms \S+ arena_bytes (\d+)",
+                          result.stdout)
+        timings.append((float(match.group(1)), int(match.group(2)) + (32 << 20)))
+    return timings
 
 
 # ----------------------------------------------------------------------------
@@ -307,7 +313,8 @@ def main():
             tokens = batch * context
             flops = flops_per_token(vocab, context, width, heads, layers) * tokens
             name = "bench_" + config_name.replace("-", "_")
-            results = [("mpc", *time_mpc(args, name, config, arch, workdir))]
+            launches, graphs = time_mpc(args, name, config, arch, workdir)
+            results = [("mpc", *launches), ("mpc graphs", *graphs)]
             results.append(("torch AMP", *time_torch(args, config, False)))
             results.append(("torch.compile", *time_torch(args, config, True)))
             mpc_ms = results[0][1]
