@@ -15,6 +15,7 @@ namespace {
 // Kept until the next failing call on the same thread; successful calls do
 // not clear it, so a message survives a later cleanup call.
 thread_local char last_error[1024];
+thread_local uint64_t errors_recorded = 0;
 } // namespace
 
 namespace mpcrt {
@@ -22,10 +23,16 @@ namespace mpcrt {
 mpc_status set_error(mpc_status status, const char *format, ...) {
   va_list args;
   va_start(args, format);
-  std::vsnprintf(last_error, sizeof(last_error), format, args);
+  // The message may quote the previous one (a wrapped cause).
+  char message[sizeof(last_error)];
+  std::vsnprintf(message, sizeof(message), format, args);
   va_end(args);
+  std::memcpy(last_error, message, sizeof(last_error));
+  ++errors_recorded;
   return status;
 }
+
+uint64_t errors_recorded_on_this_thread() { return errors_recorded; }
 
 const char *dtype_name(mpc_dtype dtype) {
   switch (raw_enum(dtype)) {

@@ -30,6 +30,10 @@ template <typename Enum> int32_t raw_enum(const Enum &value) {
 mpc_status set_error(mpc_status status, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
 
+/// How many errors set_error has recorded on this thread: a caller that
+/// sees it change across a call knows the call left a message.
+uint64_t errors_recorded_on_this_thread();
+
 /// "f32", "f16", "bf16", "i32", "i64", or "dtype(<n>)" for a bad value.
 const char *dtype_name(mpc_dtype dtype);
 

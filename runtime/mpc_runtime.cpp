@@ -367,6 +367,7 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
   values.momentum = context.momentum;
   values.weight_decay = context.weight_decay;
   // A cuda step sees device arenas and runs on the session's stream.
+  uint64_t errors_before = mpcrt::errors_recorded_on_this_thread();
   mpc_status returned;
   if (session->cuda) {
     returned = mpcrt::cuda_run_step(session, step, &context, &values, loss,
@@ -385,6 +386,10 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
     mpc_status passed_on = status > MPC_OK && status <= MPC_ERROR_INTERNAL
                                ? static_cast<mpc_status>(status)
                                : MPC_ERROR_INTERNAL;
+    // The cause, where the step or the runtime under it recorded one.
+    if (mpcrt::errors_recorded_on_this_thread() != errors_before)
+      return set_error(passed_on, "model '%s': %s failed: %s", model->name,
+                       function, mpc_last_error());
     return set_error(passed_on, "model '%s': %s failed: %s (status %d)",
                      model->name, function, mpc_status_string(returned),
                      status);

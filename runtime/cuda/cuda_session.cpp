@@ -454,11 +454,14 @@ mpc_status capture_and_launch(mpcrt::CudaSession *cuda, mpc_step_fn step,
   mpc_status returned = step(context);
   CUgraph captured = nullptr;
   CUresult ended = d.cuStreamEndCapture(cuda->stream, &captured);
-  if (returned != MPC_OK) {
-    if (captured)
-      d.cuGraphDestroy(captured);
-    return returned;
-  }
+  if (captured && (returned != MPC_OK || ended != CUDA_SUCCESS))
+    d.cuGraphDestroy(captured);
+  if (returned != MPC_OK)
+    return set_error(returned,
+                     "while capturing the step as a CUDA graph: %s; create "
+                     "the session with cuda_graphs = 0 to launch its kernels "
+                     "one by one",
+                     mpc_last_error());
   if (ended != CUDA_SUCCESS)
     return set_error(MPC_ERROR_INTERNAL,
                      "cannot capture the step as a CUDA graph (%s); create "

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/cuda/mpc_cuda.h"
+#include "runtime/error.h"
 #include "runtime/gemm.h"
 #include "runtime/half.h"
 #include "runtime/mpc_model.h"
@@ -492,6 +493,55 @@ TEST_F(MockDevice, GraphsReplayTheStep) {
   EXPECT_EQ(a, b);
   mpc_session_destroy(launches);
   mpc_session_destroy(graphs);
+}
+
+/// A step that does work a stream capture cannot hold: a synchronous
+/// memset (through the mock driver, as a model's step never would). It
+/// reports the failure, or with `ignoreMemsetFailure` goes on as if all
+/// were well (the capture is then invalid).
+bool ignoreMemsetFailure = false;
+mpc_status uncapturableStep(mpc_step_context *context) {
+  using Memset = int (*)(unsigned long long, unsigned char, size_t);
+  auto memset =
+      reinterpret_cast<Memset>(dlsym(mock().library, "cuMemsetD8_v2"));
+  int result = memset(reinterpret_cast<unsigned long long>(
+                          context->arenas[MPC_ARENA_ACTIVATIONS]),
+                      0, 4);
+  if (result == 0 || ignoreMemsetFailure)
+    return MPC_OK;
+  return mpcrt::set_error(MPC_ERROR_INTERNAL, "cuMemsetD8 failed (%d)",
+                          result);
+}
+
+TEST_F(MockDevice, StepThatCannotBeCapturedSaysWhy) {
+  mpc_test::model_builder builder("uncapturable");
+  builder.add_output("loss", MPC_F32, {});
+  builder.finish();
+  builder.desc.train_step = uncapturableStep;
+  builder.desc.target = MPC_TARGET_CUDA;
+  for (bool ignore : {false, true}) {
+    ignoreMemsetFailure = ignore;
+    mpc_session *session =
+        create(&builder.desc, MPC_TARGET_CUDA, /*cudaGraphs=*/1);
+    ASSERT_TRUE(session);
+    float loss = 0;
+    // The first run is not captured; the second is, and fails with the
+    // reason and what to do.
+    EXPECT_EQ(mpc_train_step(session, nullptr, &loss), MPC_OK)
+        << mpc_last_error();
+    EXPECT_EQ(mpc_train_step(session, nullptr, &loss), MPC_ERROR_INTERNAL);
+    EXPECT_EQ(std::string(mpc_last_error()),
+              ignore ? "model 'uncapturable': train_step failed: cannot "
+                       "capture the step as a CUDA graph (mock error (901)); "
+                       "create the session with cuda_graphs = 0 to launch its "
+                       "kernels one by one"
+                     : "model 'uncapturable': train_step failed: while "
+                       "capturing the step as a CUDA graph: cuMemsetD8 failed "
+                       "(900); create the session with cuda_graphs = 0 to "
+                       "launch its kernels one by one");
+    mpc_session_destroy(session);
+  }
+  ignoreMemsetFailure = false;
 }
 
 } // namespace
