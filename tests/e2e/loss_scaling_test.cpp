@@ -115,8 +115,9 @@ TEST(LossScaling, OverflowSkipsTheStepBitIdenticallyAndTrainingRecovers) {
   EXPECT_EQ(after.optimizer_steps, 5);
   EXPECT_EQ(mpc_session_step(trainer.session), 5);
   EXPECT_EQ(after.steps_since_growth, 0);
-  if (config.hysteresis == 1)
+  if (config.hysteresis == 1) {
     EXPECT_EQ(after.loss_scale, before.loss_scale / 2) << "GradScaler halves";
+  }
   EXPECT_TRUE(trainer.updatableBytes() == bytes)
       << "a skipped step changed master weights, half copies or momentum";
 
@@ -134,8 +135,9 @@ TEST(LossScaling, OverflowSkipsTheStepBitIdenticallyAndTrainingRecovers) {
               static_cast<double>(before.loss_scale),
               static_cast<double>(after.loss_scale), first, last);
   EXPECT_LT(last, 0.5 * first) << "first loss " << first;
-  if (config.growth_interval > 300) // the scale never grew into overflow
+  if (config.growth_interval > 300) { // the scale never grew into overflow
     EXPECT_EQ(trainer.stats().skipped_steps, 1);
+  }
 }
 
 TEST(LossScaling, TrajectoryFollowsTheScalerSpecification) {
@@ -163,8 +165,9 @@ TEST(LossScaling, TrajectoryFollowsTheScalerSpecification) {
         << "step " << step;
     ASSERT_EQ(stats.skipped_steps, expected.total_skipped) << "step " << step;
     ASSERT_EQ(stats.last_skipped, !applied) << "step " << step;
-    if (!applied)
+    if (!applied) {
       ASSERT_TRUE(trainer.updatableBytes() == bytes) << "step " << step;
+    }
   }
 }
 
