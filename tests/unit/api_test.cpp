@@ -155,6 +155,7 @@ TEST(ApiSession, OptionsInitDefaults) {
   EXPECT_TRUE(std::isnan(options.learning_rate));
   EXPECT_TRUE(std::isnan(options.momentum));
   EXPECT_TRUE(std::isnan(options.weight_decay));
+  EXPECT_EQ(options.cuda_graphs, 0) << "kernel-by-kernel launches by default";
   mpc_session_options_init(nullptr); // no crash
   EXPECT_TRUE(error_mentions("options is null"));
 }
