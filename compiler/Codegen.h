@@ -230,7 +230,9 @@ std::string floatLiteral(double value);
 const char *gemmDtype(Value value);
 
 /// Operands of one mpc_rt_gemm call, spelled as C++ expressions: row-major
-/// C = op(A) · op(B) (+ C when `accumulate`), batched with strides.
+/// C = op(A) · op(B) (+ C when `accumulate`), batched with strides. With a
+/// `bias` (n values of cType) the call is mpc_rt_gemm_bias instead:
+/// C = op(A) · op(B) + bias[j], the bias fused into the GEMM's epilogue.
 struct GemmCall {
   std::string aType, bType, cType;
   bool transA = false, transB = false;
@@ -239,9 +241,11 @@ struct GemmCall {
   int64_t lda = 0, ldb = 0, ldc = 0;
   int64_t strideA = 0, strideB = 0, strideC = 0, batch = 1;
   bool accumulate = false;
+  std::string bias; ///< Empty: no bias (accumulate may not be set with one).
 };
 
-/// Emits `MPC_CHECK(mpc_rt_gemm(...));` for `call`.
+/// Emits `MPC_CHECK(mpc_rt_gemm(...));` (mpc_rt_gemm_bias with a bias) for
+/// `call`.
 void emitGemmCall(StepEmitter &emitter, const GemmCall &call);
 
 /// The shape bookkeeping of one conv2d, shared by forward and backward.

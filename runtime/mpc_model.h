@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define MPC_MODEL_ABI_VERSION 2
+#define MPC_MODEL_ABI_VERSION 3
 
 /* Flat buffers of the memory plan. Offsets in tensor descriptors are byte
  * offsets into one of these, each aligned to its dtype's size. The runtime

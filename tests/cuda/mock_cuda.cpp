@@ -10,7 +10,11 @@
 //     argument count up to the null that mpc's launcher appends);
 //   - cublasLtMatmul computes the product on the host from its descriptors,
 //     column-major as cuBLASLt defines it, so that mpc's row-major mapping
-//     is checked against an independent reading of the layouts.
+//     is checked against an independent reading of the layouts; the
+//     CUBLASLT_EPILOGUE_BIAS epilogue adds bias[i] to row i of D (the bias
+//     is as long as D has rows, in D's type unless BIAS_DATA_TYPE says
+//     otherwise) before the result is rounded to D's type, as cublasLt.h
+//     documents it.
 // mock_cuda.h declares what tests read back.
 //
 //===----------------------------------------------------------------------===//
@@ -73,6 +77,9 @@ struct cublasLtContext {
 };
 struct MockDesc {
   cublasOperation_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
+  uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void *bias = nullptr;
+  int32_t biasType = -1; // -1: D's type
 };
 struct MockLayout {
   cudaDataType_t type;
@@ -222,15 +229,37 @@ cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
                                cublasLtMatmulDescAttributes_t attribute,
                                const void *value, size_t size) {
   auto *mock = reinterpret_cast<MockDesc *>(desc);
-  if (size != sizeof(cublasOperation_t))
-    return CUBLAS_STATUS_INVALID_VALUE;
-  if (attribute == CUBLASLT_MATMUL_DESC_TRANSA)
-    std::memcpy(&mock->transa, value, size);
-  else if (attribute == CUBLASLT_MATMUL_DESC_TRANSB)
-    std::memcpy(&mock->transb, value, size);
-  else
+  // Each attribute's value has the size of its documented type.
+  auto set = [&](auto &field) {
+    if (size != sizeof(field))
+      return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&field, value, size);
+    return CUBLAS_STATUS_SUCCESS;
+  };
+  switch (attribute) {
+  case CUBLASLT_MATMUL_DESC_TRANSA:
+    return set(mock->transa);
+  case CUBLASLT_MATMUL_DESC_TRANSB:
+    return set(mock->transb);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE: {
+    uint32_t epilogue = 0;
+    if (size != sizeof(epilogue))
+      return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&epilogue, value, size);
+    // The epilogues the mock computes; others would be silently wrong.
+    if (epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
+        epilogue != CUBLASLT_EPILOGUE_BIAS)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    mock->epilogue = epilogue;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+    return set(mock->bias);
+  case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
+    return set(mock->biasType);
+  default:
     return CUBLAS_STATUS_NOT_SUPPORTED;
-  return CUBLAS_STATUS_SUCCESS;
+  }
 }
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout,
                                           cudaDataType type, uint64_t rows,
@@ -292,6 +321,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   if (c != d || requested < 1 || k != kb || lc->rows != m || lc->cols != n ||
       la->batch != lc->batch || lb->batch != lc->batch)
     return CUBLAS_STATUS_INVALID_VALUE;
+  if (mock->epilogue == CUBLASLT_EPILOGUE_BIAS && !mock->bias)
+    return CUBLAS_STATUS_INVALID_VALUE;
   std::memset(results, 0, sizeof(*results));
   *count = 1;
   return CUBLAS_STATUS_SUCCESS;
@@ -310,6 +341,12 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
   auto *lc = reinterpret_cast<MockLayout *>(cLayout);
   if (c != d || cLayout != dLayout)
     return CUBLAS_STATUS_NOT_SUPPORTED;
+  bool biased = mock->epilogue == CUBLASLT_EPILOGUE_BIAS;
+  if (biased && !mock->bias)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  cudaDataType_t biasType = mock->biasType == -1
+                                ? lc->type
+                                : static_cast<cudaDataType_t>(mock->biasType);
   float alphaValue = *static_cast<const float *>(alpha);
   float betaValue = *static_cast<const float *>(beta);
   bool ta = mock->transa != CUBLAS_OP_N, tb = mock->transb != CUBLAS_OP_N;
@@ -334,6 +371,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
         float result = alphaValue * sum;
         if (betaValue != 0)
           result += betaValue * loadAs(lc->type, db, i + j * lc->ld);
+        // One bias value per row of D, the same for every column and batch
+        // (BIAS_BATCH_STRIDE 0), added before the rounding to D's type.
+        if (biased)
+          result += loadAs(biasType, mock->bias, i);
         storeAs(lc->type, db, i + j * lc->ld, result);
       }
   }
