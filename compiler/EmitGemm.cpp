@@ -26,6 +26,12 @@ using namespace mlir::mpc;
 // Helpers shared with EmitBackward.cpp (declared in Codegen.h)
 //===----------------------------------------------------------------------===//
 
+int64_t mlir::mpc::gemmWorkspaceBytes(int smVersion) {
+  // cuBLAS's guide (cublasSetWorkspace) recommends 32 MiB on Hopper, whose
+  // kernels split work across more of the GPU, and 4 MiB elsewhere.
+  return smVersion / 10 == 9 ? int64_t{32} << 20 : int64_t{4} << 20;
+}
+
 const char *mlir::mpc::gemmDtype(Value value) {
   Type element = cast<RankedTensorType>(value.getType()).getElementType();
   if (element.isF16())

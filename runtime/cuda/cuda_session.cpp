@@ -257,9 +257,6 @@ int alignment_of(const void *pointer) {
 }
 #endif // MPC_HAVE_CUBLASLT
 
-// cuBLASLt's workspace: what its heuristics need for most shapes.
-constexpr size_t WORKSPACE_BYTES = 32u << 20;
-
 } // namespace
 
 namespace mpcrt {
@@ -270,7 +267,6 @@ struct CudaSession {
   CUstream stream = nullptr;
   CUdeviceptr arenas[MPC_NUM_ARENAS] = {0, 0, 0, 0};
   CUdeviceptr index_error = 0;
-  CUdeviceptr workspace = 0;
   // The device has changed what the host mirror holds since the last
   // sync_host.
   bool host_stale = false;
@@ -441,10 +437,6 @@ mpc_status cuda_session_create(mpc_session *session, int32_t device) {
                   "cuMemsetD8"))
       return status;
   }
-  if (CUresult result = d.cuMemAlloc(&cuda->workspace, WORKSPACE_BYTES))
-    return set_error(MPC_ERROR_OUT_OF_MEMORY,
-                     "cannot allocate the cuBLASLt workspace: %s",
-                     cuda_error_text(result).c_str());
   if (mpc_status status = check(
           d.cuMemAlloc(&cuda->index_error, sizeof(int32_t)), "cuMemAlloc"))
     return status;
@@ -493,8 +485,6 @@ void cuda_session_destroy(CudaSession *cuda) {
   for (CUdeviceptr arena : cuda->arenas)
     if (arena)
       d.cuMemFree(arena);
-  if (cuda->workspace)
-    d.cuMemFree(cuda->workspace);
   if (cuda->index_error)
     d.cuMemFree(cuda->index_error);
   if (cuda->stream)
@@ -644,7 +634,8 @@ namespace {
 
 /// mpc_rt_cuda_gemm, and with a non-null `bias` mpc_rt_cuda_gemm_bias (then
 /// beta is 0): the row-major GEMM as a cached cuBLASLt plan, on the current
-/// session's stream. `entry` names the caller in messages.
+/// session's stream, with the model's planned workspace. `entry` names the
+/// caller in messages.
 mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                      mpc_dtype c_type, int32_t trans_a, int32_t trans_b,
                      int64_t m, int64_t n, int64_t k, float alpha,
@@ -688,8 +679,16 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                      mpcrt::dtype_name(b_type));
   mpcrt::CudaSession *cuda = session->cuda;
   const Blas &lt = blas().api;
-  uint64_t workspace_bytes = WORKSPACE_BYTES;
-  void *workspace = reinterpret_cast<void *>(cuda->workspace);
+  // The workspace is a region of the activation arena that the compiler
+  // planned for the target's architecture (none: 0 bytes).
+  const mpc_model_desc *model = session->model;
+  uint64_t workspace_bytes =
+      static_cast<uint64_t>(model->gemm_workspace_bytes);
+  void *workspace =
+      workspace_bytes == 0
+          ? nullptr
+          : reinterpret_cast<void *>(cuda->arenas[MPC_ARENA_ACTIVATIONS] +
+                                     model->gemm_workspace_offset);
 
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
   // row-major matrix read column-major is its transpose: so cuBLASLt's

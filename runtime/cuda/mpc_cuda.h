@@ -49,7 +49,8 @@ mpc_status mpc_rt_cuda_launch(const mpc_cuda_image *image, const char *name,
 
 /* mpc_rt_gemm (runtime/gemm.h) on the device: the same arguments and
  * semantics, A, B and C device pointers, run by cuBLASLt on the current
- * session's stream with fp32 compute. */
+ * session's stream with fp32 compute, in the model's planned workspace
+ * (mpc_model_desc.gemm_workspace_offset/_bytes in the activation arena). */
 mpc_status mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type,
                             mpc_dtype c_type, int32_t trans_a, int32_t trans_b,
                             int64_t m, int64_t n, int64_t k, float alpha,

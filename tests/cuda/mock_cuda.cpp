@@ -37,6 +37,7 @@ using CUdeviceptr = unsigned long long;
 
 std::vector<mock_cuda_launch> launches;
 int liveAllocations = 0;
+mock_cublaslt_workspace lastWorkspace{};
 
 struct Module {
   std::string image; // the cubin's bytes, searched for symbol names
@@ -96,7 +97,13 @@ extern "C" {
 
 int mock_cuda_num_launches(void) { return static_cast<int>(launches.size()); }
 mock_cuda_launch mock_cuda_get_launch(int index) { return launches[index]; }
-void mock_cuda_reset(void) { launches.clear(); }
+void mock_cuda_reset(void) {
+  launches.clear();
+  lastWorkspace = {};
+}
+mock_cublaslt_workspace mock_cublaslt_get_workspace(void) {
+  return lastWorkspace;
+}
 int mock_cuda_live_allocations(void) { return liveAllocations; }
 
 // ----------------------------------------------------------------------------
@@ -298,10 +305,17 @@ cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *preference) {
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t) {
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t
-cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t,
-                                     cublasLtMatmulPreferenceAttributes_t,
-                                     const void *, size_t) {
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(
+    cublasLtMatmulPreference_t,
+    cublasLtMatmulPreferenceAttributes_t attribute, const void *value,
+    size_t size) {
+  if (attribute == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES) {
+    uint64_t bytes = 0; // uint64_t, as cublasLt.h documents it
+    if (size != sizeof(bytes))
+      return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&bytes, value, size);
+    lastWorkspace.preferred_max_bytes = bytes;
+  }
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
@@ -333,8 +347,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
                               cublasLtMatrixLayout_t bLayout, const void *beta,
                               const void *c, cublasLtMatrixLayout_t cLayout,
                               void *d, cublasLtMatrixLayout_t dLayout,
-                              const cublasLtMatmulAlgo_t *, void *, size_t,
-                              cudaStream_t) {
+                              const cublasLtMatmulAlgo_t *, void *workspace,
+                              size_t workspaceBytes, cudaStream_t) {
+  lastWorkspace.pointer = workspace;
+  lastWorkspace.bytes = workspaceBytes;
   auto *mock = reinterpret_cast<MockDesc *>(desc);
   auto *la = reinterpret_cast<MockLayout *>(aLayout);
   auto *lb = reinterpret_cast<MockLayout *>(bLayout);

@@ -24,6 +24,14 @@ mock_cuda_launch mock_cuda_get_launch(int index);
 void mock_cuda_reset(void);
 /* cuMemAlloc'd blocks not yet freed. */
 int mock_cuda_live_allocations(void);
+/* The workspace the last cublasLtMatmul was given, and the
+ * CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES last set on a preference. */
+typedef struct mock_cublaslt_workspace {
+  const void *pointer;
+  unsigned long long bytes;
+  unsigned long long preferred_max_bytes;
+} mock_cublaslt_workspace;
+mock_cublaslt_workspace mock_cublaslt_get_workspace(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

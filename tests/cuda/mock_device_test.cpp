@@ -63,12 +63,15 @@ struct Mock {
     reset = reinterpret_cast<void (*)()>(dlsym(library, "mock_cuda_reset"));
     liveAllocations = reinterpret_cast<int (*)()>(
         dlsym(library, "mock_cuda_live_allocations"));
+    getWorkspace = reinterpret_cast<mock_cublaslt_workspace (*)()>(
+        dlsym(library, "mock_cublaslt_get_workspace"));
   }
   void *library = nullptr;
   int (*numLaunches)() = nullptr;
   mock_cuda_launch (*getLaunch)(int) = nullptr;
   void (*reset)() = nullptr;
   int (*liveAllocations)() = nullptr;
+  mock_cublaslt_workspace (*getWorkspace)() = nullptr;
 };
 
 const Mock &mock() {
@@ -99,7 +102,7 @@ protected:
     ASSERT_NE(mock().library, nullptr)
         << "set MPC_CUDA_DRIVER_LIBRARY to the mock driver";
     ASSERT_TRUE(mock().numLaunches && mock().getLaunch && mock().reset &&
-                mock().liveAllocations);
+                mock().liveAllocations && mock().getWorkspace);
     mock().reset();
   }
   void TearDown() override { EXPECT_EQ(mock().liveAllocations(), 0); }
@@ -302,7 +305,10 @@ mpc_status runGemm(const GemmCase &g, unsigned char *buffer, bool cuda) {
 }
 
 int64_t gemmBufferOffset; // of the buffer input in the activation arena
+unsigned char *gemmActivations; // the device activation arena of the step
 mpc_status gemmStep(mpc_step_context *context) {
+  gemmActivations =
+      static_cast<unsigned char *>(context->arenas[MPC_ARENA_ACTIVATIONS]);
   unsigned char *buffer =
       static_cast<unsigned char *>(context->arenas[MPC_ARENA_ACTIVATIONS]) +
       gemmBufferOffset;
@@ -418,6 +424,49 @@ TEST_F(MockDevice, GemmBiasMatchesTheCpuGemmBias) {
       }
   EXPECT_EQ(cases, 20);
   mpc_session_destroy(session);
+}
+
+// cuBLASLt's workspace is the region of the activation arena the model's
+// descriptor names: its heuristic may use that much, and every matmul gets
+// it, with and without the bias epilogue. A model without one (the cpu
+// target's descriptor, here run on cuda) gives cuBLASLt none.
+TEST_F(MockDevice, GemmUsesThePlannedWorkspace) {
+  for (int64_t bytes : {int64_t{0}, int64_t{4096}}) {
+    mpc_test::model_builder builder("gemm_workspace");
+    builder.add_output("loss", MPC_F32, {});
+    builder.add_input("buffer", MPC_F32, {BUFFER / 4});
+    builder.finish();
+    gemmBufferOffset = builder.inputs[0].offset;
+    // After the pinned tensors, as the compiler plans it.
+    int64_t offset =
+        (builder.desc.arena_bytes[MPC_ARENA_ACTIVATIONS] + 255) / 256 * 256;
+    builder.desc.gemm_workspace_offset = bytes ? offset : 0;
+    builder.desc.gemm_workspace_bytes = bytes;
+    builder.desc.arena_bytes[MPC_ARENA_ACTIVATIONS] = offset + bytes;
+    builder.desc.train_step = gemmStep;
+    builder.desc.target = MPC_TARGET_CUDA;
+    mpc_session *session = create(&builder.desc, MPC_TARGET_CUDA);
+    ASSERT_TRUE(session);
+    for (bool bias : {false, true}) {
+      SCOPED_TRACE(testing::Message()
+                   << bytes << " workspace bytes, bias " << bias);
+      gemmCase = {MPC_F16, MPC_F32, 0, 1, 0.0f, bias};
+      mock().reset();
+      std::vector<unsigned char> buffer(BUFFER, 0);
+      const void *inputs[] = {buffer.data()};
+      ASSERT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK)
+          << mpc_last_error();
+      ASSERT_EQ(gemmStatus, MPC_OK) << mpc_last_error();
+      mock_cublaslt_workspace workspace = mock().getWorkspace();
+      EXPECT_EQ(workspace.pointer, bytes ? gemmActivations + offset : nullptr);
+      EXPECT_EQ(workspace.bytes, static_cast<unsigned long long>(bytes));
+      // Each case's plan is new (bias is part of its identity), so the
+      // heuristic ran and was told the same size.
+      EXPECT_EQ(workspace.preferred_max_bytes,
+                static_cast<unsigned long long>(bytes));
+    }
+    mpc_session_destroy(session);
+  }
 }
 
 // ----------------------------------------------------------------------------
