@@ -306,8 +306,8 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
           ? gemmWorkspaceBytes(options.smVersion ? options.smVersion
                                                  : defaultSmVersion)
           : 0;
-  MemorySummary at = planMemory(chosen->trainModel(), chosen->forwardModel(),
-                                fuse, workspace);
+  MemorySummary at =
+      planMemory(chosen->trainModel(), chosen->forwardModel(), fuse, workspace);
   MemorySummary o0 = planMemory(baseline->trainModel(),
                                 baseline->forwardModel(), fuse, workspace);
 

@@ -183,8 +183,8 @@ mpc_status check_arguments(const char *entry, mpc_dtype a_type,
                      entry, (long long)m, (long long)n, (long long)k,
                      (long long)batch);
   if (stride_a < 0 || stride_b < 0 || stride_c < 0)
-    return set_error(MPC_ERROR_INVALID_ARGUMENT,
-                     "%s: negative batch stride", entry);
+    return set_error(MPC_ERROR_INVALID_ARGUMENT, "%s: negative batch stride",
+                     entry);
   // Row pitch of each stored matrix: at least its number of columns (and 1,
   // as in BLAS, so that an empty matrix still has a valid pitch).
   int64_t a_cols = trans_a ? m : k;
@@ -223,10 +223,10 @@ mpc_rt_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
             int64_t ldc, int64_t stride_c, int64_t batch) {
   using mpcrt::set_error;
   bool empty = true;
-  if (mpc_status status = check_arguments(
-          "mpc_rt_gemm", a_type, b_type, c_type, trans_a, trans_b, m, n, k,
-          alpha, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c, batch,
-          &empty))
+  if (mpc_status status =
+          check_arguments("mpc_rt_gemm", a_type, b_type, c_type, trans_a,
+                          trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb,
+                          stride_b, c, ldc, stride_c, batch, &empty))
     return status;
   if (empty)
     return MPC_OK;
@@ -280,10 +280,10 @@ mpc_rt_gemm_bias(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
                  const void *bias, void *c, int64_t ldc, int64_t stride_c,
                  int64_t batch) {
   bool empty = true;
-  if (mpc_status status = check_arguments(
-          "mpc_rt_gemm_bias", a_type, b_type, c_type, trans_a, trans_b, m, n,
-          k, alpha, a, lda, stride_a, b, ldb, stride_b, c, ldc, stride_c,
-          batch, &empty))
+  if (mpc_status status =
+          check_arguments("mpc_rt_gemm_bias", a_type, b_type, c_type, trans_a,
+                          trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb,
+                          stride_b, c, ldc, stride_c, batch, &empty))
     return status;
   if (empty)
     return MPC_OK;

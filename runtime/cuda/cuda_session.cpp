@@ -682,8 +682,7 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
   // The workspace is a region of the activation arena that the compiler
   // planned for the target's architecture (none: 0 bytes).
   const mpc_model_desc *model = session->model;
-  uint64_t workspace_bytes =
-      static_cast<uint64_t>(model->gemm_workspace_bytes);
+  uint64_t workspace_bytes = static_cast<uint64_t>(model->gemm_workspace_bytes);
   void *workspace =
       workspace_bytes == 0
           ? nullptr
@@ -821,9 +820,8 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
   }
   const GemmPlan &plan = found->second;
   // A plan is shared by every bias of its alignment: point it at this one.
-  if (bias &&
-      lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                          sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
+  if (bias && lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                  &bias, sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
     return set_error(MPC_ERROR_INTERNAL,
                      "%s: cannot set cuBLASLt's bias pointer", entry);
   cublasStatus_t status =
@@ -849,9 +847,9 @@ mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
                  int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
                  float beta, void *c, int64_t ldc, int64_t stride_c,
                  int64_t batch) {
-  return cuda_gemm("mpc_rt_cuda_gemm", a_type, b_type, c_type, trans_a,
-                   trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b,
-                   beta, /*bias=*/nullptr, c, ldc, stride_c, batch);
+  return cuda_gemm("mpc_rt_cuda_gemm", a_type, b_type, c_type, trans_a, trans_b,
+                   m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta,
+                   /*bias=*/nullptr, c, ldc, stride_c, batch);
 }
 
 extern "C" mpc_status

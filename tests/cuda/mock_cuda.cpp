@@ -306,9 +306,8 @@ cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t) {
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulPreferenceSetAttribute(
-    cublasLtMatmulPreference_t,
-    cublasLtMatmulPreferenceAttributes_t attribute, const void *value,
-    size_t size) {
+    cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t attribute,
+    const void *value, size_t size) {
   if (attribute == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES) {
     uint64_t bytes = 0; // uint64_t, as cublasLt.h documents it
     if (size != sizeof(bytes))
