@@ -128,12 +128,13 @@ static bool isMaterialisedResult(Value result, const Step &step) {
 }
 
 MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
-                       ArrayRef<Value> gradients) {
+                       ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes) {
   // Algorithm:
   // 1. Parameters, then state, are packed into the parameter arena in
   //    declaration order; gradients mirror the parameters' offsets.
   // 2. Inputs, then outputs, are pinned at the start of the activation
-  //    arena, in declaration order, so train and eval plans agree.
+  //    arena, in declaration order, so train and eval plans agree; the GEMM
+  //    workspace (cuda target) follows them, 256-aligned, pinned too.
   // 3. A value that is exactly one parameter's gradient is computed in place
   //    in the gradient arena.
   // 4. Every other materialised value gets activation memory for the steps
@@ -229,6 +230,13 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
     if (def && !isAlias(def) && !buffers.count(value) &&
         placedOutputs.insert(value).second)
       buffers[value] = buffer;
+  }
+
+  if (gemmWorkspaceBytes > 0) {
+    int64_t start = (pinned + gemmWorkspaceAlignment - 1) /
+                    gemmWorkspaceAlignment * gemmWorkspaceAlignment;
+    gemmWorkspace = {MPC_ARENA_ACTIVATIONS, start, gemmWorkspaceBytes};
+    pinned = alignTo64(start + gemmWorkspaceBytes);
   }
 
   llvm::DenseMap<Value, int> gradientUses;

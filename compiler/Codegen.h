@@ -75,8 +75,11 @@ public:
   /// arena where they can be computed in place. Inputs and outputs get the
   /// same pinned offsets in every plan of a model (train and eval), so the
   /// model's descriptor holds one offset per tensor.
+  /// `gemmWorkspaceBytes` (cuda target) reserves cuBLASLt's workspace in
+  /// the activation arena, right after the pinned tensors, so that both
+  /// plans of a model put it at one offset.
   MemoryPlan(ModelOp model, const std::vector<Step> &steps,
-             ArrayRef<Value> gradients);
+             ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes = 0);
 
   /// The buffer of a value; it must be materialised.
   const Buffer &lookup(Value value) const;
@@ -98,6 +101,9 @@ public:
   /// the mpc_train_control block at controlOffset. 0 without mpc.optimizer.
   int64_t optimizerSlots = 0;
   int64_t controlOffset = 0;
+  /// cuBLASLt's workspace, live for the whole step (GEMMs run throughout);
+  /// gemmWorkspaceAlignment-aligned, 0 bytes without one.
+  Buffer gemmWorkspace;
   /// What the activation arena would need without reuse: every materialised
   /// value and scratch buffer side by side.
   int64_t activationBytesWithoutReuse = 0;
@@ -238,7 +244,9 @@ std::string floatLiteral(double value);
 const char *gemmDtype(Value value);
 
 /// Operands of one mpc_rt_gemm call, spelled as C++ expressions: row-major
-/// C = op(A) · op(B) (+ C when `accumulate`), batched with strides.
+/// C = op(A) · op(B) (+ C when `accumulate`), batched with strides. With a
+/// `bias` (n values of cType) the call is mpc_rt_gemm_bias instead:
+/// C = op(A) · op(B) + bias[j], the bias fused into the GEMM's epilogue.
 struct GemmCall {
   std::string aType, bType, cType;
   bool transA = false, transB = false;
@@ -247,9 +255,11 @@ struct GemmCall {
   int64_t lda = 0, ldb = 0, ldc = 0;
   int64_t strideA = 0, strideB = 0, strideC = 0, batch = 1;
   bool accumulate = false;
+  std::string bias; ///< Empty: no bias (accumulate may not be set with one).
 };
 
-/// Emits `MPC_CHECK(mpc_rt_gemm(...));` for `call`.
+/// Emits `MPC_CHECK(mpc_rt_gemm(...));` (mpc_rt_gemm_bias with a bias) for
+/// `call`.
 void emitGemmCall(StepEmitter &emitter, const GemmCall &call);
 
 /// The shape bookkeeping of one conv2d, shared by forward and backward.
@@ -360,7 +370,18 @@ struct CodegenOptions {
   /// The cuda target: the host code launches the kernels from the image
   /// NVRTC builds (CudaTarget.h) instead of running them on the host.
   bool cuda = false;
+  /// cuBLASLt's workspace, planned in the activation arena (cuda target:
+  /// gemmWorkspaceBytes(arch); 0 on the cpu target, whose GEMM needs none).
+  int64_t gemmWorkspaceBytes = 0;
 };
+
+/// Alignment of cuBLASLt's workspace (and of its operands): 256 bytes.
+constexpr int64_t gemmWorkspaceAlignment = 256;
+
+/// The cuBLASLt workspace to plan for GPUs of `smVersion`, as the cuBLAS
+/// documentation recommends it (cublasSetWorkspace): 32 MiB on Hopper
+/// (sm_90), 4 MiB on other architectures.
+int64_t gemmWorkspaceBytes(int smVersion);
 
 /// What a model's library allocates, per arena, from its train and eval
 /// plans: the figures of the descriptor and of `mpc compile --report`.
@@ -377,6 +398,8 @@ struct MemorySummary {
   int64_t trainActivations = 0; ///< train step peak, reusing by liveness
   int64_t trainActivationsWithoutReuse = 0;
   int64_t evalActivations = 0;
+  /// Of the activations, cuBLASLt's workspace (in both plans; 0 on cpu).
+  int64_t gemmWorkspace = 0;
 };
 
 /// The arena sizes of a model's train and eval plans.
@@ -386,7 +409,8 @@ MemorySummary summarizeMemory(const MemoryPlan &trainPlan,
 /// Plans `train` (the training step) and `eval` (the forward pass) as
 /// generateModel does (without fusion for --debug-nonfinite: `fuse` false)
 /// and returns their arena sizes.
-MemorySummary planMemory(ModelOp train, ModelOp eval, bool fuse = true);
+MemorySummary planMemory(ModelOp train, ModelOp eval, bool fuse = true,
+                         int64_t gemmWorkspaceBytes = 0);
 
 /// Generates the sources of a model (cpu or cuda target) from a model whose `train` copy holds
 /// the training step (forward, backward and gradients on mpc.output) and

@@ -255,6 +255,9 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   CodegenOptions codegen;
   codegen.debugNonfinite = options.debugNonfinite;
   codegen.cuda = options.target == Target::Cuda;
+  if (codegen.cuda)
+    codegen.gemmWorkspaceBytes = gemmWorkspaceBytes(
+        options.smVersion ? options.smVersion : defaultSmVersion);
   FailureOr<GeneratedModel> generated = generateModel(train, eval, codegen);
   if (failed(generated))
     return 1;

@@ -3,9 +3,14 @@
 //
 // This file implements emitGemmLike: linear, matmul and batch_matmul become
 // calls to mpc_rt_gemm (fp32 accumulation; the cpu runtime's blocked GEMM,
-// cuBLASLt on the cuda target). A bias is broadcast into the output first so
-// that the GEMM accumulates onto it (beta = 1). The GEMM call, the conv
-// geometry and im2col are shared with EmitBackward.cpp through Codegen.h.
+// cuBLASLt on the cuda target). A linear's bias (one value per output
+// column, of the output's type) is fused into the GEMM: mpc_rt_gemm_bias,
+// cuBLASLt's bias epilogue on cuda, so C is written once and never read.
+// conv2d's bias, which runs along the other dimension (one value per output
+// channel, broadcast over pixels), and a bias of another type are broadcast
+// into the output by a bias_fill kernel first, and the GEMM accumulates onto
+// them (beta = 1). The GEMM call, the conv geometry and im2col are shared
+// with EmitBackward.cpp through Codegen.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +26,12 @@ using namespace mlir::mpc;
 // Helpers shared with EmitBackward.cpp (declared in Codegen.h)
 //===----------------------------------------------------------------------===//
 
+int64_t mlir::mpc::gemmWorkspaceBytes(int smVersion) {
+  // cuBLAS's guide (cublasSetWorkspace) recommends 32 MiB on Hopper, whose
+  // kernels split work across more of the GPU, and 4 MiB elsewhere.
+  return smVersion / 10 == 9 ? int64_t{32} << 20 : int64_t{4} << 20;
+}
+
 const char *mlir::mpc::gemmDtype(Value value) {
   Type element = cast<RankedTensorType>(value.getType()).getElementType();
   if (element.isF16())
@@ -31,29 +42,38 @@ const char *mlir::mpc::gemmDtype(Value value) {
 }
 
 void mlir::mpc::emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
-  // 2·m·n·k FLOPs per product; an operand with stride 0 is shared by the
-  // whole batch and read once.
+  assert(!(call.accumulate && !call.bias.empty()) &&
+         "a fused bias replaces C; it cannot accumulate onto it");
+  // 2·m·n·k FLOPs per product (KernelCost's GEMM convention, which leaves
+  // out the epilogue's adds, of C or of a bias, as it always has); an
+  // operand with stride 0 is shared by the whole batch and read once, and
+  // so is a fused bias (every batch matrix adds the same n values).
   auto operandBytes = [&](StringRef dtype, int64_t elements, int64_t stride) {
     return elements * (stride == 0 ? 1 : call.batch) * gemmDtypeBytes(dtype);
   };
+  bool hasBias = !call.bias.empty();
   int64_t cBytes = operandBytes(call.cType, call.m * call.n, call.strideC);
   KernelCost cost;
   cost.flopsPer(call.batch, 2 * call.m * call.n * call.k)
       .readsBytes(operandBytes(call.aType, call.m * call.k, call.strideA) +
                   operandBytes(call.bType, call.k * call.n, call.strideB) +
-                  (call.accumulate ? cBytes : 0))
+                  (call.accumulate ? cBytes : 0) +
+                  (hasBias ? call.n * gemmDtypeBytes(call.cType) : 0))
       .writesBytes(cBytes);
-  emitter.recordCall("mpc_rt_gemm", KernelKind::Gemm,
+  StringRef entry = hasBias ? "mpc_rt_gemm_bias" : "mpc_rt_gemm";
+  emitter.recordCall(entry, KernelKind::Gemm,
                      call.aType != "MPC_F32" && call.bType != "MPC_F32", cost);
+  // mpc_rt_gemm takes beta where mpc_rt_gemm_bias takes the bias.
+  std::string betaOrBias =
+      hasBias ? call.bias : (call.accumulate ? "1.0f" : "0.0f");
   emitter.checkedCall(llvm::formatv(
-      "mpc_rt_gemm({0}, {1}, {2}, {3}, {4}, {5}LL, {6}LL, {7}LL, 1.0f, {8}, "
+      "{19}({0}, {1}, {2}, {3}, {4}, {5}LL, {6}LL, {7}LL, 1.0f, {8}, "
       "{9}LL, {10}LL, {11}, {12}LL, {13}LL, {14}, {15}, {16}LL, {17}LL, "
       "{18}LL)",
       call.aType, call.bType, call.cType, call.transA ? 1 : 0,
       call.transB ? 1 : 0, call.m, call.n, call.k, call.a, call.lda,
-      call.strideA, call.b, call.ldb, call.strideB,
-      call.accumulate ? "1.0f" : "0.0f", call.c, call.ldc, call.strideC,
-      call.batch));
+      call.strideA, call.b, call.ldb, call.strideB, betaOrBias, call.c,
+      call.ldc, call.strideC, call.batch, entry));
 }
 
 ConvGeometry
@@ -120,12 +140,14 @@ void mlir::mpc::emitIm2col(StepEmitter &emitter, Value input,
 
 namespace {
 
-/// One row-major GEMM: C = op(A) · op(B) (+ C when accumulate), batched.
+/// One row-major GEMM: C = op(A) · op(B) (+ C when accumulate, + bias[j]
+/// with a bias), batched.
 struct Gemm {
   Value a, b, c;
   bool transA = false, transB = false;
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool accumulate = false;
+  Value bias;
 };
 
 /// A contiguous row-major GEMM between whole values.
@@ -150,6 +172,8 @@ void emitWholeGemm(StepEmitter &emitter, const Gemm &gemm) {
   call.strideC = gemm.m * gemm.n;
   call.batch = gemm.batch;
   call.accumulate = gemm.accumulate;
+  if (gemm.bias)
+    call.bias = emitter.constPointer(gemm.bias);
   emitGemmCall(emitter, call);
 }
 
@@ -223,8 +247,15 @@ FailureOr<bool> mlir::mpc::emitGemmLike(Operation *op, const Step &step,
     gemm.k = weight.getDimSize(1);
     gemm.m = linear.getInput().getType().getNumElements() / gemm.k;
     if (Value bias = linear.getBias()) {
-      emitBiasFill(emitter, bias, linear.getResult(), gemm.m, gemm.n);
-      gemm.accumulate = true;
+      // The GEMM's epilogue adds a bias of C's type (cuBLASLt's bias has
+      // D's type); another type is converted by bias_fill on the way.
+      if (cast<RankedTensorType>(bias.getType()).getElementType() ==
+          linear.getResult().getType().getElementType()) {
+        gemm.bias = bias;
+      } else {
+        emitBiasFill(emitter, bias, linear.getResult(), gemm.m, gemm.n);
+        gemm.accumulate = true;
+      }
     }
     emitWholeGemm(emitter, gemm);
     return true;

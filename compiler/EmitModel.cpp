@@ -152,17 +152,22 @@ MemorySummary mlir::mpc::summarizeMemory(const MemoryPlan &trainPlan,
   memory.trainActivations = trainPlan.arenaBytes[MPC_ARENA_ACTIVATIONS];
   memory.trainActivationsWithoutReuse = trainPlan.activationBytesWithoutReuse;
   memory.evalActivations = evalPlan.arenaBytes[MPC_ARENA_ACTIVATIONS];
+  // The descriptor holds one workspace: both plans pin it at one place.
+  assert(trainPlan.gemmWorkspace.offset == evalPlan.gemmWorkspace.offset &&
+         trainPlan.gemmWorkspace.bytes == evalPlan.gemmWorkspace.bytes);
+  memory.gemmWorkspace = trainPlan.gemmWorkspace.bytes;
   memory.activations =
       std::max(memory.trainActivations, memory.evalActivations);
   return memory;
 }
 
-MemorySummary mlir::mpc::planMemory(ModelOp train, ModelOp eval, bool fuse) {
+MemorySummary mlir::mpc::planMemory(ModelOp train, ModelOp eval, bool fuse,
+                                    int64_t gemmWorkspaceBytes) {
   SmallVector<Value> gradients(train.getOutputOp().getGradients());
   std::vector<Step> trainSteps = formSteps(train, fuse);
-  MemoryPlan trainPlan(train, trainSteps, gradients);
+  MemoryPlan trainPlan(train, trainSteps, gradients, gemmWorkspaceBytes);
   std::vector<Step> evalSteps = formSteps(eval, fuse);
-  MemoryPlan evalPlan(eval, evalSteps, {});
+  MemoryPlan evalPlan(eval, evalSteps, {}, gemmWorkspaceBytes);
   return summarizeMemory(trainPlan, evalPlan);
 }
 
@@ -177,7 +182,8 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   // --debug-nonfinite checks every op's output: nothing stays in registers.
   bool fuse = !options.debugNonfinite;
   std::vector<Step> trainSteps = formSteps(train, fuse);
-  MemoryPlan trainPlan(train, trainSteps, gradients);
+  MemoryPlan trainPlan(train, trainSteps, gradients,
+                       options.gemmWorkspaceBytes);
   StepEmitter trainEmitter(trainPlan, name, name + "_train_step", kernels,
                            /*training=*/true);
   NonfiniteSites nonfinite;
@@ -194,7 +200,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   emitSyncHalfCopies(train, syncEmitter);
 
   std::vector<Step> evalSteps = formSteps(eval, fuse);
-  MemoryPlan evalPlan(eval, evalSteps, {});
+  MemoryPlan evalPlan(eval, evalSteps, {}, options.gemmWorkspaceBytes);
   StepEmitter evalEmitter(evalPlan, name, name + "_eval", kernels,
                           /*training=*/false);
   nonfinite.forwardOps = nullptr; // evaluation is all forward
@@ -298,7 +304,8 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << memory.activations << " (train step " << memory.trainActivations
        << " reusing memory by liveness, "
        << memory.trainActivationsWithoutReuse << " without reuse; eval "
-       << memory.evalActivations << ")\n";
+       << memory.evalActivations << "); of the activations, cuBLASLt's "
+       << "workspace " << memory.gemmWorkspace << "\n";
     os << "static const mpc_model_desc " << name << "_desc = {\n"
        << "  MPC_MODEL_ABI_VERSION, \"" << name << "\", "
        << (options.cuda ? "MPC_TARGET_CUDA" : "MPC_TARGET_CPU") << ",\n"
@@ -319,6 +326,8 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << "  " << optimizer.getAccumulate() << ",\n"
        << "  " << lossScalerConfigLiteral(scaling, "INFINITY") << ",\n"
        << "  " << trainPlan.controlOffset << ",\n"
+       << "  " << trainPlan.gemmWorkspace.offset << ", "
+       << trainPlan.gemmWorkspace.bytes << ",\n"
        << "  " << name << "_train_step, " << name << "_eval,\n"
        << "  "
        << (trainPlan.halfMirror ? name + "_sync_half_copies" : std::string("0"))

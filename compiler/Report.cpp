@@ -12,6 +12,7 @@
 #include "compiler/Report.h"
 
 #include "compiler/Codegen.h"
+#include "compiler/Nvrtc.h"
 #include "compiler/Roofline.h"
 #include "dialect/MpcOps.h"
 #include "passes/Passes.h"
@@ -222,6 +223,8 @@ llvm::json::Object memoryJson(const MemorySummary &m) {
       {"train_activations", m.trainActivations},
       {"train_activations_without_reuse", m.trainActivationsWithoutReuse},
       {"eval_activations", m.evalActivations},
+      // cuBLASLt's workspace, part of both activation figures.
+      {"gemm_workspace", m.gemmWorkspace},
       // What the library allocates, per arena, as its descriptor says.
       {"arena_bytes", llvm::json::Array{m.params, m.gradients, m.optimizerState,
                                         m.activations}},
@@ -297,14 +300,21 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   // A --debug-nonfinite library materialises every op's output (no fusion)
   // and launches the checks: the report describes that library.
   bool fuse = !options.debugNonfinite;
+  // The cuda target reserves cuBLASLt's workspace for its architecture.
+  int64_t workspace =
+      options.target == Target::Cuda
+          ? gemmWorkspaceBytes(options.smVersion ? options.smVersion
+                                                 : defaultSmVersion)
+          : 0;
   MemorySummary at =
-      planMemory(chosen->trainModel(), chosen->forwardModel(), fuse);
-  MemorySummary o0 =
-      planMemory(baseline->trainModel(), baseline->forwardModel(), fuse);
+      planMemory(chosen->trainModel(), chosen->forwardModel(), fuse, workspace);
+  MemorySummary o0 = planMemory(baseline->trainModel(),
+                                baseline->forwardModel(), fuse, workspace);
 
   // 4. The kernels of one training step, as the library launches them.
   CodegenOptions codegen;
   codegen.debugNonfinite = options.debugNonfinite;
+  codegen.gemmWorkspaceBytes = workspace;
   FailureOr<GeneratedModel> generated =
       generateModel(chosen->trainModel(), chosen->forwardModel(), codegen);
   if (failed(generated))
@@ -459,6 +469,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
        row("optimizer state", &MemorySummary::optimizerState),
        row("activations, train step peak", &MemorySummary::trainActivations),
        row("activations, eval peak", &MemorySummary::evalActivations),
+       row("  of which GEMM workspace", &MemorySummary::gemmWorkspace),
        {"total", std::to_string(total(o0)), std::to_string(total(at)),
         percent(total(at), total(o0))}},
       {false, true, true, true});

@@ -37,6 +37,25 @@ mpc_status mpc_rt_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
                        int64_t stride_b, float beta, void *c, int64_t ldc,
                        int64_t stride_c, int64_t batch);
 
+/* C[b] = alpha * op(A[b]) * op(B[b]) + bias for b in [0, batch): a linear
+ * layer's GEMM with its bias fused, the host twin of cuBLASLt's
+ * CUBLASLT_EPILOGUE_BIAS on cuda.
+ *
+ * The arguments are mpc_rt_gemm's, without beta and with `bias`: n values of
+ * c_type, bias[j] added to column j of every row of every C[b]. C is never
+ * read. The sum is formed in fp32 and rounded once to c_type; the result is
+ * bit for bit that of filling each row of C with the bias and calling
+ * mpc_rt_gemm with beta = 1 (which is how it is computed). Errors as
+ * mpc_rt_gemm's, and MPC_ERROR_INVALID_ARGUMENT for a null bias to a
+ * non-empty C. */
+mpc_status mpc_rt_gemm_bias(mpc_dtype a_type, mpc_dtype b_type,
+                            mpc_dtype c_type, int32_t trans_a, int32_t trans_b,
+                            int64_t m, int64_t n, int64_t k, float alpha,
+                            const void *a, int64_t lda, int64_t stride_a,
+                            const void *b, int64_t ldb, int64_t stride_b,
+                            const void *bias, void *c, int64_t ldc,
+                            int64_t stride_c, int64_t batch);
+
 #ifdef __cplusplus
 } /* extern "C" */
 

@@ -156,6 +156,65 @@ void mpcrt::gemm_use_baseline(bool baseline) { force_baseline = baseline; }
 // ----------------------------------------------------------------------------
 // C API
 
+namespace {
+
+// The argument checks mpc_rt_gemm and mpc_rt_gemm_bias share; messages
+// start with `entry`. MPC_OK with *empty set when there is nothing to do.
+mpc_status check_arguments(const char *entry, mpc_dtype a_type,
+                           mpc_dtype b_type, mpc_dtype c_type, int32_t trans_a,
+                           int32_t trans_b, int64_t m, int64_t n, int64_t k,
+                           float alpha, const void *a, int64_t lda,
+                           int64_t stride_a, const void *b, int64_t ldb,
+                           int64_t stride_b, const void *c, int64_t ldc,
+                           int64_t stride_c, int64_t batch, bool *empty) {
+  using mpcrt::set_error;
+  *empty = true;
+  const mpc_dtype *const types[3] = {&a_type, &b_type, &c_type};
+  const char *const names[3] = {"a_type", "b_type", "c_type"};
+  for (int i = 0; i < 3; ++i)
+    if (!mpcrt::dtype_is_float(*types[i]))
+      return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                       "%s: %s is %d; expected f32, f16 or bf16", entry,
+                       names[i], mpcrt::raw_enum(*types[i]));
+  if (m < 0 || n < 0 || k < 0 || batch < 0)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "%s: negative size (m=%lld, n=%lld, k=%lld, "
+                     "batch=%lld)",
+                     entry, (long long)m, (long long)n, (long long)k,
+                     (long long)batch);
+  if (stride_a < 0 || stride_b < 0 || stride_c < 0)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT, "%s: negative batch stride",
+                     entry);
+  // Row pitch of each stored matrix: at least its number of columns (and 1,
+  // as in BLAS, so that an empty matrix still has a valid pitch).
+  int64_t a_cols = trans_a ? m : k;
+  int64_t b_cols = trans_b ? k : n;
+  if (lda < (a_cols > 1 ? a_cols : 1))
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "%s: lda is %lld, smaller than the %lld columns of A",
+                     entry, (long long)lda, (long long)a_cols);
+  if (ldb < (b_cols > 1 ? b_cols : 1))
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "%s: ldb is %lld, smaller than the %lld columns of B",
+                     entry, (long long)ldb, (long long)b_cols);
+  if (ldc < (n > 1 ? n : 1))
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "%s: ldc is %lld, smaller than the %lld columns of C",
+                     entry, (long long)ldc, (long long)n);
+  if (m == 0 || n == 0 || batch == 0)
+    return MPC_OK;
+  bool reads_ab = alpha != 0.0f && k > 0;
+  if (!c || (reads_ab && (!a || !b)))
+    return set_error(MPC_ERROR_INVALID_ARGUMENT, "%s: %s is null", entry,
+                     !c   ? "c"
+                     : !a ? "a"
+                          : "b");
+  *empty = false;
+  return MPC_OK;
+}
+
+} // namespace
+
 extern "C" mpc_status
 mpc_rt_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
             int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
@@ -163,49 +222,15 @@ mpc_rt_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
             const void *b, int64_t ldb, int64_t stride_b, float beta, void *c,
             int64_t ldc, int64_t stride_c, int64_t batch) {
   using mpcrt::set_error;
-  const mpc_dtype *const types[3] = {&a_type, &b_type, &c_type};
-  const char *const names[3] = {"a_type", "b_type", "c_type"};
-  for (int i = 0; i < 3; ++i)
-    if (!mpcrt::dtype_is_float(*types[i]))
-      return set_error(MPC_ERROR_INVALID_ARGUMENT,
-                       "mpc_rt_gemm: %s is %d; expected f32, f16 or bf16",
-                       names[i], mpcrt::raw_enum(*types[i]));
-  if (m < 0 || n < 0 || k < 0 || batch < 0)
-    return set_error(MPC_ERROR_INVALID_ARGUMENT,
-                     "mpc_rt_gemm: negative size (m=%lld, n=%lld, k=%lld, "
-                     "batch=%lld)",
-                     (long long)m, (long long)n, (long long)k,
-                     (long long)batch);
-  if (stride_a < 0 || stride_b < 0 || stride_c < 0)
-    return set_error(MPC_ERROR_INVALID_ARGUMENT,
-                     "mpc_rt_gemm: negative batch stride");
-  // Row pitch of each stored matrix: at least its number of columns (and 1,
-  // as in BLAS, so that an empty matrix still has a valid pitch).
-  int64_t a_cols = trans_a ? m : k;
-  int64_t b_cols = trans_b ? k : n;
-  if (lda < (a_cols > 1 ? a_cols : 1))
-    return set_error(MPC_ERROR_INVALID_ARGUMENT,
-                     "mpc_rt_gemm: lda is %lld, smaller than the %lld columns "
-                     "of A",
-                     (long long)lda, (long long)a_cols);
-  if (ldb < (b_cols > 1 ? b_cols : 1))
-    return set_error(MPC_ERROR_INVALID_ARGUMENT,
-                     "mpc_rt_gemm: ldb is %lld, smaller than the %lld columns "
-                     "of B",
-                     (long long)ldb, (long long)b_cols);
-  if (ldc < (n > 1 ? n : 1))
-    return set_error(MPC_ERROR_INVALID_ARGUMENT,
-                     "mpc_rt_gemm: ldc is %lld, smaller than the %lld columns "
-                     "of C",
-                     (long long)ldc, (long long)n);
-  if (m == 0 || n == 0 || batch == 0)
+  bool empty = true;
+  if (mpc_status status =
+          check_arguments("mpc_rt_gemm", a_type, b_type, c_type, trans_a,
+                          trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb,
+                          stride_b, c, ldc, stride_c, batch, &empty))
+    return status;
+  if (empty)
     return MPC_OK;
   bool reads_ab = alpha != 0.0f && k > 0;
-  if (!c || (reads_ab && (!a || !b)))
-    return set_error(MPC_ERROR_INVALID_ARGUMENT, "mpc_rt_gemm: %s is null",
-                     !c   ? "c"
-                     : !a ? "a"
-                          : "b");
 
   float *packed_a = ensure_buffer(&workspace.packed_a, MC * KC);
   float *packed_b = ensure_buffer(&workspace.packed_b, KC * NC);
@@ -245,4 +270,38 @@ mpc_rt_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
 #endif
   baseline::gemm_batched(args, packed_a, packed_b, c_tile);
   return MPC_OK;
+}
+
+extern "C" mpc_status
+mpc_rt_gemm_bias(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
+                 int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                 int64_t k, float alpha, const void *a, int64_t lda,
+                 int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
+                 const void *bias, void *c, int64_t ldc, int64_t stride_c,
+                 int64_t batch) {
+  bool empty = true;
+  if (mpc_status status =
+          check_arguments("mpc_rt_gemm_bias", a_type, b_type, c_type, trans_a,
+                          trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb,
+                          stride_b, c, ldc, stride_c, batch, &empty))
+    return status;
+  if (empty)
+    return MPC_OK;
+  if (!bias)
+    return mpcrt::set_error(MPC_ERROR_INVALID_ARGUMENT,
+                            "mpc_rt_gemm_bias: bias is null");
+  // The bias is already in C's type, so writing it into C and accumulating
+  // onto it (beta = 1) adds it in fp32 before the one rounding: exactly the
+  // epilogue's sum, and the unfused bias_fill + GEMM's result bit for bit.
+  size_t element = mpc_dtype_size(c_type);
+  size_t row_bytes = static_cast<size_t>(n) * element;
+  for (int64_t matrix = 0; matrix < batch; ++matrix)
+    for (int64_t row = 0; row < m; ++row)
+      std::memcpy(static_cast<unsigned char *>(c) +
+                      (matrix * stride_c + row * ldc) *
+                          static_cast<int64_t>(element),
+                  bias, row_bytes);
+  return mpc_rt_gemm(a_type, b_type, c_type, trans_a, trans_b, m, n, k, alpha,
+                     a, lda, stride_a, b, ldb, stride_b, 1.0f, c, ldc, stride_c,
+                     batch);
 }

@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define MPC_MODEL_ABI_VERSION 2
+#define MPC_MODEL_ABI_VERSION 3
 
 /* Flat buffers of the memory plan. Offsets in tensor descriptors are byte
  * offsets into one of these, each aligned to its dtype's size. The runtime
@@ -155,6 +155,11 @@ struct mpc_model_desc {
   mpc_loss_scaler_config loss_scaling;
   /* mpc_train_control, at this offset in MPC_ARENA_OPTIMIZER (8-aligned). */
   int64_t control_offset;
+  /* cuBLASLt's workspace on the cuda target: this many bytes at this offset
+   * in MPC_ARENA_ACTIVATIONS (256-aligned, as cuBLASLt wants it), sized by
+   * the compiler for --arch. 0 bytes on the cpu target. */
+  int64_t gemm_workspace_offset;
+  int64_t gemm_workspace_bytes;
   mpc_step_fn train_step; /* forward + backward + optimizer update */
   mpc_step_fn eval;       /* forward in evaluation mode */
   /* Writes the half copies of the parameters (mixed precision) from the

@@ -226,6 +226,22 @@ mpc_status check_model(const mpc_model_desc *model) {
         static_cast<long long>(model->control_offset),
         sizeof(mpc_train_control),
         static_cast<long long>(model->arena_bytes[MPC_ARENA_OPTIMIZER]));
+  // The GEMM workspace: inside the activation arena, 256-aligned (the
+  // arena's device allocation is, and cuBLASLt wants its workspace so).
+  int64_t workspace_end = 0;
+  if (model->gemm_workspace_offset < 0 || model->gemm_workspace_bytes < 0 ||
+      model->gemm_workspace_offset % 256 != 0 ||
+      __builtin_add_overflow(model->gemm_workspace_offset,
+                             model->gemm_workspace_bytes, &workspace_end) ||
+      (model->gemm_workspace_bytes > 0 &&
+       workspace_end > model->arena_bytes[MPC_ARENA_ACTIVATIONS]))
+    return set_error(
+        MPC_ERROR_INVALID_ARGUMENT,
+        "model '%s': a GEMM workspace of %lld bytes at offset %lld is not a "
+        "256-aligned region of the activation arena of %lld bytes",
+        model->name, static_cast<long long>(model->gemm_workspace_bytes),
+        static_cast<long long>(model->gemm_workspace_offset),
+        static_cast<long long>(model->arena_bytes[MPC_ARENA_ACTIVATIONS]));
   if (!model->optimizer_name || !*model->optimizer_name)
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "model '%s' has no optimizer_name", model->name);

@@ -262,10 +262,13 @@ struct GemmPlan {
 };
 
 /// What a GemmPlan depends on: types, transposes, sizes, pitches, strides,
-/// batch, and the pointers' alignment (algorithms need aligned operands).
+/// batch, the pointers' alignment (algorithms need aligned operands),
+/// whether C is read (beta != 0), and the bias epilogue with its vector's
+/// alignment (0 without a bias): the heuristic picks an algorithm for the
+/// epilogue and the bias address it was shown.
 using GemmKey = std::tuple<int, int, int, int, int, int64_t, int64_t, int64_t,
                            int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int, int, int, bool>;
+                           int64_t, int, int, int, bool, int>;
 
 /// Largest power of two (up to 256) that divides an address: the alignment
 /// cuBLASLt may assume of an operand.
@@ -277,9 +280,6 @@ int alignment_of(const void *pointer) {
   return alignment;
 }
 #endif // MPC_HAVE_CUBLASLT
-
-// cuBLASLt's workspace: what its heuristics need for most shapes.
-constexpr size_t WORKSPACE_BYTES = 32u << 20;
 
 } // namespace
 
@@ -311,7 +311,6 @@ struct CudaSession {
   CUstream stream = nullptr;
   CUdeviceptr arenas[MPC_NUM_ARENAS] = {0, 0, 0, 0};
   CUdeviceptr index_error = 0;
-  CUdeviceptr workspace = 0;
   bool capture_graphs = false;
   std::map<StepVariant, CapturedStep> graphs;
   StepReadback *readback = nullptr; // page-locked
@@ -541,10 +540,6 @@ mpc_status cuda_session_create(mpc_session *session, int32_t device,
                   "cuMemsetD8"))
       return status;
   }
-  if (CUresult result = d.cuMemAlloc(&cuda->workspace, WORKSPACE_BYTES))
-    return set_error(MPC_ERROR_OUT_OF_MEMORY,
-                     "cannot allocate the cuBLASLt workspace: %s",
-                     cuda_error_text(result).c_str());
   if (mpc_status status = check(
           d.cuMemAlloc(&cuda->index_error, sizeof(int32_t)), "cuMemAlloc"))
     return status;
@@ -603,8 +598,6 @@ void cuda_session_destroy(CudaSession *cuda) {
   for (CUdeviceptr arena : cuda->arenas)
     if (arena)
       d.cuMemFree(arena);
-  if (cuda->workspace)
-    d.cuMemFree(cuda->workspace);
   if (cuda->index_error)
     d.cuMemFree(cuda->index_error);
   if (cuda->stream)
@@ -823,23 +816,28 @@ extern "C" mpc_status mpc_rt_cuda_launch(const mpc_cuda_image *image,
   return MPC_OK;
 }
 
-extern "C" mpc_status
-mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
-                 int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
-                 int64_t k, float alpha, const void *a, int64_t lda,
-                 int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
-                 float beta, void *c, int64_t ldc, int64_t stride_c,
-                 int64_t batch) {
+namespace {
+
+/// mpc_rt_cuda_gemm, and with a non-null `bias` mpc_rt_cuda_gemm_bias (then
+/// beta is 0): the row-major GEMM as a cached cuBLASLt plan, on the current
+/// session's stream, with the model's planned workspace. `entry` names the
+/// caller in messages.
+mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
+                     mpc_dtype c_type, int32_t trans_a, int32_t trans_b,
+                     int64_t m, int64_t n, int64_t k, float alpha,
+                     const void *a, int64_t lda, int64_t stride_a,
+                     const void *b, int64_t ldb, int64_t stride_b, float beta,
+                     const void *bias, void *c, int64_t ldc, int64_t stride_c,
+                     int64_t batch) {
   mpc_session *session = current_session;
   if (!session || !session->cuda)
     return set_error(MPC_ERROR_INTERNAL,
-                     "mpc_rt_cuda_gemm: no cuda step is running on this "
-                     "thread");
+                     "%s: no cuda step is running on this thread", entry);
 #ifndef MPC_HAVE_CUBLASLT
   (void)a_type, (void)b_type, (void)c_type, (void)trans_a, (void)trans_b;
   (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)stride_a;
-  (void)b, (void)ldb, (void)stride_b, (void)beta, (void)c, (void)ldc;
-  (void)stride_c, (void)batch;
+  (void)b, (void)ldb, (void)stride_b, (void)beta, (void)bias, (void)c;
+  (void)ldc, (void)stride_c, (void)batch;
   return set_error(MPC_ERROR_NO_DEVICE, "no CUDA device: built without "
                                         "cuBLASLt");
 #else
@@ -853,25 +851,36 @@ mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
   if (!mpcrt::dtype_is_float(a_type) || !mpcrt::dtype_is_float(b_type) ||
       !mpcrt::dtype_is_float(c_type) || m < 0 || n < 0 || k < 1 || batch < 0)
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
-                     "mpc_rt_cuda_gemm: bad arguments (dtypes %s, %s, %s; "
-                     "m %lld, n %lld, k %lld, batch %lld)",
-                     mpcrt::dtype_name(a_type), mpcrt::dtype_name(b_type),
-                     mpcrt::dtype_name(c_type), static_cast<long long>(m),
-                     static_cast<long long>(n), static_cast<long long>(k),
-                     static_cast<long long>(batch));
+                     "%s: bad arguments (dtypes %s, %s, %s; m %lld, n %lld, "
+                     "k %lld, batch %lld)",
+                     entry, mpcrt::dtype_name(a_type),
+                     mpcrt::dtype_name(b_type), mpcrt::dtype_name(c_type),
+                     static_cast<long long>(m), static_cast<long long>(n),
+                     static_cast<long long>(k), static_cast<long long>(batch));
   // cuBLASLt multiplies operands of one type (fp32 compute for all).
   if (a_type != b_type)
     return set_error(MPC_ERROR_INTERNAL,
-                     "mpc_rt_cuda_gemm: cuBLASLt needs A and B of one type, "
-                     "got %s and %s",
-                     mpcrt::dtype_name(a_type), mpcrt::dtype_name(b_type));
+                     "%s: cuBLASLt needs A and B of one type, got %s and %s",
+                     entry, mpcrt::dtype_name(a_type),
+                     mpcrt::dtype_name(b_type));
   mpcrt::CudaSession *cuda = session->cuda;
   const Blas &lt = blas().api;
+  // The workspace is a region of the activation arena that the compiler
+  // planned for the target's architecture (none: 0 bytes).
+  const mpc_model_desc *model = session->model;
+  uint64_t workspace_bytes = static_cast<uint64_t>(model->gemm_workspace_bytes);
+  void *workspace =
+      workspace_bytes == 0
+          ? nullptr
+          : reinterpret_cast<void *>(cuda->arenas[MPC_ARENA_ACTIVATIONS] +
+                                     model->gemm_workspace_offset);
 
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, and a
   // row-major matrix read column-major is its transpose: so cuBLASLt's
   // first operand is our B buffer and its second our A buffer, each with
-  // the transpose flag we were given.
+  // the transpose flag we were given. D = C^T is n x m: its rows are our
+  // columns, so the epilogue's bias (one value per row of D) is our
+  // bias[j], broadcast over our rows.
   GemmKey key{a_type,
               b_type,
               c_type,
@@ -890,7 +899,8 @@ mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
               alignment_of(a),
               alignment_of(b),
               alignment_of(c),
-              beta != 0};
+              beta != 0,
+              bias ? alignment_of(bias) : 0};
   auto found = cuda->gemms.find(key);
   if (found == cuda->gemms.end()) {
     GemmPlan plan;
@@ -912,6 +922,21 @@ mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
                         trans_a ? k : m, lda) == CUBLAS_STATUS_SUCCESS &&
         lt.layoutCreate(&plan.c, data_type(c_type), n, m, ldc) ==
             CUBLAS_STATUS_SUCCESS;
+    if (ok && bias) {
+      // Set before the heuristic, which picks algorithms for the epilogue
+      // and takes the bias's alignment from its pointer. The bias has C's
+      // type (what cuBLASLt assumes by default; said outright here).
+      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      int32_t bias_type = data_type(c_type);
+      ok = lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                               &epilogue,
+                               sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS &&
+           lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                               &bias_type,
+                               sizeof(bias_type)) == CUBLAS_STATUS_SUCCESS &&
+           lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                               &bias, sizeof(bias)) == CUBLAS_STATUS_SUCCESS;
+    }
     if (ok && batch > 1) {
       int32_t count = static_cast<int32_t>(batch);
       struct {
@@ -932,13 +957,13 @@ mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
     cublasLtMatmulHeuristicResult_t heuristic{};
     int results = 0;
     if (ok) {
-      uint64_t workspace = WORKSPACE_BYTES;
       uint32_t align_first = alignment_of(b), align_second = alignment_of(a),
                align_c = alignment_of(c);
       ok = lt.preferenceCreate(&preference) == CUBLAS_STATUS_SUCCESS &&
            lt.preferenceSetAttribute(
-               preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-               sizeof(workspace)) == CUBLAS_STATUS_SUCCESS &&
+               preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+               &workspace_bytes,
+               sizeof(workspace_bytes)) == CUBLAS_STATUS_SUCCESS &&
            lt.preferenceSetAttribute(
                preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
                &align_first, sizeof(align_first)) == CUBLAS_STATUS_SUCCESS &&
@@ -968,21 +993,27 @@ mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
       if (plan.desc)
         lt.descDestroy(plan.desc);
       return set_error(MPC_ERROR_INTERNAL,
-                       "cuBLASLt has no algorithm for a %s x %s -> %s GEMM "
+                       "cuBLASLt has no algorithm for a %s x %s -> %s GEMM%s "
                        "(m %lld, n %lld, k %lld, batch %lld)",
                        mpcrt::dtype_name(a_type), mpcrt::dtype_name(b_type),
-                       mpcrt::dtype_name(c_type), static_cast<long long>(m),
-                       static_cast<long long>(n), static_cast<long long>(k),
+                       mpcrt::dtype_name(c_type), bias ? " with bias" : "",
+                       static_cast<long long>(m), static_cast<long long>(n),
+                       static_cast<long long>(k),
                        static_cast<long long>(batch));
     }
     plan.algo = heuristic.algo;
     found = cuda->gemms.emplace(key, plan).first;
   }
   const GemmPlan &plan = found->second;
-  cublasStatus_t status = lt.matmul(
-      cuda->blas, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c,
-      plan.c, &plan.algo, reinterpret_cast<void *>(cuda->workspace),
-      WORKSPACE_BYTES, reinterpret_cast<cudaStream_t>(cuda->stream));
+  // A plan is shared by every bias of its alignment: point it at this one.
+  if (bias && lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                  &bias, sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
+    return set_error(MPC_ERROR_INTERNAL,
+                     "%s: cannot set cuBLASLt's bias pointer", entry);
+  cublasStatus_t status =
+      lt.matmul(cuda->blas, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c,
+                plan.c, c, plan.c, &plan.algo, workspace, workspace_bytes,
+                reinterpret_cast<cudaStream_t>(cuda->stream));
   if (status != CUBLAS_STATUS_SUCCESS)
     return set_error(MPC_ERROR_INTERNAL,
                      "cublasLtMatmul failed (status %d) for m %lld, n %lld, "
@@ -991,4 +1022,33 @@ mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
                      static_cast<long long>(n), static_cast<long long>(k));
   return MPC_OK;
 #endif
+}
+
+} // namespace
+
+extern "C" mpc_status
+mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
+                 int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                 int64_t k, float alpha, const void *a, int64_t lda,
+                 int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
+                 float beta, void *c, int64_t ldc, int64_t stride_c,
+                 int64_t batch) {
+  return cuda_gemm("mpc_rt_cuda_gemm", a_type, b_type, c_type, trans_a, trans_b,
+                   m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta,
+                   /*bias=*/nullptr, c, ldc, stride_c, batch);
+}
+
+extern "C" mpc_status
+mpc_rt_cuda_gemm_bias(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
+                      int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                      int64_t k, float alpha, const void *a, int64_t lda,
+                      int64_t stride_a, const void *b, int64_t ldb,
+                      int64_t stride_b, const void *bias, void *c, int64_t ldc,
+                      int64_t stride_c, int64_t batch) {
+  if (!bias && m > 0 && n > 0 && batch > 0)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_rt_cuda_gemm_bias: bias is null");
+  return cuda_gemm("mpc_rt_cuda_gemm_bias", a_type, b_type, c_type, trans_a,
+                   trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b,
+                   /*beta=*/0.0f, bias, c, ldc, stride_c, batch);
 }

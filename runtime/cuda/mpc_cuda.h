@@ -64,7 +64,8 @@ mpc_status mpc_rt_cuda_launch(const mpc_cuda_image *image, const char *name,
 
 /* mpc_rt_gemm (runtime/gemm.h) on the device: the same arguments and
  * semantics, A, B and C device pointers, run by cuBLASLt on the current
- * session's stream with fp32 compute. */
+ * session's stream with fp32 compute, in the model's planned workspace
+ * (mpc_model_desc.gemm_workspace_offset/_bytes in the activation arena). */
 mpc_status mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type,
                             mpc_dtype c_type, int32_t trans_a, int32_t trans_b,
                             int64_t m, int64_t n, int64_t k, float alpha,
@@ -73,6 +74,17 @@ mpc_status mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type,
                             float beta, void *c, int64_t ldc, int64_t stride_c,
                             int64_t batch);
 
+/* mpc_rt_gemm_bias (runtime/gemm.h) on the device: one cuBLASLt matmul with
+ * the CUBLASLT_EPILOGUE_BIAS epilogue (beta = 0), `bias` a device pointer to
+ * n values of c_type. */
+mpc_status mpc_rt_cuda_gemm_bias(mpc_dtype a_type, mpc_dtype b_type,
+                                 mpc_dtype c_type, int32_t trans_a,
+                                 int32_t trans_b, int64_t m, int64_t n,
+                                 int64_t k, float alpha, const void *a,
+                                 int64_t lda, int64_t stride_a, const void *b,
+                                 int64_t ldb, int64_t stride_b,
+                                 const void *bias, void *c, int64_t ldc,
+                                 int64_t stride_c, int64_t batch);
 /* The host build of the kernel NVRTC lowered to `symbol`, from the images
  * registered in this process; null if none has it. For host stand-ins of
  * the driver, which find it with dlsym (see mpc_cuda_host_kernel). */

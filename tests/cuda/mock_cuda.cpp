@@ -16,7 +16,11 @@
 //     pageable host memory does on a GPU;
 //   - cublasLtMatmul computes the product on the host from its descriptors,
 //     column-major as cuBLASLt defines it, so that mpc's row-major mapping
-//     is checked against an independent reading of the layouts.
+//     is checked against an independent reading of the layouts; the
+//     CUBLASLT_EPILOGUE_BIAS epilogue adds bias[i] to row i of D (the bias
+//     is as long as D has rows, in D's type unless BIAS_DATA_TYPE says
+//     otherwise) before the result is rounded to D's type, as cublasLt.h
+//     documents it.
 // mock_cuda.h declares what tests read back.
 //
 //===----------------------------------------------------------------------===//
@@ -79,6 +83,7 @@ const mpc_cuda_host_kernel *findHostKernel(const char *symbol) {
       dlsym(RTLD_DEFAULT, "mpc_rt_cuda_host_kernel"));
   return lookup ? lookup(symbol) : nullptr;
 }
+mock_cublaslt_workspace lastWorkspace{};
 
 struct Module {
   std::string image; // the cubin's bytes, searched for symbol names
@@ -119,6 +124,9 @@ struct cublasLtContext {
 };
 struct MockDesc {
   cublasOperation_t transa = CUBLAS_OP_N, transb = CUBLAS_OP_N;
+  uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void *bias = nullptr;
+  int32_t biasType = -1; // -1: D's type
 };
 struct MockLayout {
   cudaDataType_t type;
@@ -135,7 +143,13 @@ extern "C" {
 
 int mock_cuda_num_launches(void) { return static_cast<int>(launches.size()); }
 mock_cuda_launch mock_cuda_get_launch(int index) { return launches[index]; }
-void mock_cuda_reset(void) { launches.clear(); }
+void mock_cuda_reset(void) {
+  launches.clear();
+  lastWorkspace = {};
+}
+mock_cublaslt_workspace mock_cublaslt_get_workspace(void) {
+  return lastWorkspace;
+}
 int mock_cuda_live_allocations(void) { return liveAllocations; }
 int mock_cuda_graph_launches(void) { return graphLaunches; }
 
@@ -356,15 +370,37 @@ cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
                                cublasLtMatmulDescAttributes_t attribute,
                                const void *value, size_t size) {
   auto *mock = reinterpret_cast<MockDesc *>(desc);
-  if (size != sizeof(cublasOperation_t))
-    return CUBLAS_STATUS_INVALID_VALUE;
-  if (attribute == CUBLASLT_MATMUL_DESC_TRANSA)
-    std::memcpy(&mock->transa, value, size);
-  else if (attribute == CUBLASLT_MATMUL_DESC_TRANSB)
-    std::memcpy(&mock->transb, value, size);
-  else
+  // Each attribute's value has the size of its documented type.
+  auto set = [&](auto &field) {
+    if (size != sizeof(field))
+      return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&field, value, size);
+    return CUBLAS_STATUS_SUCCESS;
+  };
+  switch (attribute) {
+  case CUBLASLT_MATMUL_DESC_TRANSA:
+    return set(mock->transa);
+  case CUBLASLT_MATMUL_DESC_TRANSB:
+    return set(mock->transb);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE: {
+    uint32_t epilogue = 0;
+    if (size != sizeof(epilogue))
+      return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&epilogue, value, size);
+    // The epilogues the mock computes; others would be silently wrong.
+    if (epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
+        epilogue != CUBLASLT_EPILOGUE_BIAS)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    mock->epilogue = epilogue;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+    return set(mock->bias);
+  case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
+    return set(mock->biasType);
+  default:
     return CUBLAS_STATUS_NOT_SUPPORTED;
-  return CUBLAS_STATUS_SUCCESS;
+  }
 }
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout,
                                           cudaDataType type, uint64_t rows,
@@ -403,10 +439,16 @@ cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *preference) {
 cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t) {
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t
-cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t,
-                                     cublasLtMatmulPreferenceAttributes_t,
-                                     const void *, size_t) {
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(
+    cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t attribute,
+    const void *value, size_t size) {
+  if (attribute == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES) {
+    uint64_t bytes = 0; // uint64_t, as cublasLt.h documents it
+    if (size != sizeof(bytes))
+      return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&bytes, value, size);
+    lastWorkspace.preferred_max_bytes = bytes;
+  }
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
@@ -426,6 +468,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   if (c != d || requested < 1 || k != kb || lc->rows != m || lc->cols != n ||
       la->batch != lc->batch || lb->batch != lc->batch)
     return CUBLAS_STATUS_INVALID_VALUE;
+  if (mock->epilogue == CUBLASLT_EPILOGUE_BIAS && !mock->bias)
+    return CUBLAS_STATUS_INVALID_VALUE;
   std::memset(results, 0, sizeof(*results));
   *count = 1;
   return CUBLAS_STATUS_SUCCESS;
@@ -436,8 +480,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
                               cublasLtMatrixLayout_t bLayout, const void *beta,
                               const void *c, cublasLtMatrixLayout_t cLayout,
                               void *d, cublasLtMatrixLayout_t dLayout,
-                              const cublasLtMatmulAlgo_t *, void *, size_t,
-                              cudaStream_t) {
+                              const cublasLtMatmulAlgo_t *, void *workspace,
+                              size_t workspaceBytes, cudaStream_t) {
+  lastWorkspace.pointer = workspace;
+  lastWorkspace.bytes = workspaceBytes;
   if (capturing && c == d && cLayout == dLayout) {
     // Replayed with the descriptors and scalars of now.
     struct Captured {
@@ -451,15 +497,15 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
         *reinterpret_cast<MockLayout *>(bLayout),
         *reinterpret_cast<MockLayout *>(cLayout),
         *static_cast<const float *>(alpha), *static_cast<const float *>(beta)});
-    capturing->work.push_back([copy, a, b, d] {
+    capturing->work.push_back([copy, a, b, d, workspace, workspaceBytes] {
       auto *layoutC = reinterpret_cast<cublasLtMatrixLayout_t>(&copy->c);
       cublasLtMatmul(nullptr,
                      reinterpret_cast<cublasLtMatmulDesc_t>(&copy->desc),
                      &copy->alpha, a,
                      reinterpret_cast<cublasLtMatrixLayout_t>(&copy->a), b,
                      reinterpret_cast<cublasLtMatrixLayout_t>(&copy->b),
-                     &copy->beta, d, layoutC, d, layoutC, nullptr, nullptr, 0,
-                     nullptr);
+                     &copy->beta, d, layoutC, d, layoutC, nullptr, workspace,
+                     workspaceBytes, nullptr);
     });
     return CUBLAS_STATUS_SUCCESS;
   }
@@ -469,6 +515,12 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
   auto *lc = reinterpret_cast<MockLayout *>(cLayout);
   if (c != d || cLayout != dLayout)
     return CUBLAS_STATUS_NOT_SUPPORTED;
+  bool biased = mock->epilogue == CUBLASLT_EPILOGUE_BIAS;
+  if (biased && !mock->bias)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  cudaDataType_t biasType = mock->biasType == -1
+                                ? lc->type
+                                : static_cast<cudaDataType_t>(mock->biasType);
   float alphaValue = *static_cast<const float *>(alpha);
   float betaValue = *static_cast<const float *>(beta);
   bool ta = mock->transa != CUBLAS_OP_N, tb = mock->transb != CUBLAS_OP_N;
@@ -493,6 +545,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
         float result = alphaValue * sum;
         if (betaValue != 0)
           result += betaValue * loadAs(lc->type, db, i + j * lc->ld);
+        // One bias value per row of D, the same for every column and batch
+        // (BIAS_BATCH_STRIDE 0), added before the rounding to D's type.
+        if (biased)
+          result += loadAs(biasType, mock->bias, i);
         storeAs(lc->type, db, i + j * lc->ld, result);
       }
   }

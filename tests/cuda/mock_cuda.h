@@ -26,6 +26,14 @@ void mock_cuda_reset(void);
 int mock_cuda_live_allocations(void);
 /* cuGraphLaunch calls. */
 int mock_cuda_graph_launches(void);
+/* The workspace the last cublasLtMatmul was given, and the
+ * CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES last set on a preference. */
+typedef struct mock_cublaslt_workspace {
+  const void *pointer;
+  unsigned long long bytes;
+  unsigned long long preferred_max_bytes;
+} mock_cublaslt_workspace;
+mock_cublaslt_workspace mock_cublaslt_get_workspace(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

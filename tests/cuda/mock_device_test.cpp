@@ -8,7 +8,8 @@
 //     access, eval outputs, checkpoints byte for byte, index errors);
 //   - mpc_rt_cuda_gemm's mapping of row-major GEMMs onto cuBLASLt's
 //     column-major layouts gives mpc_rt_gemm's results, for every transpose,
-//     batch stride, pitch, dtype and beta;
+//     batch stride, pitch, dtype and beta, and mpc_rt_cuda_gemm_bias's
+//     bias epilogue gives mpc_rt_gemm_bias's;
 //   - the host code mpc generates for the cuda target launches every kernel
 //     of its step, by the symbol NVRTC gave it, with one argument per
 //     kernel parameter.
@@ -65,6 +66,8 @@ struct Mock {
         dlsym(library, "mock_cuda_live_allocations"));
     graphLaunches = reinterpret_cast<int (*)()>(
         dlsym(library, "mock_cuda_graph_launches"));
+    getWorkspace = reinterpret_cast<mock_cublaslt_workspace (*)()>(
+        dlsym(library, "mock_cublaslt_get_workspace"));
   }
   void *library = nullptr;
   int (*numLaunches)() = nullptr;
@@ -72,6 +75,7 @@ struct Mock {
   void (*reset)() = nullptr;
   int (*liveAllocations)() = nullptr;
   int (*graphLaunches)() = nullptr;
+  mock_cublaslt_workspace (*getWorkspace)() = nullptr;
 };
 
 const Mock &mock() {
@@ -104,7 +108,8 @@ protected:
     ASSERT_NE(mock().library, nullptr)
         << "set MPC_CUDA_DRIVER_LIBRARY to the mock driver";
     ASSERT_TRUE(mock().numLaunches && mock().getLaunch && mock().reset &&
-                mock().liveAllocations && mock().graphLaunches);
+                mock().liveAllocations && mock().graphLaunches &&
+                mock().getWorkspace);
     mock().reset();
   }
   void TearDown() override { EXPECT_EQ(mock().liveAllocations(), 0); }
@@ -279,6 +284,7 @@ struct GemmCase {
   mpc_dtype ab, c;
   int transA, transB;
   float beta;
+  bool bias = false; // mpc_rt_(cuda_)gemm_bias, beta unused
 };
 
 // The step of the GEMM model: the case in `gemmCase` on the buffer input,
@@ -286,6 +292,9 @@ struct GemmCase {
 GemmCase gemmCase;
 constexpr int64_t M = 5, N = 7, K = 3, BATCH = 3, PAD = 2;
 constexpr int64_t A_AT = 0, B_AT = 4096, C_AT = 8192, BUFFER = 16384;
+// N values of C's type, past every C but inside the 2048 elements after
+// C_AT that the cases fill with values of C's type.
+constexpr int64_t BIAS_AT = 10240;
 std::vector<unsigned char> gemmResult;
 mpc_status gemmStatus;
 
@@ -305,6 +314,13 @@ GemmGeometry geometry(const GemmCase &g) {
 
 mpc_status runGemm(const GemmCase &g, unsigned char *buffer, bool cuda) {
   GemmGeometry geo = geometry(g);
+  if (g.bias) {
+    auto gemm = cuda ? mpc_rt_cuda_gemm_bias : mpc_rt_gemm_bias;
+    return gemm(g.ab, g.ab, g.c, g.transA, g.transB, M, N, K, 1.0f,
+                buffer + A_AT, geo.lda, geo.strideA, buffer + B_AT, geo.ldb,
+                geo.strideB, buffer + BIAS_AT, buffer + C_AT, geo.ldc,
+                geo.strideC, BATCH);
+  }
   auto gemm = cuda ? mpc_rt_cuda_gemm : mpc_rt_gemm;
   return gemm(g.ab, g.ab, g.c, g.transA, g.transB, M, N, K, 1.0f, buffer + A_AT,
               geo.lda, geo.strideA, buffer + B_AT, geo.ldb, geo.strideB, g.beta,
@@ -312,7 +328,10 @@ mpc_status runGemm(const GemmCase &g, unsigned char *buffer, bool cuda) {
 }
 
 int64_t gemmBufferOffset; // of the buffer input in the activation arena
+unsigned char *gemmActivations; // the device activation arena of the step
 mpc_status gemmStep(mpc_step_context *context) {
+  gemmActivations =
+      static_cast<unsigned char *>(context->arenas[MPC_ARENA_ACTIVATIONS]);
   unsigned char *buffer =
       static_cast<unsigned char *>(context->arenas[MPC_ARENA_ACTIVATIONS]) +
       gemmBufferOffset;
@@ -378,6 +397,99 @@ TEST_F(MockDevice, GemmMatchesTheCpuGemm) {
         }
   EXPECT_EQ(cases, 40);
   mpc_session_destroy(session);
+}
+
+// The bias epilogue: cuBLASLt's bias runs along the rows of its column-major
+// D, which under mpc's mapping are the columns of the row-major C, so each
+// bias[j] lands on column j of every row and batch matrix, as on the cpu.
+TEST_F(MockDevice, GemmBiasMatchesTheCpuGemmBias) {
+  mpc_test::model_builder builder("gemm_bias");
+  builder.add_output("loss", MPC_F32, {});
+  builder.add_input("buffer", MPC_F32, {BUFFER / 4});
+  builder.finish();
+  gemmBufferOffset = builder.inputs[0].offset;
+  builder.desc.train_step = gemmStep;
+  builder.desc.target = MPC_TARGET_CUDA;
+  mpc_session *session = create(&builder.desc, MPC_TARGET_CUDA);
+  ASSERT_TRUE(session);
+
+  std::mt19937 random(5);
+  int cases = 0;
+  for (auto [ab, c] : {std::pair{MPC_F32, MPC_F32},
+                       {MPC_F16, MPC_F16},
+                       {MPC_BF16, MPC_BF16},
+                       {MPC_F16, MPC_F32},
+                       {MPC_BF16, MPC_F32}})
+    for (int transA : {0, 1})
+      for (int transB : {0, 1}) {
+        gemmCase = {ab, c, transA, transB, 0.0f, /*bias=*/true};
+        SCOPED_TRACE(testing::Message() << "dtypes " << ab << "->" << c
+                                        << " transA " << transA << " transB "
+                                        << transB << " with bias");
+        std::vector<unsigned char> buffer(BUFFER, 0);
+        fillIntegers(buffer.data() + A_AT, ab, (B_AT - A_AT) / 4, random);
+        fillIntegers(buffer.data() + B_AT, ab, (C_AT - B_AT) / 4, random);
+        fillIntegers(buffer.data() + C_AT, c, (BUFFER - C_AT) / 4, random);
+        std::vector<unsigned char> expected = buffer;
+        ASSERT_EQ(runGemm(gemmCase, expected.data(), /*cuda=*/false), MPC_OK);
+        // The bias changed C: the comparison is not vacuous.
+        std::vector<unsigned char> unbiased = buffer;
+        GemmCase plain = gemmCase;
+        plain.bias = false;
+        ASSERT_EQ(runGemm(plain, unbiased.data(), /*cuda=*/false), MPC_OK);
+        EXPECT_FALSE(unbiased == expected);
+        const void *inputs[] = {buffer.data()};
+        ASSERT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK)
+            << mpc_last_error();
+        ASSERT_EQ(gemmStatus, MPC_OK) << mpc_last_error();
+        EXPECT_TRUE(gemmResult == expected);
+        ++cases;
+      }
+  EXPECT_EQ(cases, 20);
+  mpc_session_destroy(session);
+}
+
+// cuBLASLt's workspace is the region of the activation arena the model's
+// descriptor names: its heuristic may use that much, and every matmul gets
+// it, with and without the bias epilogue. A model without one (the cpu
+// target's descriptor, here run on cuda) gives cuBLASLt none.
+TEST_F(MockDevice, GemmUsesThePlannedWorkspace) {
+  for (int64_t bytes : {int64_t{0}, int64_t{4096}}) {
+    mpc_test::model_builder builder("gemm_workspace");
+    builder.add_output("loss", MPC_F32, {});
+    builder.add_input("buffer", MPC_F32, {BUFFER / 4});
+    builder.finish();
+    gemmBufferOffset = builder.inputs[0].offset;
+    // After the pinned tensors, as the compiler plans it.
+    int64_t offset =
+        (builder.desc.arena_bytes[MPC_ARENA_ACTIVATIONS] + 255) / 256 * 256;
+    builder.desc.gemm_workspace_offset = bytes ? offset : 0;
+    builder.desc.gemm_workspace_bytes = bytes;
+    builder.desc.arena_bytes[MPC_ARENA_ACTIVATIONS] = offset + bytes;
+    builder.desc.train_step = gemmStep;
+    builder.desc.target = MPC_TARGET_CUDA;
+    mpc_session *session = create(&builder.desc, MPC_TARGET_CUDA);
+    ASSERT_TRUE(session);
+    for (bool bias : {false, true}) {
+      SCOPED_TRACE(testing::Message()
+                   << bytes << " workspace bytes, bias " << bias);
+      gemmCase = {MPC_F16, MPC_F32, 0, 1, 0.0f, bias};
+      mock().reset();
+      std::vector<unsigned char> buffer(BUFFER, 0);
+      const void *inputs[] = {buffer.data()};
+      ASSERT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK)
+          << mpc_last_error();
+      ASSERT_EQ(gemmStatus, MPC_OK) << mpc_last_error();
+      mock_cublaslt_workspace workspace = mock().getWorkspace();
+      EXPECT_EQ(workspace.pointer, bytes ? gemmActivations + offset : nullptr);
+      EXPECT_EQ(workspace.bytes, static_cast<unsigned long long>(bytes));
+      // Each case's plan is new (bias is part of its identity), so the
+      // heuristic ran and was told the same size.
+      EXPECT_EQ(workspace.preferred_max_bytes,
+                static_cast<unsigned long long>(bytes));
+    }
+    mpc_session_destroy(session);
+  }
 }
 
 // ----------------------------------------------------------------------------

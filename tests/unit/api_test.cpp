@@ -320,6 +320,18 @@ TEST(ApiSession, MalformedDescriptorsAreRejected) {
       {"grads arena",
        [](model_builder &m) { m.desc.arena_bytes[MPC_ARENA_GRADS] = 8; }},
       {"has no name", [](model_builder &m) { m.params[0].name = nullptr; }},
+      {"is not a 256-aligned region of the activation arena",
+       [](model_builder &m) {
+         m.desc.gemm_workspace_offset = 64; // cuBLASLt wants 256
+         m.desc.gemm_workspace_bytes = 256;
+         m.desc.arena_bytes[MPC_ARENA_ACTIVATIONS] = 4096;
+       }},
+      {"is not a 256-aligned region of the activation arena",
+       [](model_builder &m) {
+         m.desc.gemm_workspace_offset = 0;
+         m.desc.gemm_workspace_bytes =
+             m.desc.arena_bytes[MPC_ARENA_ACTIVATIONS] + 256;
+       }},
   };
   for (const broken &c : cases) {
     model_builder builder("broken");

@@ -394,6 +394,139 @@ TEST(Gemm, RejectsBadArguments) {
 }
 
 // ----------------------------------------------------------------------------
+// mpc_rt_gemm_bias: a linear layer's GEMM with its bias fused
+
+// The unfused computation codegen emitted before the fused call: every row
+// of every C[b] filled with the bias, then mpc_rt_gemm accumulating onto it.
+void fill_then_accumulate(const gemm_case &test, const void *a, int64_t lda,
+                          int64_t stride_a, const void *b, int64_t ldb,
+                          int64_t stride_b, const typed_buffer &bias,
+                          typed_buffer &c, int64_t ldc, int64_t stride_c) {
+  size_t element = mpc_dtype_size(test.c_type);
+  for (int64_t matrix = 0; matrix < test.batch; ++matrix)
+    for (int64_t row = 0; row < test.m; ++row)
+      std::memcpy(&c.bytes[(matrix * stride_c + row * ldc) * element],
+                  bias.bytes.data(), test.n * element);
+  ASSERT_EQ(mpc_rt_gemm(test.a_type, test.b_type, test.c_type, test.trans_a,
+                        test.trans_b, test.m, test.n, test.k, test.alpha, a,
+                        lda, stride_a, b, ldb, stride_b, 1.0f, c.data(), ldc,
+                        stride_c, test.batch),
+            MPC_OK);
+}
+
+TEST(GemmBias, EqualsBiasFillThenAccumulateBitForBit) {
+  const mpc_dtype types[][2] = {{MPC_F32, MPC_F32},
+                                {MPC_F16, MPC_F16},
+                                {MPC_BF16, MPC_BF16},
+                                {MPC_F16, MPC_F32},
+                                {MPC_BF16, MPC_F32}};
+  // k = 300 spans two depth blocks (KC = 256) of the blocked kernel.
+  const int64_t sizes[][3] = {{1, 1, 1}, {7, 33, 65}, {13, 21, 300}};
+  for_each_kernel([&] {
+    for (const auto &type : types)
+      for (bool trans_a : {false, true})
+        for (bool trans_b : {false, true})
+          for (const auto &size : sizes) {
+            gemm_case test;
+            test.a_type = test.b_type = type[0];
+            test.c_type = type[1];
+            test.trans_a = trans_a;
+            test.trans_b = trans_b;
+            test.m = size[0];
+            test.n = size[1];
+            test.k = size[2];
+            test.batch = 2;
+            test.pad = 3;
+            test.alpha = 0.75f;
+            SCOPED_TRACE(test.describe());
+            std::mt19937 generator(11);
+            int64_t a_rows = trans_a ? test.k : test.m;
+            int64_t a_cols = trans_a ? test.m : test.k;
+            int64_t b_rows = trans_b ? test.n : test.k;
+            int64_t b_cols = trans_b ? test.k : test.n;
+            int64_t lda = a_cols + test.pad, ldb = b_cols + test.pad,
+                    ldc = test.n + test.pad;
+            int64_t stride_a = a_rows * lda, stride_b = b_rows * ldb,
+                    stride_c = test.m * ldc + 1;
+            typed_buffer a(test.a_type, stride_a * test.batch);
+            typed_buffer b(test.b_type, stride_b * test.batch);
+            typed_buffer bias(test.c_type, test.n);
+            fill_random(a, generator);
+            fill_random(b, generator);
+            fill_random(bias, generator);
+            // C is never read: NaN everywhere, pitch padding included, which
+            // both computations must leave alone.
+            typed_buffer fused(test.c_type, stride_c * test.batch);
+            for (size_t i = 0; i < fused.size(); ++i)
+              fused.set(i, NAN);
+            typed_buffer unfused = fused;
+            ASSERT_EQ(mpc_rt_gemm_bias(test.a_type, test.b_type, test.c_type,
+                                       trans_a, trans_b, test.m, test.n,
+                                       test.k, test.alpha, a.data(), lda,
+                                       stride_a, b.data(), ldb, stride_b,
+                                       bias.bytes.data(), fused.data(), ldc,
+                                       stride_c, test.batch),
+                      MPC_OK)
+                << mpc_last_error();
+            fill_then_accumulate(test, a.data(), lda, stride_a, b.data(), ldb,
+                                 stride_b, bias, unfused, ldc, stride_c);
+            EXPECT_TRUE(fused.bytes == unfused.bytes);
+          }
+  });
+}
+
+// The bias is added to the fp32 sum before the one rounding to f16, not to
+// the rounded product: 1 * 2048 + 1 * 1 = 2049 is a tie between the f16
+// neighbours 2048 and 2050 (rounded to even: 2048, and 2048 + 0.5 rounds
+// back to 2048), while 2049 + 0.5 rounds to 2050.
+TEST(GemmBias, AddsTheBiasBeforeRoundingToHalf) {
+  for_each_kernel([&] {
+    typed_buffer a(MPC_F16, 2), b(MPC_F16, 2), bias(MPC_F16, 1);
+    a.set(0, 1.0f);
+    a.set(1, 1.0f);
+    b.set(0, 2048.0f);
+    b.set(1, 1.0f);
+    bias.set(0, 0.5f);
+    typed_buffer product(MPC_F16, 1), fused(MPC_F16, 1), unfused(MPC_F16, 1);
+    ASSERT_EQ(mpc_rt_gemm(MPC_F16, MPC_F16, MPC_F16, 0, 0, 1, 1, 2, 1.0f,
+                          a.data(), 2, 0, b.data(), 1, 0, 0.0f, product.data(),
+                          1, 0, 1),
+              MPC_OK);
+    EXPECT_EQ(product.get(0), 2048.0f);
+    // Rounding twice (product, then product + bias) would give 2048.
+    EXPECT_EQ(mpc_f32_to_f16_bits(product.get(0) + bias.get(0)),
+              mpc_f32_to_f16_bits(2048.0f));
+    ASSERT_EQ(mpc_rt_gemm_bias(MPC_F16, MPC_F16, MPC_F16, 0, 0, 1, 1, 2, 1.0f,
+                               a.data(), 2, 0, b.data(), 1, 0,
+                               bias.bytes.data(), fused.data(), 1, 0, 1),
+              MPC_OK);
+    EXPECT_EQ(fused.get(0), 2050.0f);
+    gemm_case test;
+    test.a_type = test.b_type = test.c_type = MPC_F16;
+    test.k = 2;
+    fill_then_accumulate(test, a.data(), 2, 0, b.data(), 1, 0, bias, unfused,
+                         1, 0);
+    EXPECT_TRUE(fused.bytes == unfused.bytes);
+  });
+}
+
+TEST(GemmBias, RejectsANullBias) {
+  float a[4] = {}, b[4] = {}, c[4] = {};
+  EXPECT_EQ(mpc_rt_gemm_bias(MPC_F32, MPC_F32, MPC_F32, 0, 0, 2, 2, 2, 1.0f, a,
+                             2, 0, b, 2, 0, nullptr, c, 2, 0, 1),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(mpc_last_error()).find("mpc_rt_gemm_bias: bias is null"),
+            std::string::npos)
+      << mpc_last_error();
+  EXPECT_EQ(mpc_rt_gemm_bias(MPC_F32, MPC_F32, MPC_F32, 0, 0, 2, 2, 2, 1.0f, a,
+                             1, 0, b, 2, 0, c, c, 2, 0, 1),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(mpc_last_error()).find("mpc_rt_gemm_bias: lda"),
+            std::string::npos)
+      << mpc_last_error();
+}
+
+// ----------------------------------------------------------------------------
 // Benchmark
 
 double gflops(int64_t m, int64_t n, int64_t k, mpc_dtype type, int reps) {

@@ -4,7 +4,8 @@
 
 REPORT.json is the report; HOST.cpp the host source `mpc compile
 --emit=host` generated with the same options. Checks that the memory figures
-add up and equal the arena sizes in the model descriptor, that the kernel
+add up and equal the arena sizes in the model descriptor (the GEMM
+workspace too: part of the activations, 256-aligned), that the kernel
 list is non-empty and the step totals are the sums of its kernels, and that
 every kernel's bound is its roofline max(FLOPs / peak, bytes / bandwidth).
 Exits 1 with a message on the first failure.
@@ -34,6 +35,15 @@ def descriptor_arenas(host_source):
     return [int(g) for g in m.groups()]
 
 
+def descriptor_workspace(host_source):
+    # gemm_workspace_offset, gemm_workspace_bytes: the line before the step
+    # functions.
+    m = re.search(r"_desc = \{.*?\n  (\d+), (\d+),\n  \w+_train_step,",
+                  host_source, re.S)
+    expect(m, "no GEMM workspace in the model descriptor")
+    return [int(g) for g in m.groups()]
+
+
 def check_memory(name, m):
     expect(m["parameters"] + m["state"] + m["half_copies_and_alignment"]
            == m["parameters_state_and_half_copies"],
@@ -46,16 +56,27 @@ def check_memory(name, m):
                                    m["eval_activations"]),
            f"{name}: activations is not the larger of train and eval")
     expect(m["total"] == sum(m["arena_bytes"]), f"{name}: total != sum")
+    expect(0 <= m["gemm_workspace"] <= min(m["train_activations"],
+                                           m["eval_activations"]),
+           f"{name}: the GEMM workspace is not part of the activations")
 
 
 def main():
     report = json.load(open(sys.argv[1]))
-    arenas = descriptor_arenas(open(sys.argv[2]).read())
+    host_source = open(sys.argv[2]).read()
+    arenas = descriptor_arenas(host_source)
     check_memory("chosen", report["memory"]["chosen"])
     check_memory("O0", report["memory"]["O0"])
     expect(report["memory"]["chosen"]["arena_bytes"] == arenas,
            f"arena_bytes {report['memory']['chosen']['arena_bytes']} != "
            f"descriptor {arenas}")
+    offset, workspace = descriptor_workspace(host_source)
+    expect(report["memory"]["chosen"]["gemm_workspace"] == workspace,
+           f"gemm_workspace {report['memory']['chosen']['gemm_workspace']} "
+           f"!= descriptor {workspace}")
+    expect(offset % 256 == 0, f"GEMM workspace offset {offset} % 256 != 0")
+    expect(workspace == 0 or offset + workspace <= arenas[3],
+           "the GEMM workspace overflows the activation arena")
 
     kernels = report["kernels"]
     expect(kernels, "no kernels")
@@ -89,7 +110,8 @@ def main():
     expect({"forward", "backward", "optimizer"} <= phases,
            f"phases {sorted(phases)}")
     print(f"ok: {len(kernels)} kernels, {step['flops']} FLOPs, "
-          f"{step['bytes']} bytes, arenas {arenas}")
+          f"{step['bytes']} bytes, arenas {arenas}, GEMM workspace "
+          f"{workspace} at {offset}")
 
 
 if __name__ == "__main__":
