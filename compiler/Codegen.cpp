@@ -49,16 +49,43 @@ bool mlir::mpc::isParamHalfCast(CastOp cast) {
 
 bool Step::isFusedElementwise() const { return isElementwise(ops.front()); }
 
+bool mlir::mpc::fusesGeluEpilogue(LinearOp linear, Operation *next) {
+  auto gelu = dyn_cast<GeluOp>(next);
+  Value bias = linear.getBias();
+  // cuBLASLt's GELU epilogue is the tanh approximation, after a bias of
+  // the output's type; its auxiliary output (the GELU's input, which the
+  // backward pass reads) needs a leading dimension divisible by 8.
+  return gelu && bias && gelu.getInput() == linear.getResult() &&
+         gelu.getApproximate() == GeluApproximation::Tanh &&
+         gelu.getType() == linear.getResult().getType() &&
+         cast<RankedTensorType>(bias.getType()).getElementType() ==
+             linear.getResult().getType().getElementType() &&
+         linear.getWeight().getType().getDimSize(0) % 8 == 0;
+}
+
 std::vector<Step> mlir::mpc::formSteps(ModelOp model, bool fuse) {
   // Algorithm:
   // 1. Walk the body in program order.
   // 2. An elementwise op joins the open group when its result has the
   //    group's shape; otherwise it opens a new group.
   // 3. Any other op closes the open group and is a step of its own, so every
-  //    value a step reads was written by an earlier step.
+  //    value a step reads was written by an earlier step. A linear whose
+  //    GELU the GEMM's epilogue can apply takes the GELU into its step.
   std::vector<Step> steps;
   std::optional<size_t> open;
+  Operation *takenByGemm = nullptr;
   for (Operation &op : model.getBody().front().without_terminator()) {
+    if (&op == takenByGemm)
+      continue;
+    if (auto linear = dyn_cast<LinearOp>(op); linear && fuse) {
+      Operation *next = op.getNextNode();
+      if (next && fusesGeluEpilogue(linear, next)) {
+        open.reset();
+        steps.push_back(Step{{&op, next}});
+        takenByGemm = next;
+        continue;
+      }
+    }
     // A parameter's half copy is a step of its own: the optimizer keeps it
     // in memory (see MemoryPlan), and its readers read it there.
     auto paramCast = dyn_cast<CastOp>(op);

@@ -50,6 +50,15 @@ bool isAlias(Operation *op);
 /// A cast of an f32 parameter to a 16-bit float: the half model.
 bool isParamHalfCast(CastOp cast);
 
+/// Float operations per element of an elementwise op as its kernel
+/// expression computes it (mpc_device.h for the helpers); compares and
+/// selects are not counted.
+int64_t elementwiseFlops(Operation *op, bool training);
+
+/// Whether `next` is a tanh GELU of `linear`'s output that the linear's
+/// GEMM applies in its epilogue (mpc_rt_gemm_bias_gelu), the two one step.
+bool fusesGeluEpilogue(LinearOp linear, Operation *next);
+
 /// Splits the body into steps in program order, fusing chains of
 /// elementwise ops of one result shape unless `fuse` is false (then every
 /// op is a step and every result is materialised: --debug-nonfinite).
@@ -256,6 +265,10 @@ struct GemmCall {
   int64_t strideA = 0, strideB = 0, strideC = 0, batch = 1;
   bool accumulate = false;
   std::string bias; ///< Empty: no bias (accumulate may not be set with one).
+  /// With a bias: where GELU(C) goes, C keeping the GELU's input
+  /// (mpc_rt_gemm_bias_gelu). Empty: no GELU.
+  std::string geluOut;
+  int64_t epilogueFlops = 0; ///< per element of C, for the cost
 };
 
 /// Emits `MPC_CHECK(mpc_rt_gemm(...));` (mpc_rt_gemm_bias with a bias) for

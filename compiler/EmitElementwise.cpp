@@ -21,12 +21,7 @@
 using namespace mlir;
 using namespace mlir::mpc;
 
-namespace {
-
-/// Float operations per element of an elementwise op as its kernel
-/// expression computes it (mpc_device.h for the helpers); compares and
-/// selects are not counted.
-int64_t elementwiseFlops(Operation *op, bool training) {
+int64_t mlir::mpc::elementwiseFlops(Operation *op, bool training) {
   return llvm::TypeSwitch<Operation *, int64_t>(op)
       .Case<AddOp, SubOp, MulOp, DivOp, NegOp, ScaleOp, TanhOp, ExpOp, LogOp,
             SqrtOp>([](Operation *) { return 1; })
@@ -44,6 +39,9 @@ int64_t elementwiseFlops(Operation *op, bool training) {
       })
       .Default([](Operation *) { return 0; });
 }
+
+namespace {
+
 
 /// Builds the body of one fused kernel.
 class FusedKernelBuilder {

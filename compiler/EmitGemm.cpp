@@ -9,8 +9,12 @@
 // conv2d's bias, which runs along the other dimension (one value per output
 // channel, broadcast over pixels), and a bias of another type are broadcast
 // into the output by a bias_fill kernel first, and the GEMM accumulates onto
-// them (beta = 1). The GEMM call, the conv geometry and im2col are shared
-// with EmitBackward.cpp through Codegen.h.
+// them (beta = 1). A tanh GELU of a biased linear's output is applied in
+// the same epilogue where formSteps gave it the linear's step
+// (mpc_rt_gemm_bias_gelu, cuBLASLt's GELU_AUX_BIAS): the GEMM writes the
+// GELU's input, which the backward pass reads, and its output. The GEMM
+// call, the conv geometry and im2col are shared with EmitBackward.cpp
+// through Codegen.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,28 +56,35 @@ void mlir::mpc::emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
     return elements * (stride == 0 ? 1 : call.batch) * gemmDtypeBytes(dtype);
   };
   bool hasBias = !call.bias.empty();
+  bool hasGelu = !call.geluOut.empty();
+  assert((!hasGelu || hasBias) && "the GELU epilogue comes with a bias");
   int64_t cBytes = operandBytes(call.cType, call.m * call.n, call.strideC);
   KernelCost cost;
   cost.flopsPer(call.batch, 2 * call.m * call.n * call.k)
+      .flopsPer(call.batch * call.m * call.n, call.epilogueFlops)
       .readsBytes(operandBytes(call.aType, call.m * call.k, call.strideA) +
                   operandBytes(call.bType, call.k * call.n, call.strideB) +
                   (call.accumulate ? cBytes : 0) +
                   (hasBias ? call.n * gemmDtypeBytes(call.cType) : 0))
-      .writesBytes(cBytes);
-  StringRef entry = hasBias ? "mpc_rt_gemm_bias" : "mpc_rt_gemm";
+      .writesBytes(hasGelu ? 2 * cBytes : cBytes);
+  StringRef entry = hasGelu   ? "mpc_rt_gemm_bias_gelu"
+                    : hasBias ? "mpc_rt_gemm_bias"
+                              : "mpc_rt_gemm";
   emitter.recordCall(entry, KernelKind::Gemm,
                      call.aType != "MPC_F32" && call.bType != "MPC_F32", cost);
   // mpc_rt_gemm takes beta where mpc_rt_gemm_bias takes the bias.
   std::string betaOrBias =
       hasBias ? call.bias : (call.accumulate ? "1.0f" : "0.0f");
   emitter.checkedCall(llvm::formatv(
-      "{19}({0}, {1}, {2}, {3}, {4}, {5}LL, {6}LL, {7}LL, 1.0f, {8}, "
+      "{19}{0}, {1}, {2}, {3}, {4}, {5}LL, {6}LL, {7}LL, 1.0f, {8}, "
       "{9}LL, {10}LL, {11}, {12}LL, {13}LL, {14}, {15}, {16}LL, {17}LL, "
-      "{18}LL)",
+      "{18}LL{20})",
       call.aType, call.bType, call.cType, call.transA ? 1 : 0,
       call.transB ? 1 : 0, call.m, call.n, call.k, call.a, call.lda,
       call.strideA, call.b, call.ldb, call.strideB, betaOrBias, call.c,
-      call.ldc, call.strideC, call.batch, entry));
+      call.ldc, call.strideC, call.batch,
+      (entry + "(").str(),
+      hasGelu ? ", " + call.geluOut : std::string()));
 }
 
 ConvGeometry
@@ -148,6 +159,7 @@ struct Gemm {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   bool accumulate = false;
   Value bias;
+  Operation *gelu = nullptr; ///< applied in the epilogue (with a bias)
 };
 
 /// A contiguous row-major GEMM between whole values.
@@ -174,6 +186,10 @@ void emitWholeGemm(StepEmitter &emitter, const Gemm &gemm) {
   call.accumulate = gemm.accumulate;
   if (gemm.bias)
     call.bias = emitter.constPointer(gemm.bias);
+  if (gemm.gelu) {
+    call.geluOut = emitter.pointer(gemm.gelu->getResult(0));
+    call.epilogueFlops = elementwiseFlops(gemm.gelu, emitter.isTraining());
+  }
   emitGemmCall(emitter, call);
 }
 
@@ -252,6 +268,9 @@ FailureOr<bool> mlir::mpc::emitGemmLike(Operation *op, const Step &step,
       if (cast<RankedTensorType>(bias.getType()).getElementType() ==
           linear.getResult().getType().getElementType()) {
         gemm.bias = bias;
+        // formSteps put a GELU the epilogue applies into this step.
+        if (step.ops.size() == 2)
+          gemm.gelu = step.ops[1];
       } else {
         emitBiasFill(emitter, bias, linear.getResult(), gemm.m, gemm.n);
         gemm.accumulate = true;

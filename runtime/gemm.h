@@ -56,6 +56,22 @@ mpc_status mpc_rt_gemm_bias(mpc_dtype a_type, mpc_dtype b_type,
                             const void *bias, void *c, int64_t ldc,
                             int64_t stride_c, int64_t batch);
 
+/* mpc_rt_gemm_bias followed by GELU (tanh approximation), the two fused as
+ * cuBLASLt's GELU_AUX_BIAS epilogue fuses them: `c` receives the GELU's
+ * input, alpha·op(A)·op(B) + bias rounded once to c_type, and `gelu_out`
+ * (laid out as C: ldc, stride_c) receives GELU of the same fp32 sum,
+ * rounded once. Errors as mpc_rt_gemm_bias's, and
+ * MPC_ERROR_INVALID_ARGUMENT for a null gelu_out. */
+mpc_status mpc_rt_gemm_bias_gelu(mpc_dtype a_type, mpc_dtype b_type,
+                                 mpc_dtype c_type, int32_t trans_a,
+                                 int32_t trans_b, int64_t m, int64_t n,
+                                 int64_t k, float alpha, const void *a,
+                                 int64_t lda, int64_t stride_a, const void *b,
+                                 int64_t ldb, int64_t stride_b,
+                                 const void *bias, void *c, int64_t ldc,
+                                 int64_t stride_c, int64_t batch,
+                                 void *gelu_out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 

@@ -264,11 +264,12 @@ struct GemmPlan {
 /// What a GemmPlan depends on: types, transposes, sizes, pitches, strides,
 /// batch, the pointers' alignment (algorithms need aligned operands),
 /// whether C is read (beta != 0), and the bias epilogue with its vector's
-/// alignment (0 without a bias): the heuristic picks an algorithm for the
-/// epilogue and the bias address it was shown.
+/// alignment (0 without a bias) and the GELU input's (0 without GELU): the
+/// heuristic picks an algorithm for the epilogue and the addresses it was
+/// shown.
 using GemmKey = std::tuple<int, int, int, int, int, int64_t, int64_t, int64_t,
                            int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int, int, int, bool, int>;
+                           int64_t, int, int, int, bool, int, int>;
 
 /// Largest power of two (up to 256) that divides an address: the alignment
 /// cuBLASLt may assume of an operand.
@@ -818,8 +819,10 @@ extern "C" mpc_status mpc_rt_cuda_launch(const mpc_cuda_image *image,
 
 namespace {
 
-/// mpc_rt_cuda_gemm, and with a non-null `bias` mpc_rt_cuda_gemm_bias (then
-/// beta is 0): the row-major GEMM as a cached cuBLASLt plan, on the current
+/// mpc_rt_cuda_gemm, with a non-null `bias` mpc_rt_cuda_gemm_bias (then
+/// beta is 0), and with a `gelu_input` too mpc_rt_cuda_gemm_bias_gelu (C is
+/// then the GELU's output, `gelu_input` cuBLASLt's auxiliary output, laid
+/// out as C): the row-major GEMM as a cached cuBLASLt plan, on the current
 /// session's stream, with the model's planned workspace. `entry` names the
 /// caller in messages.
 mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
@@ -828,7 +831,7 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                      const void *a, int64_t lda, int64_t stride_a,
                      const void *b, int64_t ldb, int64_t stride_b, float beta,
                      const void *bias, void *c, int64_t ldc, int64_t stride_c,
-                     int64_t batch) {
+                     int64_t batch, void *gelu_input = nullptr) {
   mpc_session *session = current_session;
   if (!session || !session->cuda)
     return set_error(MPC_ERROR_INTERNAL,
@@ -837,7 +840,7 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
   (void)a_type, (void)b_type, (void)c_type, (void)trans_a, (void)trans_b;
   (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)stride_a;
   (void)b, (void)ldb, (void)stride_b, (void)beta, (void)bias, (void)c;
-  (void)ldc, (void)stride_c, (void)batch;
+  (void)ldc, (void)stride_c, (void)batch, (void)gelu_input;
   return set_error(MPC_ERROR_NO_DEVICE, "no CUDA device: built without "
                                         "cuBLASLt");
 #else
@@ -900,7 +903,8 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
               alignment_of(b),
               alignment_of(c),
               beta != 0,
-              bias ? alignment_of(bias) : 0};
+              bias ? alignment_of(bias) : 0,
+              gelu_input ? alignment_of(gelu_input) : 0};
   auto found = cuda->gemms.find(key);
   if (found == cuda->gemms.end()) {
     GemmPlan plan;
@@ -926,7 +930,8 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
       // Set before the heuristic, which picks algorithms for the epilogue
       // and takes the bias's alignment from its pointer. The bias has C's
       // type (what cuBLASLt assumes by default; said outright here).
-      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      cublasLtEpilogue_t epilogue =
+          gelu_input ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_BIAS;
       int32_t bias_type = data_type(c_type);
       ok = lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                &epilogue,
@@ -936,6 +941,22 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                                sizeof(bias_type)) == CUBLAS_STATUS_SUCCESS &&
            lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                &bias, sizeof(bias)) == CUBLAS_STATUS_SUCCESS;
+      if (ok && gelu_input) {
+        // The GELU's input, of C's type, with C's leading dimension.
+        int64_t aux_ld = ldc;
+        int32_t aux_type = data_type(c_type);
+        ok = lt.descSetAttribute(plan.desc,
+                                 CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
+                                 &aux_type,
+                                 sizeof(aux_type)) == CUBLAS_STATUS_SUCCESS &&
+             lt.descSetAttribute(plan.desc,
+                                 CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld,
+                                 sizeof(aux_ld)) == CUBLAS_STATUS_SUCCESS &&
+             lt.descSetAttribute(plan.desc,
+                                 CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                 &gelu_input,
+                                 sizeof(gelu_input)) == CUBLAS_STATUS_SUCCESS;
+      }
     }
     if (ok && batch > 1) {
       int32_t count = static_cast<int32_t>(batch);
@@ -996,7 +1017,10 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                        "cuBLASLt has no algorithm for a %s x %s -> %s GEMM%s "
                        "(m %lld, n %lld, k %lld, batch %lld)",
                        mpcrt::dtype_name(a_type), mpcrt::dtype_name(b_type),
-                       mpcrt::dtype_name(c_type), bias ? " with bias" : "",
+                       mpcrt::dtype_name(c_type),
+                       gelu_input ? " with bias and GELU"
+                       : bias     ? " with bias"
+                                  : "",
                        static_cast<long long>(m), static_cast<long long>(n),
                        static_cast<long long>(k),
                        static_cast<long long>(batch));
@@ -1010,6 +1034,12 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                                   &bias, sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
     return set_error(MPC_ERROR_INTERNAL,
                      "%s: cannot set cuBLASLt's bias pointer", entry);
+  if (gelu_input &&
+      lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                          &gelu_input,
+                          sizeof(gelu_input)) != CUBLAS_STATUS_SUCCESS)
+    return set_error(MPC_ERROR_INTERNAL,
+                     "%s: cannot set cuBLASLt's GELU input pointer", entry);
   cublasStatus_t status =
       lt.matmul(cuda->blas, plan.desc, &alpha, b, plan.a, a, plan.b, &beta, c,
                 plan.c, c, plan.c, &plan.algo, workspace, workspace_bytes,
@@ -1051,4 +1081,30 @@ mpc_rt_cuda_gemm_bias(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
   return cuda_gemm("mpc_rt_cuda_gemm_bias", a_type, b_type, c_type, trans_a,
                    trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b,
                    /*beta=*/0.0f, bias, c, ldc, stride_c, batch);
+}
+
+extern "C" mpc_status mpc_rt_cuda_gemm_bias_gelu(
+    mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type, int32_t trans_a,
+    int32_t trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+    const void *a, int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
+    int64_t stride_b, const void *bias, void *c, int64_t ldc, int64_t stride_c,
+    int64_t batch, void *gelu_out) {
+  if ((!bias || !gelu_out) && m > 0 && n > 0 && batch > 0)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_rt_cuda_gemm_bias_gelu: %s is null",
+                     bias ? "gelu_out" : "bias");
+  // cuBLASLt's GELU input leading dimension must be a multiple of 8; one
+  // matrix (its batched auxiliary output is not wired up).
+  if (ldc % 8 != 0 || batch > 1)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_rt_cuda_gemm_bias_gelu: needs ldc a multiple of 8 "
+                     "and one matrix (ldc %lld, batch %lld)",
+                     static_cast<long long>(ldc),
+                     static_cast<long long>(batch));
+  // D is the GELU's output; the epilogue's auxiliary output, C here, the
+  // GELU's input.
+  return cuda_gemm("mpc_rt_cuda_gemm_bias_gelu", a_type, b_type, c_type,
+                   trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb,
+                   stride_b, /*beta=*/0.0f, bias, gelu_out, ldc, stride_c,
+                   batch, /*gelu_input=*/c);
 }

@@ -85,6 +85,17 @@ mpc_status mpc_rt_cuda_gemm_bias(mpc_dtype a_type, mpc_dtype b_type,
                                  int64_t ldb, int64_t stride_b,
                                  const void *bias, void *c, int64_t ldc,
                                  int64_t stride_c, int64_t batch);
+/* mpc_rt_gemm_bias_gelu (runtime/gemm.h) on the device: one cuBLASLt matmul
+ * with the CUBLASLT_EPILOGUE_GELU_AUX_BIAS epilogue (the GELU's output is
+ * its D, the GELU's input, `c`, its auxiliary output). Needs ldc a multiple
+ * of 8 (cuBLASLt's rule for the auxiliary output) and batch 1. */
+mpc_status mpc_rt_cuda_gemm_bias_gelu(
+    mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type, int32_t trans_a,
+    int32_t trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+    const void *a, int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
+    int64_t stride_b, const void *bias, void *c, int64_t ldc, int64_t stride_c,
+    int64_t batch, void *gelu_out);
+
 /* The host build of the kernel NVRTC lowered to `symbol`, from the images
  * registered in this process; null if none has it. For host stand-ins of
  * the driver, which find it with dlsym (see mpc_cuda_host_kernel). */

@@ -10,9 +10,9 @@
 //     are converted to the kernel's parameter types first, from its host
 //     declaration, because cuLaunchKernel copies each parameter's bytes as
 //     the kernel declares them (an int literal for a long long must widen).
-//   - mpc_rt_gemm(...) becomes mpc_rt_cuda_gemm(...), and
-//     mpc_rt_gemm_bias(...) mpc_rt_cuda_gemm_bias(...): cuBLASLt on the
-//     session's stream.
+//   - mpc_rt_gemm(...) becomes mpc_rt_cuda_gemm(...), mpc_rt_gemm_bias(...)
+//     mpc_rt_cuda_gemm_bias(...) and mpc_rt_gemm_bias_gelu(...)
+//     mpc_rt_cuda_gemm_bias_gelu(...): cuBLASLt on the session's stream.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,5 +83,6 @@ struct host_kernel<Kernel> {
 
 #define mpc_rt_gemm mpc_rt_cuda_gemm
 #define mpc_rt_gemm_bias mpc_rt_cuda_gemm_bias
+#define mpc_rt_gemm_bias_gelu mpc_rt_cuda_gemm_bias_gelu
 
 #endif // MPC_RUNTIME_CUDA_MPC_CUDA_HOST_H

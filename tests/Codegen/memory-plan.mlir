@@ -25,6 +25,6 @@ mpc.model @chain inputs(%x: tensor<64x64xf32>) params(%w: tensor<64x64xf32> = no
 // CHECK-NEXT:   {"loss", MPC_F32, 0, {}, 1, 3, 16384,
 
 // Checked last: the plan is stated after the descriptors.
-// The optimizer state is the momentum slot (16384) and the 2112-byte
-// training control block at the next 64-byte boundary.
+// The optimizer state is the momentum slot (16384) and the
+// training control block (2136 bytes).
 // CHECK: // Memory plan (bytes): parameters, state and half copies 16384, gradients 16384, optimizer state 18520, activations [[TRAIN:[0-9]+]] (train step [[TRAIN]] reusing memory by liveness, [[NOREUSE:[0-9]+]] without reuse; eval 49216)

@@ -20,7 +20,11 @@
 //     CUBLASLT_EPILOGUE_BIAS epilogue adds bias[i] to row i of D (the bias
 //     is as long as D has rows, in D's type unless BIAS_DATA_TYPE says
 //     otherwise) before the result is rounded to D's type, as cublasLt.h
-//     documents it.
+//     documents it; CUBLASLT_EPILOGUE_GELU_AUX_BIAS then stores that sum,
+//     rounded to the aux type (D's by default), in the auxiliary matrix
+//     (EPILOGUE_AUX_POINTER, column-major with EPILOGUE_AUX_LD, a multiple
+//     of 8 at least D's rows) and GELU of it in D, GELU taken as the tanh
+//     approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 // mock_cuda.h declares what tests read back.
 //
 //===----------------------------------------------------------------------===//
@@ -33,6 +37,7 @@
 #include <cublasLt.h>
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -127,6 +132,9 @@ struct MockDesc {
   uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const void *bias = nullptr;
   int32_t biasType = -1; // -1: D's type
+  void *aux = nullptr;
+  int64_t auxLd = 0;
+  int32_t auxType = -1; // -1: D's type
 };
 struct MockLayout {
   cudaDataType_t type;
@@ -389,7 +397,8 @@ cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
     std::memcpy(&epilogue, value, size);
     // The epilogues the mock computes; others would be silently wrong.
     if (epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
-        epilogue != CUBLASLT_EPILOGUE_BIAS)
+        epilogue != CUBLASLT_EPILOGUE_BIAS &&
+        epilogue != CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
       return CUBLAS_STATUS_NOT_SUPPORTED;
     mock->epilogue = epilogue;
     return CUBLAS_STATUS_SUCCESS;
@@ -398,6 +407,12 @@ cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
     return set(mock->bias);
   case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
     return set(mock->biasType);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
+    return set(mock->aux);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
+    return set(mock->auxLd);
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE:
+    return set(mock->auxType);
   default:
     return CUBLAS_STATUS_NOT_SUPPORTED;
   }
@@ -468,7 +483,11 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   if (c != d || requested < 1 || k != kb || lc->rows != m || lc->cols != n ||
       la->batch != lc->batch || lb->batch != lc->batch)
     return CUBLAS_STATUS_INVALID_VALUE;
-  if (mock->epilogue == CUBLASLT_EPILOGUE_BIAS && !mock->bias)
+  if (mock->epilogue != CUBLASLT_EPILOGUE_DEFAULT && !mock->bias)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (mock->epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
+      (!mock->aux || mock->auxLd % 8 != 0 ||
+       mock->auxLd < static_cast<int64_t>(m) || lc->batch != 1))
     return CUBLAS_STATUS_INVALID_VALUE;
   std::memset(results, 0, sizeof(*results));
   *count = 1;
@@ -515,9 +534,15 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
   auto *lc = reinterpret_cast<MockLayout *>(cLayout);
   if (c != d || cLayout != dLayout)
     return CUBLAS_STATUS_NOT_SUPPORTED;
-  bool biased = mock->epilogue == CUBLASLT_EPILOGUE_BIAS;
+  bool gelu = mock->epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  bool biased = mock->epilogue == CUBLASLT_EPILOGUE_BIAS || gelu;
   if (biased && !mock->bias)
     return CUBLAS_STATUS_INVALID_VALUE;
+  if (gelu && (!mock->aux || mock->auxLd % 8 != 0 || lc->batch != 1))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  cudaDataType_t auxType = mock->auxType == -1
+                               ? lc->type
+                               : static_cast<cudaDataType_t>(mock->auxType);
   cudaDataType_t biasType = mock->biasType == -1
                                 ? lc->type
                                 : static_cast<cudaDataType_t>(mock->biasType);
@@ -549,6 +574,12 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
         // (BIAS_BATCH_STRIDE 0), added before the rounding to D's type.
         if (biased)
           result += loadAs(biasType, mock->bias, i);
+        if (gelu) {
+          storeAs(auxType, mock->aux, i + j * mock->auxLd, result);
+          float inner = 0.7978845608f * (result + 0.044715f * result * result *
+                                                      result);
+          result = 0.5f * result * (1.0f + std::tanh(inner));
+        }
         storeAs(lc->type, db, i + j * lc->ld, result);
       }
   }

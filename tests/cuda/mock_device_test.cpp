@@ -285,6 +285,7 @@ struct GemmCase {
   int transA, transB;
   float beta;
   bool bias = false; // mpc_rt_(cuda_)gemm_bias, beta unused
+  bool gelu = false;  // mpc_rt_(cuda_)gemm_bias_gelu: one matrix, GELU_N
 };
 
 // The step of the GEMM model: the case in `gemmCase` on the buffer input,
@@ -295,6 +296,10 @@ constexpr int64_t A_AT = 0, B_AT = 4096, C_AT = 8192, BUFFER = 16384;
 // N values of C's type, past every C but inside the 2048 elements after
 // C_AT that the cases fill with values of C's type.
 constexpr int64_t BIAS_AT = 10240;
+// The GELU epilogue's case: one M x GELU_N matrix (cuBLASLt wants its GELU
+// input's leading dimension, GELU_LDC, divisible by 8); the GELU's input
+// goes to C_AT, its output to GELU_OUT_AT.
+constexpr int64_t GELU_N = 8, GELU_LDC = 16, GELU_OUT_AT = 12288;
 std::vector<unsigned char> gemmResult;
 mpc_status gemmStatus;
 
@@ -314,6 +319,13 @@ GemmGeometry geometry(const GemmCase &g) {
 
 mpc_status runGemm(const GemmCase &g, unsigned char *buffer, bool cuda) {
   GemmGeometry geo = geometry(g);
+  if (g.gelu) {
+    auto gemm = cuda ? mpc_rt_cuda_gemm_bias_gelu : mpc_rt_gemm_bias_gelu;
+    return gemm(g.ab, g.ab, g.c, g.transA, g.transB, M, GELU_N, K, 1.0f,
+                buffer + A_AT, g.transA ? M : K, 0, buffer + B_AT,
+                g.transB ? K : GELU_N, 0, buffer + BIAS_AT, buffer + C_AT,
+                GELU_LDC, 0, 1, buffer + GELU_OUT_AT);
+  }
   if (g.bias) {
     auto gemm = cuda ? mpc_rt_cuda_gemm_bias : mpc_rt_gemm_bias;
     return gemm(g.ab, g.ab, g.c, g.transA, g.transB, M, N, K, 1.0f,
@@ -396,6 +408,60 @@ TEST_F(MockDevice, GemmMatchesTheCpuGemm) {
           ++cases;
         }
   EXPECT_EQ(cases, 40);
+  mpc_session_destroy(session);
+}
+
+// The GELU epilogue: cuBLASLt writes the biased sum to its auxiliary
+// matrix (our C, the GELU's input) and GELU of it to D (our GELU output),
+// as mpc_rt_gemm_bias_gelu does on the cpu.
+TEST_F(MockDevice, GemmBiasGeluMatchesTheCpu) {
+  mpc_test::model_builder builder("gemm_bias_gelu");
+  builder.add_output("loss", MPC_F32, {});
+  builder.add_input("buffer", MPC_F32, {BUFFER / 4});
+  builder.finish();
+  gemmBufferOffset = builder.inputs[0].offset;
+  builder.desc.train_step = gemmStep;
+  builder.desc.target = MPC_TARGET_CUDA;
+  mpc_session *session = create(&builder.desc, MPC_TARGET_CUDA);
+  ASSERT_TRUE(session);
+  std::mt19937 random(7);
+  int cases = 0;
+  for (mpc_dtype type : {MPC_F32, MPC_F16, MPC_BF16})
+    for (int transA : {0, 1})
+      for (int transB : {0, 1}) {
+        gemmCase = {type, type, transA, transB, 0.0f, /*bias=*/true,
+                    /*gelu=*/true};
+        SCOPED_TRACE(testing::Message() << "dtype " << type << " transA "
+                                        << transA << " transB " << transB);
+        std::vector<unsigned char> buffer(BUFFER, 0);
+        fillIntegers(buffer.data() + A_AT, type, (B_AT - A_AT) / 4, random);
+        fillIntegers(buffer.data() + B_AT, type, (C_AT - B_AT) / 4, random);
+        fillIntegers(buffer.data() + BIAS_AT, type, GELU_N, random);
+        std::vector<unsigned char> expected = buffer;
+        ASSERT_EQ(runGemm(gemmCase, expected.data(), /*cuda=*/false), MPC_OK)
+            << mpc_last_error();
+        // Both outputs were written: the comparison is not vacuous.
+        EXPECT_FALSE(expected == buffer);
+        const void *inputs[] = {buffer.data()};
+        ASSERT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK)
+            << mpc_last_error();
+        ASSERT_EQ(gemmStatus, MPC_OK) << mpc_last_error();
+        EXPECT_TRUE(gemmResult == expected);
+        ++cases;
+      }
+  EXPECT_EQ(cases, 12);
+  // cuBLASLt's rule for the GELU input's leading dimension, said as such.
+  gemmCase = {MPC_F32, MPC_F32, 0, 0, 0.0f, true, true};
+  std::vector<unsigned char> buffer(BUFFER, 0);
+  const void *inputs[] = {buffer.data()};
+  ASSERT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK);
+  unsigned char *device = gemmActivations + gemmBufferOffset;
+  EXPECT_EQ(mpc_rt_cuda_gemm_bias_gelu(MPC_F32, MPC_F32, MPC_F32, 0, 0, M, 4,
+                                       K, 1.0f, device + A_AT, K, 0,
+                                       device + B_AT, 4, 0, device + BIAS_AT,
+                                       device + C_AT, 4, 0, 1,
+                                       device + GELU_OUT_AT),
+            MPC_ERROR_INVALID_ARGUMENT);
   mpc_session_destroy(session);
 }
 

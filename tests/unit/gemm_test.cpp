@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/device/mpc_device.h" // mpc_gelu_tanh, as kernels compute it
 #include "runtime/gemm.h"
 #include "runtime/half.h"
 
@@ -524,6 +525,93 @@ TEST(GemmBias, RejectsANullBias) {
   EXPECT_NE(std::string(mpc_last_error()).find("mpc_rt_gemm_bias: lda"),
             std::string::npos)
       << mpc_last_error();
+}
+
+// ----------------------------------------------------------------------------
+// mpc_rt_gemm_bias_gelu: a linear layer's GEMM with its bias and a tanh GELU
+// fused, as cuBLASLt's GELU_AUX_BIAS epilogue computes them
+
+// For f32 outputs the fused call gives what the unfused steps gave: C from
+// mpc_rt_gemm_bias, and the GELU kernel's value of it (mpc_gelu_tanh).
+TEST(GemmBiasGelu, F32EqualsTheGemmThenTheGeluKernelBitForBit) {
+  for_each_kernel([&] {
+    std::mt19937 generator(11);
+    const int64_t m = 37, n = 24, k = 300;
+    typed_buffer a(MPC_F32, m * k), b(MPC_F32, n * k), bias(MPC_F32, n);
+    fill_random(a, generator);
+    fill_random(b, generator);
+    fill_random(bias, generator);
+    typed_buffer expected(MPC_F32, m * n), pre(MPC_F32, m * n),
+        out(MPC_F32, m * n);
+    ASSERT_EQ(mpc_rt_gemm_bias(MPC_F32, MPC_F32, MPC_F32, 0, 1, m, n, k, 1.0f,
+                               a.data(), k, 0, b.data(), k, 0,
+                               bias.bytes.data(), expected.data(), n, 0, 1),
+              MPC_OK);
+    ASSERT_EQ(mpc_rt_gemm_bias_gelu(MPC_F32, MPC_F32, MPC_F32, 0, 1, m, n, k,
+                                    1.0f, a.data(), k, 0, b.data(), k, 0,
+                                    bias.bytes.data(), pre.data(), n, 0, 1,
+                                    out.data()),
+              MPC_OK)
+        << mpc_last_error();
+    EXPECT_TRUE(pre.bytes == expected.bytes);
+    for (int64_t i = 0; i < m * n; ++i) {
+      float gelu = mpc_gelu_tanh(expected.get(i));
+      ASSERT_EQ(std::memcmp(&out.bytes[i * 4], &gelu, 4), 0) << "element " << i;
+    }
+  });
+}
+
+// Half outputs: both are rounded once from the fp32 sum, the GELU taken of
+// the unrounded sum (as the epilogue does), so the output can differ from
+// GELU of the rounded GELU input the unfused kernel read.
+TEST(GemmBiasGelu, HalfRoundsBothOutputsOnceFromTheSum) {
+  for (mpc_dtype half : {MPC_F16, MPC_BF16}) {
+    SCOPED_TRACE(type_name(half));
+    std::mt19937 generator(12);
+    const int64_t m = 64, n = 32, k = 48;
+    typed_buffer a(half, m * k), b(half, n * k), bias(half, n);
+    fill_random(a, generator);
+    fill_random(b, generator);
+    fill_random(bias, generator);
+    typed_buffer sums(MPC_F32, m * n), pre(half, m * n), out(half, m * n);
+    // The fp32 sums by the same kernel: onto the bias, written as f32.
+    for (int64_t i = 0; i < m * n; ++i)
+      sums.set(i, bias.get(i % n));
+    ASSERT_EQ(mpc_rt_gemm(half, half, MPC_F32, 0, 1, m, n, k, 1.0f, a.data(),
+                          k, 0, b.data(), k, 0, 1.0f, sums.data(), n, 0, 1),
+              MPC_OK);
+    ASSERT_EQ(mpc_rt_gemm_bias_gelu(half, half, half, 0, 1, m, n, k, 1.0f,
+                                    a.data(), k, 0, b.data(), k, 0,
+                                    bias.bytes.data(), pre.data(), n, 0, 1,
+                                    out.data()),
+              MPC_OK)
+        << mpc_last_error();
+    typed_buffer expected_pre(half, m * n), expected_out(half, m * n),
+        double_rounded(half, m * n);
+    for (int64_t i = 0; i < m * n; ++i) {
+      expected_pre.set(i, sums.get(i));
+      expected_out.set(i, mpc_gelu_tanh(sums.get(i)));
+      double_rounded.set(i, mpc_gelu_tanh(expected_pre.get(i)));
+    }
+    EXPECT_TRUE(pre.bytes == expected_pre.bytes);
+    EXPECT_TRUE(out.bytes == expected_out.bytes);
+    EXPECT_FALSE(out.bytes == double_rounded.bytes)
+        << "no element tells one rounding from two: a weak case";
+  }
+}
+
+TEST(GemmBiasGelu, RejectsANullBiasOrOutput) {
+  float a[4] = {}, b[4] = {}, c[4] = {}, out[4] = {};
+  EXPECT_EQ(mpc_rt_gemm_bias_gelu(MPC_F32, MPC_F32, MPC_F32, 0, 0, 2, 2, 2,
+                                  1.0f, a, 2, 0, b, 2, 0, c, c, 2, 0, 1,
+                                  nullptr),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(mpc_last_error(), "mpc_rt_gemm_bias_gelu: gelu_out is null");
+  EXPECT_EQ(mpc_rt_gemm_bias_gelu(MPC_F32, MPC_F32, MPC_F32, 0, 0, 2, 2, 2,
+                                  1.0f, a, 2, 0, b, 2, 0, nullptr, c, 2, 0, 1,
+                                  out),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(mpc_last_error(), "mpc_rt_gemm_bias_gelu: bias is null");
 }
 
 // ----------------------------------------------------------------------------
