@@ -318,31 +318,6 @@ float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(inner));
 }
 
-float load_element(mpc_dtype dtype, const void *base, int64_t index) {
-  switch (dtype) {
-  case MPC_F16:
-    return mpc_f16_bits_to_f32(static_cast<const uint16_t *>(base)[index]);
-  case MPC_BF16:
-    return mpc_bf16_bits_to_f32(static_cast<const uint16_t *>(base)[index]);
-  default:
-    return static_cast<const float *>(base)[index];
-  }
-}
-
-void store_element(mpc_dtype dtype, void *base, int64_t index, float value) {
-  switch (dtype) {
-  case MPC_F16:
-    static_cast<uint16_t *>(base)[index] = mpc_f32_to_f16_bits(value);
-    break;
-  case MPC_BF16:
-    static_cast<uint16_t *>(base)[index] = mpc_f32_to_bf16_bits(value);
-    break;
-  default:
-    static_cast<float *>(base)[index] = value;
-    break;
-  }
-}
-
 } // namespace
 
 extern "C" mpc_status
@@ -370,7 +345,7 @@ mpc_rt_gemm_bias_gelu(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
   for (int64_t matrix = 0; matrix < batch; ++matrix) {
     for (int64_t row = 0; row < m; ++row)
       for (int64_t j = 0; j < n; ++j)
-        sums[row * n + j] = load_element(c_type, bias, j);
+        sums[row * n + j] = mpc_load_as_f32(c_type, bias, j);
     if (mpc_status status = mpc_rt_gemm(
             a_type, b_type, MPC_F32, trans_a, trans_b, m, n, k, alpha,
             static_cast<const unsigned char *>(a) +
@@ -384,8 +359,8 @@ mpc_rt_gemm_bias_gelu(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
       for (int64_t j = 0; j < n; ++j) {
         int64_t at = matrix * stride_c + row * ldc + j;
         float sum = sums[row * n + j];
-        store_element(c_type, c, at, sum);
-        store_element(c_type, gelu_out, at, gelu_tanh(sum));
+        mpc_store_from_f32(c_type, c, at, sum);
+        mpc_store_from_f32(c_type, gelu_out, at, gelu_tanh(sum));
       }
   }
   return MPC_OK;

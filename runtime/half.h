@@ -16,6 +16,8 @@
 #ifndef MPC_RUNTIME_HALF_H
 #define MPC_RUNTIME_HALF_H
 
+#include "runtime/mpc_runtime.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -62,6 +64,37 @@ static inline float mpc_bf16_bits_to_f32(uint16_t bits) {
   float value;
   std::memcpy(&value, &wide, sizeof(value));
   return value;
+}
+
+// ----------------------------------------------------------------------------
+// Elements of a float dtype (f32, f16 or bf16), as fp32
+
+static inline float mpc_load_as_f32(mpc_dtype dtype, const void *data,
+                                    int64_t index) {
+  switch (dtype) {
+  case MPC_F16:
+    return mpc_f16_bits_to_f32(static_cast<const uint16_t *>(data)[index]);
+  case MPC_BF16:
+    return mpc_bf16_bits_to_f32(static_cast<const uint16_t *>(data)[index]);
+  default:
+    return static_cast<const float *>(data)[index];
+  }
+}
+
+/// Rounds `value` to `dtype` (nearest even) and stores it.
+static inline void mpc_store_from_f32(mpc_dtype dtype, void *data,
+                                      int64_t index, float value) {
+  switch (dtype) {
+  case MPC_F16:
+    static_cast<uint16_t *>(data)[index] = mpc_f32_to_f16_bits(value);
+    break;
+  case MPC_BF16:
+    static_cast<uint16_t *>(data)[index] = mpc_f32_to_bf16_bits(value);
+    break;
+  default:
+    static_cast<float *>(data)[index] = value;
+    break;
+  }
 }
 
 #endif // MPC_RUNTIME_HALF_H

@@ -87,18 +87,7 @@ element_draw draw(uint64_t seed, uint32_t tensor_index, uint64_t element) {
 }
 
 void store(mpc_dtype dtype, void *data, int64_t index, double value) {
-  float narrow = static_cast<float>(value);
-  switch (dtype) {
-  case MPC_F16:
-    static_cast<uint16_t *>(data)[index] = mpc_f32_to_f16_bits(narrow);
-    break;
-  case MPC_BF16:
-    static_cast<uint16_t *>(data)[index] = mpc_f32_to_bf16_bits(narrow);
-    break;
-  default:
-    static_cast<float *>(data)[index] = narrow;
-    break;
-  }
+  mpc_store_from_f32(dtype, data, index, static_cast<float>(value));
 }
 
 bool needs_fans(int32_t kind) {

@@ -432,33 +432,6 @@ mpc_status read_train_control(mpc_session *session,
 // ----------------------------------------------------------------------------
 // Parameter access
 
-float load_as_f32(mpc_dtype dtype, const unsigned char *data, int64_t index) {
-  switch (dtype) {
-  case MPC_F16:
-    return mpc_f16_bits_to_f32(reinterpret_cast<const uint16_t *>(data)[index]);
-  case MPC_BF16:
-    return mpc_bf16_bits_to_f32(
-        reinterpret_cast<const uint16_t *>(data)[index]);
-  default:
-    return reinterpret_cast<const float *>(data)[index];
-  }
-}
-
-void store_from_f32(mpc_dtype dtype, unsigned char *data, int64_t index,
-                    float value) {
-  switch (dtype) {
-  case MPC_F16:
-    reinterpret_cast<uint16_t *>(data)[index] = mpc_f32_to_f16_bits(value);
-    break;
-  case MPC_BF16:
-    reinterpret_cast<uint16_t *>(data)[index] = mpc_f32_to_bf16_bits(value);
-    break;
-  default:
-    reinterpret_cast<float *>(data)[index] = value;
-    break;
-  }
-}
-
 mpc_status find_for_access(mpc_session *session, const char *function,
                            const char *name, const void *data, size_t count,
                            const mpc_tensor_desc **tensor) {
@@ -770,7 +743,7 @@ extern "C" mpc_status mpc_get_gradient(mpc_session *session, const char *name,
       tensor->offset;
   float scale = mpcrt::train_control(session)->step_scale;
   for (int64_t i = 0; i < tensor->num_elements; ++i)
-    data[i] = load_as_f32(tensor->dtype, source, i) / scale;
+    data[i] = mpc_load_as_f32(tensor->dtype, source, i) / scale;
   return MPC_OK;
 }
 
@@ -812,7 +785,7 @@ extern "C" mpc_status mpc_get_param(mpc_session *session, const char *name,
     return status;
   const unsigned char *source = mpcrt::tensor_data(session, *tensor);
   for (int64_t i = 0; i < tensor->num_elements; ++i)
-    data[i] = load_as_f32(tensor->dtype, source, i);
+    data[i] = mpc_load_as_f32(tensor->dtype, source, i);
   return MPC_OK;
 }
 
@@ -827,7 +800,7 @@ extern "C" mpc_status mpc_set_param(mpc_session *session, const char *name,
     return status;
   unsigned char *target = mpcrt::tensor_data(session, *tensor);
   for (int64_t i = 0; i < tensor->num_elements; ++i)
-    store_from_f32(tensor->dtype, target, i, data[i]);
+    mpc_store_from_f32(tensor->dtype, target, i, data[i]);
   if (mpc_status status = mpcrt::sync_device(session))
     return status;
   // The half copy the forward pass reads follows the master weight.

@@ -352,6 +352,18 @@ mpc_status gemmStep(mpc_step_context *context) {
   return MPC_OK;
 }
 
+/// A cuda session of a model whose train step is gemmStep over one input
+/// buffer of BUFFER bytes (`builder` names it and must outlive it).
+mpc_session *createGemmSession(mpc_test::model_builder &builder) {
+  builder.add_output("loss", MPC_F32, {});
+  builder.add_input("buffer", MPC_F32, {BUFFER / 4});
+  builder.finish();
+  gemmBufferOffset = builder.inputs[0].offset;
+  builder.desc.train_step = gemmStep;
+  builder.desc.target = MPC_TARGET_CUDA;
+  return create(&builder.desc, MPC_TARGET_CUDA);
+}
+
 /// Small integers in `dtype`: every product and sum is exact in f32 and
 /// representable in f16 and bf16, so the order of summation cannot matter.
 void fillIntegers(unsigned char *at, mpc_dtype dtype, int64_t count,
@@ -371,13 +383,7 @@ void fillIntegers(unsigned char *at, mpc_dtype dtype, int64_t count,
 
 TEST_F(MockDevice, GemmMatchesTheCpuGemm) {
   mpc_test::model_builder builder("gemm");
-  builder.add_output("loss", MPC_F32, {});
-  builder.add_input("buffer", MPC_F32, {BUFFER / 4});
-  builder.finish();
-  gemmBufferOffset = builder.inputs[0].offset;
-  builder.desc.train_step = gemmStep;
-  builder.desc.target = MPC_TARGET_CUDA;
-  mpc_session *session = create(&builder.desc, MPC_TARGET_CUDA);
+  mpc_session *session = createGemmSession(builder);
   ASSERT_TRUE(session);
 
   std::mt19937 random(3);
@@ -416,13 +422,7 @@ TEST_F(MockDevice, GemmMatchesTheCpuGemm) {
 // as mpc_rt_gemm_bias_gelu does on the cpu.
 TEST_F(MockDevice, GemmBiasGeluMatchesTheCpu) {
   mpc_test::model_builder builder("gemm_bias_gelu");
-  builder.add_output("loss", MPC_F32, {});
-  builder.add_input("buffer", MPC_F32, {BUFFER / 4});
-  builder.finish();
-  gemmBufferOffset = builder.inputs[0].offset;
-  builder.desc.train_step = gemmStep;
-  builder.desc.target = MPC_TARGET_CUDA;
-  mpc_session *session = create(&builder.desc, MPC_TARGET_CUDA);
+  mpc_session *session = createGemmSession(builder);
   ASSERT_TRUE(session);
   std::mt19937 random(7);
   int cases = 0;
@@ -470,13 +470,7 @@ TEST_F(MockDevice, GemmBiasGeluMatchesTheCpu) {
 // bias[j] lands on column j of every row and batch matrix, as on the cpu.
 TEST_F(MockDevice, GemmBiasMatchesTheCpuGemmBias) {
   mpc_test::model_builder builder("gemm_bias");
-  builder.add_output("loss", MPC_F32, {});
-  builder.add_input("buffer", MPC_F32, {BUFFER / 4});
-  builder.finish();
-  gemmBufferOffset = builder.inputs[0].offset;
-  builder.desc.train_step = gemmStep;
-  builder.desc.target = MPC_TARGET_CUDA;
-  mpc_session *session = create(&builder.desc, MPC_TARGET_CUDA);
+  mpc_session *session = createGemmSession(builder);
   ASSERT_TRUE(session);
 
   std::mt19937 random(5);
