@@ -634,6 +634,11 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
     // 64-byte aligned (a cache line, and enough for any vector load), at
     // least one line so that even an empty arena has an address.
     uint64_t bytes = static_cast<uint64_t>(model->arena_bytes[a]);
+    // A cuda session's activations live on the device only: inputs go up
+    // from the caller's buffers and the loss and outputs come straight
+    // down, so its host copy of the arena would never be read.
+    if (a == MPC_ARENA_ACTIVATIONS && model_target == MPC_TARGET_CUDA)
+      bytes = 0;
     uint64_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
     created->arenas[a] =
         rounded < bytes ? nullptr : std::aligned_alloc(64, rounded);
