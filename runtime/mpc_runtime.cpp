@@ -395,8 +395,11 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
   int32_t status = mpcrt::raw_enum(returned);
   if (index_error)
     return set_error(MPC_ERROR_OUT_OF_RANGE,
-                     "model '%s': %s met an index outside its range",
-                     model->name, function);
+                     "model '%s': %s%s met an index outside its range",
+                     model->name, function,
+                     index_error == 2 ? " (or an earlier step that did not "
+                                        "read its loss)"
+                                      : "");
   if (status != MPC_OK) {
     // Pass a known status on; anything else is the model's bug.
     mpc_status passed_on = status > MPC_OK && status <= MPC_ERROR_INTERNAL

@@ -364,6 +364,18 @@ mpc_status activate(mpcrt::CudaSession *cuda) {
   return check(driver().api.cuCtxSetCurrent(cuda->context), "cuCtxSetCurrent");
 }
 
+/// Whether the index-error flag the last step copied to the host is set
+/// (the stream has been waited for); a set flag is cleared on the device
+/// for the steps to come. Kernels only ever set the flag, so it holds
+/// "some step since the last clear".
+bool take_index_error(mpcrt::CudaSession *cuda) {
+  if (!cuda->readback->index_error)
+    return false;
+  cuda->readback->index_error = 0;
+  driver().api.cuMemsetD32Async(cuda->index_error, 0, 1, cuda->stream);
+  return true;
+}
+
 /// Waits for the session's stream. A step whose index_error nobody has
 /// looked at yet (it ran without reading its loss) is checked here: kernels
 /// run asynchronously, so that is the first moment the host can know.
@@ -373,7 +385,7 @@ mpc_status synchronize(mpcrt::CudaSession *cuda) {
     return status;
   if (cuda->index_check_pending) {
     cuda->index_check_pending = false;
-    if (cuda->readback->index_error)
+    if (take_index_error(cuda))
       return set_error(MPC_ERROR_OUT_OF_RANGE,
                        "an earlier step met an index outside its range (a "
                        "cuda step that does not read its loss is checked at "
@@ -544,6 +556,9 @@ mpc_status cuda_session_create(mpc_session *session, int32_t device,
   if (mpc_status status = check(
           d.cuMemAlloc(&cuda->index_error, sizeof(int32_t)), "cuMemAlloc"))
     return status;
+  if (mpc_status status = check(d.cuMemsetD8(cuda->index_error, 0, 4),
+                                "cuMemsetD8"))
+    return status;
   void *readback = nullptr;
   if (mpc_status status = check(d.cuMemAllocHost(&readback, sizeof(StepReadback)),
                                 "cuMemAllocHost"))
@@ -638,15 +653,9 @@ mpc_status cuda_run_step(mpc_session *session, mpc_step_fn step,
   *index_error = 0;
   if (mpc_status status = activate(cuda))
     return status;
-  // An earlier step's unchecked index error is reported before this step
-  // overwrites it.
-  if (cuda->index_check_pending)
-    if (mpc_status status = synchronize(cuda))
-      return status;
-  if (mpc_status status =
-          check(d.cuMemsetD32Async(cuda->index_error, 0, 1, cuda->stream),
-                "cuMemsetD32Async"))
-    return status;
+  // Steps before this one whose index errors the host has not seen yet:
+  // the flag is sticky, so what this step reads back covers them too.
+  bool unchecked_before = cuda->index_check_pending;
   // From pageable memory: the call returns once it has taken the bytes.
   if (values)
     if (mpc_status status = check(
@@ -703,7 +712,9 @@ mpc_status cuda_run_step(mpc_session *session, mpc_step_fn step,
   if (mpc_status status = check(d.cuStreamSynchronize(cuda->stream),
                                 "cuStreamSynchronize"))
     return status;
-  *index_error = cuda->readback->index_error;
+  cuda->index_check_pending = false;
+  if (take_index_error(cuda))
+    *index_error = unchecked_before ? 2 : 1;
   *loss = cuda->readback->loss;
   return MPC_OK;
 }

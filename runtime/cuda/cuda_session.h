@@ -39,9 +39,10 @@ mpc_status cuda_upload_inputs(mpc_session *session, const void *const *inputs);
 /// Runs `step` on the session's stream with device arenas in `context`.
 /// `values` (null for steps that read none, such as sync_half_copies) are
 /// written to the control block first. With `loss`, waits for the step
-/// and sets `*loss` and `*index_error`; without, returns while the step
-/// runs, and its index error is reported by the next call that waits for
-/// the GPU. A step with values runs as a CUDA graph where the session
+/// and sets `*loss` and `*index_error` (1: the step met an index outside
+/// its range; 2: it or an earlier step that did not wait did); without,
+/// returns while the step runs, and its index error is reported by the
+/// next call that waits for the GPU. A step with values runs as a CUDA graph where the session
 /// captures graphs: one graph per step function, apply_update and
 /// micro-batch, captured on that variant's second run (the first loads
 /// its kernels and plans its GEMMs outside any capture).

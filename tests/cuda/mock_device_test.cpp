@@ -224,6 +224,15 @@ TEST_F(MockDevice, IndexErrorComesBackFromTheDevice) {
       << mpc_last_error();
   EXPECT_EQ(mpc_get_param(session, "w", w, std::size(w)), MPC_OK)
       << mpc_last_error();
+  // A step that reads its loss after one that did not: the device's flag
+  // covers both, and the message says so.
+  EXPECT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK);
+  EXPECT_EQ(mpc_train_step(session, inputs, &loss), MPC_ERROR_OUT_OF_RANGE);
+  EXPECT_NE(std::string(mpc_last_error())
+                .find("train_step (or an earlier step that did not read its "
+                      "loss) met an index outside its range"),
+            std::string::npos)
+      << mpc_last_error();
   mpc_session_destroy(session);
 }
 
