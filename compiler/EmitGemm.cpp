@@ -72,19 +72,19 @@ void mlir::mpc::emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
                               : "mpc_rt_gemm";
   emitter.recordCall(entry, KernelKind::Gemm,
                      call.aType != "MPC_F32" && call.bType != "MPC_F32", cost);
-  // mpc_rt_gemm takes beta where mpc_rt_gemm_bias takes the bias.
+  // mpc_rt_gemm takes beta where mpc_rt_gemm_bias takes the bias;
+  // mpc_rt_gemm_bias_gelu takes the GELU output last.
   std::string betaOrBias =
       hasBias ? call.bias : (call.accumulate ? "1.0f" : "0.0f");
   emitter.checkedCall(llvm::formatv(
-      "{19}{0}, {1}, {2}, {3}, {4}, {5}LL, {6}LL, {7}LL, 1.0f, {8}, "
+      "{19}({0}, {1}, {2}, {3}, {4}, {5}LL, {6}LL, {7}LL, 1.0f, {8}, "
       "{9}LL, {10}LL, {11}, {12}LL, {13}LL, {14}, {15}, {16}LL, {17}LL, "
       "{18}LL{20})",
       call.aType, call.bType, call.cType, call.transA ? 1 : 0,
       call.transB ? 1 : 0, call.m, call.n, call.k, call.a, call.lda,
       call.strideA, call.b, call.ldb, call.strideB, betaOrBias, call.c,
       call.ldc, call.strideC, call.batch,
-      (entry + "(").str(),
-      hasGelu ? ", " + call.geluOut : std::string()));
+      entry, hasGelu ? ", " + call.geluOut : std::string()));
 }
 
 ConvGeometry

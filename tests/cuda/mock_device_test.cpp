@@ -373,6 +373,18 @@ mpc_session *createGemmSession(mpc_test::model_builder &builder) {
   return create(&builder.desc, MPC_TARGET_CUDA);
 }
 
+/// Runs gemmCase as the session's step (on the mock device) over `buffer`
+/// and expects what the cpu made of it, `expected`.
+void expectDeviceGemm(mpc_session *session,
+                      const std::vector<unsigned char> &buffer,
+                      const std::vector<unsigned char> &expected) {
+  const void *inputs[] = {buffer.data()};
+  ASSERT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK)
+      << mpc_last_error();
+  ASSERT_EQ(gemmStatus, MPC_OK) << mpc_last_error();
+  EXPECT_TRUE(gemmResult == expected);
+}
+
 /// Small integers in `dtype`: every product and sum is exact in f32 and
 /// representable in f16 and bf16, so the order of summation cannot matter.
 void fillIntegers(unsigned char *at, mpc_dtype dtype, int64_t count,
@@ -415,11 +427,7 @@ TEST_F(MockDevice, GemmMatchesTheCpuGemm) {
           fillIntegers(buffer.data() + C_AT, c, (BUFFER - C_AT) / 4, random);
           std::vector<unsigned char> expected = buffer;
           ASSERT_EQ(runGemm(gemmCase, expected.data(), /*cuda=*/false), MPC_OK);
-          const void *inputs[] = {buffer.data()};
-          ASSERT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK)
-              << mpc_last_error();
-          ASSERT_EQ(gemmStatus, MPC_OK) << mpc_last_error();
-          EXPECT_TRUE(gemmResult == expected);
+          ASSERT_NO_FATAL_FAILURE(expectDeviceGemm(session, buffer, expected));
           ++cases;
         }
   EXPECT_EQ(cases, 40);
@@ -451,25 +459,18 @@ TEST_F(MockDevice, GemmBiasGeluMatchesTheCpu) {
             << mpc_last_error();
         // Both outputs were written: the comparison is not vacuous.
         EXPECT_FALSE(expected == buffer);
-        const void *inputs[] = {buffer.data()};
-        ASSERT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK)
-            << mpc_last_error();
-        ASSERT_EQ(gemmStatus, MPC_OK) << mpc_last_error();
-        EXPECT_TRUE(gemmResult == expected);
+        ASSERT_NO_FATAL_FAILURE(expectDeviceGemm(session, buffer, expected));
         ++cases;
       }
   EXPECT_EQ(cases, 12);
   // cuBLASLt's rule for the GELU input's leading dimension, said as such.
-  gemmCase = {MPC_F32, MPC_F32, 0, 0, 0.0f, true, true};
+  // (Checked before anything reaches the device.)
   std::vector<unsigned char> buffer(BUFFER, 0);
-  const void *inputs[] = {buffer.data()};
-  ASSERT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK);
-  unsigned char *device = gemmActivations + gemmBufferOffset;
+  unsigned char *host = buffer.data();
   EXPECT_EQ(mpc_rt_cuda_gemm_bias_gelu(MPC_F32, MPC_F32, MPC_F32, 0, 0, M, 4,
-                                       K, 1.0f, device + A_AT, K, 0,
-                                       device + B_AT, 4, 0, device + BIAS_AT,
-                                       device + C_AT, 4, 0, 1,
-                                       device + GELU_OUT_AT),
+                                       K, 1.0f, host + A_AT, K, 0, host + B_AT,
+                                       4, 0, host + BIAS_AT, host + C_AT, 4, 0,
+                                       1, host + GELU_OUT_AT),
             MPC_ERROR_INVALID_ARGUMENT);
   mpc_session_destroy(session);
 }
@@ -507,11 +508,7 @@ TEST_F(MockDevice, GemmBiasMatchesTheCpuGemmBias) {
         plain.bias = false;
         ASSERT_EQ(runGemm(plain, unbiased.data(), /*cuda=*/false), MPC_OK);
         EXPECT_FALSE(unbiased == expected);
-        const void *inputs[] = {buffer.data()};
-        ASSERT_EQ(mpc_train_step(session, inputs, nullptr), MPC_OK)
-            << mpc_last_error();
-        ASSERT_EQ(gemmStatus, MPC_OK) << mpc_last_error();
-        EXPECT_TRUE(gemmResult == expected);
+        ASSERT_NO_FATAL_FAILURE(expectDeviceGemm(session, buffer, expected));
         ++cases;
       }
   EXPECT_EQ(cases, 20);

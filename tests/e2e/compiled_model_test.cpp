@@ -48,12 +48,7 @@
 #include <unistd.h>
 #include <vector>
 
-#define MPC_STRINGIFY2(x) #x
-#define MPC_STRINGIFY(x) MPC_STRINGIFY2(x)
-#define MPC_CONCAT2(a, b) a##b
-#define MPC_CONCAT(a, b) MPC_CONCAT2(a, b)
-#include MPC_STRINGIFY(MPC_MODEL.h)
-#define MPC_MODEL_DESC MPC_CONCAT(mpc_model_, MPC_MODEL)
+#include "tests/e2e/compiled_model.h"
 
 #ifndef MPC_E2E_DROPOUT
 #define MPC_E2E_DROPOUT 0

@@ -24,12 +24,7 @@
 #include <string>
 #include <vector>
 
-#define MPC_STRINGIFY_(x) #x
-#define MPC_STRINGIFY(x) MPC_STRINGIFY_(x)
-#define MPC_CONCAT_(a, b) a##b
-#define MPC_CONCAT(a, b) MPC_CONCAT_(a, b)
-#include MPC_STRINGIFY(MPC_MODEL.h)
-#define MODEL_DESC MPC_CONCAT(mpc_model_, MPC_MODEL)
+#include "tests/e2e/compiled_model.h"
 
 namespace {
 
@@ -38,13 +33,13 @@ constexpr float OVERFLOW_FACTOR = 300.0f;
 /// A session and its task.
 class Trainer {
 public:
-  Trainer() : task(MODEL_DESC()) {
+  Trainer() : task(MPC_MODEL_DESC()) {
     mpc_session_options options;
     mpc_session_options_init(&options);
     options.seed = 5;
     options.learning_rate = 0.02f;
     options.momentum = 0.9f;
-    EXPECT_EQ(mpc_session_create(MODEL_DESC(), &options, &session), MPC_OK)
+    EXPECT_EQ(mpc_session_create(MPC_MODEL_DESC(), &options, &session), MPC_OK)
         << mpc_last_error();
   }
   ~Trainer() { mpc_session_destroy(session); }
@@ -91,13 +86,13 @@ private:
 };
 
 TEST(LossScaling, ModelIsCompiledWithDynamicScaling) {
-  EXPECT_EQ(MODEL_DESC()->loss_scaling.mode, MPC_LOSS_SCALE_DYNAMIC);
+  EXPECT_EQ(MPC_MODEL_DESC()->loss_scaling.mode, MPC_LOSS_SCALE_DYNAMIC);
 }
 
 TEST(LossScaling, OverflowSkipsTheStepBitIdenticallyAndTrainingRecovers) {
   Trainer trainer;
   ASSERT_NE(trainer.session, nullptr);
-  const mpc_loss_scaler_config &config = MODEL_DESC()->loss_scaling;
+  const mpc_loss_scaler_config &config = MPC_MODEL_DESC()->loss_scaling;
   float first = trainer.step();
   for (int i = 0; i < 4; ++i)
     trainer.step();
@@ -149,7 +144,7 @@ TEST(LossScaling, TrajectoryFollowsTheScalerSpecification) {
                                    65, 66, 67, 68, 69, 70, 71, 72, 73, 74};
   Trainer trainer;
   ASSERT_NE(trainer.session, nullptr);
-  const mpc_loss_scaler_config &config = MODEL_DESC()->loss_scaling;
+  const mpc_loss_scaler_config &config = MPC_MODEL_DESC()->loss_scaling;
   mpc_loss_scaler_state expected;
   ASSERT_EQ(mpc_loss_scaler_init(&config, &expected), MPC_OK);
   for (int step = 1; step <= 120; ++step) {

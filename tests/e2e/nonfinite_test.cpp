@@ -32,12 +32,7 @@
 #include <string>
 #include <vector>
 
-#define MPC_STRINGIFY2(x) #x
-#define MPC_STRINGIFY(x) MPC_STRINGIFY2(x)
-#define MPC_CONCAT2(a, b) a##b
-#define MPC_CONCAT(a, b) MPC_CONCAT2(a, b)
-#include MPC_STRINGIFY(MPC_MODEL.h)
-#define MPC_MODEL_DESC MPC_CONCAT(mpc_model_, MPC_MODEL)
+#include "tests/e2e/compiled_model.h"
 
 namespace {
 

@@ -41,12 +41,7 @@
 #include <string>
 #include <vector>
 
-#define MPC_STRINGIFY_(x) #x
-#define MPC_STRINGIFY(x) MPC_STRINGIFY_(x)
-#define MPC_CONCAT_(a, b) a##b
-#define MPC_CONCAT(a, b) MPC_CONCAT_(a, b)
-#include MPC_STRINGIFY(MPC_MODEL.h)
-#define MODEL_DESC MPC_CONCAT(mpc_model_, MPC_MODEL)
+#include "tests/e2e/compiled_model.h"
 
 namespace {
 
@@ -136,7 +131,7 @@ int main(int argc, char **argv) {
   Config config;
   if (!parse(argc, argv, config))
     return 2;
-  const mpc_model_desc *model = MODEL_DESC();
+  const mpc_model_desc *model = MPC_MODEL_DESC();
   mpc_session_options options;
   mpc_session_options_init(&options);
   options.seed = 3;
