@@ -432,11 +432,14 @@ std::string mlir::mpc::offsetCode(StringRef name, StringRef linear,
 }
 
 std::string mlir::mpc::floatLiteral(double value) {
-  if (std::isnan(value))
+  // Kernels compute in f32, so the literal is the f32 value, which is inf
+  // for a finite double beyond f32's range (1e39): classify after rounding.
+  float single = static_cast<float>(value);
+  if (std::isnan(single))
     return "NAN";
-  if (std::isinf(value))
-    return value > 0 ? "INFINITY" : "-INFINITY";
-  return llvm::formatv("{0:e9}f", static_cast<float>(value)).str();
+  if (std::isinf(single))
+    return single > 0 ? "INFINITY" : "-INFINITY";
+  return llvm::formatv("{0:e9}f", single).str();
 }
 
 int64_t mlir::mpc::elementwiseGrid(int64_t n) {

@@ -28,8 +28,16 @@ def Mpc_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
 }
 
+// Every tensor an mpc op reads or writes has elements. An extent of 0 would
+// mean reductions over nothing and GEMMs without a k, which no training step
+// needs, so it is rejected where it is written rather than met by code
+// generation (mlir::OpTrait::mpc::HasElements, MpcOps.h).
+def Mpc_HasElements : NativeOpTrait<"HasElements"> {
+  let cppNamespace = "::mlir::OpTrait::mpc";
+}
+
 class Mpc_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Mpc_Dialect, mnemonic, traits>;
+    : Op<Mpc_Dialect, mnemonic, !listconcat(traits, [Mpc_HasElements])>;
 
 class Mpc_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<Mpc_Dialect, name, traits> {

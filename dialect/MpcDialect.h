@@ -18,6 +18,8 @@
 #include "dialect/MpcOpsDialect.h.inc"
 
 
+#include <cmath>
+
 namespace mlir::mpc {
 /// Parses a float literal as an f64 APFloat (attribute parameters).
 FailureOr<llvm::APFloat> parseF64(AsmParser &parser);
@@ -33,6 +35,14 @@ namespace mlir::mpc {
 /// the MLIR lexer takes as one number (`0.02`, `200`, `1.0e-05`), for
 /// printing initialiser arguments and for diagnostics.
 std::string formatDecimal(double value);
+/// Kernels compute in f32, so a float attribute (an F64Attr in ODS) means
+/// its value rounded to f32: 1e39 is inf there and 1e-50 is 0.
+inline bool isFiniteAsF32(double value) {
+  return std::isfinite(static_cast<float>(value));
+}
+inline bool isPositiveAsF32(double value) {
+  return isFiniteAsF32(value) && static_cast<float>(value) > 0.0f;
+}
 } // namespace mlir::mpc
 
 #endif // MPC_DIALECT_MPCDIALECT_H

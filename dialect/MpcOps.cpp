@@ -123,6 +123,29 @@ bool isIdentifier(StringRef name) {
 
 } // namespace
 
+bool mlir::mpc::hasElements(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  return !shaped || !shaped.hasRank() || !llvm::is_contained(shaped.getShape(), 0);
+}
+
+LogicalResult mlir::mpc::verifyHasElements(Operation *op) {
+  auto check = [&](Type type, StringRef what, unsigned index) -> LogicalResult {
+    if (hasElements(type))
+      return success();
+    return op->emitOpError()
+           << "expects tensors with elements, got " << quoted(type) << " for "
+           << what << " #" << index
+           << " (mpc does not support zero-size dimensions)";
+  };
+  for (auto [index, type] : llvm::enumerate(op->getOperandTypes()))
+    if (failed(check(type, "operand", index)))
+      return failure();
+  for (auto [index, type] : llvm::enumerate(op->getResultTypes()))
+    if (failed(check(type, "result", index)))
+      return failure();
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // ModelOp
 //===----------------------------------------------------------------------===//
@@ -325,6 +348,18 @@ LogicalResult ModelOp::verify() {
                 "or i64, got "
              << quoted(arg.getType());
   }
+  for (BlockArgument arg : getBody().front().getArguments())
+    if (!hasElements(arg.getType()))
+      return mlir::emitError(arg.getLoc())
+             << "'mpc.model' op expects '" << getArgName(arg)
+             << "' to have elements, got " << quoted(arg.getType())
+             << " (mpc does not support zero-size dimensions)";
+  for (BlockArgument arg : getBody().front().getArguments())
+    if (!hasElements(arg.getType()))
+      return mlir::emitError(arg.getLoc())
+             << "'mpc.model' op expects '" << getArgName(arg)
+             << "' to have elements, got " << quoted(arg.getType())
+             << " (mpc does not support zero-size dimensions)";
   for (BlockArgument arg : llvm::concat<BlockArgument>(getParams(), getStates())) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type || !type.hasStaticShape() ||
@@ -617,10 +652,11 @@ LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult ScaleOp::verify() {
-  // scale_c1: an inf or NaN factor makes every element inf or NaN.
+  // scale_c1: an inf or NaN factor makes every element inf or NaN; kernels
+  // multiply in f32, where 1e39 is inf.
   double factor = getFactor().convertToDouble();
-  if (!std::isfinite(factor))
-    return emitOpError() << "expects a finite factor, got "
+  if (!isFiniteAsF32(factor))
+    return emitOpError() << "expects a factor that is finite in f32, got "
                          << formatDecimal(factor);
   return success();
 }
@@ -784,8 +820,9 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
 LogicalResult DropoutOp::verify() {
   // dropout_c1
   double rate = getRate().convertToDouble();
-  if (!(rate >= 0.0 && rate < 1.0))
-    return emitOpError() << "expects 0 <= rate < 1, got "
+  // (as f32, which the kernels compare with: 0.999999999 is 1 there)
+  if (!(rate >= 0.0 && static_cast<float>(rate) < 1.0f))
+    return emitOpError() << "expects 0 <= rate < 1 in f32, got "
                          << formatDecimal(rate);
   return success();
 }
@@ -968,8 +1005,8 @@ LogicalResult LayerNormOp::verify() {
                             "f32, got "
                          << quoted(gamma) << " for " << quoted(input);
   // layer_norm_c3
-  if (!(getEps().convertToDouble() > 0))
-    return emitOpError() << "expects eps > 0, got "
+  if (!isPositiveAsF32(getEps().convertToDouble()))
+    return emitOpError() << "expects eps > 0 and finite in f32, got "
                          << formatDecimal(getEps().convertToDouble());
   return success();
 }
@@ -994,8 +1031,9 @@ LogicalResult BatchNormOp::verify() {
   // batch_norm_c4
   double momentum = getMomentum().convertToDouble();
   double eps = getEps().convertToDouble();
-  if (!(momentum >= 0 && momentum <= 1) || !(eps > 0))
-    return emitOpError() << "expects 0 <= momentum <= 1 and eps > 0, got "
+  if (!(momentum >= 0 && momentum <= 1) || !isPositiveAsF32(eps))
+    return emitOpError() << "expects 0 <= momentum <= 1 and eps > 0 and "
+                            "finite in f32, got "
                             "momentum "
                          << formatDecimal(momentum) << " and eps "
                          << formatDecimal(eps);

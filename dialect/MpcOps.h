@@ -17,6 +17,24 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir::mpc {
+/// Whether a tensor type has elements (no extent 0); other types do.
+bool hasElements(Type type);
+/// Every tensor operand and result of `op` has elements.
+LogicalResult verifyHasElements(Operation *op);
+} // namespace mlir::mpc
+
+namespace mlir::OpTrait::mpc {
+/// Every tensor operand and result has elements (Mpc_HasElements in ODS).
+template <typename ConcreteType>
+class HasElements : public TraitBase<ConcreteType, HasElements> {
+public:
+  static LogicalResult verifyTrait(Operation *op) {
+    return ::mlir::mpc::verifyHasElements(op);
+  }
+};
+} // namespace mlir::OpTrait::mpc
+
 #define GET_OP_CLASSES
 #include "dialect/MpcOps.h.inc"
 

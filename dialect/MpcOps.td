@@ -171,7 +171,7 @@ def Mpc_ModelOp : Mpc_Op<"model", [IsolatedFromAbove, Symbol, SingleBlock,
         initialiser per parameter and state argument.
     C2: names are identifiers (`[A-Za-z_][A-Za-z0-9_.]*`) and unique.
     C3: inputs are tensors of f32, f16, bf16, i32 or i64; parameters and
-        state are float tensors; all have static shapes.
+        state are float tensors; all have static shapes and no extent 0.
     C4: each initialiser suits its tensor (`kaiming_*` and `xavier_*` need
         rank >= 2 to have fans).
     C5: state is used only as the running statistics (`running_mean`,
@@ -420,7 +420,7 @@ def Mpc_ScaleOp : Mpc_PolicyOp<"scale", "Follow",
     `input * factor`, with `factor` kept as f64 so that the numerics lint can
     tell whether it survives in the precision the op runs in.
 
-    C1: `factor` is finite.
+    C1: `factor` is finite in f32 (kernels multiply in f32).
 
     ```mlir
     %0 = mpc.scale %x by 0.125 : tensor<4x8xf32>
@@ -464,7 +464,7 @@ def Mpc_DropoutOp : Mpc_PolicyOp<"dropout", "Follow", [Differentiable, SameOpera
     the backward pass regenerates the same mask. Not `Pure`: two dropouts of
     the same value draw different masks and must not be merged.
 
-    C1: `0 <= rate < 1`.
+    C1: `0 <= rate < 1`, also as f32.
 
     ```mlir
     %0 = mpc.dropout %x rate 0.1 seed 7 : tensor<4x8xf32>
@@ -605,7 +605,7 @@ def Mpc_LayerNormOp : Mpc_PolicyOp<"layer_norm", "KeepF32",
     C1: `gamma`'s shape equals the trailing dims of `input`.
     C2: `gamma` has the element type of `input`, or f32 (norm parameters
         kept in f32 under mixed precision).
-    C3: `eps` is positive.
+    C3: `eps` is positive, finite and not 0 in f32.
 
     ```mlir
     %y = mpc.layer_norm %x, %g, %b eps 1.0e-05 : tensor<4x16x64xf32>, tensor<64xf32>
@@ -638,7 +638,7 @@ def Mpc_BatchNormOp : Mpc_PolicyOp<"batch_norm", "KeepF32",
     C2: `gamma` has shape `[C]`.
     C3: `gamma` has the element type of `input`, or f32 (norm parameters
         kept in f32 under mixed precision).
-    C4: `0 <= momentum <= 1` and `eps > 0`.
+    C4: `0 <= momentum <= 1` and `eps > 0`, finite and not 0 in f32.
 
     ```mlir
     %y = mpc.batch_norm %x, %g, %b, %mean, %var

@@ -20,9 +20,12 @@
 #define MPC_DEVICE_CUDA 1
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-// NVRTC has no <cmath>, so no INFINITY; nvcc gets it from math.h.
+// NVRTC has no <cmath>, so no INFINITY or NAN; nvcc gets them from math.h.
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fc00000)
 #endif
 #else
 #define MPC_DEVICE_CPU 1

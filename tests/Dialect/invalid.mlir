@@ -127,6 +127,51 @@ mpc.model @model_c3_param_f64 inputs(%x: tensor<f32>)
 
 // -----
 
+// model_c3: no tensor has an extent of 0 (regression: a zero-size dimension
+// passed the verifiers and crashed code generation).
+mpc.model @model_c3_input_zero_extent
+    // expected-error@+1 {{'mpc.model' op expects 'x' to have elements, got 'tensor<0x8xf32>' (mpc does not support zero-size dimensions)}}
+    inputs(%x: tensor<0x8xf32>) params() {
+  %c = mpc.constant dense<0.0> : tensor<f32>
+  mpc.output loss(%c : tensor<f32>)
+}
+
+// -----
+
+mpc.model @model_c3_param_zero_extent inputs(%x: tensor<f32>)
+    // expected-error@+1 {{'mpc.model' op expects 'w' to have elements, got 'tensor<0xf16>' (mpc does not support zero-size dimensions)}}
+    params(%w: tensor<0xf16> = zeros) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+// Every mpc op (Mpc_HasElements): a reduction over nothing, a GEMM with
+// k = 0, and a slice whose range is empty.
+func.func @has_elements_reduction(%x: tensor<0x8xf32>) -> tensor<8xf32> {
+  // expected-error@+1 {{'mpc.reduce_sum' op expects tensors with elements, got 'tensor<0x8xf32>' for operand #0 (mpc does not support zero-size dimensions)}}
+  %0 = mpc.reduce_sum %x dims [0] : tensor<0x8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @has_elements_gemm(%a: tensor<4x0xbf16>, %b: tensor<0x2xbf16>) -> tensor<4x2xbf16> {
+  // expected-error@+1 {{'mpc.matmul' op expects tensors with elements, got 'tensor<4x0xbf16>' for operand #0 (mpc does not support zero-size dimensions)}}
+  %0 = mpc.matmul %a, %b : tensor<4x0xbf16>, tensor<0x2xbf16>
+  return %0 : tensor<4x2xbf16>
+}
+
+// -----
+
+func.func @has_elements_slice(%x: tensor<10x4xf16>) -> tensor<0x2xf16> {
+  // expected-error@+1 {{'mpc.slice' op expects tensors with elements, got 'tensor<0x2xf16>' for result #0 (mpc does not support zero-size dimensions)}}
+  %0 = mpc.slice %x starts [2, 0] limits [2, 4] strides [2, 2] : tensor<10x4xf16>
+  return %0 : tensor<0x2xf16>
+}
+
+// -----
+
 // model_c3: state is a statically shaped float tensor.
 mpc.model @model_c3_state_dynamic inputs(%x: tensor<f32>) params()
     // expected-error@+1 {{'mpc.model' op expects parameter or state 's' to be a statically shaped tensor of f32, f16 or bf16, got 'tensor<?xf32>'}}
@@ -1036,7 +1081,7 @@ func.func @gelu_integer(%x: tensor<4xi32>) {
 
 // scale_c1
 func.func @scale_c1_inf(%x: tensor<4xf32>) {
-  // expected-error@+1 {{'mpc.scale' op expects a finite factor, got inf}}
+  // expected-error@+1 {{'mpc.scale' op expects a factor that is finite in f32, got inf}}
   %0 = mpc.scale %x by 0x7FF0000000000000 : tensor<4xf32>
   return
 }
@@ -1044,8 +1089,18 @@ func.func @scale_c1_inf(%x: tensor<4xf32>) {
 // -----
 
 func.func @scale_c1_nan(%x: tensor<4xf32>) {
-  // expected-error@+1 {{'mpc.scale' op expects a finite factor, got nan}}
+  // expected-error@+1 {{'mpc.scale' op expects a factor that is finite in f32, got nan}}
   %0 = mpc.scale %x by 0x7FF8000000000000 : tensor<4xf32>
+  return
+}
+
+// -----
+
+// Finite as a double, inf in f32, where kernels multiply (regression: the
+// generated C++ printed it as `INFf` and did not compile).
+func.func @scale_c1_f32_overflow(%x: tensor<4xbf16>) {
+  // expected-error@+1 {{'mpc.scale' op expects a factor that is finite in f32, got 1.0e+39}}
+  %0 = mpc.scale %x by 1.0e39 : tensor<4xbf16>
   return
 }
 
@@ -1093,7 +1148,7 @@ func.func @where_float_condition(%c: tensor<4xf32>, %a: tensor<4xf32>) {
 // -----
 
 func.func @dropout_c1(%x: tensor<4xf32>) {
-  // expected-error@+1 {{'mpc.dropout' op expects 0 <= rate < 1, got 1}}
+  // expected-error@+1 {{'mpc.dropout' op expects 0 <= rate < 1 in f32, got 1}}
   %0 = mpc.dropout %x rate 1.0 : tensor<4xf32>
   return
 }
@@ -1101,7 +1156,7 @@ func.func @dropout_c1(%x: tensor<4xf32>) {
 // -----
 
 func.func @dropout_c1_negative(%x: tensor<4xf32>) {
-  // expected-error@+1 {{'mpc.dropout' op expects 0 <= rate < 1, got -0.1}}
+  // expected-error@+1 {{'mpc.dropout' op expects 0 <= rate < 1 in f32, got -0.1}}
   %0 = mpc.dropout %x rate -0.1 seed 3 : tensor<4xf32>
   return
 }
@@ -1322,7 +1377,7 @@ func.func @layer_norm_c2(%x: tensor<4x64xf16>, %g: tensor<64xbf16>) {
 // -----
 
 func.func @layer_norm_c3(%x: tensor<4x64xf32>, %g: tensor<64xf32>) {
-  // expected-error@+1 {{'mpc.layer_norm' op expects eps > 0, got 0}}
+  // expected-error@+1 {{'mpc.layer_norm' op expects eps > 0 and finite in f32, got 0}}
   %0 = mpc.layer_norm %x, %g, %g eps 0.0 : tensor<4x64xf32>, tensor<64xf32>
   return
 }
@@ -1330,8 +1385,17 @@ func.func @layer_norm_c3(%x: tensor<4x64xf32>, %g: tensor<64xf32>) {
 // -----
 
 func.func @layer_norm_c3_negative(%x: tensor<4x64xf32>, %g: tensor<64xf32>) {
-  // expected-error@+1 {{'mpc.layer_norm' op expects eps > 0, got -1}}
+  // expected-error@+1 {{'mpc.layer_norm' op expects eps > 0 and finite in f32, got -1}}
   %0 = mpc.layer_norm %x, %g, %g eps -1.0 : tensor<4x64xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+// 1e-50 is 0 in f32, where kernels add it to the variance.
+func.func @layer_norm_c3_f32_underflow(%x: tensor<4x64xf32>, %g: tensor<64xf32>) {
+  // expected-error@+1 {{'mpc.layer_norm' op expects eps > 0 and finite in f32, got 1.0e-50}}
+  %0 = mpc.layer_norm %x, %g, %g eps 1.0e-50 : tensor<4x64xf32>, tensor<64xf32>
   return
 }
 
@@ -1379,7 +1443,7 @@ func.func @batch_norm_c3(%x: tensor<8x16xbf16>, %g: tensor<16xf16>) {
 // -----
 
 func.func @batch_norm_c4_momentum(%x: tensor<8x16xf32>, %g: tensor<16xf32>) {
-  // expected-error@+1 {{'mpc.batch_norm' op expects 0 <= momentum <= 1 and eps > 0, got momentum 1.5 and eps 1.0e-05}}
+  // expected-error@+1 {{'mpc.batch_norm' op expects 0 <= momentum <= 1 and eps > 0 and finite in f32, got momentum 1.5 and eps 1.0e-05}}
   %0 = mpc.batch_norm %x, %g, %g, %g, %g momentum 1.5 : tensor<8x16xf32>, tensor<16xf32>
   return
 }
@@ -1387,7 +1451,7 @@ func.func @batch_norm_c4_momentum(%x: tensor<8x16xf32>, %g: tensor<16xf32>) {
 // -----
 
 func.func @batch_norm_c4_momentum_negative(%x: tensor<8x16xf32>, %g: tensor<16xf32>) {
-  // expected-error@+1 {{'mpc.batch_norm' op expects 0 <= momentum <= 1 and eps > 0, got momentum -0.1 and eps 1.0e-05}}
+  // expected-error@+1 {{'mpc.batch_norm' op expects 0 <= momentum <= 1 and eps > 0 and finite in f32, got momentum -0.1 and eps 1.0e-05}}
   %0 = mpc.batch_norm %x, %g, %g, %g, %g momentum -0.1 : tensor<8x16xf32>, tensor<16xf32>
   return
 }
@@ -1395,7 +1459,7 @@ func.func @batch_norm_c4_momentum_negative(%x: tensor<8x16xf32>, %g: tensor<16xf
 // -----
 
 func.func @batch_norm_c4_eps(%x: tensor<8x16xf32>, %g: tensor<16xf32>) {
-  // expected-error@+1 {{'mpc.batch_norm' op expects 0 <= momentum <= 1 and eps > 0, got momentum 0.1 and eps 0}}
+  // expected-error@+1 {{'mpc.batch_norm' op expects 0 <= momentum <= 1 and eps > 0 and finite in f32, got momentum 0.1 and eps 0}}
   %0 = mpc.batch_norm %x, %g, %g, %g, %g eps 0.0 : tensor<8x16xf32>, tensor<16xf32>
   return
 }
@@ -1477,10 +1541,10 @@ func.func @reshape_c1(%x: tensor<4x16xf32>) {
 // -----
 
 // reshape_c1: an element count that overflows int64 used to wrap to 0 and
-// match tensor<0xf32>.
+// match tensor<0xf32> (which Mpc_HasElements now rejects in any case).
 func.func @reshape_c1_overflow(%x: tensor<4611686018427387904x4xf32>) {
   // expected-error@+1 {{'mpc.reshape' op expects at most 2^63 - 1 elements, got 'tensor<4611686018427387904x4xf32>'}}
-  %0 = mpc.reshape %x : tensor<4611686018427387904x4xf32> to tensor<0xf32>
+  %0 = mpc.reshape %x : tensor<4611686018427387904x4xf32> to tensor<1xf32>
   return
 }
 
@@ -1619,7 +1683,7 @@ func.func @slice_c2_stride(%x: tensor<4x8xf32>) {
 func.func @concat_c1_empty() {
   // expected-error@+2 {{'mpc.concat' op expects at least one input}}
   // expected-error@+1 {{'mpc.concat' op failed to infer returned types}}
-  %0 = "mpc.concat"() <{dim = 0 : i64}> : () -> tensor<0xf32>
+  %0 = "mpc.concat"() <{dim = 0 : i64}> : () -> tensor<1xf32>
   return
 }
 

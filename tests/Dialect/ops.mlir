@@ -681,18 +681,18 @@ func.func @slice(%qkv: tensor<4x16x192xf32>) -> tensor<4x16x64xf32> {
   return %0 : tensor<4x16x64xf32>
 }
 
-// Strided: ceil((10 - 1) / 3) = 3 and ceil((4 - 0) / 1) = 4; an empty range
-// gives an extent of 0.
+// Strided: ceil((10 - 1) / 3) = 3 and ceil((4 - 0) / 2) = 2. (An empty
+// range would give an extent of 0, which invalid.mlir rejects.)
 // CHECK-LABEL: func.func @slice_strides
 //       CHECK:   mpc.slice %{{.*}} starts [1, 0] limits [10, 4] strides [3, 1] : tensor<10x4xf16>
-//       CHECK:   mpc.slice %{{.*}} starts [2, 0] limits [2, 4] strides [2, 2] : tensor<10x4xf16>
+//       CHECK:   mpc.slice %{{.*}} starts [2, 0] limits [3, 4] strides [2, 2] : tensor<10x4xf16>
 // GENERIC-LABEL: sym_name = "slice_strides"
 //       GENERIC:   "mpc.slice"(%{{.*}}) <{limits = array<i64: 10, 4>, starts = array<i64: 1, 0>, strides = array<i64: 3, 1>}> : (tensor<10x4xf16>) -> tensor<3x4xf16>
-//       GENERIC:   "mpc.slice"(%{{.*}}) <{limits = array<i64: 2, 4>, starts = array<i64: 2, 0>, strides = array<i64: 2, 2>}> : (tensor<10x4xf16>) -> tensor<0x2xf16>
-func.func @slice_strides(%x: tensor<10x4xf16>) -> (tensor<3x4xf16>, tensor<0x2xf16>) {
+//       GENERIC:   "mpc.slice"(%{{.*}}) <{limits = array<i64: 3, 4>, starts = array<i64: 2, 0>, strides = array<i64: 2, 2>}> : (tensor<10x4xf16>) -> tensor<1x2xf16>
+func.func @slice_strides(%x: tensor<10x4xf16>) -> (tensor<3x4xf16>, tensor<1x2xf16>) {
   %0 = mpc.slice %x starts [1, 0] limits [10, 4] strides [3, 1] : tensor<10x4xf16>
-  %1 = mpc.slice %x starts [2, 0] limits [2, 4] strides [2, 2] : tensor<10x4xf16>
-  return %0, %1 : tensor<3x4xf16>, tensor<0x2xf16>
+  %1 = mpc.slice %x starts [2, 0] limits [3, 4] strides [2, 2] : tensor<10x4xf16>
+  return %0, %1 : tensor<3x4xf16>, tensor<1x2xf16>
 }
 
 // CHECK-LABEL: func.func @concat
