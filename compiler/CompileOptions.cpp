@@ -8,6 +8,7 @@
 #include "compiler/CompileOptions.h"
 
 #include "compiler/Roofline.h"
+#include "dialect/MpcDialect.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -27,15 +28,16 @@ std::optional<std::string> parseLossScale(const std::string &text,
     return std::nullopt;
   }
   double scale = 0;
+  // The scale multiplies the f32 loss: it must be a positive f32.
   if (value.consume_front("static:") && !value.getAsDouble(scale) &&
-      std::isfinite(scale) && scale > 0) {
+      isPositiveAsF32(scale)) {
     out.mode = LossScaleMode::Static;
     out.staticScale = scale;
     return std::nullopt;
   }
   return "invalid --loss-scale='" + text +
-         "': expected dynamic, none or static:<positive scale> (e.g. "
-         "static:512)";
+         "': expected dynamic, none or static:<scale>, a positive number "
+         "finite in f32 (e.g. static:512)";
 }
 
 std::optional<std::string> parseArch(const std::string &text, int &smVersion) {

@@ -8,6 +8,7 @@
 #include "compiler/CompileOptions.h"
 #include "compiler/Compiler.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -19,6 +20,32 @@
 using namespace llvm;
 
 namespace {
+
+/// The parser of every floating-point option. Training computes in f32, so
+/// a value must be a number that is finite in f32 (1e39 is inf there) and,
+/// when not 0, does not round to 0 (1e-50); an empty value (`--lr=`) is no
+/// number, not 0. llvm::cl names the option in the message.
+class F32Parser : public cl::parser<double> {
+public:
+  using cl::parser<double>::parser;
+  bool parse(cl::Option &option, StringRef name, StringRef text,
+             double &value) {
+    if (text.trim().empty())
+      return option.error("expects a number, got an empty value");
+    if (!to_float(text, value) || std::isnan(value))
+      return option.error("expects a number, got '" + text + "'");
+    float single = static_cast<float>(value);
+    if (!std::isfinite(single))
+      return option.error("'" + text +
+                          "' is not finite as an f32 (the largest is "
+                          "3.40282e+38)");
+    if (value != 0 && single == 0)
+      return option.error("'" + text + "' is 0 as an f32 (the smallest "
+                                       "is 1.4e-45)");
+    return false;
+  }
+};
+using F32Option = cl::opt<double, false, F32Parser>;
 
 cl::SubCommand compileCommand("compile",
                               "Compile a model into a training library");
@@ -103,14 +130,14 @@ cl::opt<std::string> lossScale(
                            "dynamic for f16, none otherwise)"),
     cl::sub(compileCommand), cl::cat(precisionCategory));
 // The dynamic scaler's knobs, GradScaler's names and defaults.
-cl::opt<double> lossScaleInit(
+F32Option lossScaleInit(
     "loss-scale-init", cl::desc("Dynamic loss scaling: the first scale"),
     cl::init(65536.0), cl::sub(compileCommand), cl::cat(precisionCategory));
-cl::opt<double> lossScaleGrowthFactor(
+F32Option lossScaleGrowthFactor(
     "loss-scale-growth-factor",
     cl::desc("Dynamic loss scaling: growth multiplier (> 1)"), cl::init(2.0),
     cl::sub(compileCommand), cl::cat(precisionCategory));
-cl::opt<double> lossScaleBackoffFactor(
+F32Option lossScaleBackoffFactor(
     "loss-scale-backoff-factor",
     cl::desc("Dynamic loss scaling: multiplier on an overflow, in (0, 1)"),
     cl::init(0.5), cl::sub(compileCommand), cl::cat(precisionCategory));
@@ -123,7 +150,7 @@ cl::opt<int64_t> lossScaleHysteresis(
     cl::desc("Dynamic loss scaling: overflows before a backoff (DeepSpeed; "
              "1 is none)"),
     cl::init(1), cl::sub(compileCommand), cl::cat(precisionCategory));
-cl::opt<double> lossScaleMin(
+F32Option lossScaleMin(
     "loss-scale-min",
     cl::desc("Dynamic loss scaling: the scale never goes below this"),
     cl::init(0.0), cl::sub(compileCommand), cl::cat(precisionCategory));
@@ -143,17 +170,17 @@ cl::opt<mlir::mpc::OptimizerKind> optimizer(
                clEnumValN(mlir::mpc::OptimizerKind::Adam, "adam", "Adam"),
                clEnumValN(mlir::mpc::OptimizerKind::AdamW, "adamw",
                           "Adam with decoupled weight decay")));
-cl::opt<double> learningRate("lr", cl::desc("Initial learning rate"),
+F32Option learningRate("lr", cl::desc("Initial learning rate"),
                              cl::init(0.01), cl::sub(compileCommand),
                              cl::cat(optimizerCategory));
-cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
+F32Option momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
                          cl::sub(compileCommand), cl::cat(optimizerCategory));
 cl::opt<bool> nesterov("nesterov", cl::desc("SGD with Nesterov momentum"),
                        cl::sub(compileCommand), cl::cat(optimizerCategory));
-cl::opt<double> beta1("beta1", cl::desc("Adam first-moment decay"),
+F32Option beta1("beta1", cl::desc("Adam first-moment decay"),
                       cl::init(0.9), cl::sub(compileCommand),
                       cl::cat(optimizerCategory));
-cl::opt<double> beta2("beta2", cl::desc("Adam second-moment decay"),
+F32Option beta2("beta2", cl::desc("Adam second-moment decay"),
                       cl::init(0.999), cl::sub(compileCommand),
                       cl::cat(optimizerCategory));
 cl::opt<mlir::mpc::LrSchedule> lrSchedule(
@@ -173,15 +200,15 @@ cl::opt<int64_t> decaySteps("decay-steps",
                             cl::desc("Applied steps of cosine decay"),
                             cl::init(0), cl::sub(compileCommand),
                             cl::cat(optimizerCategory));
-cl::opt<double> minLr("min-lr", cl::desc("Rate at the end of the decay"),
+F32Option minLr("min-lr", cl::desc("Rate at the end of the decay"),
                       cl::init(0.0), cl::sub(compileCommand),
                       cl::cat(optimizerCategory));
-cl::opt<double> weightDecay("weight-decay", cl::desc("Weight decay"),
+F32Option weightDecay("weight-decay", cl::desc("Weight decay"),
                             cl::init(0.0), cl::sub(compileCommand),
                             cl::cat(optimizerCategory));
-cl::opt<double> eps("eps", cl::desc("Adam epsilon"), cl::init(1e-8),
+F32Option eps("eps", cl::desc("Adam epsilon"), cl::init(1e-8),
                     cl::sub(compileCommand), cl::cat(optimizerCategory));
-cl::opt<double> clipNorm("clip-norm",
+F32Option clipNorm("clip-norm",
                          cl::desc("Clip gradients to this global norm (0: "
                                   "off)"),
                          cl::init(0.0), cl::sub(compileCommand),

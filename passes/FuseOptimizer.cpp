@@ -27,14 +27,14 @@ struct MpcFuseOptimizerPass
   std::string checkOptions() const {
     auto text = [](double value) { return formatDecimal(value); };
     auto nonNegative = [](double value) {
-      return std::isfinite(value) && value >= 0;
+      return isFiniteAsF32(value) && value >= 0;
     };
     if (!nonNegative(lr))
-      return "lr must be finite and >= 0, got " + text(lr);
+      return "lr must be finite in f32 and >= 0, got " + text(lr);
     if (!nonNegative(momentum))
-      return "momentum must be finite and >= 0, got " + text(momentum);
+      return "momentum must be finite in f32 and >= 0, got " + text(momentum);
     if (!nonNegative(weightDecay))
-      return "weight-decay must be finite and >= 0, got " + text(weightDecay);
+      return "weight-decay must be finite in f32 and >= 0, got " + text(weightDecay);
     if (kind == OptimizerKind::Sgd && nesterov && momentum <= 0)
       return "nesterov needs a momentum > 0 (as torch.optim.SGD)";
     if (kind != OptimizerKind::Sgd && nesterov)
@@ -44,9 +44,9 @@ struct MpcFuseOptimizerPass
     if (!(beta2 >= 0 && beta2 < 1))
       return "beta2 must be in [0, 1), got " + text(beta2);
     if (!nonNegative(eps))
-      return "eps must be finite and >= 0, got " + text(eps);
+      return "eps must be finite in f32 and >= 0, got " + text(eps);
     if (!nonNegative(clipNorm))
-      return "clip-norm must be finite and >= 0 (0: none), got " +
+      return "clip-norm must be finite in f32 and >= 0 (0: none), got " +
              text(clipNorm);
     if (accumulate < 1 || accumulate > INT32_MAX)
       return "accumulate must be in [1, 2^31), got " +

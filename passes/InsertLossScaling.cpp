@@ -40,12 +40,12 @@ struct MpcInsertLossScalingPass
     auto text = [](double value) { return formatDecimal(value); };
     if (resolved == LossScaleMode::None)
       return "";
-    if (!std::isfinite(initScale) || !(initScale > 0))
-      return "init-scale must be finite and > 0, got " + text(initScale);
+    if (!isPositiveAsF32(initScale))
+      return "init-scale must be finite in f32 and > 0, got " + text(initScale);
     if (resolved == LossScaleMode::Static)
       return "";
-    if (!std::isfinite(growthFactor) || !(growthFactor > 1))
-      return "growth-factor must be finite and > 1, got " + text(growthFactor);
+    if (!isFiniteAsF32(growthFactor) || !(growthFactor > 1))
+      return "growth-factor must be finite in f32 and > 1, got " + text(growthFactor);
     if (!(backoffFactor > 0 && backoffFactor < 1))
       return "backoff-factor must be in (0, 1), got " + text(backoffFactor);
     if (growthInterval < 1 || growthInterval > INT32_MAX)
@@ -54,7 +54,7 @@ struct MpcInsertLossScalingPass
     if (hysteresis < 1 || hysteresis > INT32_MAX)
       return "hysteresis must be >= 1 (1 is none), got " +
              std::to_string(hysteresis);
-    if (!std::isfinite(minScale) || minScale < 0 || minScale > initScale)
+    if (!isFiniteAsF32(minScale) || minScale < 0 || minScale > initScale)
       return "min-scale must be in [0, init-scale " + text(initScale) +
              "], got " + text(minScale);
     return "";

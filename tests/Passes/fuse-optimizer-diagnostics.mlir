@@ -7,12 +7,16 @@
 // RUN:   | FileCheck %s --check-prefix=ACCUMULATE
 // RUN: not mpc-opt %s --split-input-file --mpc-autodiff --mpc-fuse-optimizer="schedule=warmup_cosine" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SCHEDULE
+// RUN: not mpc-opt %s --split-input-file --mpc-autodiff --mpc-fuse-optimizer="lr=1e39" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=LR-F32
 
 // Hyper-parameters are checked as torch.optim checks them.
 // NESTEROV: error: mpc-fuse-optimizer: nesterov needs a momentum > 0 (as torch.optim.SGD)
 // BETA: error: mpc-fuse-optimizer: beta2 must be in [0, 1), got 1
 // ACCUMULATE: error: mpc-fuse-optimizer: accumulate must be in [1, 2^31), got 0
 // SCHEDULE: error: mpc-fuse-optimizer: the warmup_cosine schedule needs warmup-steps or decay-steps
+// The optimizer computes in f32, where 1e39 is inf.
+// LR-F32: error: mpc-fuse-optimizer: lr must be finite in f32 and >= 0, got 1.0e+39
 
 // One fused update runs over the flat parameters: they share a type.
 // expected-error@+1 {{mpc-fuse-optimizer: the fused update needs every parameter in one storage type, but %w is 'f32' and %b is 'f16'}}

@@ -18,7 +18,7 @@
 // MODE: error: mpc-insert-loss-scaling: unknown mode 'sometimes'; expected auto, dynamic, static or none
 // MIN: error: mpc-insert-loss-scaling: min-scale must be in [0, init-scale 65536], got 1000000000
 // HYSTERESIS: error: mpc-insert-loss-scaling: hysteresis must be >= 1 (1 is none), got 0
-// STATIC: error: mpc-insert-loss-scaling: init-scale must be finite and > 0, got 0
+// STATIC: error: mpc-insert-loss-scaling: init-scale must be finite in f32 and > 0, got 0
 
 // The pass needs the gradients mpc-autodiff derives (the first RUN line
 // runs it alone).
