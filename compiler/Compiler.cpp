@@ -20,6 +20,7 @@
 #include "llvm/ADT/SmallString.h"
 
 #include "dialect/MpcOps.h"
+#include "dialect/ParserWorkarounds.h"
 #include "dialect/Register.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -206,8 +207,11 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   context.printOpOnDiagnostic(false);
 
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  unsigned bufferId =
+      sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  if (failed(rejectParserCrashes(sourceMgr, bufferId)))
+    return 1;
 
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module || failed(checkSingleModel(*module)))
