@@ -615,6 +615,26 @@ std::string mlir::mpc::maxPoolIndexType(MaxPool2dGradOp op) {
                                                           : "long long";
 }
 
+int64_t mlir::mpc::convGradWeightColumnBytes(Conv2dGradWeightOp op) {
+  auto input = op.getInput().getType();
+  auto weight = op.getResult().getType();
+  auto output = op.getGrad().getType();
+  int64_t elements = input.getDimSize(0) * input.getDimSize(1) *
+                     weight.getDimSize(2) * weight.getDimSize(3) *
+                     output.getDimSize(2) * output.getDimSize(3);
+  return elements *
+         storageBytes(RankedTensorType::get({1}, input.getElementType()));
+}
+
+std::optional<int64_t>
+mlir::mpc::convGradWeightSumOffset(Conv2dGradWeightOp op) {
+  // One image's GEMM writes dW directly; so does an f32 dW.
+  if (op.getResult().getType().getElementType().isF32() ||
+      op.getInput().getType().getDimSize(0) == 1)
+    return std::nullopt;
+  return llvm::alignTo(convGradWeightColumnBytes(op), 256);
+}
+
 int64_t mlir::mpc::scratchBytes(const Step &step) {
   Operation *op = step.ops.front();
   if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
@@ -667,15 +687,11 @@ int64_t mlir::mpc::scratchBytes(const Step &step) {
            4;
   }
   if (auto grad = dyn_cast<Conv2dGradWeightOp>(op)) {
-    // Recomputed im2col columns, in the input's type.
-    auto input = grad.getInput().getType();
-    auto weight = grad.getResult().getType();
-    auto output = grad.getGrad().getType();
-    int64_t elements = input.getDimSize(0) * input.getDimSize(1) *
-                       weight.getDimSize(2) * weight.getDimSize(3) *
-                       output.getDimSize(2) * output.getDimSize(3);
-    return elements *
-           storageBytes(RankedTensorType::get({1}, input.getElementType()));
+    // Recomputed im2col columns, in the input's type, then the f32 sum of
+    // a half dW (convGradWeightSumOffset).
+    if (std::optional<int64_t> sum = convGradWeightSumOffset(grad))
+      return *sum + grad.getResult().getType().getNumElements() * 4;
+    return convGradWeightColumnBytes(grad);
   }
   return 0;
 }

@@ -128,6 +128,11 @@ private:
 /// Scratch bytes a step needs while it runs (row statistics, im2col
 /// columns); 0 for most.
 int64_t scratchBytes(const Step &step);
+/// conv2d_grad_weight's scratch: the recomputed im2col columns (bytes), and
+/// where the f32 sum over the batch of a half dW starts after them (none
+/// where the GEMMs can accumulate in dW itself: an f32 dW, one image).
+int64_t convGradWeightColumnBytes(Conv2dGradWeightOp op);
+std::optional<int64_t> convGradWeightSumOffset(Conv2dGradWeightOp op);
 
 /// The C type of max_pool2d_grad's per-window argmax (an index into the
 /// input plane, kept in scratch): int where the plane allows it.

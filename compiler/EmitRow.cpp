@@ -66,7 +66,7 @@ void emitSoftmax(StepEmitter &emitter, Value input, Value output, int64_t dim,
       "  MPC_FOR_THREAD(j, {4}LL) m = fmaxf(m, mpc_load(x + base + j * "
       "stride));\n"
       "  m = mpc_block_reduce_max(m);\n"
-      "  float s = 0.0f;\n"
+      "  mpc_sum s = 0.0f;\n"
       "  MPC_FOR_THREAD(j, {4}LL) s += expf(mpc_load(x + base + j * stride) - "
       "m);\n"
       "  s = mpc_block_reduce_sum(s);\n"
@@ -101,7 +101,7 @@ void emitSoftmaxGrad(StepEmitter &emitter, Value grad, Value output,
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
       "*__restrict__ y, {3} *__restrict__ dx) {{\n{4}"
-      "  float s = 0.0f;\n"
+      "  mpc_sum s = 0.0f;\n"
       "  MPC_FOR_THREAD(j, {5}LL) s += {6};\n"
       "  s = mpc_block_reduce_sum(s);\n"
       "  MPC_FOR_THREAD(j, {5}LL) {7}\n"
@@ -150,7 +150,7 @@ void emitCrossEntropy(StepEmitter &emitter, const Step &step,
       "  float m = -INFINITY;\n"
       "  MPC_FOR_THREAD(j, {3}LL) m = fmaxf(m, mpc_load(x + j));\n"
       "  m = mpc_block_reduce_max(m);\n"
-      "  float s = 0.0f;\n"
+      "  mpc_sum s = 0.0f;\n"
       "  MPC_FOR_THREAD(j, {3}LL) s += expf(mpc_load(x + j) - m);\n"
       "  s = mpc_block_reduce_sum(s);\n"
       "  if (threadIdx.x == 0) {{\n"
@@ -181,7 +181,7 @@ void emitCrossEntropy(StepEmitter &emitter, const Step &step,
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const float *__restrict__ row_loss, const float "
       "*__restrict__ row_valid, float *__restrict__ loss) {{\n"
-      "  float total = 0.0f, count = 0.0f;\n"
+      "  mpc_sum total = 0.0f, count = 0.0f;\n"
       "  MPC_FOR_THREAD(r, {1}LL) {{ total += row_loss[r]; count += "
       "row_valid[r]; }\n"
       "  total = mpc_block_reduce_sum(total);\n"
@@ -250,7 +250,7 @@ void emitCrossEntropyGrad(StepEmitter &emitter, const Step &step,
       "  float m = -INFINITY;\n"
       "  MPC_FOR_THREAD(j, {4}LL) m = fmaxf(m, mpc_load(x + j));\n"
       "  m = mpc_block_reduce_max(m);\n"
-      "  float s = 0.0f;\n"
+      "  mpc_sum s = 0.0f;\n"
       "  MPC_FOR_THREAD(j, {4}LL) s += expf(mpc_load(x + j) - m);\n"
       "  s = mpc_block_reduce_sum(s);\n"
       "  float scale = dloss[0] / count[0];\n"
@@ -304,7 +304,7 @@ void emitReduce(StepEmitter &emitter, Operation *op, Value input, Value output,
       "out) {{\n"
       "  long long o = blockIdx.x;\n"
       "  long long base = 0;\n{3}"
-      "  float acc = {4};\n"
+      "  {10} acc = {4};\n"
       "  MPC_FOR_THREAD(t, {5}LL) {{\n"
       "    long long offset = base;\n{6}"
       "    float v = mpc_load(in + offset);\n"
@@ -319,7 +319,8 @@ void emitReduce(StepEmitter &emitter, Operation *op, Value input, Value output,
       offsetCode("offset", "t", type.getShape(), sortedDims),
       // NaN wins a maximum, as torch.amax.
       isMax ? "acc = (v > acc || v != v) ? v : acc;" : "acc += v;",
-      isMax ? "mpc_block_reduce_max" : "mpc_block_reduce_sum", finish));
+      isMax ? "mpc_block_reduce_max" : "mpc_block_reduce_sum", finish,
+      isMax ? "float" : "mpc_sum"));
   emitter.launch(name, outputs, rowBlockSize,
                  {emitter.constPointer(input), emitter.pointer(output)},
                  // One add an element for sums and means (a divide per output
@@ -342,10 +343,10 @@ void emitLayerNorm(StepEmitter &emitter, LayerNormOp op) {
       "y) {{\n"
       "  const {1} *row = x + (long long)blockIdx.x * {3}LL;\n"
       "  {1} *out = y + (long long)blockIdx.x * {3}LL;\n"
-      "  float sum = 0.0f;\n"
+      "  mpc_sum sum = 0.0f;\n"
       "  MPC_FOR_THREAD(j, {3}LL) sum += mpc_load(row + j);\n"
       "  float mean = mpc_block_reduce_sum(sum) / {3}.0f;\n"
-      "  float squares = 0.0f;\n"
+      "  mpc_sum squares = 0.0f;\n"
       "  MPC_FOR_THREAD(j, {3}LL) {{ float d = mpc_load(row + j) - mean; "
       "squares += d * d; }\n"
       "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {3}.0f + "
@@ -354,7 +355,7 @@ void emitLayerNorm(StepEmitter &emitter, LayerNormOp op) {
       "mean) * rstd * mpc_load(gamma + j) + mpc_load(beta + j));\n"
       "}\n",
       name, elementCType(op.getInput()), elementCType(op.getGamma()), width,
-      llvm::formatv("{0:e9}f", op.getEps().convertToDouble()).str()));
+      floatLiteral(op.getEps().convertToDouble())));
   emitter.launch(
       name, rows, rowBlockSize,
       {emitter.constPointer(op.getInput()), emitter.constPointer(op.getGamma()),
@@ -381,9 +382,9 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
   int64_t spatial = type.getNumElements() / (batch * channels);
   int64_t count = batch * spatial;
   std::string eps =
-      llvm::formatv("{0:e9}f", op.getEps().convertToDouble()).str();
+      floatLiteral(op.getEps().convertToDouble());
   std::string momentum =
-      llvm::formatv("{0:e9}f", op.getMomentum().convertToDouble()).str();
+      floatLiteral(op.getMomentum().convertToDouble());
   std::string stats = emitter.scratchPointer(step, "float");
   std::string element = elementCType(op.getInput());
   std::string param = elementCType(op.getGamma());
@@ -395,11 +396,11 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
         "running_mean, {2} *__restrict__ running_var, float *__restrict__ "
         "stats, int update) {{\n"
         "  long long c = blockIdx.x;\n"
-        "  float sum = 0.0f;\n"
+        "  mpc_sum sum = 0.0f;\n"
         "  MPC_FOR_THREAD(t, {3}LL) sum += mpc_load(x + (t / {4}LL) * {5}LL + "
         "c * {4}LL + t % {4}LL);\n"
         "  float mean = mpc_block_reduce_sum(sum) / {3}.0f;\n"
-        "  float squares = 0.0f;\n"
+        "  mpc_sum squares = 0.0f;\n"
         "  MPC_FOR_THREAD(t, {3}LL) {{ float d = mpc_load(x + (t / {4}LL) * "
         "{5}LL + c * {4}LL + t % {4}LL) - mean; squares += d * d; }\n"
         "  float var = mpc_block_reduce_sum(squares) / {3}.0f;\n"

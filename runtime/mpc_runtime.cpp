@@ -612,6 +612,7 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   fresh.seed = options->seed;
   fresh.step = 0;
   fresh.cuda = nullptr;
+  fresh.gradients_nonfinite = 0;
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     fresh.arenas[a] = nullptr;
   if (mpc_status status = resolve_hyperparameter(
@@ -725,7 +726,23 @@ extern "C" mpc_status mpc_compute_gradients(mpc_session *session,
   if (mpc_status status =
           check_inputs(session, "mpc_compute_gradients", inputs))
     return status;
-  return run_step(session, inputs, /*training=*/1, /*apply_update=*/0, loss);
+  if (mpc_status status = run_step(session, inputs, /*training=*/1,
+                                   /*apply_update=*/0, loss))
+    return status;
+  // A caller inspecting gradients must know when they overflowed: the
+  // train step's finite check runs in the optimizer, which this call skips.
+  if (mpc_status status = mpcrt::sync_host(session))
+    return status;
+  const mpc_model_desc *model = session->model;
+  const unsigned char *grads =
+      static_cast<const unsigned char *>(session->arenas[MPC_ARENA_GRADS]);
+  int64_t nonfinite = 0;
+  for (int32_t p = 0; p < model->num_params; ++p)
+    for (int64_t i = 0; i < model->params[p].num_elements; ++i)
+      nonfinite += !std::isfinite(mpc_load_as_f32(
+          model->params[p].dtype, grads + model->params[p].offset, i));
+  session->gradients_nonfinite = nonfinite;
+  return MPC_OK;
 }
 
 extern "C" mpc_status mpc_get_gradient(mpc_session *session, const char *name,
@@ -815,6 +832,45 @@ extern "C" mpc_status mpc_set_param(mpc_session *session, const char *name,
   return mpcrt::sync_half_copies(session);
 }
 
+extern "C" mpc_status mpc_set_param_shaped(mpc_session *session,
+                                           const char *name, const float *data,
+                                           const int64_t *shape, int32_t rank) {
+  const char *function = "mpc_set_param_shaped";
+  if (!session || !name)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT, "%s: %s is null", function,
+                     !session ? "session" : "name");
+  const mpc_tensor_desc *tensor =
+      mpcrt::find_param_or_state(session->model, name);
+  if (!tensor)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "%s: model '%s' has no parameter or state '%s'", function,
+                     session->model->name, name);
+  if (rank < 0 || rank > MPC_MAX_RANK || (!shape && rank > 0))
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "%s: rank %d needs a shape of 0 to %d extents", function,
+                     static_cast<int>(rank), MPC_MAX_RANK);
+  auto text = [](const int64_t *extents, int32_t count) {
+    std::string result = "[";
+    for (int32_t d = 0; d < count; ++d)
+      result += (d ? ", " : "") + std::to_string(extents[d]);
+    return result + "]";
+  };
+  bool same = rank == tensor->rank;
+  bool reversed = rank == tensor->rank && rank > 1;
+  for (int32_t d = 0; d < rank && (same || reversed); ++d) {
+    same = same && shape[d] == tensor->shape[d];
+    reversed = reversed && shape[d] == tensor->shape[rank - 1 - d];
+  }
+  if (!same)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "%s: '%s' has shape %s, got %s%s", function, name,
+                     text(tensor->shape, tensor->rank).c_str(),
+                     text(shape, rank).c_str(),
+                     reversed ? " (transposed?)" : "");
+  return mpc_set_param(session, name, data,
+                       static_cast<size_t>(tensor->num_elements));
+}
+
 extern "C" mpc_status mpc_set_learning_rate(mpc_session *session,
                                             float learning_rate) {
   if (!session)
@@ -866,6 +922,7 @@ extern "C" mpc_status mpc_get_training_stats(mpc_session *session,
   result.last_skipped = endedOptimizerStep && !control.applied;
   result.grad_norm = control.grad_norm;
   result.learning_rate = control.learning_rate;
+  result.gradients_nonfinite = session->gradients_nonfinite;
   *stats = result;
   return MPC_OK;
 }

@@ -136,7 +136,10 @@ mpc_status mpc_eval(mpc_session *session, const void *const *inputs,
 /* Forward and backward in training mode without the optimizer update: the
  * gradients are left in the session (see mpc_get_gradient); parameters,
  * optimizer state, running statistics and the step counter are unchanged,
- * so dropout draws the same masks as the next mpc_train_step would. */
+ * so dropout draws the same masks as the next mpc_train_step would. It
+ * returns MPC_OK with gradients that overflowed (the loss scale is not
+ * changed: that is the train step's decision); it counts their inf and NaN
+ * elements into mpc_training_stats.gradients_nonfinite. */
 mpc_status mpc_compute_gradients(mpc_session *session,
                                  const void *const *inputs, float *loss);
 /* The gradient of a parameter from the last mpc_train_step or
@@ -152,6 +155,14 @@ mpc_status mpc_get_param(mpc_session *session, const char *name, float *data,
                          size_t count);
 mpc_status mpc_set_param(mpc_session *session, const char *name,
                          const float *data, size_t count);
+/* mpc_set_param with the caller's shape checked, not only its element
+ * count: `rank` extents in `shape` must be the tensor's, so a weight laid
+ * out [in, out] for a model's [out, in] (same count, transposed) fails with
+ * MPC_ERROR_INVALID_ARGUMENT and a message naming both shapes. Checkpoints
+ * (mpc_load_checkpoint) check shapes the same way. */
+mpc_status mpc_set_param_shaped(mpc_session *session, const char *name,
+                                const float *data, const int64_t *shape,
+                                int32_t rank);
 
 /* For schedules: applies from the next step. Must be finite and >= 0. With
  * a compiled-in schedule (mpc compile --lr-schedule) this is its base. */
@@ -179,6 +190,11 @@ typedef struct mpc_training_stats {
                               optimizer step; NaN where not computed (no
                               loss scaling and no clipping) */
   float learning_rate;     /* the rate the last optimizer step used */
+  int64_t gradients_nonfinite; /* gradient elements that were inf or NaN
+                                  after the last mpc_compute_gradients: with
+                                  loss scaling, the scaled gradients
+                                  overflowed, and a train step would have
+                                  been skipped (0 when all were finite) */
 } mpc_training_stats;
 mpc_status mpc_get_training_stats(mpc_session *session,
                                   mpc_training_stats *stats);

@@ -35,6 +35,9 @@ struct mpc_session {
   int64_t nonfinite_step;
   float nonfinite_loss_scale; // the scale the step ran with
   int32_t nonfinite_training;
+  // Gradient elements that were inf or NaN after the last
+  // mpc_compute_gradients (mpc_training_stats.gradients_nonfinite).
+  int64_t gradients_nonfinite;
   // The device side of a cuda-target session (null on the cpu target); the
   // arenas above are then the host mirror of its device arenas.
   mpcrt::CudaSession *cuda;

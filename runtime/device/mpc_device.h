@@ -220,6 +220,62 @@ __device__ __forceinline__ float mpc_uniform(unsigned long long seed,
 }
 
 //===----------------------------------------------------------------------===//
+// A thread's running sum
+//===----------------------------------------------------------------------===//
+
+/// The per-thread accumulator of every long sum (`mpc_sum s = 0.0f;
+/// s += x;`, read as a float), before mpc_block_reduce_sum. In f32 either
+/// way, but in different orders:
+///  - cuda: a float. Each of a block's threads sums every blockDim-th term
+///    (n/256 of them) and the block combines the 256 partial sums as a tree,
+///    so the rounding error grows with about n/256 + log2(256) additions.
+///  - cpu: one thread sums all n terms, where a plain running sum would err
+///    by up to n ulps (a 9216-term sum of equal values came out 1.1e-4 low).
+///    So it is a cascade: 8 terms in sequence, then those blocks combined
+///    pairwise as a binary counter combines its carries, an error that grows
+///    with log2(n), as numpy's pairwise sum.
+/// Neither target's order is the other's, so sums agree to rounding, not
+/// bit for bit.
+#ifdef MPC_DEVICE_CUDA
+typedef float mpc_sum;
+#else
+struct mpc_sum {
+  mpc_sum(float value = 0.0f) : current(value) {}
+  mpc_sum &operator+=(float value) {
+    current += value;
+    if (++count == 8)
+      carry();
+    return *this;
+  }
+  operator float() const {
+    float total = current;
+    for (int level = 0; level < 64; ++level)
+      if (blocks >> level & 1)
+        total = levels[level] + total;
+    return total;
+  }
+
+private:
+  /// `current` joins the completed blocks: levels[k] holds a sum of 2^k
+  /// blocks of 8 while bit k of `blocks` is set.
+  void carry() {
+    float sum = current;
+    int level = 0;
+    for (; blocks >> level & 1; ++level)
+      sum = levels[level] + sum;
+    levels[level] = sum;
+    ++blocks;
+    current = 0.0f;
+    count = 0;
+  }
+  float current;
+  int count = 0;
+  unsigned long long blocks = 0;
+  float levels[64];
+};
+#endif
+
+//===----------------------------------------------------------------------===//
 // Block-level cooperation: the only place threads of a block talk.
 //===----------------------------------------------------------------------===//
 

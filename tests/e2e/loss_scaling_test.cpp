@@ -59,6 +59,16 @@ public:
     return loss;
   }
 
+  /// mpc_compute_gradients on a fresh batch, its inputs times `factor`.
+  void computeGradients(float factor) {
+    task.next();
+    for (float &value : task.x)
+      value *= factor;
+    float loss = NAN;
+    EXPECT_EQ(mpc_compute_gradients(session, task.inputs(), &loss), MPC_OK)
+        << mpc_last_error();
+  }
+
   mpc_training_stats stats() {
     mpc_training_stats result;
     EXPECT_EQ(mpc_get_training_stats(session, &result), MPC_OK);
@@ -87,6 +97,27 @@ private:
 
 TEST(LossScaling, ModelIsCompiledWithDynamicScaling) {
   EXPECT_EQ(MPC_MODEL_DESC()->loss_scaling.mode, MPC_LOSS_SCALE_DYNAMIC);
+}
+
+// Issue 12: mpc_compute_gradients returned overflowed gradients with no
+// sign of it. It still leaves the scaler alone (the train step decides), but
+// counts the inf and NaN elements, and a clean call resets the count.
+TEST(LossScaling, ComputeGradientsReportsOverflow) {
+  Trainer trainer;
+  ASSERT_NE(trainer.session, nullptr);
+  trainer.computeGradients(1.0f);
+  EXPECT_EQ(trainer.stats().gradients_nonfinite, 0);
+  float scale = trainer.stats().loss_scale;
+  trainer.computeGradients(OVERFLOW_FACTOR);
+  mpc_training_stats overflowed = trainer.stats();
+  EXPECT_GT(overflowed.gradients_nonfinite, 0);
+  EXPECT_EQ(overflowed.loss_scale, scale);
+  EXPECT_EQ(overflowed.skipped_steps, 0);
+  std::printf("gradients at %gx inputs: %lld of them inf or NaN\n",
+              OVERFLOW_FACTOR,
+              static_cast<long long>(overflowed.gradients_nonfinite));
+  trainer.computeGradients(1.0f);
+  EXPECT_EQ(trainer.stats().gradients_nonfinite, 0);
 }
 
 TEST(LossScaling, OverflowSkipsTheStepBitIdenticallyAndTrainingRecovers) {

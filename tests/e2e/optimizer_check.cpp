@@ -166,6 +166,11 @@ int main(int argc, char **argv) {
   TeacherTask task(model);
 
   std::vector<double> m(total, 0.0), v(total, 0.0);
+  // The momentum buffer with every term taken in magnitude: mpc carries m
+  // in fp32, rounded each step at the size of its terms, and that error
+  // decays at the momentum rate, so where m has just cancelled to near 0 the
+  // error is still of the size m had (|m| <= mMagnitude).
+  std::vector<double> mMagnitude(total, 0.0);
   long long applied = 0;
   bool adam = config.kind != "sgd";
   std::vector<float> losses;
@@ -250,11 +255,12 @@ int main(int argc, char **argv) {
       double next;
       if (!adam) {
         grad += wd * param;
-        double previous = m[i];
+        double previous = mMagnitude[i];
         m[i] = config.momentum * m[i] + grad;
+        mMagnitude[i] = config.momentum * mMagnitude[i] + std::fabs(grad);
         double d = config.nesterov ? grad + config.momentum * m[i] : m[i];
         next = param - lr * d;
-        terms = lr * (rawGrad + std::fabs(previous) + std::fabs(m[i]));
+        terms = lr * (rawGrad + previous + mMagnitude[i]);
       } else {
         if (config.kind == "adamw")
           param *= 1 - lr * wd;

@@ -562,6 +562,35 @@ TEST_F(Api, ParameterAccessErrors) {
   EXPECT_EQ(snapshot(session), before);
 }
 
+// A weight with the right element count but the wrong layout (issue 12:
+// mpc_set_param loads a transposed weight silently) fails with both shapes
+// named, and changes nothing.
+TEST_F(Api, ShapedSetChecksTheShape) {
+  std::vector<float> before = snapshot(session);
+  std::vector<float> w(C * D, 0.5f);
+  const int64_t transposed[] = {D, C};
+  EXPECT_EQ(mpc_set_param_shaped(session, "w", w.data(), transposed, 2),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions(
+      "mpc_set_param_shaped: 'w' has shape [4, 6], got [6, 4] (transposed?)"));
+  const int64_t flat[] = {C * D};
+  EXPECT_EQ(mpc_set_param_shaped(session, "w", w.data(), flat, 1),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("'w' has shape [4, 6], got [24]"));
+  EXPECT_EQ(mpc_set_param_shaped(session, "w", w.data(), nullptr, 2),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(mpc_set_param_shaped(session, "nope", w.data(), flat, 1),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(snapshot(session), before);
+
+  const int64_t shape[] = {C, D};
+  ASSERT_EQ(mpc_set_param_shaped(session, "w", w.data(), shape, 2), MPC_OK)
+      << mpc_last_error();
+  std::vector<float> back(C * D);
+  ASSERT_EQ(mpc_get_param(session, "w", back.data(), back.size()), MPC_OK);
+  EXPECT_EQ(back, w);
+}
+
 TEST(ApiParams, HalfParametersConvertWithRoundToNearestEven) {
   model_builder builder("halves");
   builder.add_param("h", MPC_F16, {3}, MPC_INIT_CONSTANT, {0.1});

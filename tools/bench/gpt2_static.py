@@ -1,0 +1,89 @@
+#!/usr/bin/python3
+"""Static figures of one GPT-2-small training step, from `mpc compile --report`.
+
+GPT-2 small as tools/bench/gpu_step.py builds it (12 layers, width 768, 12
+heads, context 1024, vocabulary 50304, batch 8), compiled for the cuda
+target (--arch=sm_90, AdamW) at O2 bf16 and at O2 f16 with dynamic loss
+scaling. For each it prints what `mpc compile --report=json` says of one
+training step: kernel launches, GEMM calls, bytes moved, FLOPs, the
+roofline bound on an H100 (the sum of each kernel's max(FLOPs / peak,
+bytes / bandwidth)) and the compute floor (all FLOPs at the tensor-core
+peak), the activation peak and the total memory. Nothing runs on a GPU: these
+are the compiler's own accounting, the figures every change to code
+generation quotes before and after.
+
+  /usr/bin/python3 tools/bench/gpt2_static.py [--build-dir=build] [--json]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_step import CONFIGS, REPO, gpt_mlir  # noqa: E402
+
+VARIANTS = [("O2 bf16", ["--amp=O2", "--half=bf16"]),
+            ("O2 f16 dynamic", ["--amp=O2", "--half=f16",
+                                "--loss-scale=dynamic"])]
+
+
+def report(mpc, model_path, flags):
+    command = [mpc, "compile", model_path, "--target=cuda", "--arch=sm_90",
+               "--optimizer=adamw", "--report=json", "--report-gpu=h100"]
+    result = subprocess.run(command + flags, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"gpt2_static.py: {' '.join(command + flags)} failed:\n"
+                 f"{result.stderr}")
+    return json.loads(result.stdout)
+
+
+def figures(data):
+    step, gpu, memory = data["step"], data["gpu"], data["memory"]["chosen"]
+    return {
+        "launches": step["kernels"],
+        "gemm_calls": step["gemm_calls"],
+        "gbytes": step["bytes"] / 1e9,
+        "tflop": step["flops"] / 1e12,
+        "bound_ms": step["bound_seconds"] * 1e3,
+        "floor_ms": step["flops"] / (gpu["half_tensor_tflops"] * 1e12) * 1e3,
+        "activations_gb": memory["activations"] / 1e9,
+        "total_gb": memory["total"] / 1e9,
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
+    parser.add_argument("--json", action="store_true",
+                        help="print the figures as JSON")
+    args = parser.parse_args()
+    mpc = os.path.join(args.build_dir, "bin", "mpc")
+    vocab, context, width, heads, layers, batch = CONFIGS["gpt2-small"]
+    results = {}
+    with tempfile.TemporaryDirectory() as workdir:
+        model_path = os.path.join(workdir, "gpt2_small.mlir")
+        with open(model_path, "w") as model:
+            model.write(gpt_mlir("gpt2_small", vocab, context, width, heads,
+                                 layers, batch))
+        for name, flags in VARIANTS:
+            results[name] = figures(report(mpc, model_path, flags))
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print("GPT-2 small, batch 8 x 1024 tokens, AdamW, cuda sm_90, "
+          "roofline on H100 SXM5:")
+    print(f"{'variant':16} {'launches':>8} {'GEMMs':>6} {'GB moved':>9} "
+          f"{'TFLOP':>6} {'bound ms':>9} {'floor ms':>9} {'act GB':>7} "
+          f"{'total GB':>9}")
+    for name, f in results.items():
+        print(f"{name:16} {f['launches']:8d} {f['gemm_calls']:6d} "
+              f"{f['gbytes']:9.2f} {f['tflop']:6.2f} {f['bound_ms']:9.2f} "
+              f"{f['floor_ms']:9.2f} {f['activations_gb']:7.2f} "
+              f"{f['total_gb']:9.2f}")
+
+
+if __name__ == "__main__":
+    main()
