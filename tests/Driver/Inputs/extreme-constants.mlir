@@ -11,9 +11,12 @@ mpc.model @extreme
   %nan = mpc.constant dense<0x7FC00001> : tensor<f32>
   %neginf = mpc.constant dense<0xFF800000> : tensor<f32>
   %denormal = mpc.constant dense<1.0e-40> : tensor<f32>
+  // Beyond f32: the parser makes it inf.
+  %beyond = mpc.constant dense<1.0e39> : tensor<f32>
   %a = mpc.mul %big, %nan : tensor<4x8xf32>, tensor<f32>
   %b = mpc.add %negzero, %neginf : tensor<4x8xf32>, tensor<f32>
-  %c = mpc.add %tiny, %denormal : tensor<4x8xf32>, tensor<f32>
+  %c0 = mpc.add %tiny, %denormal : tensor<4x8xf32>, tensor<f32>
+  %c = mpc.sub %c0, %beyond : tensor<4x8xf32>, tensor<f32>
   %ab = mpc.add %a, %b : tensor<4x8xf32>, tensor<4x8xf32>
   %abc = mpc.add %ab, %c : tensor<4x8xf32>, tensor<4x8xf32>
   %logits = mpc.add %abc, %h : tensor<4x8xf32>, tensor<4x8xf32>
