@@ -237,6 +237,23 @@ void emitBatchNormGrad(StepEmitter &emitter, const Step &step,
 // Embedding
 //===----------------------------------------------------------------------===//
 
+/// Rounds an fp32 accumulator (`float *` code) once into `result`'s
+/// storage type: the end of a sum kept in f32 so that it is rounded once.
+void emitRoundOnce(StepEmitter &emitter, StringRef hint,
+                   const std::string &accumulator, Value result) {
+  int64_t elements = cast<RankedTensorType>(result.getType()).getNumElements();
+  std::string name = emitter.kernelName(hint);
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ acc, {1} *__restrict__ "
+      "out) {{\n"
+      "  MPC_FOR_EACH(i, {2}LL) mpc_store(out + i, acc[i]);\n"
+      "}\n",
+      name, elementCType(result), elements));
+  emitter.launch(name, elementwiseGrid(elements), 256,
+                 {accumulator, emitter.pointer(result)},
+                 KernelCost().readsBytes(elements * 4).writes(result));
+}
+
 /// embedding_grad: zero the [V, D] table gradient, then scatter-add each row
 /// of dy into the row its index names (atomicAdd: indices may repeat).
 /// Out-of-range indices are skipped; the forward lookup has already raised
@@ -286,17 +303,7 @@ void emitEmbeddingGrad(StepEmitter &emitter, const Step &step,
   if (direct)
     return;
 
-  std::string roundName = emitter.kernelName("embedding_grad_round");
-  emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const float *__restrict__ acc, {1} *__restrict__ "
-      "table) {{\n"
-      "  MPC_FOR_EACH(i, {2}LL) mpc_store(table + i, acc[i]);\n"
-      "}\n",
-      roundName, elementCType(op.getResult()), tableElements));
-  emitter.launch(
-      roundName, elementwiseGrid(tableElements), 256,
-      {accumulator, emitter.pointer(op.getResult())},
-      KernelCost().readsBytes(tableElements * 4).writes(op.getResult()));
+  emitRoundOnce(emitter, "embedding_grad_round", accumulator, op.getResult());
 }
 
 //===----------------------------------------------------------------------===//
@@ -626,19 +633,8 @@ void emitConv2dGradWeight(StepEmitter &emitter, const Step &step,
       emitGemmCall(emitter, call);
     }
   }
-  if (!sumOffset)
-    return;
-  int64_t elements = op.getResult().getType().getNumElements();
-  std::string name = emitter.kernelName("conv2d_grad_weight_round");
-  emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const float *__restrict__ sum, {1} *__restrict__ "
-      "dw) {{\n"
-      "  MPC_FOR_EACH(i, {2}LL) mpc_store(dw + i, sum[i]);\n"
-      "}\n",
-      name, elementCType(op.getResult()), elements));
-  emitter.launch(name, elementwiseGrid(elements), 256,
-                 {emitter.scratchPointer(step, "float", *sumOffset), result},
-                 KernelCost().readsBytes(elements * 4).writes(op.getResult()));
+  if (sumOffset)
+    emitRoundOnce(emitter, "conv2d_grad_weight_round", sum, op.getResult());
 }
 
 //===----------------------------------------------------------------------===//

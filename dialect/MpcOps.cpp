@@ -354,12 +354,6 @@ LogicalResult ModelOp::verify() {
              << "'mpc.model' op expects '" << getArgName(arg)
              << "' to have elements, got " << quoted(arg.getType())
              << " (mpc does not support zero-size dimensions)";
-  for (BlockArgument arg : getBody().front().getArguments())
-    if (!hasElements(arg.getType()))
-      return mlir::emitError(arg.getLoc())
-             << "'mpc.model' op expects '" << getArgName(arg)
-             << "' to have elements, got " << quoted(arg.getType())
-             << " (mpc does not support zero-size dimensions)";
   for (BlockArgument arg : llvm::concat<BlockArgument>(getParams(), getStates())) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type || !type.hasStaticShape() ||
