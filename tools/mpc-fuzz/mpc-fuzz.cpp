@@ -187,7 +187,21 @@ private:
   }
 
   void mutateOnce(std::string &text) {
-    switch (below(9)) {
+    switch (below(10)) {
+    case 9: { // a number becomes another everywhere: shapes stay consistent
+      std::vector<Token> numbers = numberTokens(text);
+      if (numbers.empty())
+        return;
+      Token pick = numbers[below(numbers.size())];
+      std::string from = text.substr(pick.begin, pick.end - pick.begin);
+      std::string to = chance(2) ? interestingNumbers[below(
+                                       std::size(interestingNumbers))]
+                                 : std::to_string(below(9));
+      for (auto it = numbers.rbegin(); it != numbers.rend(); ++it)
+        if (text.compare(it->begin, it->end - it->begin, from) == 0)
+          replace(text, *it, to);
+      return;
+    }
     case 0:
     case 1: { // a number becomes an interesting one
       std::vector<Token> numbers = numberTokens(text);

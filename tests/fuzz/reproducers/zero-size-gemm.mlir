@@ -1,5 +1,7 @@
 // mpc-fuzz: --amp=O0 --optimizer=adam --emit=host
-// Issue 12: a GEMM with k = 0 crashed emitGemmLike. Now a located error.
+// Issue 12: a GEMM with k = 0 passed the verifiers and mpc-autodiff divided
+// by it (SIGFPE in flattenTo2d, building the VJP of mpc.linear). Now a
+// located error.
 mpc.model @zero_k
     inputs(%x: tensor<4x0xf32>, %y: tensor<4xi32>)
     params(%w: tensor<8x0xf32> = zeros) {
