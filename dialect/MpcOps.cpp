@@ -299,6 +299,16 @@ void ModelOp::print(OpAsmPrinter &p) {
 }
 
 LogicalResult ModelOp::verify() {
+  // model_c6
+  StringRef modelName = getSymName();
+  if (modelName.empty() ||
+      !(llvm::isAlpha(modelName[0]) || modelName[0] == '_') ||
+      !llvm::all_of(modelName,
+                    [](char c) { return llvm::isAlnum(c) || c == '_'; }))
+    return emitOpError() << "expects a name that is a C identifier "
+                            "([A-Za-z_][A-Za-z0-9_]*): it names the library, "
+                            "its header and C functions; got '"
+                         << modelName << "'";
   // model_c1
   if (getParamInits().size() != getNumParams() ||
       getStateInits().size() != getNumStates())

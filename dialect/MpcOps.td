@@ -177,6 +177,8 @@ def Mpc_ModelOp : Mpc_Op<"model", [IsolatedFromAbove, Symbol, SingleBlock,
     C5: state is used only as the running statistics (`running_mean`,
         `running_var`) of `mpc.batch_norm`, and each state tensor by one
         operand of one op only.
+    C6: the model's name is a C identifier (`[A-Za-z_][A-Za-z0-9_]*`): it
+        names the library, its header, its C functions and its kernels.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$input_names,
                        StrArrayAttr:$param_names,

@@ -172,6 +172,22 @@ func.func @has_elements_slice(%x: tensor<10x4xf16>) -> tensor<0x2xf16> {
 
 // -----
 
+// model_c6: the name is a C identifier (regression: mpc-fuzz found that
+// `@mod.el` and `@"a b"` verified and gave C++ that did not compile).
+// expected-error@+1 {{'mpc.model' op expects a name that is a C identifier ([A-Za-z_][A-Za-z0-9_]*): it names the library, its header and C functions; got 'mod.el'}}
+mpc.model @mod.el inputs(%x: tensor<f32>) params() {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+// expected-error@+1 {{'mpc.model' op expects a name that is a C identifier ([A-Za-z_][A-Za-z0-9_]*): it names the library, its header and C functions; got 'a b'}}
+mpc.model @"a b" inputs(%x: tensor<f32>) params() {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
 // model_c3: state is a statically shaped float tensor.
 mpc.model @model_c3_state_dynamic inputs(%x: tensor<f32>) params()
     // expected-error@+1 {{'mpc.model' op expects parameter or state 's' to be a statically shaped tensor of f32, f16 or bf16, got 'tensor<?xf32>'}}
