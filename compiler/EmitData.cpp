@@ -9,6 +9,7 @@
 #include "compiler/Codegen.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -177,23 +178,29 @@ void emitPool(StepEmitter &emitter, Operation *op, Value input, Value output,
 }
 
 /// A constant that is not a splat is copied from the program's data at the
-/// start of every step that uses it.
+/// start of every step that uses it. The data are f32 bit patterns: a static
+/// array needs constant initialisers, and NVRTC has no constant expression
+/// for inf or NaN (the bits also keep a NaN's payload).
 void emitDenseConstant(StepEmitter &emitter, ConstantOp op) {
   auto type = op.getResult().getType();
   auto dense = dyn_cast<DenseFPElementsAttr>(op.getValue());
   std::string name = emitter.kernelName("constant_data");
   std::string data;
   llvm::raw_string_ostream os(data);
-  os << "static const float " << name << "[] = {";
+  os << "static const unsigned int " << name << "[] = {";
   llvm::interleaveComma(dense.getValues<APFloat>(), os, [&](APFloat value) {
-    os << llvm::formatv("{0:e9}f", value.convertToDouble()).str();
+    bool losesInfo = false;
+    value.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven,
+                  &losesInfo);
+    os << llvm::format_hex(value.bitcastToAPInt().getZExtValue(), 10) << "u";
   });
   os << "};\n";
   std::string fill = emitter.kernelName("constant");
   emitter.addKernel(
       data +
       llvm::formatv("__global__ void {0}({1} *__restrict__ out) {{\n"
-                    "  MPC_FOR_EACH(i, {2}LL) mpc_store(out + i, {3}[i]);\n"
+                    "  MPC_FOR_EACH(i, {2}LL) mpc_store(out + i, "
+                    "mpc_float_from_bits({3}[i]));\n"
                     "}\n",
                     fill, elementCType(op.getResult()), type.getNumElements(),
                     name)

@@ -318,10 +318,9 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << "  " << trainPlan.optimizerSlots << ", " << name
        << "_optimizer_slots, \""
        << stringifyOptimizerKind(optimizer.getKind()) << "\",\n"
-       << "  " << llvm::formatv("{0:e9}f, {1:e9}f, {2:e9}f",
-                                optimizer.getLr().convertToDouble(),
-                                optimizer.getMomentum().convertToDouble(),
-                                optimizer.getWeightDecay().convertToDouble())
+       << "  " << floatLiteral(optimizer.getLr().convertToDouble()) << ", "
+       << floatLiteral(optimizer.getMomentum().convertToDouble()) << ", "
+       << floatLiteral(optimizer.getWeightDecay().convertToDouble())
        << ",\n"
        << "  " << optimizer.getAccumulate() << ",\n"
        << "  " << lossScalerConfigLiteral(scaling, "INFINITY") << ",\n"

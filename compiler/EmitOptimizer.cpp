@@ -27,6 +27,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <cstddef>
 
 using namespace mlir;
@@ -34,8 +35,11 @@ using namespace mlir::mpc;
 
 namespace {
 
-/// A double literal that reads back exactly.
+/// A double literal that reads back exactly (inf and NaN as expressions
+/// of the float macros, which every target defines).
 std::string doubleLiteral(double value) {
+  if (!std::isfinite(value))
+    return "(double)" + floatLiteral(value);
   return llvm::formatv("{0:e17}", value).str();
 }
 

@@ -13,13 +13,16 @@ mpc.model @extreme
   %denormal = mpc.constant dense<1.0e-40> : tensor<f32>
   // Beyond f32: the parser makes it inf.
   %beyond = mpc.constant dense<1.0e39> : tensor<f32>
+  // Not a splat: the values are data, printed as an array.
+  %row = mpc.constant dense<[1.0, 0x7F800000, -0.0, 1.0e-45, 0x7FC00002, 0xFF800000, 3.4e38, 2.0]> : tensor<8xf32>
   %a = mpc.mul %big, %nan : tensor<4x8xf32>, tensor<f32>
   %b = mpc.add %negzero, %neginf : tensor<4x8xf32>, tensor<f32>
   %c0 = mpc.add %tiny, %denormal : tensor<4x8xf32>, tensor<f32>
   %c = mpc.sub %c0, %beyond : tensor<4x8xf32>, tensor<f32>
   %ab = mpc.add %a, %b : tensor<4x8xf32>, tensor<4x8xf32>
   %abc = mpc.add %ab, %c : tensor<4x8xf32>, tensor<4x8xf32>
-  %logits = mpc.add %abc, %h : tensor<4x8xf32>, tensor<4x8xf32>
+  %abch = mpc.add %abc, %h : tensor<4x8xf32>, tensor<4x8xf32>
+  %logits = mpc.add %abch, %row : tensor<4x8xf32>, tensor<8xf32>
   %loss = mpc.cross_entropy %logits, %y : tensor<4x8xf32>, tensor<4xi32>
   mpc.output loss(%loss : tensor<f32>)
 }
