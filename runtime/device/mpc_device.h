@@ -249,8 +249,9 @@ struct mpc_sum {
   }
   operator float() const {
     float total = current;
-    for (int level = 0; level < 64; ++level)
-      if (blocks >> level & 1)
+    int level = 0;
+    for (unsigned long long rest = blocks; rest; rest >>= 1, ++level)
+      if (rest & 1)
         total = levels[level] + total;
     return total;
   }
