@@ -388,6 +388,11 @@ struct CodegenOptions {
   /// The cuda target: the host code launches the kernels from the image
   /// NVRTC builds (CudaTarget.h) instead of running them on the host.
   bool cuda = false;
+  /// The host build of the kernels runs blocks of blockDim threads under the
+  /// block emulator (runtime/device/mpc_emulator.h): always on the cuda
+  /// target (for host stand-ins of the driver), on the cpu target with
+  /// --emulate-blocks.
+  bool emulateBlocks = false;
   /// cuBLASLt's workspace, planned in the activation arena (cuda target:
   /// gemmWorkspaceBytes(arch); 0 on the cpu target, whose GEMM needs none).
   int64_t gemmWorkspaceBytes = 0;

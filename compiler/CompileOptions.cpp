@@ -72,6 +72,9 @@ std::optional<std::string> findUnimplemented(const CompileOptions &options) {
   if (options.target == Target::Cuda && options.debugNonfinite)
     return std::string(
         "--debug-nonfinite with --target=cuda is not implemented yet");
+  if (options.target == Target::Cuda && options.emulateBlocks)
+    return std::string("--emulate-blocks is for the cpu target: the cuda "
+                       "target's host builds of its kernels always emulate");
   return std::nullopt;
 }
 

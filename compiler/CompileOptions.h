@@ -80,6 +80,9 @@ struct CompileOptions {
   std::string reportGpu = "h100";
   /// `--debug-nonfinite`: check every op output for inf/NaN at run time.
   bool debugNonfinite = false;
+  /// `--emulate-blocks` (cpu target): run each kernel as the cuda target
+  /// launches it, blockDim threads a block, under the block emulator.
+  bool emulateBlocks = false;
 };
 
 /// The first option in `options` that this build cannot honour yet, as a

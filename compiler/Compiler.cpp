@@ -259,6 +259,7 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   CodegenOptions codegen;
   codegen.debugNonfinite = options.debugNonfinite;
   codegen.cuda = options.target == Target::Cuda;
+  codegen.emulateBlocks = codegen.cuda || options.emulateBlocks;
   if (codegen.cuda)
     codegen.gemmWorkspaceBytes = gemmWorkspaceBytes(
         options.smVersion ? options.smVersion : defaultSmVersion);

@@ -63,7 +63,7 @@ void emitSoftmax(StepEmitter &emitter, Value input, Value output, int64_t dim,
       "__global__ void {0}(const {1} *__restrict__ x, {2} *__restrict__ y) "
       "{{\n{3}"
       "  float m = -INFINITY;\n"
-      "  MPC_FOR_THREAD(j, {4}LL) m = fmaxf(m, mpc_load(x + base + j * "
+      "  MPC_FOR_THREAD(j, {4}LL) m = mpc_max(m, mpc_load(x + base + j * "
       "stride));\n"
       "  m = mpc_block_reduce_max(m);\n"
       "  mpc_sum s = 0.0f;\n"
@@ -148,7 +148,7 @@ void emitCrossEntropy(StepEmitter &emitter, const Step &step,
       "  long long r = blockIdx.x;\n"
       "  const {1} *x = logits + r * {3}LL;\n{4}"
       "  float m = -INFINITY;\n"
-      "  MPC_FOR_THREAD(j, {3}LL) m = fmaxf(m, mpc_load(x + j));\n"
+      "  MPC_FOR_THREAD(j, {3}LL) m = mpc_max(m, mpc_load(x + j));\n"
       "  m = mpc_block_reduce_max(m);\n"
       "  mpc_sum s = 0.0f;\n"
       "  MPC_FOR_THREAD(j, {3}LL) s += expf(mpc_load(x + j) - m);\n"
@@ -248,7 +248,7 @@ void emitCrossEntropyGrad(StepEmitter &emitter, const Step &step,
       "    if (threadIdx.x == 0) *index_error = 1;\n"
       "    {6} return;\n  }\n"
       "  float m = -INFINITY;\n"
-      "  MPC_FOR_THREAD(j, {4}LL) m = fmaxf(m, mpc_load(x + j));\n"
+      "  MPC_FOR_THREAD(j, {4}LL) m = mpc_max(m, mpc_load(x + j));\n"
       "  m = mpc_block_reduce_max(m);\n"
       "  mpc_sum s = 0.0f;\n"
       "  MPC_FOR_THREAD(j, {4}LL) s += expf(mpc_load(x + j) - m);\n"
@@ -318,7 +318,7 @@ void emitReduce(StepEmitter &emitter, Operation *op, Value input, Value output,
       isMax ? "-INFINITY" : "0.0f", reduced,
       offsetCode("offset", "t", type.getShape(), sortedDims),
       // NaN wins a maximum, as torch.amax.
-      isMax ? "acc = (v > acc || v != v) ? v : acc;" : "acc += v;",
+      isMax ? "acc = mpc_max(acc, v);" : "acc += v;",
       isMax ? "mpc_block_reduce_max" : "mpc_block_reduce_sum", finish,
       isMax ? "float" : "mpc_sum"));
   emitter.launch(name, outputs, rowBlockSize,

@@ -96,6 +96,13 @@ cl::opt<bool> debugNonfinite(
              "first (mpc_get_nonfinite_report)"),
     cl::sub(compileCommand), cl::cat(compileCategory));
 
+cl::opt<bool> emulateBlocks(
+    "emulate-blocks",
+    cl::desc("cpu target: run every kernel with the cuda target's block "
+             "size, one fiber per CUDA thread, with barrier, shuffle and "
+             "shared-memory checks (slow; for testing the GPU code paths)"),
+    cl::sub(compileCommand), cl::cat(compileCategory));
+
 cl::opt<mlir::mpc::Target> target(
     "target", cl::desc("Where the model trains"), cl::sub(compileCommand),
     cl::init(mlir::mpc::Target::Cpu), cl::cat(targetCategory),
@@ -317,6 +324,7 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.accumulate = accumulate;
   options.werrorNumerics = werrorNumerics;
   options.debugNonfinite = debugNonfinite;
+  options.emulateBlocks = emulateBlocks;
   options.foldCasts = !noFoldCasts;
 
   if (options.emit == mlir::mpc::EmitStage::Library && !options.report &&

@@ -24,16 +24,19 @@ typedef struct mpc_cuda_kernel {
   const char *symbol; /* the lowered name, for cuModuleGetFunction */
 } mpc_cuda_kernel;
 
-/* A kernel's host build: the cpu target's code for the same source (the
- * generated host code compiles the kernels through mpc_device.h anyway).
- * `run` runs a grid of `grid` blocks from arguments laid out as
- * cuLaunchKernel takes them; `param_sizes` gives each parameter's bytes.
+/* A kernel's host build: the same source compiled for the host through
+ * mpc_device.h with MPC_DEVICE_EMULATION (the generated host code compiles
+ * the kernels anyway, for their declarations). `run` runs a grid of `grid`
+ * blocks of `block` threads under the block emulator
+ * (runtime/device/mpc_emulator.h), `name` naming the kernel in its
+ * messages, from arguments laid out as cuLaunchKernel takes them;
+ * `param_sizes` gives each parameter's bytes.
  * Nothing in libmpcrt runs these: they are for a host stand-in of the
  * driver (tests/cuda/mock_cuda.cpp), so that the cuda target's host code,
  * graphs included, is tested on machines without a GPU. */
 typedef struct mpc_cuda_host_kernel {
   const char *name; /* as in mpc_cuda_kernel */
-  void (*run)(void **args, unsigned grid);
+  void (*run)(const char *name, void **args, unsigned grid, unsigned block);
   int32_t num_params;
   const size_t *param_sizes;
 } mpc_cuda_host_kernel;

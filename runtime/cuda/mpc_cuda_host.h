@@ -42,26 +42,25 @@ inline mpc_status launch(const mpc_cuda_image *image, void (*)(Params...),
       values);
 }
 
-/// Runs `kernel` over `grid` blocks on the host, as the cpu target's
-/// MPC_LAUNCH does, from cuLaunchKernel-style argument pointers.
+/// Runs `kernel` as a grid of `grid` blocks of `block` threads under the
+/// block emulator (the kernel source above was compiled with
+/// MPC_DEVICE_EMULATION), from cuLaunchKernel-style argument pointers.
 template <typename... Params, size_t... Index>
-inline void run_blocks(void (*kernel)(Params...), void **args, unsigned grid,
+inline void run_blocks(const char *name, void (*kernel)(Params...),
+                       void **args, unsigned grid, unsigned block,
                        std::index_sequence<Index...>) {
-  gridDim.x = grid;
-  blockDim.x = 1;
-  threadIdx.x = 0;
-  for (unsigned b = 0; b < grid; ++b) {
-    blockIdx.x = b;
-    kernel(*static_cast<Params *>(args[Index])...);
-  }
+  mpc_emu::launch(name, grid, block,
+                  [&] { kernel(*static_cast<Params *>(args[Index])...); });
 }
 
 /// The mpc_cuda_host_kernel entry of one kernel.
 template <auto Kernel> struct host_kernel;
 template <typename... Params, void (*Kernel)(Params...)>
 struct host_kernel<Kernel> {
-  static void run(void **args, unsigned grid) {
-    run_blocks(Kernel, args, grid, std::index_sequence_for<Params...>{});
+  static void run(const char *name, void **args, unsigned grid,
+                  unsigned block) {
+    run_blocks(name, Kernel, args, grid, block,
+               std::index_sequence_for<Params...>{});
   }
   static constexpr int32_t num_params = sizeof...(Params);
   // One more than needed, so that a kernel without parameters has an array.

@@ -1,12 +1,20 @@
 /*===- mpc_device.h - what every generated kernel includes ----------*- C++ -*-===*
  *
- * Generated kernels are CUDA C++. The cuda target compiles them with NVRTC;
- * the cpu target compiles the very same source with the host compiler, with
- * this header standing in for CUDA: a launch runs the grid's blocks one after
- * another with one thread each (blockDim = 1). Kernels are therefore written
- * to be correct for any block size, and the only intra-block cooperation is
- * through the helpers below (mpc_block_reduce_*), which are the identity when
- * a block has one thread.
+ * Generated kernels are CUDA C++, compiled three ways:
+ *  - cuda: by NVRTC for the GPU.
+ *  - cpu (the cpu target): by the host compiler, with this header standing
+ *    in for CUDA: a launch runs the grid's blocks one after another with one
+ *    thread each (blockDim = 1), and the block-level helpers below
+ *    (mpc_block_reduce_*) are the identity. Kernels are therefore written to
+ *    be correct for any block size, and threads of a block talk only through
+ *    those helpers and MPC_SHARED arrays.
+ *  - emulation (MPC_DEVICE_EMULATION defined; the kernels' host builds on
+ *    the cuda target, and the cpu target with --emulate-blocks): by the
+ *    host compiler too, but every block runs as blockDim threads under the
+ *    block emulator (runtime/device/mpc_emulator.h), with CUDA's semantics
+ *    for barriers, warp shuffles, shared memory and atomics, and checks on
+ *    each. The block-level helpers are then the cuda code, compiled for the
+ *    host: what runs on the GPU is what is tested here.
  *
  * Storage types are float, __half and __nv_bfloat16; kernels compute in fp32
  * and convert with mpc_load / mpc_store, rounding to nearest even.
@@ -28,7 +36,10 @@
 #define NAN __int_as_float(0x7fc00000)
 #endif
 #else
-#define MPC_DEVICE_CPU 1
+#define MPC_DEVICE_CPU 1 // the host compiler: the cpu target or emulation
+#endif
+#if defined(MPC_DEVICE_CUDA) || defined(MPC_DEVICE_EMULATION)
+#define MPC_DEVICE_BLOCKS 1 // blocks of many threads
 #endif
 
 //===----------------------------------------------------------------------===//
@@ -41,16 +52,68 @@
 #include <cstring>
 
 #define __global__
-#define __device__ inline
+// Internal linkage: a program may link models built in different modes
+// (a cpu model and a cuda model's emulated host build), whose helpers of one
+// name differ; each library keeps its own.
+#define __device__ static inline
 #define __forceinline__
 #define __restrict__ __restrict
 
+#ifdef MPC_DEVICE_EMULATION
+#include "runtime/device/mpc_emulator.h"
+#define threadIdx (mpc_emu::current.threadIdx)
+#define blockIdx (mpc_emu::current.blockIdx)
+#define blockDim (mpc_emu::current.blockDim)
+#define gridDim (mpc_emu::current.gridDim)
+inline void __syncthreads(const char *file = __builtin_FILE(),
+                          int line = __builtin_LINE()) {
+  mpc_emu::syncthreads(file, line);
+}
+inline void __syncwarp(unsigned mask = 0xffffffffu,
+                       const char *file = __builtin_FILE(),
+                       int line = __builtin_LINE()) {
+  mpc_emu::warp_exchange(mpc_emu::warp_op::sync, mask, 0, 0, 32, file, line);
+}
+#define MPC_EMU_SHUFFLE(name, op)                                              \
+  template <typename T>                                                        \
+  inline T name(unsigned mask, T value, int operand, int width = 32,          \
+                const char *file = __builtin_FILE(),                           \
+                int line = __builtin_LINE()) {                                 \
+    return mpc_emu::from_bits<T>(mpc_emu::warp_exchange(                       \
+        mpc_emu::warp_op::op, mask, mpc_emu::to_bits(value), operand, width,   \
+        file, line));                                                          \
+  }
+MPC_EMU_SHUFFLE(__shfl_sync, shfl_idx)
+MPC_EMU_SHUFFLE(__shfl_up_sync, shfl_up)
+MPC_EMU_SHUFFLE(__shfl_down_sync, shfl_down)
+MPC_EMU_SHUFFLE(__shfl_xor_sync, shfl_xor)
+#undef MPC_EMU_SHUFFLE
+inline unsigned __ballot_sync(unsigned mask, int predicate,
+                              const char *file = __builtin_FILE(),
+                              int line = __builtin_LINE()) {
+  return mpc_emu::warp_exchange(mpc_emu::warp_op::ballot, mask, predicate != 0,
+                                0, 32, file, line);
+}
+inline int __any_sync(unsigned mask, int predicate,
+                      const char *file = __builtin_FILE(),
+                      int line = __builtin_LINE()) {
+  return static_cast<int>(mpc_emu::warp_exchange(
+      mpc_emu::warp_op::any, mask, predicate != 0, 0, 32, file, line));
+}
+inline int __all_sync(unsigned mask, int predicate,
+                      const char *file = __builtin_FILE(),
+                      int line = __builtin_LINE()) {
+  return static_cast<int>(mpc_emu::warp_exchange(
+      mpc_emu::warp_op::all, mask, predicate != 0, 0, 32, file, line));
+}
+#else
 struct mpc_dim3 {
   unsigned x = 0, y = 0, z = 0;
 };
 // One launch at a time per thread; the launch macro sets these per block.
 inline thread_local mpc_dim3 blockIdx, threadIdx, blockDim, gridDim;
 inline void __syncthreads() {}
+#endif
 
 /// IEEE binary16 storage with the conversions of cuda_fp16.h. g++ 12's
 /// _Float16 rounds to nearest even, overflows to inf and keeps subnormals.
@@ -93,17 +156,49 @@ inline float __bfloat162float(__nv_bfloat16 value) {
   return result;
 }
 
-inline float atomicAdd(float *address, float value) {
+#ifdef MPC_DEVICE_EMULATION
+// Real atomics: the emulator runs one thread at a time, but a float sum's
+// order (and so its rounding) depends on the run order, which it records.
+static inline float atomicAdd(float *address, float value) {
+  mpc_emu::note_float_atomic();
+  float old, sum;
+  __atomic_load(address, &old, __ATOMIC_RELAXED);
+  do
+    sum = old + value;
+  while (!__atomic_compare_exchange(address, &old, &sum, false,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  return old;
+}
+static inline int atomicAdd(int *address, int value) {
+  return __atomic_fetch_add(address, value, __ATOMIC_RELAXED);
+}
+static inline unsigned atomicAdd(unsigned *address, unsigned value) {
+  return __atomic_fetch_add(address, value, __ATOMIC_RELAXED);
+}
+static inline int atomicExch(int *address, int value) {
+  return __atomic_exchange_n(address, value, __ATOMIC_RELAXED);
+}
+#else
+static inline float atomicAdd(float *address, float value) {
   float old = *address;
   *address = old + value;
   return old;
 }
-inline int atomicExch(int *address, int value) {
+static inline int atomicExch(int *address, int value) {
   int old = *address;
   *address = value;
   return old;
 }
+#endif
 
+#ifdef MPC_DEVICE_EMULATION
+/// Runs `kernel(args...)` as the cuda target launches it: `grid` blocks of
+/// `block` threads, under the block emulator.
+#define MPC_LAUNCH(kernel, grid, block, ...)                                   \
+  mpc_emu::launch(#kernel, static_cast<unsigned>(grid),                        \
+                  static_cast<unsigned>(block),                                \
+                  [&] { kernel(__VA_ARGS__); })
+#else
 /// Runs `kernel(args...)` once per block of a 1-d grid, one thread a block.
 /// The requested block size is ignored: kernels must not depend on it.
 #define MPC_LAUNCH(kernel, grid, block, ...)                                   \
@@ -116,6 +211,7 @@ inline int atomicExch(int *address, int value) {
       kernel(__VA_ARGS__);                                                     \
     }                                                                          \
   } while (0)
+#endif
 
 #endif // MPC_DEVICE_CPU
 
@@ -226,7 +322,7 @@ __device__ __forceinline__ float mpc_uniform(unsigned long long seed,
 /// The per-thread accumulator of every long sum (`mpc_sum s = 0.0f;
 /// s += x;`, read as a float), before mpc_block_reduce_sum. In f32 either
 /// way, but in different orders:
-///  - cuda: a float. Each of a block's threads sums every blockDim-th term
+///  - cuda (and emulation): a float. Each of a block's threads sums every blockDim-th term
 ///    (n/256 of them) and the block combines the 256 partial sums as a tree,
 ///    so the rounding error grows with about n/256 + log2(256) additions.
 ///  - cpu: one thread sums all n terms, where a plain running sum would err
@@ -236,7 +332,7 @@ __device__ __forceinline__ float mpc_uniform(unsigned long long seed,
 ///    with log2(n), as numpy's pairwise sum.
 /// Neither target's order is the other's, so sums agree to rounding, not
 /// bit for bit.
-#ifdef MPC_DEVICE_CUDA
+#ifdef MPC_DEVICE_BLOCKS
 typedef float mpc_sum;
 #else
 struct mpc_sum {
@@ -280,42 +376,60 @@ private:
 // Block-level cooperation: the only place threads of a block talk.
 //===----------------------------------------------------------------------===//
 
-#ifdef MPC_DEVICE_CUDA
-/// Sum over the block; every thread gets the result. Block size must be a
-/// multiple of 32 and at most 1024 (launchers use 256).
-__device__ __forceinline__ float mpc_block_reduce_sum(float value) {
-  __shared__ float partial[32];
-  for (int offset = 16; offset > 0; offset >>= 1)
-    value += __shfl_xor_sync(0xffffffffu, value, offset);
+/// A `__shared__ type name[count]` of the block: checked under emulation,
+/// and a plain array with the cpu target's one thread a block.
+#if defined(MPC_DEVICE_CUDA)
+#define MPC_SHARED(type, name, count) __shared__ type name[count]
+#elif defined(MPC_DEVICE_EMULATION)
+#define MPC_SHARED(type, name, count)                                          \
+  static thread_local mpc_emu::shared_array<type, count> name(#name, __FILE__, \
+                                                             __LINE__)
+#else
+#define MPC_SHARED(type, name, count) type name[count]
+#endif
+
+/// max(a, b) where a NaN in either wins, as torch.amax (fmaxf drops NaN).
+__device__ __forceinline__ float mpc_max(float a, float b) {
+  return (a > b || a != a) ? a : b;
+}
+
+#ifdef MPC_DEVICE_BLOCKS
+/// Combines one value per thread over the block, a sum or (IsMax) a
+/// maximum: a butterfly within each warp, the warps' results through shared
+/// memory, then a butterfly over those; every thread gets the result. Block
+/// size must be a multiple of 32 and at most 1024 (launchers use 256).
+template <bool IsMax>
+__device__ __forceinline__ float mpc_block_reduce(float value) {
+  MPC_SHARED(float, partial, 32);
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    float other = __shfl_xor_sync(0xffffffffu, value, offset);
+    value = IsMax ? mpc_max(value, other) : value + other;
+  }
   int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   __syncthreads(); // partial[] may still be read by a previous call
   if (lane == 0)
     partial[warp] = value;
   __syncthreads();
   int numWarps = (blockDim.x + 31) / 32;
-  value = lane < numWarps ? partial[lane] : 0.0f;
-  for (int offset = 16; offset > 0; offset >>= 1)
-    value += __shfl_xor_sync(0xffffffffu, value, offset);
+  value = lane < numWarps ? static_cast<float>(partial[lane])
+                          : (IsMax ? -INFINITY : 0.0f);
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    float other = __shfl_xor_sync(0xffffffffu, value, offset);
+    value = IsMax ? mpc_max(value, other) : value + other;
+  }
   return value;
 }
+/// Sum over the block; every thread gets the result.
+__device__ __forceinline__ float mpc_block_reduce_sum(float value) {
+  return mpc_block_reduce<false>(value);
+}
+/// Maximum over the block, NaN if any thread's value is NaN.
 __device__ __forceinline__ float mpc_block_reduce_max(float value) {
-  __shared__ float partial[32];
-  for (int offset = 16; offset > 0; offset >>= 1)
-    value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
-  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  __syncthreads();
-  if (lane == 0)
-    partial[warp] = value;
-  __syncthreads();
-  int numWarps = (blockDim.x + 31) / 32;
-  value = lane < numWarps ? partial[lane] : -INFINITY;
-  for (int offset = 16; offset > 0; offset >>= 1)
-    value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
-  return value;
+  return mpc_block_reduce<true>(value);
 }
 #else
-inline float mpc_block_reduce_sum(float value) { return value; }
-inline float mpc_block_reduce_max(float value) { return value; }
+__device__ float mpc_block_reduce_sum(float value) { return value; }
+__device__ float mpc_block_reduce_max(float value) { return value; }
 #endif
 
 #endif // MPC_RUNTIME_DEVICE_MPC_DEVICE_H

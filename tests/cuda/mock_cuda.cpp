@@ -305,7 +305,7 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
     std::vector<void *> pointers;
     for (auto &value : values)
       pointers.push_back(value.data());
-    host->run(pointers.data(), launch.grid);
+    host->run(host->name, pointers.data(), launch.grid, launch.block);
   });
   return 0;
 }

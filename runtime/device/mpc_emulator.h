@@ -1,0 +1,197 @@
+//===- mpc_emulator.h - CUDA thread blocks on the host ----------*- C++ -*-===//
+//
+// The block emulator: generated kernels compiled for the host with
+// MPC_DEVICE_EMULATION run every block as blockDim CUDA threads, one fiber
+// each, on the calling OS thread (runtime/emulator.cpp). mpc_device.h maps
+// the CUDA names the kernels use onto this header:
+//   - threadIdx, blockIdx, blockDim, gridDim: the running fiber's;
+//   - __syncthreads(): a barrier of the block's threads; all of them must
+//     reach the same one (else: barrier divergence, a hard failure);
+//   - __shfl_*_sync, __ballot_sync, __any_sync, __all_sync, __syncwarp: an
+//     exchange among the lanes of one warp of 32 that the mask names, in
+//     lockstep: every named lane must arrive at the same call before any
+//     leaves it, and each gets the values as they were on arrival;
+//   - MPC_SHARED arrays: one per block, with a shadow that catches reads of
+//     elements no thread wrote and two threads touching one element between
+//     barriers when one of them writes (a data race);
+//   - atomics: real atomics.
+// Failures name the kernel, block, thread and source line, and abort.
+//
+// Blocks run one after another, in an order that can be reversed or
+// shuffled (set_order), and so can the order in which the threads of a
+// block are resumed: a kernel whose result depends on either is not
+// deterministic (tests/cuda/mock_cuda.cpp checks it per launch).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_DEVICE_MPC_EMULATOR_H
+#define MPC_RUNTIME_DEVICE_MPC_EMULATOR_H
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace mpc_emu {
+
+struct dim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+
+/// The coordinates of the CUDA thread running on this OS thread.
+struct coordinates {
+  dim3 threadIdx, blockIdx, blockDim, gridDim;
+};
+extern thread_local coordinates current;
+
+/// The order in which blocks run and a block's runnable threads resume.
+enum class run_order { forward, reverse, shuffled };
+/// For launches that follow on this OS thread. The default comes from
+/// $MPC_EMULATION_ORDER: "forward", "reverse" or "shuffled:<seed>".
+void set_order(run_order order, unsigned long long seed = 0);
+
+/// Runs `body(context)` as every thread of a 1-d grid of `grid` blocks of
+/// `block` threads (1 to 1024), then returns. Launches do not nest.
+void launch(const char *kernel, unsigned grid, unsigned block,
+            void (*body)(void *), void *context);
+template <typename Body>
+void launch(const char *kernel, unsigned grid, unsigned block, Body &&body) {
+  using Callable = std::remove_reference_t<Body>;
+  launch(kernel, grid, block,
+         [](void *context) { (*static_cast<Callable *>(context))(); },
+         const_cast<void *>(static_cast<const void *>(&body)));
+}
+
+/// Whether the last launch on this OS thread added floats atomically: its
+/// result may then depend on the order (float addition does not associate).
+bool last_launch_used_float_atomics();
+void note_float_atomic();
+
+/// A span of memory a kernel may write.
+struct region {
+  void *data;
+  size_t bytes;
+};
+/// Runs `run(context)` (one launch) in forward order, then again from the
+/// same contents of `regions` in `other` order, and fails naming the
+/// kernel and the first differing byte unless the regions end equal. A
+/// launch that added floats atomically is let off: float addition does not
+/// associate, so its result depends on the order on a GPU too.
+void check_order_independence(const char *kernel, const region *regions,
+                              size_t count, run_order other,
+                              unsigned long long seed, void (*run)(void *),
+                              void *context);
+
+/// Stops the emulation with a message naming the current kernel, block and
+/// thread, and the source line.
+[[noreturn]] void fail(const char *file, int line, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+void syncthreads(const char *file, int line);
+
+enum class warp_op { shfl_idx, shfl_up, shfl_down, shfl_xor, ballot, any, all,
+                     sync };
+/// One lane's part in a warp-wide operation; returns what the lane gets.
+uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
+                       int width, const char *file, int line);
+
+template <typename T> uint32_t to_bits(T value) {
+  static_assert(sizeof(T) == 4, "shuffles move 32-bit values here");
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  return bits;
+}
+template <typename T> T from_bits(uint32_t bits) {
+  T value;
+  std::memcpy(&value, &bits, 4);
+  return value;
+}
+
+//===----------------------------------------------------------------------===//
+// Shared memory
+//===----------------------------------------------------------------------===//
+
+/// What the emulator knows about one element of a shared array: the last
+/// write and the reads since, in barrier intervals ("epochs") of the block.
+struct shadow_cell {
+  uint32_t writeEpoch; // 0: never written in this block
+  int32_t writer;
+  uint32_t readEpoch;
+  int32_t reader; // -1: several threads
+};
+struct shared_header {
+  const char *name;
+  const char *file;
+  int line;
+  long long count;
+  unsigned long long blockSerial; // the block the contents belong to
+};
+/// Checks (and records) an access to element `index` of a shared array;
+/// clears the array first if it belongs to an earlier block.
+void shared_access(shared_header &header, shadow_cell *shadow, void *data,
+                   size_t elementBytes, long long index, bool write,
+                   const char *file, int line);
+
+/// An index into a shared array, with the line of the expression.
+struct shared_index {
+  shared_index(long long value, const char *file = __builtin_FILE(),
+               int line = __builtin_LINE())
+      : value(value), file(file), line(line) {}
+  long long value;
+  const char *file;
+  int line;
+};
+
+/// A `__shared__ T name[N]` of one block, checked.
+template <typename T, long long N> class shared_array {
+public:
+  shared_array(const char *name, const char *file, int line)
+      : header{name, file, line, N, 0} {}
+
+  class reference {
+  public:
+    reference(shared_array &array, const shared_index &index)
+        : array(array), index(index) {}
+    operator T() const {
+      array.access(index, /*write=*/false);
+      return array.data[index.value];
+    }
+    reference &operator=(T value) {
+      array.access(index, /*write=*/true);
+      array.data[index.value] = value;
+      return *this;
+    }
+    reference &operator=(const reference &other) {
+      return *this = static_cast<T>(other);
+    }
+    reference &operator+=(T value) { return *this = T(*this) + value; }
+
+  private:
+    shared_array &array;
+    shared_index index;
+  };
+  reference operator[](const shared_index &index) {
+    return reference(*this, index);
+  }
+
+private:
+  void access(const shared_index &index, bool write) {
+    shared_access(header, shadow, data, sizeof(T), index.value, write,
+                  index.file, index.line);
+  }
+  shared_header header;
+  shadow_cell shadow[N];
+  T data[N];
+};
+
+} // namespace mpc_emu
+
+extern "C" {
+/// Zeroed memory for a kernel under emulation, 16-byte aligned, whose last
+/// byte abuts an inaccessible page (and whose start follows one): an access
+/// past the end faults at once, and the emulator names the CUDA thread.
+/// For host stand-ins of cuMemAlloc (tests/cuda/mock_cuda.cpp) and tests.
+void *mpc_emu_guarded_alloc(size_t bytes);
+void mpc_emu_guarded_free(void *pointer);
+}
+
+#endif // MPC_RUNTIME_DEVICE_MPC_EMULATOR_H

@@ -1,0 +1,850 @@
+//===- emulator.cpp - CUDA thread blocks as fibers on the host ------------===//
+//
+// runtime/device/mpc_emulator.h says what is emulated. Here: every CUDA
+// thread of the running block is a fiber with its own stack, switched to and
+// from a scheduler on the launching OS thread. A fiber runs until it waits
+// (at a barrier or a warp exchange) or returns; the scheduler then resumes
+// the next runnable one, in the launch's order. A barrier opens when every
+// thread of the block waits at it; a warp exchange completes when the last
+// lane its mask names arrives. When nothing can run and threads still wait,
+// the kernel is wrong: the scheduler says why (an exited thread, another
+// barrier, a lane at another shuffle) and aborts.
+//
+// The context switch is hand-written for x86-64 (callee-saved registers,
+// the SSE and x87 control words, the stack pointer), a few nanoseconds;
+// elsewhere it is ucontext's swapcontext, about ten times slower.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/device/mpc_emulator.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+namespace mpc_emu {
+
+thread_local coordinates current;
+
+namespace {
+
+constexpr unsigned warpSize = 32;
+constexpr unsigned maxBlock = 1024;
+/// Kernels keep a few scalars each; the fiber's frames are the kernel's
+/// and the emulator's. A guard page below catches an overflow.
+constexpr size_t stackBytes = 64 * 1024;
+
+//===----------------------------------------------------------------------===//
+// Context switch
+//===----------------------------------------------------------------------===//
+
+struct Fiber;
+extern "C" void mpc_emu_fiber_main(Fiber *fiber);
+
+#if defined(__x86_64__)
+// mpc_emu_switch(void **save, void *to): saves the callee-saved registers
+// and control words on the current stack, stores the stack pointer in
+// *save, and resumes the stack `to` (saved the same way, or prepared by
+// prepareStack). mpc_emu_fiber_start is where a new fiber's first switch
+// returns to: its Fiber is in rbx, and the stack is aligned for a call.
+__asm__(".text\n"
+        ".globl mpc_emu_switch\n"
+        ".hidden mpc_emu_switch\n"
+        ".type mpc_emu_switch,@function\n"
+        "mpc_emu_switch:\n"
+        "  pushq %rbp\n"
+        "  pushq %rbx\n"
+        "  pushq %r12\n"
+        "  pushq %r13\n"
+        "  pushq %r14\n"
+        "  pushq %r15\n"
+        "  subq $8, %rsp\n"
+        "  stmxcsr (%rsp)\n"
+        "  fnstcw 4(%rsp)\n"
+        "  movq %rsp, (%rdi)\n"
+        "  movq %rsi, %rsp\n"
+        "  ldmxcsr (%rsp)\n"
+        "  fldcw 4(%rsp)\n"
+        "  addq $8, %rsp\n"
+        "  popq %r15\n"
+        "  popq %r14\n"
+        "  popq %r13\n"
+        "  popq %r12\n"
+        "  popq %rbx\n"
+        "  popq %rbp\n"
+        "  ret\n"
+        ".size mpc_emu_switch, .-mpc_emu_switch\n"
+        ".globl mpc_emu_fiber_start\n"
+        ".hidden mpc_emu_fiber_start\n"
+        ".type mpc_emu_fiber_start,@function\n"
+        "mpc_emu_fiber_start:\n"
+        "  movq %rbx, %rdi\n"
+        "  call mpc_emu_fiber_main\n"
+        "  ud2\n"
+        ".size mpc_emu_fiber_start, .-mpc_emu_fiber_start\n");
+extern "C" void mpc_emu_switch(void **save, void *to);
+extern "C" void mpc_emu_fiber_start();
+
+struct Context {
+  void *stackPointer = nullptr;
+};
+
+/// Lays out a new fiber's stack as mpc_emu_switch leaves one, so that the
+/// first switch to it "returns" into mpc_emu_fiber_start.
+void prepareStack(Context &context, char *stack, size_t bytes, Fiber *fiber) {
+  uintptr_t top = reinterpret_cast<uintptr_t>(stack + bytes) & ~uintptr_t(15);
+  uint64_t *slot = reinterpret_cast<uint64_t *>(top);
+  *--slot = reinterpret_cast<uint64_t>(&mpc_emu_fiber_start); // ret; rsp%16==0
+  *--slot = 0;                                  // rbp
+  *--slot = reinterpret_cast<uint64_t>(fiber);  // rbx
+  *--slot = 0;                                  // r12
+  *--slot = 0;                                  // r13
+  *--slot = 0;                                  // r14
+  *--slot = 0;                                  // r15
+  uint32_t mxcsr;
+  uint16_t fpcw;
+  __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
+  __asm__ volatile("fnstcw %0" : "=m"(fpcw));
+  *--slot = static_cast<uint64_t>(mxcsr) | static_cast<uint64_t>(fpcw) << 32;
+  context.stackPointer = slot;
+}
+void switchContext(Context &from, Context &to) {
+  mpc_emu_switch(&from.stackPointer, to.stackPointer);
+}
+#else
+struct Context {
+  ucontext_t context;
+};
+void fiberTrampoline(unsigned high, unsigned low) {
+  uintptr_t pointer = (static_cast<uintptr_t>(high) << 32) | low;
+  mpc_emu_fiber_main(reinterpret_cast<Fiber *>(pointer));
+}
+void prepareStack(Context &context, char *stack, size_t bytes, Fiber *fiber) {
+  getcontext(&context.context);
+  context.context.uc_stack.ss_sp = stack;
+  context.context.uc_stack.ss_size = bytes;
+  context.context.uc_link = nullptr;
+  uintptr_t pointer = reinterpret_cast<uintptr_t>(fiber);
+  makecontext(&context.context, reinterpret_cast<void (*)()>(fiberTrampoline),
+              2, static_cast<unsigned>(pointer >> 32),
+              static_cast<unsigned>(pointer));
+}
+void switchContext(Context &from, Context &to) {
+  swapcontext(&from.context, &to.context);
+}
+#endif
+
+//===----------------------------------------------------------------------===//
+// Scheduler state
+//===----------------------------------------------------------------------===//
+
+enum class State { Runnable, AtBarrier, AtWarp, Exited };
+
+struct Fiber {
+  Context context;
+  char *stack = nullptr; // stackBytes, above a guard page
+  unsigned thread = 0;
+  State state = State::Exited;
+  // Where it waits.
+  const char *file = nullptr;
+  int line = 0;
+  // Its part in a warp exchange.
+  warp_op op = warp_op::sync;
+  unsigned mask = 0;
+  uint32_t value = 0, result = 0;
+  int operand = 0, width = warpSize;
+};
+
+struct Launch {
+  const char *kernel = nullptr;
+  unsigned grid = 0, block = 0;
+  unsigned blockIndex = 0;
+  void (*body)(void *) = nullptr;
+  void *context = nullptr;
+  uint32_t epoch = 1; // barrier intervals of the running block, from 1
+  bool floatAtomics = false;
+};
+
+struct Emulator {
+  std::vector<Fiber> fibers;
+  Context scheduler;
+  Fiber *running = nullptr;
+  Launch launch;
+  bool active = false;
+  unsigned long long blockSerial = 0; // of the running block, from 1
+  unsigned long long launches = 0;
+  run_order order = run_order::forward;
+  unsigned long long seed = 0;
+  bool orderFromEnvironment = true;
+  bool lastLaunchUsedFloatAtomics = false;
+};
+thread_local Emulator emulator;
+
+const char *baseName(const char *path) {
+  const char *slash = std::strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+/// The failure message's first part: which kernel, block and thread.
+void printWhere(FILE *out) {
+  std::fprintf(out, "mpc emulation: error: kernel %s, block %u of %u",
+               emulator.launch.kernel ? emulator.launch.kernel : "?",
+               emulator.launch.blockIndex, emulator.launch.grid);
+  if (emulator.running)
+    std::fprintf(out, ", thread %u of %u", emulator.running->thread,
+                 emulator.launch.block);
+}
+
+[[noreturn]] void vfail(const char *file, int line, const char *format,
+                        va_list args) {
+  std::fflush(stdout);
+  printWhere(stderr);
+  if (file)
+    std::fprintf(stderr, ", at %s:%d", baseName(file), line);
+  std::fprintf(stderr, ": ");
+  std::vfprintf(stderr, format, args);
+  std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+  std::abort();
+}
+
+const char *describe(warp_op op) {
+  switch (op) {
+  case warp_op::shfl_idx:
+    return "__shfl_sync";
+  case warp_op::shfl_up:
+    return "__shfl_up_sync";
+  case warp_op::shfl_down:
+    return "__shfl_down_sync";
+  case warp_op::shfl_xor:
+    return "__shfl_xor_sync";
+  case warp_op::ballot:
+    return "__ballot_sync";
+  case warp_op::any:
+    return "__any_sync";
+  case warp_op::all:
+    return "__all_sync";
+  case warp_op::sync:
+    return "__syncwarp";
+  }
+  return "?";
+}
+
+//===----------------------------------------------------------------------===//
+// Faults: out-of-bounds accesses land on guard pages (the mock driver's
+// allocations, a fiber's stack); the handler names the CUDA thread.
+//===----------------------------------------------------------------------===//
+
+/// Where the faulting instruction is: object and offset, and the source
+/// line (and the lines it is inlined into) where the object has debug
+/// information, from addr2line. We are about to die of the signal, so what
+/// is not async-signal-safe here can at worst lose this message.
+void printSourceLine(void *pc) {
+  Dl_info info;
+  if (!dladdr(pc, &info) || !info.dli_fname)
+    return;
+  uintptr_t offset = reinterpret_cast<uintptr_t>(pc) -
+                     reinterpret_cast<uintptr_t>(info.dli_fbase);
+  char address[32];
+  std::snprintf(address, sizeof(address), "0x%lx",
+                static_cast<unsigned long>(offset));
+  std::string lines;
+  int channel[2];
+  if (pipe(channel) == 0) {
+    pid_t child = fork();
+    if (child == 0) {
+      dup2(channel[1], 1);
+      int devnull = open("/dev/null", O_WRONLY);
+      dup2(devnull, 2);
+      execlp("addr2line", "addr2line", "-i", "-e", info.dli_fname, address,
+             static_cast<char *>(nullptr));
+      _exit(127);
+    }
+    close(channel[1]);
+    char buffer[512];
+    ssize_t got;
+    while ((got = read(channel[0], buffer, sizeof(buffer))) > 0)
+      lines.append(buffer, static_cast<size_t>(got));
+    close(channel[0]);
+    if (child > 0)
+      waitpid(child, nullptr, 0);
+  }
+  // addr2line -i: the innermost line first, then each it is inlined into.
+  std::string where;
+  size_t begin = 0;
+  while (begin < lines.size()) {
+    size_t newline = lines.find('\n', begin);
+    std::string line = lines.substr(begin, newline - begin);
+    begin = newline == std::string::npos ? lines.size() : newline + 1;
+    if (line.empty() || line[0] == '?')
+      continue;
+    where += where.empty() ? "at " : ", inlined at ";
+    where += baseName(line.c_str());
+  }
+  if (where.empty())
+    where = "no line (built without -g)";
+  std::fprintf(stderr, "mpc emulation: the access: %s+%s, %s\n",
+               baseName(info.dli_fname), address, where.c_str());
+}
+
+void onFault(int signal, siginfo_t *info, void *ucontextPointer) {
+  void *pc = nullptr;
+#if defined(__x86_64__)
+  pc = reinterpret_cast<void *>(
+      static_cast<ucontext_t *>(ucontextPointer)->uc_mcontext.gregs[REG_RIP]);
+#else
+  (void)ucontextPointer;
+#endif
+  if (emulator.active) {
+    std::fflush(stdout);
+    printWhere(stderr);
+    std::fprintf(stderr,
+                 ": invalid memory access (%s) at address %p: outside every "
+                 "allocation, or on a guard page\n",
+                 signal == SIGSEGV ? "SIGSEGV" : "SIGBUS", info->si_addr);
+    if (pc)
+      printSourceLine(pc);
+  }
+  // Die of the signal, as without the handler.
+  struct sigaction fallback = {};
+  fallback.sa_handler = SIG_DFL;
+  sigaction(signal, &fallback, nullptr);
+  raise(signal);
+}
+
+void installFaultHandler() {
+  static bool installed = false;
+  if (installed)
+    return;
+  installed = true;
+  // Its own stack: the fault may be a fiber's stack overflowing.
+  static thread_local std::vector<char> alternate(64 * 1024);
+  stack_t altStack = {};
+  altStack.ss_sp = alternate.data();
+  altStack.ss_size = alternate.size();
+  sigaltstack(&altStack, nullptr);
+  struct sigaction action = {};
+  action.sa_sigaction = onFault;
+  action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigaction(SIGSEGV, &action, nullptr);
+  sigaction(SIGBUS, &action, nullptr);
+}
+
+//===----------------------------------------------------------------------===//
+// Fibers
+//===----------------------------------------------------------------------===//
+
+void ensureFibers(unsigned count) {
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  if (emulator.fibers.size() >= count)
+    return;
+  // Reallocation would move contexts that are not in use: none is now.
+  emulator.fibers.resize(count);
+  for (Fiber &fiber : emulator.fibers) {
+    if (fiber.stack)
+      continue;
+    void *memory = mmap(nullptr, stackBytes + page, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (memory == MAP_FAILED)
+      fail(nullptr, 0, "cannot map a stack for %u threads", count);
+    mprotect(memory, page, PROT_NONE);
+    fiber.stack = static_cast<char *>(memory) + page;
+  }
+}
+
+void setCoordinates(const Fiber &fiber) {
+  current.threadIdx = {fiber.thread, 0, 0};
+}
+
+/// Runs `fiber` until it waits or returns.
+void resume(Fiber &fiber) {
+  emulator.running = &fiber;
+  setCoordinates(fiber);
+  switchContext(emulator.scheduler, fiber.context);
+  emulator.running = nullptr;
+}
+
+/// Back to the scheduler from the running fiber, which has set its state.
+void yield() {
+  Fiber &self = *emulator.running;
+  switchContext(self.context, emulator.scheduler);
+  // Resumed: the scheduler has set running and the coordinates.
+}
+
+Fiber &fiberOf(unsigned thread) { return emulator.fibers[thread]; }
+
+unsigned lanesInWarp(unsigned warp) {
+  unsigned first = warp * warpSize;
+  return std::min(warpSize, emulator.launch.block - first);
+}
+
+std::vector<unsigned> permutation(unsigned count, unsigned long long salt) {
+  std::vector<unsigned> order(count);
+  for (unsigned i = 0; i < count; ++i)
+    order[i] = i;
+  if (emulator.order == run_order::reverse) {
+    std::reverse(order.begin(), order.end());
+  } else if (emulator.order == run_order::shuffled) {
+    // splitmix64 as the random source: the same order for the same seed.
+    unsigned long long state = emulator.seed ^ (salt * 0x9e3779b97f4a7c15ULL);
+    auto next = [&state] {
+      unsigned long long z = (state += 0x9e3779b97f4a7c15ULL);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      return z ^ (z >> 31);
+    };
+    for (unsigned i = count; i > 1; --i)
+      std::swap(order[i - 1], order[next() % i]);
+  }
+  return order;
+}
+
+/// Nothing can run and threads still wait: says why, and fails.
+[[noreturn]] void reportStuck() {
+  Launch &launch = emulator.launch;
+  const Fiber *atBarrier = nullptr, *exited = nullptr, *atWarp = nullptr;
+  for (unsigned t = 0; t < launch.block; ++t) {
+    const Fiber &fiber = fiberOf(t);
+    if (fiber.state == State::AtBarrier && !atBarrier)
+      atBarrier = &fiber;
+    if (fiber.state == State::Exited && !exited)
+      exited = &fiber;
+    if (fiber.state == State::AtWarp && !atWarp)
+      atWarp = &fiber;
+  }
+  // A warp exchange that cannot complete: which named lane is elsewhere.
+  if (atWarp) {
+    unsigned warpBase = atWarp->thread / warpSize * warpSize;
+    for (unsigned lane = 0; lane < warpSize; ++lane) {
+      if (!(atWarp->mask >> lane & 1))
+        continue;
+      const Fiber &other = fiberOf(warpBase + lane);
+      if (other.state == State::AtWarp)
+        continue;
+      emulator.running = const_cast<Fiber *>(atWarp);
+      if (other.state == State::Exited)
+        fail(atWarp->file, atWarp->line,
+             "%s with mask 0x%08x waits for lane %u (thread %u), which has "
+             "exited (deadlock)",
+             describe(atWarp->op), atWarp->mask, lane, other.thread);
+      fail(atWarp->file, atWarp->line,
+           "%s with mask 0x%08x waits for lane %u (thread %u), which waits "
+           "at __syncthreads at %s:%d (deadlock)",
+           describe(atWarp->op), atWarp->mask, lane, other.thread,
+           baseName(other.file), other.line);
+    }
+  }
+  if (atBarrier && exited) {
+    emulator.running = const_cast<Fiber *>(exited);
+    fail(atBarrier->file, atBarrier->line,
+         "barrier divergence: this thread exited while thread %u waits at "
+         "__syncthreads here",
+         atBarrier->thread);
+  }
+  emulator.running = nullptr;
+  fail(nullptr, 0, "deadlock: no thread can run");
+}
+
+/// Opens the barrier every live thread waits at, if they all do.
+bool releaseBarrier() {
+  Launch &launch = emulator.launch;
+  const Fiber *first = nullptr;
+  unsigned exited = 0;
+  for (unsigned t = 0; t < launch.block; ++t) {
+    const Fiber &fiber = fiberOf(t);
+    if (fiber.state == State::Exited) {
+      ++exited;
+      continue;
+    }
+    if (fiber.state != State::AtBarrier)
+      return false;
+    if (!first) {
+      first = &fiber;
+    } else if (fiber.line != first->line ||
+               std::strcmp(fiber.file, first->file) != 0) {
+      emulator.running = const_cast<Fiber *>(&fiber);
+      fail(fiber.file, fiber.line,
+           "barrier divergence: this thread waits at this __syncthreads, "
+           "thread %u at the one at %s:%d",
+           first->thread, baseName(first->file), first->line);
+    }
+  }
+  if (!first)
+    return false;
+  if (exited)
+    return false; // reportStuck names the exited thread
+  ++launch.epoch;
+  for (unsigned t = 0; t < launch.block; ++t)
+    fiberOf(t).state = State::Runnable;
+  return true;
+}
+
+void runBlock(unsigned blockIndex) {
+  Launch &launch = emulator.launch;
+  launch.blockIndex = blockIndex;
+  launch.epoch = 1;
+  ++emulator.blockSerial;
+  current.blockIdx = {blockIndex, 0, 0};
+  for (unsigned t = 0; t < launch.block; ++t) {
+    Fiber &fiber = fiberOf(t);
+    fiber.thread = t;
+    fiber.state = State::Runnable;
+    prepareStack(fiber.context, fiber.stack, stackBytes, &fiber);
+  }
+  std::vector<unsigned> order =
+      permutation(launch.block, emulator.launches * 65537ULL + blockIndex);
+  for (;;) {
+    bool ran = false;
+    for (unsigned t : order) {
+      Fiber &fiber = fiberOf(t);
+      if (fiber.state != State::Runnable)
+        continue;
+      resume(fiber);
+      ran = true;
+    }
+    if (ran)
+      continue;
+    bool done = true;
+    for (unsigned t = 0; t < launch.block && done; ++t)
+      done = fiberOf(t).state == State::Exited;
+    if (done)
+      return;
+    if (!releaseBarrier())
+      reportStuck();
+  }
+}
+
+} // namespace
+
+extern "C" void mpc_emu_fiber_main(Fiber *fiber) {
+  emulator.launch.body(emulator.launch.context);
+  fiber->state = State::Exited;
+  yield();
+  __builtin_unreachable();
+}
+
+//===----------------------------------------------------------------------===//
+// The interface
+//===----------------------------------------------------------------------===//
+
+void check_order_independence(const char *kernel, const region *regions,
+                              size_t count, run_order other,
+                              unsigned long long seed, void (*run)(void *),
+                              void *context) {
+  std::vector<std::vector<unsigned char>> before(count), forward(count);
+  for (size_t i = 0; i < count; ++i) {
+    auto *bytes = static_cast<unsigned char *>(regions[i].data);
+    before[i].assign(bytes, bytes + regions[i].bytes);
+  }
+  run_order saved = emulator.order;
+  unsigned long long savedSeed = emulator.seed;
+  bool savedFromEnvironment = emulator.orderFromEnvironment;
+  set_order(run_order::forward);
+  run(context);
+  bool floatAtomics = emulator.lastLaunchUsedFloatAtomics;
+  for (size_t i = 0; i < count; ++i) {
+    auto *bytes = static_cast<unsigned char *>(regions[i].data);
+    forward[i].assign(bytes, bytes + regions[i].bytes);
+    std::memcpy(bytes, before[i].data(), regions[i].bytes);
+  }
+  set_order(other, seed);
+  run(context);
+  emulator.order = saved;
+  emulator.seed = savedSeed;
+  emulator.orderFromEnvironment = savedFromEnvironment;
+  if (floatAtomics || emulator.lastLaunchUsedFloatAtomics)
+    return;
+  for (size_t i = 0; i < count; ++i) {
+    auto *bytes = static_cast<unsigned char *>(regions[i].data);
+    if (std::memcmp(bytes, forward[i].data(), regions[i].bytes) == 0)
+      continue;
+    size_t at = 0;
+    while (bytes[at] == forward[i][at])
+      ++at;
+    fail(nullptr, 0,
+         "kernel %s is not deterministic: byte %zu of region %zu (%p) is "
+         "0x%02x when its threads and blocks run in %s order, 0x%02x in "
+         "forward order",
+         kernel, at, i, regions[i].data, bytes[at],
+         other == run_order::reverse ? "reverse" : "shuffled",
+         forward[i][at]);
+  }
+}
+
+void set_order(run_order order, unsigned long long seed) {
+  emulator.order = order;
+  emulator.seed = seed;
+  emulator.orderFromEnvironment = false;
+}
+
+bool last_launch_used_float_atomics() {
+  return emulator.lastLaunchUsedFloatAtomics;
+}
+void note_float_atomic() { emulator.launch.floatAtomics = true; }
+
+void fail(const char *file, int line, const char *format, ...) {
+  va_list args;
+  va_start(args, format);
+  vfail(file, line, format, args);
+}
+
+void launch(const char *kernel, unsigned grid, unsigned block,
+            void (*body)(void *), void *context) {
+  if (emulator.active)
+    fail(nullptr, 0, "kernel %s launched from inside a kernel", kernel);
+  if (emulator.orderFromEnvironment) {
+    emulator.orderFromEnvironment = false;
+    if (const char *text = std::getenv("MPC_EMULATION_ORDER")) {
+      if (std::strcmp(text, "reverse") == 0)
+        emulator.order = run_order::reverse;
+      else if (std::strncmp(text, "shuffled:", 9) == 0)
+        emulator.order = run_order::shuffled,
+        emulator.seed = std::strtoull(text + 9, nullptr, 10);
+      else if (std::strcmp(text, "forward") != 0)
+        fail(nullptr, 0,
+             "MPC_EMULATION_ORDER is '%s', not forward, reverse or "
+             "shuffled:<seed>",
+             text);
+    }
+  }
+  emulator.launch = Launch{kernel, grid, block, 0, body, context, 1, false};
+  if (block == 0 || block > maxBlock)
+    fail(nullptr, 0, "block of %u threads: CUDA allows 1 to %u", block,
+         maxBlock);
+  if (grid == 0)
+    fail(nullptr, 0, "grid of 0 blocks");
+  installFaultHandler();
+  ensureFibers(block);
+  ++emulator.launches;
+  emulator.active = true;
+  current.blockDim = {block, 1, 1};
+  current.gridDim = {grid, 1, 1};
+  for (unsigned b : permutation(grid, emulator.launches))
+    runBlock(b);
+  emulator.active = false;
+  emulator.lastLaunchUsedFloatAtomics = emulator.launch.floatAtomics;
+  emulator.launch.kernel = nullptr;
+}
+
+void syncthreads(const char *file, int line) {
+  Fiber &self = *emulator.running;
+  self.state = State::AtBarrier;
+  self.file = file;
+  self.line = line;
+  yield();
+}
+
+uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
+                       int width, const char *file, int line) {
+  Fiber &self = *emulator.running;
+  unsigned warp = self.thread / warpSize, lane = self.thread % warpSize;
+  unsigned lanes = lanesInWarp(warp);
+  if (!(mask >> lane & 1))
+    fail(file, line, "%s with mask 0x%08x: the mask must name the calling "
+                     "lane %u",
+         describe(op), mask, lane);
+  if (lanes < warpSize && (mask >> lanes) != 0)
+    fail(file, line,
+         "%s with mask 0x%08x names lanes this warp lacks: the block has %u "
+         "threads, so warp %u has %u lanes",
+         describe(op), mask, emulator.launch.block, warp, lanes);
+  if (width < 1 || width > 32 || (width & (width - 1)) != 0)
+    fail(file, line, "%s with width %d: a power of 2 from 1 to 32",
+         describe(op), width);
+  self.state = State::AtWarp;
+  self.file = file;
+  self.line = line;
+  self.op = op;
+  self.mask = mask;
+  self.value = value;
+  self.operand = operand;
+  self.width = width;
+  unsigned warpBase = warp * warpSize;
+  // Wait for the lanes the mask names: the last to arrive completes the
+  // exchange for all of them.
+  for (unsigned other = 0; other < lanes; ++other) {
+    if (!(mask >> other & 1))
+      continue;
+    const Fiber &peer = fiberOf(warpBase + other);
+    if (peer.state == State::Exited)
+      fail(file, line, "%s with mask 0x%08x names lane %u (thread %u), which "
+                       "has exited",
+           describe(op), mask, other, peer.thread);
+    if (peer.state != State::AtWarp) {
+      yield();
+      return self.result;
+    }
+  }
+  for (unsigned other = 0; other < lanes; ++other) {
+    if (!(mask >> other & 1))
+      continue;
+    const Fiber &peer = fiberOf(warpBase + other);
+    if (peer.line != line || std::strcmp(peer.file, file) != 0 ||
+        peer.op != op || peer.mask != mask)
+      fail(file, line,
+           "%s with mask 0x%08x: lane %u (thread %u) is at %s with mask "
+           "0x%08x at %s:%d; all lanes the mask names must be at the same one",
+           describe(op), mask, other, peer.thread, describe(peer.op),
+           peer.mask, baseName(peer.file), peer.line);
+  }
+  uint32_t ballot = 0;
+  for (unsigned other = 0; other < lanes; ++other)
+    if ((mask >> other & 1) && fiberOf(warpBase + other).value != 0)
+      ballot |= 1u << other;
+  for (unsigned target = 0; target < lanes; ++target) {
+    if (!(mask >> target & 1))
+      continue;
+    Fiber &peer = fiberOf(warpBase + target);
+    int w = peer.width;
+    unsigned segment = target & ~static_cast<unsigned>(w - 1);
+    long long source = target;
+    switch (op) {
+    case warp_op::shfl_idx:
+      source = segment + (static_cast<unsigned>(peer.operand) % w);
+      break;
+    case warp_op::shfl_up:
+      if (static_cast<long long>(target - segment) - peer.operand >= 0)
+        source = target - peer.operand;
+      break;
+    case warp_op::shfl_down:
+      if (target - segment + peer.operand < static_cast<unsigned>(w))
+        source = target + peer.operand;
+      break;
+    case warp_op::shfl_xor:
+      source = target ^ static_cast<unsigned>(peer.operand);
+      // Lanes of a later segment are out of reach: the lane's own value.
+      if (source >= segment + w)
+        source = target;
+      break;
+    case warp_op::ballot:
+      peer.result = ballot;
+      break;
+    case warp_op::any:
+      peer.result = ballot != 0;
+      break;
+    case warp_op::all:
+      peer.result = ballot == mask;
+      break;
+    case warp_op::sync:
+      peer.result = 0;
+      break;
+    }
+    if (op == warp_op::shfl_idx || op == warp_op::shfl_up ||
+        op == warp_op::shfl_down || op == warp_op::shfl_xor) {
+      if (source >= lanes || !(mask >> source & 1)) {
+        emulator.running = &peer;
+        fail(peer.file, peer.line,
+             "%s reads lane %lld, which the mask 0x%08x does not name (the "
+             "value is undefined)",
+             describe(op), source, mask);
+      }
+      peer.result = fiberOf(warpBase + source).value;
+    }
+  }
+  for (unsigned other = 0; other < lanes; ++other)
+    if (mask >> other & 1)
+      fiberOf(warpBase + other).state = State::Runnable;
+  emulator.running = &self;
+  return self.result;
+}
+
+void shared_access(shared_header &header, shadow_cell *shadow, void *data,
+                   size_t elementBytes, long long index, bool write,
+                   const char *file, int line) {
+  if (!emulator.active)
+    fail(file, line, "shared array '%s' used outside a kernel", header.name);
+  if (header.blockSerial != emulator.blockSerial) {
+    // A new block: nothing written yet, and garbage in the storage (all
+    // ones: a NaN as a float) rather than the last block's values.
+    header.blockSerial = emulator.blockSerial;
+    std::memset(shadow, 0, sizeof(shadow_cell) * header.count);
+    std::memset(data, 0xff, elementBytes * header.count);
+  }
+  if (index < 0 || index >= header.count)
+    fail(file, line,
+         "out-of-bounds access to shared array '%s' (declared at %s:%d): "
+         "index %lld of %lld",
+         header.name, baseName(header.file), header.line, index, header.count);
+  shadow_cell &cell = shadow[index];
+  uint32_t epoch = emulator.launch.epoch;
+  int32_t self = static_cast<int32_t>(emulator.running->thread);
+  const char *what = write ? "writes" : "reads";
+  if (cell.writeEpoch == epoch && cell.writer != self)
+    fail(file, line,
+         "shared-memory race: this thread %s %s[%lld], which thread %d "
+         "wrote since the last __syncthreads",
+         what, header.name, index, cell.writer);
+  if (write) {
+    if (cell.readEpoch == epoch && cell.reader != self)
+      fail(file, line,
+           "shared-memory race: this thread writes %s[%lld], which %s read "
+           "since the last __syncthreads",
+           header.name, index,
+           cell.reader < 0 ? "several threads" : "another thread");
+    cell.writeEpoch = epoch;
+    cell.writer = self;
+    return;
+  }
+  if (cell.writeEpoch == 0)
+    fail(file, line,
+         "read of shared %s[%lld], which no thread of this block wrote",
+         header.name, index);
+  if (cell.readEpoch == epoch && cell.reader != self)
+    cell.reader = -1;
+  else if (cell.readEpoch != epoch)
+    cell.readEpoch = epoch, cell.reader = self;
+}
+
+} // namespace mpc_emu
+
+namespace {
+/// What precedes the bytes mpc_emu_guarded_alloc returns.
+struct GuardedHeader {
+  void *mapping;
+  size_t length;
+};
+constexpr size_t guardedAlignment = 16;
+} // namespace
+
+extern "C" void *mpc_emu_guarded_alloc(size_t bytes) {
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t rounded = (std::max<size_t>(bytes, 1) + guardedAlignment - 1) /
+                   guardedAlignment * guardedAlignment;
+  size_t dataPages =
+      (rounded + sizeof(GuardedHeader) + page - 1) / page * page;
+  size_t length = dataPages + 2 * page;
+  void *mapping = mmap(nullptr, length, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapping == MAP_FAILED)
+    return nullptr;
+  char *base = static_cast<char *>(mapping);
+  mprotect(base, page, PROT_NONE);
+  mprotect(base + page + dataPages, page, PROT_NONE);
+  char *data = base + page + dataPages - rounded;
+  GuardedHeader header{mapping, length};
+  std::memcpy(data - sizeof(header), &header, sizeof(header));
+  return data;
+}
+
+extern "C" void mpc_emu_guarded_free(void *pointer) {
+  if (!pointer)
+    return;
+  GuardedHeader header;
+  std::memcpy(&header, static_cast<char *>(pointer) - sizeof(header),
+              sizeof(header));
+  munmap(header.mapping, header.length);
+}

@@ -1,0 +1,398 @@
+//===- emulator_test.cpp - the block emulator runs and checks kernels -----===//
+//
+// Kernels written here as generated kernels are (CUDA C++ through
+// runtime/device/mpc_device.h, with MPC_DEVICE_EMULATION): the block
+// reductions at every block size the launchers may use, warp shuffles and
+// votes against the CUDA documentation's semantics, atomics under
+// contention; then deliberately broken kernels, each of which must stop
+// the emulation with a message naming what is wrong, the kernel, block,
+// thread and line.
+//
+//===----------------------------------------------------------------------===//
+
+#define MPC_DEVICE_EMULATION 1
+#include "runtime/device/mpc_device.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+/// One row per block, as the generated row reductions (EmitRow.cpp).
+__global__ void row_max(const float *x, float *out, long long n) {
+  const float *row = x + blockIdx.x * n;
+  float m = -INFINITY;
+  MPC_FOR_THREAD(j, n) m = mpc_max(m, row[j]);
+  m = mpc_block_reduce_max(m);
+  if (threadIdx.x == 0)
+    out[blockIdx.x] = m;
+}
+
+__global__ void row_sum(const float *x, float *out, long long n) {
+  const float *row = x + blockIdx.x * n;
+  mpc_sum s = 0.0f;
+  MPC_FOR_THREAD(j, n) s += row[j];
+  s = mpc_block_reduce_sum(s);
+  // Every thread has the sum: thread 0 stores it, the others check it.
+  if (threadIdx.x == 0)
+    out[blockIdx.x] = s;
+}
+
+__global__ void fill_all(float *out, long long n, float value) {
+  MPC_FOR_EACH(i, n) out[i] = value;
+}
+
+__global__ void add_up(float *total, const float *values, long long n) {
+  MPC_FOR_EACH(i, n) atomicAdd(total, values[i]);
+}
+
+/// Each lane's results of the shuffles and votes (8 per thread).
+__global__ void warp_ops(int *out, int width) {
+  int lane = threadIdx.x % 32;
+  int *mine = out + threadIdx.x * 8;
+  mine[0] = __shfl_xor_sync(0xffffffffu, lane, 1, width);
+  mine[1] = __shfl_down_sync(0xffffffffu, lane, 3, width);
+  mine[2] = __shfl_up_sync(0xffffffffu, lane, 3, width);
+  mine[3] = __shfl_sync(0xffffffffu, lane, 5, width);
+  mine[4] = static_cast<int>(__ballot_sync(0xffffffffu, lane % 3 == 0));
+  mine[5] = __any_sync(0xffffffffu, lane == 7);
+  mine[6] = __all_sync(0xffffffffu, lane < 31);
+  // Half the warp: lanes 0-15 exchange among themselves only.
+  mine[7] = -1;
+  if (lane < 16)
+    mine[7] = __shfl_xor_sync(0x0000ffffu, lane, 8);
+}
+
+// Broken kernels.
+
+__global__ void barrier_in_divergent_code(float *out) {
+  if (threadIdx.x < 16)
+    __syncthreads();
+  out[threadIdx.x] = 1.0f;
+}
+
+__global__ void barrier_after_early_exit(float *out) {
+  if (threadIdx.x >= 200)
+    return;
+  __syncthreads();
+  out[threadIdx.x] = 1.0f;
+}
+
+__global__ void two_barriers(float *out) {
+  if (threadIdx.x % 2)
+    __syncthreads();
+  else
+    __syncthreads();
+  out[threadIdx.x] = 1.0f;
+}
+
+__global__ void shared_race(float *out) {
+  MPC_SHARED(float, cache, 64);
+  cache[threadIdx.x % 64] = static_cast<float>(threadIdx.x);
+  __syncthreads();
+  out[threadIdx.x] = cache[threadIdx.x % 64];
+}
+
+__global__ void shared_read_before_barrier(float *out) {
+  MPC_SHARED(float, cache, 256);
+  cache[threadIdx.x] = 1.0f;
+  out[threadIdx.x] = cache[(threadIdx.x + 1) % 256];
+}
+
+__global__ void shared_unwritten(float *out) {
+  MPC_SHARED(float, cache, 256);
+  if (threadIdx.x < 128)
+    cache[threadIdx.x] = 1.0f;
+  __syncthreads();
+  out[threadIdx.x] = cache[threadIdx.x];
+}
+
+__global__ void write_past_end(float *out, long long n) {
+  // One element too many.
+  for (long long i = threadIdx.x; i <= n; i += blockDim.x)
+    out[i] = 1.0f;
+}
+
+__global__ void shuffle_missing_lane(float *out) {
+  if (threadIdx.x == 37)
+    return;
+  out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
+}
+
+__global__ void shuffle_at_two_sites(float *out) {
+  float v;
+  if (threadIdx.x % 32 < 16)
+    v = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
+  else
+    v = __shfl_xor_sync(0xffffffffu, 2.0f, 1);
+  out[threadIdx.x] = v;
+}
+
+__global__ void last_writer_wins(float *out) {
+  out[0] = static_cast<float>(threadIdx.x + blockIdx.x * blockDim.x);
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+/// Guarded device-like memory of `count` values.
+template <typename T> struct Buffer {
+  explicit Buffer(size_t count)
+      : count(count),
+        data(static_cast<T *>(mpc_emu_guarded_alloc(count * sizeof(T)))) {}
+  ~Buffer() { mpc_emu_guarded_free(data); }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  size_t count;
+  T *data;
+};
+
+const unsigned blockSizes[] = {32, 64, 256, 1024};
+
+//===----------------------------------------------------------------------===//
+// Semantics
+//===----------------------------------------------------------------------===//
+
+/// The cpu target returns NaN for a row with a NaN (as torch.amax); so must
+/// the block reduction. fmaxf in the combining step dropped it.
+TEST(Emulator, BlockMaxKeepsNaNAtEveryBlockSize) {
+  for (unsigned block : blockSizes) {
+    for (long long n : {1LL, 31LL, 1000LL, 4096LL}) {
+      for (long long at : {0LL, n / 2, n - 1}) {
+        Buffer<float> x(2 * n), out(2);
+        for (long long i = 0; i < 2 * n; ++i)
+          x.data[i] = static_cast<float>(i % 97) - 50.0f;
+        x.data[n + at] = NAN; // row 1
+        MPC_LAUNCH(row_max, 2, block, x.data, out.data, n);
+        EXPECT_EQ(out.data[0], n >= 97 ? 46.0f : static_cast<float>((n - 1) % 97) - 50.0f)
+            << "block " << block << " n " << n;
+        EXPECT_TRUE(std::isnan(out.data[1]))
+            << "block " << block << " n " << n << " NaN at " << at
+            << ": got " << out.data[1];
+      }
+    }
+  }
+}
+
+TEST(Emulator, BlockSumIsExactForIntegers) {
+  for (unsigned block : blockSizes) {
+    for (long long n : {1LL, 33LL, 1000LL, 5000LL}) {
+      Buffer<float> x(3 * n), out(3);
+      double expected[3] = {0, 0, 0};
+      for (long long i = 0; i < 3 * n; ++i) {
+        x.data[i] = static_cast<float>((i * 7) % 13) - 6.0f;
+        expected[i / n] += x.data[i];
+      }
+      MPC_LAUNCH(row_sum, 3, block, x.data, out.data, n);
+      for (int r = 0; r < 3; ++r)
+        EXPECT_EQ(out.data[r], static_cast<float>(expected[r]))
+            << "block " << block << " n " << n << " row " << r;
+    }
+  }
+}
+
+TEST(Emulator, GridStrideLoopsCoverEveryElementOnce) {
+  for (unsigned block : blockSizes) {
+    for (unsigned grid : {1u, 3u, 7u}) {
+      long long n = 3 * MPC_TILE + 17;
+      Buffer<float> out(n);
+      MPC_LAUNCH(fill_all, grid, block, out.data, n, 2.0f);
+      for (long long i = 0; i < n; ++i)
+        ASSERT_EQ(out.data[i], 2.0f) << "element " << i;
+    }
+  }
+}
+
+/// Integer-valued floats add exactly in any order: the contended sum must be
+/// exact (a lost update would show).
+TEST(Emulator, AtomicAddUnderContentionIsExact) {
+  long long n = 20000;
+  Buffer<float> values(n), total(1);
+  double expected = 0;
+  for (long long i = 0; i < n; ++i) {
+    values.data[i] = static_cast<float>(i % 101);
+    expected += values.data[i];
+  }
+  for (mpc_emu::run_order order :
+       {mpc_emu::run_order::forward, mpc_emu::run_order::reverse,
+        mpc_emu::run_order::shuffled}) {
+    mpc_emu::set_order(order, 7);
+    total.data[0] = 0.0f;
+    MPC_LAUNCH(add_up, 5, 256, total.data, values.data, n);
+    EXPECT_EQ(total.data[0], static_cast<float>(expected));
+    EXPECT_TRUE(mpc_emu::last_launch_used_float_atomics());
+  }
+  mpc_emu::set_order(mpc_emu::run_order::forward);
+}
+
+TEST(Emulator, WarpShufflesAndVotesFollowCuda) {
+  for (int width : {32, 16, 8}) {
+    Buffer<int> out(64 * 8);
+    MPC_LAUNCH(warp_ops, 1, 64, out.data, width);
+    for (int thread = 0; thread < 64; ++thread) {
+      int lane = thread % 32;
+      int segment = lane / width * width;
+      const int *got = out.data + thread * 8;
+      SCOPED_TRACE("width " + std::to_string(width) + " lane " +
+                   std::to_string(lane));
+      EXPECT_EQ(got[0], lane ^ 1);
+      EXPECT_EQ(got[1], lane - segment + 3 < width ? lane + 3 : lane);
+      EXPECT_EQ(got[2], lane - segment >= 3 ? lane - 3 : lane);
+      EXPECT_EQ(got[3], segment + 5 % width);
+      EXPECT_EQ(static_cast<unsigned>(got[4]), 0x49249249u);
+      EXPECT_EQ(got[5], 1);
+      EXPECT_EQ(got[6], 0);
+      EXPECT_EQ(got[7], lane < 16 ? lane ^ 8 : -1);
+    }
+  }
+}
+
+/// A kernel whose threads combine through the block reduction gives the
+/// same bits in every run order (the tree's shape is fixed).
+TEST(Emulator, BlockReductionIsOrderIndependent) {
+  long long n = 3000;
+  Buffer<float> x(4 * n), out(4);
+  for (long long i = 0; i < 4 * n; ++i)
+    x.data[i] = std::sin(static_cast<float>(i)) * 1e3f;
+  mpc_emu::region regions[] = {{out.data, 4 * sizeof(float)}};
+  struct Context {
+    float *x, *out;
+    long long n;
+  } context{x.data, out.data, n};
+  auto run = [](void *pointer) {
+    auto *c = static_cast<Context *>(pointer);
+    MPC_LAUNCH(row_sum, 4, 256, c->x, c->out, c->n);
+  };
+  mpc_emu::check_order_independence("row_sum", regions, 1,
+                                    mpc_emu::run_order::reverse, 0, run,
+                                    &context);
+  mpc_emu::check_order_independence("row_sum", regions, 1,
+                                    mpc_emu::run_order::shuffled, 3, run,
+                                    &context);
+}
+
+//===----------------------------------------------------------------------===//
+// Broken kernels
+//===----------------------------------------------------------------------===//
+
+using EmulatorDeathTest = ::testing::Test;
+
+TEST(EmulatorDeathTest, BarrierInDivergentCode) {
+  Buffer<float> out(256);
+  EXPECT_DEATH(MPC_LAUNCH(barrier_in_divergent_code, 2, 256, out.data),
+               "kernel barrier_in_divergent_code, block [01] of 2, thread "
+               "[0-9]+ of 256, at emulator_test.cpp:[0-9]+: barrier "
+               "divergence: this thread exited while thread [0-9]+ waits at "
+               "__syncthreads here");
+}
+
+TEST(EmulatorDeathTest, BarrierAfterEarlyExit) {
+  Buffer<float> out(256);
+  EXPECT_DEATH(MPC_LAUNCH(barrier_after_early_exit, 1, 256, out.data),
+               "kernel barrier_after_early_exit, block 0 of 1, thread "
+               "(2[0-4][0-9]|25[0-5]) of 256.*barrier divergence");
+}
+
+TEST(EmulatorDeathTest, DifferentBarriers) {
+  Buffer<float> out(64);
+  EXPECT_DEATH(MPC_LAUNCH(two_barriers, 1, 64, out.data),
+               "kernel two_barriers, block 0 of 1, thread [0-9]+ of 64, at "
+               "emulator_test.cpp:[0-9]+: barrier divergence: this thread "
+               "waits at this __syncthreads, thread [0-9]+ at the one at "
+               "emulator_test.cpp:[0-9]+");
+}
+
+TEST(EmulatorDeathTest, SharedMemoryWriteRace) {
+  Buffer<float> out(256);
+  EXPECT_DEATH(MPC_LAUNCH(shared_race, 1, 256, out.data),
+               "kernel shared_race, block 0 of 1, thread [0-9]+ of 256, at "
+               "emulator_test.cpp:[0-9]+: shared-memory race: this thread "
+               "writes cache\\[[0-9]+\\], which thread [0-9]+ wrote since "
+               "the last __syncthreads");
+}
+
+TEST(EmulatorDeathTest, SharedMemoryReadRace) {
+  Buffer<float> out(256);
+  EXPECT_DEATH(MPC_LAUNCH(shared_read_before_barrier, 1, 256, out.data),
+               "kernel shared_read_before_barrier, .*shared-memory race|"
+               "kernel shared_read_before_barrier, .*which no thread of this "
+               "block wrote");
+}
+
+TEST(EmulatorDeathTest, SharedMemoryUnwrittenRead) {
+  Buffer<float> out(256);
+  EXPECT_DEATH(MPC_LAUNCH(shared_unwritten, 1, 256, out.data),
+               "kernel shared_unwritten, block 0 of 1, thread "
+               "(1[2-9][0-9]|2[0-5][0-9]) of 256, at emulator_test.cpp:[0-9]+: "
+               "read of shared cache\\[[0-9]+\\], which no thread of this "
+               "block wrote");
+}
+
+TEST(EmulatorDeathTest, OutOfBoundsWrite) {
+  long long n = 1000; // a multiple of 4 floats: the end is the guard page
+  Buffer<float> out(n);
+  // Thread 1000 % 256 = 232 writes element n.
+  EXPECT_DEATH(MPC_LAUNCH(write_past_end, 1, 256, out.data, n),
+               "kernel write_past_end, block 0 of 1, thread 232 of 256: "
+               "invalid memory access \\(SIGSEGV\\) at address 0x[0-9a-f]+: "
+               ".*\nmpc emulation: the access: mpc-emulator-tests\\+0x[0-9a-f]+, "
+               "at emulator_test.cpp:[0-9]+, inlined at");
+}
+
+TEST(EmulatorDeathTest, ShuffleWithExitedLane) {
+  Buffer<float> out(64);
+  EXPECT_DEATH(MPC_LAUNCH(shuffle_missing_lane, 1, 64, out.data),
+               "kernel shuffle_missing_lane, block 0 of 1, thread [0-9]+ of "
+               "64, at emulator_test.cpp:[0-9]+: __shfl_xor_sync with mask "
+               "0xffffffff (names|waits for) lane 5 \\(thread 37\\), which "
+               "has exited");
+}
+
+TEST(EmulatorDeathTest, ShuffleWithAbsentLanes) {
+  Buffer<float> out(48);
+  EXPECT_DEATH(MPC_LAUNCH(shuffle_missing_lane, 1, 48, out.data),
+               "__shfl_xor_sync with mask 0xffffffff names lanes this warp "
+               "lacks: the block has 48 threads, so warp 1 has 16 lanes");
+}
+
+TEST(EmulatorDeathTest, ShuffleAtTwoSites) {
+  Buffer<float> out(32);
+  EXPECT_DEATH(MPC_LAUNCH(shuffle_at_two_sites, 1, 32, out.data),
+               "all lanes the mask names must be at the same one");
+}
+
+TEST(EmulatorDeathTest, BlockReduceNeedsWholeWarps) {
+  Buffer<float> x(100), out(1);
+  EXPECT_DEATH(MPC_LAUNCH(row_sum, 1, 100, x.data, out.data, 100LL),
+               "kernel row_sum, .*names lanes this warp lacks: the block has "
+               "100 threads, so warp 3 has 4 lanes");
+}
+
+TEST(EmulatorDeathTest, NonDeterministicKernel) {
+  Buffer<float> out(1);
+  mpc_emu::region regions[] = {{out.data, sizeof(float)}};
+  auto run = [](void *pointer) {
+    MPC_LAUNCH(last_writer_wins, 4, 64, static_cast<float *>(pointer));
+  };
+  EXPECT_DEATH(mpc_emu::check_order_independence(
+                   "last_writer_wins", regions, 1,
+                   mpc_emu::run_order::reverse, 0, run, out.data),
+               "kernel last_writer_wins is not deterministic: byte [0-3] of "
+               "region 0 .* when its threads and blocks run in reverse order");
+}
+
+TEST(EmulatorDeathTest, BadBlockSize) {
+  Buffer<float> out(1);
+  EXPECT_DEATH(MPC_LAUNCH(last_writer_wins, 1, 2048, out.data),
+               "block of 2048 threads: CUDA allows 1 to 1024");
+}
+
+} // namespace
