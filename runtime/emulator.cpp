@@ -201,8 +201,10 @@ const char *baseName(const char *path) {
 
 /// The failure message's first part: which kernel, block and thread.
 void printWhere(FILE *out) {
-  std::fprintf(out, "mpc emulation: error: kernel %s, block %u of %u",
-               emulator.launch.kernel ? emulator.launch.kernel : "?",
+  std::fprintf(out, "mpc emulation: error");
+  if (!emulator.active)
+    return;
+  std::fprintf(out, ": kernel %s, block %u of %u", emulator.launch.kernel,
                emulator.launch.blockIndex, emulator.launch.grid);
   if (emulator.running)
     std::fprintf(out, ", thread %u of %u", emulator.running->thread,
@@ -838,6 +840,15 @@ extern "C" void *mpc_emu_guarded_alloc(size_t bytes) {
   GuardedHeader header{mapping, length};
   std::memcpy(data - sizeof(header), &header, sizeof(header));
   return data;
+}
+
+extern "C" void mpc_emu_check_order_independence(
+    const char *kernel, const mpc_emu::region *regions, size_t count,
+    int order, unsigned long long seed, void (*run)(void *), void *context) {
+  mpc_emu::check_order_independence(
+      kernel, regions, count,
+      order == 1 ? mpc_emu::run_order::reverse : mpc_emu::run_order::shuffled,
+      seed, run, context);
 }
 
 extern "C" void mpc_emu_guarded_free(void *pointer) {

@@ -192,6 +192,14 @@ extern "C" {
 /// For host stand-ins of cuMemAlloc (tests/cuda/mock_cuda.cpp) and tests.
 void *mpc_emu_guarded_alloc(size_t bytes);
 void mpc_emu_guarded_free(void *pointer);
+/// mpc_emu::check_order_independence for callers that find it with dlsym:
+/// `regions` holds `count` pairs of (pointer, bytes); `order` 1 is
+/// reverse, 2 shuffled with `seed`.
+void mpc_emu_check_order_independence(const char *kernel,
+                                      const mpc_emu::region *regions,
+                                      size_t count, int order,
+                                      unsigned long long seed,
+                                      void (*run)(void *), void *context);
 }
 
 #endif // MPC_RUNTIME_DEVICE_MPC_EMULATOR_H

@@ -91,6 +91,7 @@ def main():
             sys.exit(f"error: {args.reference} exited {status}:\n{cpu_out}")
 
         failures = []
+        worst_loss = 0.0  # the largest |cuda - cpu| / |cpu| of a loss
         for kind, count in (("step", args.steps), ("eval", 3)):
             cpu_losses, cuda_losses = losses(cpu_out, kind), losses(cuda_out,
                                                                     kind)
@@ -99,6 +100,7 @@ def main():
                          f"{len(cpu_losses)} (reference) and "
                          f"{len(cuda_losses)} (candidate)")
             for n, (a, b) in enumerate(zip(cpu_losses, cuda_losses)):
+                worst_loss = max(worst_loss, abs(b - a) / max(abs(a), 1e-30))
                 if not abs(b - a) <= args.atol + args.rtol * abs(a):
                     failures.append(f"{kind} {n}: loss {b} on cuda, {a} on "
                                     f"cpu")
@@ -111,6 +113,8 @@ def main():
             failures.append(f"metadata differ: {cuda_meta} vs {cpu_meta}")
         if sorted(cpu_tensors) != sorted(cuda_tensors):
             failures.append("the checkpoints hold different tensors")
+        identical = 0
+        worst_tensor = (0.0, "")  # |cuda - cpu| / largest |cpu|, and where
         for name in sorted(set(cpu_tensors) & set(cuda_tensors)):
             dtype, shape, ref = cpu_tensors[name]
             cuda_dtype, cuda_shape, got = cuda_tensors[name]
@@ -120,6 +124,10 @@ def main():
                 continue
             scale = max((abs(v) for v in ref), default=0.0)
             worst = max((abs(g - r) for g, r in zip(got, ref)), default=0.0)
+            identical += all(g == r or (g != g and r != r)
+                             for g, r in zip(got, ref))
+            worst_tensor = max(worst_tensor, (worst / max(scale, 1e-30),
+                                              name))
             if not worst <= args.atol + args.rtol * scale:
                 failures.append(f"{name}: max |cuda - cpu| = {worst:.3g}, "
                                 f"largest |cpu| = {scale:.3g}")
@@ -129,6 +137,10 @@ def main():
         print(f"{args.steps} steps: losses and {len(cpu_tensors)} tensors "
               f"agree (rtol {args.rtol}, atol {args.atol}); last loss "
               f"{cuda_losses[-1]} on cuda, {cpu_losses[-1]} on cpu")
+        print(f"largest relative difference: {worst_loss:.3g} in a loss, "
+              f"{worst_tensor[0]:.3g} in a tensor ({worst_tensor[1] or '-'}, "
+              f"relative to its largest value); {identical} of "
+              f"{len(cpu_tensors)} tensors bit-identical")
         return 0
 
 

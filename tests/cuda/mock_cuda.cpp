@@ -9,7 +9,15 @@
 //     named in it; launches are recorded (name, grid, block, argument count
 //     up to the null that mpc's launcher appends) and run the kernel's host
 //     build where the program has one (mpc_rt_cuda_host_kernel, found with
-//     dlsym: the program must export its symbols);
+//     dlsym: the program must export its symbols) under the block emulator
+//     (runtime/device/mpc_emulator.h) with the launch's grid and block;
+//   - cuMemAlloc'd memory ends at an inaccessible page where the program
+//     has the emulator (mpc_emu_guarded_alloc), so that a kernel's access
+//     past the end of an allocation stops it, naming the CUDA thread;
+//   - with $MPC_MOCK_ORDER_CHECK set to "reverse" or "shuffled:<seed>",
+//     every launch runs twice from the same device memory, in forward order
+//     and in that one, and must leave the same bytes (float atomics
+//     excepted; mpc_emu::check_order_independence);
 //   - stream capture records launches (their arguments copied, as the
 //     driver copies them) and GEMMs into a graph that cuGraphLaunch
 //     replays; a copy or memset inside a capture fails, as one from
@@ -32,15 +40,18 @@
 #include "tests/cuda/mock_cuda.h"
 
 #include "runtime/cuda/mpc_cuda.h"
+#include "runtime/device/mpc_emulator.h"
 #include "runtime/half.h"
 
 #include <cublasLt.h>
 #include <dlfcn.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,6 +100,89 @@ const mpc_cuda_host_kernel *findHostKernel(const char *symbol) {
   return lookup ? lookup(symbol) : nullptr;
 }
 mock_cublaslt_workspace lastWorkspace{};
+
+/// The emulator's entry points in the program, if it has them.
+template <typename Function> Function *programFunction(const char *name) {
+  return reinterpret_cast<Function *>(dlsym(RTLD_DEFAULT, name));
+}
+struct Emulator {
+  decltype(&mpc_emu_guarded_alloc) alloc =
+      programFunction<void *(size_t)>("mpc_emu_guarded_alloc");
+  decltype(&mpc_emu_guarded_free) release =
+      programFunction<void(void *)>("mpc_emu_guarded_free");
+  decltype(&mpc_emu_check_order_independence) checkOrder =
+      programFunction<std::remove_pointer_t<
+          decltype(&mpc_emu_check_order_independence)>>(
+          "mpc_emu_check_order_independence");
+};
+const Emulator &emulator() {
+  static Emulator functions;
+  return functions;
+}
+
+void *allocate(size_t bytes) {
+  if (emulator().alloc && emulator().release)
+    return emulator().alloc(bytes);
+  return std::calloc(1, bytes);
+}
+void release(void *pointer) {
+  if (emulator().alloc && emulator().release)
+    emulator().release(pointer);
+  else
+    std::free(pointer);
+}
+
+/// Device memory, for the order check's snapshots.
+std::map<void *, size_t> deviceAllocations;
+
+/// $MPC_MOCK_ORDER_CHECK: 0 off, 1 reverse, 2 shuffled (with a seed).
+struct OrderCheck {
+  int order = 0;
+  unsigned long long seed = 0;
+};
+OrderCheck orderCheck() {
+  OrderCheck check;
+  const char *text = std::getenv("MPC_MOCK_ORDER_CHECK");
+  if (!text || !*text)
+    return check;
+  if (std::strcmp(text, "reverse") == 0) {
+    check.order = 1;
+  } else if (std::strncmp(text, "shuffled:", 9) == 0) {
+    check.order = 2;
+    check.seed = std::strtoull(text + 9, nullptr, 10);
+  } else {
+    std::fprintf(stderr, "mock_cuda: MPC_MOCK_ORDER_CHECK is '%s', not "
+                         "reverse or shuffled:<seed>\n", text);
+    std::abort();
+  }
+  return check;
+}
+
+/// Runs a kernel's host build on the emulator, checking its order
+/// independence if asked to.
+void runHostKernel(const mpc_cuda_host_kernel &host, void **args,
+                   unsigned grid, unsigned block) {
+  static const OrderCheck check = orderCheck();
+  if (!check.order || !emulator().checkOrder) {
+    host.run(host.name, args, grid, block);
+    return;
+  }
+  std::vector<mpc_emu::region> regions;
+  for (const auto &[pointer, bytes] : deviceAllocations)
+    regions.push_back({pointer, bytes});
+  struct Launch {
+    const mpc_cuda_host_kernel &host;
+    void **args;
+    unsigned grid, block;
+  } launch{host, args, grid, block};
+  emulator().checkOrder(
+      host.name, regions.data(), regions.size(), check.order, check.seed,
+      [](void *context) {
+        auto *l = static_cast<Launch *>(context);
+        l->host.run(l->host.name, l->args, l->grid, l->block);
+      },
+      &launch);
+}
 
 struct Module {
   std::string image; // the cubin's bytes, searched for symbol names
@@ -192,16 +286,18 @@ CUresult cuStreamCreate(void **stream, unsigned) {
 CUresult cuStreamDestroy_v2(void *) { return 0; }
 CUresult cuStreamSynchronize(void *) { return 0; }
 CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes) {
-  void *memory = std::calloc(1, bytes);
+  void *memory = allocate(bytes);
   if (!memory)
     return 2; // CUDA_ERROR_OUT_OF_MEMORY
   ++liveAllocations;
+  deviceAllocations[memory] = bytes;
   *pointer = reinterpret_cast<CUdeviceptr>(memory);
   return 0;
 }
 CUresult cuMemFree_v2(CUdeviceptr pointer) {
   --liveAllocations;
-  std::free(reinterpret_cast<void *>(pointer));
+  deviceAllocations.erase(reinterpret_cast<void *>(pointer));
+  release(reinterpret_cast<void *>(pointer));
   return 0;
 }
 CUresult cuMemsetD8_v2(CUdeviceptr pointer, unsigned char value, size_t n) {
@@ -305,7 +401,7 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
     std::vector<void *> pointers;
     for (auto &value : values)
       pointers.push_back(value.data());
-    host->run(host->name, pointers.data(), launch.grid, launch.block);
+    runHostKernel(*host, pointers.data(), launch.grid, launch.block);
   });
   return 0;
 }
