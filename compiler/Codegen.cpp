@@ -541,6 +541,8 @@ void StepEmitter::recordCall(StringRef function, KernelKind kind,
 void StepEmitter::launch(StringRef kernel, int64_t grid, int block,
                          ArrayRef<std::string> args, const KernelCost &cost) {
   recordCall(kernel, KernelKind::Kernel, /*halfInputs=*/false, cost);
+  int &bound = launchBlocks[kernel.str()];
+  bound = std::max(bound, block);
   std::string statement;
   llvm::raw_string_ostream os(statement);
   os << "MPC_LAUNCH(" << kernel << ", " << grid << ", " << block;

@@ -23,6 +23,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -193,6 +194,10 @@ public:
   void setSource(ArrayRef<Operation *> ops, StringRef origin = "");
   /// Every launch and runtime call of the step so far, in program order.
   const std::vector<KernelRecord> &getKernelRecords() const { return records; }
+  /// The largest block each kernel is launched with (its __launch_bounds__).
+  const std::map<std::string, int> &getLaunchBlocks() const {
+    return launchBlocks;
+  }
   /// Adds a host statement (a runtime call, for example). Calls that return
   /// an mpc_status should be wrapped with checkedCall.
   void hostStatement(std::string statement);
@@ -207,6 +212,7 @@ private:
   const MemoryPlan &plan;
   std::string modelName;
   std::string functionName;
+  std::map<std::string, int> launchBlocks;
   std::vector<std::string> &kernelSources;
   std::vector<std::string> body;
   bool training;

@@ -136,6 +136,8 @@ std::optional<std::string> buildCudaImage(const GeneratedModel &model,
   std::string imagePath = base + "_cuda_image.cpp";
   if (failed(writeFile(cubinPath, image.cubin)) ||
       failed(writeFile(ptxPath, image.ptx)) ||
+      failed(writeFile(base + "_kernels.resources",
+                       formatResources(image.resources))) ||
       failed(writeFile(imagePath, cudaImageSource(name, smVersion, image,
                                                   cubinPath, ptxPath))))
     return std::nullopt;

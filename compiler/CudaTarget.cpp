@@ -25,16 +25,17 @@ std::string mlir::mpc::cudaHostPreamble(llvm::StringRef model) {
 
 std::string
 mlir::mpc::cudaHostKernelTable(llvm::StringRef model,
-                               llvm::ArrayRef<std::string> kernelNames) {
+                               llvm::ArrayRef<KernelDeclaration> kernels) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "// The kernels' host builds, for a host stand-in of the CUDA driver\n"
      << "// (mpc_cuda_host_kernel in runtime/cuda/mpc_cuda.h).\n"
      << "extern \"C\" const mpc_cuda_host_kernel " << model
      << "_cuda_host_kernels[] = {\n";
-  for (const std::string &name : kernelNames)
-    os << "  MPC_CUDA_HOST_KERNEL(" << name << "),\n";
-  os << "  {0, 0, 0, 0}};\n\n";
+  for (const KernelDeclaration &kernel : kernels)
+    os << "  MPC_CUDA_HOST_KERNEL(" << kernel.name << ", " << kernel.maxThreads
+       << "),\n";
+  os << "  {0, 0, 0, 0, 0}};\n\n";
   return text;
 }
 

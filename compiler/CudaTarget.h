@@ -24,10 +24,11 @@ namespace mlir::mpc {
 std::string cudaHostPreamble(llvm::StringRef model);
 
 /// Host-code lines defining `<model>_cuda_host_kernels`: the host build of
-/// every kernel in `kernelNames` (mpc_cuda_host_kernel), which a host
-/// stand-in of the driver runs where there is no GPU.
+/// every kernel in `kernels` (mpc_cuda_host_kernel, with its
+/// __launch_bounds__), which a host stand-in of the driver runs where there
+/// is no GPU.
 std::string cudaHostKernelTable(llvm::StringRef model,
-                                llvm::ArrayRef<std::string> kernelNames);
+                                llvm::ArrayRef<KernelDeclaration> kernels);
 
 /// C++ source defining `<model>_cuda_image` (runtime/cuda/mpc_cuda.h): the
 /// cubin and PTX, included from the files at `cubinPath` and `ptxPath`

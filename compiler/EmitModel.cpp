@@ -217,8 +217,29 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << "#include \"runtime/device/mpc_training.h\"\n\n";
     if (options.debugNonfinite)
       os << nonfiniteKernelPrelude();
-    for (const std::string &kernel : kernels)
+    // Each kernel declares the largest block it is launched with: ptxas
+    // then budgets registers for it (and reports what it could not fit),
+    // and a launch with more threads fails instead of running short of
+    // registers.
+    std::map<std::string, int> launchBlocks;
+    for (const StepEmitter *emitter :
+         {&trainEmitter, &syncEmitter, &evalEmitter})
+      for (const auto &[kernel, block] : emitter->getLaunchBlocks())
+        launchBlocks[kernel] = std::max(launchBlocks[kernel], block);
+    for (std::string kernel : kernels) {
+      for (const KernelDeclaration &declaration : findKernels(kernel)) {
+        auto found = launchBlocks.find(declaration.name);
+        std::string head = "__global__ void " + declaration.name + "(";
+        size_t at = kernel.find(head);
+        if (found == launchBlocks.end() || at == std::string::npos)
+          continue;
+        kernel.replace(at, head.size(),
+                       "__global__ void __launch_bounds__(" +
+                           std::to_string(found->second) + ") " +
+                           declaration.name + "(");
+      }
       os << kernel << "\n";
+    }
   }
 
   {
@@ -245,7 +266,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
     if (trainPlan.halfMirror)
       os << syncEmitter.functionSource() << "\n";
     if (options.cuda)
-      os << cudaHostKernelTable(name, findKernelNames(model.kernelSource));
+      os << cudaHostKernelTable(name, findKernels(model.kernelSource));
 
     os << "static const mpc_tensor_desc " << name << "_inputs[] = {\n";
     for (auto [i, input] : llvm::enumerate(train.getInputs()))

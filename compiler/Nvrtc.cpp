@@ -28,18 +28,59 @@ using namespace mlir;
 using namespace mlir::mpc;
 using llvm::StringRef;
 
-std::vector<std::string> mlir::mpc::findKernelNames(StringRef source) {
-  std::vector<std::string> names;
-  StringRef marker = "__global__ void ";
+namespace {
+constexpr StringRef kernelMarker = "__global__ void ";
+constexpr StringRef boundsMarker = "__launch_bounds__(";
+
+/// Reads `[__launch_bounds__(N) ]<name>` from what follows the marker.
+KernelDeclaration parseDeclaration(StringRef text) {
+  KernelDeclaration declaration;
+  if (text.consume_front(boundsMarker)) {
+    StringRef bound = text.take_until([](char c) { return c == ')'; });
+    bound.trim().getAsInteger(10, declaration.maxThreads);
+    text = text.drop_front(bound.size()).drop_front(1).ltrim();
+  }
+  declaration.name = text.take_until([](char c) { return c == '('; })
+                         .trim()
+                         .str();
+  return declaration;
+}
+} // namespace
+
+std::vector<KernelDeclaration> mlir::mpc::findKernels(StringRef source) {
+  std::vector<KernelDeclaration> kernels;
   size_t pos = 0;
-  while ((pos = source.find(marker, pos)) != StringRef::npos) {
-    pos += marker.size();
-    size_t end = source.find('(', pos);
+  while ((pos = source.find(kernelMarker, pos)) != StringRef::npos) {
+    pos += kernelMarker.size();
+    StringRef rest = source.drop_front(pos);
+    size_t end = rest.find('(', rest.starts_with(boundsMarker)
+                                    ? boundsMarker.size()
+                                    : 0);
     if (end == StringRef::npos)
       break;
-    names.push_back(source.slice(pos, end).trim().str());
+    kernels.push_back(parseDeclaration(rest.take_front(end + 1)));
   }
+  return kernels;
+}
+
+std::vector<std::string> mlir::mpc::findKernelNames(StringRef source) {
+  std::vector<std::string> names;
+  for (const KernelDeclaration &kernel : findKernels(source))
+    names.push_back(kernel.name);
   return names;
+}
+
+std::string
+mlir::mpc::formatResources(llvm::ArrayRef<KernelResources> resources) {
+  std::string text =
+      "kernel\tmax_threads\tregisters\tstack_bytes\tspill_store_bytes\t"
+      "spill_load_bytes\tshared_bytes\n";
+  llvm::raw_string_ostream os(text);
+  for (const KernelResources &kernel : resources)
+    os << kernel.name << '\t' << kernel.maxThreads << '\t' << kernel.registers
+       << '\t' << kernel.stackBytes << '\t' << kernel.spillStoreBytes << '\t'
+       << kernel.spillLoadBytes << '\t' << kernel.sharedBytes << '\n';
+  return text;
 }
 
 #ifndef MPC_HAVE_NVRTC
@@ -73,8 +114,8 @@ SourcePlace findPlace(StringRef source, unsigned line) {
   SourcePlace place;
   for (unsigned i = std::min<size_t>(line, lines.size()); i-- > 0;) {
     StringRef text = lines[i];
-    if (place.kernel.empty() && text.consume_front("__global__ void ")) {
-      place.kernel = text.take_until([](char c) { return c == '('; }).trim();
+    if (place.kernel.empty() && text.consume_front(kernelMarker)) {
+      place.kernel = parseDeclaration(text).name;
       continue;
     }
     // Only the comment block right above the kernel belongs to it.
@@ -159,6 +200,97 @@ void reportFailure(StringRef log, StringRef source, int smVersion,
                << savedPath << "\n";
 }
 
+/// The numbers after "Function properties for <symbol>" and "Compiling
+/// entry function '<symbol>'" in ptxas's -v report:
+///   ptxas info    : Function properties for _Z...
+///       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+///   ptxas info    : Used 10 registers, used 1 barriers, 128 bytes smem, ...
+KernelResources findResources(StringRef log, StringRef symbol) {
+  KernelResources resources;
+  SmallVector<StringRef> lines;
+  log.split(lines, '\n');
+  // "<number> <unit>" where unit begins the text after it.
+  auto numberBefore = [](StringRef line, StringRef unit) {
+    size_t at = line.find(unit);
+    if (at == StringRef::npos)
+      return 0;
+    StringRef digits = line.take_front(at).rtrim();
+    digits = digits.drop_front(digits.find_last_not_of("0123456789") + 1);
+    int value = 0;
+    digits.getAsInteger(10, value);
+    return value;
+  };
+  bool inFunction = false;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    StringRef line = lines[i];
+    if (line.contains("Compiling entry function '") ||
+        line.contains("Function properties for ")) {
+      inFunction = line.contains(("'" + symbol + "'").str()) ||
+                   line.ends_with((" " + symbol).str()) ||
+                   line.contains((" " + symbol + " ").str());
+      continue;
+    }
+    if (!inFunction)
+      continue;
+    if (line.contains(" bytes stack frame")) {
+      resources.stackBytes = numberBefore(line, " bytes stack frame");
+      resources.spillStoreBytes = numberBefore(line, " bytes spill stores");
+      resources.spillLoadBytes = numberBefore(line, " bytes spill loads");
+    } else if (line.contains("Used ") && line.contains(" registers")) {
+      resources.registers = numberBefore(line, " registers");
+      resources.sharedBytes = numberBefore(line, " bytes smem");
+    }
+  }
+  return resources;
+}
+
+/// What keeps a kernel from running at full speed, or at all, with the
+/// block size it is launched with: local memory (a stack frame, spills),
+/// more registers or static shared memory than a block of maxThreads may
+/// have. Warnings: tests/cuda fails on them.
+/// Reported at the op the kernel was generated for, as NVRTC's warnings.
+void warnAboutResources(const KernelResources &kernel, StringRef source,
+                        int smVersion, StringRef savedPath) {
+  // The kernel's line: findPlace reads the origin comment above it.
+  unsigned line = 0;
+  SmallVector<StringRef> lines;
+  source.split(lines, '\n');
+  for (unsigned i = 0; i < lines.size() && !line; ++i) {
+    StringRef text = lines[i];
+    if (text.consume_front(kernelMarker) &&
+        parseDeclaration(text).name == kernel.name)
+      line = i + 1;
+  }
+  SourcePlace place = findPlace(source, line);
+  auto warn = [&](const llvm::Twine &message) {
+    llvm::errs() << (place.location.empty() ? "mpc compile" : place.location)
+                 << ": warning: ptxas: kernel '" << kernel.name << "'";
+    if (!place.opName.empty())
+      llvm::errs() << " (generated for '" << place.opName << "')";
+    llvm::errs() << " for sm_" << smVersion << ": " << message << " (at "
+                 << savedPath << ":" << line << ")\n";
+  };
+  if (kernel.spillStoreBytes || kernel.spillLoadBytes)
+    warn(llvm::Twine(kernel.spillStoreBytes) + " bytes spill stores, " +
+         llvm::Twine(kernel.spillLoadBytes) +
+         " bytes spill loads: registers spill to local memory");
+  if (kernel.stackBytes)
+    warn(llvm::Twine(kernel.stackBytes) +
+         " bytes stack frame: a local array or call in local memory");
+  // Every architecture mpc targets (sm_75 and newer) has 64K 32-bit
+  // registers per SM and 48 KiB of static shared memory per block.
+  constexpr int registerFile = 65536, staticSharedBytes = 48 * 1024;
+  if (kernel.maxThreads &&
+      static_cast<long long>(kernel.registers) * kernel.maxThreads >
+          registerFile)
+    warn(llvm::Twine(kernel.registers) + " registers x " +
+         llvm::Twine(kernel.maxThreads) +
+         " threads exceed the 65536 registers of a multiprocessor");
+  if (kernel.sharedBytes > staticSharedBytes)
+    warn(llvm::Twine(kernel.sharedBytes) +
+         " bytes of static shared memory exceed 48 KiB a block");
+}
+
 } // namespace
 
 bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
@@ -169,7 +301,7 @@ bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
   // code at the start of that kernel's body.
   if (const char *inject = std::getenv("MPC_TEST_NVRTC_INJECT")) {
     auto [kernel, code] = StringRef(inject).split('=');
-    size_t at = text.find(("__global__ void " + kernel + "(").str());
+    size_t at = text.find((" " + kernel + "(").str());
     size_t body = at == std::string::npos ? at : text.find("{\n", at);
     if (body != std::string::npos)
       text.insert(body + 2, ("  " + code + "\n").str());
@@ -192,7 +324,10 @@ bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
 
   // Kernels are C++ functions; their mangled names are what
   // cuModuleGetFunction needs.
-  std::vector<std::string> names = findKernelNames(text);
+  std::vector<KernelDeclaration> declarations = findKernels(text);
+  std::vector<std::string> names;
+  for (const KernelDeclaration &declaration : declarations)
+    names.push_back(declaration.name);
   for (const std::string &name : names)
     nvrtcAddNameExpression(program, ("&" + name).c_str());
 
@@ -201,7 +336,10 @@ bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
       arch, "--std=c++17",
       // cuda_fp16.h and cuda_bf16.h; runtime/device/mpc_device.h.
       "--include-path=" MPC_CUDA_INCLUDE_DIR,
-      "--include-path=" MPC_SOURCE_ROOT};
+      "--include-path=" MPC_SOURCE_ROOT,
+      // Each kernel's registers, stack, spills and shared memory, in the
+      // log (checked below).
+      "--ptxas-options=-v"};
   std::vector<const char *> argv;
   for (const std::string &option : options)
     argv.push_back(option.c_str());
@@ -247,8 +385,11 @@ bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
   if (!image.ptx.empty() && image.ptx.back() == '\0')
     image.ptx.pop_back();
 
+  std::string log = programLog(program);
   image.kernels.clear();
-  for (const std::string &name : names) {
+  image.resources.clear();
+  for (const KernelDeclaration &declaration : declarations) {
+    const std::string &name = declaration.name;
     const char *lowered = nullptr;
     if (nvrtcGetLoweredName(program, ("&" + name).c_str(), &lowered) !=
             NVRTC_SUCCESS ||
@@ -258,6 +399,16 @@ bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
       return false;
     }
     image.kernels.emplace_back(name, lowered);
+    KernelResources resources = findResources(log, lowered);
+    resources.name = name;
+    resources.maxThreads = declaration.maxThreads;
+    image.resources.push_back(resources);
+    if (resources.registers < 0) {
+      llvm::errs() << "mpc compile: error: ptxas reported no resources for "
+                   << "kernel '" << name << "' (" << lowered << ")\n";
+      return false;
+    }
+    warnAboutResources(resources, text, smVersion, savedPath);
   }
   return true;
 }

@@ -10,6 +10,7 @@
 #ifndef MPC_COMPILER_NVRTC_H
 #define MPC_COMPILER_NVRTC_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <string>
@@ -23,13 +24,38 @@ namespace mlir::mpc {
 constexpr int defaultSmVersion = 80;
 
 /// What NVRTC produced for one model.
+/// What ptxas reported for one kernel (`--ptxas-options=-v`).
+struct KernelResources {
+  std::string name;   ///< as in the source
+  int maxThreads = 0; ///< its __launch_bounds__; 0 if it has none
+  int registers = -1; ///< per thread; -1 if ptxas did not say
+  int stackBytes = 0, spillStoreBytes = 0, spillLoadBytes = 0;
+  int sharedBytes = 0; ///< static shared memory per block
+};
+
 struct CudaImage {
   std::string cubin; ///< ELF for sm_<smVersion>
   std::string ptx;   ///< the same kernels as PTX, for newer GPUs
   /// Every `__global__` function: (source name, lowered name), the latter
   /// for cuModuleGetFunction.
   std::vector<std::pair<std::string, std::string>> kernels;
+  /// The same kernels' resources, in the same order.
+  std::vector<KernelResources> resources;
 };
+
+/// One `__global__` function of a kernel source.
+struct KernelDeclaration {
+  std::string name;
+  int maxThreads = 0; ///< from `__launch_bounds__(N)`; 0 without
+};
+/// The kernels' `__global__` functions, in source order:
+/// `__global__ void [__launch_bounds__(N)] <name>(`.
+std::vector<KernelDeclaration> findKernels(llvm::StringRef source);
+
+/// The resource table `mpc compile` writes beside a cuda image
+/// (<model>_kernels.resources): a header line, then one tab-separated line
+/// per kernel.
+std::string formatResources(llvm::ArrayRef<KernelResources> resources);
 
 /// Whether this mpc was built with NVRTC (the CUDA toolkit was found).
 bool haveNvrtc();

@@ -39,6 +39,7 @@ typedef struct mpc_cuda_host_kernel {
   void (*run)(const char *name, void **args, unsigned grid, unsigned block);
   int32_t num_params;
   const size_t *param_sizes;
+  int32_t max_threads; /* its __launch_bounds__; 0 if it has none */
 } mpc_cuda_host_kernel;
 
 typedef struct mpc_cuda_image {

@@ -70,10 +70,10 @@ struct host_kernel<Kernel> {
 } // namespace mpc_cuda_detail
 
 /// An mpc_cuda_host_kernel initialiser for a kernel of the included source.
-#define MPC_CUDA_HOST_KERNEL(kernel)                                           \
+#define MPC_CUDA_HOST_KERNEL(kernel, max_threads)                              \
   {#kernel, &mpc_cuda_detail::host_kernel<&kernel>::run,                       \
    mpc_cuda_detail::host_kernel<&kernel>::num_params,                          \
-   mpc_cuda_detail::host_kernel<&kernel>::param_sizes}
+   mpc_cuda_detail::host_kernel<&kernel>::param_sizes, max_threads}
 
 #undef MPC_LAUNCH
 #define MPC_LAUNCH(kernel, grid, block, ...)                                   \

@@ -52,6 +52,8 @@
 #include <cstring>
 
 #define __global__
+// The launcher checks bounds (the mock driver, against the host table).
+#define __launch_bounds__(...)
 // Internal linkage: a program may link models built in different modes
 // (a cpu model and a cuda model's emulated host build), whose helpers of one
 // name differ; each library keeps its own.

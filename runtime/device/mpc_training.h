@@ -19,14 +19,16 @@
 #define MPC_HOST_DEVICE __host__ __device__
 #define MPC_ISFINITE(x) isfinite(x)
 #define MPC_SQRT(x) sqrt(x)
-#define MPC_COS(x) cos(x)
+// cos(pi x): cospi needs no Payne-Hanek argument reduction, whose local
+// array would give the kernel a stack frame (ptxas -v, tests/cuda).
+#define MPC_COSPI(x) cospi(x)
 #define MPC_POW(x, y) pow(x, y)
 #else
 #include <math.h>
 #define MPC_HOST_DEVICE
 #define MPC_ISFINITE(x) isfinite(x)
 #define MPC_SQRT(x) sqrt(x)
-#define MPC_COS(x) cos(x)
+#define MPC_COSPI(x) cos(3.14159265358979323846 * (x))
 #define MPC_POW(x, y) pow(x, y)
 #endif
 
@@ -137,7 +139,7 @@ mpc_warmup_cosine_lr(double base, double min_lr, long long warmup,
   if (decay <= 0 || into >= decay)
     return decay <= 0 ? base : min_lr;
   double progress = (double)into / (double)decay;
-  double cosine = MPC_COS(3.14159265358979323846 * progress);
+  double cosine = MPC_COSPI(progress);
   return min_lr + (base - min_lr) * 0.5 * (1.0 + cosine);
 }
 

@@ -1,8 +1,11 @@
 #!/bin/sh
 # Builds a model's library for the cuda target, which compiles every
-# generated kernel with NVRTC for one architecture, and checks that NVRTC
-# did not warn, and that the image holds one entry per kernel of the source
-# and PTX for that architecture.
+# generated kernel with NVRTC for one architecture, and checks that neither
+# NVRTC nor ptxas's resource report (mpc warns of spills, a stack frame, and
+# registers or shared memory beyond what the kernel's launch bounds allow)
+# gave a warning, that the image holds one entry per kernel of the source
+# and PTX for that architecture, and that every kernel declares its launch
+# bounds and has its resources in <name>_kernels.resources.
 #   kernels_compile.sh <mpc> <model.mlir> <sm_XX> [mpc options]
 set -eu
 mpc=$1 model=$2 arch=$3
@@ -12,7 +15,7 @@ trap 'rm -rf "$out"' EXIT
 "$mpc" compile "$model" --target=cuda --arch="$arch" -o "$out" "$@" 2>"$out/log" ||
   { cat "$out/log"; exit 1; }
 # Generated kernels compile without a warning (as with nvcc -Werror before).
-if grep -q ": warning: NVRTC" "$out/log"; then
+if grep -q ": warning: \(NVRTC\|ptxas\)" "$out/log"; then
   cat "$out/log"
   exit 1
 fi
@@ -23,6 +26,19 @@ if [ "$kernels" -ne "$entries" ] || [ "$kernels" -eq 0 ]; then
   echo "error: $kernels kernels in the source, $entries in the image"
   exit 1
 fi
+bounded=$(grep -c '^__global__ void __launch_bounds__([0-9]*) ' "$out/${name}_kernels.cu")
+if [ "$bounded" -ne "$kernels" ]; then
+  echo "error: $bounded of $kernels kernels declare __launch_bounds__"
+  exit 1
+fi
+# A header, then one line per kernel with its bound and registers (ptxas's).
+resources=$(awk -F'\t' 'NR > 1 && $2 > 0 && $3 > 0' "$out/${name}_kernels.resources" | wc -l)
+if [ "$resources" -ne "$kernels" ]; then
+  echo "error: $resources of $kernels kernels have resources from ptxas"
+  cat "$out/${name}_kernels.resources"
+  exit 1
+fi
 grep -q "^\.target $arch\$" "$out/$name.ptx" ||
   { echo "error: $name.ptx is not for $arch"; exit 1; }
-echo "$(basename "$model") $* for $arch: $kernels kernels compiled by NVRTC"
+most=$(awk -F'\t' 'NR > 1 && $3 > r { r = $3; k = $1 } END { print r " registers (" k ")" }' "$out/${name}_kernels.resources")
+echo "$(basename "$model") $* for $arch: $kernels kernels compiled by NVRTC, no spills or stack frames, at most $most"

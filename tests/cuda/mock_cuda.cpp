@@ -389,6 +389,14 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
   if (host) {
     if (launch.num_args != host->num_params)
       return 1; // CUDA_ERROR_INVALID_VALUE
+    // A kernel compiled for at most max_threads a block cannot launch more.
+    if (host->max_threads && launch.block > unsigned(host->max_threads)) {
+      std::fprintf(stderr,
+                   "mock_cuda: kernel %s launched with %u threads a block, "
+                   "above its __launch_bounds__(%d)\n",
+                   host->name, launch.block, host->max_threads);
+      return 1; // CUDA_ERROR_INVALID_VALUE
+    }
     for (int i = 0; i < host->num_params; ++i) {
       const unsigned char *bytes = static_cast<unsigned char *>(params[i]);
       values.emplace_back(bytes, bytes + host->param_sizes[i]);

@@ -564,13 +564,13 @@ TEST_F(MockDevice, GemmUsesThePlannedWorkspace) {
 /// Each kernel's parameter count, from the generated kernel source.
 std::map<std::string, int> kernelParameterCounts(const std::string &source) {
   std::map<std::string, int> counts;
-  const std::string marker = "__global__ void ";
+  const std::string marker = "__global__ void __launch_bounds__(";
   for (size_t at = source.find(marker); at != std::string::npos;
        at = source.find(marker, at + 1)) {
-    size_t open = source.find('(', at);
+    size_t nameAt = source.find(") ", at) + 2;
+    size_t open = source.find('(', nameAt);
     size_t close = source.find(')', open);
-    std::string name =
-        source.substr(at + marker.size(), open - at - marker.size());
+    std::string name = source.substr(nameAt, open - nameAt);
     std::string params = source.substr(open + 1, close - open - 1);
     int count = params.empty() ? 0 : 1;
     for (char c : params)
@@ -594,8 +594,13 @@ TEST_F(MockDevice, GeneratedStepLaunchesEveryKernelWithItsArguments) {
   std::map<std::string, int> parameters =
       kernelParameterCounts(readFile(dir + "/mlp_kernels.cu"));
   std::map<std::string, std::string> names; // symbol -> name
-  for (int32_t i = 0; i < mlp_cuda_image.num_kernels; ++i)
+  std::map<std::string, int> bounds;        // name -> __launch_bounds__
+  for (int32_t i = 0; i < mlp_cuda_image.num_kernels; ++i) {
     names[mlp_cuda_image.kernels[i].symbol] = mlp_cuda_image.kernels[i].name;
+    const mpc_cuda_host_kernel &host = mlp_cuda_image.host_kernels[i];
+    EXPECT_STREQ(host.name, mlp_cuda_image.kernels[i].name);
+    bounds[host.name] = host.max_threads;
+  }
 
   // The train step's launches, in the generated host code.
   std::string host = readFile(dir + "/mlp.cpp");
@@ -618,8 +623,46 @@ TEST_F(MockDevice, GeneratedStepLaunchesEveryKernelWithItsArguments) {
     EXPECT_EQ(launch.num_args, parameters[name]) << name;
     EXPECT_GE(launch.grid, 1u) << name;
     EXPECT_EQ(launch.block % 32, 0u) << name;
+    // Each kernel is compiled for the block it is launched with.
+    EXPECT_EQ(static_cast<int>(launch.block), bounds[name]) << name;
   }
   mpc_session_destroy(session);
+}
+
+// The driver refuses a launch with more threads a block than the kernel's
+// __launch_bounds__, and so does the mock (it checks the host table's
+// max_threads), rather than run a kernel short of registers.
+TEST_F(MockDevice, LaunchAboveTheKernelsBoundsFails) {
+  using Load = int (*)(void **, const void *);
+  using Get = int (*)(void **, void *, const char *);
+  using Launch = int (*)(void *, unsigned, unsigned, unsigned, unsigned,
+                         unsigned, unsigned, unsigned, void *, void **,
+                         void **);
+  auto load = reinterpret_cast<Load>(dlsym(mock().library, "cuModuleLoadData"));
+  auto get =
+      reinterpret_cast<Get>(dlsym(mock().library, "cuModuleGetFunction"));
+  auto launch =
+      reinterpret_cast<Launch>(dlsym(mock().library, "cuLaunchKernel"));
+  ASSERT_TRUE(load && get && launch);
+  void *module = nullptr, *function = nullptr;
+  ASSERT_EQ(load(&module, mlp_cuda_image.cubin), 0);
+  // The first kernel: the fused fill of the step's zeroed buffers or the
+  // like; its arguments are never read, as the launch must fail first.
+  const mpc_cuda_host_kernel &host = mlp_cuda_image.host_kernels[0];
+  ASSERT_GT(host.max_threads, 0);
+  ASSERT_EQ(get(&function, module, mlp_cuda_image.kernels[0].symbol), 0);
+  std::vector<void *> params(host.num_params + 1, nullptr);
+  std::vector<unsigned long long> values(host.num_params, 0);
+  for (int i = 0; i < host.num_params; ++i)
+    params[i] = &values[i];
+  EXPECT_NE(launch(function, 1, 1, 1, 2 * host.max_threads, 1, 1, 0, nullptr,
+                   params.data(), nullptr),
+            0);
+  EXPECT_EQ(mock().numLaunches(), 0);
+  auto unload =
+      reinterpret_cast<int (*)(void *)>(dlsym(mock().library, "cuModuleUnload"));
+  ASSERT_TRUE(unload);
+  EXPECT_EQ(unload(module), 0);
 }
 
 // With cuda_graphs, a step kind's first run launches kernel by kernel, the
