@@ -101,7 +101,7 @@ cl::opt<bool> emulateBlocks(
     cl::desc("cpu target: run every kernel with the cuda target's block "
              "size, one fiber per CUDA thread, with barrier, shuffle and "
              "shared-memory checks (slow; for testing the GPU code paths)"),
-    cl::sub(compileCommand), cl::cat(compileCategory));
+    cl::sub(compileCommand), cl::cat(targetCategory));
 
 cl::opt<mlir::mpc::Target> target(
     "target", cl::desc("Where the model trains"), cl::sub(compileCommand),

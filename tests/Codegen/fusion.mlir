@@ -5,7 +5,7 @@
 // (the backward pass needs it) and the scaled value the reduction reads. The
 // broadcast operand is read through the output's coordinates.
 // CHECK-LABEL: // mul, tanh, scale
-//  CHECK-NEXT: __global__ void chain_k{{[0-9]+}}_fused3(const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out2, float *__restrict__ out3) {
+//  CHECK-NEXT: __global__ void __launch_bounds__({{[0-9]+}}) chain_k{{[0-9]+}}_fused3(const float *__restrict__ in0, const float *__restrict__ in1, float *__restrict__ out2, float *__restrict__ out3) {
 //  CHECK-NEXT:   MPC_FOR_EACH(i, 32LL) {
 //  CHECK-NEXT:     long long c1 = (i / 1LL) % 8LL;
 //  CHECK-NEXT:     float v0 = mpc_load(in0 + i);

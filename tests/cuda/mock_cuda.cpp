@@ -163,7 +163,12 @@ OrderCheck orderCheck() {
 void runHostKernel(const mpc_cuda_host_kernel &host, void **args,
                    unsigned grid, unsigned block) {
   static const OrderCheck check = orderCheck();
-  if (!check.order || !emulator().checkOrder) {
+  if (check.order && !emulator().checkOrder) {
+    std::fprintf(stderr, "mock_cuda: MPC_MOCK_ORDER_CHECK needs the program "
+                         "to export mpc_emu_check_order_independence\n");
+    std::abort();
+  }
+  if (!check.order) {
     host.run(host.name, args, grid, block);
     return;
   }
