@@ -1,4 +1,4 @@
-//===- emulator.cpp - CUDA thread blocks as fibers on the host ------------===//
+//===- state().cpp - CUDA thread blocks as fibers on the host ------------===//
 //
 // runtime/device/mpc_emulator.h says what is emulated. Here: every CUDA
 // thread of the running block is a fiber with its own stack, switched to and
@@ -10,9 +10,11 @@
 // the kernel is wrong: the scheduler says why (an exited thread, another
 // barrier, a lane at another shuffle) and aborts.
 //
-// The context switch is hand-written for x86-64 (callee-saved registers,
-// the SSE and x87 control words, the stack pointer), a few nanoseconds;
-// elsewhere it is ucontext's swapcontext, about ten times slower.
+// The context switch is hand-written for x86-64 (the callee-saved
+// registers and the stack pointer), a few nanoseconds; elsewhere it is
+// ucontext's swapcontext, about ten times slower. The SSE and x87 control
+// words are not switched: kernels do not change the rounding mode, so every
+// fiber runs with the launching thread's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,7 +40,7 @@
 
 namespace mpc_emu {
 
-thread_local coordinates current;
+__thread coordinates current __attribute__((tls_model("initial-exec")));
 
 namespace {
 
@@ -57,9 +59,8 @@ extern "C" void mpc_emu_fiber_main(Fiber *fiber);
 
 #if defined(__x86_64__)
 // mpc_emu_switch(void **save, void *to): saves the callee-saved registers
-// and control words on the current stack, stores the stack pointer in
-// *save, and resumes the stack `to` (saved the same way, or prepared by
-// prepareStack). mpc_emu_fiber_start is where a new fiber's first switch
+// on the current stack, stores the stack pointer in *save, and resumes the
+// stack `to` (saved the same way, or prepared by prepareStack). mpc_emu_fiber_start is where a new fiber's first switch
 // returns to: its Fiber is in rbx, and the stack is aligned for a call.
 __asm__(".text\n"
         ".globl mpc_emu_switch\n"
@@ -72,14 +73,8 @@ __asm__(".text\n"
         "  pushq %r13\n"
         "  pushq %r14\n"
         "  pushq %r15\n"
-        "  subq $8, %rsp\n"
-        "  stmxcsr (%rsp)\n"
-        "  fnstcw 4(%rsp)\n"
         "  movq %rsp, (%rdi)\n"
         "  movq %rsi, %rsp\n"
-        "  ldmxcsr (%rsp)\n"
-        "  fldcw 4(%rsp)\n"
-        "  addq $8, %rsp\n"
         "  popq %r15\n"
         "  popq %r14\n"
         "  popq %r13\n"
@@ -115,11 +110,6 @@ void prepareStack(Context &context, char *stack, size_t bytes, Fiber *fiber) {
   *--slot = 0;                                  // r13
   *--slot = 0;                                  // r14
   *--slot = 0;                                  // r15
-  uint32_t mxcsr;
-  uint16_t fpcw;
-  __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
-  __asm__ volatile("fnstcw %0" : "=m"(fpcw));
-  *--slot = static_cast<uint64_t>(mxcsr) | static_cast<uint64_t>(fpcw) << 32;
   context.stackPointer = slot;
 }
 void switchContext(Context &from, Context &to) {
@@ -179,8 +169,14 @@ struct Launch {
   bool floatAtomics = false;
 };
 
+/// Which lanes of a warp wait at a warp exchange, and which have exited.
+struct Warp {
+  uint32_t arrived = 0, exited = 0;
+};
+
 struct Emulator {
   std::vector<Fiber> fibers;
+  std::vector<Warp> warps; // of the running block
   Context scheduler;
   Fiber *running = nullptr;
   Launch launch;
@@ -192,7 +188,19 @@ struct Emulator {
   bool orderFromEnvironment = true;
   bool lastLaunchUsedFloatAtomics = false;
 };
-thread_local Emulator emulator;
+/// This OS thread's emulator, created on first use. Through a plain
+/// pointer: a thread_local object with a constructor costs a call to its
+/// initialisation wrapper at every use.
+__thread Emulator *emulatorInstance
+    __attribute__((tls_model("initial-exec"))) = nullptr;
+[[gnu::noinline]] Emulator &createState() {
+  emulatorInstance = new Emulator; // lives as long as the thread
+  return *emulatorInstance;
+}
+inline Emulator &state() {
+  Emulator *instance = emulatorInstance;
+  return instance ? *instance : createState();
+}
 
 const char *baseName(const char *path) {
   const char *slash = std::strrchr(path, '/');
@@ -202,13 +210,13 @@ const char *baseName(const char *path) {
 /// The failure message's first part: which kernel, block and thread.
 void printWhere(FILE *out) {
   std::fprintf(out, "mpc emulation: error");
-  if (!emulator.active)
+  if (!state().active)
     return;
-  std::fprintf(out, ": kernel %s, block %u of %u", emulator.launch.kernel,
-               emulator.launch.blockIndex, emulator.launch.grid);
-  if (emulator.running)
-    std::fprintf(out, ", thread %u of %u", emulator.running->thread,
-                 emulator.launch.block);
+  std::fprintf(out, ": kernel %s, block %u of %u", state().launch.kernel,
+               state().launch.blockIndex, state().launch.grid);
+  if (state().running)
+    std::fprintf(out, ", thread %u of %u", state().running->thread,
+                 state().launch.block);
 }
 
 [[noreturn]] void vfail(const char *file, int line, const char *format,
@@ -311,7 +319,7 @@ void onFault(int signal, siginfo_t *info, void *ucontextPointer) {
 #else
   (void)ucontextPointer;
 #endif
-  if (emulator.active) {
+  if (state().active) {
     std::fflush(stdout);
     printWhere(stderr);
     std::fprintf(stderr,
@@ -352,11 +360,11 @@ void installFaultHandler() {
 
 void ensureFibers(unsigned count) {
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  if (emulator.fibers.size() >= count)
+  if (state().fibers.size() >= count)
     return;
   // Reallocation would move contexts that are not in use: none is now.
-  emulator.fibers.resize(count);
-  for (Fiber &fiber : emulator.fibers) {
+  state().fibers.resize(count);
+  for (Fiber &fiber : state().fibers) {
     if (fiber.stack)
       continue;
     void *memory = mmap(nullptr, stackBytes + page, PROT_READ | PROT_WRITE,
@@ -374,37 +382,37 @@ void setCoordinates(const Fiber &fiber) {
 
 /// Runs `fiber` until it waits or returns.
 void resume(Fiber &fiber) {
-  emulator.running = &fiber;
+  state().running = &fiber;
   setCoordinates(fiber);
-  switchContext(emulator.scheduler, fiber.context);
-  emulator.running = nullptr;
+  switchContext(state().scheduler, fiber.context);
+  state().running = nullptr;
 }
 
 /// Back to the scheduler from the running fiber, which has set its state.
 void yield() {
-  Fiber &self = *emulator.running;
-  switchContext(self.context, emulator.scheduler);
+  Fiber &self = *state().running;
+  switchContext(self.context, state().scheduler);
   // Resumed: the scheduler has set running and the coordinates.
 }
 
-Fiber &fiberOf(unsigned thread) { return emulator.fibers[thread]; }
+Fiber &fiberOf(unsigned thread) { return state().fibers[thread]; }
 
 unsigned lanesInWarp(unsigned warp) {
   unsigned first = warp * warpSize;
-  return std::min(warpSize, emulator.launch.block - first);
+  return std::min(warpSize, state().launch.block - first);
 }
 
 std::vector<unsigned> permutation(unsigned count, unsigned long long salt) {
   std::vector<unsigned> order(count);
   for (unsigned i = 0; i < count; ++i)
     order[i] = i;
-  if (emulator.order == run_order::reverse) {
+  if (state().order == run_order::reverse) {
     std::reverse(order.begin(), order.end());
-  } else if (emulator.order == run_order::shuffled) {
+  } else if (state().order == run_order::shuffled) {
     // splitmix64 as the random source: the same order for the same seed.
-    unsigned long long state = emulator.seed ^ (salt * 0x9e3779b97f4a7c15ULL);
-    auto next = [&state] {
-      unsigned long long z = (state += 0x9e3779b97f4a7c15ULL);
+    unsigned long long random = state().seed ^ (salt * 0x9e3779b97f4a7c15ULL);
+    auto next = [&random] {
+      unsigned long long z = (random += 0x9e3779b97f4a7c15ULL);
       z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
       z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
       return z ^ (z >> 31);
@@ -417,7 +425,7 @@ std::vector<unsigned> permutation(unsigned count, unsigned long long salt) {
 
 /// Nothing can run and threads still wait: says why, and fails.
 [[noreturn]] void reportStuck() {
-  Launch &launch = emulator.launch;
+  Launch &launch = state().launch;
   const Fiber *atBarrier = nullptr, *exited = nullptr, *atWarp = nullptr;
   for (unsigned t = 0; t < launch.block; ++t) {
     const Fiber &fiber = fiberOf(t);
@@ -437,7 +445,7 @@ std::vector<unsigned> permutation(unsigned count, unsigned long long salt) {
       const Fiber &other = fiberOf(warpBase + lane);
       if (other.state == State::AtWarp)
         continue;
-      emulator.running = const_cast<Fiber *>(atWarp);
+      state().running = const_cast<Fiber *>(atWarp);
       if (other.state == State::Exited)
         fail(atWarp->file, atWarp->line,
              "%s with mask 0x%08x waits for lane %u (thread %u), which has "
@@ -451,19 +459,19 @@ std::vector<unsigned> permutation(unsigned count, unsigned long long salt) {
     }
   }
   if (atBarrier && exited) {
-    emulator.running = const_cast<Fiber *>(exited);
+    state().running = const_cast<Fiber *>(exited);
     fail(atBarrier->file, atBarrier->line,
          "barrier divergence: this thread exited while thread %u waits at "
          "__syncthreads here",
          atBarrier->thread);
   }
-  emulator.running = nullptr;
+  state().running = nullptr;
   fail(nullptr, 0, "deadlock: no thread can run");
 }
 
 /// Opens the barrier every live thread waits at, if they all do.
 bool releaseBarrier() {
-  Launch &launch = emulator.launch;
+  Launch &launch = state().launch;
   const Fiber *first = nullptr;
   unsigned exited = 0;
   for (unsigned t = 0; t < launch.block; ++t) {
@@ -478,7 +486,7 @@ bool releaseBarrier() {
       first = &fiber;
     } else if (fiber.line != first->line ||
                std::strcmp(fiber.file, first->file) != 0) {
-      emulator.running = const_cast<Fiber *>(&fiber);
+      state().running = const_cast<Fiber *>(&fiber);
       fail(fiber.file, fiber.line,
            "barrier divergence: this thread waits at this __syncthreads, "
            "thread %u at the one at %s:%d",
@@ -496,19 +504,23 @@ bool releaseBarrier() {
 }
 
 void runBlock(unsigned blockIndex) {
-  Launch &launch = emulator.launch;
+  Launch &launch = state().launch;
   launch.blockIndex = blockIndex;
   launch.epoch = 1;
-  ++emulator.blockSerial;
+  ++state().blockSerial;
   current.blockIdx = {blockIndex, 0, 0};
   for (unsigned t = 0; t < launch.block; ++t) {
     Fiber &fiber = fiberOf(t);
     fiber.thread = t;
     fiber.state = State::Runnable;
-    prepareStack(fiber.context, fiber.stack, stackBytes, &fiber);
+    // Stack tops 64 KiB apart would all map to one set of the L1 cache:
+    // each fiber's starts a few cache lines further in.
+    prepareStack(fiber.context, fiber.stack, stackBytes - (t % 64) * 64,
+                 &fiber);
   }
+  state().warps.assign((launch.block + warpSize - 1) / warpSize, Warp());
   std::vector<unsigned> order =
-      permutation(launch.block, emulator.launches * 65537ULL + blockIndex);
+      permutation(launch.block, state().launches * 65537ULL + blockIndex);
   for (;;) {
     bool ran = false;
     for (unsigned t : order) {
@@ -533,8 +545,10 @@ void runBlock(unsigned blockIndex) {
 } // namespace
 
 extern "C" void mpc_emu_fiber_main(Fiber *fiber) {
-  emulator.launch.body(emulator.launch.context);
+  state().launch.body(state().launch.context);
   fiber->state = State::Exited;
+  state().warps[fiber->thread / warpSize].exited |= 1u
+                                                   << (fiber->thread % warpSize);
   yield();
   __builtin_unreachable();
 }
@@ -552,12 +566,12 @@ void check_order_independence(const char *kernel, const region *regions,
     auto *bytes = static_cast<unsigned char *>(regions[i].data);
     before[i].assign(bytes, bytes + regions[i].bytes);
   }
-  run_order saved = emulator.order;
-  unsigned long long savedSeed = emulator.seed;
-  bool savedFromEnvironment = emulator.orderFromEnvironment;
+  run_order saved = state().order;
+  unsigned long long savedSeed = state().seed;
+  bool savedFromEnvironment = state().orderFromEnvironment;
   set_order(run_order::forward);
   run(context);
-  bool floatAtomics = emulator.lastLaunchUsedFloatAtomics;
+  bool floatAtomics = state().lastLaunchUsedFloatAtomics;
   for (size_t i = 0; i < count; ++i) {
     auto *bytes = static_cast<unsigned char *>(regions[i].data);
     forward[i].assign(bytes, bytes + regions[i].bytes);
@@ -565,10 +579,10 @@ void check_order_independence(const char *kernel, const region *regions,
   }
   set_order(other, seed);
   run(context);
-  emulator.order = saved;
-  emulator.seed = savedSeed;
-  emulator.orderFromEnvironment = savedFromEnvironment;
-  if (floatAtomics || emulator.lastLaunchUsedFloatAtomics)
+  state().order = saved;
+  state().seed = savedSeed;
+  state().orderFromEnvironment = savedFromEnvironment;
+  if (floatAtomics || state().lastLaunchUsedFloatAtomics)
     return;
   for (size_t i = 0; i < count; ++i) {
     auto *bytes = static_cast<unsigned char *>(regions[i].data);
@@ -588,15 +602,15 @@ void check_order_independence(const char *kernel, const region *regions,
 }
 
 void set_order(run_order order, unsigned long long seed) {
-  emulator.order = order;
-  emulator.seed = seed;
-  emulator.orderFromEnvironment = false;
+  state().order = order;
+  state().seed = seed;
+  state().orderFromEnvironment = false;
 }
 
 bool last_launch_used_float_atomics() {
-  return emulator.lastLaunchUsedFloatAtomics;
+  return state().lastLaunchUsedFloatAtomics;
 }
-void note_float_atomic() { emulator.launch.floatAtomics = true; }
+void note_float_atomic() { state().launch.floatAtomics = true; }
 
 void fail(const char *file, int line, const char *format, ...) {
   va_list args;
@@ -606,16 +620,16 @@ void fail(const char *file, int line, const char *format, ...) {
 
 void launch(const char *kernel, unsigned grid, unsigned block,
             void (*body)(void *), void *context) {
-  if (emulator.active)
+  if (state().active)
     fail(nullptr, 0, "kernel %s launched from inside a kernel", kernel);
-  if (emulator.orderFromEnvironment) {
-    emulator.orderFromEnvironment = false;
+  if (state().orderFromEnvironment) {
+    state().orderFromEnvironment = false;
     if (const char *text = std::getenv("MPC_EMULATION_ORDER")) {
       if (std::strcmp(text, "reverse") == 0)
-        emulator.order = run_order::reverse;
+        state().order = run_order::reverse;
       else if (std::strncmp(text, "shuffled:", 9) == 0)
-        emulator.order = run_order::shuffled,
-        emulator.seed = std::strtoull(text + 9, nullptr, 10);
+        state().order = run_order::shuffled,
+        state().seed = std::strtoull(text + 9, nullptr, 10);
       else if (std::strcmp(text, "forward") != 0)
         fail(nullptr, 0,
              "MPC_EMULATION_ORDER is '%s', not forward, reverse or "
@@ -623,7 +637,7 @@ void launch(const char *kernel, unsigned grid, unsigned block,
              text);
     }
   }
-  emulator.launch = Launch{kernel, grid, block, 0, body, context, 1, false};
+  state().launch = Launch{kernel, grid, block, 0, body, context, 1, false};
   if (block == 0 || block > maxBlock)
     fail(nullptr, 0, "block of %u threads: CUDA allows 1 to %u", block,
          maxBlock);
@@ -631,19 +645,19 @@ void launch(const char *kernel, unsigned grid, unsigned block,
     fail(nullptr, 0, "grid of 0 blocks");
   installFaultHandler();
   ensureFibers(block);
-  ++emulator.launches;
-  emulator.active = true;
+  ++state().launches;
+  state().active = true;
   current.blockDim = {block, 1, 1};
   current.gridDim = {grid, 1, 1};
-  for (unsigned b : permutation(grid, emulator.launches))
+  for (unsigned b : permutation(grid, state().launches))
     runBlock(b);
-  emulator.active = false;
-  emulator.lastLaunchUsedFloatAtomics = emulator.launch.floatAtomics;
-  emulator.launch.kernel = nullptr;
+  state().active = false;
+  state().lastLaunchUsedFloatAtomics = state().launch.floatAtomics;
+  state().launch.kernel = nullptr;
 }
 
 void syncthreads(const char *file, int line) {
-  Fiber &self = *emulator.running;
+  Fiber &self = *state().running;
   self.state = State::AtBarrier;
   self.file = file;
   self.line = line;
@@ -652,7 +666,7 @@ void syncthreads(const char *file, int line) {
 
 uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
                        int width, const char *file, int line) {
-  Fiber &self = *emulator.running;
+  Fiber &self = *state().running;
   unsigned warp = self.thread / warpSize, lane = self.thread % warpSize;
   unsigned lanes = lanesInWarp(warp);
   if (!(mask >> lane & 1))
@@ -663,7 +677,7 @@ uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
     fail(file, line,
          "%s with mask 0x%08x names lanes this warp lacks: the block has %u "
          "threads, so warp %u has %u lanes",
-         describe(op), mask, emulator.launch.block, warp, lanes);
+         describe(op), mask, state().launch.block, warp, lanes);
   if (width < 1 || width > 32 || (width & (width - 1)) != 0)
     fail(file, line, "%s with width %d: a power of 2 from 1 to 32",
          describe(op), width);
@@ -676,27 +690,28 @@ uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
   self.operand = operand;
   self.width = width;
   unsigned warpBase = warp * warpSize;
+  Warp &lanesOf = state().warps[warp];
+  if (uint32_t gone = mask & lanesOf.exited) {
+    unsigned other = static_cast<unsigned>(__builtin_ctz(gone));
+    fail(file, line, "%s with mask 0x%08x names lane %u (thread %u), which "
+                     "has exited",
+         describe(op), mask, other, warpBase + other);
+  }
   // Wait for the lanes the mask names: the last to arrive completes the
   // exchange for all of them.
-  for (unsigned other = 0; other < lanes; ++other) {
-    if (!(mask >> other & 1))
-      continue;
-    const Fiber &peer = fiberOf(warpBase + other);
-    if (peer.state == State::Exited)
-      fail(file, line, "%s with mask 0x%08x names lane %u (thread %u), which "
-                       "has exited",
-           describe(op), mask, other, peer.thread);
-    if (peer.state != State::AtWarp) {
-      yield();
-      return self.result;
-    }
+  lanesOf.arrived |= 1u << lane;
+  if ((lanesOf.arrived & mask) != mask) {
+    yield();
+    return self.result;
   }
+  lanesOf.arrived &= ~mask;
   for (unsigned other = 0; other < lanes; ++other) {
     if (!(mask >> other & 1))
       continue;
     const Fiber &peer = fiberOf(warpBase + other);
-    if (peer.line != line || std::strcmp(peer.file, file) != 0 ||
-        peer.op != op || peer.mask != mask)
+    bool sameSite = peer.line == line &&
+                    (peer.file == file || std::strcmp(peer.file, file) == 0);
+    if (!sameSite || peer.op != op || peer.mask != mask)
       fail(file, line,
            "%s with mask 0x%08x: lane %u (thread %u) is at %s with mask "
            "0x%08x at %s:%d; all lanes the mask names must be at the same one",
@@ -748,7 +763,7 @@ uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
     if (op == warp_op::shfl_idx || op == warp_op::shfl_up ||
         op == warp_op::shfl_down || op == warp_op::shfl_xor) {
       if (source >= lanes || !(mask >> source & 1)) {
-        emulator.running = &peer;
+        state().running = &peer;
         fail(peer.file, peer.line,
              "%s reads lane %lld, which the mask 0x%08x does not name (the "
              "value is undefined)",
@@ -760,19 +775,19 @@ uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
   for (unsigned other = 0; other < lanes; ++other)
     if (mask >> other & 1)
       fiberOf(warpBase + other).state = State::Runnable;
-  emulator.running = &self;
+  state().running = &self;
   return self.result;
 }
 
 void shared_access(shared_header &header, shadow_cell *shadow, void *data,
                    size_t elementBytes, long long index, bool write,
                    const char *file, int line) {
-  if (!emulator.active)
+  if (!state().active)
     fail(file, line, "shared array '%s' used outside a kernel", header.name);
-  if (header.blockSerial != emulator.blockSerial) {
+  if (header.blockSerial != state().blockSerial) {
     // A new block: nothing written yet, and garbage in the storage (all
     // ones: a NaN as a float) rather than the last block's values.
-    header.blockSerial = emulator.blockSerial;
+    header.blockSerial = state().blockSerial;
     std::memset(shadow, 0, sizeof(shadow_cell) * header.count);
     std::memset(data, 0xff, elementBytes * header.count);
   }
@@ -782,8 +797,8 @@ void shared_access(shared_header &header, shadow_cell *shadow, void *data,
          "index %lld of %lld",
          header.name, baseName(header.file), header.line, index, header.count);
   shadow_cell &cell = shadow[index];
-  uint32_t epoch = emulator.launch.epoch;
-  int32_t self = static_cast<int32_t>(emulator.running->thread);
+  uint32_t epoch = state().launch.epoch;
+  int32_t self = static_cast<int32_t>(state().running->thread);
   const char *what = write ? "writes" : "reads";
   if (cell.writeEpoch == epoch && cell.writer != self)
     fail(file, line,

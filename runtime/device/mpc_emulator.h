@@ -33,15 +33,20 @@
 
 namespace mpc_emu {
 
+/// Plain data: `__thread` below needs it, and unlike `thread_local` it
+/// reaches the variable without a call to an initialisation wrapper, which
+/// every threadIdx in a kernel would otherwise pay.
 struct dim3 {
-  unsigned x = 0, y = 0, z = 0;
+  unsigned x, y, z;
 };
 
 /// The coordinates of the CUDA thread running on this OS thread.
 struct coordinates {
   dim3 threadIdx, blockIdx, blockDim, gridDim;
 };
-extern thread_local coordinates current;
+/// initial-exec: a direct access; the default for -fPIC code (general
+/// dynamic) calls __tls_get_addr every time.
+extern __thread coordinates current __attribute__((tls_model("initial-exec")));
 
 /// The order in which blocks run and a block's runnable threads resume.
 enum class run_order { forward, reverse, shuffled };
