@@ -185,7 +185,8 @@ struct Emulator {
   unsigned long long launches = 0;
   run_order order = run_order::forward;
   unsigned long long seed = 0;
-  bool orderFromEnvironment = true;
+  bool orderFromEnvironment = true; // and the block override
+  unsigned blockOverride = 0;        // $MPC_EMULATION_BLOCK
   bool lastLaunchUsedFloatAtomics = false;
 };
 /// This OS thread's emulator, created on first use. Through a plain
@@ -624,6 +625,17 @@ void launch(const char *kernel, unsigned grid, unsigned block,
     fail(nullptr, 0, "kernel %s launched from inside a kernel", kernel);
   if (state().orderFromEnvironment) {
     state().orderFromEnvironment = false;
+    if (const char *text = std::getenv("MPC_EMULATION_BLOCK")) {
+      char *end = nullptr;
+      unsigned long threads = std::strtoul(text, &end, 10);
+      if (*text == '\0' || *end != '\0' || threads == 0 ||
+          threads % warpSize != 0 || threads > maxBlock)
+        fail(nullptr, 0,
+             "MPC_EMULATION_BLOCK is '%s', not a multiple of 32 from 32 to "
+             "1024",
+             text);
+      state().blockOverride = static_cast<unsigned>(threads);
+    }
     if (const char *text = std::getenv("MPC_EMULATION_ORDER")) {
       if (std::strcmp(text, "reverse") == 0)
         state().order = run_order::reverse;
@@ -637,6 +649,9 @@ void launch(const char *kernel, unsigned grid, unsigned block,
              text);
     }
   }
+  // Kernels are written for any block size that is a multiple of a warp.
+  if (state().blockOverride)
+    block = state().blockOverride;
   state().launch = Launch{kernel, grid, block, 0, body, context, 1, false};
   if (block == 0 || block > maxBlock)
     fail(nullptr, 0, "block of %u threads: CUDA allows 1 to %u", block,

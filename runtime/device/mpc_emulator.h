@@ -56,6 +56,9 @@ void set_order(run_order order, unsigned long long seed = 0);
 
 /// Runs `body(context)` as every thread of a 1-d grid of `grid` blocks of
 /// `block` threads (1 to 1024), then returns. Launches do not nest.
+/// $MPC_EMULATION_BLOCK=<n> (a multiple of 32) runs every launch with n
+/// threads a block instead: generated kernels are meant to be correct for
+/// any of those.
 void launch(const char *kernel, unsigned grid, unsigned block,
             void (*body)(void *), void *context);
 template <typename Body>
