@@ -323,10 +323,19 @@ void onFault(int signal, siginfo_t *info, void *ucontextPointer) {
   if (state().active) {
     std::fflush(stdout);
     printWhere(stderr);
-    std::fprintf(stderr,
-                 ": invalid memory access (%s) at address %p: outside every "
-                 "allocation, or on a guard page\n",
-                 signal == SIGSEGV ? "SIGSEGV" : "SIGBUS", info->si_addr);
+    const Fiber *self = state().running;
+    char *address = static_cast<char *>(info->si_addr);
+    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    if (self && address < self->stack && address >= self->stack - page)
+      std::fprintf(stderr,
+                   ": stack overflow: the thread's %zu KiB stack is full (a "
+                   "large local array, or deep recursion)\n",
+                   stackBytes / 1024);
+    else
+      std::fprintf(stderr,
+                   ": invalid memory access (%s) at address %p: outside "
+                   "every allocation, or on a guard page\n",
+                   signal == SIGSEGV ? "SIGSEGV" : "SIGBUS", info->si_addr);
     if (pc)
       printSourceLine(pc);
   }
@@ -338,21 +347,25 @@ void onFault(int signal, siginfo_t *info, void *ucontextPointer) {
 }
 
 void installFaultHandler() {
-  static bool installed = false;
-  if (installed)
-    return;
-  installed = true;
-  // Its own stack: the fault may be a fiber's stack overflowing.
-  static thread_local std::vector<char> alternate(64 * 1024);
-  stack_t altStack = {};
-  altStack.ss_sp = alternate.data();
-  altStack.ss_size = alternate.size();
-  sigaltstack(&altStack, nullptr);
-  struct sigaction action = {};
-  action.sa_sigaction = onFault;
-  action.sa_flags = SA_SIGINFO | SA_ONSTACK;
-  sigaction(SIGSEGV, &action, nullptr);
-  sigaction(SIGBUS, &action, nullptr);
+  // The handler runs on a stack of its own (each OS thread that launches
+  // has one): the fault may be a fiber's stack overflowing.
+  static __thread bool haveAlternateStack = false;
+  if (!haveAlternateStack) {
+    haveAlternateStack = true;
+    size_t bytes = 64 * 1024;
+    stack_t altStack = {};
+    altStack.ss_sp = std::malloc(bytes); // lives as long as the thread
+    altStack.ss_size = bytes;
+    sigaltstack(&altStack, nullptr);
+  }
+  [[maybe_unused]] static const bool installed = [] {
+    struct sigaction action = {};
+    action.sa_sigaction = onFault;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigaction(SIGSEGV, &action, nullptr);
+    sigaction(SIGBUS, &action, nullptr);
+    return true;
+  }();
 }
 
 //===----------------------------------------------------------------------===//

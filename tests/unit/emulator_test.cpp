@@ -135,6 +135,26 @@ __global__ void shuffle_at_two_sites(float *out) {
   out[threadIdx.x] = v;
 }
 
+/// Each block's sum added into one total without an atomic: on a GPU the
+/// blocks race and updates are lost; here they run one at a time, but the
+/// total's rounding still depends on which block adds first.
+__global__ void racy_block_sums(const float *x, float *total, long long n) {
+  float s = 0.0f;
+  MPC_FOR_THREAD(j, n) s += x[blockIdx.x * n + j];
+  s = mpc_block_reduce_sum(s);
+  if (threadIdx.x == 0)
+    *total += s;
+}
+
+__global__ void large_local_array(float *out) {
+  // Written from the top down, as a stack grows: the guard page below the
+  // thread's stack is met before anything else.
+  volatile char big[96 * 1024];
+  for (long long i = sizeof(big) - 1; i >= 0; i -= 512)
+    big[i] = 1;
+  out[threadIdx.x] = big[0];
+}
+
 __global__ void last_writer_wins(float *out) {
   out[0] = static_cast<float>(threadIdx.x + blockIdx.x * blockDim.x);
 }
@@ -347,6 +367,13 @@ TEST(EmulatorDeathTest, OutOfBoundsWrite) {
                "at emulator_test.cpp:[0-9]+, inlined at");
 }
 
+TEST(EmulatorDeathTest, StackOverflow) {
+  Buffer<float> out(32);
+  EXPECT_DEATH(MPC_LAUNCH(large_local_array, 1, 32, out.data),
+               "kernel large_local_array, block 0 of 1, thread 0 of 32: stack "
+               "overflow: the thread's 64 KiB stack is full");
+}
+
 TEST(EmulatorDeathTest, ShuffleWithExitedLane) {
   Buffer<float> out(64);
   EXPECT_DEATH(MPC_LAUNCH(shuffle_missing_lane, 1, 64, out.data),
@@ -386,6 +413,30 @@ TEST(EmulatorDeathTest, NonDeterministicKernel) {
                    "last_writer_wins", regions, 1,
                    mpc_emu::run_order::reverse, 0, run, out.data),
                "kernel last_writer_wins is not deterministic: byte [0-3] of "
+               "region 0 .* when its threads and blocks run in reverse order");
+}
+
+TEST(EmulatorDeathTest, NonDeterministicReduction) {
+  // Block sums 1e8, 1, -1e8, 3: forward, 1e8 + 1 rounds to 1e8 and the
+  // total is 3; in reverse, -1e8 + 3 rounds to -1e8 and the total is 0.
+  long long n = 64;
+  Buffer<float> x(4 * n), total(1);
+  const float sums[] = {1e8f, 1.0f, -1e8f, 3.0f};
+  for (long long i = 0; i < 4 * n; ++i)
+    x.data[i] = i % n == 0 ? sums[i / n] : 0.0f;
+  mpc_emu::region regions[] = {{total.data, sizeof(float)}};
+  struct Context {
+    float *x, *total;
+    long long n;
+  } context{x.data, total.data, n};
+  auto run = [](void *pointer) {
+    auto *c = static_cast<Context *>(pointer);
+    MPC_LAUNCH(racy_block_sums, 4, 64, c->x, c->total, c->n);
+  };
+  EXPECT_DEATH(mpc_emu::check_order_independence(
+                   "racy_block_sums", regions, 1,
+                   mpc_emu::run_order::reverse, 0, run, &context),
+               "kernel racy_block_sums is not deterministic: byte [0-3] of "
                "region 0 .* when its threads and blocks run in reverse order");
 }
 
