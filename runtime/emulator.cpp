@@ -177,6 +177,10 @@ struct Warp {
 struct Emulator {
   std::vector<Fiber> fibers;
   std::vector<Warp> warps; // of the running block
+  /// The running block's threads in the order a pass resumes them, and the
+  /// position of the one running.
+  std::vector<unsigned> passOrder;
+  size_t cursor = 0;
   Context scheduler;
   Fiber *running = nullptr;
   Launch launch;
@@ -395,18 +399,40 @@ void setCoordinates(const Fiber &fiber) {
 }
 
 /// Runs `fiber` until it waits or returns.
-void resume(Fiber &fiber) {
-  state().running = &fiber;
-  setCoordinates(fiber);
-  switchContext(state().scheduler, fiber.context);
-  state().running = nullptr;
+/// Runs the block's runnable fibers from position `from` of the run order
+/// on, each until it waits or returns; back here when none is left.
+void runPass(size_t from) {
+  Emulator &e = state();
+  for (size_t at = from; at < e.passOrder.size(); ++at) {
+    Fiber &fiber = e.fibers[e.passOrder[at]];
+    if (fiber.state != State::Runnable)
+      continue;
+    e.cursor = at;
+    e.running = &fiber;
+    setCoordinates(fiber);
+    switchContext(e.scheduler, fiber.context);
+    break; // the fibers switch among themselves to the pass's end
+  }
+  e.running = nullptr;
 }
 
-/// Back to the scheduler from the running fiber, which has set its state.
+/// The running fiber, which has set its state, gives way: straight to the
+/// next runnable fiber of the pass (one switch, not two through the
+/// scheduler), or to the scheduler at the pass's end.
 void yield() {
-  Fiber &self = *state().running;
-  switchContext(self.context, state().scheduler);
-  // Resumed: the scheduler has set running and the coordinates.
+  Emulator &e = state();
+  Fiber &self = *e.running;
+  for (size_t at = e.cursor + 1; at < e.passOrder.size(); ++at) {
+    Fiber &next = e.fibers[e.passOrder[at]];
+    if (next.state != State::Runnable)
+      continue;
+    e.cursor = at;
+    e.running = &next;
+    setCoordinates(next);
+    switchContext(self.context, next.context);
+    return; // resumed: whoever switched here set running and coordinates
+  }
+  switchContext(self.context, e.scheduler);
 }
 
 Fiber &fiberOf(unsigned thread) { return state().fibers[thread]; }
@@ -533,19 +559,16 @@ void runBlock(unsigned blockIndex) {
                  &fiber);
   }
   state().warps.assign((launch.block + warpSize - 1) / warpSize, Warp());
-  std::vector<unsigned> order =
+  state().passOrder =
       permutation(launch.block, state().launches * 65537ULL + blockIndex);
   for (;;) {
-    bool ran = false;
-    for (unsigned t : order) {
-      Fiber &fiber = fiberOf(t);
-      if (fiber.state != State::Runnable)
-        continue;
-      resume(fiber);
-      ran = true;
-    }
-    if (ran)
+    bool runnable = false;
+    for (unsigned t = 0; t < launch.block && !runnable; ++t)
+      runnable = fiberOf(t).state == State::Runnable;
+    if (runnable) {
+      runPass(0);
       continue;
+    }
     bool done = true;
     for (unsigned t = 0; t < launch.block && done; ++t)
       done = fiberOf(t).state == State::Exited;
