@@ -189,8 +189,9 @@ struct Emulator {
   unsigned long long launches = 0;
   run_order order = run_order::forward;
   unsigned long long seed = 0;
-  bool orderFromEnvironment = true; // and the block override
-  unsigned blockOverride = 0;        // $MPC_EMULATION_BLOCK
+  bool environmentRead = false;
+  bool orderChosen = false;   // by set_order: the environment's is ignored
+  unsigned blockOverride = 0; // $MPC_EMULATION_BLOCK
   bool lastLaunchUsedFloatAtomics = false;
 };
 /// This OS thread's emulator, created on first use. Through a plain
@@ -579,6 +580,40 @@ void runBlock(unsigned blockIndex) {
   }
 }
 
+/// $MPC_EMULATION_BLOCK and (unless set_order chose one) $MPC_EMULATION_ORDER,
+/// once per OS thread.
+void readEnvironment() {
+  Emulator &e = state();
+  if (e.environmentRead)
+    return;
+  e.environmentRead = true;
+  if (const char *text = std::getenv("MPC_EMULATION_BLOCK")) {
+    char *end = nullptr;
+    unsigned long threads = std::strtoul(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || threads == 0 ||
+        threads % warpSize != 0 || threads > maxBlock)
+      fail(nullptr, 0,
+           "MPC_EMULATION_BLOCK is '%s', not a multiple of 32 from 32 to "
+           "1024",
+           text);
+    e.blockOverride = static_cast<unsigned>(threads);
+  }
+  const char *text = std::getenv("MPC_EMULATION_ORDER");
+  if (!text || e.orderChosen)
+    return;
+  if (std::strcmp(text, "reverse") == 0) {
+    e.order = run_order::reverse;
+  } else if (std::strncmp(text, "shuffled:", 9) == 0) {
+    e.order = run_order::shuffled;
+    e.seed = std::strtoull(text + 9, nullptr, 10);
+  } else if (std::strcmp(text, "forward") != 0) {
+    fail(nullptr, 0,
+         "MPC_EMULATION_ORDER is '%s', not forward, reverse or "
+         "shuffled:<seed>",
+         text);
+  }
+}
+
 } // namespace
 
 extern "C" void mpc_emu_fiber_main(Fiber *fiber) {
@@ -605,7 +640,8 @@ void check_order_independence(const char *kernel, const region *regions,
   }
   run_order saved = state().order;
   unsigned long long savedSeed = state().seed;
-  bool savedFromEnvironment = state().orderFromEnvironment;
+  readEnvironment(); // the order to restore
+  bool savedChosen = state().orderChosen;
   set_order(run_order::forward);
   run(context);
   bool floatAtomics = state().lastLaunchUsedFloatAtomics;
@@ -618,7 +654,7 @@ void check_order_independence(const char *kernel, const region *regions,
   run(context);
   state().order = saved;
   state().seed = savedSeed;
-  state().orderFromEnvironment = savedFromEnvironment;
+  state().orderChosen = savedChosen;
   if (floatAtomics || state().lastLaunchUsedFloatAtomics)
     return;
   for (size_t i = 0; i < count; ++i) {
@@ -641,7 +677,7 @@ void check_order_independence(const char *kernel, const region *regions,
 void set_order(run_order order, unsigned long long seed) {
   state().order = order;
   state().seed = seed;
-  state().orderFromEnvironment = false;
+  state().orderChosen = true;
 }
 
 bool last_launch_used_float_atomics() {
@@ -659,32 +695,7 @@ void launch(const char *kernel, unsigned grid, unsigned block,
             void (*body)(void *), void *context) {
   if (state().active)
     fail(nullptr, 0, "kernel %s launched from inside a kernel", kernel);
-  if (state().orderFromEnvironment) {
-    state().orderFromEnvironment = false;
-    if (const char *text = std::getenv("MPC_EMULATION_BLOCK")) {
-      char *end = nullptr;
-      unsigned long threads = std::strtoul(text, &end, 10);
-      if (*text == '\0' || *end != '\0' || threads == 0 ||
-          threads % warpSize != 0 || threads > maxBlock)
-        fail(nullptr, 0,
-             "MPC_EMULATION_BLOCK is '%s', not a multiple of 32 from 32 to "
-             "1024",
-             text);
-      state().blockOverride = static_cast<unsigned>(threads);
-    }
-    if (const char *text = std::getenv("MPC_EMULATION_ORDER")) {
-      if (std::strcmp(text, "reverse") == 0)
-        state().order = run_order::reverse;
-      else if (std::strncmp(text, "shuffled:", 9) == 0)
-        state().order = run_order::shuffled,
-        state().seed = std::strtoull(text + 9, nullptr, 10);
-      else if (std::strcmp(text, "forward") != 0)
-        fail(nullptr, 0,
-             "MPC_EMULATION_ORDER is '%s', not forward, reverse or "
-             "shuffled:<seed>",
-             text);
-    }
-  }
+  readEnvironment();
   // Kernels are written for any block size that is a multiple of a warp.
   if (state().blockOverride)
     block = state().blockOverride;
