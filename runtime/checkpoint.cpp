@@ -38,6 +38,8 @@
 #include <string>
 #include <vector>
 
+#include <zlib.h>
+
 using mpcrt::set_error;
 
 namespace {
@@ -149,6 +151,38 @@ mpc_status read_scaler(const mpcrt::safetensors_file &file, const char *path,
   return MPC_OK;
 }
 
+/// The __metadata__ key of a tensor's checksum.
+std::string checksum_key(const std::string &tensor) { return "crc32:" + tensor; }
+
+uint32_t checksum(const void *data, uint64_t bytes) {
+  return static_cast<uint32_t>(
+      crc32_z(crc32_z(0, Z_NULL, 0), static_cast<const Bytef *>(data),
+              static_cast<z_size_t>(bytes)));
+}
+
+/// The first element of a float tensor's payload that is inf or NaN, or -1.
+int64_t first_nonfinite(const std::string &dtype, const unsigned char *data,
+                        uint64_t bytes) {
+  // An exponent of all ones: inf or NaN, in every float format.
+  if (dtype == "F32") {
+    for (uint64_t i = 0; i < bytes / 4; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, data + 4 * i, 4);
+      if ((bits & 0x7f800000u) == 0x7f800000u)
+        return static_cast<int64_t>(i);
+    }
+  } else if (dtype == "F16" || dtype == "BF16") {
+    uint16_t exponent = dtype == "F16" ? 0x7c00u : 0x7f80u;
+    for (uint64_t i = 0; i < bytes / 2; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, data + 2 * i, 2);
+      if ((bits & exponent) == exponent)
+        return static_cast<int64_t>(i);
+    }
+  }
+  return -1;
+}
+
 } // namespace
 
 // ----------------------------------------------------------------------------
@@ -197,6 +231,14 @@ extern "C" mpc_status mpc_save_checkpoint(mpc_session *session,
       {"loss_scale_hysteresis_left", std::to_string(scaler.hysteresis_left)});
   metadata.push_back({"optimizer_steps", std::to_string(scaler.total_steps)});
   metadata.push_back({"skipped_steps", std::to_string(scaler.total_skipped)});
+  for (const mpcrt::safetensors_tensor &tensor : tensors) {
+    uint64_t bytes = mpc_dtype_size(tensor.dtype);
+    for (int64_t dim : tensor.shape)
+      bytes *= static_cast<uint64_t>(dim);
+    char text[16];
+    std::snprintf(text, sizeof(text), "%08x", checksum(tensor.data, bytes));
+    metadata.push_back({checksum_key(tensor.name), text});
+  }
   return mpcrt::write_safetensors(path, tensors, metadata);
 }
 
@@ -286,6 +328,48 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
     }
   }
 
+  // Payloads: each tensor's checksum, where the file has them (a damaged
+  // file is refused whole, naming the tensor), and no inf or NaN (which no
+  // training state holds, and which would poison every later step).
+  bool checksummed = false;
+  for (const auto &[key, value] : file.metadata)
+    checksummed = checksummed || key.rfind("crc32:", 0) == 0;
+  for (const checkpoint_entry &entry : entries) {
+    const mpcrt::safetensors_entry &stored =
+        file.tensors.find(entry.name)->second;
+    const unsigned char *data =
+        static_cast<const unsigned char *>(file.data(stored));
+    uint64_t bytes = stored.end - stored.begin;
+    if (checksummed) {
+      const std::string *text =
+          find_metadata(file, checksum_key(entry.name).c_str());
+      uint64_t recorded = 0;
+      char *end = nullptr;
+      if (text && text->size() == 8)
+        recorded = std::strtoull(text->c_str(), &end, 16);
+      if (!text || text->size() != 8 || *end != '\0')
+        return set_error(MPC_ERROR_FORMAT,
+                         "'%s': tensor '%s' has no checksum (__metadata__ "
+                         "%s of 8 hex digits), though the others do",
+                         path, entry.name.c_str(),
+                         checksum_key(entry.name).c_str());
+      uint32_t actual = checksum(data, bytes);
+      if (actual != recorded)
+        return set_error(MPC_ERROR_FORMAT,
+                         "'%s': tensor '%s' is damaged: its CRC-32 is %08x, "
+                         "the checkpoint recorded %08llx",
+                         path, entry.name.c_str(), actual,
+                         static_cast<unsigned long long>(recorded));
+    }
+    int64_t bad = first_nonfinite(stored.dtype, data, bytes);
+    if (bad >= 0)
+      return set_error(MPC_ERROR_FORMAT,
+                       "'%s': tensor '%s' holds inf or NaN (element %lld): "
+                       "the file is damaged or the training it saved had "
+                       "diverged",
+                       path, entry.name.c_str(), static_cast<long long>(bad));
+  }
+
   // Everything checked: nothing below can fail, except (cuda sessions)
   // the copies between the host mirror and the device.
   if (mpc_status status = mpcrt::sync_host(session))
@@ -303,6 +387,11 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
   control->step_scale = scaler.scale;
   if (mpc_status status = mpcrt::sync_device(session))
     return status;
+  session->checkpoint_verified = checksummed ? 1 : 0;
   // The half copies the forward pass reads follow the loaded weights.
   return mpcrt::sync_half_copies(session);
+}
+
+extern "C" int32_t mpc_checkpoint_was_verified(const mpc_session *session) {
+  return session ? session->checkpoint_verified : 0;
 }

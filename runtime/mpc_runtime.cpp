@@ -613,6 +613,7 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   fresh.step = 0;
   fresh.cuda = nullptr;
   fresh.gradients_nonfinite = 0;
+  fresh.checkpoint_verified = 0;
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     fresh.arenas[a] = nullptr;
   if (mpc_status status = resolve_hyperparameter(

@@ -236,15 +236,27 @@ mpc_status mpc_get_nonfinite_report(const mpc_session *session,
  * steps taken), seed, and the loss scaler's state: loss_scale,
  * loss_scale_growth_tracker, loss_scale_hysteresis_left, optimizer_steps
  * (applied + skipped) and skipped_steps.
- * Saving writes a temporary file in the same directory and renames it over
- * `path`, so a crash never leaves a half-written checkpoint (MPC_ERROR_IO on
- * failure, `path` untouched). Loading checks the model name, every tensor's
- * presence, dtype and shape, and rejects unknown tensors (MPC_ERROR_FORMAT),
- * all before it changes anything; it restores tensors, the step counter and
- * the seed (dropout masks depend on both) and the loss scaler, not the
- * hyper-parameters. */
+ * Each tensor's CRC-32 (zlib's) is stored in __metadata__ as
+ * "crc32:<name>" (8 hex digits), so the file stays one that PyTorch's
+ * safetensors reads.
+ * Saving writes `<path>.tmp` and renames it over `path`, so a crash never
+ * leaves a half-written checkpoint (MPC_ERROR_IO on failure, `path`
+ * untouched); a save killed midway leaves that one file, which the next save
+ * reuses (and saves to one path from several threads or processes take
+ * turns on it). Loading refuses what is not a regular file (a FIFO would
+ * block), checks the model name, every tensor's presence, dtype and shape
+ * and its checksum, rejects unknown tensors and tensors holding inf or NaN
+ * (MPC_ERROR_FORMAT, naming the tensor), all before it changes anything; it
+ * restores tensors, the step counter and the seed (dropout masks depend on
+ * both) and the loss scaler, not the hyper-parameters. A file without
+ * checksums (written by PyTorch, or by mpc before they existed) loads
+ * unverified: mpc_checkpoint_was_verified says which. */
 mpc_status mpc_save_checkpoint(mpc_session *session, const char *path);
 mpc_status mpc_load_checkpoint(mpc_session *session, const char *path);
+/* 1 if the session's last successful mpc_load_checkpoint checked every
+ * tensor against the checksum stored with it; 0 if the file had none (or
+ * nothing was loaded). */
+int32_t mpc_checkpoint_was_verified(const mpc_session *session);
 
 #ifdef __cplusplus
 } /* extern "C" */

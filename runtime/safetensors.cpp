@@ -1,7 +1,7 @@
 //===- safetensors.cpp - read and write safetensors files -------*- C++ -*-===//
 //
-// This file implements safetensors.h: an atomic writer (temporary file,
-// fsync, rename) and a reader that validates a file completely before anyone
+// This file implements safetensors.h: an atomic writer (one locked
+// temporary file per target, fsync, rename) and a reader that validates a file completely before anyone
 // looks at its tensors. The header is JSON, written and parsed with
 // nlohmann::json. The runtime is built without exceptions, so a throwing
 // nlohmann call would abort: parsing uses allow_exceptions = false, dumping
@@ -18,9 +18,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
+#include <dirent.h>
 #include <fcntl.h>
-#include <sys/random.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -90,28 +90,7 @@ bool read_all(int fd, void *data, size_t size) {
   return true;
 }
 
-// 16 hex digits that another writer of the same path will not pick.
-std::string random_suffix() {
-  uint64_t value = 0;
-  if (getrandom(&value, sizeof(value), GRND_NONBLOCK) != sizeof(value)) {
-    // No entropy yet (early boot): time, pid and a counter, mixed by
-    // splitmix64's finaliser. O_EXCL still guards against a collision.
-    static thread_local uint64_t counter = 0;
-    timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    value = static_cast<uint64_t>(now.tv_nsec) ^
-            (static_cast<uint64_t>(now.tv_sec) << 30) ^
-            (static_cast<uint64_t>(getpid()) << 48) ^ ++counter;
-    value = (value ^ (value >> 30)) * 0xbf58476d1ce4e5b9ull;
-    value = (value ^ (value >> 27)) * 0x94d049bb133111ebull;
-    value ^= value >> 31;
-  }
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx",
-                static_cast<unsigned long long>(value));
-  return text;
-}
-
+/// The directory `path` is in.
 std::string directory_of(const std::string &path) {
   size_t slash = path.rfind('/');
   if (slash == std::string::npos)
@@ -120,6 +99,60 @@ std::string directory_of(const std::string &path) {
     return "/";
   return path.substr(0, slash);
 }
+
+/// `<path>.tmp`, the one temporary file of saves to `path`, opened and
+/// locked (flock) for this save, or -1 with errno set. A save killed midway
+/// leaves it behind, and the next save reuses it: never more than one. The
+/// lock keeps two saves to one path from writing it together; it goes with
+/// its holder, even one killed with -9. The inode is checked after locking:
+/// a save that waited may find the file it opened already renamed into
+/// place by the one before it, and must not truncate that.
+int open_locked_temporary(const std::string &temp) {
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+      return -1;
+    if (::flock(fd, LOCK_EX) != 0) {
+      int saved_errno = errno;
+      ::close(fd);
+      errno = saved_errno;
+      return -1;
+    }
+    struct stat opened, named;
+    if (::fstat(fd, &opened) == 0 && ::stat(temp.c_str(), &named) == 0 &&
+        opened.st_dev == named.st_dev && opened.st_ino == named.st_ino) {
+      if (::ftruncate(fd, 0) == 0)
+        return fd;
+      int saved_errno = errno;
+      ::close(fd);
+      errno = saved_errno;
+      return -1;
+    }
+    ::close(fd); // renamed away meanwhile: open the name again
+  }
+  errno = EBUSY;
+  return -1;
+}
+
+/// Removes `<name>.tmp.<suffix>` beside `path`: the temporary files of
+/// saves by mpc versions that named them at random, which a killed save
+/// left behind.
+void remove_stale_temporaries(const std::string &path) {
+  std::string directory = directory_of(path);
+  size_t slash = path.rfind('/');
+  std::string prefix =
+      (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.";
+  DIR *listing = ::opendir(directory.c_str());
+  if (!listing)
+    return;
+  while (const dirent *entry = ::readdir(listing)) {
+    std::string name = entry->d_name;
+    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0)
+      ::unlinkat(::dirfd(listing), name.c_str(), 0);
+  }
+  ::closedir(listing);
+}
+
 
 // The JSON header, padded with spaces to a multiple of 8 bytes.
 std::string
@@ -192,17 +225,12 @@ mpc_status write_safetensors(
     length[i] = static_cast<unsigned char>(header_size >> (8 * i));
 
   std::string target = path;
-  std::string temp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-    temp = target + ".tmp." + random_suffix();
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST)
-      break;
-  }
+  std::string temp = target + ".tmp";
+  int fd = open_locked_temporary(temp);
   if (fd < 0)
     return set_error(MPC_ERROR_IO, "cannot write '%s': cannot create '%s': %s",
                      path, temp.c_str(), std::strerror(errno));
+  remove_stale_temporaries(target);
 
   const char *failed_step = nullptr;
   if (!write_all(fd, length, sizeof(length)) ||
@@ -216,16 +244,19 @@ mpc_status write_safetensors(
   if (!failed_step && ::fsync(fd) != 0)
     failed_step = "fsync";
   int saved_errno = errno;
-  if (::close(fd) != 0 && !failed_step) {
-    failed_step = "close";
-    saved_errno = errno;
-  }
+  // Renamed while still locked: a save waiting for the lock then sees that
+  // its file is no longer the temporary one.
   if (!failed_step && ::rename(temp.c_str(), path) != 0) {
     failed_step = "rename";
     saved_errno = errno;
   }
-  if (failed_step) {
+  if (failed_step)
     ::unlink(temp.c_str());
+  if (::close(fd) != 0 && !failed_step) {
+    failed_step = "close";
+    saved_errno = errno;
+  }
+  if (failed_step) {
     return set_error(MPC_ERROR_IO, "cannot write '%s': %s '%s': %s", path,
                      failed_step, temp.c_str(), std::strerror(saved_errno));
   }
@@ -243,7 +274,9 @@ mpc_status write_safetensors(
 // Reader
 
 mpc_status read_safetensors(const char *path, safetensors_file *file) {
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
+  // writer. (It changes nothing for the regular files read below.)
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return set_error(MPC_ERROR_IO, "cannot open '%s': %s", path,
                      std::strerror(errno));
@@ -256,8 +289,14 @@ mpc_status read_safetensors(const char *path, safetensors_file *file) {
   }
   if (!S_ISREG(info.st_mode)) {
     ::close(fd);
-    return set_error(MPC_ERROR_IO, "cannot read '%s': not a regular file",
-                     path);
+    return set_error(MPC_ERROR_IO,
+                     "cannot read '%s': not a regular file (a %s)", path,
+                     S_ISFIFO(info.st_mode)   ? "FIFO"
+                     : S_ISDIR(info.st_mode)  ? "directory"
+                     : S_ISCHR(info.st_mode)  ? "character device"
+                     : S_ISBLK(info.st_mode)  ? "block device"
+                     : S_ISSOCK(info.st_mode) ? "socket"
+                                              : "special file");
   }
   uint64_t size = static_cast<uint64_t>(info.st_size);
   std::unique_ptr<unsigned char, free_deleter> bytes(

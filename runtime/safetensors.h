@@ -43,9 +43,11 @@ struct safetensors_tensor {
 };
 
 /// Writes `tensors` and the string `metadata` to `path` atomically: the file
-/// is written as `<path>.tmp.<random>` in the same directory, synced, and
-/// renamed over `path`. On failure the temporary file is removed, `path` is
-/// untouched, and MPC_ERROR_IO is returned with a message.
+/// is written as `<path>.tmp` (locked, so that saves to one path take turns;
+/// one a killed save left is reused), synced, and renamed over `path`;
+/// `<path>.tmp.<suffix>` files older versions left are removed. On failure
+/// the temporary file is removed, `path` is untouched, and MPC_ERROR_IO is
+/// returned with a message.
 mpc_status write_safetensors(
     const char *path, const std::vector<safetensors_tensor> &tensors,
     const std::vector<std::pair<std::string, std::string>> &metadata);

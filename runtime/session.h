@@ -38,6 +38,9 @@ struct mpc_session {
   // Gradient elements that were inf or NaN after the last
   // mpc_compute_gradients (mpc_training_stats.gradients_nonfinite).
   int64_t gradients_nonfinite;
+  // Whether the last mpc_load_checkpoint verified every tensor against a
+  // stored checksum (mpc_checkpoint_was_verified).
+  int32_t checkpoint_verified;
   // The device side of a cuda-target session (null on the cpu target); the
   // arenas above are then the host mirror of its device arenas.
   mpcrt::CudaSession *cuda;

@@ -9,7 +9,8 @@ build_dir=${BUILD_DIR:-$repo/build}
 
 # Everything the build and the tests use. LLVM's exported CMake targets name
 # zstd, zlib, libedit, libxml2, curl and libffi, so their -dev packages must be
-# present for find_package(MLIR) to configure.
+# present for find_package(MLIR) to configure; libmpcrt uses zlib too
+# (checkpoint checksums).
 packages=(
   cmake ninja-build g++ python3
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22

@@ -636,6 +636,14 @@ TEST(ApiErrors, MissingAndUnreadableCheckpoints) {
       {"a header length past the end",
        std::string("\xff\xff\xff\xff\x00\x00\x00\x00{}", 10)},
   };
+  // Damage inside the payload: every tensor's checksum is checked.
+  for (size_t from_end : {1, 7, 1000}) {
+    if (from_end >= valid.size())
+      continue;
+    std::string flipped = valid;
+    flipped[flipped.size() - from_end] ^= 0x04;
+    cases.push_back({"a flipped bit in the tensor data", flipped});
+  }
   for (const Case &c : cases) {
     SCOPED_TRACE(c.what);
     writeFile(path, c.bytes);

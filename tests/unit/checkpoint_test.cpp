@@ -25,11 +25,15 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <random>
 #include <string>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
+
+#include <zlib.h>
 
 namespace {
 
@@ -236,6 +240,22 @@ TEST_F(Checkpoint, FileIsStandardSafetensors) {
   EXPECT_EQ(std::memcmp(bytes.data() + 8 + header_size + begin, values.data(),
                         values.size() * sizeof(float)),
             0);
+  // Every tensor's CRC-32 (zlib's, of its bytes in the file) as 8 hex
+  // digits under "crc32:<name>".
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__")
+      continue;
+    uint64_t first = it.value()["data_offsets"][0].get<uint64_t>();
+    uint64_t last = it.value()["data_offsets"][1].get<uint64_t>();
+    uLong crc = crc32(0L, Z_NULL, 0);
+    crc = crc32(crc,
+                reinterpret_cast<const Bytef *>(bytes.data() + 8 +
+                                                header_size + first),
+                static_cast<uInt>(last - first));
+    char expected[16];
+    std::snprintf(expected, sizeof(expected), "%08lx", crc);
+    EXPECT_EQ(metadata["crc32:" + it.key()], expected) << it.key();
+  }
   mpc_session_destroy(session);
 }
 
@@ -694,6 +714,279 @@ TEST_F(Checkpoint, UnreadableFilesAreIoErrors) {
       << mpc_last_error();
   EXPECT_EQ(session_state(session), before);
   mpc_session_destroy(session);
+}
+
+TEST_F(Checkpoint, FifoFailsAtOnce) {
+  mpc_session *session = create(linear_model(), 1);
+  std::string fifo = dir + "/pipe.safetensors";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // Opening a FIFO to read waits for a writer; the load must not.
+  alarm(10); // a hang fails the test instead of running into ctest's limit
+  EXPECT_EQ(mpc_load_checkpoint(session, fifo.c_str()), MPC_ERROR_IO);
+  alarm(0);
+  EXPECT_NE(std::string(mpc_last_error()).find("not a regular file (a FIFO)"),
+            std::string::npos)
+      << mpc_last_error();
+  mpc_session_destroy(session);
+}
+
+// ----------------------------------------------------------------------------
+// Damaged payloads: checksums and non-finite values
+
+/// A model with f16 and bf16 tensors beside f32 ones.
+const mpc_model_desc *mixed_model() {
+  static const mpc_model_desc *model = [] {
+    static model_builder builder("mixed");
+    builder.add_param("h", MPC_F16, {5}, MPC_INIT_NORMAL, {1.0});
+    builder.add_param("w", MPC_F32, {3, 3}, MPC_INIT_XAVIER_UNIFORM);
+    builder.add_state("g", MPC_BF16, {3}, MPC_INIT_UNIFORM, {-1.0, 1.0});
+    builder.add_output("loss", MPC_F32, {});
+    return builder.finish();
+  }();
+  return model;
+}
+
+/// The file `bytes` rewritten with its tensors as they are but without the
+/// "crc32:" metadata: a checkpoint as PyTorch (or an older mpc) writes it.
+std::string without_checksums(const std::string &dir, const std::string &bytes) {
+  std::string in = dir + "/with.safetensors", out = dir + "/without.safetensors";
+  write_bytes(in, bytes);
+  mpcrt::safetensors_file file;
+  EXPECT_EQ(mpcrt::read_safetensors(in.c_str(), &file), MPC_OK);
+  std::vector<mpcrt::safetensors_tensor> tensors;
+  for (const auto &[name, entry] : file.tensors) {
+    mpc_dtype dtype = entry.dtype == "F32"    ? MPC_F32
+                      : entry.dtype == "F16"  ? MPC_F16
+                      : entry.dtype == "BF16" ? MPC_BF16
+                                              : MPC_I32;
+    tensors.push_back({name, dtype, entry.shape, file.data(entry)});
+  }
+  std::vector<std::pair<std::string, std::string>> metadata;
+  for (const auto &[key, value] : file.metadata)
+    if (key.rfind("crc32:", 0) != 0)
+      metadata.push_back({key, value});
+  EXPECT_EQ(mpcrt::write_safetensors(out.c_str(), tensors, metadata), MPC_OK);
+  std::string result = read_bytes(out);
+  unlink(in.c_str());
+  unlink(out.c_str());
+  return result;
+}
+
+/// Applies each kind of damage to each tensor's payload in turn; every
+/// damaged file must be refused with MPC_ERROR_FORMAT naming the tensor
+/// (`expect` in the message), leaving the session as it was.
+void expectDamageRefused(mpc_session *target, const std::string &dir,
+                         const std::string &bytes, const char *expect) {
+  std::string path = dir + "/damaged.safetensors";
+  write_bytes(path, bytes);
+  mpcrt::safetensors_file file;
+  ASSERT_EQ(mpcrt::read_safetensors(path.c_str(), &file), MPC_OK);
+  const std::string before = session_state(target);
+  std::mt19937 random(3);
+  int refused = 0;
+  for (const auto &[name, entry] : file.tensors) {
+    size_t begin = file.data_start + entry.begin;
+    size_t size = entry.end - entry.begin;
+    int element = entry.dtype == "F32" ? 4 : 2;
+    bool isFloat = entry.dtype == "F32" || entry.dtype == "F16" ||
+                   entry.dtype == "BF16";
+    // Quiet NaN and +inf in each float format, little-endian.
+    std::string nan = entry.dtype == "F32"   ? std::string("\x00\x00\xc0\x7f", 4)
+                      : entry.dtype == "F16" ? std::string("\x00\x7e", 2)
+                                             : std::string("\xc0\x7f", 2);
+    std::string inf = entry.dtype == "F32"   ? std::string("\x00\x00\x80\x7f", 4)
+                      : entry.dtype == "F16" ? std::string("\x00\x7c", 2)
+                                             : std::string("\x80\x7f", 2);
+    std::vector<std::pair<std::string, std::function<void(std::string &)>>>
+        damages = {
+            {"a flipped bit",
+             [&](std::string &b) { b[begin + size / 2] ^= 0x10; }},
+            {"a zeroed block",
+             [&](std::string &b) {
+               std::fill_n(b.begin() + begin, std::min<size_t>(size, 16), 0);
+             }},
+            {"a random block",
+             [&](std::string &b) {
+               for (size_t i = 0; i < std::min<size_t>(size, 16); ++i)
+                 b[begin + i] = static_cast<char>(random());
+             }}};
+    if (isFloat) {
+      damages.push_back({"a NaN", [&](std::string &b) {
+                           b.replace(begin, element, nan);
+                         }});
+      damages.push_back({"an inf", [&](std::string &b) {
+                           b.replace(begin + size - element, element, inf);
+                         }});
+    }
+    for (auto &[what, damage] : damages) {
+      std::string damaged = bytes;
+      damage(damaged);
+      if (damaged == bytes)
+        continue; // the block was zero already
+      write_bytes(path, damaged);
+      EXPECT_EQ(mpc_load_checkpoint(target, path.c_str()), MPC_ERROR_FORMAT)
+          << what << " in " << name;
+      std::string message = mpc_last_error();
+      EXPECT_NE(message.find("tensor '" + name + "'"), std::string::npos)
+          << what << " in " << name << ": " << message;
+      EXPECT_NE(message.find(expect), std::string::npos)
+          << what << " in " << name << ": " << message;
+      EXPECT_EQ(session_state(target), before) << what << " in " << name;
+      ++refused;
+    }
+  }
+  EXPECT_GE(refused, 5);
+  unlink(path.c_str());
+}
+
+TEST_F(Checkpoint, DamagedPayloadIsRefusedNamingTheTensor) {
+  for (const mpc_model_desc *model : {linear_model(), mixed_model()}) {
+    SCOPED_TRACE(model->name);
+    mpc_session *saved = create(model, 11);
+    if (model == linear_model())
+      for (int step = 0; step < 3; ++step) // momentum buffers not all zero
+        train(saved, step);
+    ASSERT_EQ(mpc_save_checkpoint(saved, path.c_str()), MPC_OK);
+    std::string bytes = read_bytes(path);
+    mpc_session *target = create(model, 2);
+    expectDamageRefused(target, dir, bytes, "is damaged: its CRC-32 is");
+    // The untouched file loads, verified.
+    ASSERT_EQ(mpc_load_checkpoint(target, path.c_str()), MPC_OK)
+        << mpc_last_error();
+    EXPECT_EQ(mpc_checkpoint_was_verified(target), 1);
+    EXPECT_EQ(session_state(target), session_state(saved));
+    mpc_session_destroy(saved);
+    mpc_session_destroy(target);
+  }
+}
+
+// A file without checksums loads, unverified; inf and NaN in it are still
+// refused (no training state holds them).
+TEST_F(Checkpoint, FileWithoutChecksumsLoadsUnverified) {
+  for (const mpc_model_desc *model : {linear_model(), mixed_model()}) {
+    SCOPED_TRACE(model->name);
+    mpc_session *saved = create(model, 11);
+    ASSERT_EQ(mpc_save_checkpoint(saved, path.c_str()), MPC_OK);
+    std::string bytes = without_checksums(dir, read_bytes(path));
+    ASSERT_EQ(bytes.find("crc32:"), std::string::npos);
+    mpc_session *target = create(model, 2);
+    std::string plain = dir + "/plain.safetensors";
+    write_bytes(plain, bytes);
+    ASSERT_EQ(mpc_load_checkpoint(target, plain.c_str()), MPC_OK)
+        << mpc_last_error();
+    EXPECT_EQ(mpc_checkpoint_was_verified(target), 0);
+    EXPECT_EQ(session_state(target), session_state(saved));
+
+    mpcrt::safetensors_file file;
+    ASSERT_EQ(mpcrt::read_safetensors(plain.c_str(), &file), MPC_OK);
+    for (const auto &[name, entry] : file.tensors) {
+      if (entry.dtype != "F32")
+        continue;
+      std::string poisoned = bytes;
+      poisoned.replace(file.data_start + entry.begin, 4,
+                       std::string("\x00\x00\xc0\x7f", 4));
+      write_bytes(plain, poisoned);
+      const std::string before = session_state(target);
+      EXPECT_EQ(mpc_load_checkpoint(target, plain.c_str()), MPC_ERROR_FORMAT);
+      EXPECT_NE(std::string(mpc_last_error())
+                    .find("tensor '" + name + "' holds inf or NaN (element 0)"),
+                std::string::npos)
+          << mpc_last_error();
+      EXPECT_EQ(session_state(target), before);
+    }
+    unlink(plain.c_str());
+    mpc_session_destroy(saved);
+    mpc_session_destroy(target);
+  }
+}
+
+// ----------------------------------------------------------------------------
+// Killed and concurrent saves
+
+/// Saves `session` to `path` forever, alternating two states so that
+/// consecutive files differ (for a child process to be killed in).
+[[noreturn]] void saveForever(const std::string &path, uint64_t seed) {
+  mpc_session *session = nullptr;
+  mpc_session_options options;
+  mpc_session_options_init(&options);
+  options.seed = seed;
+  if (mpc_session_create(linear_model(), &options, &session) != MPC_OK)
+    _exit(2);
+  for (int step = 0;; ++step) {
+    float x[B * D];
+    int32_t y[B];
+    linear_batch(step, x, y);
+    const void *inputs[] = {x, y};
+    if (mpc_train_step(session, inputs, nullptr) != MPC_OK ||
+        mpc_save_checkpoint(session, path.c_str()) != MPC_OK)
+      _exit(3);
+  }
+}
+
+TEST_F(Checkpoint, KilledSavesLeaveTheLastCheckpointAndOneTemporaryFile) {
+  // Temporary files an older mpc named at random, left by killed saves.
+  write_bytes(path + ".tmp.1f2e3d4c5b6a7980", "stale");
+  write_bytes(path + ".tmp.0123456789abcdef", "stale");
+  std::mt19937 random(17);
+  int killed = 0;
+  for (int round = 0; round < 100; ++round) {
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0)
+      saveForever(path, static_cast<uint64_t>(round));
+    // Between 0 and 4 ms: sometimes before the first save is done, mostly
+    // in the middle of one.
+    usleep(static_cast<useconds_t>(random() % 4000));
+    kill(child, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the saving child failed on its own, "
+                                     << "status " << status;
+    killed += WTERMSIG(status) == SIGKILL;
+  }
+  EXPECT_EQ(killed, 100);
+  std::vector<std::string> names = list_dir(dir);
+  // The checkpoint and at most the one temporary file, the stale ones gone.
+  ASSERT_FALSE(names.empty());
+  EXPECT_EQ(names[0], "linear.safetensors");
+  EXPECT_LE(names.size(), 2u);
+  if (names.size() == 2) {
+    EXPECT_EQ(names[1], "linear.safetensors.tmp");
+  }
+  mpc_session *loaded = create(linear_model(), 1);
+  EXPECT_EQ(mpc_load_checkpoint(loaded, path.c_str()), MPC_OK)
+      << mpc_last_error();
+  EXPECT_EQ(mpc_checkpoint_was_verified(loaded), 1);
+  // The next save reuses the temporary file and leaves none.
+  ASSERT_EQ(mpc_save_checkpoint(loaded, path.c_str()), MPC_OK);
+  EXPECT_EQ(list_dir(dir), std::vector<std::string>{"linear.safetensors"});
+  mpc_session_destroy(loaded);
+}
+
+// Two processes saving one path take turns on its temporary file: the
+// result is one of their checkpoints, whole.
+TEST_F(Checkpoint, ConcurrentSavesToOnePathTakeTurns) {
+  pid_t children[2];
+  for (int i = 0; i < 2; ++i) {
+    children[i] = fork();
+    ASSERT_GE(children[i], 0);
+    if (children[i] == 0)
+      saveForever(path, static_cast<uint64_t>(i + 1));
+  }
+  usleep(300000);
+  for (pid_t child : children) {
+    kill(child, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFSIGNALED(status)) << "a saving child failed, status "
+                                     << status;
+  }
+  mpc_session *loaded = create(linear_model(), 1);
+  EXPECT_EQ(mpc_load_checkpoint(loaded, path.c_str()), MPC_OK)
+      << mpc_last_error();
+  EXPECT_EQ(mpc_checkpoint_was_verified(loaded), 1);
+  EXPECT_LE(list_dir(dir).size(), 2u);
+  mpc_session_destroy(loaded);
 }
 
 TEST_F(Checkpoint, OtherModelsCheckpointIsRejected) {
