@@ -112,6 +112,7 @@ PipelineOptions makePipelineOptions(const CompileOptions &options) {
   optimizer.warmupSteps = options.warmupSteps;
   optimizer.decaySteps = options.decaySteps;
   optimizer.minLr = options.minLr;
+  optimizer.skipNonfinite = options.skipNonfiniteUpdates;
   if (options.optimizer != OptimizerKind::Sgd)
     pipeline.optimizerEps = options.eps;
   return pipeline;

@@ -56,6 +56,9 @@ struct CompileOptions {
   LrSchedule schedule = LrSchedule::Constant;
   int64_t warmupSteps = 0, decaySteps = 0;
   double minLr = 0.0;
+  /// `--nonfinite-updates=skip` (default): a step whose gradients hold inf
+  /// or NaN is skipped with no loss scaler too; `apply`: torch.optim's way.
+  bool skipNonfiniteUpdates = true;
   LossScale lossScale;
   /// The dynamic scaler (GradScaler's defaults; hysteresis and min-scale
   /// as DeepSpeed's, off by default).

@@ -11,11 +11,13 @@
 // parameters), when the runtime applies updates:
 //   accumulate   (accumulate = N > 1)  A = (first micro-batch ? 0 : A) + G;
 //                 the rest runs after micro-batch N-1 only, on A
-//   grad_stats   (loss scaling or clipping) per-block sums of squares of
-//                 the unscaled gradients and inf/NaN flags
+//   grad_stats   (loss scaling, clipping, or skip_nonfinite) per-block
+//                 sums of squares of the unscaled gradients and inf/NaN
+//                 flags
 //   prepare      one thread: found_inf, global norm, clip factor, the loss
-//                 scaler's transition (skip or apply), the scheduled rate
-//                 and Adam's bias corrections
+//                 scaler's transition (skip or apply; without a scaler,
+//                 skip_nonfinite skips a step with inf/NaN gradients), the
+//                 scheduled rate and Adam's bias corrections
 //   update       one pass: read gradient, master weight, moments; write
 //                 master weight, moments and the half copy; nothing at all
 //                 when the step is skipped
@@ -159,6 +161,10 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
   bool scaled = scaling.getMode() != LossScaleMode::None;
   bool clips = optimizer.getClipNorm().convertToDouble() > 0;
   bool adam = optimizer.getKind() != OptimizerKind::Sgd;
+  // Without a loss scaler nothing else looks at the gradients before the
+  // update: skip_nonfinite adds the statistics pass (one read of them).
+  bool guardsNonfinite = !scaled && optimizer.getSkipNonfinite();
+  bool stats = scaled || clips || guardsNonfinite;
 
   emitter.hostStatement("if (ctx->apply_update) {");
   std::string grads = "(const " + storage + " *)arena1";
@@ -192,7 +198,7 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
   // micro-batches. In double, rounded once.
   std::string unscale = llvm::formatv(
       "(1.0 / (double)control->step_scale) / {0}.0", accumulate);
-  if (scaled || clips) {
+  if (stats) {
     std::string name = emitter.kernelName("grad_stats");
     emitter.addKernel(llvm::formatv(
         "// Per block: the sum of squares of the unscaled gradients and\n"
@@ -236,7 +242,7 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
        << "  const float base_lr = control->values.learning_rate;\n"
        << "  double sumsq = 0.0;\n"
        << "  int found_inf = 0;\n";
-    if (scaled || clips)
+    if (stats)
       os << "  for (int b = 0; b < " << statsBlocks << "; ++b) {\n"
          << "    sumsq += (double)control->partial_sumsq[b];\n"
          << "    found_inf |= control->partial_nonfinite[b] != 0.0f;\n"
@@ -255,6 +261,13 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
        << lossScalerConfigLiteral(scaling, "mpc_inf()") << ";\n"
        << "  int applied = mpc_loss_scaler_transition(&config, "
           "&control->scaler, found_inf);\n";
+    if (guardsNonfinite)
+      os << "  // No loss scaler, and inf/NaN gradients: skipped all the same\n"
+         << "  // (skip_nonfinite), counted as the scaler counts its skips.\n"
+         << "  if (found_inf && applied) {\n"
+         << "    applied = 0;\n"
+         << "    control->scaler.total_skipped += 1;\n"
+         << "  }\n";
     bool scheduled = optimizer.getSchedule() == LrSchedule::WarmupCosine;
     if (scheduled || adam)
       os << "  // Applied steps before this one: Adam's t - 1 and the\n"
@@ -271,7 +284,7 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
     os << "  control->found_inf = found_inf;\n"
        << "  control->applied = applied;\n"
        << "  control->grad_norm = "
-       << (scaled || clips ? "(float)norm" : "mpc_nan()") << ";\n"
+       << (stats ? "(float)norm" : "mpc_nan()") << ";\n"
        << "  control->grad_multiplier = (float)multiplier;\n"
        << "  control->learning_rate = (float)lr;\n";
     if (adam)

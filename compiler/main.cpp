@@ -220,6 +220,18 @@ F32Option clipNorm("clip-norm",
                                   "off)"),
                          cl::init(0.0), cl::sub(compileCommand),
                          cl::cat(optimizerCategory));
+enum class NonfiniteUpdates { Skip, Apply };
+cl::opt<NonfiniteUpdates> nonfiniteUpdates(
+    "nonfinite-updates",
+    cl::desc("A step whose gradients hold inf or NaN"),
+    cl::values(clEnumValN(NonfiniteUpdates::Skip, "skip",
+                          "is skipped and counted, with or without loss "
+                          "scaling (the default)"),
+               clEnumValN(NonfiniteUpdates::Apply, "apply",
+                          "is applied where no loss scaler checks it, as "
+                          "torch.optim does")),
+    cl::init(NonfiniteUpdates::Skip), cl::sub(compileCommand),
+    cl::cat(optimizerCategory));
 cl::opt<int> accumulate("accumulate",
                         cl::desc("Micro-batches per optimizer step"),
                         cl::init(1), cl::sub(compileCommand),
@@ -321,6 +333,7 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.weightDecay = weightDecay;
   options.eps = eps;
   options.clipNorm = clipNorm;
+  options.skipNonfiniteUpdates = nonfiniteUpdates == NonfiniteUpdates::Skip;
   options.accumulate = accumulate;
   options.werrorNumerics = werrorNumerics;
   options.debugNonfinite = debugNonfinite;

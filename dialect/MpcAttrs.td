@@ -83,7 +83,9 @@ def Mpc_OptimizerAttr : Mpc_Attr<"Optimizer", "optimizer"> {
     their global norm; `accumulate` is the number of micro-batches per
     optimizer step. `schedule = warmup_cosine` warms the rate up linearly
     over `warmup_steps` applied steps, then follows a cosine from `lr` to
-    `min_lr` over `decay_steps`.
+    `min_lr` over `decay_steps`. `skip_nonfinite` skips a step whose
+    gradients hold inf or NaN without a loss scaler too (a scaler skips
+    them anyway): no update ever writes a non-finite value.
   }];
   let parameters = (ins EnumParameter<OptimizerKind>:$kind, Mpc_F64Parameter:$lr,
                         Mpc_F64Parameter:$momentum, Mpc_BoolParameter:$nesterov,
@@ -92,7 +94,8 @@ def Mpc_OptimizerAttr : Mpc_Attr<"Optimizer", "optimizer"> {
                         "int64_t":$accumulate,
                         EnumParameter<LrSchedule>:$schedule,
                         "int64_t":$warmup_steps, "int64_t":$decay_steps,
-                        Mpc_F64Parameter:$min_lr);
+                        Mpc_F64Parameter:$min_lr,
+                        Mpc_BoolParameter:$skip_nonfinite);
   let assemblyFormat = "`<` struct(params) `>`";
   let extraClassDeclaration = [{
     /// Optimizer state tensors per parameter, in checkpoint order:

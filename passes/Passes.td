@@ -293,7 +293,11 @@ def MpcFuseOptimizerPass : Pass<"mpc-fuse-optimizer", "mlir::ModuleOp"> {
     bit-identical. With `accumulate` = N, gradients of N micro-batches are
     summed (in the parameters' type) and the optimizer runs on their mean
     once every N steps. Adam's step counter and the built-in schedule count
-    applied steps only, so a skipped step changes nothing.
+    applied steps only, so a skipped step changes nothing. With
+    `skip-nonfinite` (the default) a step whose gradients hold inf or NaN is
+    skipped without a loss scaler too, at the cost of one read of the
+    gradients where nothing else checks them; without it such a step is
+    applied, as torch.optim does.
   }];
   let dependentDialects = ["mlir::mpc::MpcDialect"];
   let options = [
@@ -338,7 +342,10 @@ def MpcFuseOptimizerPass : Pass<"mpc-fuse-optimizer", "mlir::ModuleOp"> {
     Option<"decaySteps", "decay-steps", "int64_t", /*default=*/"0",
            "warmup_cosine: applied steps of cosine decay after warmup">,
     Option<"minLr", "min-lr", "double", /*default=*/"0.0",
-           "warmup_cosine: the rate at the end of the decay">];
+           "warmup_cosine: the rate at the end of the decay">,
+    Option<"skipNonfinite", "skip-nonfinite", "bool", /*default=*/"true",
+           "Skip a step whose gradients hold inf or NaN, with or without "
+           "loss scaling">];
 }
 
 #endif // MPC_PASSES_PASSES_TD

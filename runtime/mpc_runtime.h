@@ -178,7 +178,12 @@ int64_t mpc_session_step(const mpc_session *session);
 typedef struct mpc_training_stats {
   int64_t train_steps;     /* mpc_train_step calls (micro-batches) */
   int64_t optimizer_steps; /* optimizer steps applied */
-  int64_t skipped_steps;   /* optimizer steps skipped for inf/NaN gradients */
+  int64_t skipped_steps;   /* optimizer steps skipped for inf/NaN gradients:
+                              a loss scaler's overflows, and without one
+                              (mpc compile --nonfinite-updates=skip, the
+                              default) any step whose gradients are not
+                              all finite; nothing of a skipped step is
+                              written, moments and half copies included */
   float loss_scale;        /* the scale the next step uses (1: no scaling) */
   int32_t steps_since_growth; /* clean steps since the last growth/overflow */
   int32_t hysteresis_left;    /* overflows tolerated before a backoff */
@@ -188,7 +193,8 @@ typedef struct mpc_training_stats {
                               and that step was skipped */
   float grad_norm;         /* unscaled global gradient norm of the last
                               optimizer step; NaN where not computed (no
-                              loss scaling and no clipping) */
+                              loss scaling, no clipping and
+                              --nonfinite-updates=apply) */
   float learning_rate;     /* the rate the last optimizer step used */
   int64_t gradients_nonfinite; /* gradient elements that were inf or NaN
                                   after the last mpc_compute_gradients: with

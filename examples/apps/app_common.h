@@ -105,6 +105,21 @@ inline void writeLossLogRow(std::FILE *csv, mpc_session *session, int step,
   std::fprintf(csv, ",%.9g\n", static_cast<double>(stats.learning_rate));
 }
 
+/// At a log line: says how many optimizer steps have been skipped for inf
+/// or NaN gradients, when that grew since the last call (`reported`): a
+/// loss scaler's overflows, or (without one) the non-finite guard of
+/// `mpc compile --nonfinite-updates=skip`.
+inline void reportSkippedSteps(mpc_session *session, int64_t &reported) {
+  mpc_training_stats stats;
+  if (mpc_get_training_stats(session, &stats) != MPC_OK ||
+      stats.skipped_steps == reported)
+    return;
+  reported = stats.skipped_steps;
+  std::printf("      %lld optimizer step%s skipped so far: inf/NaN gradients "
+              "(the weights were left as they were)\n",
+              static_cast<long long>(reported), reported == 1 ? "" : "s");
+}
+
 } // namespace mpc_app
 
 #endif // MPC_EXAMPLES_APPS_APP_COMMON_H

@@ -220,6 +220,7 @@ int main(int argc, char **argv) {
   auto windowStart = start;
   float loss = 0, windowLoss = 0;
   double firstWindowMean = NAN, lastWindowMean = NAN;
+  int64_t skippedReported = 0;
   for (int step = 1; step <= options.steps; ++step) {
     data.sample(batch, x, y);
     if (mpc_train_step(session, inputs, &loss) != MPC_OK)
@@ -241,6 +242,7 @@ int main(int argc, char **argv) {
                   "steps/s\n",
                   step, loss, stepsInWindow, windowLoss / stepsInWindow,
                   stepsInWindow / windowSeconds);
+      mpc_app::reportSkippedSteps(session, skippedReported);
       std::fflush(stdout);
       if (step == options.logEvery)
         firstWindowMean = windowLoss / stepsInWindow;

@@ -231,6 +231,7 @@ int main(int argc, char **argv) {
   auto start = std::chrono::steady_clock::now();
   auto windowStart = start;
   float loss = 0, windowLoss = 0;
+  int64_t skippedReported = 0;
   for (int step = 1; step <= options.steps; ++step) {
     sampleBatch();
     if (mpc_train_step(session, inputs, &loss) != MPC_OK)
@@ -252,6 +253,7 @@ int main(int argc, char **argv) {
                   "steps/s\n",
                   step, loss, stepsInWindow, windowLoss / stepsInWindow,
                   stepsInWindow / windowSeconds);
+      mpc_app::reportSkippedSteps(session, skippedReported);
       std::fflush(stdout);
       windowLoss = 0;
       windowStart = now;

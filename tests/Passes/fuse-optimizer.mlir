@@ -2,14 +2,19 @@
 // RUN: mpc-opt %s --split-input-file --mpc-autodiff \
 // RUN:   --mpc-fuse-optimizer="kind=adamw lr=0.001 weight-decay=0.1 clip-norm=1 accumulate=4 schedule=warmup_cosine warmup-steps=100 decay-steps=900 min-lr=0.0001" \
 // RUN:   | FileCheck %s --check-prefix=ADAMW
+// RUN: mpc-opt %s --split-input-file --mpc-autodiff \
+// RUN:   --mpc-fuse-optimizer="skip-nonfinite=false" \
+// RUN:   | FileCheck %s --check-prefix=APPLY
 
 // The optimizer is recorded on the model for code generation; the body is
 // not changed.
 // SGD-LABEL: mpc.model @linear
-//       SGD:   mpc.optimizer = #mpc.optimizer<kind = sgd, lr = 1.000000e-02, momentum = 0.000000e+00, nesterov = false, weight_decay = 0.000000e+00, beta1 = 9.000000e-01, beta2 = 0.99899999999999999, eps = 1.000000e-08, clip_norm = 0.000000e+00, accumulate = 1, schedule = constant, warmup_steps = 0, decay_steps = 0, min_lr = 0.000000e+00>
+//       SGD:   mpc.optimizer = #mpc.optimizer<kind = sgd, lr = 1.000000e-02, momentum = 0.000000e+00, nesterov = false, weight_decay = 0.000000e+00, beta1 = 9.000000e-01, beta2 = 0.99899999999999999, eps = 1.000000e-08, clip_norm = 0.000000e+00, accumulate = 1, schedule = constant, warmup_steps = 0, decay_steps = 0, min_lr = 0.000000e+00, skip_nonfinite = true>
 //       SGD:   mpc.output loss
 // ADAMW-LABEL: mpc.model @linear
-//       ADAMW:   mpc.optimizer = #mpc.optimizer<kind = adamw, lr = 1.000000e-03, momentum = 0.000000e+00, nesterov = false, weight_decay = 1.000000e-01, beta1 = 9.000000e-01, beta2 = 0.99899999999999999, eps = 1.000000e-08, clip_norm = 1.000000e+00, accumulate = 4, schedule = warmup_cosine, warmup_steps = 100, decay_steps = 900, min_lr = 1.000000e-04>
+//       ADAMW:   mpc.optimizer = #mpc.optimizer<kind = adamw, lr = 1.000000e-03, momentum = 0.000000e+00, nesterov = false, weight_decay = 1.000000e-01, beta1 = 9.000000e-01, beta2 = 0.99899999999999999, eps = 1.000000e-08, clip_norm = 1.000000e+00, accumulate = 4, schedule = warmup_cosine, warmup_steps = 100, decay_steps = 900, min_lr = 1.000000e-04, skip_nonfinite = true>
+// APPLY-LABEL: mpc.model @linear
+//       APPLY:   mpc.optimizer = #mpc.optimizer<{{.*}}, skip_nonfinite = false>
 mpc.model @linear inputs(%x: tensor<4x3xf32>, %y: tensor<4xi32>)
     params(%w: tensor<5x3xf32> = zeros, %b: tensor<5xf32> = zeros) {
   %h = mpc.linear %x, %w, %b : tensor<4x3xf32>, tensor<5x3xf32>, tensor<5xf32>
