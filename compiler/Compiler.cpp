@@ -8,6 +8,7 @@
 #include "compiler/Compiler.h"
 
 #include "compiler/Codegen.h"
+#include "compiler/RuntimeHeaders.h"
 #include "compiler/CudaTarget.h"
 #include "compiler/Nvrtc.h"
 #include "compiler/Report.h"
@@ -174,7 +175,8 @@ LogicalResult buildLibrary(const GeneratedModel &model, StringRef name,
     std::string object =
         (StringRef(source).drop_back(strlen(".cpp")) + ".o").str();
     std::vector<std::string> compileArgs = {
-        "-std=c++17", "-O2", "-fPIC", "-I" MPC_SOURCE_ROOT, "-I" + dir.str(),
+        "-std=c++17", "-O2", "-fPIC", "-I" + runtimeIncludeRoot(),
+        "-I" + dir.str(),
 #if defined(__x86_64__)
         // Hardware f16 conversion; every x86-64 CPU since 2012 has F16C.
         "-mf16c",

@@ -12,6 +12,7 @@
 #include "compiler/Nvrtc.h"
 
 #include "compiler/Codegen.h"
+#include "compiler/RuntimeHeaders.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Path.h"
@@ -87,6 +88,10 @@ mlir::mpc::formatResources(llvm::ArrayRef<KernelResources> resources) {
 
 bool mlir::mpc::haveNvrtc() { return false; }
 
+std::string mlir::mpc::cudaToolkitDescription() {
+  return "built without the CUDA toolkit: no --target=cuda";
+}
+
 bool mlir::mpc::compileWithNvrtc(StringRef, int, StringRef, CudaImage &) {
   llvm::errs() << "mpc compile: error: --target=cuda needs NVRTC, and this "
                   "mpc was built without the CUDA toolkit (configure with "
@@ -97,6 +102,14 @@ bool mlir::mpc::compileWithNvrtc(StringRef, int, StringRef, CudaImage &) {
 #else
 
 bool mlir::mpc::haveNvrtc() { return true; }
+
+std::string mlir::mpc::cudaToolkitDescription() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return "CUDA toolkit " MPC_CUDA_TOOLKIT_VERSION " (" MPC_CUDA_INCLUDE_DIR
+         "), NVRTC " +
+         std::to_string(major) + "." + std::to_string(minor);
+}
 
 namespace {
 
@@ -336,7 +349,7 @@ bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
       arch, "--std=c++17",
       // cuda_fp16.h and cuda_bf16.h; runtime/device/mpc_device.h.
       "--include-path=" MPC_CUDA_INCLUDE_DIR,
-      "--include-path=" MPC_SOURCE_ROOT,
+      "--include-path=" + runtimeIncludeRoot(),
       // Each kernel's registers, stack, spills and shared memory, in the
       // log (checked below).
       "--ptxas-options=-v"};

@@ -60,6 +60,10 @@ std::string formatResources(llvm::ArrayRef<KernelResources> resources);
 /// Whether this mpc was built with NVRTC (the CUDA toolkit was found).
 bool haveNvrtc();
 
+/// For `mpc --version`: the CUDA toolkit this mpc was built with and the
+/// NVRTC it runs, or that it has none.
+std::string cudaToolkitDescription();
+
 /// The kernels' `__global__` function names, in source order.
 std::vector<std::string> findKernelNames(llvm::StringRef source);
 

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/CompileOptions.h"
+#include "compiler/Nvrtc.h"
 #include "compiler/Compiler.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -351,7 +352,8 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::SetVersionPrinter([](raw_ostream &os) {
-    os << "mpc " MPC_VERSION " (MLIR " LLVM_VERSION_STRING ")\n";
+    os << "mpc " MPC_VERSION " (MLIR " LLVM_VERSION_STRING "; "
+       << mlir::mpc::cudaToolkitDescription() << ")\n";
   });
   // LLVM registers hundreds of backend options in the general category;
   // mpc shows only its own.
