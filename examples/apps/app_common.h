@@ -3,7 +3,8 @@
 // The model an app links is chosen at build time with -DMPC_MODEL=<name>;
 // this header includes its generated header and names its descriptor
 // MPC_MODEL_DESC. It also holds the pieces every trainer repeats: error
-// reporting, the --bench timing loop and the --csv loss log.
+// reporting, the --bench timing loop, the --csv loss log and the progress
+// line.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <unistd.h>
 #include <vector>
 
 #define MPC_STRINGIFY2(x) #x
@@ -104,6 +106,48 @@ inline void writeLossLogRow(std::FILE *csv, mpc_session *session, int step,
     std::fprintf(csv, "%.9g", static_cast<double>(stats.grad_norm));
   std::fprintf(csv, ",%.9g\n", static_cast<double>(stats.learning_rate));
 }
+
+/// A one-line progress display, rewritten in place about 5 times a second
+/// (step, loss, rate, time left), when stdout is a terminal; nothing
+/// otherwise, so that logs and pipes get the plain lines alone. Call
+/// `clear` before printing a line of your own.
+class Progress {
+public:
+  explicit Progress(int totalSteps)
+      : total(totalSteps), enabled(isatty(fileno(stdout)) == 1),
+        start(std::chrono::steady_clock::now()), last(start) {}
+
+  void update(int step, float loss) {
+    if (!enabled)
+      return;
+    auto now = std::chrono::steady_clock::now();
+    if (step < total &&
+        std::chrono::duration<double>(now - last).count() < 0.2)
+      return;
+    last = now;
+    double seconds = std::chrono::duration<double>(now - start).count();
+    double rate = seconds > 0 ? step / seconds : 0.0;
+    long long left =
+        rate > 0 ? static_cast<long long>((total - step) / rate + 0.5) : 0;
+    std::printf("\r\033[Kstep %d/%d  loss %.4f  %.1f steps/s  ETA %lld:%02lld",
+                step, total, static_cast<double>(loss), rate, left / 60,
+                left % 60);
+    std::fflush(stdout);
+    shown = true;
+  }
+  void clear() {
+    if (!shown)
+      return;
+    std::printf("\r\033[K");
+    shown = false;
+  }
+
+private:
+  int total;
+  bool enabled;
+  bool shown = false;
+  std::chrono::steady_clock::time_point start, last;
+};
 
 /// At a log line: says how many optimizer steps have been skipped for inf
 /// or NaN gradients, when that grew since the last call (`reported`): a

@@ -221,6 +221,7 @@ int main(int argc, char **argv) {
   float loss = 0, windowLoss = 0;
   double firstWindowMean = NAN, lastWindowMean = NAN;
   int64_t skippedReported = 0;
+  mpc_app::Progress progress(options.steps);
   for (int step = 1; step <= options.steps; ++step) {
     data.sample(batch, x, y);
     if (mpc_train_step(session, inputs, &loss) != MPC_OK)
@@ -231,7 +232,9 @@ int main(int argc, char **argv) {
             .count();
     if (csv)
       mpc_app::writeLossLogRow(csv, session, step, loss, seconds);
+    progress.update(step, loss);
     if (step % options.logEvery == 0 || step == options.steps) {
+      progress.clear();
       auto now = std::chrono::steady_clock::now();
       int stepsInWindow = step % options.logEvery == 0
                               ? options.logEvery

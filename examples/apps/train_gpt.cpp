@@ -232,6 +232,7 @@ int main(int argc, char **argv) {
   auto windowStart = start;
   float loss = 0, windowLoss = 0;
   int64_t skippedReported = 0;
+  mpc_app::Progress progress(options.steps);
   for (int step = 1; step <= options.steps; ++step) {
     sampleBatch();
     if (mpc_train_step(session, inputs, &loss) != MPC_OK)
@@ -242,7 +243,9 @@ int main(int argc, char **argv) {
                    std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count());
+    progress.update(step, loss);
     if (step % options.logEvery == 0 || step == options.steps) {
+      progress.clear();
       auto now = std::chrono::steady_clock::now();
       int stepsInWindow = step % options.logEvery == 0
                               ? options.logEvery
