@@ -86,6 +86,9 @@ struct CompileOptions {
   /// `--emulate-blocks` (cpu target): run each kernel as the cuda target
   /// launches it, blockDim threads a block, under the block emulator.
   bool emulateBlocks = false;
+  /// `--shared`: also link lib<model>.so (the model and libmpcrt), which
+  /// programs load with dlopen, the Python package `mpc` among them.
+  bool shared = false;
 };
 
 /// The first option in `options` that this build cannot honour yet, as a

@@ -189,7 +189,25 @@ LogicalResult buildLibrary(const GeneratedModel &model, StringRef name,
   }
   // A stale archive could keep the other target's objects.
   llvm::sys::fs::remove(archiveArgs[1]);
-  return runTool("archiver", environmentOr("AR", "ar"), archiveArgs);
+  if (failed(runTool("archiver", environmentOr("AR", "ar"), archiveArgs)))
+    return failure();
+  if (!options.shared)
+    return success();
+  // lib<model>.so: the model's objects and all of libmpcrt (the C API is
+  // what a loader calls, so none of it may be left out as unreferenced).
+  std::string runtime = runtimeLibraryPath();
+  if (!llvm::sys::fs::exists(runtime)) {
+    llvm::errs() << "mpc compile: error: --shared links libmpcrt.a, which is "
+                    "not at '"
+                 << runtime << "' (build the runtime first)\n";
+    return failure();
+  }
+  std::vector<std::string> linkArgs = {"-shared", "-o",
+                                       (dir + "/lib" + name + ".so").str()};
+  linkArgs.insert(linkArgs.end(), archiveArgs.begin() + 2, archiveArgs.end());
+  linkArgs.insert(linkArgs.end(), {"-Wl,--whole-archive", runtime,
+                                   "-Wl,--no-whole-archive", "-lz", "-ldl"});
+  return runTool("host compiler", environmentOr("CXX", "c++"), linkArgs);
 }
 
 } // namespace

@@ -19,6 +19,10 @@ namespace mlir::mpc {
 /// was built from.
 const std::string &runtimeIncludeRoot();
 
+/// libmpcrt.a, for `mpc compile --shared`: `<prefix>/<libdir>/libmpcrt.a`
+/// for an installed mpc, else the one of the build this mpc belongs to.
+std::string runtimeLibraryPath();
+
 } // namespace mlir::mpc
 
 #endif // MPC_COMPILER_RUNTIMEHEADERS_H

@@ -97,6 +97,12 @@ cl::opt<bool> debugNonfinite(
              "first (mpc_get_nonfinite_report)"),
     cl::sub(compileCommand), cl::cat(compileCategory));
 
+cl::opt<bool> shared(
+    "shared",
+    cl::desc("Also link lib<model>.so: the model with libmpcrt, for dlopen "
+             "(Python: tools/python/mpc)"),
+    cl::sub(compileCommand), cl::cat(compileCategory));
+
 cl::opt<bool> emulateBlocks(
     "emulate-blocks",
     cl::desc("cpu target: run every kernel with the cuda target's block "
@@ -339,6 +345,7 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.werrorNumerics = werrorNumerics;
   options.debugNonfinite = debugNonfinite;
   options.emulateBlocks = emulateBlocks;
+  options.shared = shared;
   options.foldCasts = !noFoldCasts;
 
   if (options.emit == mlir::mpc::EmitStage::Library && !options.report &&

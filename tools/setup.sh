@@ -17,6 +17,9 @@ packages=(
   libzstd-dev zlib1g-dev libedit-dev libxml2-dev libcurl4-openssl-dev
   libffi-dev libz3-dev
   libfmt-dev libgtest-dev nlohmann-json3-dev
+  # the Python package's tests (tools/python/mpc); pkg-config for the
+  # installed package's test
+  python3-numpy pkg-config
 )
 
 missing=()
