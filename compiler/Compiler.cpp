@@ -8,10 +8,10 @@
 #include "compiler/Compiler.h"
 
 #include "compiler/Codegen.h"
-#include "compiler/RuntimeHeaders.h"
 #include "compiler/CudaTarget.h"
 #include "compiler/Nvrtc.h"
 #include "compiler/Report.h"
+#include "compiler/RuntimeHeaders.h"
 #include "passes/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"

@@ -283,8 +283,8 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
       os << "  double lr = (double)base_lr;\n";
     os << "  control->found_inf = found_inf;\n"
        << "  control->applied = applied;\n"
-       << "  control->grad_norm = "
-       << (stats ? "(float)norm" : "mpc_nan()") << ";\n"
+       << "  control->grad_norm = " << (stats ? "(float)norm" : "mpc_nan()")
+       << ";\n"
        << "  control->grad_multiplier = (float)multiplier;\n"
        << "  control->learning_rate = (float)lr;\n";
     if (adam)

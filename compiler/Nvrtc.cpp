@@ -41,9 +41,8 @@ KernelDeclaration parseDeclaration(StringRef text) {
     bound.trim().getAsInteger(10, declaration.maxThreads);
     text = text.drop_front(bound.size()).drop_front(1).ltrim();
   }
-  declaration.name = text.take_until([](char c) { return c == '('; })
-                         .trim()
-                         .str();
+  declaration.name =
+      text.take_until([](char c) { return c == '('; }).trim().str();
   return declaration;
 }
 } // namespace
@@ -54,9 +53,8 @@ std::vector<KernelDeclaration> mlir::mpc::findKernels(StringRef source) {
   while ((pos = source.find(kernelMarker, pos)) != StringRef::npos) {
     pos += kernelMarker.size();
     StringRef rest = source.drop_front(pos);
-    size_t end = rest.find('(', rest.starts_with(boundsMarker)
-                                    ? boundsMarker.size()
-                                    : 0);
+    size_t end = rest.find(
+        '(', rest.starts_with(boundsMarker) ? boundsMarker.size() : 0);
     if (end == StringRef::npos)
       break;
     kernels.push_back(parseDeclaration(rest.take_front(end + 1)));

@@ -524,8 +524,9 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     out << "  of which the inf/NaN check of --nonfinite-updates=skip (no loss "
            "scaler looks at the gradients): "
         << guardCost.bytes() << " bytes, " << microseconds(guardSeconds)
-        << " us (" << percent(static_cast<int64_t>(guardSeconds * 1e9),
-                             static_cast<int64_t>(stepSeconds * 1e9))
+        << " us ("
+        << percent(static_cast<int64_t>(guardSeconds * 1e9),
+                   static_cast<int64_t>(stepSeconds * 1e9))
         << " of the step's bound); --nonfinite-updates=apply saves it\n";
   out << llvm::formatv("Roofline bound of the step on {0} (f16/bf16 tensor "
                        "{1} TFLOP/s, fp32 {2} TFLOP/s, {3} GB/s): {4} us, the "

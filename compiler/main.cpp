@@ -6,8 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/CompileOptions.h"
-#include "compiler/Nvrtc.h"
 #include "compiler/Compiler.h"
+#include "compiler/Nvrtc.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
@@ -229,8 +229,7 @@ F32Option clipNorm("clip-norm",
                          cl::cat(optimizerCategory));
 enum class NonfiniteUpdates { Skip, Apply };
 cl::opt<NonfiniteUpdates> nonfiniteUpdates(
-    "nonfinite-updates",
-    cl::desc("A step whose gradients hold inf or NaN"),
+    "nonfinite-updates", cl::desc("A step whose gradients hold inf or NaN"),
     cl::values(clEnumValN(NonfiniteUpdates::Skip, "skip",
                           "is skipped and counted, with or without loss "
                           "scaling (the default)"),

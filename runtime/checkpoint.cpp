@@ -152,12 +152,14 @@ mpc_status read_scaler(const mpcrt::safetensors_file &file, const char *path,
 }
 
 /// The __metadata__ key of a tensor's checksum.
-std::string checksum_key(const std::string &tensor) { return "crc32:" + tensor; }
+std::string checksum_key(const std::string &tensor) {
+  return "crc32:" + tensor;
+}
 
 uint32_t checksum(const void *data, uint64_t bytes) {
-  return static_cast<uint32_t>(
-      crc32_z(crc32_z(0, Z_NULL, 0), static_cast<const Bytef *>(data),
-              static_cast<z_size_t>(bytes)));
+  return static_cast<uint32_t>(crc32_z(crc32_z(0, Z_NULL, 0),
+                                       static_cast<const Bytef *>(data),
+                                       static_cast<z_size_t>(bytes)));
 }
 
 /// The first element of a float tensor's payload that is inf or NaN, or -1.

@@ -60,8 +60,9 @@ extern "C" void mpc_emu_fiber_main(Fiber *fiber);
 #if defined(__x86_64__)
 // mpc_emu_switch(void **save, void *to): saves the callee-saved registers
 // on the current stack, stores the stack pointer in *save, and resumes the
-// stack `to` (saved the same way, or prepared by prepareStack). mpc_emu_fiber_start is where a new fiber's first switch
-// returns to: its Fiber is in rbx, and the stack is aligned for a call.
+// stack `to` (saved the same way, or prepared by prepareStack).
+// mpc_emu_fiber_start is where a new fiber's first switch returns to: its Fiber
+// is in rbx, and the stack is aligned for a call.
 __asm__(".text\n"
         ".globl mpc_emu_switch\n"
         ".hidden mpc_emu_switch\n"
@@ -104,12 +105,12 @@ void prepareStack(Context &context, char *stack, size_t bytes, Fiber *fiber) {
   uintptr_t top = reinterpret_cast<uintptr_t>(stack + bytes) & ~uintptr_t(15);
   uint64_t *slot = reinterpret_cast<uint64_t *>(top);
   *--slot = reinterpret_cast<uint64_t>(&mpc_emu_fiber_start); // ret; rsp%16==0
-  *--slot = 0;                                  // rbp
-  *--slot = reinterpret_cast<uint64_t>(fiber);  // rbx
-  *--slot = 0;                                  // r12
-  *--slot = 0;                                  // r13
-  *--slot = 0;                                  // r14
-  *--slot = 0;                                  // r15
+  *--slot = 0;                                                // rbp
+  *--slot = reinterpret_cast<uint64_t>(fiber);                // rbx
+  *--slot = 0;                                                // r12
+  *--slot = 0;                                                // r13
+  *--slot = 0;                                                // r14
+  *--slot = 0;                                                // r15
   context.stackPointer = slot;
 }
 void switchContext(Context &from, Context &to) {
@@ -197,8 +198,8 @@ struct Emulator {
 /// This OS thread's emulator, created on first use. Through a plain
 /// pointer: a thread_local object with a constructor costs a call to its
 /// initialisation wrapper at every use.
-__thread Emulator *emulatorInstance
-    __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread Emulator *emulatorInstance __attribute__((tls_model("initial-exec"))) =
+    nullptr;
 [[gnu::noinline]] Emulator &createState() {
   emulatorInstance = new Emulator; // lives as long as the thread
   return *emulatorInstance;
@@ -619,8 +620,8 @@ void readEnvironment() {
 extern "C" void mpc_emu_fiber_main(Fiber *fiber) {
   state().launch.body(state().launch.context);
   fiber->state = State::Exited;
-  state().warps[fiber->thread / warpSize].exited |= 1u
-                                                   << (fiber->thread % warpSize);
+  state().warps[fiber->thread / warpSize].exited |=
+      1u << (fiber->thread % warpSize);
   yield();
   __builtin_unreachable();
 }
@@ -669,8 +670,7 @@ void check_order_independence(const char *kernel, const region *regions,
          "0x%02x when its threads and blocks run in %s order, 0x%02x in "
          "forward order",
          kernel, at, i, regions[i].data, bytes[at],
-         other == run_order::reverse ? "reverse" : "shuffled",
-         forward[i][at]);
+         other == run_order::reverse ? "reverse" : "shuffled", forward[i][at]);
   }
 }
 
@@ -732,8 +732,9 @@ uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
   unsigned warp = self.thread / warpSize, lane = self.thread % warpSize;
   unsigned lanes = lanesInWarp(warp);
   if (!(mask >> lane & 1))
-    fail(file, line, "%s with mask 0x%08x: the mask must name the calling "
-                     "lane %u",
+    fail(file, line,
+         "%s with mask 0x%08x: the mask must name the calling "
+         "lane %u",
          describe(op), mask, lane);
   if (lanes < warpSize && (mask >> lanes) != 0)
     fail(file, line,
@@ -755,8 +756,9 @@ uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
   Warp &lanesOf = state().warps[warp];
   if (uint32_t gone = mask & lanesOf.exited) {
     unsigned other = static_cast<unsigned>(__builtin_ctz(gone));
-    fail(file, line, "%s with mask 0x%08x names lane %u (thread %u), which "
-                     "has exited",
+    fail(file, line,
+         "%s with mask 0x%08x names lane %u (thread %u), which "
+         "has exited",
          describe(op), mask, other, warpBase + other);
   }
   // Wait for the lanes the mask names: the last to arrive completes the
@@ -777,8 +779,8 @@ uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
       fail(file, line,
            "%s with mask 0x%08x: lane %u (thread %u) is at %s with mask "
            "0x%08x at %s:%d; all lanes the mask names must be at the same one",
-           describe(op), mask, other, peer.thread, describe(peer.op),
-           peer.mask, baseName(peer.file), peer.line);
+           describe(op), mask, other, peer.thread, describe(peer.op), peer.mask,
+           baseName(peer.file), peer.line);
   }
   uint32_t ballot = 0;
   for (unsigned other = 0; other < lanes; ++other)
@@ -903,8 +905,7 @@ extern "C" void *mpc_emu_guarded_alloc(size_t bytes) {
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t rounded = (std::max<size_t>(bytes, 1) + guardedAlignment - 1) /
                    guardedAlignment * guardedAlignment;
-  size_t dataPages =
-      (rounded + sizeof(GuardedHeader) + page - 1) / page * page;
+  size_t dataPages = (rounded + sizeof(GuardedHeader) + page - 1) / page * page;
   size_t length = dataPages + 2 * page;
   void *mapping = mmap(nullptr, length, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -920,12 +921,12 @@ extern "C" void *mpc_emu_guarded_alloc(size_t bytes) {
 }
 
 extern "C" void mpc_emu_check_order_independence(
-    const char *kernel, const mpc_emu::region *regions, size_t count,
-    int order, unsigned long long seed, void (*run)(void *), void *context) {
-  mpc_emu::check_order_independence(
-      kernel, regions, count,
-      order == 1 ? mpc_emu::run_order::reverse : mpc_emu::run_order::shuffled,
-      seed, run, context);
+    const char *kernel, const mpc_emu::region *regions, size_t count, int order,
+    unsigned long long seed, void (*run)(void *), void *context) {
+  mpc_emu::check_order_independence(kernel, regions, count,
+                                    order == 1 ? mpc_emu::run_order::reverse
+                                               : mpc_emu::run_order::shuffled,
+                                    seed, run, context);
 }
 
 extern "C" void mpc_emu_guarded_free(void *pointer) {

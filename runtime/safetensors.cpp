@@ -1,11 +1,12 @@
 //===- safetensors.cpp - read and write safetensors files -------*- C++ -*-===//
 //
 // This file implements safetensors.h: an atomic writer (one locked
-// temporary file per target, fsync, rename) and a reader that validates a file completely before anyone
-// looks at its tensors. The header is JSON, written and parsed with
-// nlohmann::json. The runtime is built without exceptions, so a throwing
-// nlohmann call would abort: parsing uses allow_exceptions = false, dumping
-// replaces invalid UTF-8, and every value's type is checked before it is read.
+// temporary file per target, fsync, rename) and a reader that validates a file
+// completely before anyone looks at its tensors. The header is JSON, written
+// and parsed with nlohmann::json. The runtime is built without exceptions, so a
+// throwing nlohmann call would abort: parsing uses allow_exceptions = false,
+// dumping replaces invalid UTF-8, and every value's type is checked before it
+// is read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -147,12 +148,12 @@ void remove_stale_temporaries(const std::string &path) {
     return;
   while (const dirent *entry = ::readdir(listing)) {
     std::string name = entry->d_name;
-    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0)
+    if (name.size() > prefix.size() &&
+        name.compare(0, prefix.size(), prefix) == 0)
       ::unlinkat(::dirfd(listing), name.c_str(), 0);
   }
   ::closedir(listing);
 }
-
 
 // The JSON header, padded with spaces to a multiple of 8 bytes.
 std::string

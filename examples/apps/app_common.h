@@ -121,8 +121,7 @@ public:
     if (!enabled)
       return;
     auto now = std::chrono::steady_clock::now();
-    if (step < total &&
-        std::chrono::duration<double>(now - last).count() < 0.2)
+    if (step < total && std::chrono::duration<double>(now - last).count() < 0.2)
       return;
     last = now;
     double seconds = std::chrono::duration<double>(now - start).count();

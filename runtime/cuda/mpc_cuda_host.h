@@ -46,8 +46,8 @@ inline mpc_status launch(const mpc_cuda_image *image, void (*)(Params...),
 /// block emulator (the kernel source above was compiled with
 /// MPC_DEVICE_EMULATION), from cuLaunchKernel-style argument pointers.
 template <typename... Params, size_t... Index>
-inline void run_blocks(const char *name, void (*kernel)(Params...),
-                       void **args, unsigned grid, unsigned block,
+inline void run_blocks(const char *name, void (*kernel)(Params...), void **args,
+                       unsigned grid, unsigned block,
                        std::index_sequence<Index...>) {
   mpc_emu::launch(name, grid, block,
                   [&] { kernel(*static_cast<Params *>(args[Index])...); });
@@ -71,9 +71,11 @@ struct host_kernel<Kernel> {
 
 /// An mpc_cuda_host_kernel initialiser for a kernel of the included source.
 #define MPC_CUDA_HOST_KERNEL(kernel, max_threads)                              \
-  {#kernel, &mpc_cuda_detail::host_kernel<&kernel>::run,                       \
-   mpc_cuda_detail::host_kernel<&kernel>::num_params,                          \
-   mpc_cuda_detail::host_kernel<&kernel>::param_sizes, max_threads}
+  {                                                                            \
+#kernel, &mpc_cuda_detail::host_kernel < &kernel> ::run,                   \
+        mpc_cuda_detail::host_kernel < &kernel> ::num_params,                  \
+        mpc_cuda_detail::host_kernel < &kernel> ::param_sizes, max_threads     \
+  }
 
 #undef MPC_LAUNCH
 #define MPC_LAUNCH(kernel, grid, block, ...)                                   \

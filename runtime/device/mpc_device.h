@@ -1,4 +1,5 @@
-/*===- mpc_device.h - what every generated kernel includes ----------*- C++ -*-===*
+/*===- mpc_device.h - what every generated kernel includes ----------*- C++
+ *-*-===*
  *
  * Generated kernels are CUDA C++, compiled three ways:
  *  - cuda: by NVRTC for the GPU.
@@ -78,7 +79,7 @@ inline void __syncwarp(unsigned mask = 0xffffffffu,
 }
 #define MPC_EMU_SHUFFLE(name, op)                                              \
   template <typename T>                                                        \
-  inline T name(unsigned mask, T value, int operand, int width = 32,          \
+  inline T name(unsigned mask, T value, int operand, int width = 32,           \
                 const char *file = __builtin_FILE(),                           \
                 int line = __builtin_LINE()) {                                 \
     return mpc_emu::from_bits<T>(mpc_emu::warp_exchange(                       \
@@ -198,8 +199,7 @@ static inline int atomicExch(int *address, int value) {
 /// `block` threads, under the block emulator.
 #define MPC_LAUNCH(kernel, grid, block, ...)                                   \
   mpc_emu::launch(#kernel, static_cast<unsigned>(grid),                        \
-                  static_cast<unsigned>(block),                                \
-                  [&] { kernel(__VA_ARGS__); })
+                  static_cast<unsigned>(block), [&] { kernel(__VA_ARGS__); })
 #else
 /// Runs `kernel(args...)` once per block of a 1-d grid, one thread a block.
 /// The requested block size is ignored: kernels must not depend on it.
@@ -324,7 +324,8 @@ __device__ __forceinline__ float mpc_uniform(unsigned long long seed,
 /// The per-thread accumulator of every long sum (`mpc_sum s = 0.0f;
 /// s += x;`, read as a float), before mpc_block_reduce_sum. In f32 either
 /// way, but in different orders:
-///  - cuda (and emulation): a float. Each of a block's threads sums every blockDim-th term
+///  - cuda (and emulation): a float. Each of a block's threads sums every
+///  blockDim-th term
 ///    (n/256 of them) and the block combines the 256 partial sums as a tree,
 ///    so the rounding error grows with about n/256 + log2(256) additions.
 ///  - cpu: one thread sums all n terms, where a plain running sum would err
@@ -385,7 +386,7 @@ private:
 #elif defined(MPC_DEVICE_EMULATION)
 #define MPC_SHARED(type, name, count)                                          \
   static thread_local mpc_emu::shared_array<type, count> name(#name, __FILE__, \
-                                                             __LINE__)
+                                                              __LINE__)
 #else
 #define MPC_SHARED(type, name, count) type name[count]
 #endif

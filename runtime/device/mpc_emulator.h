@@ -64,9 +64,10 @@ void launch(const char *kernel, unsigned grid, unsigned block,
 template <typename Body>
 void launch(const char *kernel, unsigned grid, unsigned block, Body &&body) {
   using Callable = std::remove_reference_t<Body>;
-  launch(kernel, grid, block,
-         [](void *context) { (*static_cast<Callable *>(context))(); },
-         const_cast<void *>(static_cast<const void *>(&body)));
+  launch(
+      kernel, grid, block,
+      [](void *context) { (*static_cast<Callable *>(context))(); },
+      const_cast<void *>(static_cast<const void *>(&body)));
 }
 
 /// Whether the last launch on this OS thread added floats atomically: its
@@ -96,8 +97,16 @@ void check_order_independence(const char *kernel, const region *regions,
 
 void syncthreads(const char *file, int line);
 
-enum class warp_op { shfl_idx, shfl_up, shfl_down, shfl_xor, ballot, any, all,
-                     sync };
+enum class warp_op {
+  shfl_idx,
+  shfl_up,
+  shfl_down,
+  shfl_xor,
+  ballot,
+  any,
+  all,
+  sync
+};
 /// One lane's part in a warp-wide operation; returns what the lane gets.
 uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
                        int width, const char *file, int line);

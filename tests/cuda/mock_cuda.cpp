@@ -110,10 +110,9 @@ struct Emulator {
       programFunction<void *(size_t)>("mpc_emu_guarded_alloc");
   decltype(&mpc_emu_guarded_free) release =
       programFunction<void(void *)>("mpc_emu_guarded_free");
-  decltype(&mpc_emu_check_order_independence) checkOrder =
-      programFunction<std::remove_pointer_t<
-          decltype(&mpc_emu_check_order_independence)>>(
-          "mpc_emu_check_order_independence");
+  decltype(&mpc_emu_check_order_independence) checkOrder = programFunction<
+      std::remove_pointer_t<decltype(&mpc_emu_check_order_independence)>>(
+      "mpc_emu_check_order_independence");
 };
 const Emulator &emulator() {
   static Emulator functions;
@@ -151,8 +150,10 @@ OrderCheck orderCheck() {
     check.order = 2;
     check.seed = std::strtoull(text + 9, nullptr, 10);
   } else {
-    std::fprintf(stderr, "mock_cuda: MPC_MOCK_ORDER_CHECK is '%s', not "
-                         "reverse or shuffled:<seed>\n", text);
+    std::fprintf(stderr,
+                 "mock_cuda: MPC_MOCK_ORDER_CHECK is '%s', not "
+                 "reverse or shuffled:<seed>\n",
+                 text);
     std::abort();
   }
   return check;
@@ -160,8 +161,8 @@ OrderCheck orderCheck() {
 
 /// Runs a kernel's host build on the emulator, checking its order
 /// independence if asked to.
-void runHostKernel(const mpc_cuda_host_kernel &host, void **args,
-                   unsigned grid, unsigned block) {
+void runHostKernel(const mpc_cuda_host_kernel &host, void **args, unsigned grid,
+                   unsigned block) {
   static const OrderCheck check = orderCheck();
   if (check.order && !emulator().checkOrder) {
     std::fprintf(stderr, "mock_cuda: MPC_MOCK_ORDER_CHECK needs the program "

@@ -635,9 +635,9 @@ TEST_F(MockDevice, GeneratedStepLaunchesEveryKernelWithItsArguments) {
 TEST_F(MockDevice, LaunchAboveTheKernelsBoundsFails) {
   using Load = int (*)(void **, const void *);
   using Get = int (*)(void **, void *, const char *);
-  using Launch = int (*)(void *, unsigned, unsigned, unsigned, unsigned,
-                         unsigned, unsigned, unsigned, void *, void **,
-                         void **);
+  using Launch =
+      int (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
+              unsigned, unsigned, void *, void **, void **);
   auto load = reinterpret_cast<Load>(dlsym(mock().library, "cuModuleLoadData"));
   auto get =
       reinterpret_cast<Get>(dlsym(mock().library, "cuModuleGetFunction"));
@@ -659,8 +659,8 @@ TEST_F(MockDevice, LaunchAboveTheKernelsBoundsFails) {
                    params.data(), nullptr),
             0);
   EXPECT_EQ(mock().numLaunches(), 0);
-  auto unload =
-      reinterpret_cast<int (*)(void *)>(dlsym(mock().library, "cuModuleUnload"));
+  auto unload = reinterpret_cast<int (*)(void *)>(
+      dlsym(mock().library, "cuModuleUnload"));
   ASSERT_TRUE(unload);
   EXPECT_EQ(unload(module), 0);
 }

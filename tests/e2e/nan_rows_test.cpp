@@ -39,8 +39,8 @@ Outputs evaluate(mpc_session *session, const std::vector<float> &x) {
   std::vector<int32_t> y = {3, 1, 4, 1};
   const void *inputs[] = {x.data(), y.data()};
   Outputs out;
-  void *const outputs[] = {out.max.data(),     out.sum.data(),
-                           out.mean.data(),    out.softmax.data(),
+  void *const outputs[] = {out.max.data(),        out.sum.data(),
+                           out.mean.data(),       out.softmax.data(),
                            out.logSoftmax.data(), out.normed.data()};
   EXPECT_EQ(mpc_eval(session, inputs, &out.loss, outputs), MPC_OK)
       << mpc_last_error();

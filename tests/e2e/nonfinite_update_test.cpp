@@ -47,8 +47,7 @@ Batch makeBatch(unsigned seed) {
 float step(mpc_session *session, const Batch &b) {
   const void *inputs[] = {b.x.data(), b.y.data()};
   float loss = 0;
-  EXPECT_EQ(mpc_train_step(session, inputs, &loss), MPC_OK)
-      << mpc_last_error();
+  EXPECT_EQ(mpc_train_step(session, inputs, &loss), MPC_OK) << mpc_last_error();
   return loss;
 }
 

@@ -248,10 +248,10 @@ TEST_F(Checkpoint, FileIsStandardSafetensors) {
     uint64_t first = it.value()["data_offsets"][0].get<uint64_t>();
     uint64_t last = it.value()["data_offsets"][1].get<uint64_t>();
     uLong crc = crc32(0L, Z_NULL, 0);
-    crc = crc32(crc,
-                reinterpret_cast<const Bytef *>(bytes.data() + 8 +
-                                                header_size + first),
-                static_cast<uInt>(last - first));
+    crc = crc32(
+        crc,
+        reinterpret_cast<const Bytef *>(bytes.data() + 8 + header_size + first),
+        static_cast<uInt>(last - first));
     char expected[16];
     std::snprintf(expected, sizeof(expected), "%08lx", crc);
     EXPECT_EQ(metadata["crc32:" + it.key()], expected) << it.key();
@@ -748,8 +748,10 @@ const mpc_model_desc *mixed_model() {
 
 /// The file `bytes` rewritten with its tensors as they are but without the
 /// "crc32:" metadata: a checkpoint as PyTorch (or an older mpc) writes it.
-std::string without_checksums(const std::string &dir, const std::string &bytes) {
-  std::string in = dir + "/with.safetensors", out = dir + "/without.safetensors";
+std::string without_checksums(const std::string &dir,
+                              const std::string &bytes) {
+  std::string in = dir + "/with.safetensors",
+              out = dir + "/without.safetensors";
   write_bytes(in, bytes);
   mpcrt::safetensors_file file;
   EXPECT_EQ(mpcrt::read_safetensors(in.c_str(), &file), MPC_OK);
@@ -788,32 +790,30 @@ void expectDamageRefused(mpc_session *target, const std::string &dir,
     size_t begin = file.data_start + entry.begin;
     size_t size = entry.end - entry.begin;
     int element = entry.dtype == "F32" ? 4 : 2;
-    bool isFloat = entry.dtype == "F32" || entry.dtype == "F16" ||
-                   entry.dtype == "BF16";
+    bool isFloat =
+        entry.dtype == "F32" || entry.dtype == "F16" || entry.dtype == "BF16";
     // Quiet NaN and +inf in each float format, little-endian.
-    std::string nan = entry.dtype == "F32"   ? std::string("\x00\x00\xc0\x7f", 4)
+    std::string nan = entry.dtype == "F32" ? std::string("\x00\x00\xc0\x7f", 4)
                       : entry.dtype == "F16" ? std::string("\x00\x7e", 2)
                                              : std::string("\xc0\x7f", 2);
-    std::string inf = entry.dtype == "F32"   ? std::string("\x00\x00\x80\x7f", 4)
+    std::string inf = entry.dtype == "F32" ? std::string("\x00\x00\x80\x7f", 4)
                       : entry.dtype == "F16" ? std::string("\x00\x7c", 2)
                                              : std::string("\x80\x7f", 2);
     std::vector<std::pair<std::string, std::function<void(std::string &)>>>
-        damages = {
-            {"a flipped bit",
-             [&](std::string &b) { b[begin + size / 2] ^= 0x10; }},
-            {"a zeroed block",
-             [&](std::string &b) {
-               std::fill_n(b.begin() + begin, std::min<size_t>(size, 16), 0);
-             }},
-            {"a random block",
-             [&](std::string &b) {
-               for (size_t i = 0; i < std::min<size_t>(size, 16); ++i)
-                 b[begin + i] = static_cast<char>(random());
-             }}};
+        damages = {{"a flipped bit",
+                    [&](std::string &b) { b[begin + size / 2] ^= 0x10; }},
+                   {"a zeroed block",
+                    [&](std::string &b) {
+                      std::fill_n(b.begin() + begin, std::min<size_t>(size, 16),
+                                  0);
+                    }},
+                   {"a random block", [&](std::string &b) {
+                      for (size_t i = 0; i < std::min<size_t>(size, 16); ++i)
+                        b[begin + i] = static_cast<char>(random());
+                    }}};
     if (isFloat) {
-      damages.push_back({"a NaN", [&](std::string &b) {
-                           b.replace(begin, element, nan);
-                         }});
+      damages.push_back(
+          {"a NaN", [&](std::string &b) { b.replace(begin, element, nan); }});
       damages.push_back({"an inf", [&](std::string &b) {
                            b.replace(begin + size - element, element, inf);
                          }});
@@ -978,8 +978,8 @@ TEST_F(Checkpoint, ConcurrentSavesToOnePathTakeTurns) {
     kill(child, SIGKILL);
     int status = 0;
     ASSERT_EQ(waitpid(child, &status, 0), child);
-    EXPECT_TRUE(WIFSIGNALED(status)) << "a saving child failed, status "
-                                     << status;
+    EXPECT_TRUE(WIFSIGNALED(status))
+        << "a saving child failed, status " << status;
   }
   mpc_session *loaded = create(linear_model(), 1);
   EXPECT_EQ(mpc_load_checkpoint(loaded, path.c_str()), MPC_OK)

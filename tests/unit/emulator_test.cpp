@@ -192,11 +192,12 @@ TEST(Emulator, BlockMaxKeepsNaNAtEveryBlockSize) {
           x.data[i] = static_cast<float>(i % 97) - 50.0f;
         x.data[n + at] = NAN; // row 1
         MPC_LAUNCH(row_max, 2, block, x.data, out.data, n);
-        EXPECT_EQ(out.data[0], n >= 97 ? 46.0f : static_cast<float>((n - 1) % 97) - 50.0f)
+        EXPECT_EQ(out.data[0],
+                  n >= 97 ? 46.0f : static_cast<float>((n - 1) % 97) - 50.0f)
             << "block " << block << " n " << n;
         EXPECT_TRUE(std::isnan(out.data[1]))
-            << "block " << block << " n " << n << " NaN at " << at
-            << ": got " << out.data[1];
+            << "block " << block << " n " << n << " NaN at " << at << ": got "
+            << out.data[1];
       }
     }
   }
@@ -291,12 +292,10 @@ TEST(Emulator, BlockReductionIsOrderIndependent) {
     auto *c = static_cast<Context *>(pointer);
     MPC_LAUNCH(row_sum, 4, 256, c->x, c->out, c->n);
   };
-  mpc_emu::check_order_independence("row_sum", regions, 1,
-                                    mpc_emu::run_order::reverse, 0, run,
-                                    &context);
-  mpc_emu::check_order_independence("row_sum", regions, 1,
-                                    mpc_emu::run_order::shuffled, 3, run,
-                                    &context);
+  mpc_emu::check_order_independence(
+      "row_sum", regions, 1, mpc_emu::run_order::reverse, 0, run, &context);
+  mpc_emu::check_order_independence(
+      "row_sum", regions, 1, mpc_emu::run_order::shuffled, 3, run, &context);
 }
 
 //===----------------------------------------------------------------------===//
@@ -360,11 +359,12 @@ TEST(EmulatorDeathTest, OutOfBoundsWrite) {
   long long n = 1000; // a multiple of 4 floats: the end is the guard page
   Buffer<float> out(n);
   // Thread 1000 % 256 = 232 writes element n.
-  EXPECT_DEATH(MPC_LAUNCH(write_past_end, 1, 256, out.data, n),
-               "kernel write_past_end, block 0 of 1, thread 232 of 256: "
-               "invalid memory access \\(SIGSEGV\\) at address 0x[0-9a-f]+: "
-               ".*\nmpc emulation: the access: mpc-emulator-tests\\+0x[0-9a-f]+, "
-               "at emulator_test.cpp:[0-9]+, inlined at");
+  EXPECT_DEATH(
+      MPC_LAUNCH(write_past_end, 1, 256, out.data, n),
+      "kernel write_past_end, block 0 of 1, thread 232 of 256: "
+      "invalid memory access \\(SIGSEGV\\) at address 0x[0-9a-f]+: "
+      ".*\nmpc emulation: the access: mpc-emulator-tests\\+0x[0-9a-f]+, "
+      "at emulator_test.cpp:[0-9]+, inlined at");
 }
 
 TEST(EmulatorDeathTest, StackOverflow) {
@@ -409,9 +409,9 @@ TEST(EmulatorDeathTest, NonDeterministicKernel) {
   auto run = [](void *pointer) {
     MPC_LAUNCH(last_writer_wins, 4, 64, static_cast<float *>(pointer));
   };
-  EXPECT_DEATH(mpc_emu::check_order_independence(
-                   "last_writer_wins", regions, 1,
-                   mpc_emu::run_order::reverse, 0, run, out.data),
+  EXPECT_DEATH(mpc_emu::check_order_independence("last_writer_wins", regions, 1,
+                                                 mpc_emu::run_order::reverse, 0,
+                                                 run, out.data),
                "kernel last_writer_wins is not deterministic: byte [0-3] of "
                "region 0 .* when its threads and blocks run in reverse order");
 }
@@ -433,9 +433,9 @@ TEST(EmulatorDeathTest, NonDeterministicReduction) {
     auto *c = static_cast<Context *>(pointer);
     MPC_LAUNCH(racy_block_sums, 4, 64, c->x, c->total, c->n);
   };
-  EXPECT_DEATH(mpc_emu::check_order_independence(
-                   "racy_block_sums", regions, 1,
-                   mpc_emu::run_order::reverse, 0, run, &context),
+  EXPECT_DEATH(mpc_emu::check_order_independence("racy_block_sums", regions, 1,
+                                                 mpc_emu::run_order::reverse, 0,
+                                                 run, &context),
                "kernel racy_block_sums is not deterministic: byte [0-3] of "
                "region 0 .* when its threads and blocks run in reverse order");
 }

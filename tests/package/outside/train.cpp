@@ -36,8 +36,9 @@ int main() {
   }
   mpc_session_destroy(session);
   if (!(loss < first / 3)) {
-    std::fprintf(stderr, "error: loss %.4f did not fall below a third of %.4f\n",
-                 loss, first);
+    std::fprintf(stderr,
+                 "error: loss %.4f did not fall below a third of %.4f\n", loss,
+                 first);
     return 1;
   }
   return 0;
