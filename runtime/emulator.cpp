@@ -318,6 +318,10 @@ void printSourceLine(void *pc) {
                baseName(info.dli_fname), address, where.c_str());
 }
 
+/// The program's own handlers, restored when a fault is not the emulator's
+/// to report or after it has reported one.
+struct sigaction previousSegv, previousBus;
+
 void onFault(int signal, siginfo_t *info, void *ucontextPointer) {
   void *pc = nullptr;
 #if defined(__x86_64__)
@@ -326,7 +330,8 @@ void onFault(int signal, siginfo_t *info, void *ucontextPointer) {
 #else
   (void)ucontextPointer;
 #endif
-  if (state().active) {
+  // Not state(): a fault outside any launch must not allocate one here.
+  if (emulatorInstance && emulatorInstance->active) {
     std::fflush(stdout);
     printWhere(stderr);
     const Fiber *self = state().running;
@@ -345,11 +350,13 @@ void onFault(int signal, siginfo_t *info, void *ucontextPointer) {
     if (pc)
       printSourceLine(pc);
   }
-  // Die of the signal, as without the handler.
-  struct sigaction fallback = {};
-  fallback.sa_handler = SIG_DFL;
-  sigaction(signal, &fallback, nullptr);
-  raise(signal);
+  // Hand the signal to whoever had it before the emulator (by default:
+  // die of it). A fault's instruction runs again on return and faults into
+  // that handler; a signal that was sent is sent again.
+  sigaction(signal, signal == SIGSEGV ? &previousSegv : &previousBus,
+            nullptr);
+  if (info->si_code <= 0)
+    raise(signal);
 }
 
 void installFaultHandler() {
@@ -368,8 +375,8 @@ void installFaultHandler() {
     struct sigaction action = {};
     action.sa_sigaction = onFault;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigaction(SIGSEGV, &action, nullptr);
-    sigaction(SIGBUS, &action, nullptr);
+    sigaction(SIGSEGV, &action, &previousSegv);
+    sigaction(SIGBUS, &action, &previousBus);
     return true;
   }();
 }
