@@ -26,85 +26,43 @@ using namespace mlir::mpc;
 // Kernel formation
 //===----------------------------------------------------------------------===//
 
-bool mlir::mpc::isElementwise(Operation *op) {
-  if (auto constant = dyn_cast<ConstantOp>(op))
-    return isa<SplatElementsAttr>(constant.getValue());
-  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, TanhOp, SigmoidOp,
-             ExpOp, LogOp, SqrtOp, RsqrtOp, GeluOp, ScaleOp, WhereOp,
-             DropoutOp, CastOp, BroadcastOp, CausalMaskOp, ReluGradOp,
-             GeluGradOp, TanhGradOp, SigmoidGradOp>(op);
-}
-
 bool mlir::mpc::isAlias(Operation *op) { return isa<ReshapeOp>(op); }
 
-bool mlir::mpc::isParamHalfCast(CastOp cast) {
-  auto param = dyn_cast<BlockArgument>(cast.getInput());
-  auto model = cast->getParentOfType<ModelOp>();
-  if (!param || !model || !llvm::is_contained(model.getParams(), param))
-    return false;
-  return cast.getInput().getType().getElementType().isF32() &&
-         cast.getResult().getType().getElementType().getIntOrFloatBitWidth() ==
-             16;
+bool Step::isFusedElementwise() const {
+  return group ? *group == FusionKind::Loop : isElementwise(ops.front());
 }
 
-bool Step::isFusedElementwise() const { return isElementwise(ops.front()); }
-
-bool mlir::mpc::fusesGeluEpilogue(LinearOp linear, Operation *next) {
-  auto gelu = dyn_cast<GeluOp>(next);
-  Value bias = linear.getBias();
-  // cuBLASLt's GELU epilogue is the tanh approximation, after a bias of
-  // the output's type; its auxiliary output (the GELU's input, which the
-  // backward pass reads) needs a leading dimension divisible by 8.
-  return gelu && bias && gelu.getInput() == linear.getResult() &&
-         gelu.getApproximate() == GeluApproximation::Tanh &&
-         gelu.getType() == linear.getResult().getType() &&
-         cast<RankedTensorType>(bias.getType()).getElementType() ==
-             linear.getResult().getType().getElementType() &&
-         linear.getWeight().getType().getDimSize(0) % 8 == 0;
+Value mlir::mpc::writtenResult(const Step &step) {
+  if (step.ops.size() == 2)
+    if (auto widen = dyn_cast<CastOp>(step.ops[1]))
+      return widen.getResult();
+  return step.ops.front()->getResult(0);
 }
+
+bool Step::isAlias() const { return !group && mpc::isAlias(ops.front()); }
 
 std::vector<Step> mlir::mpc::formSteps(ModelOp model, bool fuse) {
-  // Algorithm:
-  // 1. Walk the body in program order.
-  // 2. An elementwise op joins the open group when its result has the
-  //    group's shape; otherwise it opens a new group.
-  // 3. Any other op closes the open group and is a step of its own, so every
-  //    value a step reads was written by an earlier step. A linear whose
-  //    GELU the GEMM's epilogue can apply takes the GELU into its step.
+  // mpc-form-kernels decides; each mpc.fusion it made is one step, and is
+  // unwrapped again (its ops back in the body, its results replaced by what
+  // it yields) so that the emitters see the ops and values of the model.
+  if (fuse)
+    formKernels(model);
   std::vector<Step> steps;
-  std::optional<size_t> open;
-  Operation *takenByGemm = nullptr;
-  for (Operation &op : model.getBody().front().without_terminator()) {
-    if (&op == takenByGemm)
-      continue;
-    if (auto linear = dyn_cast<LinearOp>(op); linear && fuse) {
-      Operation *next = op.getNextNode();
-      if (next && fusesGeluEpilogue(linear, next)) {
-        open.reset();
-        steps.push_back(Step{{&op, next}});
-        takenByGemm = next;
-        continue;
-      }
-    }
-    // A parameter's half copy is a step of its own: the optimizer keeps it
-    // in memory (see MemoryPlan), and its readers read it there.
-    auto paramCast = dyn_cast<CastOp>(op);
-    if (!isElementwise(&op) || !fuse ||
-        (paramCast && isParamHalfCast(paramCast))) {
-      open.reset();
-      steps.push_back(Step{{&op}});
+  Block &body = model.getBody().front();
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    auto fusion = dyn_cast<FusionOp>(op);
+    if (!fusion) {
+      steps.push_back(Step{{&op}, std::nullopt});
       continue;
     }
-    ArrayRef<int64_t> shape =
-        cast<RankedTensorType>(op.getResult(0).getType()).getShape();
-    if (open && cast<RankedTensorType>(
-                    steps[*open].ops.front()->getResult(0).getType())
-                        .getShape() == shape) {
-      steps[*open].ops.push_back(&op);
-      continue;
+    Step step{{}, fusion.getKind()};
+    for (Operation *inner : fusion.getGroupOps()) {
+      inner->moveBefore(fusion);
+      step.ops.push_back(inner);
     }
-    steps.push_back(Step{{&op}});
-    open = steps.size() - 1;
+    fusion.replaceAllUsesWith(fusion.getYieldOp().getValues());
+    fusion.erase();
+    steps.push_back(std::move(step));
   }
   return steps;
 }
@@ -146,7 +104,10 @@ static bool isMaterialisedResult(Value result, const Step &step) {
                      [](Operation *user) { return isElementwise(user); });
     return !onlyElementwiseUsers;
   }
-  if (!step.isFusedElementwise() || step.ops.size() == 1)
+  if (!step.group)
+    return true;
+  // cuBLASLt's GELU epilogue writes the GELU's input beside its output.
+  if (*step.group == FusionKind::Gemm && !isa<CastOp>(step.ops.back()))
     return true;
   for (Operation *user : result.getUsers())
     if (!llvm::is_contained(step.ops, user))
@@ -156,6 +117,13 @@ static bool isMaterialisedResult(Value result, const Step &step) {
 
 MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
                        ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes) {
+  // Reshapes that are a step of their own share their operand's buffer; in
+  // a kernel group they are index arithmetic.
+  llvm::DenseSet<Operation *> aliases;
+  for (const Step &step : steps)
+    if (step.isAlias())
+      aliases.insert(step.ops.front());
+  auto isAlias = [&](Operation *op) { return aliases.contains(op); };
   // Algorithm:
   // 1. Parameters, then state, are packed into the parameter arena in
   //    declaration order; gradients mirror the parameters' offsets.
@@ -587,7 +555,7 @@ struct OriginScope {
 
 LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
   Operation *op = step.ops.front();
-  if (isAlias(op))
+  if (step.isAlias())
     return success();
   OriginScope origin(emitter, op);
   emitter.setSource(step.ops);

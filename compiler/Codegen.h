@@ -18,6 +18,7 @@
 
 #include "compiler/KernelCost.h"
 #include "dialect/MpcOps.h"
+#include "passes/Passes.h"
 #include "runtime/mpc_model.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -33,36 +34,38 @@ namespace mlir::mpc {
 // Kernel formation
 //===----------------------------------------------------------------------===//
 
-/// One unit of the step function: a single op, or several elementwise ops of
-/// one shape fused into one kernel.
+/// One unit of the step function: a single op, or the ops of one kernel
+/// group that mpc-form-kernels formed (in program order).
 struct Step {
   SmallVector<Operation *, 4> ops;
+  /// The group's kind; none for a single op outside any group.
+  std::optional<FusionKind> group;
+  /// A loop kernel: elementwise ops and views (a single elementwise op
+  /// too), emitted by emitFusedElementwise.
   bool isFusedElementwise() const;
+  /// A reshape of its own: its result is its operand's buffer, no kernel.
+  bool isAlias() const;
 };
 
-/// Whether an op computes each output element from the same element of its
-/// (broadcast) operands, so that it can join a fused elementwise kernel.
-bool isElementwise(Operation *op);
+/// What a GEMM or reduction step writes: its op's result, or the f32 value
+/// of the widening cast that mpc-form-kernels grouped with it (written from
+/// the f32 accumulator: one rounding fewer).
+Value writtenResult(const Step &step);
 
-/// Ops that produce no data of their own: their result is their operand's
-/// buffer (reshape).
+/// Ops that produce no data of their own where they are a step of their
+/// own: their result is their operand's buffer (reshape).
 bool isAlias(Operation *op);
-
-/// A cast of an f32 parameter to a 16-bit float: the half model.
-bool isParamHalfCast(CastOp cast);
 
 /// Float operations per element of an elementwise op as its kernel
 /// expression computes it (mpc_device.h for the helpers); compares and
 /// selects are not counted.
 int64_t elementwiseFlops(Operation *op, bool training);
 
-/// Whether `next` is a tanh GELU of `linear`'s output that the linear's
-/// GEMM applies in its epilogue (mpc_rt_gemm_bias_gelu), the two one step.
-bool fusesGeluEpilogue(LinearOp linear, Operation *next);
-
-/// Splits the body into steps in program order, fusing chains of
-/// elementwise ops of one result shape unless `fuse` is false (then every
-/// op is a step and every result is materialised: --debug-nonfinite).
+/// Splits the body into steps in program order: the kernel groups of
+/// mpc-form-kernels (formKernels, passes/FormKernels.cpp), or with `fuse`
+/// false every op a step of its own and every result materialised
+/// (--no-fuse, --debug-nonfinite). Grouping moves a group's ops to where
+/// its last op was.
 std::vector<Step> formSteps(ModelOp model, bool fuse = true);
 
 //===----------------------------------------------------------------------===//

@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -42,14 +43,20 @@ int64_t mlir::mpc::elementwiseFlops(Operation *op, bool training) {
 
 namespace {
 
+/// Coordinate expressions of one element of a tensor, one per dim.
+using Coordinates = SmallVector<std::string, 4>;
 
-/// Builds the body of one fused kernel.
+/// Builds the body of one loop kernel: every element of the group's results
+/// (which share a shape) is computed by pulling each value it needs at the
+/// coordinates it needs it. Elementwise ops read their operands at the same
+/// coordinates (broadcast dims at 0); views only re-index: reshape,
+/// transpose, slice and broadcast map coordinates, slice_grad reads its
+/// gradient where the slice took the element and is 0 elsewhere. A value
+/// needed twice at the same coordinates is computed once.
 class FusedKernelBuilder {
 public:
   FusedKernelBuilder(const Step &step, StepEmitter &emitter)
-      : step(step), emitter(emitter),
-        shape(cast<RankedTensorType>(step.ops.front()->getResult(0).getType())
-                  .getShape()) {}
+      : step(step), emitter(emitter) {}
 
   LogicalResult build();
 
@@ -58,103 +65,274 @@ private:
     Operation *def = value.getDefiningOp();
     return def && llvm::is_contained(step.ops, def);
   }
-  /// Coordinate `d` of the current element in the group's shape.
-  std::string coordinate(int64_t d) {
-    usedCoordinates.insert(d);
-    return "c" + std::to_string(d);
-  }
-  /// The element offset of operand `type` broadcast to the group's shape.
-  std::string broadcastIndex(RankedTensorType type);
-  /// An expression for an operand: a register, a literal or a load.
-  std::string operand(Value value);
-  /// The expression computing `op`'s result from its operands.
-  FailureOr<std::string> expression(Operation *op);
+  /// The value at `coordinates` (in its shape): a register, a literal or a
+  /// load. `domain` is how many distinct elements of it the kernel may need
+  /// (for the cost of a load).
+  FailureOr<std::string> valueAt(Value value, const Coordinates &coordinates,
+                                 int64_t domain);
+  FailureOr<std::string> opAt(Operation *op, const Coordinates &coordinates,
+                              int64_t domain);
+  /// The expression of an elementwise op from its operands' registers.
+  FailureOr<std::string> expression(Operation *op, ArrayRef<std::string> in,
+                                    const Coordinates &coordinates);
+  std::string load(Value value, const Coordinates &coordinates,
+                   int64_t domain);
+  /// The row-major element offset of `coordinates` in `shape`.
+  std::string offset(ArrayRef<int64_t> shape, const Coordinates &coordinates);
+  /// Declares `long long xN = <expression>;` and returns xN.
+  std::string index(const std::string &expression);
   std::string fresh() { return "v" + std::to_string(nextRegister++); }
+  void statement(const std::string &line) {
+    body += std::string(4 + 2 * depth, ' ') + line + "\n";
+  }
 
   const Step &step;
   StepEmitter &emitter;
-  ArrayRef<int64_t> shape;
-  llvm::DenseMap<Value, std::string> registers;
+  SmallVector<int64_t> shape; ///< of the results: the loop's elements
+  Coordinates root;           ///< c0, c1, ...: the loop's element
+  /// Computed values by (value, coordinates), one map per open `if`.
+  SmallVector<std::map<std::pair<void *, std::string>, std::string>, 2> known{
+      {}};
+  llvm::DenseMap<Value, std::string> inputNames;
+  llvm::DenseMap<Value, int64_t> inputDomain;
+  SmallVector<Value> inputOrder;
   SmallVector<std::string> parameters, arguments;
   std::string body;
-  /// The dims whose coordinate the kernel reads; only those are computed.
-  llvm::SmallSet<int64_t, 4> usedCoordinates;
+  int depth = 0;
   bool needsRandom = false;
-  int nextRegister = 0;
+  int nextRegister = 0, nextIndex = 0;
   /// Every operand loaded once, every materialised result stored once.
   KernelCost cost;
 };
 
-std::string FusedKernelBuilder::broadcastIndex(RankedTensorType type) {
-  ArrayRef<int64_t> operandShape = type.getShape();
-  if (operandShape == shape)
+std::string FusedKernelBuilder::offset(ArrayRef<int64_t> valueShape,
+                                       const Coordinates &coordinates) {
+  if (ArrayRef<int64_t>(shape) == valueShape &&
+      ArrayRef<std::string>(coordinates) == ArrayRef<std::string>(root))
     return "i";
-  int64_t offset = shape.size() - operandShape.size();
-  std::string index;
-  int64_t stride = 1;
-  for (int64_t d = operandShape.size() - 1; d >= 0; --d) {
-    if (operandShape[d] != 1) {
-      if (!index.empty())
-        index += " + ";
-      index += coordinate(offset + d) + " * " + std::to_string(stride) + "LL";
-    }
-    stride *= operandShape[d];
+  SmallVector<int64_t> strides = rowMajorStrides(valueShape);
+  std::string sum;
+  for (auto [d, extent] : llvm::enumerate(valueShape)) {
+    if (extent == 1)
+      continue;
+    if (!sum.empty())
+      sum += " + ";
+    sum += coordinates[d] + " * " + std::to_string(strides[d]) + "LL";
   }
-  return index.empty() ? "0" : index;
+  return sum.empty() ? "0" : sum;
 }
 
-std::string FusedKernelBuilder::operand(Value value) {
-  auto it = registers.find(value);
-  if (it != registers.end())
-    return it->second;
-  // A splat constant nobody materialised is a literal.
-  if (auto constant = value.getDefiningOp<ConstantOp>();
-      constant && !emitter.getPlan().isMaterialised(value)) {
-    auto splat = cast<SplatElementsAttr>(constant.getValue());
-    std::string literal =
-        floatLiteral(splat.getSplatValue<APFloat>().convertToDouble());
-    registers[value] = literal;
-    return literal;
-  }
+std::string FusedKernelBuilder::index(const std::string &expression) {
+  std::string name = "x" + std::to_string(nextIndex++);
+  statement("long long " + name + " = " + expression + ";");
+  return name;
+}
+
+std::string FusedKernelBuilder::load(Value value,
+                                     const Coordinates &coordinates,
+                                     int64_t domain) {
   auto type = cast<RankedTensorType>(value.getType());
-  std::string name = "in" + std::to_string(parameters.size());
-  parameters.push_back("const " + cType(type.getElementType()) +
-                       " *__restrict__ " + name);
-  arguments.push_back(emitter.constPointer(value));
-  cost.reads(value);
-  std::string index = broadcastIndex(type);
+  auto [it, added] = inputNames.try_emplace(value);
+  if (added) {
+    it->second = "in" + std::to_string(parameters.size());
+    parameters.push_back("const " + cType(type.getElementType()) +
+                         " *__restrict__ " + it->second);
+    arguments.push_back(emitter.constPointer(value));
+    inputOrder.push_back(value);
+  }
+  inputDomain[value] += domain;
   std::string reg = fresh();
+  std::string at = offset(type.getShape(), coordinates);
   if (type.getElementType().isInteger(1))
-    body += llvm::formatv("    bool {0} = {1}[{2}] != 0;\n", reg, name, index);
+    statement(llvm::formatv("bool {0} = {1}[{2}] != 0;", reg, it->second, at));
   else
-    body += llvm::formatv("    float {0} = mpc_load({1} + {2});\n", reg, name,
-                          index);
-  registers[value] = reg;
+    statement(
+        llvm::formatv("float {0} = mpc_load({1} + {2});", reg, it->second, at));
   return reg;
 }
 
-FailureOr<std::string> FusedKernelBuilder::expression(Operation *op) {
-  // Load the operands in operand order first: the expressions below call
-  // operand() inside `+` chains, whose evaluation order C++ leaves open, and
-  // the generated code must not depend on the host compiler.
-  for (Value value : op->getOperands())
-    (void)operand(value);
+/// Coordinates of an operand of `resultShape` broadcast NumPy-style.
+static Coordinates broadcastCoordinates(ArrayRef<int64_t> resultShape,
+                                        ArrayRef<int64_t> operandShape,
+                                        const Coordinates &coordinates) {
+  Coordinates mapped;
+  int64_t lead = resultShape.size() - operandShape.size();
+  for (auto [d, extent] : llvm::enumerate(operandShape))
+    mapped.push_back(extent == 1 && resultShape[lead + d] != 1
+                         ? std::string("0")
+                         : coordinates[lead + d]);
+  return mapped;
+}
+
+FailureOr<std::string>
+FusedKernelBuilder::valueAt(Value value, const Coordinates &coordinates,
+                            int64_t domain) {
+  std::pair<void *, std::string> key{value.getAsOpaquePointer(),
+                                     llvm::join(coordinates, ",")};
+  for (auto &scope : known)
+    if (auto it = scope.find(key); it != scope.end())
+      return it->second;
+  std::string result;
+  if (inGroup(value)) {
+    FailureOr<std::string> computed =
+        opAt(value.getDefiningOp(), coordinates, domain);
+    if (failed(computed))
+      return failure();
+    result = *computed;
+  } else if (auto constant = value.getDefiningOp<ConstantOp>();
+             constant && !emitter.getPlan().isMaterialised(value)) {
+    // A splat constant nobody materialised is a literal.
+    auto splat = cast<SplatElementsAttr>(constant.getValue());
+    result = floatLiteral(splat.getSplatValue<APFloat>().convertToDouble());
+  } else {
+    result = load(value, coordinates,
+                  std::min(domain, cast<RankedTensorType>(value.getType())
+                                       .getNumElements()));
+  }
+  known.back()[key] = result;
+  return result;
+}
+
+FailureOr<std::string>
+FusedKernelBuilder::opAt(Operation *op, const Coordinates &coordinates,
+                         int64_t domain) {
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  ArrayRef<int64_t> resultShape = resultType.getShape();
+  // Views: the same element of the operand, found by index arithmetic.
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    ArrayRef<int64_t> inShape = reshape.getInput().getType().getShape();
+    std::string linear = index(offset(resultShape, coordinates));
+    SmallVector<int64_t> strides = rowMajorStrides(inShape);
+    Coordinates in;
+    for (auto [d, extent] : llvm::enumerate(inShape))
+      in.push_back(extent == 1 ? "0"
+                               : llvm::formatv("(({0} / {1}LL) % {2}LL)",
+                                               linear, strides[d], extent)
+                                     .str());
+    return valueAt(reshape.getInput(), in, domain);
+  }
+  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    Coordinates in(coordinates.size());
+    for (auto [d, p] : llvm::enumerate(transpose.getPermutation()))
+      in[p] = coordinates[d];
+    return valueAt(transpose.getInput(), in, domain);
+  }
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    SmallVector<int64_t> strides = slice.getStridesOrDefault();
+    Coordinates in;
+    for (auto [d, start] : llvm::enumerate(slice.getStarts())) {
+      std::string c = coordinates[d];
+      if (strides[d] != 1)
+        c = "(" + c + " * " + std::to_string(strides[d]) + "LL)";
+      in.push_back(start == 0 ? c
+                              : "(" + c + " + " + std::to_string(start) +
+                                    "LL)");
+    }
+    return valueAt(slice.getInput(), in, domain);
+  }
+  if (auto broadcast = dyn_cast<BroadcastOp>(op))
+    return valueAt(broadcast.getInput(),
+                   broadcastCoordinates(resultShape,
+                                        broadcast.getInput().getType().getShape(),
+                                        coordinates),
+                   domain);
+  if (auto grad = dyn_cast<SliceGradOp>(op)) {
+    // 0 where the slice did not take the element; the gradient is read
+    // only where it did.
+    auto gradType = grad.getGrad().getType();
+    std::string taken;
+    Coordinates in;
+    for (int64_t d = 0; d < resultType.getRank(); ++d) {
+      int64_t start = grad.getStarts()[d], stride = grad.getStrides()[d];
+      if (start == 0 && stride == 1 &&
+          gradType.getDimSize(d) == resultType.getDimSize(d)) {
+        in.push_back(coordinates[d]);
+        continue;
+      }
+      std::string relative =
+          index(llvm::formatv("{0} - {1}LL", coordinates[d], start).str());
+      taken += llvm::formatv("{0}{1} >= 0 && {1} % {2}LL == 0 && {1} / {2}LL "
+                             "< {3}LL",
+                             taken.empty() ? "" : " && ", relative, stride,
+                             gradType.getDimSize(d))
+                   .str();
+      in.push_back(stride == 1 ? relative
+                               : "(" + relative + " / " +
+                                     std::to_string(stride) + "LL)");
+    }
+    if (taken.empty())
+      return valueAt(grad.getGrad(), in, domain);
+    std::string reg = fresh();
+    statement("float " + reg + " = 0.0f;");
+    statement("if (" + taken + ") {");
+    ++depth;
+    known.emplace_back();
+    FailureOr<std::string> value = valueAt(
+        grad.getGrad(), in, std::min(domain, gradType.getNumElements()));
+    if (failed(value))
+      return failure();
+    statement(reg + " = " + *value + ";");
+    known.pop_back();
+    --depth;
+    statement("}");
+    return reg;
+  }
+
+  // Elementwise: operands at the same element (broadcast dims at 0), in
+  // operand order so that the generated code does not depend on the order
+  // in which the host compiler evaluates a `+` chain.
+  SmallVector<std::string, 3> in;
+  for (Value operand : op->getOperands()) {
+    FailureOr<std::string> value = valueAt(
+        operand,
+        broadcastCoordinates(
+            resultShape, cast<RankedTensorType>(operand.getType()).getShape(),
+            coordinates),
+        domain);
+    if (failed(value))
+      return failure();
+    in.push_back(*value);
+  }
+  FailureOr<std::string> value = expression(op, in, coordinates);
+  if (failed(value))
+    return failure();
+  // Rounded to the result's storage type, so that fusing never changes a
+  // result.
+  std::string reg = fresh();
+  Type element = resultType.getElementType();
+  if (element.isInteger(1))
+    statement(llvm::formatv("bool {0} = {1};", reg, *value));
+  else if (element.isF16())
+    statement(llvm::formatv("float {0} = __half2float(__float2half_rn({1}));",
+                            reg, *value));
+  else if (element.isBF16())
+    statement(llvm::formatv(
+        "float {0} = __bfloat162float(__float2bfloat16_rn({1}));", reg,
+        *value));
+  else
+    statement(llvm::formatv("float {0} = {1};", reg, *value));
+  cost.flopsPer(domain, elementwiseFlops(op, emitter.isTraining()));
+  return reg;
+}
+
+FailureOr<std::string>
+FusedKernelBuilder::expression(Operation *op, ArrayRef<std::string> in,
+                               const Coordinates &coordinates) {
   auto unary = [&](StringRef function) {
-    return (function + "(" + operand(op->getOperand(0)) + ")").str();
+    return (function + "(" + in[0] + ")").str();
   };
   auto binary = [&](StringRef symbol) {
-    return "(" + operand(op->getOperand(0)) + " " + symbol.str() + " " +
-           operand(op->getOperand(1)) + ")";
+    return "(" + in[0] + " " + symbol.str() + " " + in[1] + ")";
   };
   return llvm::TypeSwitch<Operation *, FailureOr<std::string>>(op)
       .Case([&](AddOp) { return binary("+"); })
       .Case([&](SubOp) { return binary("-"); })
       .Case([&](MulOp) { return binary("*"); })
       .Case([&](DivOp) { return binary("/"); })
-      .Case([&](NegOp) { return "(-" + operand(op->getOperand(0)) + ")"; })
+      .Case([&](NegOp) { return "(-" + in[0] + ")"; })
       .Case([&](ReluOp) {
         // NaN passes through, as torch.relu does, so it stays visible.
-        std::string x = operand(op->getOperand(0));
+        const std::string &x = in[0];
         return "((" + x + " > 0.0f || " + x + " != " + x + ") ? " + x +
                " : 0.0f)";
       })
@@ -170,59 +348,54 @@ FailureOr<std::string> FusedKernelBuilder::expression(Operation *op) {
                          : "mpc_gelu_erf");
       })
       .Case([&](ScaleOp scale) {
-        return "(" + operand(scale.getInput()) + " * " +
+        return "(" + in[0] + " * " +
                floatLiteral(scale.getFactor().convertToDouble()) + ")";
       })
-      .Case([&](WhereOp where) {
-        return "(" + operand(where.getCondition()) + " ? " +
-               operand(where.getOnTrue()) + " : " +
-               operand(where.getOnFalse()) + ")";
+      .Case([&](WhereOp) {
+        return "(" + in[0] + " ? " + in[1] + " : " + in[2] + ")";
       })
       .Case([&](DropoutOp dropout) -> std::string {
-        std::string x = operand(dropout.getInput());
         double rate = dropout.getRate().convertToDouble();
         if (!emitter.isTraining() || rate == 0.0)
-          return x;
+          return in[0];
         needsRandom = true;
-        return llvm::formatv("(mpc_uniform(seed, {0}ULL, step, i) >= {1} ? "
-                             "{2} * {3} : 0.0f)",
+        // The element's own index in the dropout's result, whichever
+        // element of the loop needs it.
+        std::string element =
+            offset(dropout.getType().getShape(), coordinates);
+        return llvm::formatv("(mpc_uniform(seed, {0}ULL, step, {1}) >= {2} ? "
+                             "{3} * {4} : 0.0f)",
                              static_cast<uint64_t>(dropout.getSeed()),
-                             floatLiteral(rate), x,
+                             element, floatLiteral(rate), in[0],
                              floatLiteral(1.0 / (1.0 - rate)))
             .str();
       })
-      .Case([&](CastOp cast) { return operand(cast.getInput()); })
-      .Case([&](BroadcastOp broadcast) {
-        return operand(broadcast.getInput());
-      })
+      .Case([&](CastOp) { return in[0]; })
       .Case([&](CausalMaskOp) {
-        int64_t rank = shape.size();
-        return "(" + coordinate(rank - 1) + " <= " + coordinate(rank - 2) + ")";
+        size_t rank = coordinates.size();
+        return "(" + coordinates[rank - 1] + " <= " + coordinates[rank - 2] +
+               ")";
       })
       .Case([&](ConstantOp constant) {
         auto splat = cast<SplatElementsAttr>(constant.getValue());
         return floatLiteral(splat.getSplatValue<APFloat>().convertToDouble());
       })
-      .Case([&](ReluGradOp grad) {
-        return "(" + operand(grad.getInput()) + " > 0.0f ? " +
-               operand(grad.getGrad()) + " : 0.0f)";
+      .Case([&](ReluGradOp) {
+        // operands: grad, input
+        return "(" + in[1] + " > 0.0f ? " + in[0] + " : 0.0f)";
       })
       .Case([&](GeluGradOp grad) {
         StringRef derivative = grad.getApproximate() == GeluApproximation::Tanh
                                    ? "mpc_gelu_tanh_grad"
                                    : "mpc_gelu_erf_grad";
-        return "(" + operand(grad.getGrad()) + " * " + derivative.str() + "(" +
-               operand(grad.getInput()) + "))";
+        return "(" + in[0] + " * " + derivative.str() + "(" + in[1] + "))";
       })
-      .Case([&](TanhGradOp grad) {
-        std::string y = operand(grad.getOutput());
-        return "(" + operand(grad.getGrad()) + " * (1.0f - " + y + " * " + y +
-               "))";
+      .Case([&](TanhGradOp) {
+        // operands: grad, output
+        return "(" + in[0] + " * (1.0f - " + in[1] + " * " + in[1] + "))";
       })
-      .Case([&](SigmoidGradOp grad) {
-        std::string y = operand(grad.getOutput());
-        return "(" + operand(grad.getGrad()) + " * " + y + " * (1.0f - " + y +
-               "))";
+      .Case([&](SigmoidGradOp) {
+        return "(" + in[0] + " * " + in[1] + " * (1.0f - " + in[1] + "))";
       })
       .Default([&](Operation *op) -> FailureOr<std::string> {
         return op->emitError() << "'" << op->getName()
@@ -231,52 +404,71 @@ FailureOr<std::string> FusedKernelBuilder::expression(Operation *op) {
 }
 
 LogicalResult FusedKernelBuilder::build() {
-  std::string stores;
-  for (Operation *op : step.ops) {
-    FailureOr<std::string> value = expression(op);
-    if (failed(value))
+  // The loop runs over the shape of what the group stores (one shape, see
+  // mpc.fusion's C3); a group that stores nothing over its last result.
+  SmallVector<std::pair<Value, std::string>> stores;
+  for (Operation *op : step.ops)
+    for (Value result : op->getResults())
+      if (emitter.getPlan().isMaterialised(result))
+        stores.push_back({result, ""});
+  Value loopValue = stores.empty() ? step.ops.back()->getResult(0)
+                                   : stores.front().first;
+  shape.assign(cast<RankedTensorType>(loopValue.getType()).getShape().begin(),
+               cast<RankedTensorType>(loopValue.getType()).getShape().end());
+  for (size_t d = 0; d < shape.size(); ++d)
+    root.push_back("c" + std::to_string(d));
+  int64_t n = cast<RankedTensorType>(loopValue.getType()).getNumElements();
+
+  std::string storeCode;
+  if (stores.empty()) {
+    if (failed(valueAt(loopValue, root, n)))
       return failure();
-    Value result = op->getResult(0);
-    Type element = cast<RankedTensorType>(result.getType()).getElementType();
-    std::string reg = fresh();
-    if (element.isInteger(1)) {
-      body += llvm::formatv("    bool {0} = {1};\n", reg, *value);
-    } else if (element.isF16()) {
-      body += llvm::formatv("    float {0} = __half2float(__float2half_rn("
-                            "{1}));\n",
-                            reg, *value);
-    } else if (element.isBF16()) {
-      body += llvm::formatv("    float {0} = __bfloat162float("
-                            "__float2bfloat16_rn({1}));\n",
-                            reg, *value);
-    } else {
-      body += llvm::formatv("    float {0} = {1};\n", reg, *value);
-    }
-    registers[result] = reg;
-    if (!emitter.getPlan().isMaterialised(result))
-      continue;
-    std::string name = "out" + std::to_string(parameters.size());
-    parameters.push_back(cType(element) + " *__restrict__ " + name);
+  }
+  for (auto &[result, name] : stores) {
+    auto type = cast<RankedTensorType>(result.getType());
+    if (type.getShape() != ArrayRef<int64_t>(shape))
+      return result.getDefiningOp()->emitError()
+             << "a loop kernel stores values of one shape";
+    FailureOr<std::string> reg = valueAt(result, root, n);
+    if (failed(reg))
+      return failure();
+    name = "out" + std::to_string(parameters.size());
+    parameters.push_back(cType(type.getElementType()) + " *__restrict__ " +
+                         name);
     arguments.push_back(emitter.pointer(result));
     cost.writes(result);
-    if (element.isInteger(1))
-      stores += llvm::formatv("    {0}[i] = {1} ? 1 : 0;\n", name, reg);
+    if (type.getElementType().isInteger(1))
+      storeCode += llvm::formatv("    {0}[i] = {1} ? 1 : 0;\n", name, *reg);
     else
-      stores += llvm::formatv("    mpc_store({0} + i, {1});\n", name, reg);
+      storeCode += llvm::formatv("    mpc_store({0} + i, {1});\n", name, *reg);
   }
+  for (Value input : inputOrder)
+    cost.readsElements(
+        std::min(inputDomain.lookup(input),
+                 cast<RankedTensorType>(input.getType()).getNumElements()),
+        cast<RankedTensorType>(input.getType()).getElementType());
 
-  int64_t n = 1;
-  for (int64_t extent : shape)
-    n *= extent;
+  // Only the coordinates the body reads are computed.
   std::string coordinates;
-  int64_t stride = 1;
+  SmallVector<int64_t> strides = rowMajorStrides(shape);
+  std::string code = body + storeCode;
   for (int64_t d = shape.size() - 1; d >= 0; --d) {
-    if (usedCoordinates.contains(d))
+    std::string name = "c" + std::to_string(d);
+    bool used = false;
+    for (size_t at = code.find(name); at != std::string::npos;
+         at = code.find(name, at + 1)) {
+      char before = at ? code[at - 1] : ' ';
+      char after = at + name.size() < code.size() ? code[at + name.size()] : ' ';
+      if (!isalnum(before) && before != '_' && !isdigit(after)) {
+        used = true;
+        break;
+      }
+    }
+    if (used)
       coordinates = llvm::formatv("    long long c{0} = (i / {1}LL) % {2}LL;\n",
-                                  d, stride, shape[d])
+                                  d, strides[d], shape[d])
                         .str() +
                     coordinates;
-    stride *= shape[d];
   }
   // The step counter is read from the control block, not passed: a CUDA
   // graph replays the arguments it was captured with. The seed is fixed
@@ -303,9 +495,7 @@ LogicalResult FusedKernelBuilder::build() {
   os << "\n__global__ void " << name << "(";
   llvm::interleaveComma(parameters, os);
   os << ") {\n" << prologue << "  MPC_FOR_EACH(i, " << n << "LL) {\n"
-     << coordinates << body << stores << "  }\n}\n";
-  for (Operation *op : step.ops)
-    cost.flopsPer(n, elementwiseFlops(op, emitter.isTraining()));
+     << coordinates << body << storeCode << "  }\n}\n";
   emitter.addKernel(std::move(source));
   emitter.launch(name, elementwiseGrid(n), 256, arguments, cost);
   return success();

@@ -10,7 +10,7 @@
 // channel, broadcast over pixels), and a bias of another type are broadcast
 // into the output by a bias_fill kernel first, and the GEMM accumulates onto
 // them (beta = 1). A tanh GELU of a biased linear's output is applied in
-// the same epilogue where formSteps gave it the linear's step
+// the same epilogue where mpc-form-kernels grouped it with the linear
 // (mpc_rt_gemm_bias_gelu, cuBLASLt's GELU_AUX_BIAS): the GEMM writes the
 // GELU's input, which the backward pass reads, and its output. The GEMM
 // call, the conv geometry and im2col are shared with EmitBackward.cpp
@@ -262,14 +262,15 @@ FailureOr<bool> mlir::mpc::emitGemmLike(Operation *op, const Step &step,
     gemm.n = weight.getDimSize(0);
     gemm.k = weight.getDimSize(1);
     gemm.m = linear.getInput().getType().getNumElements() / gemm.k;
+    gemm.c = writtenResult(step);
     if (Value bias = linear.getBias()) {
       // The GEMM's epilogue adds a bias of C's type (cuBLASLt's bias has
       // D's type); another type is converted by bias_fill on the way.
       if (cast<RankedTensorType>(bias.getType()).getElementType() ==
           linear.getResult().getType().getElementType()) {
         gemm.bias = bias;
-        // formSteps put a GELU the epilogue applies into this step.
-        if (step.ops.size() == 2)
+        // mpc-form-kernels put a GELU the epilogue applies into this step.
+        if (step.ops.size() == 2 && isa<GeluOp>(step.ops[1]))
           gemm.gelu = step.ops[1];
       } else {
         emitBiasFill(emitter, bias, linear.getResult(), gemm.m, gemm.n);
@@ -295,6 +296,7 @@ FailureOr<bool> mlir::mpc::emitGemmLike(Operation *op, const Step &step,
     gemm.n = result.getDimSize(rank - 1);
     gemm.k = lhs.getDimSize(transA ? rank - 2 : rank - 1);
     gemm.batch = result.getNumElements() / (gemm.m * gemm.n);
+    gemm.c = writtenResult(step);
     emitWholeGemm(emitter, gemm);
     return true;
   }

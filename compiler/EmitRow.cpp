@@ -508,7 +508,7 @@ FailureOr<bool> mlir::mpc::emitRowOp(Operation *op, const Step &step,
     return true;
   }
   if (auto reduce = dyn_cast<ReduceSumOp>(op)) {
-    emitReduce(emitter, op, reduce.getInput(), reduce.getResult(),
+    emitReduce(emitter, op, reduce.getInput(), writtenResult(step),
                reduce.getDims(), "sum");
     return true;
   }

@@ -40,6 +40,14 @@ def GeluApproximation : I32EnumAttr<"GeluApproximation",
   let cppNamespace = "::mlir::mpc";
 }
 
+def FusionKind : I32EnumAttr<"FusionKind",
+    "what one kernel of the training step computes", [
+      I32EnumAttrCase<"Loop", 0, "loop">,
+      I32EnumAttrCase<"Gemm", 1, "gemm">,
+      I32EnumAttrCase<"Reduce", 2, "reduce">]> {
+  let cppNamespace = "::mlir::mpc";
+}
+
 def LossScaleMode : I32EnumAttr<"LossScaleMode", "how the loss is scaled", [
       I32EnumAttrCase<"None", 0, "none">,
       I32EnumAttrCase<"Static", 1, "static">,

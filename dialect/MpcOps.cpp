@@ -513,6 +513,103 @@ void OutputOp::print(OpAsmPrinter &p) {
                           {getOutputNamesAttrName(), "operandSegmentSizes"});
 }
 
+//===----------------------------------------------------------------------===//
+// FusionOp
+//===----------------------------------------------------------------------===//
+
+bool mlir::mpc::isElementwise(Operation *op) {
+  if (auto constant = dyn_cast<ConstantOp>(op))
+    return isa<SplatElementsAttr>(constant.getValue());
+  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, TanhOp, SigmoidOp,
+             ExpOp, LogOp, SqrtOp, RsqrtOp, GeluOp, ScaleOp, WhereOp,
+             DropoutOp, CastOp, BroadcastOp, CausalMaskOp, ReluGradOp,
+             GeluGradOp, TanhGradOp, SigmoidGradOp>(op);
+}
+
+bool mlir::mpc::isView(Operation *op) {
+  return isa<ReshapeOp, TransposeOp, SliceOp, SliceGradOp>(op);
+}
+
+bool mlir::mpc::isGemmLike(Operation *op) {
+  return isa<LinearOp, MatmulOp, BatchMatmulOp>(op);
+}
+
+bool mlir::mpc::isParamHalfCast(CastOp cast) {
+  auto param = dyn_cast<BlockArgument>(cast.getInput());
+  auto model = cast->getParentOfType<ModelOp>();
+  if (!param || !model || !llvm::is_contained(model.getParams(), param))
+    return false;
+  return cast.getInput().getType().getElementType().isF32() &&
+         cast.getResult().getType().getElementType().getIntOrFloatBitWidth() ==
+             16;
+}
+
+SmallVector<Operation *> FusionOp::getGroupOps() {
+  SmallVector<Operation *> ops;
+  for (Operation &op : getBody().front().without_terminator())
+    ops.push_back(&op);
+  return ops;
+}
+
+YieldOp FusionOp::getYieldOp() {
+  if (getBody().empty() || getBody().front().empty())
+    return nullptr;
+  return dyn_cast<YieldOp>(getBody().front().back());
+}
+
+LogicalResult FusionOp::verifyRegions() {
+  // fusion_c1
+  YieldOp yield = getYieldOp();
+  if (!yield)
+    return emitOpError() << "expects its body to end in 'mpc.yield'";
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError() << "yields " << yield.getValues().size()
+                         << " values whose types differ from its "
+                         << getNumResults() << " results";
+  for (Value value : yield.getValues())
+    if (value.getParentRegion() != &getBody() || isa<BlockArgument>(value))
+      return emitOpError() << "yields a value not computed in its body";
+  // fusion_c2
+  SmallVector<Operation *> ops = getGroupOps();
+  if (ops.empty())
+    return emitOpError() << "expects at least one op in its body";
+  for (Operation *op : ops)
+    if (isa<FusionOp>(op))
+      return op->emitOpError() << "cannot be nested in another 'mpc.fusion'";
+  if (getKind() == FusionKind::Loop) {
+    // fusion_c3
+    for (Operation *op : ops)
+      if (!isLoopFusible(op))
+        return op->emitOpError()
+               << "is neither elementwise nor a view: it cannot be in a "
+                  "'loop' kernel group";
+    for (Type type : getResultTypes())
+      if (cast<RankedTensorType>(type).getShape() !=
+          cast<RankedTensorType>(getResultTypes().front()).getShape())
+        return emitOpError() << "of kind 'loop' expects results of one shape";
+    return success();
+  }
+  if (getKind() == FusionKind::Reduce) {
+    // fusion_c5
+    auto widen = ops.size() == 2 ? dyn_cast<CastOp>(ops[1]) : CastOp();
+    if (!isa<ReduceSumOp>(ops.front()) || !widen ||
+        widen.getInput() != ops.front()->getResult(0) ||
+        !widen.getType().getElementType().isF32())
+      return emitOpError() << "of kind 'reduce' expects a reduce_sum and a "
+                              "cast of its result to f32";
+    return success();
+  }
+  // fusion_c4
+  if (!isGemmLike(ops.front()))
+    return emitOpError() << "of kind 'gemm' expects linear, matmul or "
+                            "batch_matmul first";
+  for (Operation *op : llvm::drop_begin(ops))
+    if (!llvm::is_contained(op->getOperands(), ops.front()->getResult(0)))
+      return op->emitOpError() << "does not read the product: it cannot be in "
+                                  "a GEMM's epilogue";
+  return success();
+}
+
 LogicalResult OutputOp::verify() {
   // output_c1
   if (getOutputNames().size() != getOutputs().size())

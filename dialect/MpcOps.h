@@ -43,6 +43,22 @@ namespace mlir::mpc {
 /// (round trips through an exact widening, casts of splat constants). A
 /// canonicalizer built with it in `disabledPatterns` leaves casts alone.
 inline constexpr llvm::StringLiteral kFoldCastsLabel = "mpc-fold-casts";
+
+/// Whether an op computes each output element from the same element of its
+/// (broadcast) operands, so that it can join a `loop` kernel group.
+bool isElementwise(Operation *op);
+/// Ops that only re-index their operand (reshape, transpose, slice,
+/// slice_grad): in a `loop` kernel group, index arithmetic.
+bool isView(Operation *op);
+/// What a `loop` kernel group may hold: elementwise ops and views.
+inline bool isLoopFusible(Operation *op) {
+  return isElementwise(op) || isView(op);
+}
+/// A cast of an f32 parameter to a 16-bit float: the half model, which the
+/// fused optimizer writes.
+bool isParamHalfCast(CastOp cast);
+/// The ops whose result a GEMM's epilogue can compute in a `gemm` group.
+bool isGemmLike(Operation *op);
 /// mpc-autodiff marks the constant 1 it seeds the backward pass with, for
 /// mpc-insert-loss-scaling to replace with the loss scale.
 inline constexpr llvm::StringLiteral kGradientSeedAttr = "mpc.gradient_seed";

@@ -244,6 +244,67 @@ def Mpc_OutputOp : Mpc_Op<"output", [Pure, Terminator, HasParent<"ModelOp">,
 }
 
 //===----------------------------------------------------------------------===//
+// Kernel groups (mpc-form-kernels)
+//===----------------------------------------------------------------------===//
+
+def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
+    RecursiveMemoryEffects]> {
+  let summary = "One kernel of the step: the ops it computes, what it writes";
+  let description = [{
+    Made by mpc-form-kernels, in the spirit of XLA's fusion computations:
+    code generation emits one kernel (or one GEMM call with its epilogue)
+    per `mpc.fusion`, and knows nothing of which ops fuse. The body reads
+    values defined before the group, which the kernel loads from memory;
+    the values it yields are the group's results, the only ones the kernel
+    stores. Every other value of the body stays in registers.
+
+    - `loop`: elementwise ops and views (reshape, transpose, slice,
+      slice_grad, broadcast) evaluated per element of the results, which all
+      have one shape; a view is index arithmetic, never a copy.
+    - `gemm`: a GEMM-like op followed by what its epilogue applies (a tanh
+      GELU, a widening cast of the product).
+    - `reduce`: a reduce_sum whose f32 accumulator is stored as f32 by the
+      widening cast that follows it.
+
+    ```mlir
+    %q = mpc.fusion loop {
+      %s = mpc.slice %qkv starts [0, 0, 0] limits [4, 16, 64] : tensor<4x16x192xf32>
+      %r = mpc.reshape %s : tensor<4x16x64xf32> to tensor<4x16x2x32xf32>
+      %t = mpc.transpose %r perm [0, 2, 1, 3] : tensor<4x16x2x32xf32>
+      mpc.yield %t : tensor<4x2x16x32xf32>
+    } : tensor<4x2x16x32xf32>
+    ```
+
+    C1: the body is one block ending in `mpc.yield`, whose operands have the
+        types of the results, one each, and are defined in the body.
+    C2: the body holds at least one op besides the terminator, and no
+        `mpc.fusion`.
+    C3: `loop`: every op of the body is elementwise or a view, and the
+        results all have one shape.
+    C4: `gemm`: the first op is linear, matmul or batch_matmul, and every
+        other op reads the product.
+    C5: `reduce`: the body is a reduce_sum and a cast of its result to f32.
+  }];
+  let arguments = (ins FusionKind:$kind);
+  let results = (outs Variadic<AnyStaticShapeTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$kind attr-dict-with-keyword $body `:` type($results)";
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The ops of the group in program order, the terminator excluded.
+    ::llvm::SmallVector<::mlir::Operation *> getGroupOps();
+    /// The terminator; null while the body is malformed.
+    class YieldOp getYieldOp();
+  }];
+}
+
+def Mpc_YieldOp : Mpc_Op<"yield", [Pure, Terminator, HasParent<"FusionOp">]> {
+  let summary = "The values an `mpc.fusion` writes to memory";
+  let arguments = (ins Variadic<AnyStaticShapeTensor>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+}
+
+//===----------------------------------------------------------------------===//
 // GEMM-like ops (lower)
 //===----------------------------------------------------------------------===//
 

@@ -8,6 +8,7 @@
 #define MPC_PASSES_PASSES_H
 
 #include "dialect/MpcDialect.h"
+#include "dialect/MpcOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
@@ -24,6 +25,10 @@ enum class HalfType { F16, BF16 };
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
+
+/// Wraps the kernels of `model`'s body in mpc.fusion ops (mpc-form-kernels,
+/// see Passes.td); returns the number of groups formed.
+int64_t formKernels(ModelOp model, const MpcFormKernelsPassOptions &options = {});
 
 /// Switches of the pipelines beyond the precision level.
 struct PipelineOptions {

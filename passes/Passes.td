@@ -348,4 +348,54 @@ def MpcFuseOptimizerPass : Pass<"mpc-fuse-optimizer", "mlir::ModuleOp"> {
            "loss scaling">];
 }
 
+def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
+  let summary = "Group the ops of each model into kernels (mpc.fusion)";
+  let description = [{
+    Decides what code generation emits as one kernel: every group of two or
+    more ops becomes an `mpc.fusion` whose body holds the ops and whose
+    results are exactly what the kernel writes to memory. Code generation
+    runs the same formation and emits one kernel (or one GEMM call) per
+    group; ops outside any group are one kernel each (a reshape outside a
+    group is an alias: no kernel at all).
+
+    Rules, each pinned by tests/Passes/form-kernels.mlir:
+    1. GEMM epilogues (`gemm-epilogues`): a tanh GELU of a biased linear's
+       output, where cuBLASLt's GELU_AUX_BIAS epilogue can apply it (the
+       bias has the output's type, the output's width is a multiple of 8),
+       joins the linear; so does a widening cast to f32 of a matmul's or
+       batch_matmul's half product when the cast is its only reader (the
+       GEMM writes f32 directly: one rounding fewer). The same cast of a
+       reduce_sum's sum joins the reduction (a `reduce` group).
+    2. Loop fusion, from each group's last op backwards: a producer that is
+       elementwise or a view joins the group when
+       - every reader of its result is in the group; an elementwise
+         producer must also have as many elements as the group's results,
+         so that fusion never recomputes it per element of a broadcast; or
+       - its result has the shape of the group's results and every reader
+         outside the group comes after the group (the value is then one
+         more output of the kernel).
+       With `views`, reshape, transpose, slice and slice_grad join as index
+       arithmetic; without, only elementwise ops do. A parameter's half
+       copy never joins: the fused optimizer writes it.
+    3. Siblings (`siblings`): two loop groups whose results have one shape,
+       that read a common value and do not depend on each other, are one
+       kernel with both outputs (the q, k and v of an attention read from
+       one qkv projection).
+    A group is placed where its last op was; the rules above keep every
+    value defined before it is read.
+  }];
+  let dependentDialects = ["mlir::mpc::MpcDialect"];
+  let options = [
+    Option<"views", "views", "bool", /*default=*/"true",
+           "Fuse reshape, transpose, slice and slice_grad as index arithmetic">,
+    Option<"gemmEpilogues", "gemm-epilogues", "bool", /*default=*/"true",
+           "Fuse a GELU or a widening cast into the GEMM that produces its "
+           "operand">,
+    Option<"siblings", "siblings", "bool", /*default=*/"true",
+           "Fuse loop groups of one shape that read a common value">];
+  let statistics = [
+    Statistic<"numGroups", "num-groups", "Kernel groups formed">,
+    Statistic<"numFusedOps", "num-fused-ops", "Ops placed in kernel groups">];
+}
+
 #endif // MPC_PASSES_PASSES_TD

@@ -1,0 +1,324 @@
+//===- FormKernels.cpp - group the training step into kernels -----*- C++ -*-===//
+//
+// This file implements mpc-form-kernels: it decides which ops code
+// generation emits as one kernel and records each decision in the IR as an
+// mpc.fusion (see Passes.td for the rules). Code generation calls
+// formKernels and emits one kernel per group; it knows no fusion rule.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialect/MpcOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
+
+#define DEBUG_TYPE "mpc-form-kernels"
+
+namespace mlir::mpc {
+#define GEN_PASS_DEF_MPCFORMKERNELSPASS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+/// One kernel in the making: its ops, and the op it is placed at (the last
+/// in program order).
+struct Group {
+  FusionKind kind = FusionKind::Loop;
+  llvm::SetVector<Operation *> ops;
+  Operation *root = nullptr;
+  bool merged = false; ///< taken into a sibling group
+};
+
+int64_t elementCount(Value value) {
+  return cast<RankedTensorType>(value.getType()).getNumElements();
+}
+
+ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+/// A tanh GELU of `linear`'s output that cuBLASLt's GELU_AUX_BIAS epilogue
+/// applies: after a bias of the output's type; its auxiliary output (the
+/// GELU's input, which the backward pass reads) needs a leading dimension
+/// divisible by 8.
+bool isGeluEpilogue(LinearOp linear, Operation *next) {
+  auto gelu = dyn_cast<GeluOp>(next);
+  Value bias = linear.getBias();
+  return gelu && bias && gelu.getInput() == linear.getResult() &&
+         gelu.getApproximate() == GeluApproximation::Tanh &&
+         gelu.getType() == linear.getResult().getType() &&
+         cast<RankedTensorType>(bias.getType()).getElementType() ==
+             linear.getResult().getType().getElementType() &&
+         linear.getWeight().getType().getDimSize(0) % 8 == 0;
+}
+
+/// The only reader of a matmul's (or an unbiased linear's) half product, or
+/// of a reduce_sum's half sum, when it widens the value to f32: the GEMM or
+/// the reduction can write f32 from its f32 accumulator itself.
+CastOp widenedResult(Operation *op) {
+  if (!isa<MatmulOp, BatchMatmulOp, LinearOp, ReduceSumOp>(op))
+    return nullptr;
+  if (auto linear = dyn_cast<LinearOp>(op); linear && linear.getBias())
+    return nullptr;
+  Value product = op->getResult(0);
+  if (!product.hasOneUse())
+    return nullptr;
+  auto widen = dyn_cast<CastOp>(*product.getUsers().begin());
+  if (!widen || !widen.getType().getElementType().isF32() ||
+      widen.getInput().getType().getElementType().isF32())
+    return nullptr;
+  return widen;
+}
+
+class KernelFormation {
+public:
+  KernelFormation(ModelOp model, const MpcFormKernelsPassOptions &options)
+      : model(model), options(options) {
+    for (auto [index, op] :
+         llvm::enumerate(model.getBody().front().without_terminator()))
+      position[&op] = index;
+  }
+
+  /// Forms the groups and wraps each of two or more ops in an mpc.fusion.
+  int64_t run();
+
+private:
+  bool fusible(Operation *op) const {
+    if (auto cast = dyn_cast<CastOp>(op); cast && isParamHalfCast(cast))
+      return false;
+    return options.views ? isLoopFusible(op) : isElementwise(op);
+  }
+  /// Whether every reader of `value` outside `group` comes after its root
+  /// (the terminator counts as after everything).
+  bool readAfter(Value value, const Group &group) const {
+    for (Operation *user : value.getUsers()) {
+      if (group.ops.contains(user))
+        continue;
+      auto it = position.find(user);
+      if (it != position.end() && it->second <= position.lookup(group.root))
+        return false;
+    }
+    return true;
+  }
+  void formEpilogueGroups();
+  void growLoopGroup(Group &group);
+  void mergeSiblings();
+  /// The values of `group` read outside it: what the kernel stores.
+  SmallVector<Value> outputs(const Group &group) const;
+  void wrap(const Group &group);
+
+  ModelOp model;
+  const MpcFormKernelsPassOptions &options;
+  llvm::DenseMap<Operation *, int64_t> position;
+  llvm::DenseMap<Operation *, size_t> groupOf;
+  std::vector<Group> groups;
+};
+
+void KernelFormation::formEpilogueGroups() {
+  for (Operation &op : model.getBody().front().without_terminator()) {
+    if (groupOf.count(&op))
+      continue;
+    if (auto reduce = dyn_cast<ReduceSumOp>(op)) {
+      if (CastOp widen = widenedResult(reduce)) {
+        Group group;
+        group.kind = FusionKind::Reduce;
+        group.ops.insert(&op);
+        group.ops.insert(widen);
+        group.root = widen;
+        groupOf[&op] = groupOf[widen] = groups.size();
+        groups.push_back(std::move(group));
+      }
+      continue;
+    }
+    if (!isGemmLike(&op))
+      continue;
+    Operation *epilogue = nullptr;
+    if (auto linear = dyn_cast<LinearOp>(op);
+        linear && op.getNextNode() && isGeluEpilogue(linear, op.getNextNode()))
+      epilogue = op.getNextNode();
+    else if (CastOp widen = widenedResult(&op))
+      epilogue = widen;
+    if (!epilogue)
+      continue;
+    Group group;
+    group.kind = FusionKind::Gemm;
+    group.ops.insert(&op);
+    group.ops.insert(epilogue);
+    group.root = epilogue;
+    groupOf[&op] = groupOf[epilogue] = groups.size();
+    groups.push_back(std::move(group));
+  }
+}
+
+void KernelFormation::growLoopGroup(Group &group) {
+  // Producers are considered from the root backwards; a producer that
+  // joins brings its own operands into consideration.
+  ArrayRef<int64_t> shape = shapeOf(group.root->getResult(0));
+  int64_t elements = elementCount(group.root->getResult(0));
+  SmallVector<Operation *> worklist{group.root};
+  while (!worklist.empty()) {
+    Operation *consumer = worklist.pop_back_val();
+    for (Value operand : consumer->getOperands()) {
+      Operation *producer = operand.getDefiningOp();
+      if (!producer || producer->getBlock() != group.root->getBlock() ||
+          group.ops.contains(producer) || groupOf.count(producer) ||
+          !fusible(producer))
+        continue;
+      Value result = producer->getResult(0);
+      bool readOnlyHere = llvm::all_of(result.getUsers(), [&](Operation *u) {
+        return group.ops.contains(u);
+      });
+      // An elementwise producer with fewer elements would be recomputed
+      // for every element it is broadcast to; a splat constant is a
+      // literal and costs nothing.
+      bool onceEach = isView(producer) ||
+                      isa<ConstantOp, CausalMaskOp>(producer) ||
+                      elementCount(result) == elements;
+      bool extraOutput = shapeOf(result) == shape && !isa<ReshapeOp>(producer) &&
+                         readAfter(result, group);
+      if (!((readOnlyHere && onceEach) || extraOutput))
+        continue;
+      group.ops.insert(producer);
+      groupOf[producer] = &group - groups.data();
+      worklist.push_back(producer);
+    }
+  }
+}
+
+SmallVector<Value> KernelFormation::outputs(const Group &group) const {
+  SmallVector<Value> values;
+  for (Operation *op : group.ops)
+    for (Value result : op->getResults())
+      if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return !group.ops.contains(user);
+          }))
+        values.push_back(result);
+  return values;
+}
+
+void KernelFormation::mergeSiblings() {
+  // Loop groups in the order of their roots; each may take an earlier one
+  // of its shape that reads a value it reads, when nothing between the two
+  // roots (itself included) reads the earlier group's outputs.
+  SmallVector<size_t> loops;
+  for (auto [index, group] : llvm::enumerate(groups))
+    if (group.kind == FusionKind::Loop)
+      loops.push_back(index);
+  llvm::sort(loops, [&](size_t a, size_t b) {
+    return position.lookup(groups[a].root) < position.lookup(groups[b].root);
+  });
+  auto inputs = [&](const Group &group) {
+    llvm::SetVector<Value> values;
+    for (Operation *op : group.ops)
+      for (Value operand : op->getOperands())
+        if (!operand.getDefiningOp() ||
+            !group.ops.contains(operand.getDefiningOp()))
+          values.insert(operand);
+    return values;
+  };
+  for (auto [i, later] : llvm::enumerate(loops)) {
+    Group &into = groups[later];
+    for (size_t j = i; j-- > 0;) {
+      Group &from = groups[loops[j]];
+      if (from.merged || outputs(from).empty() || outputs(into).empty() ||
+          shapeOf(outputs(from).front()) != shapeOf(outputs(into).front()))
+        continue;
+      llvm::SetVector<Value> shared = inputs(from);
+      if (!llvm::any_of(inputs(into),
+                        [&](Value value) { return shared.contains(value); }))
+        continue;
+      if (!llvm::all_of(outputs(from),
+                        [&](Value value) { return readAfter(value, into); }))
+        continue;
+      for (Operation *op : from.ops) {
+        into.ops.insert(op);
+        groupOf[op] = later;
+      }
+      from.merged = true;
+    }
+  }
+}
+
+void KernelFormation::wrap(const Group &group) {
+  SmallVector<Operation *> ops(group.ops.begin(), group.ops.end());
+  llvm::sort(ops, [&](Operation *a, Operation *b) {
+    return position.lookup(a) < position.lookup(b);
+  });
+  SmallVector<Value> results = outputs(group);
+  if (results.empty()) // unread: the root's result is still computed
+    results.push_back(group.root->getResult(0));
+  // Yielded in program order, the kernel's stores in that order.
+  llvm::sort(results, [&](Value a, Value b) {
+    return position.lookup(a.getDefiningOp()) <
+           position.lookup(b.getDefiningOp());
+  });
+  OpBuilder builder(group.root);
+  SmallVector<Type> types = llvm::map_to_vector(
+      results, [](Value value) { return value.getType(); });
+  auto fusion = FusionOp::create(builder, group.root->getLoc(), types,
+                                 FusionKindAttr::get(builder.getContext(),
+                                                     group.kind));
+  Block *body = builder.createBlock(&fusion.getBody());
+  for (Operation *op : ops)
+    op->moveBefore(body, body->end());
+  builder.setInsertionPointToEnd(body);
+  YieldOp::create(builder, group.root->getLoc(), results);
+  for (auto [value, result] : llvm::zip(results, fusion.getResults()))
+    value.replaceUsesWithIf(result, [&](OpOperand &use) {
+      return !fusion->isProperAncestor(use.getOwner());
+    });
+}
+
+int64_t KernelFormation::run() {
+  if (options.gemmEpilogues)
+    formEpilogueGroups();
+  // Roots from the last op backwards: a group grows towards its inputs.
+  SmallVector<Operation *> body;
+  for (Operation &op : model.getBody().front().without_terminator())
+    body.push_back(&op);
+  for (Operation *op : llvm::reverse(body)) {
+    if (groupOf.count(op) || !fusible(op) || isa<ReshapeOp>(op) ||
+        op->getNumResults() != 1)
+      continue;
+    groupOf[op] = groups.size();
+    Group group;
+    group.ops.insert(op);
+    group.root = op;
+    groups.push_back(std::move(group));
+    growLoopGroup(groups.back());
+  }
+  if (options.siblings)
+    mergeSiblings();
+  int64_t formed = 0;
+  for (const Group &group : groups)
+    if (!group.merged && group.ops.size() > 1) {
+      wrap(group);
+      ++formed;
+    }
+  return formed;
+}
+
+struct MpcFormKernelsPass : impl::MpcFormKernelsPassBase<MpcFormKernelsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    MpcFormKernelsPassOptions options{views, gemmEpilogues, siblings};
+    getOperation().walk([&](ModelOp model) {
+      numGroups += formKernels(model, options);
+      model.walk([&](FusionOp fusion) {
+        numFusedOps += fusion.getGroupOps().size();
+      });
+    });
+  }
+};
+
+} // namespace
+
+int64_t formKernels(ModelOp model, const MpcFormKernelsPassOptions &options) {
+  return KernelFormation(model, options).run();
+}
+
+} // namespace mlir::mpc
