@@ -323,6 +323,32 @@ LogicalResult emitStep(const Step &step, StepEmitter &emitter);
 /// EmitData.cpp and EmitBackward.cpp (backward-only ops). Each
 /// returns failure() without a diagnostic when the op is not its family's.
 LogicalResult emitFusedElementwise(const Step &step, StepEmitter &emitter);
+
+/// Loop ops fused into another kernel (a `row` group's prologue or
+/// epilogue): a `__device__` function that computes one element of a value
+/// at its linear index, loading what it reads from outside the ops through
+/// extra kernel parameters.
+struct ElementFunction {
+  std::string name;
+  std::string source; ///< the function's definition, before the kernel
+  /// Extra parameters of the kernel (declarations and their names), and
+  /// the launch arguments that fill them.
+  SmallVector<std::string> parameters, parameterNames, arguments;
+  KernelCost cost; ///< the loads and the arithmetic
+  /// The call computing the element at `index`, with `seed` (the value the
+  /// caller computed, for an epilogue).
+  std::string call(StringRef index, StringRef seed = "") const;
+};
+
+/// Builds the ElementFunction computing `result` from `ops` (elementwise
+/// ops and views). With a `seed`, the function takes that value's element
+/// as an argument (an epilogue applied to what the kernel computed); the
+/// seed is read at the element's own index only. Parameter names start
+/// with `parameterPrefix`.
+FailureOr<ElementFunction>
+buildElementFunction(ArrayRef<Operation *> ops, Value result, Value seed,
+                     StepEmitter &emitter, StringRef name,
+                     StringRef parameterPrefix);
 FailureOr<bool> emitGemmLike(Operation *op, const Step &step,
                              StepEmitter &emitter);
 FailureOr<bool> emitRowOp(Operation *op, const Step &step,
@@ -394,6 +420,8 @@ struct GeneratedModel {
 struct CodegenOptions {
   /// Check every op output for inf/NaN (see emitNonfiniteChecks).
   bool debugNonfinite = false;
+  /// Group ops into kernels (mpc-form-kernels); off: one kernel per op.
+  bool fuse = true;
   /// The cuda target: the host code launches the kernels from the image
   /// NVRTC builds (CudaTarget.h) instead of running them on the host.
   bool cuda = false;

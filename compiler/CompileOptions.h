@@ -83,6 +83,9 @@ struct CompileOptions {
   std::string reportGpu = "h100";
   /// `--debug-nonfinite`: check every op output for inf/NaN at run time.
   bool debugNonfinite = false;
+  /// `--no-fuse` clears it: every op its own kernel, every result in
+  /// memory (no mpc-form-kernels), for debugging and equivalence tests.
+  bool fuse = true;
   /// `--emulate-blocks` (cpu target): run each kernel as the cuda target
   /// launches it, blockDim threads a block, under the block emulator.
   bool emulateBlocks = false;

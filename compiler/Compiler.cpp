@@ -280,6 +280,7 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   auto eval = *evalModule->getOps<ModelOp>().begin();
   CodegenOptions codegen;
   codegen.debugNonfinite = options.debugNonfinite;
+  codegen.fuse = options.fuse;
   codegen.cuda = options.target == Target::Cuda;
   codegen.emulateBlocks = codegen.cuda || options.emulateBlocks;
   if (codegen.cuda)

@@ -55,16 +55,27 @@ using Coordinates = SmallVector<std::string, 4>;
 /// needed twice at the same coordinates is computed once.
 class FusedKernelBuilder {
 public:
-  FusedKernelBuilder(const Step &step, StepEmitter &emitter)
-      : step(step), emitter(emitter) {}
+  FusedKernelBuilder(ArrayRef<Operation *> ops, StepEmitter &emitter,
+                     std::string namePrefix = "")
+      : ops(ops), emitter(emitter), namePrefix(std::move(namePrefix)) {}
 
+  /// The whole kernel of a loop group.
   LogicalResult build();
+  /// A device function computing `result` at linear index `i` (see
+  /// ElementFunction), with `seed` given by the caller.
+  FailureOr<ElementFunction> buildFunction(Value result, Value seed,
+                                           StringRef name);
 
 private:
   bool inGroup(Value value) const {
     Operation *def = value.getDefiningOp();
-    return def && llvm::is_contained(step.ops, def);
+    return def && llvm::is_contained(ops, def);
   }
+  /// Sets the loop's shape and coordinates c0, c1, ... (decoded from `i`).
+  void setShape(Value value);
+  /// `long long cD = (i / stride) % extent;` for every coordinate the code
+  /// reads.
+  std::string coordinateDeclarations(const std::string &code) const;
   /// The value at `coordinates` (in its shape): a register, a literal or a
   /// load. `domain` is how many distinct elements of it the kernel may need
   /// (for the cost of a load).
@@ -86,8 +97,9 @@ private:
     body += std::string(4 + 2 * depth, ' ') + line + "\n";
   }
 
-  const Step &step;
+  ArrayRef<Operation *> ops;
   StepEmitter &emitter;
+  std::string namePrefix; ///< of parameters, for a function in a kernel
   SmallVector<int64_t> shape; ///< of the results: the loop's elements
   Coordinates root;           ///< c0, c1, ...: the loop's element
   /// Computed values by (value, coordinates), one map per open `if`.
@@ -134,7 +146,7 @@ std::string FusedKernelBuilder::load(Value value,
   auto type = cast<RankedTensorType>(value.getType());
   auto [it, added] = inputNames.try_emplace(value);
   if (added) {
-    it->second = "in" + std::to_string(parameters.size());
+    it->second = namePrefix + "in" + std::to_string(parameters.size());
     parameters.push_back("const " + cType(type.getElementType()) +
                          " *__restrict__ " + it->second);
     arguments.push_back(emitter.constPointer(value));
@@ -403,20 +415,97 @@ FusedKernelBuilder::expression(Operation *op, ArrayRef<std::string> in,
       });
 }
 
+void FusedKernelBuilder::setShape(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  shape.assign(type.getShape().begin(), type.getShape().end());
+  root.clear();
+  for (size_t d = 0; d < shape.size(); ++d)
+    root.push_back("c" + std::to_string(d));
+}
+
+std::string
+FusedKernelBuilder::coordinateDeclarations(const std::string &code) const {
+  std::string declarations;
+  SmallVector<int64_t> strides = rowMajorStrides(shape);
+  for (int64_t d = shape.size() - 1; d >= 0; --d) {
+    std::string name = "c" + std::to_string(d);
+    bool used = false;
+    for (size_t at = code.find(name); at != std::string::npos && !used;
+         at = code.find(name, at + 1)) {
+      char before = at ? code[at - 1] : ' ';
+      char after =
+          at + name.size() < code.size() ? code[at + name.size()] : ' ';
+      used = !isalnum(before) && before != '_' && !isdigit(after);
+    }
+    if (used)
+      declarations = llvm::formatv("    long long c{0} = (i / {1}LL) % {2}LL;\n",
+                                   d, strides[d], shape[d])
+                         .str() +
+                     declarations;
+  }
+  return declarations;
+}
+
+FailureOr<ElementFunction>
+FusedKernelBuilder::buildFunction(Value result, Value seed, StringRef name) {
+  setShape(result);
+  int64_t n = cast<RankedTensorType>(result.getType()).getNumElements();
+  if (seed) {
+    // The caller's value, rounded to its storage type as a store would.
+    std::string reg = fresh();
+    Type element = cast<RankedTensorType>(seed.getType()).getElementType();
+    if (element.isF16())
+      statement("float " + reg + " = __half2float(__float2half_rn(seed));");
+    else if (element.isBF16())
+      statement("float " + reg +
+                " = __bfloat162float(__float2bfloat16_rn(seed));");
+    else
+      statement("float " + reg + " = seed;");
+    known.back()[{seed.getAsOpaquePointer(), llvm::join(root, ",")}] = reg;
+  }
+  FailureOr<std::string> value = valueAt(result, root, n);
+  if (failed(value))
+    return failure();
+  if (needsRandom)
+    return result.getDefiningOp()->emitError()
+           << "dropout cannot be fused into a row kernel";
+  for (Value input : inputOrder)
+    cost.readsElements(
+        std::min(inputDomain.lookup(input),
+                 cast<RankedTensorType>(input.getType()).getNumElements()),
+        cast<RankedTensorType>(input.getType()).getElementType());
+  ElementFunction function;
+  function.name = name.str();
+  SmallVector<std::string> signature(parameters);
+  if (seed)
+    signature.push_back("float seed");
+  signature.push_back("long long i");
+  std::string code = body;
+  function.source = llvm::formatv("__device__ float {0}({1}) {{\n{2}{3}"
+                                  "    return {4};\n}\n",
+                                  name, llvm::join(signature, ", "),
+                                  coordinateDeclarations(code), code, *value)
+                        .str();
+  function.parameters = parameters;
+  function.arguments = arguments;
+  for (const std::string &parameter : parameters)
+    function.parameterNames.push_back(
+        parameter.substr(parameter.rfind(' ') + 1));
+  function.cost = cost;
+  return function;
+}
+
 LogicalResult FusedKernelBuilder::build() {
   // The loop runs over the shape of what the group stores (one shape, see
   // mpc.fusion's C3); a group that stores nothing over its last result.
   SmallVector<std::pair<Value, std::string>> stores;
-  for (Operation *op : step.ops)
+  for (Operation *op : ops)
     for (Value result : op->getResults())
       if (emitter.getPlan().isMaterialised(result))
         stores.push_back({result, ""});
-  Value loopValue = stores.empty() ? step.ops.back()->getResult(0)
+  Value loopValue = stores.empty() ? ops.back()->getResult(0)
                                    : stores.front().first;
-  shape.assign(cast<RankedTensorType>(loopValue.getType()).getShape().begin(),
-               cast<RankedTensorType>(loopValue.getType()).getShape().end());
-  for (size_t d = 0; d < shape.size(); ++d)
-    root.push_back("c" + std::to_string(d));
+  setShape(loopValue);
   int64_t n = cast<RankedTensorType>(loopValue.getType()).getNumElements();
 
   std::string storeCode;
@@ -448,28 +537,7 @@ LogicalResult FusedKernelBuilder::build() {
                  cast<RankedTensorType>(input.getType()).getNumElements()),
         cast<RankedTensorType>(input.getType()).getElementType());
 
-  // Only the coordinates the body reads are computed.
-  std::string coordinates;
-  SmallVector<int64_t> strides = rowMajorStrides(shape);
-  std::string code = body + storeCode;
-  for (int64_t d = shape.size() - 1; d >= 0; --d) {
-    std::string name = "c" + std::to_string(d);
-    bool used = false;
-    for (size_t at = code.find(name); at != std::string::npos;
-         at = code.find(name, at + 1)) {
-      char before = at ? code[at - 1] : ' ';
-      char after = at + name.size() < code.size() ? code[at + name.size()] : ' ';
-      if (!isalnum(before) && before != '_' && !isdigit(after)) {
-        used = true;
-        break;
-      }
-    }
-    if (used)
-      coordinates = llvm::formatv("    long long c{0} = (i / {1}LL) % {2}LL;\n",
-                                  d, strides[d], shape[d])
-                        .str() +
-                    coordinates;
-  }
+  std::string coordinates = coordinateDeclarations(body + storeCode);
   // The step counter is read from the control block, not passed: a CUDA
   // graph replays the arguments it was captured with. The seed is fixed
   // for a session.
@@ -482,16 +550,16 @@ LogicalResult FusedKernelBuilder::build() {
     prologue = "  const long long step = values->step;\n";
   }
 
-  std::string hint = step.ops.size() == 1
-                         ? step.ops.front()->getName().stripDialect().str()
-                         : "fused" + std::to_string(step.ops.size());
+  std::string hint = ops.size() == 1
+                         ? ops.front()->getName().stripDialect().str()
+                         : "fused" + std::to_string(ops.size());
   std::string name = emitter.kernelName(hint);
   std::string source;
   llvm::raw_string_ostream os(source);
   os << "// ";
   llvm::interleave(
-      step.ops, os,
-      [&](Operation *op) { os << op->getName().stripDialect(); }, ", ");
+      ops, os, [&](Operation *op) { os << op->getName().stripDialect(); },
+      ", ");
   os << "\n__global__ void " << name << "(";
   llvm::interleaveComma(parameters, os);
   os << ") {\n" << prologue << "  MPC_FOR_EACH(i, " << n << "LL) {\n"
@@ -509,5 +577,21 @@ LogicalResult mlir::mpc::emitFusedElementwise(const Step &step,
   if (step.ops.size() == 1 && isa<ConstantOp>(step.ops.front()) &&
       !emitter.getPlan().isMaterialised(step.ops.front()->getResult(0)))
     return success();
-  return FusedKernelBuilder(step, emitter).build();
+  return FusedKernelBuilder(step.ops, emitter).build();
+}
+
+std::string ElementFunction::call(StringRef index, StringRef seed) const {
+  SmallVector<std::string> arguments(parameterNames);
+  if (!seed.empty())
+    arguments.push_back(seed.str());
+  arguments.push_back(index.str());
+  return name + "(" + llvm::join(arguments, ", ") + ")";
+}
+
+FailureOr<ElementFunction>
+mlir::mpc::buildElementFunction(ArrayRef<Operation *> ops, Value result,
+                                Value seed, StepEmitter &emitter,
+                                StringRef name, StringRef parameterPrefix) {
+  return FusedKernelBuilder(ops, emitter, parameterPrefix.str())
+      .buildFunction(result, seed, name);
 }

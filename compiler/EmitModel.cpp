@@ -180,7 +180,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   OutputOp trainOutput = train.getOutputOp();
   SmallVector<Value> gradients(trainOutput.getGradients());
   // --debug-nonfinite checks every op's output: nothing stays in registers.
-  bool fuse = !options.debugNonfinite;
+  bool fuse = options.fuse && !options.debugNonfinite;
   std::vector<Step> trainSteps = formSteps(train, fuse);
   MemoryPlan trainPlan(train, trainSteps, gradients,
                        options.gemmWorkspaceBytes);

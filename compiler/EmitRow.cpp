@@ -14,6 +14,7 @@
 #include "compiler/Codegen.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -49,71 +50,175 @@ std::string rowPreamble(const RowView &view) {
       .str();
 }
 
+/// A row kernel's access to one operand or its result: through a pointer,
+/// or, in a `row` group, through the ElementFunction of the loop ops fused
+/// before (a prologue computing the operand) or after it (an epilogue
+/// applied to the result before it is stored).
+struct RowAccess {
+  std::string pointer;               ///< parameter name
+  std::optional<ElementFunction> fused;
+  SmallVector<std::string> parameters, arguments;
+
+  /// The operand's element at `index`.
+  std::string load(StringRef index) const {
+    return fused ? fused->call(index)
+                 : ("mpc_load(" + pointer + " + " + index + ")").str();
+  }
+  /// Stores `value` as the result's element at `index`.
+  std::string store(StringRef index, StringRef value) const {
+    return ("mpc_store(" + pointer + " + " + index + ", " +
+            (fused ? fused->call(index, value) : value.str()) + ");")
+        .str();
+  }
+  std::string functions() const { return fused ? fused->source : ""; }
+};
+
+/// How a row kernel reads `operand`: the prologue of `step` that computes
+/// it, or the operand's buffer.
+FailureOr<RowAccess> rowInput(StepEmitter &emitter, const Step &step,
+                              Operation *rowOp, Value operand,
+                              StringRef pointer, StringRef kernel) {
+  RowAccess access;
+  access.pointer = pointer.str();
+  SmallVector<Operation *> prologue;
+  for (Operation *op : step.ops) {
+    if (op == rowOp)
+      break;
+    prologue.push_back(op);
+  }
+  Operation *def = operand.getDefiningOp();
+  if (!step.group || !def || !llvm::is_contained(prologue, def)) {
+    access.parameters.push_back("const " + elementCType(operand) +
+                                " *__restrict__ " + pointer.str());
+    access.arguments.push_back(emitter.constPointer(operand));
+    return access;
+  }
+  FailureOr<ElementFunction> fused = buildElementFunction(
+      prologue, operand, Value(), emitter, (kernel + "_" + pointer).str(),
+      (pointer + "_").str());
+  if (failed(fused))
+    return failure();
+  access.parameters = fused->parameters;
+  access.arguments = fused->arguments;
+  access.fused = std::move(*fused);
+  return access;
+}
+
+/// How a row kernel stores `result`: through the epilogue of `step` that
+/// ends in the value the group writes, or into the result's buffer.
+FailureOr<RowAccess> rowOutput(StepEmitter &emitter, const Step &step,
+                               Operation *rowOp, Value result,
+                               StringRef pointer, StringRef kernel) {
+  RowAccess access;
+  access.pointer = pointer.str();
+  SmallVector<Operation *> epilogue;
+  for (Operation *op : llvm::reverse(step.ops)) {
+    if (op == rowOp)
+      break;
+    epilogue.insert(epilogue.begin(), op);
+  }
+  Value written = epilogue.empty() ? result : epilogue.back()->getResult(0);
+  access.parameters.push_back(elementCType(written) + " *__restrict__ " +
+                              pointer.str());
+  access.arguments.push_back(emitter.pointer(written));
+  if (epilogue.empty())
+    return access;
+  FailureOr<ElementFunction> fused = buildElementFunction(
+      epilogue, written, result, emitter, (kernel + "_" + pointer).str(),
+      (pointer + "_").str());
+  if (failed(fused))
+    return failure();
+  llvm::append_range(access.parameters, fused->parameters);
+  llvm::append_range(access.arguments, fused->arguments);
+  access.fused = std::move(*fused);
+  return access;
+}
+
 /// softmax / log_softmax: max, sum of exponentials, then the outputs.
-void emitSoftmax(StepEmitter &emitter, Value input, Value output, int64_t dim,
-                 bool logarithm) {
+LogicalResult emitSoftmax(StepEmitter &emitter, const Step &step,
+                          Operation *op, Value input, Value output,
+                          int64_t dim, bool logarithm) {
   RowView view = viewAlong(cast<RankedTensorType>(input.getType()), dim);
   std::string name = emitter.kernelName(logarithm ? "log_softmax" : "softmax");
+  FailureOr<RowAccess> x = rowInput(emitter, step, op, input, "x", name);
+  if (failed(x))
+    return failure();
+  std::string element = x->load("base + j * stride");
   std::string store =
-      logarithm ? "mpc_store(y + base + j * stride, mpc_load(x + base + j * "
-                  "stride) - m - logf(s));"
-                : "mpc_store(y + base + j * stride, expf(mpc_load(x + base + "
-                  "j * stride) - m) / s);";
+      logarithm ? "mpc_store(y + base + j * stride, " + element +
+                      " - m - logf(s));"
+                : "mpc_store(y + base + j * stride, expf(" + element +
+                      " - m) / s);";
+  SmallVector<std::string> parameters(x->parameters);
+  parameters.push_back(elementCType(output) + " *__restrict__ y");
+  SmallVector<std::string> arguments(x->arguments);
+  arguments.push_back(emitter.pointer(output));
   emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ x, {2} *__restrict__ y) "
-      "{{\n{3}"
+      "{6}__global__ void {0}({1}) {{\n{2}"
       "  float m = -INFINITY;\n"
-      "  MPC_FOR_THREAD(j, {4}LL) m = mpc_max(m, mpc_load(x + base + j * "
-      "stride));\n"
+      "  MPC_FOR_THREAD(j, {3}LL) m = mpc_max(m, {4});\n"
       "  m = mpc_block_reduce_max(m);\n"
       "  mpc_sum s = 0.0f;\n"
-      "  MPC_FOR_THREAD(j, {4}LL) s += expf(mpc_load(x + base + j * stride) - "
-      "m);\n"
+      "  MPC_FOR_THREAD(j, {3}LL) s += expf({4} - m);\n"
       "  s = mpc_block_reduce_sum(s);\n"
-      "  MPC_FOR_THREAD(j, {4}LL) {5}\n"
+      "  MPC_FOR_THREAD(j, {3}LL) {5}\n"
       "}\n",
-      name, elementCType(input), elementCType(output), rowPreamble(view),
-      view.extent, store));
-  emitter.launch(
-      name, view.rows(), rowBlockSize,
-      {emitter.constPointer(input), emitter.pointer(output)},
-      // max, then sum of exp(x - m), then the outputs: 6 FLOPs an element.
-      KernelCost().reads(input).writes(output).flopsPer(
-          view.rows() * view.extent, 6));
+      name, llvm::join(parameters, ", "), rowPreamble(view), view.extent,
+      element, store, x->functions()));
+  KernelCost cost = KernelCost().writes(output).flopsPer(
+      view.rows() * view.extent, 6);
+  if (x->fused)
+    cost += x->fused->cost;
+  else
+    cost.reads(input);
+  // max, then sum of exp(x - m), then the outputs: 6 FLOPs an element.
+  emitter.launch(name, view.rows(), rowBlockSize, arguments, cost);
+  return success();
 }
 
 /// softmax_grad: dx = y * (dy - sum(dy * y));
 /// log_softmax_grad: dx = dy - exp(y) * sum(dy).
-void emitSoftmaxGrad(StepEmitter &emitter, Value grad, Value output,
-                     Value result, int64_t dim, bool logarithm) {
+LogicalResult emitSoftmaxGrad(StepEmitter &emitter, const Step &step,
+                              Operation *op, Value grad, Value output,
+                              Value result, int64_t dim, bool logarithm) {
   RowView view = viewAlong(cast<RankedTensorType>(grad.getType()), dim);
   std::string name =
       emitter.kernelName(logarithm ? "log_softmax_grad" : "softmax_grad");
+  FailureOr<RowAccess> dx = rowOutput(emitter, step, op, result, "dx", name);
+  if (failed(dx))
+    return failure();
   std::string term = logarithm ? "mpc_load(dy + base + j * stride)"
                                : "mpc_load(dy + base + j * stride) * "
                                  "mpc_load(y + base + j * stride)";
-  std::string store =
-      logarithm
-          ? "mpc_store(dx + base + j * stride, mpc_load(dy + base + j * "
-            "stride) - expf(mpc_load(y + base + j * stride)) * s);"
-          : "mpc_store(dx + base + j * stride, mpc_load(y + base + j * "
-            "stride) * (mpc_load(dy + base + j * stride) - s));";
+  std::string value =
+      logarithm ? "mpc_load(dy + base + j * stride) - expf(mpc_load(y + base "
+                  "+ j * stride)) * s"
+                : "mpc_load(y + base + j * stride) * (mpc_load(dy + base + j "
+                  "* stride) - s)";
+  SmallVector<std::string> parameters{
+      "const " + elementCType(grad) + " *__restrict__ dy",
+      "const " + elementCType(output) + " *__restrict__ y"};
+  llvm::append_range(parameters, dx->parameters);
+  SmallVector<std::string> arguments{emitter.constPointer(grad),
+                                     emitter.constPointer(output)};
+  llvm::append_range(arguments, dx->arguments);
   emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
-      "*__restrict__ y, {3} *__restrict__ dx) {{\n{4}"
+      "{5}__global__ void {0}({1}) {{\n{2}"
       "  mpc_sum s = 0.0f;\n"
-      "  MPC_FOR_THREAD(j, {5}LL) s += {6};\n"
+      "  MPC_FOR_THREAD(j, {3}LL) s += {4};\n"
       "  s = mpc_block_reduce_sum(s);\n"
-      "  MPC_FOR_THREAD(j, {5}LL) {7}\n"
+      "  MPC_FOR_THREAD(j, {3}LL) {6}\n"
       "}\n",
-      name, elementCType(grad), elementCType(output), elementCType(result),
-      rowPreamble(view), view.extent, term, store));
-  emitter.launch(name, view.rows(), rowBlockSize,
-                 {emitter.constPointer(grad), emitter.constPointer(output),
-                  emitter.pointer(result)},
-                 // The row sum, then dx: 4 FLOPs an element.
-                 KernelCost().reads(grad).reads(output).writes(result).flopsPer(
-                     view.rows() * view.extent, 4));
+      name, llvm::join(parameters, ", "), rowPreamble(view), view.extent, term,
+      dx->functions(), dx->store("base + j * stride", value)));
+  // The row sum, then dx: 4 FLOPs an element.
+  KernelCost cost = KernelCost().reads(grad).reads(output).flopsPer(
+      view.rows() * view.extent, 4);
+  if (dx->fused)
+    cost += dx->fused->cost;
+  cost.writes(step.group ? step.ops.back()->getResult(0) : result);
+  emitter.launch(name, view.rows(), rowBlockSize, arguments, cost);
+  return success();
 }
 
 /// The target check shared by the cross-entropy kernels: ignored rows skip,
@@ -487,26 +592,27 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
 
 FailureOr<bool> mlir::mpc::emitRowOp(Operation *op, const Step &step,
                                      StepEmitter &emitter) {
-  if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
-    emitSoftmax(emitter, softmax.getInput(), softmax.getResult(),
-                softmax.getDim(), /*logarithm=*/false);
+  auto handled = [](LogicalResult result) -> FailureOr<bool> {
+    if (failed(result))
+      return failure();
     return true;
-  }
-  if (auto logSoftmax = dyn_cast<LogSoftmaxOp>(op)) {
-    emitSoftmax(emitter, logSoftmax.getInput(), logSoftmax.getResult(),
-                logSoftmax.getDim(), /*logarithm=*/true);
-    return true;
-  }
-  if (auto grad = dyn_cast<SoftmaxGradOp>(op)) {
-    emitSoftmaxGrad(emitter, grad.getGrad(), grad.getOutput(),
-                    grad.getResult(), grad.getDim(), /*logarithm=*/false);
-    return true;
-  }
-  if (auto grad = dyn_cast<LogSoftmaxGradOp>(op)) {
-    emitSoftmaxGrad(emitter, grad.getGrad(), grad.getOutput(),
-                    grad.getResult(), grad.getDim(), /*logarithm=*/true);
-    return true;
-  }
+  };
+  if (auto softmax = dyn_cast<SoftmaxOp>(op))
+    return handled(emitSoftmax(emitter, step, op, softmax.getInput(),
+                               softmax.getResult(), softmax.getDim(),
+                               /*logarithm=*/false));
+  if (auto logSoftmax = dyn_cast<LogSoftmaxOp>(op))
+    return handled(emitSoftmax(emitter, step, op, logSoftmax.getInput(),
+                               logSoftmax.getResult(), logSoftmax.getDim(),
+                               /*logarithm=*/true));
+  if (auto grad = dyn_cast<SoftmaxGradOp>(op))
+    return handled(emitSoftmaxGrad(emitter, step, op, grad.getGrad(),
+                                   grad.getOutput(), grad.getResult(),
+                                   grad.getDim(), /*logarithm=*/false));
+  if (auto grad = dyn_cast<LogSoftmaxGradOp>(op))
+    return handled(emitSoftmaxGrad(emitter, step, op, grad.getGrad(),
+                                   grad.getOutput(), grad.getResult(),
+                                   grad.getDim(), /*logarithm=*/true));
   if (auto reduce = dyn_cast<ReduceSumOp>(op)) {
     emitReduce(emitter, op, reduce.getInput(), writtenResult(step),
                reduce.getDims(), "sum");

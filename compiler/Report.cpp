@@ -299,7 +299,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   // 3. Memory, from the plans the generated library allocates.
   // A --debug-nonfinite library materialises every op's output (no fusion)
   // and launches the checks: the report describes that library.
-  bool fuse = !options.debugNonfinite;
+  bool fuse = options.fuse && !options.debugNonfinite;
   // The cuda target reserves cuBLASLt's workspace for its architecture.
   int64_t workspace =
       options.target == Target::Cuda
@@ -314,11 +314,35 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   // 4. The kernels of one training step, as the library launches them.
   CodegenOptions codegen;
   codegen.debugNonfinite = options.debugNonfinite;
+  codegen.fuse = options.fuse;
   codegen.gemmWorkspaceBytes = workspace;
   FailureOr<GeneratedModel> generated =
       generateModel(chosen->trainModel(), chosen->forwardModel(), codegen);
   if (failed(generated))
     return 1;
+  // The same step without kernel fusion (--no-fuse), for the before/after.
+  struct StepTotals {
+    int64_t kernels = 0;
+    KernelCost cost;
+    double seconds = 0;
+    int64_t activations = 0;
+  } unfused;
+  if (fuse) {
+    CodegenOptions plain = codegen;
+    plain.fuse = false;
+    FailureOr<GeneratedModel> separate =
+        generateModel(chosen->trainModel(), chosen->forwardModel(), plain);
+    if (failed(separate))
+      return 1;
+    for (const KernelRecord &record : separate->trainKernels) {
+      ++unfused.kernels;
+      unfused.cost += record.cost;
+      unfused.seconds += rooflineBound(record, *gpu).seconds;
+    }
+    unfused.activations = planMemory(chosen->trainModel(),
+                                     chosen->forwardModel(), false, workspace)
+                              .trainActivations;
+  }
   llvm::DenseSet<Operation *> forwardOps = findForwardOps(chosen->trainModel());
   std::vector<KernelRow> kernels;
   KernelCost stepCost;
@@ -418,6 +442,13 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
                                     {"bytes_written", stepCost.bytesWritten},
                                     {"bytes", stepCost.bytes()},
                                     {"bound_seconds", stepSeconds}}},
+        {"unfused_step",
+         fuse ? llvm::json::Value(llvm::json::Object{
+                    {"kernels", unfused.kernels},
+                    {"bytes", unfused.cost.bytes()},
+                    {"bound_seconds", unfused.seconds},
+                    {"train_activations", unfused.activations}})
+              : llvm::json::Value(nullptr)},
         {"optimizer_step",
          llvm::json::Object{{"optimizer", optimizerName.str()},
                             {"kernels", optimizerKernels},
@@ -515,6 +546,14 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   out << "\nStep total: " << stepCost.flops << " FLOPs, " << stepCost.bytes()
       << " bytes (" << stepCost.bytesRead << " read, " << stepCost.bytesWritten
       << " written)\n";
+  if (fuse)
+    out << "Kernel fusion (mpc-form-kernels): " << kernels.size()
+        << " launches, " << stepCost.bytes() << " bytes, bound "
+        << microseconds(stepSeconds) << " us, activations "
+        << at.trainActivations << " bytes; without (--no-fuse): "
+        << unfused.kernels << " launches, " << unfused.cost.bytes()
+        << " bytes, bound " << microseconds(unfused.seconds)
+        << " us, activations " << unfused.activations << " bytes\n";
   out << "Optimizer step (" << optimizerName
       << "): " << optimizerKernels << " kernels, " << optimizerCost.bytes()
       << " bytes (" << optimizerCost.bytesRead << " read, "

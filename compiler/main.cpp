@@ -177,6 +177,13 @@ cl::opt<bool> noFoldCasts("no-fold-casts", cl::desc("Do not fold casts"),
                           cl::Hidden, cl::sub(compileCommand),
                           cl::cat(precisionCategory));
 
+cl::opt<bool> noFuse(
+    "no-fuse",
+    cl::desc("Emit one kernel per op and keep every result in memory (no "
+             "mpc-form-kernels): for debugging, and the unfused half of "
+             "--report's before/after"),
+    cl::sub(compileCommand), cl::cat(compileCategory));
+
 cl::opt<mlir::mpc::OptimizerKind> optimizer(
     "optimizer", cl::desc("Fused optimizer"), cl::sub(compileCommand),
     cl::init(mlir::mpc::OptimizerKind::Sgd), cl::cat(optimizerCategory),
@@ -346,6 +353,7 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.emulateBlocks = emulateBlocks;
   options.shared = shared;
   options.foldCasts = !noFoldCasts;
+  options.fuse = !noFuse;
 
   if (options.emit == mlir::mpc::EmitStage::Library && !options.report &&
       options.outputDir.empty())

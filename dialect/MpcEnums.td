@@ -44,7 +44,8 @@ def FusionKind : I32EnumAttr<"FusionKind",
     "what one kernel of the training step computes", [
       I32EnumAttrCase<"Loop", 0, "loop">,
       I32EnumAttrCase<"Gemm", 1, "gemm">,
-      I32EnumAttrCase<"Reduce", 2, "reduce">]> {
+      I32EnumAttrCase<"Reduce", 2, "reduce">,
+      I32EnumAttrCase<"Row", 3, "row">]> {
   let cppNamespace = "::mlir::mpc";
 }
 

@@ -530,6 +530,10 @@ bool mlir::mpc::isView(Operation *op) {
   return isa<ReshapeOp, TransposeOp, SliceOp, SliceGradOp>(op);
 }
 
+bool mlir::mpc::isRowFusible(Operation *op) {
+  return isa<SoftmaxOp, LogSoftmaxOp, SoftmaxGradOp, LogSoftmaxGradOp>(op);
+}
+
 bool mlir::mpc::isGemmLike(Operation *op) {
   return isa<LinearOp, MatmulOp, BatchMatmulOp>(op);
 }
@@ -587,6 +591,16 @@ LogicalResult FusionOp::verifyRegions() {
       if (cast<RankedTensorType>(type).getShape() !=
           cast<RankedTensorType>(getResultTypes().front()).getShape())
         return emitOpError() << "of kind 'loop' expects results of one shape";
+    return success();
+  }
+  if (getKind() == FusionKind::Row) {
+    // fusion_c6
+    if (llvm::count_if(ops, isRowFusible) != 1 ||
+        !llvm::all_of(ops, [](Operation *op) {
+          return isRowFusible(op) || isLoopFusible(op);
+        }))
+      return emitOpError() << "of kind 'row' expects one softmax, "
+                              "log_softmax or their gradient, and loop ops";
     return success();
   }
   if (getKind() == FusionKind::Reduce) {

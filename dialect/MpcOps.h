@@ -57,6 +57,10 @@ inline bool isLoopFusible(Operation *op) {
 /// A cast of an f32 parameter to a 16-bit float: the half model, which the
 /// fused optimizer writes.
 bool isParamHalfCast(CastOp cast);
+/// Row ops whose kernel can compute its input from loop ops (softmax,
+/// log_softmax) or apply loop ops to its result (their gradients): the
+/// centre of a `row` kernel group.
+bool isRowFusible(Operation *op);
 /// The ops whose result a GEMM's epilogue can compute in a `gemm` group.
 bool isGemmLike(Operation *op);
 /// mpc-autodiff marks the constant 1 it seeds the backward pass with, for

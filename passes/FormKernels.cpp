@@ -104,6 +104,7 @@ private:
     return true;
   }
   void formEpilogueGroups();
+  void formRowGroups();
   void growLoopGroup(Group &group);
   void mergeSiblings();
   /// The values of `group` read outside it: what the kernel stores.
@@ -149,6 +150,62 @@ void KernelFormation::formEpilogueGroups() {
     group.ops.insert(epilogue);
     group.root = epilogue;
     groupOf[&op] = groupOf[epilogue] = groups.size();
+    groups.push_back(std::move(group));
+  }
+}
+
+void KernelFormation::formRowGroups() {
+  for (Operation &op : model.getBody().front().without_terminator()) {
+    if (!isRowFusible(&op) || groupOf.count(&op))
+      continue;
+    Group group;
+    group.kind = FusionKind::Row;
+    group.ops.insert(&op);
+    group.root = &op;
+    auto joins = [&](Operation *candidate) {
+      return candidate && fusible(candidate) && !groupOf.count(candidate) &&
+             !isa<DropoutOp>(candidate) &&
+             candidate->getBlock() == op.getBlock();
+    };
+    if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
+      // The prologue: what computes the input, read only here, one
+      // evaluation per element of the input.
+      int64_t elements = elementCount(op.getOperand(0));
+      SmallVector<Value> worklist{op.getOperand(0)};
+      while (!worklist.empty()) {
+        Operation *producer = worklist.pop_back_val().getDefiningOp();
+        if (!joins(producer) || group.ops.contains(producer))
+          continue;
+        Value result = producer->getResult(0);
+        bool readOnlyHere = llvm::all_of(result.getUsers(), [&](Operation *u) {
+          return group.ops.contains(u);
+        });
+        bool onceEach = isView(producer) ||
+                        isa<ConstantOp, CausalMaskOp>(producer) ||
+                        elementCount(result) == elements;
+        if (!readOnlyHere || !onceEach)
+          continue;
+        group.ops.insert(producer);
+        llvm::append_range(worklist, producer->getOperands());
+      }
+    } else {
+      // The epilogue: the chain of elementwise ops of the result's shape,
+      // each the only reader of the one before.
+      Value current = op.getResult(0);
+      while (current.hasOneUse()) {
+        Operation *user = *current.getUsers().begin();
+        if (!joins(user) || !isElementwise(user) ||
+            shapeOf(user->getResult(0)) != shapeOf(current))
+          break;
+        group.ops.insert(user);
+        group.root = user;
+        current = user->getResult(0);
+      }
+    }
+    if (group.ops.size() < 2)
+      continue;
+    for (Operation *member : group.ops)
+      groupOf[member] = groups.size();
     groups.push_back(std::move(group));
   }
 }
@@ -275,6 +332,8 @@ void KernelFormation::wrap(const Group &group) {
 int64_t KernelFormation::run() {
   if (options.gemmEpilogues)
     formEpilogueGroups();
+  if (options.rows)
+    formRowGroups();
   // Roots from the last op backwards: a group grows towards its inputs.
   SmallVector<Operation *> body;
   for (Operation &op : model.getBody().front().without_terminator())
@@ -305,7 +364,7 @@ struct MpcFormKernelsPass : impl::MpcFormKernelsPassBase<MpcFormKernelsPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    MpcFormKernelsPassOptions options{views, gemmEpilogues, siblings};
+    MpcFormKernelsPassOptions options{views, gemmEpilogues, siblings, rows};
     getOperation().walk([&](ModelOp model) {
       numGroups += formKernels(model, options);
       model.walk([&](FusionOp fusion) {

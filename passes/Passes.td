@@ -366,7 +366,13 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
        batch_matmul's half product when the cast is its only reader (the
        GEMM writes f32 directly: one rounding fewer). The same cast of a
        reduce_sum's sum joins the reduction (a `reduce` group).
-    2. Loop fusion, from each group's last op backwards: a producer that is
+    2. Row kernels (`rows`): the loop ops that compute a softmax's (or
+       log_softmax's) input and are read only there, with one evaluation
+       per element, join it (the attention's scale and causal mask: the
+       scores are never stored); so does the chain of elementwise ops of
+       one shape applied to a softmax gradient, each the only reader of the
+       one before. Dropout never joins a row kernel.
+    3. Loop fusion, from each group's last op backwards: a producer that is
        elementwise or a view joins the group when
        - every reader of its result is in the group; an elementwise
          producer must also have as many elements as the group's results,
@@ -377,7 +383,7 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
        With `views`, reshape, transpose, slice and slice_grad join as index
        arithmetic; without, only elementwise ops do. A parameter's half
        copy never joins: the fused optimizer writes it.
-    3. Siblings (`siblings`): two loop groups whose results have one shape,
+    4. Siblings (`siblings`): two loop groups whose results have one shape,
        that read a common value and do not depend on each other, are one
        kernel with both outputs (the q, k and v of an attention read from
        one qkv projection).
@@ -392,7 +398,10 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
            "Fuse a GELU or a widening cast into the GEMM that produces its "
            "operand">,
     Option<"siblings", "siblings", "bool", /*default=*/"true",
-           "Fuse loop groups of one shape that read a common value">];
+           "Fuse loop groups of one shape that read a common value">,
+    Option<"rows", "rows", "bool", /*default=*/"true",
+           "Fuse loop ops into softmax kernels: those computing the input, "
+           "those applied to a softmax gradient">];
   let statistics = [
     Statistic<"numGroups", "num-groups", "Kernel groups formed">,
     Statistic<"numFusedOps", "num-fused-ops", "Ops placed in kernel groups">];
