@@ -557,7 +557,8 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
   Operation *op = step.ops.front();
   // A row group's kernel is its row op's, with the loop ops around it fused.
   if (step.group == FusionKind::Row)
-    op = *llvm::find_if(step.ops, [](Operation *op) { return isRowFusible(op); });
+    op = *llvm::find_if(step.ops,
+                        [](Operation *op) { return isRowFusible(op); });
   if (step.isAlias())
     return success();
   OriginScope origin(emitter, op);

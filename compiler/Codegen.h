@@ -345,10 +345,11 @@ struct ElementFunction {
 /// as an argument (an epilogue applied to what the kernel computed); the
 /// seed is read at the element's own index only. Parameter names start
 /// with `parameterPrefix`.
-FailureOr<ElementFunction>
-buildElementFunction(ArrayRef<Operation *> ops, Value result, Value seed,
-                     StepEmitter &emitter, StringRef name,
-                     StringRef parameterPrefix);
+FailureOr<ElementFunction> buildElementFunction(ArrayRef<Operation *> ops,
+                                                Value result, Value seed,
+                                                StepEmitter &emitter,
+                                                StringRef name,
+                                                StringRef parameterPrefix);
 FailureOr<bool> emitGemmLike(Operation *op, const Step &step,
                              StepEmitter &emitter);
 FailureOr<bool> emitRowOp(Operation *op, const Step &step,

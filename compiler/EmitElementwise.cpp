@@ -86,8 +86,7 @@ private:
   /// The expression of an elementwise op from its operands' registers.
   FailureOr<std::string> expression(Operation *op, ArrayRef<std::string> in,
                                     const Coordinates &coordinates);
-  std::string load(Value value, const Coordinates &coordinates,
-                   int64_t domain);
+  std::string load(Value value, const Coordinates &coordinates, int64_t domain);
   /// The row-major element offset of `coordinates` in `shape`.
   std::string offset(ArrayRef<int64_t> shape, const Coordinates &coordinates);
   /// Declares `long long xN = <expression>;` and returns xN.
@@ -99,7 +98,7 @@ private:
 
   ArrayRef<Operation *> ops;
   StepEmitter &emitter;
-  std::string namePrefix; ///< of parameters, for a function in a kernel
+  std::string namePrefix;     ///< of parameters, for a function in a kernel
   SmallVector<int64_t> shape; ///< of the results: the loop's elements
   Coordinates root;           ///< c0, c1, ...: the loop's element
   /// Computed values by (value, coordinates), one map per open `if`.
@@ -197,17 +196,18 @@ FusedKernelBuilder::valueAt(Value value, const Coordinates &coordinates,
     auto splat = cast<SplatElementsAttr>(constant.getValue());
     result = floatLiteral(splat.getSplatValue<APFloat>().convertToDouble());
   } else {
-    result = load(value, coordinates,
-                  std::min(domain, cast<RankedTensorType>(value.getType())
-                                       .getNumElements()));
+    result = load(
+        value, coordinates,
+        std::min(domain,
+                 cast<RankedTensorType>(value.getType()).getNumElements()));
   }
   known.back()[key] = result;
   return result;
 }
 
-FailureOr<std::string>
-FusedKernelBuilder::opAt(Operation *op, const Coordinates &coordinates,
-                         int64_t domain) {
+FailureOr<std::string> FusedKernelBuilder::opAt(Operation *op,
+                                                const Coordinates &coordinates,
+                                                int64_t domain) {
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   ArrayRef<int64_t> resultShape = resultType.getShape();
   // Views: the same element of the operand, found by index arithmetic.
@@ -236,17 +236,16 @@ FusedKernelBuilder::opAt(Operation *op, const Coordinates &coordinates,
       std::string c = coordinates[d];
       if (strides[d] != 1)
         c = "(" + c + " * " + std::to_string(strides[d]) + "LL)";
-      in.push_back(start == 0 ? c
-                              : "(" + c + " + " + std::to_string(start) +
-                                    "LL)");
+      in.push_back(
+          start == 0 ? c : "(" + c + " + " + std::to_string(start) + "LL)");
     }
     return valueAt(slice.getInput(), in, domain);
   }
   if (auto broadcast = dyn_cast<BroadcastOp>(op))
     return valueAt(broadcast.getInput(),
-                   broadcastCoordinates(resultShape,
-                                        broadcast.getInput().getType().getShape(),
-                                        coordinates),
+                   broadcastCoordinates(
+                       resultShape, broadcast.getInput().getType().getShape(),
+                       coordinates),
                    domain);
   if (auto grad = dyn_cast<SliceGradOp>(op)) {
     // 0 where the slice did not take the element; the gradient is read
@@ -318,9 +317,9 @@ FusedKernelBuilder::opAt(Operation *op, const Coordinates &coordinates,
     statement(llvm::formatv("float {0} = __half2float(__float2half_rn({1}));",
                             reg, *value));
   else if (element.isBF16())
-    statement(llvm::formatv(
-        "float {0} = __bfloat162float(__float2bfloat16_rn({1}));", reg,
-        *value));
+    statement(
+        llvm::formatv("float {0} = __bfloat162float(__float2bfloat16_rn({1}));",
+                      reg, *value));
   else
     statement(llvm::formatv("float {0} = {1};", reg, *value));
   cost.flopsPer(domain, elementwiseFlops(op, emitter.isTraining()));
@@ -373,12 +372,11 @@ FusedKernelBuilder::expression(Operation *op, ArrayRef<std::string> in,
         needsRandom = true;
         // The element's own index in the dropout's result, whichever
         // element of the loop needs it.
-        std::string element =
-            offset(dropout.getType().getShape(), coordinates);
+        std::string element = offset(dropout.getType().getShape(), coordinates);
         return llvm::formatv("(mpc_uniform(seed, {0}ULL, step, {1}) >= {2} ? "
                              "{3} * {4} : 0.0f)",
-                             static_cast<uint64_t>(dropout.getSeed()),
-                             element, floatLiteral(rate), in[0],
+                             static_cast<uint64_t>(dropout.getSeed()), element,
+                             floatLiteral(rate), in[0],
                              floatLiteral(1.0 / (1.0 - rate)))
             .str();
       })
@@ -438,10 +436,11 @@ FusedKernelBuilder::coordinateDeclarations(const std::string &code) const {
       used = !isalnum(before) && before != '_' && !isdigit(after);
     }
     if (used)
-      declarations = llvm::formatv("    long long c{0} = (i / {1}LL) % {2}LL;\n",
-                                   d, strides[d], shape[d])
-                         .str() +
-                     declarations;
+      declarations =
+          llvm::formatv("    long long c{0} = (i / {1}LL) % {2}LL;\n", d,
+                        strides[d], shape[d])
+              .str() +
+          declarations;
   }
   return declarations;
 }
@@ -503,8 +502,8 @@ LogicalResult FusedKernelBuilder::build() {
     for (Value result : op->getResults())
       if (emitter.getPlan().isMaterialised(result))
         stores.push_back({result, ""});
-  Value loopValue = stores.empty() ? ops.back()->getResult(0)
-                                   : stores.front().first;
+  Value loopValue =
+      stores.empty() ? ops.back()->getResult(0) : stores.front().first;
   setShape(loopValue);
   int64_t n = cast<RankedTensorType>(loopValue.getType()).getNumElements();
 
@@ -562,7 +561,8 @@ LogicalResult FusedKernelBuilder::build() {
       ", ");
   os << "\n__global__ void " << name << "(";
   llvm::interleaveComma(parameters, os);
-  os << ") {\n" << prologue << "  MPC_FOR_EACH(i, " << n << "LL) {\n"
+  os << ") {\n"
+     << prologue << "  MPC_FOR_EACH(i, " << n << "LL) {\n"
      << coordinates << body << storeCode << "  }\n}\n";
   emitter.addKernel(std::move(source));
   emitter.launch(name, elementwiseGrid(n), 256, arguments, cost);

@@ -55,7 +55,7 @@ std::string rowPreamble(const RowView &view) {
 /// before (a prologue computing the operand) or after it (an epilogue
 /// applied to the result before it is stored).
 struct RowAccess {
-  std::string pointer;               ///< parameter name
+  std::string pointer; ///< parameter name
   std::optional<ElementFunction> fused;
   SmallVector<std::string> parameters, arguments;
 
@@ -135,9 +135,9 @@ FailureOr<RowAccess> rowOutput(StepEmitter &emitter, const Step &step,
 }
 
 /// softmax / log_softmax: max, sum of exponentials, then the outputs.
-LogicalResult emitSoftmax(StepEmitter &emitter, const Step &step,
-                          Operation *op, Value input, Value output,
-                          int64_t dim, bool logarithm) {
+LogicalResult emitSoftmax(StepEmitter &emitter, const Step &step, Operation *op,
+                          Value input, Value output, int64_t dim,
+                          bool logarithm) {
   RowView view = viewAlong(cast<RankedTensorType>(input.getType()), dim);
   std::string name = emitter.kernelName(logarithm ? "log_softmax" : "softmax");
   FailureOr<RowAccess> x = rowInput(emitter, step, op, input, "x", name);
@@ -145,28 +145,27 @@ LogicalResult emitSoftmax(StepEmitter &emitter, const Step &step,
     return failure();
   std::string element = x->load("base + j * stride");
   std::string store =
-      logarithm ? "mpc_store(y + base + j * stride, " + element +
-                      " - m - logf(s));"
-                : "mpc_store(y + base + j * stride, expf(" + element +
-                      " - m) / s);";
+      logarithm
+          ? "mpc_store(y + base + j * stride, " + element + " - m - logf(s));"
+          : "mpc_store(y + base + j * stride, expf(" + element + " - m) / s);";
   SmallVector<std::string> parameters(x->parameters);
   parameters.push_back(elementCType(output) + " *__restrict__ y");
   SmallVector<std::string> arguments(x->arguments);
   arguments.push_back(emitter.pointer(output));
-  emitter.addKernel(llvm::formatv(
-      "{6}__global__ void {0}({1}) {{\n{2}"
-      "  float m = -INFINITY;\n"
-      "  MPC_FOR_THREAD(j, {3}LL) m = mpc_max(m, {4});\n"
-      "  m = mpc_block_reduce_max(m);\n"
-      "  mpc_sum s = 0.0f;\n"
-      "  MPC_FOR_THREAD(j, {3}LL) s += expf({4} - m);\n"
-      "  s = mpc_block_reduce_sum(s);\n"
-      "  MPC_FOR_THREAD(j, {3}LL) {5}\n"
-      "}\n",
-      name, llvm::join(parameters, ", "), rowPreamble(view), view.extent,
-      element, store, x->functions()));
-  KernelCost cost = KernelCost().writes(output).flopsPer(
-      view.rows() * view.extent, 6);
+  emitter.addKernel(
+      llvm::formatv("{6}__global__ void {0}({1}) {{\n{2}"
+                    "  float m = -INFINITY;\n"
+                    "  MPC_FOR_THREAD(j, {3}LL) m = mpc_max(m, {4});\n"
+                    "  m = mpc_block_reduce_max(m);\n"
+                    "  mpc_sum s = 0.0f;\n"
+                    "  MPC_FOR_THREAD(j, {3}LL) s += expf({4} - m);\n"
+                    "  s = mpc_block_reduce_sum(s);\n"
+                    "  MPC_FOR_THREAD(j, {3}LL) {5}\n"
+                    "}\n",
+                    name, llvm::join(parameters, ", "), rowPreamble(view),
+                    view.extent, element, store, x->functions()));
+  KernelCost cost =
+      KernelCost().writes(output).flopsPer(view.rows() * view.extent, 6);
   if (x->fused)
     cost += x->fused->cost;
   else

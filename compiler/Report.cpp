@@ -442,13 +442,12 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
                                     {"bytes_written", stepCost.bytesWritten},
                                     {"bytes", stepCost.bytes()},
                                     {"bound_seconds", stepSeconds}}},
-        {"unfused_step",
-         fuse ? llvm::json::Value(llvm::json::Object{
-                    {"kernels", unfused.kernels},
-                    {"bytes", unfused.cost.bytes()},
-                    {"bound_seconds", unfused.seconds},
-                    {"train_activations", unfused.activations}})
-              : llvm::json::Value(nullptr)},
+        {"unfused_step", fuse ? llvm::json::Value(llvm::json::Object{
+                                    {"kernels", unfused.kernels},
+                                    {"bytes", unfused.cost.bytes()},
+                                    {"bound_seconds", unfused.seconds},
+                                    {"train_activations", unfused.activations}})
+                              : llvm::json::Value(nullptr)},
         {"optimizer_step",
          llvm::json::Object{{"optimizer", optimizerName.str()},
                             {"kernels", optimizerKernels},
@@ -550,10 +549,11 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     out << "Kernel fusion (mpc-form-kernels): " << kernels.size()
         << " launches, " << stepCost.bytes() << " bytes, bound "
         << microseconds(stepSeconds) << " us, activations "
-        << at.trainActivations << " bytes; without (--no-fuse): "
-        << unfused.kernels << " launches, " << unfused.cost.bytes()
-        << " bytes, bound " << microseconds(unfused.seconds)
-        << " us, activations " << unfused.activations << " bytes\n";
+        << at.trainActivations
+        << " bytes; without (--no-fuse): " << unfused.kernels << " launches, "
+        << unfused.cost.bytes() << " bytes, bound "
+        << microseconds(unfused.seconds) << " us, activations "
+        << unfused.activations << " bytes\n";
   out << "Optimizer step (" << optimizerName
       << "): " << optimizerKernels << " kernels, " << optimizerCost.bytes()
       << " bytes (" << optimizerCost.bytesRead << " read, "

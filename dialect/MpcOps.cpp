@@ -521,9 +521,9 @@ bool mlir::mpc::isElementwise(Operation *op) {
   if (auto constant = dyn_cast<ConstantOp>(op))
     return isa<SplatElementsAttr>(constant.getValue());
   return isa<AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, TanhOp, SigmoidOp,
-             ExpOp, LogOp, SqrtOp, RsqrtOp, GeluOp, ScaleOp, WhereOp,
-             DropoutOp, CastOp, BroadcastOp, CausalMaskOp, ReluGradOp,
-             GeluGradOp, TanhGradOp, SigmoidGradOp>(op);
+             ExpOp, LogOp, SqrtOp, RsqrtOp, GeluOp, ScaleOp, WhereOp, DropoutOp,
+             CastOp, BroadcastOp, CausalMaskOp, ReluGradOp, GeluGradOp,
+             TanhGradOp, SigmoidGradOp>(op);
 }
 
 bool mlir::mpc::isView(Operation *op) {

@@ -1,4 +1,5 @@
-//===- FormKernels.cpp - group the training step into kernels -----*- C++ -*-===//
+//===- FormKernels.cpp - group the training step into kernels -----*- C++
+//-*-===//
 //
 // This file implements mpc-form-kernels: it decides which ops code
 // generation emits as one kernel and records each decision in the IR as an
@@ -234,8 +235,8 @@ void KernelFormation::growLoopGroup(Group &group) {
       bool onceEach = isView(producer) ||
                       isa<ConstantOp, CausalMaskOp>(producer) ||
                       elementCount(result) == elements;
-      bool extraOutput = shapeOf(result) == shape && !isa<ReshapeOp>(producer) &&
-                         readAfter(result, group);
+      bool extraOutput = shapeOf(result) == shape &&
+                         !isa<ReshapeOp>(producer) && readAfter(result, group);
       if (!((readOnlyHere && onceEach) || extraOutput))
         continue;
       group.ops.insert(producer);
@@ -312,12 +313,18 @@ void KernelFormation::wrap(const Group &group) {
     return position.lookup(a.getDefiningOp()) <
            position.lookup(b.getDefiningOp());
   });
-  OpBuilder builder(group.root);
-  SmallVector<Type> types = llvm::map_to_vector(
-      results, [](Value value) { return value.getType(); });
-  auto fusion = FusionOp::create(builder, group.root->getLoc(), types,
-                                 FusionKindAttr::get(builder.getContext(),
-                                                     group.kind));
+  // A GEMM or reduction with its epilogue runs where the GEMM was: the
+  // epilogue reads nothing else, and the GEMM's operands (activations of
+  // the forward pass, often) are not kept alive until a late reader of the
+  // epilogue's result. Other groups run where their last op was.
+  bool atFirst =
+      group.kind == FusionKind::Gemm || group.kind == FusionKind::Reduce;
+  OpBuilder builder(atFirst ? ops.front() : group.root);
+  SmallVector<Type> types =
+      llvm::map_to_vector(results, [](Value value) { return value.getType(); });
+  auto fusion =
+      FusionOp::create(builder, group.root->getLoc(), types,
+                       FusionKindAttr::get(builder.getContext(), group.kind));
   Block *body = builder.createBlock(&fusion.getBody());
   for (Operation *op : ops)
     op->moveBefore(body, body->end());
@@ -367,9 +374,8 @@ struct MpcFormKernelsPass : impl::MpcFormKernelsPassBase<MpcFormKernelsPass> {
     MpcFormKernelsPassOptions options{views, gemmEpilogues, siblings, rows};
     getOperation().walk([&](ModelOp model) {
       numGroups += formKernels(model, options);
-      model.walk([&](FusionOp fusion) {
-        numFusedOps += fusion.getGroupOps().size();
-      });
+      model.walk(
+          [&](FusionOp fusion) { numFusedOps += fusion.getGroupOps().size(); });
     });
   }
 };

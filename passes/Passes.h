@@ -28,7 +28,8 @@ enum class HalfType { F16, BF16 };
 
 /// Wraps the kernels of `model`'s body in mpc.fusion ops (mpc-form-kernels,
 /// see Passes.td); returns the number of groups formed.
-int64_t formKernels(ModelOp model, const MpcFormKernelsPassOptions &options = {});
+int64_t formKernels(ModelOp model,
+                    const MpcFormKernelsPassOptions &options = {});
 
 /// Switches of the pipelines beyond the precision level.
 struct PipelineOptions {

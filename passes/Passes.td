@@ -387,8 +387,11 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
        that read a common value and do not depend on each other, are one
        kernel with both outputs (the q, k and v of an attention read from
        one qkv projection).
-    A group is placed where its last op was; the rules above keep every
-    value defined before it is read.
+    A `gemm` or `reduce` group is placed where its GEMM or reduction was
+    (its epilogue reads nothing else), so that the GEMM's operands are not
+    kept alive until a late reader of the epilogue's result; every other
+    group where its last op was. The rules above keep every value defined
+    before it is read.
   }];
   let dependentDialects = ["mlir::mpc::MpcDialect"];
   let options = [

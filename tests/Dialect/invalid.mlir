@@ -308,6 +308,130 @@ mpc.model @model_no_output inputs(%x: tensor<f32>) params() {
 // mpc.output
 //===----------------------------------------------------------------------===//
 
+// fusion_c1: the yielded values have the results' types.
+mpc.model @fusion_c1_types inputs(%x: tensor<4xf32>) params() {
+  // expected-error@+1 {{'mpc.fusion' op yields 1 values whose types differ from its 1 results}}
+  %0 = mpc.fusion loop {
+    %a = mpc.neg %x : tensor<4xf32>
+    %b = mpc.exp %a : tensor<4xf32>
+    mpc.yield %b : tensor<4xf32>
+  } : tensor<4xf16>
+  %l = mpc.reduce_sum %0 dims [0] : tensor<4xf16>
+  %l32 = mpc.cast %l : tensor<f16> to tensor<f32>
+  mpc.output loss(%l32 : tensor<f32>)
+}
+
+// -----
+
+// fusion_c1: a group yields only what it computes.
+mpc.model @fusion_c1_outside inputs(%x: tensor<4xf32>) params() {
+  // expected-error@+1 {{'mpc.fusion' op yields a value not computed in its body}}
+  %0 = mpc.fusion loop {
+    %a = mpc.neg %x : tensor<4xf32>
+    mpc.yield %x : tensor<4xf32>
+  } : tensor<4xf32>
+  %l = mpc.reduce_sum %0 dims [0] : tensor<4xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// fusion_c2: a group holds at least one op.
+mpc.model @fusion_c2_empty inputs(%x: tensor<4xf32>) params() {
+  // expected-error@+1 {{'mpc.fusion' op expects at least one op in its body}}
+  "mpc.fusion"() <{kind = 0 : i32}> ({
+    "mpc.yield"() : () -> ()
+  }) : () -> ()
+  %l = mpc.reduce_sum %x dims [0] : tensor<4xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// fusion_c3: a loop group holds elementwise ops and views only.
+mpc.model @fusion_c3_op inputs(%x: tensor<4x8xf32>) params() {
+  %0 = mpc.fusion loop {
+    %a = mpc.neg %x : tensor<4x8xf32>
+    // expected-error@+1 {{'mpc.softmax' op is neither elementwise nor a view: it cannot be in a 'loop' kernel group}}
+    %b = mpc.softmax %a dim 1 : tensor<4x8xf32>
+    mpc.yield %b : tensor<4x8xf32>
+  } : tensor<4x8xf32>
+  %l = mpc.reduce_sum %0 dims [0, 1] : tensor<4x8xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// fusion_c3: a loop group's results have one shape.
+mpc.model @fusion_c3_shapes inputs(%x: tensor<4x8xf32>) params() {
+  // expected-error@+1 {{'mpc.fusion' op of kind 'loop' expects results of one shape}}
+  %0:2 = mpc.fusion loop {
+    %a = mpc.neg %x : tensor<4x8xf32>
+    %b = mpc.transpose %a perm [1, 0] : tensor<4x8xf32>
+    mpc.yield %a, %b : tensor<4x8xf32>, tensor<8x4xf32>
+  } : tensor<4x8xf32>, tensor<8x4xf32>
+  %l = mpc.reduce_sum %0#1 dims [0, 1] : tensor<8x4xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// fusion_c4: a gemm group starts with its GEMM.
+mpc.model @fusion_c4_first inputs(%x: tensor<4x8xf32>) params() {
+  // expected-error@+1 {{'mpc.fusion' op of kind 'gemm' expects linear, matmul or batch_matmul first}}
+  %0 = mpc.fusion gemm {
+    %a = mpc.neg %x : tensor<4x8xf32>
+    %b = mpc.exp %a : tensor<4x8xf32>
+    mpc.yield %b : tensor<4x8xf32>
+  } : tensor<4x8xf32>
+  %l = mpc.reduce_sum %0 dims [0, 1] : tensor<4x8xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// fusion_c4: every other op of a gemm group reads the product.
+mpc.model @fusion_c4_product inputs(%x: tensor<4x8xf32>, %y: tensor<8x4xf32>) params() {
+  %0:2 = mpc.fusion gemm {
+    %p = mpc.matmul %x, %y : tensor<4x8xf32>, tensor<8x4xf32>
+    // expected-error@+1 {{'mpc.exp' op does not read the product: it cannot be in a GEMM's epilogue}}
+    %e = mpc.exp %x : tensor<4x8xf32>
+    mpc.yield %p, %e : tensor<4x4xf32>, tensor<4x8xf32>
+  } : tensor<4x4xf32>, tensor<4x8xf32>
+  %l = mpc.reduce_sum %0#0 dims [0, 1] : tensor<4x4xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// fusion_c5: a reduce group is a reduce_sum and its widening cast.
+mpc.model @fusion_c5 inputs(%x: tensor<4x8xf16>) params() {
+  // expected-error@+1 {{'mpc.fusion' op of kind 'reduce' expects a reduce_sum and a cast of its result to f32}}
+  %0 = mpc.fusion reduce {
+    %s = mpc.reduce_sum %x dims [0, 1] : tensor<4x8xf16>
+    %n = mpc.neg %s : tensor<f16>
+    mpc.yield %n : tensor<f16>
+  } : tensor<f16>
+  %l = mpc.cast %0 : tensor<f16> to tensor<f32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// fusion_c6: a row group holds one softmax (or its gradient).
+mpc.model @fusion_c6 inputs(%x: tensor<4x8xf32>) params() {
+  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax or their gradient, and loop ops}}
+  %0 = mpc.fusion row {
+    %a = mpc.softmax %x dim 1 : tensor<4x8xf32>
+    %b = mpc.softmax %a dim 1 : tensor<4x8xf32>
+    mpc.yield %b : tensor<4x8xf32>
+  } : tensor<4x8xf32>
+  %l = mpc.reduce_sum %0 dims [0, 1] : tensor<4x8xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
 // output_c1: extra output names are unique.
 mpc.model @output_c1_duplicate inputs(%x: tensor<f32>) params() {
   // expected-error@+1 {{'mpc.output' op expects output names that are unique identifiers other than 'loss', got 'y'}}

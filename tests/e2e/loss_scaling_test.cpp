@@ -5,9 +5,9 @@
 // injected by multiplying a batch's inputs by 1e5: they overflow f16 when
 // cast to the half model, and the step's gradients are NaN. (A factor that
 // only overflows the weight gradients no longer works: the GEMMs write the
-// f32 gradients from their f32 accumulators, see mpc-form-kernels.) Built once per scaler
-// configuration (tests/e2e/CMakeLists.txt); the expected trajectory comes
-// from the host reference of the scaler (mpc_loss_scaler_update) run with
+// f32 gradients from their f32 accumulators, see mpc-form-kernels.) Built once
+// per scaler configuration (tests/e2e/CMakeLists.txt); the expected trajectory
+// comes from the host reference of the scaler (mpc_loss_scaler_update) run with
 // the configuration the model was compiled with.
 //
 //===----------------------------------------------------------------------===//

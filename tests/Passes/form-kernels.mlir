@@ -1,0 +1,243 @@
+// RUN: mpc-opt %s --split-input-file --mpc-form-kernels | FileCheck %s
+// RUN: mpc-opt %s --split-input-file --mpc-form-kernels=siblings=false \
+// RUN:   | FileCheck %s --check-prefix=NOSIB
+// RUN: mpc-opt %s --split-input-file --mpc-form-kernels=views=false \
+// RUN:   | FileCheck %s --check-prefix=NOVIEWS
+// RUN: mpc-opt %s --split-input-file --mpc-form-kernels=gemm-epilogues=false \
+// RUN:   | FileCheck %s --check-prefix=NOEPI
+// RUN: mpc-opt %s --split-input-file --mpc-form-kernels=rows=false \
+// RUN:   | FileCheck %s --check-prefix=NOROWS
+// The groups print in a form that parses back.
+// RUN: mpc-opt %s --split-input-file --mpc-form-kernels | mpc-opt --split-input-file | FileCheck %s
+
+// One case per rule of mpc-form-kernels (passes/Passes.td), and the cases
+// that must not fuse, with the reason.
+
+// Views are index arithmetic: q and k are read from qkv through slice,
+// reshape and transpose, and the two loops (one shape, one common input)
+// are one kernel writing both heads.
+// CHECK-LABEL: mpc.model @views
+//       CHECK:   %[[QK:.*]]:2 = mpc.fusion loop {
+//  CHECK-NEXT:     mpc.slice
+//  CHECK-NEXT:     mpc.slice
+//  CHECK-NEXT:     mpc.reshape
+//  CHECK-NEXT:     mpc.reshape
+//  CHECK-NEXT:     mpc.transpose
+//  CHECK-NEXT:     mpc.transpose
+//  CHECK-NEXT:     mpc.yield
+//  CHECK-NEXT:   } : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
+//  CHECK-NEXT:   mpc.batch_matmul %[[QK]]#0, %[[QK]]#1
+// Without sibling fusion, one kernel per head.
+// NOSIB-LABEL: mpc.model @views
+//       NOSIB:   mpc.fusion loop {
+//       NOSIB:   } : tensor<2x2x4x4xf32>
+//       NOSIB:   mpc.fusion loop {
+//       NOSIB:   } : tensor<2x2x4x4xf32>
+//  NOSIB-NEXT:   mpc.batch_matmul
+// Without views, every view is a kernel (or, a reshape, an alias).
+// NOVIEWS-LABEL: mpc.model @views
+//   NOVIEWS-NOT:   mpc.fusion
+//       NOVIEWS:   mpc.output
+mpc.model @views inputs(%qkv: tensor<2x4x24xf32>) params() {
+  %q = mpc.slice %qkv starts [0, 0, 0] limits [2, 4, 8] : tensor<2x4x24xf32>
+  %k = mpc.slice %qkv starts [0, 0, 8] limits [2, 4, 16] : tensor<2x4x24xf32>
+  %q4 = mpc.reshape %q : tensor<2x4x8xf32> to tensor<2x4x2x4xf32>
+  %k4 = mpc.reshape %k : tensor<2x4x8xf32> to tensor<2x4x2x4xf32>
+  %qh = mpc.transpose %q4 perm [0, 2, 1, 3] : tensor<2x4x2x4xf32>
+  %kh = mpc.transpose %k4 perm [0, 2, 1, 3] : tensor<2x4x2x4xf32>
+  %s = mpc.batch_matmul %qh, %kh transpose_rhs : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>
+  %l = mpc.reduce_sum %s dims [0, 1, 2, 3] : tensor<2x2x4x4xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// slice_grad is a view too: the gradient of a split is written once, each
+// element from the slice that took it or 0, summed in registers.
+// CHECK-LABEL: mpc.model @slice_grads
+//       CHECK:   mpc.fusion loop {
+//  CHECK-NEXT:     mpc.slice_grad %dq
+//  CHECK-NEXT:     mpc.slice_grad %dk
+//  CHECK-NEXT:     mpc.add
+//  CHECK-NEXT:     mpc.yield
+//  CHECK-NEXT:   } : tensor<2x4x16xf32>
+mpc.model @slice_grads inputs(%dq: tensor<2x4x8xf32>, %dk: tensor<2x4x8xf32>) params() {
+  %a = mpc.slice_grad %dq starts [0, 0, 0] strides [1, 1, 1] : tensor<2x4x8xf32> -> tensor<2x4x16xf32>
+  %b = mpc.slice_grad %dk starts [0, 0, 8] strides [1, 1, 1] : tensor<2x4x8xf32> -> tensor<2x4x16xf32>
+  %d = mpc.add %a, %b : tensor<2x4x16xf32>, tensor<2x4x16xf32>
+  %l = mpc.reduce_sum %d dims [0, 1, 2] : tensor<2x4x16xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// An elementwise chain is one kernel; tanh's result, read again after the
+// kernel, is one more output of it.
+// CHECK-LABEL: mpc.model @chain
+//       CHECK:   %[[G:.*]]:2 = mpc.fusion loop {
+//  CHECK-NEXT:     %[[A:.*]] = mpc.mul %x, %w
+//  CHECK-NEXT:     %[[B:.*]] = mpc.tanh %[[A]]
+//  CHECK-NEXT:     %[[C:.*]] = mpc.scale %[[B]]
+//  CHECK-NEXT:     mpc.yield %[[B]], %[[C]]
+//       CHECK:   mpc.reduce_sum %[[G]]#1
+//       CHECK:   mpc.reduce_sum %[[G]]#0
+mpc.model @chain inputs(%x: tensor<4x8xf32>) params(%w: tensor<8xf32> = normal(1.0)) {
+  %a = mpc.mul %x, %w : tensor<4x8xf32>, tensor<8xf32>
+  %b = mpc.tanh %a : tensor<4x8xf32>
+  %c = mpc.scale %b by 2.0 : tensor<4x8xf32>
+  %s = mpc.reduce_sum %c dims [0, 1] : tensor<4x8xf32>
+  %t = mpc.reduce_sum %b dims [0, 1] : tensor<4x8xf32>
+  %l = mpc.add %s, %t : tensor<f32>, tensor<f32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// Must not fuse: exp of the 8-element %v would be recomputed for each of
+// the 32 elements it is broadcast to.
+// CHECK-LABEL: mpc.model @no_recompute
+//       CHECK:   %[[E:.*]] = mpc.exp %v
+//  CHECK-NEXT:   mpc.fusion loop {
+//  CHECK-NEXT:     mpc.mul %x, %[[E]]
+//  CHECK-NEXT:     mpc.neg
+mpc.model @no_recompute inputs(%x: tensor<4x8xf32>, %v: tensor<8xf32>) params() {
+  %e = mpc.exp %v : tensor<8xf32>
+  %a = mpc.mul %x, %e : tensor<4x8xf32>, tensor<8xf32>
+  %b = mpc.neg %a : tensor<4x8xf32>
+  %l = mpc.reduce_sum %b dims [0, 1] : tensor<4x8xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// Must not fuse: exp's result is read (by the reduction) before the kernel
+// that would compute it runs.
+// CHECK-LABEL: mpc.model @read_between
+//       CHECK:   %[[E:.*]] = mpc.exp %x
+//  CHECK-NEXT:   %[[S:.*]] = mpc.reduce_sum %[[E]]
+//  CHECK-NEXT:   mpc.fusion loop {
+//  CHECK-NEXT:     mpc.mul %[[E]], %[[S]]
+mpc.model @read_between inputs(%x: tensor<4x8xf32>) params() {
+  %a = mpc.exp %x : tensor<4x8xf32>
+  %s = mpc.reduce_sum %a dims [0] : tensor<4x8xf32>
+  %b = mpc.mul %a, %s : tensor<4x8xf32>, tensor<8xf32>
+  %c = mpc.neg %b : tensor<4x8xf32>
+  %l = mpc.reduce_sum %c dims [0, 1] : tensor<4x8xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// GEMM epilogues: a tanh GELU of a biased linear (cuBLASLt's
+// GELU_AUX_BIAS; the GEMM writes both), a widening cast that is a matmul's
+// only reader (the GEMM writes f32); a reduce_sum's widening cast (the
+// reduction writes f32). Must not fuse: the erf GELU (no such epilogue),
+// the cast of a product that is read elsewhere too.
+// CHECK-LABEL: mpc.model @epilogues
+//       CHECK:   %[[H:.*]]:2 = mpc.fusion gemm {
+//  CHECK-NEXT:     mpc.linear
+//  CHECK-NEXT:     mpc.gelu {{.*}} approximate tanh
+//  CHECK-NEXT:     mpc.yield
+//  CHECK-NEXT:   } : tensor<4x16xf16>, tensor<4x16xf16>
+//  CHECK-NEXT:   mpc.gelu %[[H]]#0 :
+//  CHECK-NEXT:   mpc.fusion gemm {
+//  CHECK-NEXT:     mpc.matmul
+//  CHECK-NEXT:     mpc.cast {{.*}} to tensor<16x8xf32>
+//  CHECK-NEXT:     mpc.yield
+//  CHECK-NEXT:   } : tensor<16x8xf32>
+//  CHECK-NEXT:   mpc.fusion reduce {
+//  CHECK-NEXT:     mpc.reduce_sum %g dims [0]
+//  CHECK-NEXT:     mpc.cast {{.*}} to tensor<16xf32>
+//  CHECK-NEXT:     mpc.yield
+//  CHECK-NEXT:   } : tensor<16xf32>
+//  CHECK-NEXT:   %[[P:.*]] = mpc.matmul
+//  CHECK-NEXT:   mpc.cast %[[P]]
+//  CHECK-NEXT:   mpc.reduce_sum %[[P]]
+// NOEPI-LABEL: mpc.model @epilogues
+//   NOEPI-NOT:   mpc.fusion gemm
+//   NOEPI-NOT:   mpc.fusion reduce
+//       NOEPI:   mpc.output
+mpc.model @epilogues inputs(%x: tensor<4x8xf16>, %g: tensor<4x16xf16>) params(%w: tensor<16x8xf16> = normal(0.02), %b: tensor<16xf16> = zeros) {
+  %h = mpc.linear %x, %w, %b : tensor<4x8xf16>, tensor<16x8xf16>, tensor<16xf16>
+  %y = mpc.gelu %h approximate tanh : tensor<4x16xf16>
+  %e = mpc.gelu %h : tensor<4x16xf16>
+  %dw = mpc.matmul %g, %x transpose_lhs : tensor<4x16xf16>, tensor<4x8xf16>
+  %dw32 = mpc.cast %dw : tensor<16x8xf16> to tensor<16x8xf32>
+  %db = mpc.reduce_sum %g dims [0] : tensor<4x16xf16>
+  %db32 = mpc.cast %db : tensor<16xf16> to tensor<16xf32>
+  %p = mpc.matmul %g, %x transpose_lhs : tensor<4x16xf16>, tensor<4x8xf16>
+  %p32 = mpc.cast %p : tensor<16x8xf16> to tensor<16x8xf32>
+  %q = mpc.reduce_sum %p dims [0, 1] : tensor<16x8xf16>
+  %l0 = mpc.reduce_sum %dw32 dims [0, 1] : tensor<16x8xf32>
+  %l1 = mpc.reduce_sum %db32 dims [0] : tensor<16xf32>
+  %l2 = mpc.reduce_sum %p32 dims [0, 1] : tensor<16x8xf32>
+  %l3 = mpc.add %l0, %l1 : tensor<f32>, tensor<f32>
+  %l = mpc.add %l3, %l2 : tensor<f32>, tensor<f32>
+  mpc.output loss(%l : tensor<f32>) y(%y : tensor<4x16xf16>) e(%e : tensor<4x16xf16>) q(%q : tensor<f16>)
+}
+
+// -----
+
+// Row kernels: the scale and causal mask before a softmax are computed as
+// the softmax reads its input (the scores are never stored); the mask and
+// scale after a softmax gradient are applied before it stores.
+// CHECK-LABEL: mpc.model @rows
+//       CHECK:   %[[P:.*]] = mpc.fusion row {
+//  CHECK-NEXT:     mpc.constant dense<0xFF800000>
+//  CHECK-NEXT:     mpc.scale %s
+//  CHECK-NEXT:     mpc.where
+//  CHECK-NEXT:     mpc.softmax
+//  CHECK-NEXT:     mpc.yield
+//       CHECK:   mpc.fusion row {
+//  CHECK-NEXT:     mpc.softmax_grad %dy, %[[P]]
+//  CHECK-NEXT:     mpc.where
+//  CHECK-NEXT:     mpc.scale
+//  CHECK-NEXT:     mpc.yield
+// NOROWS-LABEL: mpc.model @rows
+//   NOROWS-NOT:   mpc.fusion row
+//       NOROWS:   mpc.output
+mpc.model @rows inputs(%s: tensor<2x4x4xf32>, %dy: tensor<2x4x4xf32>) params() {
+  %mask = mpc.causal_mask : tensor<4x4xi1>
+  %ninf = mpc.constant dense<0xFF800000> : tensor<f32>
+  %zero = mpc.constant dense<0.0> : tensor<f32>
+  %scaled = mpc.scale %s by 0.5 : tensor<2x4x4xf32>
+  %masked = mpc.where %mask, %scaled, %ninf : tensor<4x4xi1>, tensor<2x4x4xf32>, tensor<f32>
+  %p = mpc.softmax %masked dim 2 : tensor<2x4x4xf32>
+  %dp = mpc.softmax_grad %dy, %p dim 2 : tensor<2x4x4xf32>
+  %dm = mpc.where %mask, %dp, %zero : tensor<4x4xi1>, tensor<2x4x4xf32>, tensor<f32>
+  %ds = mpc.scale %dm by 0.5 : tensor<2x4x4xf32>
+  %l = mpc.reduce_sum %ds dims [0, 1, 2] : tensor<2x4x4xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// Must not fuse: the softmax's input is read by another op as well, so it
+// is stored anyway.
+// CHECK-LABEL: mpc.model @row_input_read_elsewhere
+//   CHECK-NOT:   mpc.fusion
+//       CHECK:   mpc.output
+mpc.model @row_input_read_elsewhere inputs(%s: tensor<2x4x4xf32>) params() {
+  %scaled = mpc.scale %s by 0.5 : tensor<2x4x4xf32>
+  %p = mpc.softmax %scaled dim 2 : tensor<2x4x4xf32>
+  %m = mpc.mul %p, %scaled : tensor<2x4x4xf32>, tensor<2x4x4xf32>
+  %l = mpc.reduce_sum %m dims [0, 1, 2] : tensor<2x4x4xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// Must not fuse: a parameter's half copy, which the fused optimizer writes;
+// its reader loads it.
+// CHECK-LABEL: mpc.model @half_copy
+//       CHECK:   %[[W16:.*]] = mpc.cast %w
+//  CHECK-NEXT:   mpc.fusion loop {
+//  CHECK-NEXT:     mpc.mul %x, %[[W16]]
+//  CHECK-NEXT:     mpc.cast
+mpc.model @half_copy inputs(%x: tensor<4x8xf16>) params(%w: tensor<4x8xf32> = normal(1.0)) {
+  %w16 = mpc.cast %w : tensor<4x8xf32> to tensor<4x8xf16>
+  %a = mpc.mul %x, %w16 : tensor<4x8xf16>, tensor<4x8xf16>
+  %b = mpc.cast %a : tensor<4x8xf16> to tensor<4x8xf32>
+  %l = mpc.reduce_sum %b dims [0, 1] : tensor<4x8xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
