@@ -104,6 +104,21 @@ private:
     }
     return true;
   }
+  /// Whether every reader of `producer`'s result is in `group` and the
+  /// group evaluates it once per element: an elementwise producer with
+  /// fewer elements than the `elements` the group computes would be
+  /// recomputed for every element it is broadcast to (a splat constant or
+  /// the causal mask costs nothing to recompute).
+  bool readOnceHere(Operation *producer, const Group &group,
+                    int64_t elements) const {
+    Value result = producer->getResult(0);
+    return llvm::all_of(result.getUsers(),
+                        [&](Operation *user) {
+                          return group.ops.contains(user);
+                        }) &&
+           (isView(producer) || isa<ConstantOp, CausalMaskOp>(producer) ||
+            elementCount(result) == elements);
+  }
   void formEpilogueGroups();
   void formRowGroups();
   void growLoopGroup(Group &group);
@@ -177,14 +192,7 @@ void KernelFormation::formRowGroups() {
         Operation *producer = worklist.pop_back_val().getDefiningOp();
         if (!joins(producer) || group.ops.contains(producer))
           continue;
-        Value result = producer->getResult(0);
-        bool readOnlyHere = llvm::all_of(result.getUsers(), [&](Operation *u) {
-          return group.ops.contains(u);
-        });
-        bool onceEach = isView(producer) ||
-                        isa<ConstantOp, CausalMaskOp>(producer) ||
-                        elementCount(result) == elements;
-        if (!readOnlyHere || !onceEach)
+        if (!readOnceHere(producer, group, elements))
           continue;
         group.ops.insert(producer);
         llvm::append_range(worklist, producer->getOperands());
@@ -226,18 +234,9 @@ void KernelFormation::growLoopGroup(Group &group) {
           !fusible(producer))
         continue;
       Value result = producer->getResult(0);
-      bool readOnlyHere = llvm::all_of(result.getUsers(), [&](Operation *u) {
-        return group.ops.contains(u);
-      });
-      // An elementwise producer with fewer elements would be recomputed
-      // for every element it is broadcast to; a splat constant is a
-      // literal and costs nothing.
-      bool onceEach = isView(producer) ||
-                      isa<ConstantOp, CausalMaskOp>(producer) ||
-                      elementCount(result) == elements;
       bool extraOutput = shapeOf(result) == shape &&
                          !isa<ReshapeOp>(producer) && readAfter(result, group);
-      if (!((readOnlyHere && onceEach) || extraOutput))
+      if (!readOnceHere(producer, group, elements) && !extraOutput)
         continue;
       group.ops.insert(producer);
       groupOf[producer] = &group - groups.data();
