@@ -112,10 +112,9 @@ private:
   bool readOnceHere(Operation *producer, const Group &group,
                     int64_t elements) const {
     Value result = producer->getResult(0);
-    return llvm::all_of(result.getUsers(),
-                        [&](Operation *user) {
-                          return group.ops.contains(user);
-                        }) &&
+    return llvm::all_of(
+               result.getUsers(),
+               [&](Operation *user) { return group.ops.contains(user); }) &&
            (isView(producer) || isa<ConstantOp, CausalMaskOp>(producer) ||
             elementCount(result) == elements);
   }
