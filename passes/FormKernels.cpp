@@ -137,20 +137,6 @@ void KernelFormation::formEpilogueGroups() {
   for (Operation &op : model.getBody().front().without_terminator()) {
     if (groupOf.count(&op))
       continue;
-    if (auto reduce = dyn_cast<ReduceSumOp>(op)) {
-      if (CastOp widen = widenedResult(reduce)) {
-        Group group;
-        group.kind = FusionKind::Reduce;
-        group.ops.insert(&op);
-        group.ops.insert(widen);
-        group.root = widen;
-        groupOf[&op] = groupOf[widen] = groups.size();
-        groups.push_back(std::move(group));
-      }
-      continue;
-    }
-    if (!isGemmLike(&op))
-      continue;
     Operation *epilogue = nullptr;
     if (auto linear = dyn_cast<LinearOp>(op);
         linear && op.getNextNode() && isGeluEpilogue(linear, op.getNextNode()))
@@ -160,7 +146,7 @@ void KernelFormation::formEpilogueGroups() {
     if (!epilogue)
       continue;
     Group group;
-    group.kind = FusionKind::Gemm;
+    group.kind = isa<ReduceSumOp>(op) ? FusionKind::Reduce : FusionKind::Gemm;
     group.ops.insert(&op);
     group.ops.insert(epilogue);
     group.root = epilogue;
