@@ -134,7 +134,7 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
   //    in the gradient arena.
   // 4. Every other materialised value gets activation memory for the steps
   //    between its definition and its last use (an alias extends its
-  //    source's), first-fit at the lowest free offset.
+  //    source's), placed greedily by size (see below).
   int64_t offset = 0;
   for (BlockArgument param : model.getParams()) {
     Buffer buffer{MPC_ARENA_PARAMS, offset,
@@ -289,31 +289,51 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
                            step.ops.front()});
   }
 
-  // First fit over the live blocks, sorted by offset.
-  struct Live {
-    int64_t offset, end, lastStep;
-  };
-  std::vector<Live> live;
+  // Greedy by size (Pisarchyk and Lee, "Efficient Memory Management for
+  // Deep Neural Net Inference", 2020; TensorFlow Lite's arena planner):
+  // the largest buffers are placed first, each in the smallest gap left
+  // between the buffers already placed whose lifetimes overlap its own, or
+  // after them. Placing in program order instead (first fit) fragments
+  // the arena around the large, short-lived buffers of a step.
   int64_t peak = pinned;
   activationBytesWithoutReuse = pinned;
   for (const Interval &interval : intervals)
     activationBytesWithoutReuse += alignTo64(interval.bytes);
-  for (const Interval &interval : intervals) {
-    llvm::erase_if(live, [&](const Live &block) {
-      return block.lastStep < interval.firstStep;
+  std::vector<size_t> order(intervals.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  llvm::stable_sort(order, [&](size_t a, size_t b) {
+    return intervals[a].bytes > intervals[b].bytes;
+  });
+  struct Placed {
+    int64_t offset, end;
+    const Interval *interval;
+  };
+  std::vector<Placed> placed;
+  for (size_t index : order) {
+    const Interval &interval = intervals[index];
+    std::vector<const Placed *> overlapping;
+    for (const Placed &block : placed)
+      if (block.interval->firstStep <= interval.lastStep &&
+          interval.firstStep <= block.interval->lastStep)
+        overlapping.push_back(&block);
+    llvm::sort(overlapping, [](const Placed *a, const Placed *b) {
+      return a->offset < b->offset;
     });
-    llvm::sort(live, [](const Live &a, const Live &b) {
-      return a.offset < b.offset;
-    });
-    int64_t candidate = pinned;
-    for (const Live &block : live) {
-      if (candidate + interval.bytes <= block.offset)
-        break;
-      candidate = std::max(candidate, alignTo64(block.end));
+    std::optional<int64_t> best;
+    int64_t bestGap = 0, candidate = pinned;
+    for (const Placed *block : overlapping) {
+      int64_t gap = block->offset - candidate;
+      if (gap >= interval.bytes && (!best || gap < bestGap)) {
+        best = candidate;
+        bestGap = gap;
+      }
+      candidate = std::max(candidate, alignTo64(block->end));
     }
-    live.push_back({candidate, candidate + interval.bytes, interval.lastStep});
-    peak = std::max(peak, alignTo64(candidate + interval.bytes));
-    Buffer buffer{MPC_ARENA_ACTIVATIONS, candidate, interval.bytes};
+    int64_t offset = best ? *best : candidate;
+    placed.push_back({offset, offset + interval.bytes, &interval});
+    peak = std::max(peak, alignTo64(offset + interval.bytes));
+    Buffer buffer{MPC_ARENA_ACTIVATIONS, offset, interval.bytes};
     if (interval.value)
       buffers[interval.value] = buffer;
     else
