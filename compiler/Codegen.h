@@ -350,6 +350,43 @@ FailureOr<ElementFunction> buildElementFunction(ArrayRef<Operation *> ops,
                                                 StepEmitter &emitter,
                                                 StringRef name,
                                                 StringRef parameterPrefix);
+/// A row kernel's access to one operand or its result: through a pointer,
+/// or, in a `row` group, through the ElementFunction of the loop ops fused
+/// before (a prologue computing the operand) or after it (an epilogue
+/// applied to the result before it is stored).
+struct RowAccess {
+  std::string pointer; ///< parameter name
+  Value written; ///< for an output: the value stored (the epilogue's last)
+  std::optional<ElementFunction> fused;
+  SmallVector<std::string> parameters, arguments;
+
+  /// The operand's element at `index`.
+  std::string load(StringRef index) const {
+    return fused ? fused->call(index)
+                 : ("mpc_load(" + pointer + " + " + index + ")").str();
+  }
+  /// Stores `value` as the result's element at `index`.
+  std::string store(StringRef index, StringRef value) const {
+    return ("mpc_store(" + pointer + " + " + index + ", " +
+            (fused ? fused->call(index, value) : value.str()) + ");")
+        .str();
+  }
+  std::string functions() const { return fused ? fused->source : ""; }
+};
+
+/// How a row kernel reads `operand`: the prologue of `step` that computes
+/// it (the loop ops before `rowOp` in a `row` group), or the operand's
+/// buffer through parameter `pointer`.
+FailureOr<RowAccess> rowInput(StepEmitter &emitter, const Step &step,
+                              Operation *rowOp, Value operand,
+                              StringRef pointer, StringRef kernel);
+/// How a row kernel stores `result`: through the epilogue of `step` (the
+/// loop ops after `rowOp`) that ends in the value the group writes, or into
+/// the result's buffer through parameter `pointer`.
+FailureOr<RowAccess> rowOutput(StepEmitter &emitter, const Step &step,
+                               Operation *rowOp, Value result,
+                               StringRef pointer, StringRef kernel);
+
 FailureOr<bool> emitGemmLike(Operation *op, const Step &step,
                              StepEmitter &emitter);
 FailureOr<bool> emitRowOp(Operation *op, const Step &step,

@@ -18,6 +18,7 @@
 #include "compiler/Codegen.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -35,22 +36,27 @@ namespace {
 ///   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dy * gamma.
 /// Kernel 2, one block per column j: dgamma[j] = sum_r dy * xhat and
 /// dbeta[j] = sum_r dy, a block reduction over the rows (deterministic).
-void emitLayerNormGrad(StepEmitter &emitter, const Step &step,
-                       LayerNormGradOp op) {
+LogicalResult emitLayerNormGrad(StepEmitter &emitter, const Step &step,
+                                LayerNormGradOp op) {
   int64_t width = op.getGamma().getType().getNumElements();
   int64_t rows = op.getInput().getType().getNumElements() / width;
   std::string eps = floatLiteral(op.getEps().convertToDouble());
   std::string stats = emitter.scratchPointer(step, "float");
 
   std::string rowName = emitter.kernelName("layer_norm_grad_input");
+  // In a `row` group, dx goes through the group's epilogue (the residual
+  // gradient added to it) before it is stored.
+  FailureOr<RowAccess> dx =
+      rowOutput(emitter, step, op, op.getInputGrad(), "dx", rowName);
+  if (failed(dx))
+    return failure();
   emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
-      "*__restrict__ x, const {3} *__restrict__ gamma, {4} *__restrict__ dx, "
+      "{8}__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ x, const {3} *__restrict__ gamma, {4}, "
       "float *__restrict__ stats) {{\n"
       "  long long r = blockIdx.x;\n"
       "  const {1} *dyr = dy + r * {5}LL;\n"
       "  const {2} *xr = x + r * {5}LL;\n"
-      "  {4} *dxr = dx + r * {5}LL;\n"
       "  mpc_sum sum = 0.0f;\n"
       "  MPC_FOR_THREAD(j, {5}LL) sum += mpc_load(xr + j);\n"
       "  float mean = mpc_block_reduce_sum(sum) / {5}.0f;\n"
@@ -71,7 +77,7 @@ void emitLayerNormGrad(StepEmitter &emitter, const Step &step,
       "  MPC_FOR_THREAD(j, {5}LL) {{\n"
       "    float xhat = (mpc_load(xr + j) - mean) * rstd;\n"
       "    float g = mpc_load(dyr + j) * mpc_load(gamma + j);\n"
-      "    mpc_store(dxr + j, rstd * (g - sg - xhat * sgx));\n"
+      "    {9}\n"
       "  }\n"
       "  if (threadIdx.x == 0) {{\n"
       "    stats[r] = mean;\n"
@@ -79,23 +85,28 @@ void emitLayerNormGrad(StepEmitter &emitter, const Step &step,
       "  }\n"
       "}\n",
       rowName, elementCType(op.getGrad()), elementCType(op.getInput()),
-      elementCType(op.getGamma()), elementCType(op.getInputGrad()), width, eps,
-      rows));
-  emitter.launch(rowName, rows, rowBlockSize,
-                 {emitter.constPointer(op.getGrad()),
-                  emitter.constPointer(op.getInput()),
-                  emitter.constPointer(op.getGamma()),
-                  emitter.pointer(op.getInputGrad()), stats},
-                 // Mean and variance again (4 FLOPs an element), then the two
-                 // sums (6) and dx (7).
-                 KernelCost()
-                     .reads(op.getGrad())
-                     .reads(op.getInput())
-                     .reads(op.getGamma())
-                     .writes(op.getInputGrad())
-                     .writesBytes(2 * rows * 4)
-                     .flopsPer(rows * width, 17)
-                     .flopsPer(rows, 7));
+      elementCType(op.getGamma()), llvm::join(dx->parameters, ", "), width, eps,
+      rows, dx->functions(),
+      dx->store(llvm::formatv("r * {0}LL + j", width).str(),
+                "rstd * (g - sg - xhat * sgx)")));
+  SmallVector<std::string> arguments{emitter.constPointer(op.getGrad()),
+                                     emitter.constPointer(op.getInput()),
+                                     emitter.constPointer(op.getGamma())};
+  llvm::append_range(arguments, dx->arguments);
+  arguments.push_back(stats);
+  // Mean and variance again (4 FLOPs an element), then the two sums (6)
+  // and dx (7).
+  KernelCost cost = KernelCost()
+                        .reads(op.getGrad())
+                        .reads(op.getInput())
+                        .reads(op.getGamma())
+                        .writes(dx->written)
+                        .writesBytes(2 * rows * 4)
+                        .flopsPer(rows * width, 17)
+                        .flopsPer(rows, 7);
+  if (dx->fused)
+    cost += dx->fused->cost;
+  emitter.launch(rowName, rows, rowBlockSize, arguments, cost);
 
   std::string columnName = emitter.kernelName("layer_norm_grad_params");
   emitter.addKernel(llvm::formatv(
@@ -133,6 +144,7 @@ void emitLayerNormGrad(StepEmitter &emitter, const Step &step,
                      .writes(op.getGammaGrad())
                      .writes(op.getBetaGrad())
                      .flopsPer(rows * width, 5));
+  return success();
 }
 
 /// batch_norm_grad in training mode, over channel dim 1 of [N, C] or
@@ -770,7 +782,8 @@ void emitSliceGrad(StepEmitter &emitter, SliceGradOp op) {
 FailureOr<bool> mlir::mpc::emitBackwardOp(Operation *op, const Step &step,
                                           StepEmitter &emitter) {
   if (auto grad = dyn_cast<LayerNormGradOp>(op)) {
-    emitLayerNormGrad(emitter, step, grad);
+    if (failed(emitLayerNormGrad(emitter, step, grad)))
+      return failure();
     return true;
   }
   if (auto grad = dyn_cast<BatchNormGradOp>(op)) {

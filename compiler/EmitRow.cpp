@@ -50,90 +50,6 @@ std::string rowPreamble(const RowView &view) {
       .str();
 }
 
-/// A row kernel's access to one operand or its result: through a pointer,
-/// or, in a `row` group, through the ElementFunction of the loop ops fused
-/// before (a prologue computing the operand) or after it (an epilogue
-/// applied to the result before it is stored).
-struct RowAccess {
-  std::string pointer; ///< parameter name
-  std::optional<ElementFunction> fused;
-  SmallVector<std::string> parameters, arguments;
-
-  /// The operand's element at `index`.
-  std::string load(StringRef index) const {
-    return fused ? fused->call(index)
-                 : ("mpc_load(" + pointer + " + " + index + ")").str();
-  }
-  /// Stores `value` as the result's element at `index`.
-  std::string store(StringRef index, StringRef value) const {
-    return ("mpc_store(" + pointer + " + " + index + ", " +
-            (fused ? fused->call(index, value) : value.str()) + ");")
-        .str();
-  }
-  std::string functions() const { return fused ? fused->source : ""; }
-};
-
-/// How a row kernel reads `operand`: the prologue of `step` that computes
-/// it, or the operand's buffer.
-FailureOr<RowAccess> rowInput(StepEmitter &emitter, const Step &step,
-                              Operation *rowOp, Value operand,
-                              StringRef pointer, StringRef kernel) {
-  RowAccess access;
-  access.pointer = pointer.str();
-  SmallVector<Operation *> prologue;
-  for (Operation *op : step.ops) {
-    if (op == rowOp)
-      break;
-    prologue.push_back(op);
-  }
-  Operation *def = operand.getDefiningOp();
-  if (!step.group || !def || !llvm::is_contained(prologue, def)) {
-    access.parameters.push_back("const " + elementCType(operand) +
-                                " *__restrict__ " + pointer.str());
-    access.arguments.push_back(emitter.constPointer(operand));
-    return access;
-  }
-  FailureOr<ElementFunction> fused = buildElementFunction(
-      prologue, operand, Value(), emitter, (kernel + "_" + pointer).str(),
-      (pointer + "_").str());
-  if (failed(fused))
-    return failure();
-  access.parameters = fused->parameters;
-  access.arguments = fused->arguments;
-  access.fused = std::move(*fused);
-  return access;
-}
-
-/// How a row kernel stores `result`: through the epilogue of `step` that
-/// ends in the value the group writes, or into the result's buffer.
-FailureOr<RowAccess> rowOutput(StepEmitter &emitter, const Step &step,
-                               Operation *rowOp, Value result,
-                               StringRef pointer, StringRef kernel) {
-  RowAccess access;
-  access.pointer = pointer.str();
-  SmallVector<Operation *> epilogue;
-  for (Operation *op : llvm::reverse(step.ops)) {
-    if (op == rowOp)
-      break;
-    epilogue.insert(epilogue.begin(), op);
-  }
-  Value written = epilogue.empty() ? result : epilogue.back()->getResult(0);
-  access.parameters.push_back(elementCType(written) + " *__restrict__ " +
-                              pointer.str());
-  access.arguments.push_back(emitter.pointer(written));
-  if (epilogue.empty())
-    return access;
-  FailureOr<ElementFunction> fused = buildElementFunction(
-      epilogue, written, result, emitter, (kernel + "_" + pointer).str(),
-      (pointer + "_").str());
-  if (failed(fused))
-    return failure();
-  llvm::append_range(access.parameters, fused->parameters);
-  llvm::append_range(access.arguments, fused->arguments);
-  access.fused = std::move(*fused);
-  return access;
-}
-
 /// softmax / log_softmax: max, sum of exponentials, then the outputs.
 LogicalResult emitSoftmax(StepEmitter &emitter, const Step &step, Operation *op,
                           Value input, Value output, int64_t dim,
@@ -215,7 +131,7 @@ LogicalResult emitSoftmaxGrad(StepEmitter &emitter, const Step &step,
       view.rows() * view.extent, 4);
   if (dx->fused)
     cost += dx->fused->cost;
-  cost.writes(step.group ? step.ops.back()->getResult(0) : result);
+  cost.writes(dx->written);
   emitter.launch(name, view.rows(), rowBlockSize, arguments, cost);
   return success();
 }
@@ -588,6 +504,65 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
 }
 
 } // namespace
+
+FailureOr<RowAccess> mlir::mpc::rowInput(StepEmitter &emitter, const Step &step,
+                                         Operation *rowOp, Value operand,
+                                         StringRef pointer, StringRef kernel) {
+  RowAccess access;
+  access.pointer = pointer.str();
+  SmallVector<Operation *> prologue;
+  for (Operation *op : step.ops) {
+    if (op == rowOp)
+      break;
+    prologue.push_back(op);
+  }
+  Operation *def = operand.getDefiningOp();
+  if (!step.group || !def || !llvm::is_contained(prologue, def)) {
+    access.parameters.push_back("const " + elementCType(operand) +
+                                " *__restrict__ " + pointer.str());
+    access.arguments.push_back(emitter.constPointer(operand));
+    return access;
+  }
+  FailureOr<ElementFunction> fused = buildElementFunction(
+      prologue, operand, Value(), emitter, (kernel + "_" + pointer).str(),
+      (pointer + "_").str());
+  if (failed(fused))
+    return failure();
+  access.parameters = fused->parameters;
+  access.arguments = fused->arguments;
+  access.fused = std::move(*fused);
+  return access;
+}
+
+FailureOr<RowAccess> mlir::mpc::rowOutput(StepEmitter &emitter,
+                                          const Step &step, Operation *rowOp,
+                                          Value result, StringRef pointer,
+                                          StringRef kernel) {
+  RowAccess access;
+  access.pointer = pointer.str();
+  SmallVector<Operation *> epilogue;
+  for (Operation *op : llvm::reverse(step.ops)) {
+    if (op == rowOp)
+      break;
+    epilogue.insert(epilogue.begin(), op);
+  }
+  Value written = epilogue.empty() ? result : epilogue.back()->getResult(0);
+  access.written = written;
+  access.parameters.push_back(elementCType(written) + " *__restrict__ " +
+                              pointer.str());
+  access.arguments.push_back(emitter.pointer(written));
+  if (epilogue.empty())
+    return access;
+  FailureOr<ElementFunction> fused = buildElementFunction(
+      epilogue, written, result, emitter, (kernel + "_" + pointer).str(),
+      (pointer + "_").str());
+  if (failed(fused))
+    return failure();
+  llvm::append_range(access.parameters, fused->parameters);
+  llvm::append_range(access.arguments, fused->arguments);
+  access.fused = std::move(*fused);
+  return access;
+}
 
 FailureOr<bool> mlir::mpc::emitRowOp(Operation *op, const Step &step,
                                      StepEmitter &emitter) {

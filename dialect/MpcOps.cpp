@@ -531,7 +531,8 @@ bool mlir::mpc::isView(Operation *op) {
 }
 
 bool mlir::mpc::isRowFusible(Operation *op) {
-  return isa<SoftmaxOp, LogSoftmaxOp, SoftmaxGradOp, LogSoftmaxGradOp>(op);
+  return isa<SoftmaxOp, LogSoftmaxOp, SoftmaxGradOp, LogSoftmaxGradOp,
+             LayerNormGradOp>(op);
 }
 
 bool mlir::mpc::isGemmLike(Operation *op) {
@@ -600,7 +601,8 @@ LogicalResult FusionOp::verifyRegions() {
           return isRowFusible(op) || isLoopFusible(op);
         }))
       return emitOpError() << "of kind 'row' expects one softmax, "
-                              "log_softmax or their gradient, and loop ops";
+                              "log_softmax, their gradient or layer_norm_grad, "
+                              "and loop ops";
     return success();
   }
   if (getKind() == FusionKind::Reduce) {

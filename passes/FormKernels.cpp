@@ -195,6 +195,11 @@ void KernelFormation::formRowGroups() {
         group.root = user;
         current = user->getResult(0);
       }
+      // The op moves to the end of the chain: its other results (a layer
+      // norm's parameter gradients) must not be read before.
+      if (!llvm::all_of(llvm::drop_begin(op.getResults()),
+                        [&](Value result) { return readAfter(result, group); }))
+        continue;
     }
     if (group.ops.size() < 2)
       continue;

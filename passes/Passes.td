@@ -370,8 +370,9 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
        log_softmax's) input and are read only there, with one evaluation
        per element, join it (the attention's scale and causal mask: the
        scores are never stored); so does the chain of elementwise ops of
-       one shape applied to a softmax gradient, each the only reader of the
-       one before. Dropout never joins a row kernel.
+       one shape applied to a softmax gradient or to a layer norm's input
+       gradient (the residual gradient added to it), each the only reader of
+       the one before. Dropout never joins a row kernel.
     3. Loop fusion, from each group's last op backwards: a producer that is
        elementwise or a view joins the group when
        - every reader of its result is in the group; an elementwise

@@ -241,3 +241,43 @@ mpc.model @half_copy inputs(%x: tensor<4x8xf16>) params(%w: tensor<4x8xf32> = no
   %l = mpc.reduce_sum %b dims [0, 1] : tensor<4x8xf32>
   mpc.output loss(%l : tensor<f32>)
 }
+
+// -----
+
+// A layer norm's input gradient gets the residual gradient added before it
+// is stored; its parameter gradients are written as before. Must not fuse
+// (second model): a parameter gradient read before the add, where the
+// group would run.
+// CHECK-LABEL: mpc.model @norm_grad
+//       CHECK:   %{{.*}}:3 = mpc.fusion row {
+//  CHECK-NEXT:     %[[DX:.*]], %[[DG:.*]], %[[DB:.*]] = mpc.layer_norm_grad %dy, %x, %gamma
+//  CHECK-NEXT:     %[[S:.*]] = mpc.add %[[DX]], %dr
+//  CHECK-NEXT:     mpc.yield %[[DG]], %[[DB]], %[[S]]
+// NOROWS-LABEL: mpc.model @norm_grad
+//   NOROWS-NOT:   mpc.fusion row
+//       NOROWS:   mpc.output
+mpc.model @norm_grad inputs(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %dr: tensor<4x8xf32>) params(%gamma: tensor<8xf32> = ones) {
+  %dx, %dg, %db = mpc.layer_norm_grad %dy, %x, %gamma : tensor<4x8xf32>, tensor<8xf32>
+  %s = mpc.add %dx, %dr : tensor<4x8xf32>, tensor<4x8xf32>
+  %l0 = mpc.reduce_sum %s dims [0, 1] : tensor<4x8xf32>
+  %l1 = mpc.reduce_sum %dg dims [0] : tensor<8xf32>
+  %l2 = mpc.reduce_sum %db dims [0] : tensor<8xf32>
+  %l3 = mpc.add %l0, %l1 : tensor<f32>, tensor<f32>
+  %l = mpc.add %l3, %l2 : tensor<f32>, tensor<f32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// CHECK-LABEL: mpc.model @norm_grad_read_before
+//   CHECK-NOT:   mpc.fusion row
+//       CHECK:   mpc.output
+mpc.model @norm_grad_read_before inputs(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>) params(%gamma: tensor<8xf32> = ones) {
+  %dx, %dg, %db = mpc.layer_norm_grad %dy, %x, %gamma : tensor<4x8xf32>, tensor<8xf32>
+  %e = mpc.exp %dg : tensor<8xf32>
+  %s = mpc.mul %dx, %e : tensor<4x8xf32>, tensor<8xf32>
+  %l0 = mpc.reduce_sum %s dims [0, 1] : tensor<4x8xf32>
+  %l1 = mpc.reduce_sum %db dims [0] : tensor<8xf32>
+  %l = mpc.add %l0, %l1 : tensor<f32>, tensor<f32>
+  mpc.output loss(%l : tensor<f32>)
+}
