@@ -357,6 +357,9 @@ FailureOr<ElementFunction> buildElementFunction(ArrayRef<Operation *> ops,
 struct RowAccess {
   std::string pointer; ///< parameter name
   Value written; ///< for an output: the value stored (the epilogue's last)
+  /// For an input computed by a prologue and read after the kernel too: the
+  /// parameter through which the kernel stores it.
+  std::optional<std::string> stored;
   std::optional<ElementFunction> fused;
   SmallVector<std::string> parameters, arguments;
 

@@ -353,42 +353,60 @@ void emitReduce(StepEmitter &emitter, Operation *op, Value input, Value output,
 }
 
 /// layer_norm over the trailing `width` elements of each row.
-void emitLayerNorm(StepEmitter &emitter, LayerNormOp op) {
+/// layer_norm over rows of `width` elements: mean, variance, then the
+/// outputs. In a `row` group the input is computed by the group's prologue
+/// (a residual sum), which the first pass also stores when it is read
+/// later.
+LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
+                            LayerNormOp op) {
   int64_t width = op.getGamma().getType().getNumElements();
   int64_t rows = op.getInput().getType().getNumElements() / width;
   std::string name = emitter.kernelName("layer_norm");
+  FailureOr<RowAccess> x =
+      rowInput(emitter, step, op, op.getInput(), "x", name);
+  if (failed(x))
+    return failure();
+  std::string at = llvm::formatv("r * {0}LL + j", width).str();
+  std::string element = x->load(at);
+  std::string keep =
+      x->stored ? "mpc_store(" + *x->stored + " + " + at + ", v); " : "";
   emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ x, const {2} "
-      "*__restrict__ gamma, const {2} *__restrict__ beta, {1} *__restrict__ "
-      "y) {{\n"
-      "  const {1} *row = x + (long long)blockIdx.x * {3}LL;\n"
-      "  {1} *out = y + (long long)blockIdx.x * {3}LL;\n"
+      "{7}__global__ void {0}({1}, const {2} *__restrict__ gamma, const {2} "
+      "*__restrict__ beta, {3} *__restrict__ y) {{\n"
+      "  long long r = blockIdx.x;\n"
       "  mpc_sum sum = 0.0f;\n"
-      "  MPC_FOR_THREAD(j, {3}LL) sum += mpc_load(row + j);\n"
-      "  float mean = mpc_block_reduce_sum(sum) / {3}.0f;\n"
+      "  MPC_FOR_THREAD(j, {4}LL) {{ float v = {6}; {8}sum += v; }\n"
+      "  float mean = mpc_block_reduce_sum(sum) / {4}.0f;\n"
       "  mpc_sum squares = 0.0f;\n"
-      "  MPC_FOR_THREAD(j, {3}LL) {{ float d = mpc_load(row + j) - mean; "
+      "  MPC_FOR_THREAD(j, {4}LL) {{ float d = {6} - mean; "
       "squares += d * d; }\n"
-      "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {3}.0f + "
-      "{4});\n"
-      "  MPC_FOR_THREAD(j, {3}LL) mpc_store(out + j, (mpc_load(row + j) - "
+      "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {4}.0f + "
+      "{5});\n"
+      "  MPC_FOR_THREAD(j, {4}LL) mpc_store(y + r * {4}LL + j, ({6} - "
       "mean) * rstd * mpc_load(gamma + j) + mpc_load(beta + j));\n"
       "}\n",
-      name, elementCType(op.getInput()), elementCType(op.getGamma()), width,
-      floatLiteral(op.getEps().convertToDouble())));
-  emitter.launch(
-      name, rows, rowBlockSize,
-      {emitter.constPointer(op.getInput()), emitter.constPointer(op.getGamma()),
-       emitter.constPointer(op.getBeta()), emitter.pointer(op.getResult())},
-      // Mean, variance, then (x - mean) * rstd * gamma + beta: 8 FLOPs an
-      // element and 5 a row.
-      KernelCost()
-          .reads(op.getInput())
-          .reads(op.getGamma())
-          .reads(op.getBeta())
-          .writes(op.getResult())
-          .flopsPer(rows * width, 8)
-          .flopsPer(rows, 5));
+      name, llvm::join(x->parameters, ", "), elementCType(op.getGamma()),
+      elementCType(op.getResult()), width,
+      floatLiteral(op.getEps().convertToDouble()), element, x->functions(),
+      keep));
+  SmallVector<std::string> arguments(x->arguments);
+  arguments.append({emitter.constPointer(op.getGamma()),
+                    emitter.constPointer(op.getBeta()),
+                    emitter.pointer(op.getResult())});
+  // Mean, variance, then (x - mean) * rstd * gamma + beta: 8 FLOPs an
+  // element and 5 a row.
+  KernelCost cost = KernelCost()
+                        .reads(op.getGamma())
+                        .reads(op.getBeta())
+                        .writes(op.getResult())
+                        .flopsPer(rows * width, 8)
+                        .flopsPer(rows, 5);
+  if (x->fused)
+    cost += x->fused->cost;
+  else
+    cost.reads(op.getInput());
+  emitter.launch(name, rows, rowBlockSize, arguments, cost);
+  return success();
 }
 
 /// batch_norm over channel dim 1 of [N, C] or [N, C, H, W]. Training: one
@@ -531,6 +549,15 @@ FailureOr<RowAccess> mlir::mpc::rowInput(StepEmitter &emitter, const Step &step,
   access.parameters = fused->parameters;
   access.arguments = fused->arguments;
   access.fused = std::move(*fused);
+  // The operand is read after the kernel too (a residual sum): the kernel
+  // stores it as it computes it.
+  if (emitter.getPlan().isMaterialised(operand)) {
+    access.stored = pointer.str() + "_out";
+    access.parameters.push_back(elementCType(operand) + " *__restrict__ " +
+                                *access.stored);
+    access.arguments.push_back(emitter.pointer(operand));
+    access.fused->cost.writes(operand);
+  }
   return access;
 }
 
@@ -603,8 +630,7 @@ FailureOr<bool> mlir::mpc::emitRowOp(Operation *op, const Step &step,
     return true;
   }
   if (auto norm = dyn_cast<LayerNormOp>(op)) {
-    emitLayerNorm(emitter, norm);
-    return true;
+    return handled(emitLayerNorm(emitter, step, norm));
   }
   if (auto norm = dyn_cast<BatchNormOp>(op)) {
     emitBatchNorm(emitter, step, norm);

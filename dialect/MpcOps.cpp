@@ -532,7 +532,7 @@ bool mlir::mpc::isView(Operation *op) {
 
 bool mlir::mpc::isRowFusible(Operation *op) {
   return isa<SoftmaxOp, LogSoftmaxOp, SoftmaxGradOp, LogSoftmaxGradOp,
-             LayerNormGradOp>(op);
+             LayerNormOp, LayerNormGradOp>(op);
 }
 
 bool mlir::mpc::isGemmLike(Operation *op) {
@@ -601,7 +601,7 @@ LogicalResult FusionOp::verifyRegions() {
           return isRowFusible(op) || isLoopFusible(op);
         }))
       return emitOpError() << "of kind 'row' expects one softmax, "
-                              "log_softmax, their gradient or layer_norm_grad, "
+                              "log_softmax, layer_norm or their gradient, "
                               "and loop ops";
     return success();
   }

@@ -58,8 +58,8 @@ inline bool isLoopFusible(Operation *op) {
 /// fused optimizer writes.
 bool isParamHalfCast(CastOp cast);
 /// Row ops whose kernel can compute its input from loop ops (softmax,
-/// log_softmax) or apply loop ops to its (first) result (their gradients,
-/// layer_norm_grad): the centre of a `row` kernel group.
+/// log_softmax, layer_norm) or apply loop ops to its (first) result (their
+/// gradients): the centre of a `row` kernel group.
 bool isRowFusible(Operation *op);
 /// The ops whose result a GEMM's epilogue can compute in a `gemm` group.
 bool isGemmLike(Operation *op);

@@ -265,9 +265,10 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
       GELU, a widening cast of the product).
     - `reduce`: a reduce_sum whose f32 accumulator is stored as f32 by the
       widening cast that follows it.
-    - `row`: a softmax or log_softmax with the loop ops that compute its
-      input (the attention's scale and causal mask), or their gradient or
-      layer_norm_grad with the loop ops applied to its (first) result (the
+    - `row`: a softmax, log_softmax or layer_norm with the loop ops that
+      compute its input (the attention's scale and causal mask, the
+      residual sum before a layer norm, which the kernel also stores), or
+      their gradient with the loop ops applied to its (first) result (the
       residual gradient added to a layer norm's input gradient); the row
       kernel evaluates them per element.
 
@@ -289,9 +290,9 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
     C4: `gemm`: the first op is linear, matmul or batch_matmul, and every
         other op reads the product.
     C5: `reduce`: the body is a reduce_sum and a cast of its result to f32.
-    C6: `row`: the body holds one softmax, log_softmax, softmax_grad,
-        log_softmax_grad or layer_norm_grad; every other op is elementwise
-        or a view.
+    C6: `row`: the body holds one softmax, log_softmax, layer_norm,
+        softmax_grad, log_softmax_grad or layer_norm_grad; every other op is
+        elementwise or a view.
   }];
   let arguments = (ins FusionKind:$kind);
   let results = (outs Variadic<AnyStaticShapeTensor>:$results);

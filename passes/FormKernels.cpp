@@ -168,16 +168,21 @@ void KernelFormation::formRowGroups() {
              !isa<DropoutOp>(candidate) &&
              candidate->getBlock() == op.getBlock();
     };
-    if (isa<SoftmaxOp, LogSoftmaxOp>(op)) {
+    if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(op)) {
       // The prologue: what computes the input, read only here, one
-      // evaluation per element of the input.
+      // evaluation per element of the input. A layer norm's kernel also
+      // stores its input when it is read after the group (the residual
+      // sum before a layer norm).
       int64_t elements = elementCount(op.getOperand(0));
       SmallVector<Value> worklist{op.getOperand(0)};
       while (!worklist.empty()) {
-        Operation *producer = worklist.pop_back_val().getDefiningOp();
+        Value value = worklist.pop_back_val();
+        Operation *producer = value.getDefiningOp();
         if (!joins(producer) || group.ops.contains(producer))
           continue;
-        if (!readOnceHere(producer, group, elements))
+        bool stored = isa<LayerNormOp>(op) && value == op.getOperand(0) &&
+                      isElementwise(producer) && readAfter(value, group);
+        if (!readOnceHere(producer, group, elements) && !stored)
           continue;
         group.ops.insert(producer);
         llvm::append_range(worklist, producer->getOperands());

@@ -367,9 +367,11 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
        GEMM writes f32 directly: one rounding fewer). The same cast of a
        reduce_sum's sum joins the reduction (a `reduce` group).
     2. Row kernels (`rows`): the loop ops that compute a softmax's (or
-       log_softmax's) input and are read only there, with one evaluation
-       per element, join it (the attention's scale and causal mask: the
-       scores are never stored); so does the chain of elementwise ops of
+       log_softmax's or layer_norm's) input and are read only there, with
+       one evaluation per element, join it (the attention's scale and causal
+       mask: the scores are never stored); so does the elementwise op that
+       computes a layer norm's input and is read after it (the residual
+       sum, which the layer norm's kernel stores); so does the chain of elementwise ops of
        one shape applied to a softmax gradient or to a layer norm's input
        gradient (the residual gradient added to it), each the only reader of
        the one before. Dropout never joins a row kernel.

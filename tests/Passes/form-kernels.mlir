@@ -281,3 +281,38 @@ mpc.model @norm_grad_read_before inputs(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32
   %l = mpc.add %l0, %l1 : tensor<f32>, tensor<f32>
   mpc.output loss(%l : tensor<f32>)
 }
+
+// -----
+
+// A residual sum before a layer norm is computed by the layer norm's kernel,
+// which also stores it for the next residual sum. Must not fuse: the sum
+// read before the layer norm (by the second model's exp).
+// CHECK-LABEL: mpc.model @norm_residual
+//       CHECK:   %[[G:.*]]:2 = mpc.fusion row {
+//  CHECK-NEXT:     %[[S:.*]] = mpc.add %x, %r
+//  CHECK-NEXT:     %[[N:.*]] = mpc.layer_norm %[[S]]
+//  CHECK-NEXT:     mpc.yield %[[S]], %[[N]]
+// NOROWS-LABEL: mpc.model @norm_residual
+//   NOROWS-NOT:   mpc.fusion row
+//       NOROWS:   mpc.output
+mpc.model @norm_residual inputs(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>) params(%gamma: tensor<8xf32> = ones, %beta: tensor<8xf32> = zeros) {
+  %s = mpc.add %x, %r : tensor<4x8xf32>, tensor<4x8xf32>
+  %n = mpc.layer_norm %s, %gamma, %beta : tensor<4x8xf32>, tensor<8xf32>
+  %t = mpc.add %s, %n : tensor<4x8xf32>, tensor<4x8xf32>
+  %l = mpc.reduce_sum %t dims [0, 1] : tensor<4x8xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// CHECK-LABEL: mpc.model @norm_residual_read_before
+//   CHECK-NOT:   mpc.fusion row
+//       CHECK:   mpc.output
+mpc.model @norm_residual_read_before inputs(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>) params(%gamma: tensor<8xf32> = ones, %beta: tensor<8xf32> = zeros) {
+  %s = mpc.add %x, %r : tensor<4x8xf32>, tensor<4x8xf32>
+  %e = mpc.exp %s : tensor<4x8xf32>
+  %n = mpc.layer_norm %s, %gamma, %beta : tensor<4x8xf32>, tensor<8xf32>
+  %t = mpc.add %e, %n : tensor<4x8xf32>, tensor<4x8xf32>
+  %l = mpc.reduce_sum %t dims [0, 1] : tensor<4x8xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
