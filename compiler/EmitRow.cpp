@@ -59,6 +59,10 @@ LogicalResult emitSoftmax(StepEmitter &emitter, const Step &step, Operation *op,
   FailureOr<RowAccess> x = rowInput(emitter, step, op, input, "x", name);
   if (failed(x))
     return failure();
+  // Only a layer norm's kernel stores its fused input (mpc-form-kernels
+  // gives a softmax no prologue that is read elsewhere).
+  if (x->stored)
+    return op->emitError() << "a softmax kernel cannot store its input";
   std::string element = x->load("base + j * stride");
   std::string store =
       logarithm
