@@ -40,6 +40,13 @@ def GeluApproximation : I32EnumAttr<"GeluApproximation",
   let cppNamespace = "::mlir::mpc";
 }
 
+def AttentionLayout : I32EnumAttr<"AttentionLayout",
+    "how mpc.attention's operands order batch, heads, sequence and head dim", [
+      I32EnumAttrCase<"BHTD", 0, "bhtd">,
+      I32EnumAttrCase<"BTHD", 1, "bthd">]> {
+  let cppNamespace = "::mlir::mpc";
+}
+
 def FusionKind : I32EnumAttr<"FusionKind",
     "what one kernel of the training step computes", [
       I32EnumAttrCase<"Loop", 0, "loop">,

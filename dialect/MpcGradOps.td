@@ -243,4 +243,35 @@ def Mpc_Conv2dGradWeightOp : Mpc_PolicyOp<"conv2d_grad_weight", "Lower",
   }];
 }
 
+def Mpc_AttentionGradOp : Mpc_PolicyOp<"attention_grad", "Lower",
+    [Pure, AllTypesMatch<["query", "query_grad"]>,
+     AllTypesMatch<["key", "key_grad"]>, AllTypesMatch<["value", "value_grad"]>,
+     AllTypesMatch<["grad", "output"]>]> {
+  let summary = "Gradients of `mpc.attention` (probabilities recomputed)";
+  let description = [{
+    The gradients with respect to query, key and value, from the output's
+    gradient, the forward output and its logsumexp: FlashAttention-2's
+    backward, which recomputes each block of probabilities from `lse`
+    rather than reading them. Attributes and `mask` are the forward op's.
+  }];
+  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$query,
+                       Mpc_FloatTensor:$key, Mpc_FloatTensor:$value,
+                       Mpc_FloatTensor:$output, F32Tensor:$lse,
+                       Optional<Mpc_MaskTensor>:$mask, F64Attr:$scale,
+                       UnitAttr:$causal,
+                       DefaultValuedAttr<AttentionLayout,
+                           "::mlir::mpc::AttentionLayout::BHTD">:$layout);
+  let results = (outs Mpc_FloatTensor:$query_grad, Mpc_FloatTensor:$key_grad,
+                      Mpc_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $grad `,` $query `,` $key `,` $value `,` $output `,` $lse
+    (`mask` $mask^ `:` type($mask))? `scale` $scale (`causal` $causal^)?
+    (`layout` $layout^)? attr-dict `:` type($grad) `,` type($query) `,`
+    type($key) `,` type($value) `,` type($lse)
+  }];
+  let extraClassDeclaration = [{
+    ::mlir::mpc::AttentionShape getShape();
+  }];
+}
+
 #endif // MPC_DIALECT_MPCGRADOPS_TD

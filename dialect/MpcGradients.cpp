@@ -517,3 +517,23 @@ LogicalResult AvgPool2dOp::buildVjp(OpBuilder &b, Value dy,
       b.getDenseI64ArrayAttr(getPaddingOrDefault()));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::buildVjp(OpBuilder &b, Value dy,
+                                    ArrayRef<bool> needed,
+                                    SmallVectorImpl<Value> &grads) {
+  // One backward op for all three: its kernels recompute the probabilities
+  // once for dq, dk and dv together.
+  resizeGrads(*this, grads);
+  auto grad = AttentionGradOp::create(
+      b, getLoc(), getQuery().getType(), getKey().getType(),
+      getValue().getType(), dy, getQuery(), getKey(), getValue(), getResult(),
+      getLse(), getMask(), getScaleAttr(), getCausalAttr(), getLayoutAttr());
+  grads[0] = needed[0] ? grad.getQueryGrad() : Value();
+  grads[1] = needed[1] ? grad.getKeyGrad() : Value();
+  grads[2] = needed[2] ? grad.getValueGrad() : Value();
+  return success();
+}

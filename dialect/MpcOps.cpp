@@ -1045,6 +1045,131 @@ LogicalResult CausalMaskOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The dims of heads and of the sequence in `layout`.
+std::pair<int64_t, int64_t> headAndSequenceDims(AttentionLayout layout) {
+  return layout == AttentionLayout::BHTD ? std::pair<int64_t, int64_t>{1, 2}
+                                         : std::pair<int64_t, int64_t>{2, 1};
+}
+
+AttentionShape attentionShape(RankedTensorType q, RankedTensorType k,
+                              RankedTensorType v, AttentionLayout layout) {
+  auto [h, t] = headAndSequenceDims(layout);
+  return {q.getDimSize(0), q.getDimSize(h), q.getDimSize(t),
+          k.getDimSize(t), q.getDimSize(3), v.getDimSize(3)};
+}
+
+/// attention_c1 to attention_c3, shared by inference and the verifier.
+LogicalResult checkAttentionOperands(std::optional<Location> loc,
+                                     StringRef name, RankedTensorType q,
+                                     RankedTensorType k, RankedTensorType v,
+                                     AttentionLayout layout) {
+  // attention_c1
+  for (RankedTensorType type : {q, k, v})
+    if (type.getRank() != 4)
+      return opError(loc, name,
+                     "expects query, key and value of rank 4, got ",
+                     quoted(type));
+  // attention_c2
+  if (q.getElementType() != k.getElementType() ||
+      q.getElementType() != v.getElementType())
+    return opError(loc, name,
+                   "expects query, key and value of one element type, got ",
+                   quoted(q), ", ", quoted(k), " and ", quoted(v));
+  // attention_c3
+  auto [h, t] = headAndSequenceDims(layout);
+  if (k.getDimSize(0) != q.getDimSize(0) || v.getDimSize(0) != q.getDimSize(0) ||
+      k.getDimSize(h) != q.getDimSize(h) || v.getDimSize(h) != q.getDimSize(h))
+    return opError(loc, name,
+                   "expects query, key and value of equal batch and head "
+                   "extents in layout ",
+                   stringifyAttentionLayout(layout), ", got ", quoted(q), ", ",
+                   quoted(k), " and ", quoted(v));
+  if (v.getDimSize(t) != k.getDimSize(t))
+    return opError(loc, name, "expects key and value of one sequence length, "
+                              "got ",
+                   quoted(k), " and ", quoted(v));
+  if (k.getDimSize(3) != q.getDimSize(3))
+    return opError(loc, name, "expects query and key of one head dim, got ",
+                   quoted(q), " and ", quoted(k));
+  return success();
+}
+
+/// attention_c4 to attention_c6.
+LogicalResult verifyAttentionAttributes(Operation *op, AttentionShape shape,
+                                        Value mask, bool causal,
+                                        double scale) {
+  // attention_c4
+  if (mask) {
+    auto type = cast<RankedTensorType>(mask.getType());
+    if (type.getShape() != ArrayRef<int64_t>{shape.queries, shape.keys})
+      return op->emitOpError()
+             << "expects a mask of shape " << shapeString({shape.queries,
+                                                           shape.keys})
+             << " (queries x keys), got " << quoted(type);
+  }
+  // attention_c5
+  if (causal && shape.queries != shape.keys)
+    return op->emitOpError() << "expects as many queries as keys when causal, "
+                                "got "
+                             << shape.queries << " and " << shape.keys;
+  if (causal && mask)
+    return op->emitOpError() << "expects either causal or a mask, not both";
+  // attention_c6
+  if (!isPositiveAsF32(scale))
+    return op->emitOpError() << "expects a scale that is positive and finite "
+                                "in f32, got "
+                             << formatDecimal(scale);
+  return success();
+}
+
+} // namespace
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *context,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  auto q = staticTensor(loc, name, adaptor.getQuery(), "the query");
+  auto k = staticTensor(loc, name, adaptor.getKey(), "the key");
+  auto v = staticTensor(loc, name, adaptor.getValue(), "the value");
+  if (failed(q) || failed(k) || failed(v))
+    return failure();
+  // While parsing, a defaulted layout is not yet in the properties.
+  AttentionLayoutAttr layoutAttr = adaptor.getLayoutAttr();
+  AttentionLayout layout =
+      layoutAttr ? layoutAttr.getValue() : AttentionLayout::BHTD;
+  if (failed(checkAttentionOperands(loc, name, *q, *k, *v, layout)))
+    return failure();
+  AttentionShape shape = attentionShape(*q, *k, *v, layout);
+  SmallVector<int64_t> result(q->getShape());
+  result[3] = shape.valueDim;
+  inferred.push_back(q->clone(result));
+  inferred.push_back(RankedTensorType::get(
+      {shape.batch, shape.heads, shape.queries}, Float32Type::get(context)));
+  return success();
+}
+
+AttentionShape AttentionOp::getShape() {
+  return attentionShape(getQuery().getType(), getKey().getType(),
+                        getValue().getType(), getLayout());
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyAttentionAttributes(*this, getShape(), getMask(), getCausal(),
+                                   getScale().convertToDouble());
+}
+
+AttentionShape AttentionGradOp::getShape() {
+  return attentionShape(getQuery().getType(), getKey().getType(),
+                        getValue().getType(), getLayout());
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions and normalisation
 //===----------------------------------------------------------------------===//
 

@@ -22,6 +22,17 @@ namespace mlir::mpc {
 bool hasElements(Type type);
 /// Every tensor operand and result of `op` has elements.
 LogicalResult verifyHasElements(Operation *op);
+
+/// The extents of an mpc.attention (or its gradient), whatever the layout:
+/// batch, heads, query and key lengths, query/key and value head dims.
+struct AttentionShape {
+  int64_t batch, heads, queries, keys, headDim, valueDim;
+  /// Pairs (query, key) whose score is computed: the lower triangle with
+  /// `causal`, every pair otherwise, per batch and head.
+  int64_t visiblePairs(bool causal) const {
+    return causal ? queries * (queries + 1) / 2 : queries * keys;
+  }
+};
 } // namespace mlir::mpc
 
 namespace mlir::OpTrait::mpc {

@@ -627,6 +627,56 @@ def Mpc_CausalMaskOp : Mpc_PolicyOp<"causal_mask", "Follow", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Mpc_AttentionOp : Mpc_PolicyOp<"attention", "Lower",
+    [Differentiable, Pure, InferTypeOpAdaptor]> {
+  let summary = "Scaled dot-product attention, with the softmax's logsumexp";
+  let description = [{
+    `softmax(scale * q kᵀ masked) v` per batch and head, never storing the
+    `Tq x Tk` scores: kernels run FlashAttention-2's blockwise online
+    softmax. In `bhtd` layout the operands are `[B, H, T, D]`; in `bthd`
+    they are `[B, T, H, D]`, as a QKV projection writes them, so no head
+    transpose is needed. `result` has `query`'s layout and `value`'s head
+    dim; `lse` is the f32 `[B, H, Tq]` log-sum-exp of each query's scaled,
+    masked scores, which the backward pass reuses instead of the scores.
+    `causal` hides key `j` from query `i` where `j > i`; a `mask` (true:
+    visible, as `mpc.where`'s condition) hides the keys it is false for. A
+    query that sees no key gets NaN, as the written-out softmax does.
+
+    C1: `query`, `key` and `value` have rank 4.
+    C2: they have the same element type.
+    C3: their batch and head extents are equal, `key` and `value` have the
+        same sequence length, and `query` and `key` the same head dim.
+    C4: `mask` has shape `[Tq, Tk]`.
+    C5: `causal` needs `Tq == Tk`, and is not combined with a `mask`.
+    C6: `scale` is positive and finite in f32.
+
+    ```mlir
+    %y, %lse = mpc.attention %q, %k, %v scale 0.125 causal
+        : tensor<4x2x16x64xf16>, tensor<4x2x16x64xf16>, tensor<4x2x16x64xf16>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$query, Mpc_FloatTensor:$key,
+                       Mpc_FloatTensor:$value, Optional<Mpc_MaskTensor>:$mask,
+                       F64Attr:$scale, UnitAttr:$causal,
+                       DefaultValuedAttr<AttentionLayout,
+                           "::mlir::mpc::AttentionLayout::BHTD">:$layout);
+  let results = (outs Mpc_FloatTensor:$result, F32Tensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^ `:` type($mask))?
+    `scale` $scale (`causal` $causal^)? (`layout` $layout^)? attr-dict `:`
+    type($query) `,` type($key) `,` type($value)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The extents of the operands, whatever their layout.
+    ::mlir::mpc::AttentionShape getShape();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions and normalisation
 //===----------------------------------------------------------------------===//
 

@@ -35,6 +35,17 @@ Type widest(Type a, Type b) {
   return a.getIntOrFloatBitWidth() >= b.getIntOrFloatBitWidth() ? a : b;
 }
 
+/// Results that stay f32 whatever their op runs in: cross-entropy's loss
+/// and attention's logsumexp (a statistic, as softmax's would be).
+bool keepsF32Result(Value result) {
+  Operation *op = result.getDefiningOp();
+  if (isa<CrossEntropyOp>(op))
+    return true;
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return result == attention.getLse();
+  return false;
+}
+
 /// Assigns types within one model.
 class PrecisionAssigner {
 public:
@@ -209,7 +220,7 @@ LogicalResult PrecisionAssigner::run() {
                            normParameterType(op, operand.getOperandNumber())
                                .value_or(*type)));
     for (Value result : op->getResults())
-      if (isFloatTensor(result) && !isa<CrossEntropyOp>(op))
+      if (isFloatTensor(result) && !keepsF32Result(result))
         result.setType(cast<RankedTensorType>(result.getType()).clone(*type));
   }
 

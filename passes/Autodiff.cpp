@@ -95,7 +95,18 @@ LogicalResult MpcAutodiffPass::differentiate(ModelOp model) {
   for (Operation &op : body.without_terminator())
     forward.push_back(&op);
   for (Operation *op : llvm::reverse(forward)) {
-    if (op->getNumResults() != 1 || !needsGradient(op->getResult(0)))
+    // Ops differentiate their first result; the others (attention's
+    // logsumexp) are statistics that the loss must not depend on.
+    if (op->getNumResults() == 0)
+      continue;
+    for (Value other : llvm::drop_begin(op->getResults()))
+      if (needsGradient(other) && gradients.lookup(other))
+        return op->emitError()
+               << "'" << op->getName() << "' is differentiated through its "
+               << "first result only, but the loss depends on result #"
+               << cast<OpResult>(other).getResultNumber()
+               << " through a parameter";
+    if (!needsGradient(op->getResult(0)))
       continue;
     Value resultGradient = gradients.lookup(op->getResult(0));
     if (!resultGradient)

@@ -78,3 +78,13 @@ func.func @conv_grads(%dy: tensor<2x4x8x8xf32>, %w: tensor<4x3x3x3xf32>, %x: ten
   %1 = mpc.conv2d_grad_weight %dy, %x stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<2x4x8x8xf32>, tensor<2x3x8x8xf32> -> tensor<4x3x3x3xf32>
   return
 }
+
+// -----
+
+// CHECK-LABEL: func.func @attention_grad
+//       CHECK:   %{{.*}}, %{{.*}}, %{{.*}} = mpc.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} scale 1.250000e-01 causal layout bthd : tensor<2x16x3x8xf16>, tensor<2x16x3x8xf16>, tensor<2x16x3x8xf16>, tensor<2x16x3x8xf16>, tensor<2x3x16xf32>
+func.func @attention_grad(%dy: tensor<2x16x3x8xf16>, %q: tensor<2x16x3x8xf16>,
+                          %y: tensor<2x16x3x8xf16>, %lse: tensor<2x3x16xf32>) {
+  %0:3 = mpc.attention_grad %dy, %q, %q, %q, %y, %lse scale 0.125 causal layout bthd : tensor<2x16x3x8xf16>, tensor<2x16x3x8xf16>, tensor<2x16x3x8xf16>, tensor<2x16x3x8xf16>, tensor<2x3x16xf32>
+  return
+}

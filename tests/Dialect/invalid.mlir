@@ -2033,3 +2033,76 @@ func.func @cross_entropy_grad_c1(%dl: tensor<4xf32>, %y: tensor<4x8xf32>, %t: te
   %0 = mpc.cross_entropy_grad %dl, %y, %t : tensor<4xf32>, tensor<4x8xf32>, tensor<4xi32>
   return
 }
+
+// -----
+
+func.func @attention_rank(%q: tensor<2x16x8xf16>) {
+  // expected-error @+1 {{'mpc.attention' op expects query, key and value of rank 4, got 'tensor<2x16x8xf16>'}}
+  %0:2 = mpc.attention %q, %q, %q scale 0.125 : tensor<2x16x8xf16>, tensor<2x16x8xf16>, tensor<2x16x8xf16>
+  return
+}
+
+// -----
+
+func.func @attention_types(%q: tensor<2x3x16x8xf16>, %k: tensor<2x3x16x8xbf16>) {
+  // expected-error @+1 {{'mpc.attention' op expects query, key and value of one element type}}
+  %0:2 = mpc.attention %q, %k, %k scale 0.125 : tensor<2x3x16x8xf16>, tensor<2x3x16x8xbf16>, tensor<2x3x16x8xbf16>
+  return
+}
+
+// -----
+
+// In bthd layout dim 2 is the heads: 3 against 4.
+func.func @attention_heads(%q: tensor<2x16x3x8xf16>, %k: tensor<2x16x4x8xf16>) {
+  // expected-error @+1 {{'mpc.attention' op expects query, key and value of equal batch and head extents in layout bthd}}
+  %0:2 = mpc.attention %q, %k, %k scale 0.125 layout bthd : tensor<2x16x3x8xf16>, tensor<2x16x4x8xf16>, tensor<2x16x4x8xf16>
+  return
+}
+
+// -----
+
+func.func @attention_key_length(%q: tensor<2x3x16x8xf16>, %k: tensor<2x3x12x8xf16>, %v: tensor<2x3x10x8xf16>) {
+  // expected-error @+1 {{'mpc.attention' op expects key and value of one sequence length}}
+  %0:2 = mpc.attention %q, %k, %v scale 0.125 : tensor<2x3x16x8xf16>, tensor<2x3x12x8xf16>, tensor<2x3x10x8xf16>
+  return
+}
+
+// -----
+
+func.func @attention_head_dim(%q: tensor<2x3x16x8xf16>, %k: tensor<2x3x16x4xf16>) {
+  // expected-error @+1 {{'mpc.attention' op expects query and key of one head dim}}
+  %0:2 = mpc.attention %q, %k, %k scale 0.125 : tensor<2x3x16x8xf16>, tensor<2x3x16x4xf16>, tensor<2x3x16x4xf16>
+  return
+}
+
+// -----
+
+func.func @attention_mask_shape(%q: tensor<2x3x16x8xf16>, %m: tensor<16x15xi1>) {
+  // expected-error @+1 {{'mpc.attention' op expects a mask of shape [16, 16] (queries x keys), got 'tensor<16x15xi1>'}}
+  %0:2 = mpc.attention %q, %q, %q mask %m : tensor<16x15xi1> scale 0.125 : tensor<2x3x16x8xf16>, tensor<2x3x16x8xf16>, tensor<2x3x16x8xf16>
+  return
+}
+
+// -----
+
+func.func @attention_causal_lengths(%q: tensor<2x3x8x8xf16>, %k: tensor<2x3x16x8xf16>) {
+  // expected-error @+1 {{'mpc.attention' op expects as many queries as keys when causal, got 8 and 16}}
+  %0:2 = mpc.attention %q, %k, %k scale 0.125 causal : tensor<2x3x8x8xf16>, tensor<2x3x16x8xf16>, tensor<2x3x16x8xf16>
+  return
+}
+
+// -----
+
+func.func @attention_causal_and_mask(%q: tensor<2x3x16x8xf16>, %m: tensor<16x16xi1>) {
+  // expected-error @+1 {{'mpc.attention' op expects either causal or a mask, not both}}
+  %0:2 = mpc.attention %q, %q, %q mask %m : tensor<16x16xi1> scale 0.125 causal : tensor<2x3x16x8xf16>, tensor<2x3x16x8xf16>, tensor<2x3x16x8xf16>
+  return
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<2x3x16x8xf16>) {
+  // expected-error @+1 {{'mpc.attention' op expects a scale that is positive and finite in f32, got 0}}
+  %0:2 = mpc.attention %q, %q, %q scale 0.0 : tensor<2x3x16x8xf16>, tensor<2x3x16x8xf16>, tensor<2x3x16x8xf16>
+  return
+}

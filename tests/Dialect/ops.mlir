@@ -767,3 +767,25 @@ func.func @avg_pool2d_padding(%x: tensor<2x4x9x9xf32>) -> tensor<2x4x3x3xf32> {
   %0 = mpc.avg_pool2d %x kernel [3, 3] padding [1, 1] : tensor<2x4x9x9xf32>
   return %0 : tensor<2x4x3x3xf32>
 }
+
+// -----
+
+// mpc.attention in both layouts, causal, with a mask and plain; the
+// logsumexp is f32 whatever the operands' type, and the result takes the
+// value's head dim.
+// CHECK-LABEL: func.func @attention
+//       CHECK:   mpc.attention %{{.*}}, %{{.*}}, %{{.*}} scale 1.250000e-01 causal : tensor<2x3x16x8xf16>, tensor<2x3x16x8xf16>, tensor<2x3x16x8xf16>
+//       CHECK:   mpc.attention %{{.*}}, %{{.*}}, %{{.*}} scale 5.000000e-01 causal layout bthd : tensor<2x16x3x8xbf16>, tensor<2x16x3x8xbf16>, tensor<2x16x3x8xbf16>
+//       CHECK:   mpc.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} : tensor<5x7xi1> scale 1.000000e+00 : tensor<2x3x5x8xf32>, tensor<2x3x7x8xf32>, tensor<2x3x7x4xf32>
+// GENERIC-LABEL: sym_name = "attention"
+//       GENERIC:   -> (tensor<2x3x16x8xf16>, tensor<2x3x16xf32>)
+//       GENERIC:   -> (tensor<2x16x3x8xbf16>, tensor<2x3x16xf32>)
+//       GENERIC:   -> (tensor<2x3x5x4xf32>, tensor<2x3x5xf32>)
+func.func @attention(%q: tensor<2x3x16x8xf16>, %t: tensor<2x16x3x8xbf16>,
+                     %a: tensor<2x3x5x8xf32>, %b: tensor<2x3x7x8xf32>,
+                     %c: tensor<2x3x7x4xf32>, %m: tensor<5x7xi1>) {
+  %0:2 = mpc.attention %q, %q, %q scale 0.125 causal : tensor<2x3x16x8xf16>, tensor<2x3x16x8xf16>, tensor<2x3x16x8xf16>
+  %1:2 = mpc.attention %t, %t, %t scale 0.5 causal layout bthd : tensor<2x16x3x8xbf16>, tensor<2x16x3x8xbf16>, tensor<2x16x3x8xbf16>
+  %2:2 = mpc.attention %a, %b, %c mask %m : tensor<5x7xi1> scale 1.0 : tensor<2x3x5x8xf32>, tensor<2x3x7x8xf32>, tensor<2x3x7x4xf32>
+  return
+}
