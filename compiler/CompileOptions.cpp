@@ -97,6 +97,7 @@ PipelineOptions makePipelineOptions(const CompileOptions &options) {
   if (isStatic)
     pipeline.staticLossScale = options.lossScale.staticScale;
 
+  pipeline.recognizeAttention = options.fuse;
   MpcFuseOptimizerPassOptions &optimizer = pipeline.optimizer;
   optimizer.kind = options.optimizer;
   optimizer.lr = options.learningRate;

@@ -38,6 +38,9 @@ struct PipelineOptions {
   /// Run mpc-fold-casts and let canonicalize fold casts. Off only to check
   /// that folding changes no result (`mpc compile --no-fold-casts`).
   bool foldCasts = true;
+  /// Run mpc-recognize-attention first. Off (`mpc compile --no-fuse`), the
+  /// written-out attention stays: the unfused reference.
+  bool recognizeAttention = true;
   /// For the numerics lint: a static loss scale (0: none) and Adam's eps
   /// (0: not Adam), checked against the model's half type.
   double staticLossScale = 0;

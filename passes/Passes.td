@@ -10,6 +10,37 @@
 
 include "mlir/Pass/PassBase.td"
 
+def MpcRecognizeAttentionPass
+    : Pass<"mpc-recognize-attention", "mlir::ModuleOp"> {
+  let summary = "Rewrite written-out attention into mpc.attention";
+  let description = [{
+    Finds scaled dot-product attention written op by op and replaces it with
+    one mpc.attention, whose kernels never store the `T x T` scores,
+    probabilities or their gradients. The pattern, every intermediate read
+    only by the next op:
+    ```mlir
+    %s = mpc.batch_matmul %q, %k transpose_rhs   // [B, H, T, D] x [B, H, S, D]
+    %c = mpc.scale %s by 0.125                   // optional
+    %m = mpc.where %mask, %c, %neg_inf           // optional
+    %p = mpc.softmax %m dim 3
+    %y = mpc.batch_matmul %p, %v
+    ```
+    `%neg_inf` is a splat -inf constant; `%mask` is `mpc.causal_mask`
+    (becoming `causal`) or another `[T, S]` i1 value (becoming `mask`).
+    When `%q`, `%k` and `%v` are each a transpose `[0, 2, 1, 3]` of a
+    `[B, T, H, D]` value and `%y` is read only by that transpose back, the
+    attention reads and writes the `[B, T, H, D]` values directly (layout
+    `bthd`) and the transposes go.
+
+    Not rewritten: a score, scaled score, masked score or probability read
+    elsewhere (it would have to be stored anyway); a softmax over another
+    dim; a mask of another shape; a fill other than -inf; operands of
+    different element types.
+  }];
+  let statistics = [Statistic<"numRecognized", "num-recognized",
+                              "Attentions rewritten into mpc.attention">];
+}
+
 def MpcAssignPrecisionPass : Pass<"mpc-assign-precision", "mlir::ModuleOp"> {
   let summary = "Assign a storage precision to every value of the forward "
                 "pass, inserting mpc.cast where types meet";

@@ -29,6 +29,10 @@ createCanonicalizer(const PipelineOptions &options) {
 void mlir::mpc::buildForwardPipeline(OpPassManager &pm, AmpLevel level,
                                      HalfType half,
                                      const PipelineOptions &options) {
+  // Before precision is assigned: mpc.attention has its own rule (half
+  // operands, f32 statistics), not the written-out ops'.
+  if (options.recognizeAttention)
+    pm.addPass(createMpcRecognizeAttentionPass());
   MpcAssignPrecisionPassOptions precision;
   precision.level = level;
   precision.half = half;
