@@ -527,8 +527,9 @@ void StepEmitter::recordCall(StringRef function, KernelKind kind,
 }
 
 void StepEmitter::launch(StringRef kernel, int64_t grid, int block,
-                         ArrayRef<std::string> args, const KernelCost &cost) {
-  recordCall(kernel, KernelKind::Kernel, /*halfInputs=*/false, cost);
+                         ArrayRef<std::string> args, const KernelCost &cost,
+                         KernelKind kind, bool halfInputs) {
+  recordCall(kernel, kind, halfInputs, cost);
   int &bound = launchBlocks[kernel.str()];
   bound = std::max(bound, block);
   std::string statement;
@@ -592,7 +593,8 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
   if (step.isFusedElementwise())
     return emitFusedElementwise(step, emitter);
   for (auto family :
-       {emitGemmLike, emitRowOp, emitDataMovement, emitBackwardOp}) {
+       {emitGemmLike, emitRowOp, emitDataMovement, emitBackwardOp,
+        emitAttention}) {
     FailureOr<bool> handled = family(op, step, emitter);
     if (failed(handled))
       return failure();

@@ -186,8 +186,11 @@ public:
   /// Launches `kernel` over `grid` blocks of `block` threads. `cost` is
   /// what one launch reads, writes and computes (see KernelCost); it is
   /// recorded against the ops being emitted (setSource).
+  /// `kind` and `halfInputs` as for recordCall: a kernel whose products run
+  /// on the tensor cores says so.
   void launch(StringRef kernel, int64_t grid, int block,
-              ArrayRef<std::string> args, const KernelCost &cost);
+              ArrayRef<std::string> args, const KernelCost &cost,
+              KernelKind kind = KernelKind::Kernel, bool halfInputs = false);
   /// Records the cost of a runtime call the step makes (a GEMM), which
   /// `--report` lists beside the kernels.
   void recordCall(StringRef function, KernelKind kind, bool halfInputs,
@@ -398,6 +401,9 @@ FailureOr<bool> emitDataMovement(Operation *op, const Step &step,
                                  StepEmitter &emitter);
 FailureOr<bool> emitBackwardOp(Operation *op, const Step &step,
                                StepEmitter &emitter);
+/// mpc.attention and mpc.attention_grad (EmitAttention.cpp).
+FailureOr<bool> emitAttention(Operation *op, const Step &step,
+                              StepEmitter &emitter);
 
 //===----------------------------------------------------------------------===//
 // --debug-nonfinite (EmitDebug.cpp)

@@ -62,9 +62,10 @@ struct KernelCost {
   }
 };
 
-/// Whether a kernel runs on the tensor cores (a GEMM) or the vector units:
-/// the roofline takes a different peak for each.
-enum class KernelKind { Kernel, Gemm };
+/// Whether a kernel runs on the tensor cores (a GEMM, or a generated kernel
+/// whose products are WMMA: attention's) or the vector units: the roofline
+/// takes a different peak for each.
+enum class KernelKind { Kernel, Gemm, TensorCoreKernel };
 
 /// One launch (or runtime call) of a step function, in program order.
 struct KernelRecord {

@@ -401,7 +401,10 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
                                {"location", fileLineCol(op->getLoc())}});
       kernelArray.push_back(llvm::json::Object{
           {"name", record.name},
-          {"kind", record.kind == KernelKind::Gemm ? "gemm" : "kernel"},
+          {"kind", record.kind == KernelKind::Gemm ? "gemm"
+                   : record.kind == KernelKind::TensorCoreKernel
+                       ? "tensor_core_kernel"
+                       : "kernel"},
           {"phase", row.phase},
           {"ops", std::move(ops)},
           {"origin", record.origin},

@@ -46,7 +46,9 @@ const GpuSpec *mlir::mpc::findGpu(StringRef name) {
 
 KernelBound mlir::mpc::rooflineBound(const KernelRecord &kernel,
                                      const GpuSpec &gpu) {
-  double tflops = kernel.kind == KernelKind::Gemm && kernel.halfInputs
+  bool tensorCores = kernel.kind == KernelKind::Gemm ||
+                     kernel.kind == KernelKind::TensorCoreKernel;
+  double tflops = tensorCores && kernel.halfInputs
                       ? gpu.halfTensorTflops
                       : gpu.fp32Tflops;
   double compute = double(kernel.cost.flops) / (tflops * 1e12);

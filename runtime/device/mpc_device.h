@@ -391,6 +391,15 @@ private:
 #define MPC_SHARED(type, name, count) type name[count]
 #endif
 
+/// MPC_SHARED aligned to 32 bytes on the GPU, as WMMA's loads and stores
+/// need (runtime/device/mpc_attention.h).
+#if defined(MPC_DEVICE_CUDA)
+#define MPC_SHARED_ALIGNED(type, name, count)                                  \
+  __shared__ __align__(32) type name[count]
+#else
+#define MPC_SHARED_ALIGNED(type, name, count) MPC_SHARED(type, name, count)
+#endif
+
 /// max(a, b) where a NaN in either wins, as torch.amax (fmaxf drops NaN).
 __device__ __forceinline__ float mpc_max(float a, float b) {
   return (a > b || a != a) ? a : b;

@@ -1,0 +1,544 @@
+/*===- mpc_attention.h - FlashAttention-2 kernels for mpc.attention -*- C++
+ *-*-===*
+ *
+ * The bodies of the kernels that code generation emits for mpc.attention
+ * and mpc.attention_grad (compiler/EmitAttention.cpp). Included after
+ * mpc_device.h, and compiled the same three ways (cuda, cpu, emulation).
+ *
+ * The algorithm is FlashAttention-2's (Dao, 2023). One block owns a tile of
+ * BQ queries of one (batch, head) and walks the keys in tiles of BK, keeping
+ * the running maximum and sum of each query's exponentials and rescaling
+ * its output accumulator when the maximum grows ("online softmax"); only
+ * the output and the per-query logsumexp are stored. Causal tiles wholly
+ * above the diagonal are skipped, not masked. The backward pass recomputes
+ * the probabilities of each tile from the logsumexp, P = exp(scale S - lse),
+ * and needs D_i = sum_j dO_ij O_ij per query. It runs as two kernels, one
+ * block per key tile for dK and dV (walking the query tiles) and one block
+ * per query tile for dQ (walking the key tiles): FlashAttention-2 computes
+ * dQ in the first with float atomics instead, which makes it depend on the
+ * order of the blocks; these two are deterministic, at the price of
+ * computing S and dP twice.
+ *
+ * Every tile lives in shared memory, the head dims padded with zeros to a
+ * multiple of 16. The products of tiles (S = Q Kᵀ, O += P V, dV += Pᵀ dO,
+ * dK += dSᵀ Q, dP = dO Vᵀ, dQ += dS K) run on the tensor cores for f16
+ * and bf16 (WMMA, 16x16x16, f32 accumulators), each warp taking 16x16
+ * output tiles in turn, and as f32 loops over the block's threads
+ * otherwise (f32 operands; the cpu target, whose blocks have one thread).
+ * P and dS are rounded to the operands' type for their products, as
+ * FlashAttention does; everything else is f32.
+ *
+ * Under emulation WMMA is emulated (below): a fragment holds its whole
+ * tile in every lane (the real distribution over lanes is unspecified, and
+ * the kernels only load, multiply and store fragments), loads and stores go
+ * through the checked shared arrays, and every WMMA call is a warp-wide
+ * exchange, so all 32 lanes must reach it together, as on the GPU.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef MPC_RUNTIME_DEVICE_MPC_ATTENTION_H
+#define MPC_RUNTIME_DEVICE_MPC_ATTENTION_H
+
+#if defined(MPC_DEVICE_CUDA)
+#include <mma.h>
+#endif
+
+/// The shape of one attention, as the kernels read it. Strides are in
+/// elements; the head dim is contiguous in every tensor.
+struct mpc_attention_shape {
+  int heads, queries, keys;
+  int headDim, valueDim; // query/key and value head dims, unpadded
+  long long qBatch, qHead, qSeq; // the query's strides (and its gradient's)
+  long long kBatch, kHead, kSeq; // the key's (and its gradient's)
+  long long vBatch, vHead, vSeq; // the value's (and its gradient's)
+  long long oBatch, oHead, oSeq; // the output's (and its gradient's)
+  float scale;
+  bool causal;
+};
+
+//===----------------------------------------------------------------------===//
+// Scalars and storage
+//===----------------------------------------------------------------------===//
+
+__device__ __forceinline__ float mpc_value(float v) { return v; }
+__device__ __forceinline__ float mpc_value(__half v) {
+  return __half2float(v);
+}
+__device__ __forceinline__ float mpc_value(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+/// `v` rounded to the storage type of `tag`'s pointee.
+__device__ __forceinline__ float mpc_round(float v, const float *) {
+  return v;
+}
+__device__ __forceinline__ __half mpc_round(float v, const __half *) {
+  return __float2half_rn(v);
+}
+__device__ __forceinline__ __nv_bfloat16 mpc_round(float v,
+                                                   const __nv_bfloat16 *) {
+  return __float2bfloat16_rn(v);
+}
+
+template <typename T> struct mpc_is_float {
+  static constexpr bool value = false;
+};
+template <> struct mpc_is_float<float> {
+  static constexpr bool value = true;
+};
+template <typename T> struct mpc_is_bf16 {
+  static constexpr bool value = false;
+};
+template <> struct mpc_is_bf16<__nv_bfloat16> {
+  static constexpr bool value = true;
+};
+template <bool Condition, typename A, typename B> struct mpc_select {
+  using type = A;
+};
+template <typename A, typename B> struct mpc_select<false, A, B> {
+  using type = B;
+};
+
+/// Whether products of T tiles run on WMMA: f16 and bf16 on the GPU (bf16
+/// from sm_80) and under emulation; never on the cpu target.
+template <typename T> struct mpc_use_wmma {
+#if defined(MPC_DEVICE_EMULATION)
+  static constexpr bool value = !mpc_is_float<T>::value;
+#elif defined(MPC_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
+  static constexpr bool value = !mpc_is_float<T>::value;
+#elif defined(MPC_DEVICE_CUDA)
+  static constexpr bool value =
+      !mpc_is_float<T>::value && !mpc_is_bf16<T>::value;
+#else
+  static constexpr bool value = false;
+#endif
+};
+
+//===----------------------------------------------------------------------===//
+// WMMA, and its emulation
+//===----------------------------------------------------------------------===//
+
+#if defined(MPC_DEVICE_CUDA)
+namespace mpc_wmma = nvcuda::wmma;
+#elif defined(MPC_DEVICE_EMULATION)
+/// The part of nvcuda::wmma the kernels use, for 16x16x16 tiles. A
+/// fragment holds its whole tile, row-major; lane 0 of the warp does the
+/// collective's memory accesses and arithmetic for all 32, after every lane
+/// has arrived (a __syncwarp), so a lane that does not call it, or calls
+/// another, stops the emulation as on the GPU it would be undefined.
+namespace mpc_wmma {
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+struct row_major {};
+struct col_major {};
+enum layout_t { mem_row_major, mem_col_major };
+template <typename Use, int M, int N, int K, typename T, typename Layout = void>
+struct fragment {
+  float x[16 * 16];
+};
+template <typename Use, typename T, typename Layout>
+inline void fill_fragment(fragment<Use, 16, 16, 16, T, Layout> &f, float v,
+                          const char *file = __builtin_FILE(),
+                          int line = __builtin_LINE()) {
+  __syncwarp(0xffffffffu, file, line);
+  for (float &e : f.x)
+    e = v;
+}
+template <typename T, typename LA, typename LB>
+inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
+                     const fragment<matrix_a, 16, 16, 16, T, LA> &a,
+                     const fragment<matrix_b, 16, 16, 16, T, LB> &b,
+                     const fragment<accumulator, 16, 16, 16, float> &c,
+                     const char *file = __builtin_FILE(),
+                     int line = __builtin_LINE()) {
+  __syncwarp(0xffffffffu, file, line);
+  if (threadIdx.x % 32 != 0)
+    return;
+  float result[16 * 16];
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j) {
+      float sum = c.x[i * 16 + j];
+      for (int k = 0; k < 16; ++k)
+        sum += a.x[i * 16 + k] * b.x[k * 16 + j];
+      result[i * 16 + j] = sum;
+    }
+  for (int e = 0; e < 16 * 16; ++e)
+    d.x[e] = result[e];
+}
+} // namespace mpc_wmma
+#endif
+
+#if defined(MPC_DEVICE_BLOCKS)
+/// Loads a 16x16 tile of T (an operand) or float (an accumulator) from the
+/// shared array `s` at element `offset`, leading dimension `ldm`;
+/// `ColMajor`: stored column by column.
+template <bool ColMajor, typename Fragment, typename Shared>
+__device__ __forceinline__ void mpc_wmma_load(Fragment &f, Shared &s,
+                                              long long offset, int ldm) {
+#if defined(MPC_DEVICE_CUDA)
+  mpc_wmma::load_matrix_sync(f, &s[offset], ldm);
+#else
+  __syncwarp();
+  if (threadIdx.x % 32 != 0)
+    return;
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c)
+      f.x[r * 16 + c] =
+          mpc_value(s[offset + (ColMajor ? c * ldm + r : r * ldm + c)]);
+#endif
+}
+template <typename Shared>
+__device__ __forceinline__ void mpc_wmma_load_accumulator(
+    mpc_wmma::fragment<mpc_wmma::accumulator, 16, 16, 16, float> &f,
+    Shared &s, long long offset, int ldm) {
+#if defined(MPC_DEVICE_CUDA)
+  mpc_wmma::load_matrix_sync(f, &s[offset], ldm, mpc_wmma::mem_row_major);
+#else
+  mpc_wmma_load<false>(f, s, offset, ldm);
+#endif
+}
+template <typename Shared>
+__device__ __forceinline__ void mpc_wmma_store(
+    Shared &s, long long offset,
+    const mpc_wmma::fragment<mpc_wmma::accumulator, 16, 16, 16, float> &f,
+    int ldm) {
+#if defined(MPC_DEVICE_CUDA)
+  mpc_wmma::store_matrix_sync(&s[offset], f, ldm, mpc_wmma::mem_row_major);
+#else
+  __syncwarp();
+  if (threadIdx.x % 32 != 0)
+    return;
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 16; ++c)
+      s[offset + r * ldm + c] = f.x[r * 16 + c];
+#endif
+}
+#endif
+
+//===----------------------------------------------------------------------===//
+// Products of shared tiles
+//===----------------------------------------------------------------------===//
+
+/// C (float, M x N, row-major) = or += op(A) op(B) over the block, where
+/// op(A) is M x K (stored K x M when TransA) and op(B) is K x N (stored
+/// N x K when TransB), A and B of type T in shared memory. Ends with a
+/// barrier.
+template <typename T, int M, int N, int K, bool TransA, bool TransB,
+          bool Accumulate, typename SC, typename SA, typename SB>
+__device__ __forceinline__ void mpc_tile_gemm(SC &c, SA &a, SB &b) {
+#if defined(MPC_DEVICE_BLOCKS)
+  if constexpr (mpc_use_wmma<T>::value) {
+    typedef typename mpc_select<TransA, mpc_wmma::col_major,
+                                mpc_wmma::row_major>::type LayoutA;
+    typedef typename mpc_select<TransB, mpc_wmma::col_major,
+                                mpc_wmma::row_major>::type LayoutB;
+    int warp = threadIdx.x / 32, warps = blockDim.x / 32;
+    for (int tile = warp; tile < (M / 16) * (N / 16); tile += warps) {
+      int i0 = tile / (N / 16) * 16, j0 = tile % (N / 16) * 16;
+      mpc_wmma::fragment<mpc_wmma::accumulator, 16, 16, 16, float> acc;
+      if (Accumulate)
+        mpc_wmma_load_accumulator(acc, c, (long long)i0 * N + j0, N);
+      else
+        mpc_wmma::fill_fragment(acc, 0.0f);
+      for (int k0 = 0; k0 < K; k0 += 16) {
+        mpc_wmma::fragment<mpc_wmma::matrix_a, 16, 16, 16, T, LayoutA> fa;
+        mpc_wmma::fragment<mpc_wmma::matrix_b, 16, 16, 16, T, LayoutB> fb;
+        mpc_wmma_load<TransA>(fa, a,
+                              TransA ? (long long)k0 * M + i0
+                                     : (long long)i0 * K + k0,
+                              TransA ? M : K);
+        mpc_wmma_load<TransB>(fb, b,
+                              TransB ? (long long)j0 * K + k0
+                                     : (long long)k0 * N + j0,
+                              TransB ? K : N);
+        mpc_wmma::mma_sync(acc, fa, fb, acc);
+      }
+      mpc_wmma_store(c, (long long)i0 * N + j0, acc, N);
+    }
+  } else
+#endif
+  {
+    MPC_FOR_THREAD(e, (long long)M * N) {
+      int i = (int)(e / N), j = (int)(e % N);
+      float sum = Accumulate ? static_cast<float>(c[e]) : 0.0f;
+      for (int k = 0; k < K; ++k)
+        sum += mpc_value(static_cast<T>(a[TransA ? k * M + i : i * K + k])) *
+               mpc_value(static_cast<T>(b[TransB ? j * K + k : k * N + j]));
+      c[e] = sum;
+    }
+  }
+  __syncthreads();
+}
+
+/// Copies rows [row0, row0 + R) of one (batch, head) of a global tensor
+/// (sequence stride `seq`, `count` rows, `width` columns) into the shared
+/// R x W tile `s`, zero beyond the tensor. Ends with a barrier.
+template <typename T, int R, int W, typename S>
+__device__ __forceinline__ void mpc_tile_load(S &s, const T *base,
+                                              long long seq, int row0,
+                                              int count, int width) {
+  MPC_FOR_THREAD(e, (long long)R * W) {
+    int r = (int)(e / W), c = (int)(e % W);
+    s[e] = row0 + r < count && c < width ? base[(row0 + r) * seq + c]
+                                         : mpc_round(0.0f, base);
+  }
+  __syncthreads();
+}
+
+/// Whether query `i` sees key `j`.
+template <typename Mask>
+__device__ __forceinline__ bool
+mpc_attention_visible(const mpc_attention_shape &a, const Mask *mask, int i,
+                      int j) {
+  if (j >= a.keys)
+    return false;
+  if (a.causal && j > i)
+    return false;
+  return !mask || mask[(long long)i * a.keys + j] != 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Forward
+//===----------------------------------------------------------------------===//
+
+/// One block: BQ queries of one (batch, head). Grid: batch * heads *
+/// ceil(queries / BQ) blocks.
+template <typename T, int D, int DV, int BQ, int BK, typename Mask>
+__device__ __forceinline__ void
+mpc_attention_forward(const mpc_attention_shape &a, const T *q, const T *k,
+                      const T *v, const Mask *mask, T *o, float *lse) {
+  MPC_SHARED_ALIGNED(T, qs, BQ * D);
+  MPC_SHARED_ALIGNED(T, ks, BK * D);
+  MPC_SHARED_ALIGNED(T, vs, BK * DV);
+  MPC_SHARED_ALIGNED(float, ss, BQ * BK);
+  MPC_SHARED_ALIGNED(T, ps, BQ * BK);
+  MPC_SHARED_ALIGNED(float, os, BQ * DV);
+  MPC_SHARED(float, rowMax, BQ);
+  MPC_SHARED(float, rowSum, BQ);
+  MPC_SHARED(float, rowRescale, BQ);
+
+  int tiles = (a.queries + BQ - 1) / BQ;
+  int bh = blockIdx.x / tiles, q0 = blockIdx.x % tiles * BQ;
+  int b = bh / a.heads, h = bh % a.heads;
+  const T *qBase = q + b * a.qBatch + h * a.qHead;
+  const T *kBase = k + b * a.kBatch + h * a.kHead;
+  const T *vBase = v + b * a.vBatch + h * a.vHead;
+
+  MPC_FOR_THREAD(e, (long long)BQ * DV) os[e] = 0.0f;
+  MPC_FOR_THREAD(r, BQ) {
+    rowMax[r] = -INFINITY;
+    rowSum[r] = 0.0f;
+  }
+  mpc_tile_load<T, BQ, D>(qs, qBase, a.qSeq, q0, a.queries, a.headDim);
+  // Causal: key tiles wholly after the last query of this tile are skipped.
+  int keyEnd = a.causal && q0 + BQ < a.keys ? q0 + BQ : a.keys;
+  for (int k0 = 0; k0 < keyEnd; k0 += BK) {
+    mpc_tile_load<T, BK, D>(ks, kBase, a.kSeq, k0, a.keys, a.headDim);
+    mpc_tile_load<T, BK, DV>(vs, vBase, a.vSeq, k0, a.keys, a.valueDim);
+    mpc_tile_gemm<T, BQ, BK, D, false, true, false>(ss, qs, ks);
+    MPC_FOR_THREAD(r, BQ) {
+      float previous = rowMax[r], m = previous;
+#pragma unroll 1
+      for (int c = 0; c < BK; ++c)
+        if (mpc_attention_visible(a, mask, q0 + r, k0 + c))
+          m = mpc_max(m, static_cast<float>(ss[r * BK + c]) * a.scale);
+      // No visible key yet: nothing to rescale, and exp(-inf - -inf) would
+      // be NaN.
+      bool none = m == -INFINITY;
+      float rescale = none ? 1.0f : expf(previous - m);
+      float sum = 0.0f;
+#pragma unroll 1
+      for (int c = 0; c < BK; ++c) {
+        float p = !none && mpc_attention_visible(a, mask, q0 + r, k0 + c)
+                      ? expf(static_cast<float>(ss[r * BK + c]) * a.scale - m)
+                      : 0.0f;
+        sum += p;
+        ps[r * BK + c] = mpc_round(p, q);
+      }
+      rowMax[r] = m;
+      rowSum[r] = static_cast<float>(rowSum[r]) * rescale + sum;
+      rowRescale[r] = rescale;
+    }
+    __syncthreads();
+    MPC_FOR_THREAD(e, (long long)BQ * DV)
+    os[e] = static_cast<float>(os[e]) * static_cast<float>(rowRescale[e / DV]);
+    __syncthreads();
+    mpc_tile_gemm<T, BQ, DV, BK, false, false, true>(os, ps, vs);
+  }
+  T *oBase = o + b * a.oBatch + h * a.oHead;
+  MPC_FOR_THREAD(e, (long long)BQ * a.valueDim) {
+    int r = (int)(e / a.valueDim), c = (int)(e % a.valueDim);
+    if (q0 + r < a.queries)
+      // A query that sees no key: 0 / 0, NaN, as the written-out softmax.
+      oBase[(q0 + r) * a.oSeq + c] = mpc_round(
+          static_cast<float>(os[r * DV + c]) / static_cast<float>(rowSum[r]),
+          o);
+  }
+  MPC_FOR_THREAD(r, BQ) {
+    if (q0 + r < a.queries)
+      lse[(long long)bh * a.queries + q0 + r] =
+          static_cast<float>(rowMax[r]) + logf(static_cast<float>(rowSum[r]));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Backward
+//===----------------------------------------------------------------------===//
+
+/// P and dS of one tile from S and dP (in place in `ss` and `dps`), and
+/// their rounded copies for the products.
+template <typename T, int BQ, int BK, typename Mask, typename SS, typename SP,
+          typename SL, typename SH>
+__device__ __forceinline__ void
+mpc_attention_probabilities(const mpc_attention_shape &a, const Mask *mask,
+                            int q0, int k0, SS &ss, SS &dps, SL &rowLse,
+                            SL &rowDelta, SP &ps, SH &dss, const T *tag) {
+  MPC_FOR_THREAD(e, (long long)BQ * BK) {
+    int r = (int)(e / BK), c = (int)(e % BK);
+    float p = q0 + r < a.queries &&
+                      mpc_attention_visible(a, mask, q0 + r, k0 + c)
+                  ? expf(static_cast<float>(ss[e]) * a.scale -
+                         static_cast<float>(rowLse[r]))
+                  : 0.0f;
+    float ds = p * (static_cast<float>(dps[e]) - static_cast<float>(rowDelta[r]));
+    ps[e] = mpc_round(p, tag);
+    dss[e] = mpc_round(ds, tag);
+  }
+  __syncthreads();
+}
+
+/// The logsumexp and D_i = sum_j dO_ij O_ij of BQ queries from `q0`.
+template <int BQ, typename T, typename SL>
+__device__ __forceinline__ void
+mpc_attention_row_statistics(const mpc_attention_shape &a, int bh, int q0,
+                             const T *oBase, const T *doBase,
+                             const float *lse, SL &rowLse, SL &rowDelta) {
+  MPC_FOR_THREAD(r, BQ) {
+    float delta = 0.0f, l = INFINITY; // padding rows: P = exp(-inf) = 0
+    if (q0 + r < a.queries) {
+      for (int c = 0; c < a.valueDim; ++c)
+        delta += mpc_value(oBase[(q0 + r) * a.oSeq + c]) *
+                 mpc_value(doBase[(q0 + r) * a.oSeq + c]);
+      l = lse[(long long)bh * a.queries + q0 + r];
+    }
+    rowLse[r] = l;
+    rowDelta[r] = delta;
+  }
+  __syncthreads();
+}
+
+/// One block: BK keys of one (batch, head), their dK and dV. Grid: batch *
+/// heads * ceil(keys / BK) blocks.
+template <typename T, int D, int DV, int BQ, int BK, typename Mask>
+__device__ __forceinline__ void
+mpc_attention_backward_kv(const mpc_attention_shape &a, const T *dout,
+                          const T *q, const T *k, const T *v, const T *o,
+                          const float *lse, const Mask *mask, T *dk, T *dv) {
+  MPC_SHARED_ALIGNED(T, ks, BK * D);
+  MPC_SHARED_ALIGNED(T, vs, BK * DV);
+  MPC_SHARED_ALIGNED(T, qs, BQ * D);
+  MPC_SHARED_ALIGNED(T, dos, BQ * DV);
+  MPC_SHARED_ALIGNED(float, ss, BQ * BK);
+  MPC_SHARED_ALIGNED(float, dps, BQ * BK);
+  MPC_SHARED_ALIGNED(T, ps, BQ * BK);
+  MPC_SHARED_ALIGNED(T, dss, BQ * BK);
+  MPC_SHARED_ALIGNED(float, dks, BK * D);
+  MPC_SHARED_ALIGNED(float, dvs, BK * DV);
+  MPC_SHARED(float, rowLse, BQ);
+  MPC_SHARED(float, rowDelta, BQ);
+
+  int tiles = (a.keys + BK - 1) / BK;
+  int bh = blockIdx.x / tiles, k0 = blockIdx.x % tiles * BK;
+  int b = bh / a.heads, h = bh % a.heads;
+  const T *qBase = q + b * a.qBatch + h * a.qHead;
+  const T *oBase = o + b * a.oBatch + h * a.oHead;
+  const T *doBase = dout + b * a.oBatch + h * a.oHead;
+
+  MPC_FOR_THREAD(e, (long long)BK * D) dks[e] = 0.0f;
+  MPC_FOR_THREAD(e, (long long)BK * DV) dvs[e] = 0.0f;
+  mpc_tile_load<T, BK, D>(ks, k + b * a.kBatch + h * a.kHead, a.kSeq, k0,
+                          a.keys, a.headDim);
+  mpc_tile_load<T, BK, DV>(vs, v + b * a.vBatch + h * a.vHead, a.vSeq, k0,
+                           a.keys, a.valueDim);
+  // Causal: query tiles wholly before the first key of this tile see none.
+  int queryStart = a.causal ? k0 / BQ * BQ : 0;
+  for (int q0 = queryStart; q0 < a.queries; q0 += BQ) {
+    mpc_tile_load<T, BQ, D>(qs, qBase, a.qSeq, q0, a.queries, a.headDim);
+    mpc_tile_load<T, BQ, DV>(dos, doBase, a.oSeq, q0, a.queries, a.valueDim);
+    mpc_attention_row_statistics<BQ>(a, bh, q0, oBase, doBase, lse, rowLse,
+                                     rowDelta);
+    mpc_tile_gemm<T, BQ, BK, D, false, true, false>(ss, qs, ks);
+    mpc_tile_gemm<T, BQ, BK, DV, false, true, false>(dps, dos, vs);
+    mpc_attention_probabilities<T, BQ, BK>(a, mask, q0, k0, ss, dps, rowLse,
+                                           rowDelta, ps, dss, q);
+    mpc_tile_gemm<T, BK, DV, BQ, true, false, true>(dvs, ps, dos);
+    mpc_tile_gemm<T, BK, D, BQ, true, false, true>(dks, dss, qs);
+  }
+  T *dkBase = dk + b * a.kBatch + h * a.kHead;
+  T *dvBase = dv + b * a.vBatch + h * a.vHead;
+  MPC_FOR_THREAD(e, (long long)BK * a.headDim) {
+    int r = (int)(e / a.headDim), c = (int)(e % a.headDim);
+    if (k0 + r < a.keys)
+      dkBase[(k0 + r) * a.kSeq + c] =
+          mpc_round(static_cast<float>(dks[r * D + c]) * a.scale, dk);
+  }
+  MPC_FOR_THREAD(e, (long long)BK * a.valueDim) {
+    int r = (int)(e / a.valueDim), c = (int)(e % a.valueDim);
+    if (k0 + r < a.keys)
+      dvBase[(k0 + r) * a.vSeq + c] =
+          mpc_round(static_cast<float>(dvs[r * DV + c]), dv);
+  }
+}
+
+/// One block: BQ queries of one (batch, head), their dQ. Grid: batch *
+/// heads * ceil(queries / BQ) blocks.
+template <typename T, int D, int DV, int BQ, int BK, typename Mask>
+__device__ __forceinline__ void
+mpc_attention_backward_q(const mpc_attention_shape &a, const T *dout,
+                         const T *q, const T *k, const T *v, const T *o,
+                         const float *lse, const Mask *mask, T *dq) {
+  MPC_SHARED_ALIGNED(T, qs, BQ * D);
+  MPC_SHARED_ALIGNED(T, dos, BQ * DV);
+  MPC_SHARED_ALIGNED(T, ks, BK * D);
+  MPC_SHARED_ALIGNED(T, vs, BK * DV);
+  MPC_SHARED_ALIGNED(float, ss, BQ * BK);
+  MPC_SHARED_ALIGNED(float, dps, BQ * BK);
+  MPC_SHARED_ALIGNED(T, ps, BQ * BK);
+  MPC_SHARED_ALIGNED(T, dss, BQ * BK);
+  MPC_SHARED_ALIGNED(float, dqs, BQ * D);
+  MPC_SHARED(float, rowLse, BQ);
+  MPC_SHARED(float, rowDelta, BQ);
+
+  int tiles = (a.queries + BQ - 1) / BQ;
+  int bh = blockIdx.x / tiles, q0 = blockIdx.x % tiles * BQ;
+  int b = bh / a.heads, h = bh % a.heads;
+  const T *kBase = k + b * a.kBatch + h * a.kHead;
+  const T *vBase = v + b * a.vBatch + h * a.vHead;
+  const T *doBase = dout + b * a.oBatch + h * a.oHead;
+
+  MPC_FOR_THREAD(e, (long long)BQ * D) dqs[e] = 0.0f;
+  mpc_tile_load<T, BQ, D>(qs, q + b * a.qBatch + h * a.qHead, a.qSeq, q0,
+                          a.queries, a.headDim);
+  mpc_tile_load<T, BQ, DV>(dos, doBase, a.oSeq, q0, a.queries, a.valueDim);
+  mpc_attention_row_statistics<BQ>(a, bh, q0, o + b * a.oBatch + h * a.oHead,
+                                   doBase, lse, rowLse, rowDelta);
+  int keyEnd = a.causal && q0 + BQ < a.keys ? q0 + BQ : a.keys;
+  for (int k0 = 0; k0 < keyEnd; k0 += BK) {
+    mpc_tile_load<T, BK, D>(ks, kBase, a.kSeq, k0, a.keys, a.headDim);
+    mpc_tile_load<T, BK, DV>(vs, vBase, a.vSeq, k0, a.keys, a.valueDim);
+    mpc_tile_gemm<T, BQ, BK, D, false, true, false>(ss, qs, ks);
+    mpc_tile_gemm<T, BQ, BK, DV, false, true, false>(dps, dos, vs);
+    mpc_attention_probabilities<T, BQ, BK>(a, mask, q0, k0, ss, dps, rowLse,
+                                           rowDelta, ps, dss, q);
+    mpc_tile_gemm<T, BQ, D, BK, false, false, true>(dqs, dss, ks);
+  }
+  T *dqBase = dq + b * a.qBatch + h * a.qHead;
+  MPC_FOR_THREAD(e, (long long)BQ * a.headDim) {
+    int r = (int)(e / a.headDim), c = (int)(e % a.headDim);
+    if (q0 + r < a.queries)
+      dqBase[(q0 + r) * a.qSeq + c] =
+          mpc_round(static_cast<float>(dqs[r * D + c]) * a.scale, dq);
+  }
+}
+
+#endif // MPC_RUNTIME_DEVICE_MPC_ATTENTION_H
