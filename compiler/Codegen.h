@@ -97,6 +97,8 @@ public:
   /// The buffer of a value; it must be materialised.
   const Buffer &lookup(Value value) const;
   bool isMaterialised(Value value) const { return buffers.count(value); }
+  /// Every materialised value and its buffer.
+  const llvm::DenseMap<Value, Buffer> &getBuffers() const { return buffers; }
   /// Scratch memory requested by a step (see scratchBytes), if any.
   Buffer scratch(const Step &step) const;
 
@@ -507,6 +509,15 @@ struct MemorySummary {
   int64_t evalActivations = 0;
   /// Of the activations, cuBLASLt's workspace (in both plans; 0 on cpu).
   int64_t gemmWorkspace = 0;
+  /// The values the train step keeps in the activation arena, largest
+  /// first: what `--report=json` lists, so that a test can tell, for
+  /// example, that no attention scores are stored.
+  struct Tensor {
+    std::string op, location;
+    SmallVector<int64_t, 4> shape;
+    int64_t bytes = 0;
+  };
+  std::vector<Tensor> trainActivationTensors;
 };
 
 /// The arena sizes of a model's train and eval plans.

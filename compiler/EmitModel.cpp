@@ -158,6 +158,21 @@ MemorySummary mlir::mpc::summarizeMemory(const MemoryPlan &trainPlan,
   memory.gemmWorkspace = trainPlan.gemmWorkspace.bytes;
   memory.activations =
       std::max(memory.trainActivations, memory.evalActivations);
+  for (const auto &[value, buffer] : trainPlan.getBuffers()) {
+    if (buffer.arena != MPC_ARENA_ACTIVATIONS)
+      continue;
+    Operation *op = value.getDefiningOp();
+    memory.trainActivationTensors.push_back(
+        {op ? op->getName().getStringRef().str() : "argument",
+         fileLineCol(value.getLoc()),
+         SmallVector<int64_t, 4>(
+             cast<RankedTensorType>(value.getType()).getShape()),
+         buffer.bytes});
+  }
+  llvm::sort(memory.trainActivationTensors, [](const auto &a, const auto &b) {
+    return std::tie(b.bytes, a.location, a.op) <
+           std::tie(a.bytes, b.location, b.op);
+  });
   return memory;
 }
 
