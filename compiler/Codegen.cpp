@@ -109,6 +109,9 @@ static bool isMaterialisedResult(Value result, const Step &step) {
   // cuBLASLt's GELU epilogue writes the GELU's input beside its output.
   if (*step.group == FusionKind::Gemm && !isa<CastOp>(step.ops.back()))
     return true;
+  // The attention kernels write every result (the logsumexp too).
+  if (*step.group == FusionKind::Attention && isAttentionLike(def))
+    return true;
   for (Operation *user : result.getUsers())
     if (!llvm::is_contained(step.ops, user))
       return true;
@@ -580,10 +583,18 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
   if (step.group == FusionKind::Row)
     op = *llvm::find_if(step.ops,
                         [](Operation *op) { return isRowFusible(op); });
+  // An attention group's views are strides of its kernels.
+  if (step.group == FusionKind::Attention)
+    op = step.ops.back();
   if (step.isAlias())
     return success();
   OriginScope origin(emitter, op);
-  emitter.setSource(step.ops);
+  // Kernels are named in the report after their first op: an attention
+  // group's is the attention, not the first of its views.
+  SmallVector<Operation *, 4> sourceOps(step.ops);
+  if (step.group == FusionKind::Attention)
+    std::rotate(sourceOps.begin(), sourceOps.end() - 1, sourceOps.end());
+  emitter.setSource(sourceOps);
   // The optimizer (and the runtime, on a change) keep half copies current.
   if (step.ops.size() == 1 && op->getNumResults() == 1 &&
       emitter.getPlan().isHalfMirror(op->getResult(0)))

@@ -55,7 +55,12 @@ struct AttentionPlan {
   bool half;
   int64_t d, dv;    ///< head dims padded to 16
   int64_t bq, bk;   ///< tile sizes
-  SmallVector<int64_t, 3> qStrides, kStrides, vStrides, oStrides;
+  /// Batch, head and sequence strides of q, k, v (possibly views of a
+  /// larger tensor), of the output (and its gradient) and of the gradients.
+  SmallVector<int64_t, 3> qStrides, kStrides, vStrides, oStrides, dqStrides,
+      dkStrides, dvStrides;
+  /// Pointer expressions for q, k and v: their views' first elements.
+  std::string q, k, v;
   std::string mask; ///< a pointer expression, or a null pointer
 
   int64_t queryTiles() const { return (shape.queries + bq - 1) / bq; }
@@ -93,13 +98,14 @@ struct AttentionPlan {
     auto strides = [](ArrayRef<int64_t> s) {
       return llvm::formatv("{0}LL, {1}LL, {2}LL", s[0], s[1], s[2]).str();
     };
-    return llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, "
-                         "(float){9}, {10}}",
+    return llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {{{5}}, {{{6}}, {{{7}}, "
+                         "{{{8}}, {{{9}}, {{{10}}, {{{11}}, (float){12}, {13}}",
                          shape.heads, shape.queries, shape.keys,
                          shape.headDim, shape.valueDim, strides(qStrides),
                          strides(kStrides), strides(vStrides),
-                         strides(oStrides), floatLiteral(scale),
-                         causal ? "true" : "false")
+                         strides(oStrides), strides(dqStrides),
+                         strides(dkStrides), strides(dvStrides),
+                         floatLiteral(scale), causal ? "true" : "false")
         .str();
   }
   /// The template arguments of the kernel bodies.
@@ -108,18 +114,42 @@ struct AttentionPlan {
   }
 };
 
-/// Element strides of batch, head and sequence of a [B, H, T, D] or
-/// [B, T, H, D] tensor.
-SmallVector<int64_t, 3> layoutStrides(RankedTensorType type,
+/// Batch, head and sequence strides, from the strides of the four dims of
+/// a [B, H, T, D] or [B, T, H, D] tensor.
+SmallVector<int64_t, 3> layoutStrides(ArrayRef<int64_t> strides,
                                       AttentionLayout layout) {
-  SmallVector<int64_t> strides = rowMajorStrides(type.getShape());
   if (layout == AttentionLayout::BHTD)
     return {strides[0], strides[1], strides[2]};
   return {strides[0], strides[2], strides[1]};
 }
+SmallVector<int64_t, 3> layoutStrides(RankedTensorType type,
+                                      AttentionLayout layout) {
+  return layoutStrides(rowMajorStrides(type.getShape()), layout);
+}
 
-FailureOr<AttentionPlan> planAttention(Operation *op, AttentionShape shape,
-                                       Value q, Value k, Value v, Value mask,
+/// How the kernels read an operand of `step`'s attention: in place through
+/// the views the group holds (mpc-form-kernels' `attention` groups), or
+/// its own buffer. Sets the pointer expression and the strides.
+LogicalResult readOperand(Operation *op, const Step &step, Value operand,
+                          AttentionLayout layout, StepEmitter &emitter,
+                          std::string &pointer,
+                          SmallVector<int64_t, 3> &strides) {
+  FailureOr<StridedView> view = getStridedView(operand, [&](Operation *view) {
+    return llvm::is_contained(step.ops, view);
+  });
+  if (failed(view) || view->strides.back() != 1)
+    return op->emitError() << "the attention kernels cannot read this operand "
+                              "in place: its head dim is not contiguous";
+  pointer = emitter.constPointer(view->base);
+  if (view->offset)
+    pointer = "(" + pointer + " + " + std::to_string(view->offset) + "LL)";
+  strides = layoutStrides(view->strides, layout);
+  return success();
+}
+
+FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
+                                       AttentionShape shape, Value q, Value k,
+                                       Value v, Value mask,
                                        RankedTensorType output, bool causal,
                                        double scale, AttentionLayout layout,
                                        StepEmitter &emitter) {
@@ -166,13 +196,16 @@ FailureOr<AttentionPlan> planAttention(Operation *op, AttentionShape shape,
                            << sharedMemoryLimit
                            << " bytes of shared memory for head dims "
                            << shape.headDim << " and " << shape.valueDim;
-  plan.qStrides =
-      layoutStrides(cast<RankedTensorType>(q.getType()), layout);
-  plan.kStrides =
-      layoutStrides(cast<RankedTensorType>(k.getType()), layout);
-  plan.vStrides =
-      layoutStrides(cast<RankedTensorType>(v.getType()), layout);
+  if (failed(readOperand(op, step, q, layout, emitter, plan.q,
+                         plan.qStrides)) ||
+      failed(readOperand(op, step, k, layout, emitter, plan.k,
+                         plan.kStrides)) ||
+      failed(readOperand(op, step, v, layout, emitter, plan.v, plan.vStrides)))
+    return failure();
   plan.oStrides = layoutStrides(output, layout);
+  plan.dqStrides = layoutStrides(cast<RankedTensorType>(q.getType()), layout);
+  plan.dkStrides = layoutStrides(cast<RankedTensorType>(k.getType()), layout);
+  plan.dvStrides = layoutStrides(cast<RankedTensorType>(v.getType()), layout);
   plan.mask = mask ? emitter.constPointer(mask)
                    : std::string("(const unsigned char *)0");
   return plan;
@@ -206,9 +239,7 @@ void emitForward(AttentionOp op, const AttentionPlan &plan,
   if (op.getMask())
     cost.reads(op.getMask());
   emitter.launch(name, plan.heads() * plan.queryTiles(), attentionBlockSize,
-                 {emitter.constPointer(op.getQuery()),
-                  emitter.constPointer(op.getKey()),
-                  emitter.constPointer(op.getValue()), plan.mask,
+                 {plan.q, plan.k, plan.v, plan.mask,
                   emitter.pointer(op.getResult()), emitter.pointer(op.getLse())},
                  cost, KernelKind::TensorCoreKernel, plan.half);
 }
@@ -222,8 +253,7 @@ void emitBackward(AttentionGradOp op, const AttentionPlan &plan,
       "const unsigned char *__restrict__ mask",
       plan.type);
   SmallVector<std::string> inputs{
-      emitter.constPointer(op.getGrad()),  emitter.constPointer(op.getQuery()),
-      emitter.constPointer(op.getKey()),   emitter.constPointer(op.getValue()),
+      emitter.constPointer(op.getGrad()),   plan.q, plan.k, plan.v,
       emitter.constPointer(op.getOutput()), emitter.constPointer(op.getLse()),
       plan.mask};
   auto readsInputs = [&](KernelCost cost) {
@@ -287,7 +317,7 @@ FailureOr<bool> mlir::mpc::emitAttention(Operation *op, const Step &step,
                                          StepEmitter &emitter) {
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     FailureOr<AttentionPlan> plan = planAttention(
-        op, attention.getShape(), attention.getQuery(), attention.getKey(),
+        op, step, attention.getShape(), attention.getQuery(), attention.getKey(),
         attention.getValue(), attention.getMask(),
         attention.getResult().getType(), attention.getCausal(),
         attention.getScale().convertToDouble(), attention.getLayout(),
@@ -299,7 +329,7 @@ FailureOr<bool> mlir::mpc::emitAttention(Operation *op, const Step &step,
   }
   if (auto grad = dyn_cast<AttentionGradOp>(op)) {
     FailureOr<AttentionPlan> plan = planAttention(
-        op, grad.getShape(), grad.getQuery(), grad.getKey(), grad.getValue(),
+        op, step, grad.getShape(), grad.getQuery(), grad.getKey(), grad.getValue(),
         grad.getMask(), grad.getOutput().getType(), grad.getCausal(),
         grad.getScale().convertToDouble(), grad.getLayout(), emitter);
     if (failed(plan))

@@ -52,7 +52,8 @@ def FusionKind : I32EnumAttr<"FusionKind",
       I32EnumAttrCase<"Loop", 0, "loop">,
       I32EnumAttrCase<"Gemm", 1, "gemm">,
       I32EnumAttrCase<"Reduce", 2, "reduce">,
-      I32EnumAttrCase<"Row", 3, "row">]> {
+      I32EnumAttrCase<"Row", 3, "row">,
+      I32EnumAttrCase<"Attention", 4, "attention">]> {
   let cppNamespace = "::mlir::mpc";
 }
 

@@ -535,6 +535,73 @@ bool mlir::mpc::isRowFusible(Operation *op) {
              LayerNormOp, LayerNormGradOp>(op);
 }
 
+bool mlir::mpc::isAttentionLike(Operation *op) {
+  return isa<AttentionOp, AttentionGradOp>(op);
+}
+
+FailureOr<StridedView>
+mlir::mpc::getStridedView(Value value,
+                          llvm::function_ref<bool(Operation *)> follow) {
+  Operation *op = value.getDefiningOp();
+  auto slice = dyn_cast_or_null<SliceOp>(op);
+  bool view = op && follow(op) &&
+              (isa<ReshapeOp, TransposeOp>(op) || (slice && !slice.getStrides()));
+  if (!view) {
+    StridedView identity{value, 0, {}};
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
+    identity.strides.assign(shape.size(), 1);
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+      identity.strides[d] = identity.strides[d + 1] * shape[d + 1];
+    return identity;
+  }
+  FailureOr<StridedView> input = getStridedView(op->getOperand(0), follow);
+  if (failed(input))
+    return failure();
+  if (slice) {
+    for (auto [start, stride] : llvm::zip(slice.getStarts(), input->strides))
+      input->offset += start * stride;
+    return input;
+  }
+  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    SmallVector<int64_t, 4> strides;
+    for (int64_t d : transpose.getPermutation())
+      strides.push_back(input->strides[d]);
+    input->strides = strides;
+    return input;
+  }
+  // A reshape: match groups of input and output dims of equal size; each
+  // input group must be contiguous, and its output dims take row-major
+  // strides from the group's innermost stride.
+  ArrayRef<int64_t> in =
+      cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
+  ArrayRef<int64_t> out = cast<RankedTensorType>(value.getType()).getShape();
+  SmallVector<int64_t, 4> strides(out.size(), 0);
+  size_t i = 0, j = 0;
+  while (i < in.size() || j < out.size()) {
+    size_t firstIn = i, firstOut = j;
+    int64_t inSize = i < in.size() ? in[i++] : 1;
+    int64_t outSize = j < out.size() ? out[j++] : 1;
+    while (inSize != outSize) {
+      if (inSize < outSize && i < in.size())
+        inSize *= in[i++];
+      else if (outSize < inSize && j < out.size())
+        outSize *= out[j++];
+      else
+        return failure();
+    }
+    for (size_t k = firstIn; k + 1 < i; ++k)
+      if (in[k] != 1 && input->strides[k] != input->strides[k + 1] * in[k + 1])
+        return failure();
+    int64_t stride = i > firstIn ? input->strides[i - 1] : 1;
+    for (size_t k = j; k-- > firstOut;) {
+      strides[k] = stride;
+      stride *= out[k];
+    }
+  }
+  input->strides = strides;
+  return input;
+}
+
 bool mlir::mpc::isGemmLike(Operation *op) {
   return isa<LinearOp, MatmulOp, BatchMatmulOp>(op);
 }
@@ -603,6 +670,18 @@ LogicalResult FusionOp::verifyRegions() {
       return emitOpError() << "of kind 'row' expects one softmax, "
                               "log_softmax, layer_norm or their gradient, "
                               "and loop ops";
+    return success();
+  }
+  if (getKind() == FusionKind::Attention) {
+    // fusion_c7
+    if (llvm::count_if(ops, isAttentionLike) != 1 ||
+        !isAttentionLike(ops.back()) ||
+        !llvm::all_of(llvm::drop_end(ops), [](Operation *op) {
+          return isa<ReshapeOp, TransposeOp, SliceOp>(op);
+        }))
+      return emitOpError() << "of kind 'attention' expects views (reshape, "
+                              "transpose, slice) and then one attention or "
+                              "its gradient";
     return success();
   }
   if (getKind() == FusionKind::Reduce) {

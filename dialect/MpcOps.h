@@ -74,6 +74,22 @@ bool isParamHalfCast(CastOp cast);
 bool isRowFusible(Operation *op);
 /// The ops whose result a GEMM's epilogue can compute in a `gemm` group.
 bool isGemmLike(Operation *op);
+/// mpc.attention or its gradient: the centre of an `attention` group.
+bool isAttentionLike(Operation *op);
+
+/// A tensor read in place: element (i_0, ..., i_n) of a value is element
+/// `offset + sum_k i_k * strides[k]` of `base`'s row-major storage.
+struct StridedView {
+  Value base;
+  int64_t offset = 0;
+  SmallVector<int64_t, 4> strides;
+};
+/// How `value` reads the storage of the first value up its chain of views
+/// that `follow` rejects (or that is not a slice without strides, reshape
+/// or transpose): failure where a reshape merges dims that are not
+/// contiguous there.
+FailureOr<StridedView>
+getStridedView(Value value, llvm::function_ref<bool(Operation *)> follow);
 /// mpc-autodiff marks the constant 1 it seeds the backward pass with, for
 /// mpc-insert-loss-scaling to replace with the loss scale.
 inline constexpr llvm::StringLiteral kGradientSeedAttr = "mpc.gradient_seed";

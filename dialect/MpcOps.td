@@ -271,6 +271,10 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
       their gradient with the loop ops applied to its (first) result (the
       residual gradient added to a layer norm's input gradient); the row
       kernel evaluates them per element.
+    - `attention`: an mpc.attention or mpc.attention_grad after the views
+      (slice, reshape, transpose) that make its operands from a stored
+      tensor: the kernels read that tensor in place, through strides (the
+      QKV projection's output split into heads).
 
     ```mlir
     %q = mpc.fusion loop {
@@ -293,6 +297,8 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
     C6: `row`: the body holds one softmax, log_softmax, layer_norm,
         softmax_grad, log_softmax_grad or layer_norm_grad; every other op is
         elementwise or a view.
+    C7: `attention`: the last op is an attention or its gradient, and every
+        other op a reshape, transpose or slice.
   }];
   let arguments = (ins FusionKind:$kind);
   let results = (outs Variadic<AnyStaticShapeTensor>:$results);

@@ -12,6 +12,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
@@ -118,6 +119,7 @@ private:
            (isView(producer) || isa<ConstantOp, CausalMaskOp>(producer) ||
             elementCount(result) == elements);
   }
+  void formAttentionGroups();
   void formEpilogueGroups();
   void formRowGroups();
   void growLoopGroup(Group &group);
@@ -132,6 +134,85 @@ private:
   llvm::DenseMap<Operation *, size_t> groupOf;
   std::vector<Group> groups;
 };
+
+/// The views that make `operand` of an attention, innermost last, when
+/// every value along the chain is read only by views of it or attentions,
+/// and the attention can read the stored tensor at its end through strides
+/// with a contiguous head dim; empty otherwise.
+SmallVector<Operation *> attentionOperandViews(Value operand) {
+  SmallVector<Operation *> chain;
+  auto isChainView = [](Operation *op) {
+    auto slice = dyn_cast<SliceOp>(op);
+    return isa<ReshapeOp, TransposeOp>(op) || (slice && !slice.getStrides());
+  };
+  Value value = operand;
+  while (Operation *op = value.getDefiningOp()) {
+    if (!isChainView(op) ||
+        !llvm::all_of(value.getUsers(), [&](Operation *user) {
+          return isAttentionLike(user) || llvm::is_contained(chain, user);
+        }))
+      break;
+    chain.push_back(op);
+    value = op->getOperand(0);
+  }
+  if (chain.empty())
+    return {};
+  FailureOr<StridedView> view = getStridedView(operand, [&](Operation *op) {
+    return llvm::is_contained(chain, op);
+  });
+  if (failed(view) || view->strides.back() != 1)
+    return {};
+  return chain;
+}
+
+void KernelFormation::formAttentionGroups() {
+  SmallVector<Operation *> attentions;
+  for (Operation &op : model.getBody().front().without_terminator())
+    if (isAttentionLike(&op))
+      attentions.push_back(&op);
+  // Chains shared by a forward attention and its gradient appear twice.
+  llvm::SetVector<Operation *> replaced;
+  for (Operation *attention : attentions) {
+    Group group;
+    group.kind = FusionKind::Attention;
+    group.root = attention;
+    // query, key and value: the forward op's first operands, after the
+    // gradient's output gradient.
+    unsigned first = isa<AttentionGradOp>(attention) ? 1 : 0;
+    for (unsigned index = first; index < first + 3; ++index) {
+      SmallVector<Operation *> chain =
+          attentionOperandViews(attention->getOperand(index));
+      if (chain.empty())
+        continue;
+      // A copy of the chain for this attention, just before it: views cost
+      // nothing to repeat, and each group owns its ops.
+      OpBuilder builder(attention);
+      IRMapping mapping;
+      Value value;
+      for (Operation *op : llvm::reverse(chain)) {
+        Operation *copy = builder.clone(*op, mapping);
+        group.ops.insert(copy);
+        value = copy->getResult(0);
+      }
+      attention->setOperand(index, value);
+      replaced.insert(chain.begin(), chain.end());
+    }
+    if (group.ops.empty())
+      continue;
+    group.ops.insert(attention);
+    for (Operation *op : group.ops)
+      groupOf[op] = groups.size();
+    groups.push_back(std::move(group));
+  }
+  // The original chains, now unread (outermost view first).
+  for (Operation *op : replaced)
+    if (op->use_empty())
+      op->erase();
+  position.clear();
+  for (auto [index, op] :
+       llvm::enumerate(model.getBody().front().without_terminator()))
+    position[&op] = index;
+}
 
 void KernelFormation::formEpilogueGroups() {
   for (Operation &op : model.getBody().front().without_terminator()) {
@@ -331,6 +412,8 @@ void KernelFormation::wrap(const Group &group) {
 }
 
 int64_t KernelFormation::run() {
+  if (options.attentionViews)
+    formAttentionGroups();
   if (options.gemmEpilogues)
     formEpilogueGroups();
   if (options.rows)
@@ -365,7 +448,8 @@ struct MpcFormKernelsPass : impl::MpcFormKernelsPassBase<MpcFormKernelsPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    MpcFormKernelsPassOptions options{views, gemmEpilogues, siblings, rows};
+    MpcFormKernelsPassOptions options{views, gemmEpilogues, siblings, rows,
+                                      attentionViews};
     getOperation().walk([&](ModelOp model) {
       numGroups += formKernels(model, options);
       model.walk(

@@ -421,6 +421,14 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
        that read a common value and do not depend on each other, are one
        kernel with both outputs (the q, k and v of an attention read from
        one qkv projection).
+    5. Attention operands (`attention-views`): the chain of slices (without
+       strides), reshapes and transposes that makes an mpc.attention's (or
+       its gradient's) query, key or value from a stored tensor, read only
+       by attentions, joins each of them as a copy (an `attention` group):
+       the kernels read the stored tensor through strides (the QKV
+       projection's output, split into heads, in place). Not where a
+       reshape merges dims that are not contiguous, or the head dim would
+       not be.
     A `gemm` or `reduce` group is placed where its GEMM or reduction was
     (its epilogue reads nothing else), so that the GEMM's operands are not
     kept alive until a late reader of the epilogue's result; every other
@@ -438,7 +446,10 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
            "Fuse loop groups of one shape that read a common value">,
     Option<"rows", "rows", "bool", /*default=*/"true",
            "Fuse loop ops into softmax kernels: those computing the input, "
-           "those applied to a softmax gradient">];
+           "those applied to a softmax gradient">,
+    Option<"attentionViews", "attention-views", "bool", /*default=*/"true",
+           "Let attention kernels read their operands in place through the "
+           "views that make them">];
   let statistics = [
     Statistic<"numGroups", "num-groups", "Kernel groups formed">,
     Statistic<"numFusedOps", "num-fused-ops", "Ops placed in kernel groups">];

@@ -43,15 +43,21 @@
 #include <mma.h>
 #endif
 
-/// The shape of one attention, as the kernels read it. Strides are in
-/// elements; the head dim is contiguous in every tensor.
+/// Where the rows of one tensor are: element (b, h, t, d) at
+/// b * batch + h * head + t * seq + d (the head dim is contiguous).
+struct mpc_attention_strides {
+  long long batch, head, seq;
+};
+
+/// The shape of one attention, as the kernels read it. The operands may be
+/// views of a larger tensor (the QKV projection's output); the gradients
+/// are tensors of their own.
 struct mpc_attention_shape {
   int heads, queries, keys;
   int headDim, valueDim; // query/key and value head dims, unpadded
-  long long qBatch, qHead, qSeq; // the query's strides (and its gradient's)
-  long long kBatch, kHead, kSeq; // the key's (and its gradient's)
-  long long vBatch, vHead, vSeq; // the value's (and its gradient's)
-  long long oBatch, oHead, oSeq; // the output's (and its gradient's)
+  mpc_attention_strides q, k, v;
+  mpc_attention_strides o;  // the output, and its gradient
+  mpc_attention_strides dq, dk, dv;
   float scale;
   bool causal;
 };
@@ -320,21 +326,21 @@ mpc_attention_forward(const mpc_attention_shape &a, const T *q, const T *k,
   int tiles = (a.queries + BQ - 1) / BQ;
   int bh = blockIdx.x / tiles, q0 = blockIdx.x % tiles * BQ;
   int b = bh / a.heads, h = bh % a.heads;
-  const T *qBase = q + b * a.qBatch + h * a.qHead;
-  const T *kBase = k + b * a.kBatch + h * a.kHead;
-  const T *vBase = v + b * a.vBatch + h * a.vHead;
+  const T *qBase = q + b * a.q.batch + h * a.q.head;
+  const T *kBase = k + b * a.k.batch + h * a.k.head;
+  const T *vBase = v + b * a.v.batch + h * a.v.head;
 
   MPC_FOR_THREAD(e, (long long)BQ * DV) os[e] = 0.0f;
   MPC_FOR_THREAD(r, BQ) {
     rowMax[r] = -INFINITY;
     rowSum[r] = 0.0f;
   }
-  mpc_tile_load<T, BQ, D>(qs, qBase, a.qSeq, q0, a.queries, a.headDim);
+  mpc_tile_load<T, BQ, D>(qs, qBase, a.q.seq, q0, a.queries, a.headDim);
   // Causal: key tiles wholly after the last query of this tile are skipped.
   int keyEnd = a.causal && q0 + BQ < a.keys ? q0 + BQ : a.keys;
   for (int k0 = 0; k0 < keyEnd; k0 += BK) {
-    mpc_tile_load<T, BK, D>(ks, kBase, a.kSeq, k0, a.keys, a.headDim);
-    mpc_tile_load<T, BK, DV>(vs, vBase, a.vSeq, k0, a.keys, a.valueDim);
+    mpc_tile_load<T, BK, D>(ks, kBase, a.k.seq, k0, a.keys, a.headDim);
+    mpc_tile_load<T, BK, DV>(vs, vBase, a.v.seq, k0, a.keys, a.valueDim);
     mpc_tile_gemm<T, BQ, BK, D, false, true, false>(ss, qs, ks);
     MPC_FOR_THREAD(r, BQ) {
       float previous = rowMax[r], m = previous;
@@ -365,12 +371,12 @@ mpc_attention_forward(const mpc_attention_shape &a, const T *q, const T *k,
     __syncthreads();
     mpc_tile_gemm<T, BQ, DV, BK, false, false, true>(os, ps, vs);
   }
-  T *oBase = o + b * a.oBatch + h * a.oHead;
+  T *oBase = o + b * a.o.batch + h * a.o.head;
   MPC_FOR_THREAD(e, (long long)BQ * a.valueDim) {
     int r = (int)(e / a.valueDim), c = (int)(e % a.valueDim);
     if (q0 + r < a.queries)
       // A query that sees no key: 0 / 0, NaN, as the written-out softmax.
-      oBase[(q0 + r) * a.oSeq + c] = mpc_round(
+      oBase[(q0 + r) * a.o.seq + c] = mpc_round(
           static_cast<float>(os[r * DV + c]) / static_cast<float>(rowSum[r]),
           o);
   }
@@ -417,8 +423,8 @@ mpc_attention_row_statistics(const mpc_attention_shape &a, int bh, int q0,
     float delta = 0.0f, l = INFINITY; // padding rows: P = exp(-inf) = 0
     if (q0 + r < a.queries) {
       for (int c = 0; c < a.valueDim; ++c)
-        delta += mpc_value(oBase[(q0 + r) * a.oSeq + c]) *
-                 mpc_value(doBase[(q0 + r) * a.oSeq + c]);
+        delta += mpc_value(oBase[(q0 + r) * a.o.seq + c]) *
+                 mpc_value(doBase[(q0 + r) * a.o.seq + c]);
       l = lse[(long long)bh * a.queries + q0 + r];
     }
     rowLse[r] = l;
@@ -450,21 +456,21 @@ mpc_attention_backward_kv(const mpc_attention_shape &a, const T *dout,
   int tiles = (a.keys + BK - 1) / BK;
   int bh = blockIdx.x / tiles, k0 = blockIdx.x % tiles * BK;
   int b = bh / a.heads, h = bh % a.heads;
-  const T *qBase = q + b * a.qBatch + h * a.qHead;
-  const T *oBase = o + b * a.oBatch + h * a.oHead;
-  const T *doBase = dout + b * a.oBatch + h * a.oHead;
+  const T *qBase = q + b * a.q.batch + h * a.q.head;
+  const T *oBase = o + b * a.o.batch + h * a.o.head;
+  const T *doBase = dout + b * a.o.batch + h * a.o.head;
 
   MPC_FOR_THREAD(e, (long long)BK * D) dks[e] = 0.0f;
   MPC_FOR_THREAD(e, (long long)BK * DV) dvs[e] = 0.0f;
-  mpc_tile_load<T, BK, D>(ks, k + b * a.kBatch + h * a.kHead, a.kSeq, k0,
+  mpc_tile_load<T, BK, D>(ks, k + b * a.k.batch + h * a.k.head, a.k.seq, k0,
                           a.keys, a.headDim);
-  mpc_tile_load<T, BK, DV>(vs, v + b * a.vBatch + h * a.vHead, a.vSeq, k0,
+  mpc_tile_load<T, BK, DV>(vs, v + b * a.v.batch + h * a.v.head, a.v.seq, k0,
                            a.keys, a.valueDim);
   // Causal: query tiles wholly before the first key of this tile see none.
   int queryStart = a.causal ? k0 / BQ * BQ : 0;
   for (int q0 = queryStart; q0 < a.queries; q0 += BQ) {
-    mpc_tile_load<T, BQ, D>(qs, qBase, a.qSeq, q0, a.queries, a.headDim);
-    mpc_tile_load<T, BQ, DV>(dos, doBase, a.oSeq, q0, a.queries, a.valueDim);
+    mpc_tile_load<T, BQ, D>(qs, qBase, a.q.seq, q0, a.queries, a.headDim);
+    mpc_tile_load<T, BQ, DV>(dos, doBase, a.o.seq, q0, a.queries, a.valueDim);
     mpc_attention_row_statistics<BQ>(a, bh, q0, oBase, doBase, lse, rowLse,
                                      rowDelta);
     mpc_tile_gemm<T, BQ, BK, D, false, true, false>(ss, qs, ks);
@@ -474,18 +480,18 @@ mpc_attention_backward_kv(const mpc_attention_shape &a, const T *dout,
     mpc_tile_gemm<T, BK, DV, BQ, true, false, true>(dvs, ps, dos);
     mpc_tile_gemm<T, BK, D, BQ, true, false, true>(dks, dss, qs);
   }
-  T *dkBase = dk + b * a.kBatch + h * a.kHead;
-  T *dvBase = dv + b * a.vBatch + h * a.vHead;
+  T *dkBase = dk + b * a.dk.batch + h * a.dk.head;
+  T *dvBase = dv + b * a.dv.batch + h * a.dv.head;
   MPC_FOR_THREAD(e, (long long)BK * a.headDim) {
     int r = (int)(e / a.headDim), c = (int)(e % a.headDim);
     if (k0 + r < a.keys)
-      dkBase[(k0 + r) * a.kSeq + c] =
+      dkBase[(k0 + r) * a.dk.seq + c] =
           mpc_round(static_cast<float>(dks[r * D + c]) * a.scale, dk);
   }
   MPC_FOR_THREAD(e, (long long)BK * a.valueDim) {
     int r = (int)(e / a.valueDim), c = (int)(e % a.valueDim);
     if (k0 + r < a.keys)
-      dvBase[(k0 + r) * a.vSeq + c] =
+      dvBase[(k0 + r) * a.dv.seq + c] =
           mpc_round(static_cast<float>(dvs[r * DV + c]), dv);
   }
 }
@@ -512,31 +518,31 @@ mpc_attention_backward_q(const mpc_attention_shape &a, const T *dout,
   int tiles = (a.queries + BQ - 1) / BQ;
   int bh = blockIdx.x / tiles, q0 = blockIdx.x % tiles * BQ;
   int b = bh / a.heads, h = bh % a.heads;
-  const T *kBase = k + b * a.kBatch + h * a.kHead;
-  const T *vBase = v + b * a.vBatch + h * a.vHead;
-  const T *doBase = dout + b * a.oBatch + h * a.oHead;
+  const T *kBase = k + b * a.k.batch + h * a.k.head;
+  const T *vBase = v + b * a.v.batch + h * a.v.head;
+  const T *doBase = dout + b * a.o.batch + h * a.o.head;
 
   MPC_FOR_THREAD(e, (long long)BQ * D) dqs[e] = 0.0f;
-  mpc_tile_load<T, BQ, D>(qs, q + b * a.qBatch + h * a.qHead, a.qSeq, q0,
+  mpc_tile_load<T, BQ, D>(qs, q + b * a.q.batch + h * a.q.head, a.q.seq, q0,
                           a.queries, a.headDim);
-  mpc_tile_load<T, BQ, DV>(dos, doBase, a.oSeq, q0, a.queries, a.valueDim);
-  mpc_attention_row_statistics<BQ>(a, bh, q0, o + b * a.oBatch + h * a.oHead,
+  mpc_tile_load<T, BQ, DV>(dos, doBase, a.o.seq, q0, a.queries, a.valueDim);
+  mpc_attention_row_statistics<BQ>(a, bh, q0, o + b * a.o.batch + h * a.o.head,
                                    doBase, lse, rowLse, rowDelta);
   int keyEnd = a.causal && q0 + BQ < a.keys ? q0 + BQ : a.keys;
   for (int k0 = 0; k0 < keyEnd; k0 += BK) {
-    mpc_tile_load<T, BK, D>(ks, kBase, a.kSeq, k0, a.keys, a.headDim);
-    mpc_tile_load<T, BK, DV>(vs, vBase, a.vSeq, k0, a.keys, a.valueDim);
+    mpc_tile_load<T, BK, D>(ks, kBase, a.k.seq, k0, a.keys, a.headDim);
+    mpc_tile_load<T, BK, DV>(vs, vBase, a.v.seq, k0, a.keys, a.valueDim);
     mpc_tile_gemm<T, BQ, BK, D, false, true, false>(ss, qs, ks);
     mpc_tile_gemm<T, BQ, BK, DV, false, true, false>(dps, dos, vs);
     mpc_attention_probabilities<T, BQ, BK>(a, mask, q0, k0, ss, dps, rowLse,
                                            rowDelta, ps, dss, q);
     mpc_tile_gemm<T, BQ, D, BK, false, false, true>(dqs, dss, ks);
   }
-  T *dqBase = dq + b * a.qBatch + h * a.qHead;
+  T *dqBase = dq + b * a.dq.batch + h * a.dq.head;
   MPC_FOR_THREAD(e, (long long)BQ * a.headDim) {
     int r = (int)(e / a.headDim), c = (int)(e % a.headDim);
     if (q0 + r < a.queries)
-      dqBase[(q0 + r) * a.qSeq + c] =
+      dqBase[(q0 + r) * a.dq.seq + c] =
           mpc_round(static_cast<float>(dqs[r * D + c]) * a.scale, dq);
   }
 }

@@ -432,6 +432,20 @@ mpc.model @fusion_c6 inputs(%x: tensor<4x8xf32>) params() {
 
 // -----
 
+// fusion_c7: an attention group is views, then the attention.
+mpc.model @fusion_c7 inputs(%x: tensor<2x16x2x8xf32>) params() {
+  // expected-error@+1 {{'mpc.fusion' op of kind 'attention' expects views (reshape, transpose, slice) and then one attention or its gradient}}
+  %0 = mpc.fusion attention {
+    %y, %lse = mpc.attention %x, %x, %x scale 0.25 layout bthd : tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>
+    %n = mpc.neg %y : tensor<2x16x2x8xf32>
+    mpc.yield %n : tensor<2x16x2x8xf32>
+  } : tensor<2x16x2x8xf32>
+  %l = mpc.reduce_sum %0 dims [0, 1, 2, 3] : tensor<2x16x2x8xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
 // output_c1: extra output names are unique.
 mpc.model @output_c1_duplicate inputs(%x: tensor<f32>) params() {
   // expected-error@+1 {{'mpc.output' op expects output names that are unique identifiers other than 'loss', got 'y'}}

@@ -7,6 +7,8 @@
 // RUN:   | FileCheck %s --check-prefix=NOEPI
 // RUN: mpc-opt %s --split-input-file --mpc-form-kernels=rows=false \
 // RUN:   | FileCheck %s --check-prefix=NOROWS
+// RUN: mpc-opt %s --split-input-file --mpc-form-kernels=attention-views=false \
+// RUN:   | FileCheck %s --check-prefix=NOATT
 // The groups print in a form that parses back.
 // RUN: mpc-opt %s --split-input-file --mpc-form-kernels | mpc-opt --split-input-file | FileCheck %s
 
@@ -315,4 +317,63 @@ mpc.model @norm_residual_read_before inputs(%x: tensor<4x8xf32>, %r: tensor<4x8x
   %t = mpc.add %e, %n : tensor<4x8xf32>, tensor<4x8xf32>
   %l = mpc.reduce_sum %t dims [0, 1] : tensor<4x8xf32>
   mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// Attention reads q, k and v in place: the slices and reshapes that make
+// them from the QKV projection's output join the attention and its
+// gradient, each group with its own copy (views cost nothing to repeat),
+// and the originals go.
+// CHECK-LABEL: mpc.model @attention_views
+//       CHECK:   %[[Y:.*]]:2 = mpc.fusion attention {
+//  CHECK-NEXT:     mpc.slice %qkv starts [0, 0, 0]
+//  CHECK-NEXT:     mpc.reshape
+//  CHECK-NEXT:     mpc.slice %qkv starts [0, 0, 32]
+//  CHECK-NEXT:     mpc.reshape
+//  CHECK-NEXT:     mpc.slice %qkv starts [0, 0, 64]
+//  CHECK-NEXT:     mpc.reshape
+//  CHECK-NEXT:     mpc.attention
+//  CHECK-NEXT:     mpc.yield
+//       CHECK:   mpc.fusion attention {
+//  CHECK-NEXT:     mpc.slice %qkv starts [0, 0, 0]
+//       CHECK:     mpc.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[Y]]#0, %[[Y]]#1
+//  CHECK-NEXT:     mpc.yield
+//   CHECK-NOT:   mpc.slice
+// NOATT-LABEL: mpc.model @attention_views
+//   NOATT-NOT:   mpc.fusion attention
+mpc.model @attention_views inputs(%qkv: tensor<2x16x96xf16>, %dy: tensor<2x16x2x16xf16>) params() {
+  %q = mpc.slice %qkv starts [0, 0, 0] limits [2, 16, 32] : tensor<2x16x96xf16>
+  %k = mpc.slice %qkv starts [0, 0, 32] limits [2, 16, 64] : tensor<2x16x96xf16>
+  %v = mpc.slice %qkv starts [0, 0, 64] limits [2, 16, 96] : tensor<2x16x96xf16>
+  %q4 = mpc.reshape %q : tensor<2x16x32xf16> to tensor<2x16x2x16xf16>
+  %k4 = mpc.reshape %k : tensor<2x16x32xf16> to tensor<2x16x2x16xf16>
+  %v4 = mpc.reshape %v : tensor<2x16x32xf16> to tensor<2x16x2x16xf16>
+  %y, %lse = mpc.attention %q4, %k4, %v4 scale 0.25 causal layout bthd : tensor<2x16x2x16xf16>, tensor<2x16x2x16xf16>, tensor<2x16x2x16xf16>
+  %dq, %dk, %dv = mpc.attention_grad %dy, %q4, %k4, %v4, %y, %lse scale 0.25 causal layout bthd : tensor<2x16x2x16xf16>, tensor<2x16x2x16xf16>, tensor<2x16x2x16xf16>, tensor<2x16x2x16xf16>, tensor<2x2x16xf32>
+  %a = mpc.add %dq, %dk : tensor<2x16x2x16xf16>, tensor<2x16x2x16xf16>
+  %b = mpc.add %a, %dv : tensor<2x16x2x16xf16>, tensor<2x16x2x16xf16>
+  %c = mpc.cast %b : tensor<2x16x2x16xf16> to tensor<2x16x2x16xf32>
+  %l = mpc.reduce_sum %c dims [0, 1, 2, 3] : tensor<2x16x2x16xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// Not in place: the query is also an output of the model (stored anyway),
+// and a transpose that moves the head dim would make it strided, which
+// the kernels do not read. Only the key's view joins.
+// CHECK-LABEL: mpc.model @attention_views_kept
+//       CHECK:   %[[Q:.*]] = mpc.reshape %x
+//       CHECK:   %[[V:.*]] = mpc.transpose %w
+//       CHECK:   mpc.fusion attention {
+//  CHECK-NEXT:     %[[K:.*]] = mpc.reshape %x
+//  CHECK-NEXT:     mpc.attention %[[Q]], %[[K]], %[[V]]
+mpc.model @attention_views_kept inputs(%x: tensor<2x16x2x16xf32>, %w: tensor<2x16x16x2xf32>) params() {
+  %q = mpc.reshape %x : tensor<2x16x2x16xf32> to tensor<2x16x2x16xf32>
+  %k = mpc.reshape %x : tensor<2x16x2x16xf32> to tensor<2x16x2x16xf32>
+  %v = mpc.transpose %w perm [0, 1, 3, 2] : tensor<2x16x16x2xf32>
+  %y, %lse = mpc.attention %q, %k, %v scale 0.25 layout bthd : tensor<2x16x2x16xf32>, tensor<2x16x2x16xf32>, tensor<2x16x2x16xf32>
+  %l = mpc.reduce_sum %y dims [0, 1, 2, 3] : tensor<2x16x2x16xf32>
+  mpc.output loss(%l : tensor<f32>) query(%q : tensor<2x16x2x16xf32>)
 }
