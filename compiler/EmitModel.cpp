@@ -162,6 +162,12 @@ MemorySummary mlir::mpc::summarizeMemory(const MemoryPlan &trainPlan,
     if (buffer.arena != MPC_ARENA_ACTIVATIONS)
       continue;
     Operation *op = value.getDefiningOp();
+    // A reshape that is its operand's buffer is listed once, as the operand.
+    if (auto reshape = dyn_cast_or_null<ReshapeOp>(op))
+      if (trainPlan.isMaterialised(reshape.getInput()) &&
+          trainPlan.lookup(reshape.getInput()).arena == buffer.arena &&
+          trainPlan.lookup(reshape.getInput()).offset == buffer.offset)
+        continue;
     memory.trainActivationTensors.push_back(
         {op ? op->getName().getStringRef().str() : "argument",
          fileLineCol(value.getLoc()),
