@@ -603,9 +603,8 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
     return emitLossScale(scale, emitter);
   if (step.isFusedElementwise())
     return emitFusedElementwise(step, emitter);
-  for (auto family :
-       {emitGemmLike, emitRowOp, emitDataMovement, emitBackwardOp,
-        emitAttention}) {
+  for (auto family : {emitGemmLike, emitRowOp, emitDataMovement, emitBackwardOp,
+                      emitAttention}) {
     FailureOr<bool> handled = family(op, step, emitter);
     if (failed(handled))
       return failure();

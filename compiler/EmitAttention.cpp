@@ -53,8 +53,8 @@ struct AttentionPlan {
   double scale;
   std::string type; ///< the operands' C type
   bool half;
-  int64_t d, dv;    ///< head dims padded to 16
-  int64_t bq, bk;   ///< tile sizes
+  int64_t d, dv;  ///< head dims padded to 16
+  int64_t bq, bk; ///< tile sizes
   /// Batch, head and sequence strides of q, k, v (possibly views of a
   /// larger tensor), of the output (and its gradient) and of the gradients.
   SmallVector<int64_t, 3> qStrides, kStrides, vStrides, oStrides, dqStrides,
@@ -74,8 +74,7 @@ struct AttentionPlan {
     int64_t pairs = 0;
     for (int64_t q0 = 0; q0 < shape.queries; q0 += bq) {
       int64_t rows = std::min(bq, shape.queries - q0);
-      int64_t keyEnd =
-          causal ? std::min(q0 + bq, shape.keys) : shape.keys;
+      int64_t keyEnd = causal ? std::min(q0 + bq, shape.keys) : shape.keys;
       for (int64_t k0 = 0; k0 < keyEnd; k0 += bk)
         pairs += rows * std::min(bk, shape.keys - k0);
     }
@@ -86,8 +85,7 @@ struct AttentionPlan {
     int64_t pairs = 0;
     for (int64_t k0 = 0; k0 < shape.keys; k0 += bk) {
       int64_t columns = std::min(bk, shape.keys - k0);
-      for (int64_t q0 = causal ? k0 / bq * bq : 0; q0 < shape.queries;
-           q0 += bq)
+      for (int64_t q0 = causal ? k0 / bq * bq : 0; q0 < shape.queries; q0 += bq)
         pairs += columns * std::min(bq, shape.queries - q0);
     }
     return pairs * heads();
@@ -100,12 +98,12 @@ struct AttentionPlan {
     };
     return llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {{{5}}, {{{6}}, {{{7}}, "
                          "{{{8}}, {{{9}}, {{{10}}, {{{11}}, (float){12}, {13}}",
-                         shape.heads, shape.queries, shape.keys,
-                         shape.headDim, shape.valueDim, strides(qStrides),
-                         strides(kStrides), strides(vStrides),
-                         strides(oStrides), strides(dqStrides),
-                         strides(dkStrides), strides(dvStrides),
-                         floatLiteral(scale), causal ? "true" : "false")
+                         shape.heads, shape.queries, shape.keys, shape.headDim,
+                         shape.valueDim, strides(qStrides), strides(kStrides),
+                         strides(vStrides), strides(oStrides),
+                         strides(dqStrides), strides(dkStrides),
+                         strides(dvStrides), floatLiteral(scale),
+                         causal ? "true" : "false")
         .str();
   }
   /// The template arguments of the kernel bodies.
@@ -155,8 +153,8 @@ FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
                                        StepEmitter &emitter) {
   if (shape.headDim > maxHeadDim || shape.valueDim > maxHeadDim)
     return op->emitError() << "the attention kernels support head dims up to "
-                           << maxHeadDim << ", got " << shape.headDim
-                           << " and " << shape.valueDim;
+                           << maxHeadDim << ", got " << shape.headDim << " and "
+                           << shape.valueDim;
   AttentionPlan plan;
   plan.shape = shape;
   plan.causal = causal;
@@ -196,10 +194,10 @@ FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
                            << sharedMemoryLimit
                            << " bytes of shared memory for head dims "
                            << shape.headDim << " and " << shape.valueDim;
-  if (failed(readOperand(op, step, q, layout, emitter, plan.q,
-                         plan.qStrides)) ||
-      failed(readOperand(op, step, k, layout, emitter, plan.k,
-                         plan.kStrides)) ||
+  if (failed(
+          readOperand(op, step, q, layout, emitter, plan.q, plan.qStrides)) ||
+      failed(
+          readOperand(op, step, k, layout, emitter, plan.k, plan.kStrides)) ||
       failed(readOperand(op, step, v, layout, emitter, plan.v, plan.vStrides)))
     return failure();
   plan.oStrides = layoutStrides(output, layout);
@@ -227,35 +225,39 @@ void emitForward(AttentionOp op, const AttentionPlan &plan,
       "}\n",
       name, plan.type, plan.shapeLiteral(), plan.templateArguments()));
   int64_t pairs = plan.computedPairs();
-  KernelCost cost = KernelCost()
-                        .reads(op.getQuery())
-                        .reads(op.getKey())
-                        .reads(op.getValue())
-                        .writes(op.getResult())
-                        .writes(op.getLse())
-                        .flopsPer(pairs, 2 * plan.shape.headDim +
-                                             2 * plan.shape.valueDim +
-                                             softmaxFlopsPerPair);
+  KernelCost cost =
+      KernelCost()
+          .reads(op.getQuery())
+          .reads(op.getKey())
+          .reads(op.getValue())
+          .writes(op.getResult())
+          .writes(op.getLse())
+          .flopsPer(pairs, 2 * plan.shape.headDim + 2 * plan.shape.valueDim +
+                               softmaxFlopsPerPair);
   if (op.getMask())
     cost.reads(op.getMask());
   emitter.launch(name, plan.heads() * plan.queryTiles(), attentionBlockSize,
                  {plan.q, plan.k, plan.v, plan.mask,
-                  emitter.pointer(op.getResult()), emitter.pointer(op.getLse())},
+                  emitter.pointer(op.getResult()),
+                  emitter.pointer(op.getLse())},
                  cost, KernelKind::TensorCoreKernel, plan.half);
 }
 
 void emitBackward(AttentionGradOp op, const AttentionPlan &plan,
                   StepEmitter &emitter) {
-  std::string parameters = llvm::formatv(
-      "const {0} *__restrict__ dout, const {0} *__restrict__ q, "
-      "const {0} *__restrict__ k, const {0} *__restrict__ v, "
-      "const {0} *__restrict__ o, const float *__restrict__ lse, "
-      "const unsigned char *__restrict__ mask",
-      plan.type);
-  SmallVector<std::string> inputs{
-      emitter.constPointer(op.getGrad()),   plan.q, plan.k, plan.v,
-      emitter.constPointer(op.getOutput()), emitter.constPointer(op.getLse()),
-      plan.mask};
+  std::string parameters =
+      llvm::formatv("const {0} *__restrict__ dout, const {0} *__restrict__ q, "
+                    "const {0} *__restrict__ k, const {0} *__restrict__ v, "
+                    "const {0} *__restrict__ o, const float *__restrict__ lse, "
+                    "const unsigned char *__restrict__ mask",
+                    plan.type);
+  SmallVector<std::string> inputs{emitter.constPointer(op.getGrad()),
+                                  plan.q,
+                                  plan.k,
+                                  plan.v,
+                                  emitter.constPointer(op.getOutput()),
+                                  emitter.constPointer(op.getLse()),
+                                  plan.mask};
   auto readsInputs = [&](KernelCost cost) {
     Value read[] = {op.getGrad(),  op.getQuery(),  op.getKey(),
                     op.getValue(), op.getOutput(), op.getLse()};
@@ -278,12 +280,11 @@ void emitBackward(AttentionGradOp op, const AttentionPlan &plan,
       keyValue, parameters, plan.type, plan.shapeLiteral(),
       plan.templateArguments()));
   // S and dP, then dV and dK; D_i once per query tile visited.
-  KernelCost keyValueCost =
-      readsInputs(KernelCost())
-          .writes(op.getKeyGrad())
-          .writes(op.getValueGrad())
-          .flopsPer(plan.computedPairsByKeys(),
-                    4 * d + 4 * dv + softmaxFlopsPerPair);
+  KernelCost keyValueCost = readsInputs(KernelCost())
+                                .writes(op.getKeyGrad())
+                                .writes(op.getValueGrad())
+                                .flopsPer(plan.computedPairsByKeys(),
+                                          4 * d + 4 * dv + softmaxFlopsPerPair);
   SmallVector<std::string> arguments(inputs);
   arguments.push_back(emitter.pointer(op.getKeyGrad()));
   arguments.push_back(emitter.pointer(op.getValueGrad()));
@@ -300,15 +301,14 @@ void emitBackward(AttentionGradOp op, const AttentionPlan &plan,
       query, parameters, plan.type, plan.shapeLiteral(),
       plan.templateArguments()));
   // S, dP and dQ.
-  KernelCost queryCost = readsInputs(KernelCost())
-                             .writes(op.getQueryGrad())
-                             .flopsPer(plan.computedPairs(),
-                                       4 * d + 2 * dv + softmaxFlopsPerPair);
+  KernelCost queryCost =
+      readsInputs(KernelCost())
+          .writes(op.getQueryGrad())
+          .flopsPer(plan.computedPairs(), 4 * d + 2 * dv + softmaxFlopsPerPair);
   arguments.assign(inputs.begin(), inputs.end());
   arguments.push_back(emitter.pointer(op.getQueryGrad()));
   emitter.launch(query, plan.heads() * plan.queryTiles(), attentionBlockSize,
-                 arguments, queryCost, KernelKind::TensorCoreKernel,
-                 plan.half);
+                 arguments, queryCost, KernelKind::TensorCoreKernel, plan.half);
 }
 
 } // namespace
@@ -317,11 +317,10 @@ FailureOr<bool> mlir::mpc::emitAttention(Operation *op, const Step &step,
                                          StepEmitter &emitter) {
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     FailureOr<AttentionPlan> plan = planAttention(
-        op, step, attention.getShape(), attention.getQuery(), attention.getKey(),
-        attention.getValue(), attention.getMask(),
+        op, step, attention.getShape(), attention.getQuery(),
+        attention.getKey(), attention.getValue(), attention.getMask(),
         attention.getResult().getType(), attention.getCausal(),
-        attention.getScale().convertToDouble(), attention.getLayout(),
-        emitter);
+        attention.getScale().convertToDouble(), attention.getLayout(), emitter);
     if (failed(plan))
       return failure();
     emitForward(attention, *plan, emitter);
@@ -329,9 +328,10 @@ FailureOr<bool> mlir::mpc::emitAttention(Operation *op, const Step &step,
   }
   if (auto grad = dyn_cast<AttentionGradOp>(op)) {
     FailureOr<AttentionPlan> plan = planAttention(
-        op, step, grad.getShape(), grad.getQuery(), grad.getKey(), grad.getValue(),
-        grad.getMask(), grad.getOutput().getType(), grad.getCausal(),
-        grad.getScale().convertToDouble(), grad.getLayout(), emitter);
+        op, step, grad.getShape(), grad.getQuery(), grad.getKey(),
+        grad.getValue(), grad.getMask(), grad.getOutput().getType(),
+        grad.getCausal(), grad.getScale().convertToDouble(), grad.getLayout(),
+        emitter);
     if (failed(plan))
       return failure();
     emitBackward(grad, *plan, emitter);

@@ -239,8 +239,9 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
     auto hasAttention = [](ModelOp model) {
       return model
           .walk([](Operation *op) {
-            return isa<AttentionOp, AttentionGradOp>(op) ? WalkResult::interrupt()
-                                                         : WalkResult::advance();
+            return isa<AttentionOp, AttentionGradOp>(op)
+                       ? WalkResult::interrupt()
+                       : WalkResult::advance();
           })
           .wasInterrupted();
     };

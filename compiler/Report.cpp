@@ -214,11 +214,11 @@ llvm::json::Object memoryJson(const MemorySummary &m) {
   int64_t halfCopies = m.params - m.parameterBytes - m.stateBytes;
   llvm::json::Array tensors;
   for (const MemorySummary::Tensor &tensor : m.trainActivationTensors)
-    tensors.push_back(llvm::json::Object{
-        {"op", tensor.op},
-        {"location", tensor.location},
-        {"shape", llvm::json::Array(tensor.shape)},
-        {"bytes", tensor.bytes}});
+    tensors.push_back(
+        llvm::json::Object{{"op", tensor.op},
+                           {"location", tensor.location},
+                           {"shape", llvm::json::Array(tensor.shape)},
+                           {"bytes", tensor.bytes}});
   return llvm::json::Object{
       {"train_activation_tensors", std::move(tensors)},
       {"parameters_state_and_half_copies", m.params},

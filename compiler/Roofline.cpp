@@ -48,9 +48,8 @@ KernelBound mlir::mpc::rooflineBound(const KernelRecord &kernel,
                                      const GpuSpec &gpu) {
   bool tensorCores = kernel.kind == KernelKind::Gemm ||
                      kernel.kind == KernelKind::TensorCoreKernel;
-  double tflops = tensorCores && kernel.halfInputs
-                      ? gpu.halfTensorTflops
-                      : gpu.fp32Tflops;
+  double tflops =
+      tensorCores && kernel.halfInputs ? gpu.halfTensorTflops : gpu.fp32Tflops;
   double compute = double(kernel.cost.flops) / (tflops * 1e12);
   double memory = double(kernel.cost.bytes()) / (gpu.bandwidthGBs * 1e9);
   return {std::max(compute, memory), memory >= compute};

@@ -544,11 +544,13 @@ mlir::mpc::getStridedView(Value value,
                           llvm::function_ref<bool(Operation *)> follow) {
   Operation *op = value.getDefiningOp();
   auto slice = dyn_cast_or_null<SliceOp>(op);
-  bool view = op && follow(op) &&
-              (isa<ReshapeOp, TransposeOp>(op) || (slice && !slice.getStrides()));
+  bool view =
+      op && follow(op) &&
+      (isa<ReshapeOp, TransposeOp>(op) || (slice && !slice.getStrides()));
   if (!view) {
     StridedView identity{value, 0, {}};
-    ArrayRef<int64_t> shape = cast<RankedTensorType>(value.getType()).getShape();
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(value.getType()).getShape();
     identity.strides.assign(shape.size(), 1);
     for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
       identity.strides[d] = identity.strides[d + 1] * shape[d + 1];
@@ -1150,8 +1152,7 @@ LogicalResult checkAttentionOperands(std::optional<Location> loc,
   // attention_c1
   for (RankedTensorType type : {q, k, v})
     if (type.getRank() != 4)
-      return opError(loc, name,
-                     "expects query, key and value of rank 4, got ",
+      return opError(loc, name, "expects query, key and value of rank 4, got ",
                      quoted(type));
   // attention_c2
   if (q.getElementType() != k.getElementType() ||
@@ -1161,7 +1162,8 @@ LogicalResult checkAttentionOperands(std::optional<Location> loc,
                    quoted(q), ", ", quoted(k), " and ", quoted(v));
   // attention_c3
   auto [h, t] = headAndSequenceDims(layout);
-  if (k.getDimSize(0) != q.getDimSize(0) || v.getDimSize(0) != q.getDimSize(0) ||
+  if (k.getDimSize(0) != q.getDimSize(0) ||
+      v.getDimSize(0) != q.getDimSize(0) ||
       k.getDimSize(h) != q.getDimSize(h) || v.getDimSize(h) != q.getDimSize(h))
     return opError(loc, name,
                    "expects query, key and value of equal batch and head "
@@ -1169,8 +1171,9 @@ LogicalResult checkAttentionOperands(std::optional<Location> loc,
                    stringifyAttentionLayout(layout), ", got ", quoted(q), ", ",
                    quoted(k), " and ", quoted(v));
   if (v.getDimSize(t) != k.getDimSize(t))
-    return opError(loc, name, "expects key and value of one sequence length, "
-                              "got ",
+    return opError(loc, name,
+                   "expects key and value of one sequence length, "
+                   "got ",
                    quoted(k), " and ", quoted(v));
   if (k.getDimSize(3) != q.getDimSize(3))
     return opError(loc, name, "expects query and key of one head dim, got ",
@@ -1180,16 +1183,14 @@ LogicalResult checkAttentionOperands(std::optional<Location> loc,
 
 /// attention_c4 to attention_c6.
 LogicalResult verifyAttentionAttributes(Operation *op, AttentionShape shape,
-                                        Value mask, bool causal,
-                                        double scale) {
+                                        Value mask, bool causal, double scale) {
   // attention_c4
   if (mask) {
     auto type = cast<RankedTensorType>(mask.getType());
     if (type.getShape() != ArrayRef<int64_t>{shape.queries, shape.keys})
-      return op->emitOpError()
-             << "expects a mask of shape " << shapeString({shape.queries,
-                                                           shape.keys})
-             << " (queries x keys), got " << quoted(type);
+      return op->emitOpError() << "expects a mask of shape "
+                               << shapeString({shape.queries, shape.keys})
+                               << " (queries x keys), got " << quoted(type);
   }
   // attention_c5
   if (causal && shape.queries != shape.keys)

@@ -157,9 +157,8 @@ SmallVector<Operation *> attentionOperandViews(Value operand) {
   }
   if (chain.empty())
     return {};
-  FailureOr<StridedView> view = getStridedView(operand, [&](Operation *op) {
-    return llvm::is_contained(chain, op);
-  });
+  FailureOr<StridedView> view = getStridedView(
+      operand, [&](Operation *op) { return llvm::is_contained(chain, op); });
   if (failed(view) || view->strides.back() != 1)
     return {};
   return chain;

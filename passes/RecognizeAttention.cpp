@@ -122,8 +122,7 @@ std::optional<Match> matchAttention(SoftmaxOp softmax) {
 
 void rewrite(Match match) {
   OpBuilder builder(match.product);
-  double scale =
-      match.scale ? match.scale.getFactor().convertToDouble() : 1.0;
+  double scale = match.scale ? match.scale.getFactor().convertToDouble() : 1.0;
   Location loc = FusedLoc::get(
       builder.getContext(),
       {match.scores.getLoc(), match.softmax.getLoc(), match.product.getLoc()});
@@ -139,8 +138,8 @@ void rewrite(Match match) {
   // Erase the chain from its end; then what only it read (the head
   // transposes, the mask, the -inf fill) if nothing else does.
   SmallVector<Operation *> chain{match.outputTranspose, match.product,
-                                 match.softmax, match.where, match.scale,
-                                 match.scores};
+                                 match.softmax,         match.where,
+                                 match.scale,           match.scores};
   llvm::SmallPtrSet<Operation *, 8> erased;
   llvm::SetVector<Operation *> readers;
   for (Operation *op : chain) {

@@ -56,7 +56,7 @@ struct mpc_attention_shape {
   int heads, queries, keys;
   int headDim, valueDim; // query/key and value head dims, unpadded
   mpc_attention_strides q, k, v;
-  mpc_attention_strides o;  // the output, and its gradient
+  mpc_attention_strides o; // the output, and its gradient
   mpc_attention_strides dq, dk, dv;
   float scale;
   bool causal;
@@ -67,16 +67,12 @@ struct mpc_attention_shape {
 //===----------------------------------------------------------------------===//
 
 __device__ __forceinline__ float mpc_value(float v) { return v; }
-__device__ __forceinline__ float mpc_value(__half v) {
-  return __half2float(v);
-}
+__device__ __forceinline__ float mpc_value(__half v) { return __half2float(v); }
 __device__ __forceinline__ float mpc_value(__nv_bfloat16 v) {
   return __bfloat162float(v);
 }
 /// `v` rounded to the storage type of `tag`'s pointee.
-__device__ __forceinline__ float mpc_round(float v, const float *) {
-  return v;
-}
+__device__ __forceinline__ float mpc_round(float v, const float *) { return v; }
 __device__ __forceinline__ __half mpc_round(float v, const __half *) {
   return __float2half_rn(v);
 }
@@ -88,9 +84,7 @@ __device__ __forceinline__ __nv_bfloat16 mpc_round(float v,
 template <typename T> struct mpc_is_float {
   static constexpr bool value = false;
 };
-template <> struct mpc_is_float<float> {
-  static constexpr bool value = true;
-};
+template <> struct mpc_is_float<float> { static constexpr bool value = true; };
 template <typename T> struct mpc_is_bf16 {
   static constexpr bool value = false;
 };
@@ -195,8 +189,8 @@ __device__ __forceinline__ void mpc_wmma_load(Fragment &f, Shared &s,
 }
 template <typename Shared>
 __device__ __forceinline__ void mpc_wmma_load_accumulator(
-    mpc_wmma::fragment<mpc_wmma::accumulator, 16, 16, 16, float> &f,
-    Shared &s, long long offset, int ldm) {
+    mpc_wmma::fragment<mpc_wmma::accumulator, 16, 16, 16, float> &f, Shared &s,
+    long long offset, int ldm) {
 #if defined(MPC_DEVICE_CUDA)
   mpc_wmma::load_matrix_sync(f, &s[offset], ldm, mpc_wmma::mem_row_major);
 #else
@@ -249,14 +243,12 @@ __device__ __forceinline__ void mpc_tile_gemm(SC &c, SA &a, SB &b) {
       for (int k0 = 0; k0 < K; k0 += 16) {
         mpc_wmma::fragment<mpc_wmma::matrix_a, 16, 16, 16, T, LayoutA> fa;
         mpc_wmma::fragment<mpc_wmma::matrix_b, 16, 16, 16, T, LayoutB> fb;
-        mpc_wmma_load<TransA>(fa, a,
-                              TransA ? (long long)k0 * M + i0
-                                     : (long long)i0 * K + k0,
-                              TransA ? M : K);
-        mpc_wmma_load<TransB>(fb, b,
-                              TransB ? (long long)j0 * K + k0
-                                     : (long long)k0 * N + j0,
-                              TransB ? K : N);
+        mpc_wmma_load<TransA>(
+            fa, a, TransA ? (long long)k0 * M + i0 : (long long)i0 * K + k0,
+            TransA ? M : K);
+        mpc_wmma_load<TransB>(
+            fb, b, TransB ? (long long)j0 * K + k0 : (long long)k0 * N + j0,
+            TransB ? K : N);
         mpc_wmma::mma_sync(acc, fa, fb, acc);
       }
       mpc_wmma_store(c, (long long)i0 * N + j0, acc, N);
@@ -316,9 +308,9 @@ mpc_attention_forward(const mpc_attention_shape &a, const T *q, const T *k,
   MPC_SHARED_ALIGNED(T, qs, BQ * D);
   MPC_SHARED_ALIGNED(T, ks, BK * D);
   MPC_SHARED_ALIGNED(T, vs, BK * DV);
-  MPC_SHARED_ALIGNED(float, ss, BQ * BK);
+  MPC_SHARED_ALIGNED(float, ss, (BQ * BK));
   MPC_SHARED_ALIGNED(T, ps, BQ * BK);
-  MPC_SHARED_ALIGNED(float, os, BQ * DV);
+  MPC_SHARED_ALIGNED(float, os, (BQ * DV));
   MPC_SHARED(float, rowMax, BQ);
   MPC_SHARED(float, rowSum, BQ);
   MPC_SHARED(float, rowRescale, BQ);
@@ -401,12 +393,13 @@ mpc_attention_probabilities(const mpc_attention_shape &a, const Mask *mask,
                             SL &rowDelta, SP &ps, SH &dss, const T *tag) {
   MPC_FOR_THREAD(e, (long long)BQ * BK) {
     int r = (int)(e / BK), c = (int)(e % BK);
-    float p = q0 + r < a.queries &&
-                      mpc_attention_visible(a, mask, q0 + r, k0 + c)
-                  ? expf(static_cast<float>(ss[e]) * a.scale -
-                         static_cast<float>(rowLse[r]))
-                  : 0.0f;
-    float ds = p * (static_cast<float>(dps[e]) - static_cast<float>(rowDelta[r]));
+    float p =
+        q0 + r < a.queries && mpc_attention_visible(a, mask, q0 + r, k0 + c)
+            ? expf(static_cast<float>(ss[e]) * a.scale -
+                   static_cast<float>(rowLse[r]))
+            : 0.0f;
+    float ds =
+        p * (static_cast<float>(dps[e]) - static_cast<float>(rowDelta[r]));
     ps[e] = mpc_round(p, tag);
     dss[e] = mpc_round(ds, tag);
   }
@@ -417,8 +410,8 @@ mpc_attention_probabilities(const mpc_attention_shape &a, const Mask *mask,
 template <int BQ, typename T, typename SL>
 __device__ __forceinline__ void
 mpc_attention_row_statistics(const mpc_attention_shape &a, int bh, int q0,
-                             const T *oBase, const T *doBase,
-                             const float *lse, SL &rowLse, SL &rowDelta) {
+                             const T *oBase, const T *doBase, const float *lse,
+                             SL &rowLse, SL &rowDelta) {
   MPC_FOR_THREAD(r, BQ) {
     float delta = 0.0f, l = INFINITY; // padding rows: P = exp(-inf) = 0
     if (q0 + r < a.queries) {
@@ -444,12 +437,12 @@ mpc_attention_backward_kv(const mpc_attention_shape &a, const T *dout,
   MPC_SHARED_ALIGNED(T, vs, BK * DV);
   MPC_SHARED_ALIGNED(T, qs, BQ * D);
   MPC_SHARED_ALIGNED(T, dos, BQ * DV);
-  MPC_SHARED_ALIGNED(float, ss, BQ * BK);
-  MPC_SHARED_ALIGNED(float, dps, BQ * BK);
+  MPC_SHARED_ALIGNED(float, ss, (BQ * BK));
+  MPC_SHARED_ALIGNED(float, dps, (BQ * BK));
   MPC_SHARED_ALIGNED(T, ps, BQ * BK);
   MPC_SHARED_ALIGNED(T, dss, BQ * BK);
-  MPC_SHARED_ALIGNED(float, dks, BK * D);
-  MPC_SHARED_ALIGNED(float, dvs, BK * DV);
+  MPC_SHARED_ALIGNED(float, dks, (BK * D));
+  MPC_SHARED_ALIGNED(float, dvs, (BK * DV));
   MPC_SHARED(float, rowLse, BQ);
   MPC_SHARED(float, rowDelta, BQ);
 
@@ -507,11 +500,11 @@ mpc_attention_backward_q(const mpc_attention_shape &a, const T *dout,
   MPC_SHARED_ALIGNED(T, dos, BQ * DV);
   MPC_SHARED_ALIGNED(T, ks, BK * D);
   MPC_SHARED_ALIGNED(T, vs, BK * DV);
-  MPC_SHARED_ALIGNED(float, ss, BQ * BK);
-  MPC_SHARED_ALIGNED(float, dps, BQ * BK);
+  MPC_SHARED_ALIGNED(float, ss, (BQ * BK));
+  MPC_SHARED_ALIGNED(float, dps, (BQ * BK));
   MPC_SHARED_ALIGNED(T, ps, BQ * BK);
   MPC_SHARED_ALIGNED(T, dss, BQ * BK);
-  MPC_SHARED_ALIGNED(float, dqs, BQ * D);
+  MPC_SHARED_ALIGNED(float, dqs, (BQ * D));
   MPC_SHARED(float, rowLse, BQ);
   MPC_SHARED(float, rowDelta, BQ);
 
