@@ -109,8 +109,10 @@ static bool isMaterialisedResult(Value result, const Step &step) {
   // cuBLASLt's GELU epilogue writes the GELU's input beside its output.
   if (*step.group == FusionKind::Gemm && !isa<CastOp>(step.ops.back()))
     return true;
-  // The attention kernels write every result (the logsumexp too).
-  if (*step.group == FusionKind::Attention && isAttentionLike(def))
+  // The attention kernels write every result (an unread logsumexp too),
+  // but a gradient scattered into the group's sum goes there.
+  if (*step.group == FusionKind::Attention && isAttentionLike(def) &&
+      result.use_empty())
     return true;
   for (Operation *user : result.getUsers())
     if (!llvm::is_contained(step.ops, user))
@@ -585,7 +587,7 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
                         [](Operation *op) { return isRowFusible(op); });
   // An attention group's views are strides of its kernels.
   if (step.group == FusionKind::Attention)
-    op = step.ops.back();
+    op = *llvm::find_if(step.ops, isAttentionLike);
   if (step.isAlias())
     return success();
   OriginScope origin(emitter, op);
@@ -593,7 +595,8 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
   // group's is the attention, not the first of its views.
   SmallVector<Operation *, 4> sourceOps(step.ops);
   if (step.group == FusionKind::Attention)
-    std::rotate(sourceOps.begin(), sourceOps.end() - 1, sourceOps.end());
+    std::rotate(sourceOps.begin(), llvm::find(sourceOps, op),
+                llvm::find(sourceOps, op) + 1);
   emitter.setSource(sourceOps);
   // The optimizer (and the runtime, on a change) keep half copies current.
   if (step.ops.size() == 1 && op->getNumResults() == 1 &&

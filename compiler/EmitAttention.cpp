@@ -61,6 +61,9 @@ struct AttentionPlan {
       dkStrides, dvStrides;
   /// Pointer expressions for q, k and v: their views' first elements.
   std::string q, k, v;
+  /// The same for the gradients (attention_grad): their own buffers, or
+  /// their places in the tensor the group scatters them into.
+  std::string dqPointer, dkPointer, dvPointer;
   std::string mask; ///< a pointer expression, or a null pointer
 
   int64_t queryTiles() const { return (shape.queries + bq - 1) / bq; }
@@ -204,6 +207,31 @@ FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
   plan.dqStrides = layoutStrides(cast<RankedTensorType>(q.getType()), layout);
   plan.dkStrides = layoutStrides(cast<RankedTensorType>(k.getType()), layout);
   plan.dvStrides = layoutStrides(cast<RankedTensorType>(v.getType()), layout);
+  if (auto grad = dyn_cast<AttentionGradOp>(op)) {
+    auto place = [&](Value result, std::string &pointer,
+                     SmallVector<int64_t, 3> &strides) -> LogicalResult {
+      if (emitter.getPlan().isMaterialised(result)) {
+        pointer = emitter.pointer(result);
+        return success();
+      }
+      FailureOr<StridedView> view =
+          getScatteredView(result, [&](Operation *user) {
+            return llvm::is_contained(step.ops, user);
+          });
+      if (failed(view) || view->strides.back() != 1)
+        return op->emitError() << "the attention kernels cannot write this "
+                                  "gradient in place";
+      pointer = emitter.pointer(view->base);
+      if (view->offset)
+        pointer = "(" + pointer + " + " + std::to_string(view->offset) + "LL)";
+      strides = layoutStrides(view->strides, layout);
+      return success();
+    };
+    if (failed(place(grad.getQueryGrad(), plan.dqPointer, plan.dqStrides)) ||
+        failed(place(grad.getKeyGrad(), plan.dkPointer, plan.dkStrides)) ||
+        failed(place(grad.getValueGrad(), plan.dvPointer, plan.dvStrides)))
+      return failure();
+  }
   plan.mask = mask ? emitter.constPointer(mask)
                    : std::string("(const unsigned char *)0");
   return plan;
@@ -286,8 +314,8 @@ void emitBackward(AttentionGradOp op, const AttentionPlan &plan,
                                 .flopsPer(plan.computedPairsByKeys(),
                                           4 * d + 4 * dv + softmaxFlopsPerPair);
   SmallVector<std::string> arguments(inputs);
-  arguments.push_back(emitter.pointer(op.getKeyGrad()));
-  arguments.push_back(emitter.pointer(op.getValueGrad()));
+  arguments.push_back(plan.dkPointer);
+  arguments.push_back(plan.dvPointer);
   emitter.launch(keyValue, plan.heads() * plan.keyTiles(), attentionBlockSize,
                  arguments, keyValueCost, KernelKind::TensorCoreKernel,
                  plan.half);
@@ -306,7 +334,7 @@ void emitBackward(AttentionGradOp op, const AttentionPlan &plan,
           .writes(op.getQueryGrad())
           .flopsPer(plan.computedPairs(), 4 * d + 2 * dv + softmaxFlopsPerPair);
   arguments.assign(inputs.begin(), inputs.end());
-  arguments.push_back(emitter.pointer(op.getQueryGrad()));
+  arguments.push_back(plan.dqPointer);
   emitter.launch(query, plan.heads() * plan.queryTiles(), attentionBlockSize,
                  arguments, queryCost, KernelKind::TensorCoreKernel, plan.half);
 }

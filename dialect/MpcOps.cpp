@@ -571,12 +571,21 @@ mlir::mpc::getStridedView(Value value,
     input->strides = strides;
     return input;
   }
-  // A reshape: match groups of input and output dims of equal size; each
-  // input group must be contiguous, and its output dims take row-major
-  // strides from the group's innermost stride.
-  ArrayRef<int64_t> in =
-      cast<RankedTensorType>(op->getOperand(0).getType()).getShape();
-  ArrayRef<int64_t> out = cast<RankedTensorType>(value.getType()).getShape();
+  FailureOr<SmallVector<int64_t, 4>> strides = reshapedStrides(
+      cast<RankedTensorType>(op->getOperand(0).getType()).getShape(),
+      input->strides, cast<RankedTensorType>(value.getType()).getShape());
+  if (failed(strides))
+    return failure();
+  input->strides = *strides;
+  return input;
+}
+
+FailureOr<SmallVector<int64_t, 4>>
+mlir::mpc::reshapedStrides(ArrayRef<int64_t> in, ArrayRef<int64_t> inStrides,
+                           ArrayRef<int64_t> out) {
+  // Match groups of input and output dims of equal size; each input group
+  // must be contiguous, and its output dims take row-major strides from
+  // the group's innermost stride.
   SmallVector<int64_t, 4> strides(out.size(), 0);
   size_t i = 0, j = 0;
   while (i < in.size() || j < out.size()) {
@@ -592,16 +601,60 @@ mlir::mpc::getStridedView(Value value,
         return failure();
     }
     for (size_t k = firstIn; k + 1 < i; ++k)
-      if (in[k] != 1 && input->strides[k] != input->strides[k + 1] * in[k + 1])
+      if (in[k] != 1 && inStrides[k] != inStrides[k + 1] * in[k + 1])
         return failure();
-    int64_t stride = i > firstIn ? input->strides[i - 1] : 1;
+    int64_t stride = i > firstIn ? inStrides[i - 1] : 1;
     for (size_t k = j; k-- > firstOut;) {
       strides[k] = stride;
       stride *= out[k];
     }
   }
-  input->strides = strides;
-  return input;
+  return strides;
+}
+
+FailureOr<StridedView>
+mlir::mpc::getScatteredView(Value result,
+                            llvm::function_ref<bool(Operation *)> follow) {
+  // Walk forward through reshapes to one slice_grad with unit strides, then
+  // through the adds that sum the scattered tensors, to the last of them.
+  SmallVector<Operation *, 4> reshapes;
+  Value value = result;
+  auto soleUser = [&](Value v) -> Operation * {
+    if (!v.hasOneUse() || !follow(*v.user_begin()))
+      return nullptr;
+    return *v.user_begin();
+  };
+  Operation *user = soleUser(value);
+  while (auto reshape = dyn_cast_or_null<ReshapeOp>(user)) {
+    reshapes.push_back(reshape);
+    value = reshape.getResult();
+    user = soleUser(value);
+  }
+  auto scatter = dyn_cast_or_null<SliceGradOp>(user);
+  if (!scatter ||
+      llvm::any_of(scatter.getStrides(), [](int64_t s) { return s != 1; }))
+    return failure();
+  Value target = scatter.getResult();
+  while (auto add = dyn_cast_or_null<AddOp>(soleUser(target)))
+    target = add.getResult();
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(target.getType()).getShape();
+  StridedView view{target, 0, {}};
+  view.strides.assign(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    view.strides[d] = view.strides[d + 1] * shape[d + 1];
+  for (auto [start, stride] : llvm::zip(scatter.getStarts(), view.strides))
+    view.offset += start * stride;
+  // Back through the reshapes, to the result's own dims.
+  for (Operation *reshape : llvm::reverse(reshapes)) {
+    FailureOr<SmallVector<int64_t, 4>> strides = reshapedStrides(
+        cast<RankedTensorType>(reshape->getResult(0).getType()).getShape(),
+        view.strides,
+        cast<RankedTensorType>(reshape->getOperand(0).getType()).getShape());
+    if (failed(strides))
+      return failure();
+    view.strides = *strides;
+  }
+  return view;
 }
 
 bool mlir::mpc::isGemmLike(Operation *op) {
@@ -676,14 +729,23 @@ LogicalResult FusionOp::verifyRegions() {
   }
   if (getKind() == FusionKind::Attention) {
     // fusion_c7
-    if (llvm::count_if(ops, isAttentionLike) != 1 ||
-        !isAttentionLike(ops.back()) ||
-        !llvm::all_of(llvm::drop_end(ops), [](Operation *op) {
-          return isa<ReshapeOp, TransposeOp, SliceOp>(op);
-        }))
+    auto attention = llvm::find_if(ops, isAttentionLike);
+    bool valid =
+        llvm::count_if(ops, isAttentionLike) == 1 &&
+        std::all_of(ops.begin(), attention,
+                    [](Operation *op) {
+                      return isa<ReshapeOp, TransposeOp, SliceOp>(op);
+                    }) &&
+        std::all_of(std::next(attention), ops.end(), [&](Operation *op) {
+          return isa<AttentionGradOp>(*attention) &&
+                 isa<ReshapeOp, SliceGradOp, AddOp>(op);
+        });
+    if (!valid)
       return emitOpError() << "of kind 'attention' expects views (reshape, "
-                              "transpose, slice) and then one attention or "
-                              "its gradient";
+                              "transpose, slice), one attention or its "
+                              "gradient, and after a gradient only the "
+                              "reshapes, slice_grads and adds that scatter "
+                              "its results";
     return success();
   }
   if (getKind() == FusionKind::Reduce) {

@@ -90,6 +90,17 @@ struct StridedView {
 /// contiguous there.
 FailureOr<StridedView>
 getStridedView(Value value, llvm::function_ref<bool(Operation *)> follow);
+/// The strides of a tensor of shape `out` that reshapes one of shape `in`
+/// laid out with `inStrides`; failure where the reshape merges dims that
+/// are not contiguous.
+FailureOr<SmallVector<int64_t, 4>> reshapedStrides(ArrayRef<int64_t> in,
+                                                   ArrayRef<int64_t> inStrides,
+                                                   ArrayRef<int64_t> out);
+/// Where an attention gradient's result is written when its kernel
+/// scatters it into the tensor its reshapes and slice_grads make (the QKV
+/// projection's gradient): that tensor, and the result's place in it.
+FailureOr<StridedView>
+getScatteredView(Value result, llvm::function_ref<bool(Operation *)> follow);
 /// mpc-autodiff marks the constant 1 it seeds the backward pass with, for
 /// mpc-insert-loss-scaling to replace with the loss scale.
 inline constexpr llvm::StringLiteral kGradientSeedAttr = "mpc.gradient_seed";

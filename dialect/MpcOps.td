@@ -274,7 +274,9 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
     - `attention`: an mpc.attention or mpc.attention_grad after the views
       (slice, reshape, transpose) that make its operands from a stored
       tensor: the kernels read that tensor in place, through strides (the
-      QKV projection's output split into heads).
+      QKV projection's output split into heads); a gradient's group also
+      holds the reshapes, slice_grads and adds that put dq, dk and dv side
+      by side, which its kernels write in place.
 
     ```mlir
     %q = mpc.fusion loop {
@@ -297,8 +299,9 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
     C6: `row`: the body holds one softmax, log_softmax, layer_norm,
         softmax_grad, log_softmax_grad or layer_norm_grad; every other op is
         elementwise or a view.
-    C7: `attention`: the last op is an attention or its gradient, and every
-        other op a reshape, transpose or slice.
+    C7: `attention`: one attention or its gradient; every op before it is
+        a reshape, transpose or slice, and every op after it (a gradient's
+        only) a reshape, slice_grad or add.
   }];
   let arguments = (ins FusionKind:$kind);
   let results = (outs Variadic<AnyStaticShapeTensor>:$results);

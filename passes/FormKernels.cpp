@@ -164,6 +164,90 @@ SmallVector<Operation *> attentionOperandViews(Value operand) {
   return chain;
 }
 
+/// The reshapes, slice_grads and adds that scatter an attention gradient's
+/// dq, dk and dv into one tensor (the QKV projection's gradient), when the
+/// three slices are disjoint and cover it and nothing else reads the
+/// values in between; empty otherwise. The last op is the sum.
+SmallVector<Operation *> attentionGradScatter(AttentionGradOp grad) {
+  SmallVector<Operation *> ops;
+  SmallVector<SliceGradOp, 3> scatters;
+  for (Value result : grad.getResults()) {
+    Value value = result;
+    while (value.hasOneUse()) {
+      Operation *user = *value.user_begin();
+      if (auto reshape = dyn_cast<ReshapeOp>(user)) {
+        ops.push_back(reshape);
+        value = reshape.getResult();
+        continue;
+      }
+      if (auto scatter = dyn_cast<SliceGradOp>(user);
+          scatter &&
+          llvm::all_of(scatter.getStrides(), [](int64_t s) { return s == 1; }))
+        scatters.push_back(scatter);
+      break;
+    }
+  }
+  if (scatters.size() != 3)
+    return {};
+  // The adds that sum exactly the three.
+  llvm::SetVector<Operation *> adds;
+  Value sum;
+  for (SliceGradOp scatter : scatters) {
+    Value value = scatter.getResult();
+    while (value.hasOneUse())
+      if (auto add = dyn_cast<AddOp>(*value.user_begin())) {
+        adds.insert(add);
+        value = add.getResult();
+      } else {
+        break;
+      }
+    if (sum && value != sum)
+      return {};
+    sum = value;
+  }
+  if (adds.size() != 2 || !llvm::all_of(adds, [&](Operation *add) {
+        return llvm::all_of(add->getOperands(), [&](Value operand) {
+          Operation *producer = operand.getDefiningOp();
+          return adds.contains(producer) ||
+                 llvm::is_contained(scatters, producer);
+        });
+      }))
+    return {};
+  // Disjoint boxes whose elements add up to the sum's: they cover it.
+  auto box = [](SliceGradOp scatter) {
+    return std::make_pair(scatter.getStarts(),
+                          scatter.getGrad().getType().getShape());
+  };
+  int64_t covered = 0;
+  for (auto [i, a] : llvm::enumerate(scatters)) {
+    covered += a.getGrad().getType().getNumElements();
+    for (SliceGradOp b : ArrayRef<SliceGradOp>(scatters).drop_front(i + 1)) {
+      auto [startA, sizeA] = box(a);
+      auto [startB, sizeB] = box(b);
+      bool overlap = true;
+      for (size_t d = 0; d < startA.size(); ++d)
+        overlap &= startA[d] < startB[d] + sizeB[d] &&
+                   startB[d] < startA[d] + sizeA[d];
+      if (overlap)
+        return {};
+    }
+  }
+  if (covered != cast<RankedTensorType>(sum.getType()).getNumElements())
+    return {};
+  for (SliceGradOp scatter : scatters)
+    ops.push_back(scatter);
+  llvm::append_range(ops, adds);
+  // Each result must land in the sum with a contiguous head dim.
+  for (Value result : grad.getResults()) {
+    FailureOr<StridedView> view = getScatteredView(
+        result, [&](Operation *op) { return llvm::is_contained(ops, op); });
+    if (failed(view) || view->base != sum || view->strides.back() != 1)
+      return {};
+  }
+  ops.push_back(sum.getDefiningOp());
+  return ops;
+}
+
 void KernelFormation::formAttentionGroups() {
   SmallVector<Operation *> attentions;
   for (Operation &op : model.getBody().front().without_terminator())
@@ -196,9 +280,17 @@ void KernelFormation::formAttentionGroups() {
       attention->setOperand(index, value);
       replaced.insert(chain.begin(), chain.end());
     }
-    if (group.ops.empty())
-      continue;
     group.ops.insert(attention);
+    // A gradient writes dq, dk and dv where the QKV projection's gradient
+    // sums them; the group runs where that sum was.
+    if (auto grad = dyn_cast<AttentionGradOp>(attention)) {
+      SmallVector<Operation *> scatter = attentionGradScatter(grad);
+      group.ops.insert(scatter.begin(), scatter.end());
+      if (!scatter.empty())
+        group.root = scatter.back();
+    }
+    if (group.ops.size() == 1)
+      continue;
     for (Operation *op : group.ops)
       groupOf[op] = groups.size();
     groups.push_back(std::move(group));

@@ -434,7 +434,7 @@ mpc.model @fusion_c6 inputs(%x: tensor<4x8xf32>) params() {
 
 // fusion_c7: an attention group is views, then the attention.
 mpc.model @fusion_c7 inputs(%x: tensor<2x16x2x8xf32>) params() {
-  // expected-error@+1 {{'mpc.fusion' op of kind 'attention' expects views (reshape, transpose, slice) and then one attention or its gradient}}
+  // expected-error@+1 {{'mpc.fusion' op of kind 'attention' expects views (reshape, transpose, slice), one attention or its gradient, and after a gradient only the reshapes, slice_grads and adds that scatter its results}}
   %0 = mpc.fusion attention {
     %y, %lse = mpc.attention %x, %x, %x scale 0.25 layout bthd : tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>, tensor<2x16x2x8xf32>
     %n = mpc.neg %y : tensor<2x16x2x8xf32>

@@ -377,3 +377,59 @@ mpc.model @attention_views_kept inputs(%x: tensor<2x16x2x16xf32>, %w: tensor<2x1
   %l = mpc.reduce_sum %y dims [0, 1, 2, 3] : tensor<2x16x2x16xf32>
   mpc.output loss(%l : tensor<f32>) query(%q : tensor<2x16x2x16xf32>)
 }
+
+// -----
+
+// An attention gradient writes dq, dk and dv where the QKV projection's
+// gradient puts them side by side (three slice_grads summed, disjoint and
+// covering it): the reshapes, slice_grads and adds join its group, which
+// yields only the sum.
+// CHECK-LABEL: mpc.model @attention_grad_scatter
+//       CHECK:   %[[DQKV:.*]] = mpc.fusion attention {
+//       CHECK:     mpc.attention_grad
+//  CHECK-NEXT:     mpc.reshape
+//  CHECK-NEXT:     mpc.reshape
+//  CHECK-NEXT:     mpc.reshape
+//  CHECK-NEXT:     mpc.slice_grad
+//  CHECK-NEXT:     mpc.slice_grad
+//  CHECK-NEXT:     mpc.add
+//  CHECK-NEXT:     mpc.slice_grad
+//  CHECK-NEXT:     %[[SUM:.*]] = mpc.add
+//  CHECK-NEXT:     mpc.yield %[[SUM]] : tensor<2x16x96xf16>
+//  CHECK-NEXT:   } : tensor<2x16x96xf16>
+mpc.model @attention_grad_scatter inputs(%q: tensor<2x16x2x16xf16>, %y: tensor<2x16x2x16xf16>, %lse: tensor<2x2x16xf32>) params() {
+  %dq, %dk, %dv = mpc.attention_grad %y, %q, %q, %q, %y, %lse scale 0.25 causal layout bthd : tensor<2x16x2x16xf16>, tensor<2x16x2x16xf16>, tensor<2x16x2x16xf16>, tensor<2x16x2x16xf16>, tensor<2x2x16xf32>
+  %v3 = mpc.reshape %dv : tensor<2x16x2x16xf16> to tensor<2x16x32xf16>
+  %k3 = mpc.reshape %dk : tensor<2x16x2x16xf16> to tensor<2x16x32xf16>
+  %q3 = mpc.reshape %dq : tensor<2x16x2x16xf16> to tensor<2x16x32xf16>
+  %sv = mpc.slice_grad %v3 starts [0, 0, 64] strides [1, 1, 1] : tensor<2x16x32xf16> -> tensor<2x16x96xf16>
+  %sk = mpc.slice_grad %k3 starts [0, 0, 32] strides [1, 1, 1] : tensor<2x16x32xf16> -> tensor<2x16x96xf16>
+  %a = mpc.add %sv, %sk : tensor<2x16x96xf16>, tensor<2x16x96xf16>
+  %sq = mpc.slice_grad %q3 starts [0, 0, 0] strides [1, 1, 1] : tensor<2x16x32xf16> -> tensor<2x16x96xf16>
+  %b = mpc.add %a, %sq : tensor<2x16x96xf16>, tensor<2x16x96xf16>
+  %c = mpc.cast %b : tensor<2x16x96xf16> to tensor<2x16x96xf32>
+  %l = mpc.reduce_sum %c dims [0, 1, 2] : tensor<2x16x96xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// Not scattered: two of the slices overlap (dk lands on dq's columns), so
+// the sum adds them there and the kernels could not write both in place.
+// CHECK-LABEL: mpc.model @attention_grad_overlap
+//       CHECK:   %{{.*}}, %{{.*}}, %{{.*}} = mpc.attention_grad
+//  CHECK-NEXT:   mpc.fusion loop {
+mpc.model @attention_grad_overlap inputs(%q: tensor<2x16x2x16xf16>, %y: tensor<2x16x2x16xf16>, %lse: tensor<2x2x16xf32>) params() {
+  %dq, %dk, %dv = mpc.attention_grad %y, %q, %q, %q, %y, %lse scale 0.25 causal layout bthd : tensor<2x16x2x16xf16>, tensor<2x16x2x16xf16>, tensor<2x16x2x16xf16>, tensor<2x16x2x16xf16>, tensor<2x2x16xf32>
+  %v3 = mpc.reshape %dv : tensor<2x16x2x16xf16> to tensor<2x16x32xf16>
+  %k3 = mpc.reshape %dk : tensor<2x16x2x16xf16> to tensor<2x16x32xf16>
+  %q3 = mpc.reshape %dq : tensor<2x16x2x16xf16> to tensor<2x16x32xf16>
+  %sv = mpc.slice_grad %v3 starts [0, 0, 64] strides [1, 1, 1] : tensor<2x16x32xf16> -> tensor<2x16x96xf16>
+  %sk = mpc.slice_grad %k3 starts [0, 0, 16] strides [1, 1, 1] : tensor<2x16x32xf16> -> tensor<2x16x96xf16>
+  %a = mpc.add %sv, %sk : tensor<2x16x96xf16>, tensor<2x16x96xf16>
+  %sq = mpc.slice_grad %q3 starts [0, 0, 0] strides [1, 1, 1] : tensor<2x16x32xf16> -> tensor<2x16x96xf16>
+  %b = mpc.add %a, %sq : tensor<2x16x96xf16>, tensor<2x16x96xf16>
+  %c = mpc.cast %b : tensor<2x16x96xf16> to tensor<2x16x96xf32>
+  %l = mpc.reduce_sum %c dims [0, 1, 2] : tensor<2x16x96xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
