@@ -414,6 +414,8 @@ std::string mlir::mpc::coordinateCode(ArrayRef<int64_t> shape,
 std::string mlir::mpc::offsetCode(StringRef name, StringRef linear,
                                   ArrayRef<int64_t> shape,
                                   ArrayRef<int64_t> dims) {
+  if (dims.empty()) // nothing to add (a reduction over every dim)
+    return "";
   SmallVector<int64_t> strides = rowMajorStrides(shape);
   std::string code = llvm::formatv("    {{ long long rest = {0};\n", linear);
   for (int64_t d : llvm::reverse(dims))

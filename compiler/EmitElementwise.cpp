@@ -134,6 +134,9 @@ std::string FusedKernelBuilder::offset(ArrayRef<int64_t> valueShape,
 }
 
 std::string FusedKernelBuilder::index(const std::string &expression) {
+  // A constant index needs no variable (an unread one is a warning).
+  if (!expression.empty() && llvm::all_of(expression, llvm::isDigit))
+    return expression;
   std::string name = "x" + std::to_string(nextIndex++);
   statement("long long " + name + " = " + expression + ";");
   return name;
