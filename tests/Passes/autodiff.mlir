@@ -127,3 +127,16 @@ mpc.model @twice inputs() params(%w: tensor<f32> = ones) {
   // expected-error@+1 {{model @twice already returns gradients; mpc-autodiff runs once}}
   mpc.output loss(%w : tensor<f32>) gradients(%w : tensor<f32>)
 }
+
+// -----
+
+// mpc.attention is differentiated through its output only: a loss that
+// depends on the logsumexp through a parameter is an error at the op.
+mpc.model @attention_lse_in_loss
+    inputs(%r: tensor<1x2x4x8xf32>)
+    params(%q: tensor<1x2x4x8xf32> = normal(1.0)) {
+  // expected-error@+1 {{'mpc.attention' is differentiated through its first result only, but the loss depends on result #1 through a parameter}}
+  %y, %lse = mpc.attention %q, %q, %q scale 0.25 causal : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+  %loss = mpc.reduce_sum %lse dims [0, 1, 2] : tensor<1x2x4xf32>
+  mpc.output loss(%loss : tensor<f32>)
+}
