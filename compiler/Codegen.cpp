@@ -646,6 +646,12 @@ mlir::mpc::convGradWeightSumOffset(Conv2dGradWeightOp op) {
   return llvm::alignTo(convGradWeightColumnBytes(op), 256);
 }
 
+int64_t mlir::mpc::layerNormGradBlocks(LayerNormGradOp op) {
+  int64_t rows = op.getInput().getType().getNumElements() /
+                 op.getGamma().getType().getNumElements();
+  return std::clamp<int64_t>(rows / 32, 1, 256);
+}
+
 int64_t mlir::mpc::scratchBytes(const Step &step) {
   Operation *op = step.ops.front();
   if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
@@ -668,12 +674,10 @@ int64_t mlir::mpc::scratchBytes(const Step &step) {
   }
   if (auto norm = dyn_cast<BatchNormOp>(op))
     return 2 * norm.getGamma().getType().getNumElements() * 4; // mean, rstd
-  if (auto grad = dyn_cast<LayerNormGradOp>(op)) {
-    // Per-row mean and rstd, read again by the column-sum kernel.
-    int64_t rows = grad.getInput().getType().getNumElements() /
-                   grad.getGamma().getType().getNumElements();
-    return 2 * rows * 4;
-  }
+  if (auto grad = dyn_cast<LayerNormGradOp>(op))
+    // Each block's partial sums of dgamma and dbeta.
+    return layerNormGradBlocks(grad) * 2 *
+           grad.getGamma().getType().getNumElements() * 4;
   if (auto grad = dyn_cast<BatchNormGradOp>(op))
     // Per-channel mean, rstd, mean(dy) and mean(dy * xhat).
     return 4 * grad.getGamma().getType().getNumElements() * 4;

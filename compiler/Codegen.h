@@ -140,6 +140,12 @@ int64_t scratchBytes(const Step &step);
 int64_t convGradWeightColumnBytes(Conv2dGradWeightOp op);
 std::optional<int64_t> convGradWeightSumOffset(Conv2dGradWeightOp op);
 
+/// Blocks of layer_norm_grad's first kernel, each summing its rows' share
+/// of dgamma and dbeta (its partials are the step's scratch): 256, about
+/// two per SM of an H100, or fewer so that each takes at least 32 rows
+/// (the partials then take no more than the per-row statistics would).
+int64_t layerNormGradBlocks(LayerNormGradOp op);
+
 /// The C type of max_pool2d_grad's per-window argmax (an index into the
 /// input plane, kept in scratch): int where the plane allows it.
 std::string maxPoolIndexType(MaxPool2dGradOp op);

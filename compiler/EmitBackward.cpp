@@ -31,17 +31,42 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 /// layer_norm_grad over rows of `width` elements (gamma's element count).
-/// Kernel 1, one block per row: recomputes mean and rstd, keeps them in
-/// scratch, and writes
-///   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dy * gamma.
-/// Kernel 2, one block per column j: dgamma[j] = sum_r dy * xhat and
-/// dbeta[j] = sum_r dy, a block reduction over the rows (deterministic).
+/// Kernel 1, layerNormGradBlocks blocks each taking every gridDim-th row:
+/// recomputes the row's mean and rstd and writes
+///   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dy * gamma,
+/// and adds dy * xhat and dy to its block's per-column partial sums of
+/// dgamma and dbeta (each thread its own columns, in shared memory where
+/// they fit, else in the scratch itself), which it leaves in scratch.
+/// Kernel 2, per column: dgamma[j] and dbeta[j] are the sums of the blocks'
+/// partials, in block order. No pass over the activations but the first,
+/// and the same sums in the same order on every target (deterministic).
 LogicalResult emitLayerNormGrad(StepEmitter &emitter, const Step &step,
                                 LayerNormGradOp op) {
   int64_t width = op.getGamma().getType().getNumElements();
   int64_t rows = op.getInput().getType().getNumElements() / width;
+  int64_t blocks = layerNormGradBlocks(op);
   std::string eps = floatLiteral(op.getEps().convertToDouble());
-  std::string stats = emitter.scratchPointer(step, "float");
+  std::string partials = emitter.scratchPointer(step, "float");
+  // Shared accumulators up to 32 KB (widths up to 4096). Thread j % blockDim
+  // owns columns j and width + j from start to end: no barrier needed.
+  bool shared = 2 * width * 4 <= 32 * 1024;
+  std::string accumulators =
+      shared
+          ? llvm::formatv("  MPC_SHARED(float, acc, {0});\n", 2 * width).str()
+          : llvm::formatv("  float *acc = partials + (long long)blockIdx.x "
+                          "* {0}LL;\n",
+                          2 * width)
+                .str();
+  std::string flush =
+      shared ? llvm::formatv("  MPC_FOR_THREAD(j, {0}LL) {{\n"
+                             "    partials[(long long)blockIdx.x * {1}LL + j] "
+                             "= acc[j];\n"
+                             "    partials[(long long)blockIdx.x * {1}LL + "
+                             "{0}LL + j] = acc[{0}LL + j];\n"
+                             "  }\n",
+                             width, 2 * width)
+                   .str()
+             : "";
 
   std::string rowName = emitter.kernelName("layer_norm_grad_input");
   // In a `row` group, dx goes through the group's epilogue (the residual
@@ -53,8 +78,11 @@ LogicalResult emitLayerNormGrad(StepEmitter &emitter, const Step &step,
   emitter.addKernel(llvm::formatv(
       "{8}__global__ void {0}(const {1} *__restrict__ dy, const {2} "
       "*__restrict__ x, const {3} *__restrict__ gamma, {4}, "
-      "float *__restrict__ stats) {{\n"
-      "  long long r = blockIdx.x;\n"
+      "float *__restrict__ partials) {{\n"
+      "{10}"
+      "  MPC_FOR_THREAD(j, {5}LL) {{ acc[j] = 0.0f; acc[{5}LL + j] = 0.0f; "
+      "}\n"
+      "  for (long long r = blockIdx.x; r < {7}LL; r += gridDim.x) {{\n"
       "  const {1} *dyr = dy + r * {5}LL;\n"
       "  const {2} *xr = x + r * {5}LL;\n"
       "  mpc_sum sum = 0.0f;\n"
@@ -76,74 +104,64 @@ LogicalResult emitLayerNormGrad(StepEmitter &emitter, const Step &step,
       "  sgx = mpc_block_reduce_sum(sgx) / {5}.0f;\n"
       "  MPC_FOR_THREAD(j, {5}LL) {{\n"
       "    float xhat = (mpc_load(xr + j) - mean) * rstd;\n"
-      "    float g = mpc_load(dyr + j) * mpc_load(gamma + j);\n"
+      "    float d = mpc_load(dyr + j);\n"
+      "    float g = d * mpc_load(gamma + j);\n"
       "    {9}\n"
+      "    acc[j] = static_cast<float>(acc[j]) + d * xhat;\n"
+      "    acc[{5}LL + j] = static_cast<float>(acc[{5}LL + j]) + d;\n"
       "  }\n"
-      "  if (threadIdx.x == 0) {{\n"
-      "    stats[r] = mean;\n"
-      "    stats[{7}LL + r] = rstd;\n"
       "  }\n"
+      "{11}"
       "}\n",
       rowName, elementCType(op.getGrad()), elementCType(op.getInput()),
       elementCType(op.getGamma()), llvm::join(dx->parameters, ", "), width, eps,
       rows, dx->functions(),
       dx->store(llvm::formatv("r * {0}LL + j", width).str(),
-                "rstd * (g - sg - xhat * sgx)")));
+                "rstd * (g - sg - xhat * sgx)"),
+      accumulators, flush));
   SmallVector<std::string> arguments{emitter.constPointer(op.getGrad()),
                                      emitter.constPointer(op.getInput()),
                                      emitter.constPointer(op.getGamma())};
   llvm::append_range(arguments, dx->arguments);
-  arguments.push_back(stats);
-  // Mean and variance again (4 FLOPs an element), then the two sums (6)
-  // and dx (7).
+  arguments.push_back(partials);
+  // Mean and variance again (4 FLOPs an element), then the two sums (6),
+  // dx (7) and the partial sums (3).
   KernelCost cost = KernelCost()
                         .reads(op.getGrad())
                         .reads(op.getInput())
                         .reads(op.getGamma())
                         .writes(dx->written)
-                        .writesBytes(2 * rows * 4)
-                        .flopsPer(rows * width, 17)
+                        .writesBytes(blocks * 2 * width * 4)
+                        .flopsPer(rows * width, 20)
                         .flopsPer(rows, 7);
   if (dx->fused)
     cost += dx->fused->cost;
-  emitter.launch(rowName, rows, rowBlockSize, arguments, cost);
+  emitter.launch(rowName, blocks, rowBlockSize, arguments, cost);
 
   std::string columnName = emitter.kernelName("layer_norm_grad_params");
   emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
-      "*__restrict__ x, const float *__restrict__ stats, {3} *__restrict__ "
-      "dgamma, {4} *__restrict__ dbeta) {{\n"
-      "  long long j = blockIdx.x;\n"
-      "  mpc_sum sg = 0.0f, sb = 0.0f;\n"
-      "  MPC_FOR_THREAD(r, {5}LL) {{\n"
-      "    float d = mpc_load(dy + r * {6}LL + j);\n"
-      "    float xhat = (mpc_load(x + r * {6}LL + j) - stats[r]) * "
-      "stats[{5}LL + r];\n"
-      "    sg += d * xhat;\n"
-      "    sb += d;\n"
-      "  }\n"
-      "  sg = mpc_block_reduce_sum(sg);\n"
-      "  sb = mpc_block_reduce_sum(sb);\n"
-      "  if (threadIdx.x == 0) {{\n"
+      "__global__ void {0}(const float *__restrict__ partials, {1} "
+      "*__restrict__ dgamma, {2} *__restrict__ dbeta) {{\n"
+      "  MPC_FOR_EACH(j, {3}LL) {{\n"
+      "    float sg = 0.0f, sb = 0.0f;\n"
+      "    for (long long b = 0; b < {4}LL; ++b) {{\n"
+      "      sg += partials[b * {5}LL + j];\n"
+      "      sb += partials[b * {5}LL + {3}LL + j];\n"
+      "    }\n"
       "    mpc_store(dgamma + j, sg);\n"
       "    mpc_store(dbeta + j, sb);\n"
       "  }\n"
       "}\n",
-      columnName, elementCType(op.getGrad()), elementCType(op.getInput()),
-      elementCType(op.getGammaGrad()), elementCType(op.getBetaGrad()), rows,
-      width));
-  emitter.launch(columnName, width, rowBlockSize,
-                 {emitter.constPointer(op.getGrad()),
-                  emitter.constPointer(op.getInput()), stats,
-                  emitter.pointer(op.getGammaGrad()),
+      columnName, elementCType(op.getGammaGrad()),
+      elementCType(op.getBetaGrad()), width, blocks, 2 * width));
+  emitter.launch(columnName, elementwiseGrid(width), rowBlockSize,
+                 {partials, emitter.pointer(op.getGammaGrad()),
                   emitter.pointer(op.getBetaGrad())},
                  KernelCost()
-                     .reads(op.getGrad())
-                     .reads(op.getInput())
-                     .readsBytes(2 * rows * 4)
+                     .readsBytes(blocks * 2 * width * 4)
                      .writes(op.getGammaGrad())
                      .writes(op.getBetaGrad())
-                     .flopsPer(rows * width, 5));
+                     .flopsPer(blocks * width, 2));
   return success();
 }
 
