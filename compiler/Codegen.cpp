@@ -33,10 +33,11 @@ bool Step::isFusedElementwise() const {
 }
 
 Value mlir::mpc::writtenResult(const Step &step) {
-  if (step.ops.size() == 2)
-    if (auto widen = dyn_cast<CastOp>(step.ops[1]))
+  Value product = step.ops.front()->getResult(0);
+  for (Operation *op : llvm::drop_begin(step.ops))
+    if (auto widen = dyn_cast<CastOp>(op); widen && widen.getInput() == product)
       return widen.getResult();
-  return step.ops.front()->getResult(0);
+  return product;
 }
 
 bool Step::isAlias() const { return !group && mpc::isAlias(ops.front()); }

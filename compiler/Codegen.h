@@ -293,6 +293,10 @@ struct GemmCall {
   /// With a bias: where GELU(C) goes, C keeping the GELU's input
   /// (mpc_rt_gemm_bias_gelu). Empty: no GELU.
   std::string geluOut;
+  /// Where the bias gradient goes, m f32 values: the sum over k of each
+  /// row of op(A) (mpc_rt_gemm_bgrad; one matrix, no bias, no
+  /// accumulation). Empty: none.
+  std::string biasGrad;
   int64_t epilogueFlops = 0; ///< per element of C, for the cost
 };
 

@@ -67,6 +67,22 @@ void mlir::mpc::emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
                   (call.accumulate ? cBytes : 0) +
                   (hasBias ? call.n * gemmDtypeBytes(call.cType) : 0))
       .writesBytes(hasGelu ? 2 * cBytes : cBytes);
+  if (!call.biasGrad.empty()) {
+    assert(!hasBias && !call.accumulate && call.batch == 1 &&
+           "the bias gradient epilogue is for one plain GEMM");
+    // The sums over k of op(A)'s rows: m * k adds, m f32 values written.
+    cost.flopsPer(call.m, call.k).writesBytes(call.m * 4);
+    emitter.recordCall("mpc_rt_gemm_bgrad", KernelKind::Gemm,
+                       call.aType != "MPC_F32" && call.bType != "MPC_F32",
+                       cost);
+    emitter.checkedCall(llvm::formatv(
+        "mpc_rt_gemm_bgrad({0}, {1}, {2}, {3}, {4}, {5}LL, {6}LL, {7}LL, "
+        "1.0f, {8}, {9}LL, {10}, {11}LL, {12}, {13}LL, {14})",
+        call.aType, call.bType, call.cType, call.transA ? 1 : 0,
+        call.transB ? 1 : 0, call.m, call.n, call.k, call.a, call.lda, call.b,
+        call.ldb, call.c, call.ldc, call.biasGrad));
+    return;
+  }
   StringRef entry = hasGelu   ? "mpc_rt_gemm_bias_gelu"
                     : hasBias ? "mpc_rt_gemm_bias"
                               : "mpc_rt_gemm";
@@ -160,6 +176,7 @@ struct Gemm {
   bool accumulate = false;
   Value bias;
   Operation *gelu = nullptr; ///< applied in the epilogue (with a bias)
+  Value biasGrad; ///< written by the epilogue: sums of op(A)'s rows, f32
 };
 
 /// A contiguous row-major GEMM between whole values.
@@ -190,6 +207,8 @@ void emitWholeGemm(StepEmitter &emitter, const Gemm &gemm) {
     call.geluOut = emitter.pointer(gemm.gelu->getResult(0));
     call.epilogueFlops = elementwiseFlops(gemm.gelu, emitter.isTraining());
   }
+  if (gemm.biasGrad)
+    call.biasGrad = emitter.pointer(gemm.biasGrad);
   emitGemmCall(emitter, call);
 }
 
@@ -297,6 +316,12 @@ FailureOr<bool> mlir::mpc::emitGemmLike(Operation *op, const Step &step,
     gemm.k = lhs.getDimSize(transA ? rank - 2 : rank - 1);
     gemm.batch = result.getNumElements() / (gemm.m * gemm.n);
     gemm.c = writtenResult(step);
+    // mpc-form-kernels put the bias gradient (the reduce_sum of the left
+    // operand, widened to f32) into this step: the epilogue writes it.
+    for (Operation *member : step.ops)
+      if (auto widen = dyn_cast<CastOp>(member);
+          widen && widen.getInput().getDefiningOp<ReduceSumOp>())
+        gemm.biasGrad = widen.getResult();
     emitWholeGemm(emitter, gemm);
     return true;
   }

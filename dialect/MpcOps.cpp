@@ -762,8 +762,19 @@ LogicalResult FusionOp::verifyRegions() {
   if (!isGemmLike(ops.front()))
     return emitOpError() << "of kind 'gemm' expects linear, matmul or "
                             "batch_matmul first";
+  // The bias gradient of a weight-gradient GEMM sums its left operand.
+  Value lhs = ops.front()->getOperand(0);
+  auto isBiasGradient = [&](Operation *op) {
+    if (auto sum = dyn_cast<ReduceSumOp>(op))
+      return sum.getInput() == lhs;
+    auto widen = dyn_cast<CastOp>(op);
+    auto sum =
+        widen ? widen.getInput().getDefiningOp<ReduceSumOp>() : ReduceSumOp();
+    return sum && sum.getInput() == lhs;
+  };
   for (Operation *op : llvm::drop_begin(ops))
-    if (!llvm::is_contained(op->getOperands(), ops.front()->getResult(0)))
+    if (!llvm::is_contained(op->getOperands(), ops.front()->getResult(0)) &&
+        !isBiasGradient(op))
       return op->emitOpError() << "does not read the product: it cannot be in "
                                   "a GEMM's epilogue";
   return success();

@@ -75,6 +75,26 @@ CastOp widenedResult(Operation *op) {
   return widen;
 }
 
+/// The bias gradient that a weight-gradient GEMM's epilogue can write:
+/// for dW = matmul(dY, X) transpose_lhs of 2-d half operands, widened to
+/// f32 by its only reader, the reduce_sum of dY over dim 0 (db), widened
+/// the same way. cuBLASLt's BGRADB epilogue sums dY as the GEMM reads it
+/// (mpc_rt_gemm_bgrad): one pass and one launch fewer. Null where absent.
+std::pair<ReduceSumOp, CastOp> biasGradient(Operation *op) {
+  auto matmul = dyn_cast<MatmulOp>(op);
+  if (!matmul || !matmul.getTransposeLhs() || matmul.getTransposeRhs() ||
+      matmul.getLhs().getType().getRank() != 2 || !widenedResult(op))
+    return {};
+  for (Operation *user : matmul.getLhs().getUsers()) {
+    auto sum = dyn_cast<ReduceSumOp>(user);
+    if (!sum || sum.getKeepdim() || sum.getDims() != ArrayRef<int64_t>{0})
+      continue;
+    if (CastOp widen = widenedResult(sum))
+      return {sum, widen};
+  }
+  return {};
+}
+
 class KernelFormation {
 public:
   KernelFormation(ModelOp model, const MpcFormKernelsPassOptions &options)
@@ -309,6 +329,20 @@ void KernelFormation::formEpilogueGroups() {
   for (Operation &op : model.getBody().front().without_terminator()) {
     if (groupOf.count(&op))
       continue;
+    if (auto [sum, widen] = biasGradient(&op); sum && !groupOf.count(sum)) {
+      Group group;
+      group.kind = FusionKind::Gemm;
+      for (Operation *member : {&op, widenedResult(&op).getOperation(),
+                                sum.getOperation(), widen.getOperation()}) {
+        group.ops.insert(member);
+        groupOf[member] = groups.size();
+      }
+      group.root = position.lookup(widen) > position.lookup(group.ops[1])
+                       ? widen.getOperation()
+                       : group.ops[1];
+      groups.push_back(std::move(group));
+      continue;
+    }
     Operation *epilogue = nullptr;
     if (auto linear = dyn_cast<LinearOp>(op);
         linear && op.getNextNode() && isGeluEpilogue(linear, op.getNextNode()))

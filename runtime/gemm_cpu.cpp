@@ -365,3 +365,50 @@ mpc_rt_gemm_bias_gelu(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
   }
   return MPC_OK;
 }
+
+namespace {
+
+/// The sum of `values` by halves: error growing with log2(n), not n.
+float pairwise_sum(const float *values, int64_t n) {
+  if (n <= 8) {
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i)
+      sum += values[i];
+    return sum;
+  }
+  int64_t half = n / 2;
+  return pairwise_sum(values, half) + pairwise_sum(values + half, n - half);
+}
+
+} // namespace
+
+extern "C" mpc_status mpc_rt_gemm_bgrad(mpc_dtype a_type, mpc_dtype b_type,
+                                        mpc_dtype c_type, int32_t trans_a,
+                                        int32_t trans_b, int64_t m, int64_t n,
+                                        int64_t k, float alpha, const void *a,
+                                        int64_t lda, const void *b, int64_t ldb,
+                                        void *c, int64_t ldc,
+                                        float *bias_grad) {
+  bool empty = true;
+  if (mpc_status status = check_arguments(
+          "mpc_rt_gemm_bgrad", a_type, b_type, c_type, trans_a, trans_b, m, n,
+          k, alpha, a, lda, 0, b, ldb, 0, c, ldc, 0, 1, &empty))
+    return status;
+  if (m > 0 && !bias_grad)
+    return mpcrt::set_error(MPC_ERROR_INVALID_ARGUMENT,
+                            "mpc_rt_gemm_bgrad: bias_grad is null");
+  if (!empty)
+    if (mpc_status status =
+            mpc_rt_gemm(a_type, b_type, c_type, trans_a, trans_b, m, n, k,
+                        alpha, a, lda, 0, b, ldb, 0, 0.0f, c, ldc, 0, 1))
+      return status;
+  // Row i of op(A) is column i of A when trans_a: its k values, in f32.
+  thread_local std::vector<float> row;
+  row.resize(static_cast<size_t>(k));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t p = 0; p < k; ++p)
+      row[p] = mpc_load_as_f32(a_type, a, trans_a ? p * lda + i : i * lda + p);
+    bias_grad[i] = pairwise_sum(row.data(), k);
+  }
+  return MPC_OK;
+}

@@ -264,12 +264,13 @@ struct GemmPlan {
 /// What a GemmPlan depends on: types, transposes, sizes, pitches, strides,
 /// batch, the pointers' alignment (algorithms need aligned operands),
 /// whether C is read (beta != 0), and the bias epilogue with its vector's
-/// alignment (0 without a bias) and the GELU input's (0 without GELU): the
+/// alignment (0 without a bias) and the GELU input's (0 without GELU), and
+/// the bias gradient's alignment (0 without the BGRADB epilogue): the
 /// heuristic picks an algorithm for the epilogue and the addresses it was
 /// shown.
 using GemmKey = std::tuple<int, int, int, int, int, int64_t, int64_t, int64_t,
                            int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int, int, int, bool, int, int>;
+                           int64_t, int, int, int, bool, int, int, int>;
 
 /// Largest power of two (up to 256) that divides an address: the alignment
 /// cuBLASLt may assume of an operand.
@@ -842,7 +843,8 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                      const void *a, int64_t lda, int64_t stride_a,
                      const void *b, int64_t ldb, int64_t stride_b, float beta,
                      const void *bias, void *c, int64_t ldc, int64_t stride_c,
-                     int64_t batch, void *gelu_input = nullptr) {
+                     int64_t batch, void *gelu_input = nullptr,
+                     float *bias_grad = nullptr) {
   mpc_session *session = current_session;
   if (!session || !session->cuda)
     return set_error(MPC_ERROR_INTERNAL,
@@ -851,7 +853,7 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
   (void)a_type, (void)b_type, (void)c_type, (void)trans_a, (void)trans_b;
   (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)stride_a;
   (void)b, (void)ldb, (void)stride_b, (void)beta, (void)bias, (void)c;
-  (void)ldc, (void)stride_c, (void)batch, (void)gelu_input;
+  (void)ldc, (void)stride_c, (void)batch, (void)gelu_input, (void)bias_grad;
   return set_error(MPC_ERROR_NO_DEVICE, "no CUDA device: built without "
                                         "cuBLASLt");
 #else
@@ -915,7 +917,8 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
               alignment_of(c),
               beta != 0,
               bias ? alignment_of(bias) : 0,
-              gelu_input ? alignment_of(gelu_input) : 0};
+              gelu_input ? alignment_of(gelu_input) : 0,
+              bias_grad ? alignment_of(bias_grad) : 0};
   auto found = cuda->gemms.find(key);
   if (found == cuda->gemms.end()) {
     GemmPlan plan;
@@ -968,6 +971,21 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                                  &gelu_input,
                                  sizeof(gelu_input)) == CUBLAS_STATUS_SUCCESS;
       }
+    }
+    if (ok && bias_grad) {
+      // BGRADB sums cuBLASLt's second operand, our A, over k: one f32 per
+      // column of D, which is one per row of our C.
+      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BGRADB;
+      int32_t bias_type = CUDA_R_32F;
+      ok = lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                               &epilogue,
+                               sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS &&
+           lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                               &bias_type,
+                               sizeof(bias_type)) == CUBLAS_STATUS_SUCCESS &&
+           lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                               &bias_grad,
+                               sizeof(bias_grad)) == CUBLAS_STATUS_SUCCESS;
     }
     if (ok && batch > 1) {
       int32_t count = static_cast<int32_t>(batch);
@@ -1029,9 +1047,10 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                        "(m %lld, n %lld, k %lld, batch %lld)",
                        mpcrt::dtype_name(a_type), mpcrt::dtype_name(b_type),
                        mpcrt::dtype_name(c_type),
-                       gelu_input ? " with bias and GELU"
-                       : bias     ? " with bias"
-                                  : "",
+                       gelu_input  ? " with bias and GELU"
+                       : bias      ? " with bias"
+                       : bias_grad ? " with the bias gradient"
+                                   : "",
                        static_cast<long long>(m), static_cast<long long>(n),
                        static_cast<long long>(k),
                        static_cast<long long>(batch));
@@ -1045,6 +1064,11 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                                   &bias, sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
     return set_error(MPC_ERROR_INTERNAL,
                      "%s: cannot set cuBLASLt's bias pointer", entry);
+  if (bias_grad && lt.descSetAttribute(
+                       plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_grad,
+                       sizeof(bias_grad)) != CUBLAS_STATUS_SUCCESS)
+    return set_error(MPC_ERROR_INTERNAL,
+                     "%s: cannot set cuBLASLt's bias gradient pointer", entry);
   if (gelu_input &&
       lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                           &gelu_input,
@@ -1118,4 +1142,19 @@ extern "C" mpc_status mpc_rt_cuda_gemm_bias_gelu(
                    trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb,
                    stride_b, /*beta=*/0.0f, bias, gelu_out, ldc, stride_c,
                    batch, /*gelu_input=*/c);
+}
+
+extern "C" mpc_status
+mpc_rt_cuda_gemm_bgrad(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
+                       int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                       int64_t k, float alpha, const void *a, int64_t lda,
+                       const void *b, int64_t ldb, void *c, int64_t ldc,
+                       float *bias_grad) {
+  if (!bias_grad && m > 0)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_rt_cuda_gemm_bgrad: bias_grad is null");
+  return cuda_gemm("mpc_rt_cuda_gemm_bgrad", a_type, b_type, c_type, trans_a,
+                   trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0,
+                   /*beta=*/0.0f, /*bias=*/nullptr, c, ldc, 0, /*batch=*/1,
+                   /*gelu_input=*/nullptr, bias_grad);
 }

@@ -100,6 +100,16 @@ mpc_status mpc_rt_cuda_gemm_bias_gelu(
     int64_t stride_b, const void *bias, void *c, int64_t ldc, int64_t stride_c,
     int64_t batch, void *gelu_out);
 
+/* mpc_rt_gemm_bgrad (runtime/gemm.h) on the device: one cuBLASLt matmul
+ * with the CUBLASLT_EPILOGUE_BGRADB epilogue writing the f32 bias gradient
+ * (`bias_grad`, a device pointer to m floats). */
+mpc_status mpc_rt_cuda_gemm_bgrad(mpc_dtype a_type, mpc_dtype b_type,
+                                  mpc_dtype c_type, int32_t trans_a,
+                                  int32_t trans_b, int64_t m, int64_t n,
+                                  int64_t k, float alpha, const void *a,
+                                  int64_t lda, const void *b, int64_t ldb,
+                                  void *c, int64_t ldc, float *bias_grad);
+
 /* The host build of the kernel NVRTC lowered to `symbol`, from the images
  * registered in this process; null if none has it. For host stand-ins of
  * the driver, which find it with dlsym (see mpc_cuda_host_kernel). */

@@ -85,5 +85,6 @@ struct host_kernel<Kernel> {
 #define mpc_rt_gemm mpc_rt_cuda_gemm
 #define mpc_rt_gemm_bias mpc_rt_cuda_gemm_bias
 #define mpc_rt_gemm_bias_gelu mpc_rt_cuda_gemm_bias_gelu
+#define mpc_rt_gemm_bgrad mpc_rt_cuda_gemm_bgrad
 
 #endif // MPC_RUNTIME_CUDA_MPC_CUDA_HOST_H

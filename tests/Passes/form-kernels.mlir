@@ -148,10 +148,10 @@ mpc.model @read_between inputs(%x: tensor<4x8xf32>) params() {
 //  CHECK-NEXT:     mpc.yield
 //  CHECK-NEXT:   } : tensor<16x8xf32>
 //  CHECK-NEXT:   mpc.fusion reduce {
-//  CHECK-NEXT:     mpc.reduce_sum %g dims [0]
-//  CHECK-NEXT:     mpc.cast {{.*}} to tensor<16xf32>
+//  CHECK-NEXT:     mpc.reduce_sum %x dims [0]
+//  CHECK-NEXT:     mpc.cast {{.*}} to tensor<8xf32>
 //  CHECK-NEXT:     mpc.yield
-//  CHECK-NEXT:   } : tensor<16xf32>
+//  CHECK-NEXT:   } : tensor<8xf32>
 //  CHECK-NEXT:   %[[P:.*]] = mpc.matmul
 //  CHECK-NEXT:   mpc.cast %[[P]]
 //  CHECK-NEXT:   mpc.reduce_sum %[[P]]
@@ -165,13 +165,13 @@ mpc.model @epilogues inputs(%x: tensor<4x8xf16>, %g: tensor<4x16xf16>) params(%w
   %e = mpc.gelu %h : tensor<4x16xf16>
   %dw = mpc.matmul %g, %x transpose_lhs : tensor<4x16xf16>, tensor<4x8xf16>
   %dw32 = mpc.cast %dw : tensor<16x8xf16> to tensor<16x8xf32>
-  %db = mpc.reduce_sum %g dims [0] : tensor<4x16xf16>
-  %db32 = mpc.cast %db : tensor<16xf16> to tensor<16xf32>
+  %db = mpc.reduce_sum %x dims [0] : tensor<4x8xf16>
+  %db32 = mpc.cast %db : tensor<8xf16> to tensor<8xf32>
   %p = mpc.matmul %g, %x transpose_lhs : tensor<4x16xf16>, tensor<4x8xf16>
   %p32 = mpc.cast %p : tensor<16x8xf16> to tensor<16x8xf32>
   %q = mpc.reduce_sum %p dims [0, 1] : tensor<16x8xf16>
   %l0 = mpc.reduce_sum %dw32 dims [0, 1] : tensor<16x8xf32>
-  %l1 = mpc.reduce_sum %db32 dims [0] : tensor<16xf32>
+  %l1 = mpc.reduce_sum %db32 dims [0] : tensor<8xf32>
   %l2 = mpc.reduce_sum %p32 dims [0, 1] : tensor<16x8xf32>
   %l3 = mpc.add %l0, %l1 : tensor<f32>, tensor<f32>
   %l = mpc.add %l3, %l2 : tensor<f32>, tensor<f32>
@@ -431,5 +431,38 @@ mpc.model @attention_grad_overlap inputs(%q: tensor<2x16x2x16xf16>, %y: tensor<2
   %b = mpc.add %a, %sq : tensor<2x16x96xf16>, tensor<2x16x96xf16>
   %c = mpc.cast %b : tensor<2x16x96xf16> to tensor<2x16x96xf32>
   %l = mpc.reduce_sum %c dims [0, 1, 2] : tensor<2x16x96xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// A weight-gradient GEMM (dW = dYᵀ · X) writes the bias gradient too: the
+// reduce_sum of its left operand over dim 0, widened to f32, joins it
+// (cuBLASLt's BGRADB epilogue; mpc_rt_gemm_bgrad). Not a sum over dim 1,
+// which is not the bias gradient of that GEMM.
+// CHECK-LABEL: mpc.model @bias_gradient
+//       CHECK:   %[[G:.*]]:2 = mpc.fusion gemm {
+//  CHECK-NEXT:     mpc.matmul %dy, %x transpose_lhs
+//  CHECK-NEXT:     mpc.reduce_sum %dy dims [0]
+//  CHECK-NEXT:     mpc.cast {{.*}} to tensor<16x8xf32>
+//  CHECK-NEXT:     mpc.cast {{.*}} to tensor<16xf32>
+//  CHECK-NEXT:     mpc.yield
+//  CHECK-NEXT:   } : tensor<16x8xf32>, tensor<16xf32>
+//       CHECK:   mpc.fusion reduce {
+//  CHECK-NEXT:     mpc.reduce_sum %dy dims [1]
+// NOEPI-LABEL: mpc.model @bias_gradient
+//   NOEPI-NOT:   mpc.fusion gemm
+mpc.model @bias_gradient inputs(%x: tensor<4x8xf16>, %dy: tensor<4x16xf16>) params() {
+  %dw = mpc.matmul %dy, %x transpose_lhs : tensor<4x16xf16>, tensor<4x8xf16>
+  %db = mpc.reduce_sum %dy dims [0] : tensor<4x16xf16>
+  %dw32 = mpc.cast %dw : tensor<16x8xf16> to tensor<16x8xf32>
+  %db32 = mpc.cast %db : tensor<16xf16> to tensor<16xf32>
+  %rows = mpc.reduce_sum %dy dims [1] : tensor<4x16xf16>
+  %rows32 = mpc.cast %rows : tensor<4xf16> to tensor<4xf32>
+  %l0 = mpc.reduce_sum %dw32 dims [0, 1] : tensor<16x8xf32>
+  %l1 = mpc.reduce_sum %db32 dims [0] : tensor<16xf32>
+  %l2 = mpc.reduce_sum %rows32 dims [0] : tensor<4xf32>
+  %s = mpc.add %l0, %l1 : tensor<f32>, tensor<f32>
+  %l = mpc.add %s, %l2 : tensor<f32>, tensor<f32>
   mpc.output loss(%l : tensor<f32>)
 }

@@ -32,7 +32,12 @@
 //     rounded to the aux type (D's by default), in the auxiliary matrix
 //     (EPILOGUE_AUX_POINTER, column-major with EPILOGUE_AUX_LD, a multiple
 //     of 8 at least D's rows) and GELU of it in D, GELU taken as the tanh
-//     approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+//     approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));
+//     CUBLASLT_EPILOGUE_BGRADB writes, for each column j of D, the sum over
+//     k of column j of op(B) into the bias (as long as D has columns, in
+//     BIAS_DATA_TYPE), for one matrix (cublasLt.h: "apply bias gradient to
+//     the input matrix B ... the reduction happens over the GEMM's k
+//     dimension").
 // mock_cuda.h declares what tests read back.
 //
 //===----------------------------------------------------------------------===//
@@ -508,7 +513,8 @@ cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
     // The epilogues the mock computes; others would be silently wrong.
     if (epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
         epilogue != CUBLASLT_EPILOGUE_BIAS &&
-        epilogue != CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
+        epilogue != CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
+        epilogue != CUBLASLT_EPILOGUE_BGRADB)
       return CUBLAS_STATUS_NOT_SUPPORTED;
     mock->epilogue = epilogue;
     return CUBLAS_STATUS_SUCCESS;
@@ -598,6 +604,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   if (mock->epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
       (!mock->aux || mock->auxLd % 8 != 0 ||
        mock->auxLd < static_cast<int64_t>(m) || lc->batch != 1))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (mock->epilogue == CUBLASLT_EPILOGUE_BGRADB && lc->batch != 1)
     return CUBLAS_STATUS_INVALID_VALUE;
   std::memset(results, 0, sizeof(*results));
   *count = 1;
@@ -692,6 +700,16 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
         }
         storeAs(lc->type, db, i + j * lc->ld, result);
       }
+  }
+  if (mock->epilogue == CUBLASLT_EPILOGUE_BGRADB) {
+    if (!mock->bias || lc->batch != 1)
+      return CUBLAS_STATUS_INVALID_VALUE;
+    for (int64_t j = 0; j < n; ++j) {
+      float sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += loadAs(lb->type, b, tb ? j + p * lb->ld : p + j * lb->ld);
+      storeAs(biasType, const_cast<void *>(mock->bias), j, sum);
+    }
   }
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -295,6 +295,7 @@ struct GemmCase {
   float beta;
   bool bias = false; // mpc_rt_(cuda_)gemm_bias, beta unused
   bool gelu = false;  // mpc_rt_(cuda_)gemm_bias_gelu: one matrix, GELU_N
+  bool biasGrad = false; // mpc_rt_(cuda_)gemm_bgrad: one matrix, f32 sums
 };
 
 // The step of the GEMM model: the case in `gemmCase` on the buffer input,
@@ -328,6 +329,13 @@ GemmGeometry geometry(const GemmCase &g) {
 
 mpc_status runGemm(const GemmCase &g, unsigned char *buffer, bool cuda) {
   GemmGeometry geo = geometry(g);
+  if (g.biasGrad) {
+    // The M f32 row sums of op(A) at BIAS_AT.
+    auto gemm = cuda ? mpc_rt_cuda_gemm_bgrad : mpc_rt_gemm_bgrad;
+    return gemm(g.ab, g.ab, g.c, g.transA, g.transB, M, N, K, 1.0f,
+                buffer + A_AT, geo.lda, buffer + B_AT, geo.ldb, buffer + C_AT,
+                geo.ldc, reinterpret_cast<float *>(buffer + BIAS_AT));
+  }
   if (g.gelu) {
     auto gemm = cuda ? mpc_rt_cuda_gemm_bias_gelu : mpc_rt_gemm_bias_gelu;
     return gemm(g.ab, g.ab, g.c, g.transA, g.transB, M, GELU_N, K, 1.0f,
@@ -431,6 +439,41 @@ TEST_F(MockDevice, GemmMatchesTheCpuGemm) {
           ++cases;
         }
   EXPECT_EQ(cases, 40);
+  mpc_session_destroy(session);
+}
+
+// The bias gradient epilogue: cuBLASLt's BGRADB sums its second operand
+// (our A) over k, one value per column of D (a row of our C), as
+// mpc_rt_gemm_bgrad does on the cpu.
+TEST_F(MockDevice, GemmBiasGradientMatchesTheCpu) {
+  mpc_test::model_builder builder("gemm_bgrad");
+  mpc_session *session = createGemmSession(builder);
+  ASSERT_TRUE(session);
+  std::mt19937 random(9);
+  int cases = 0;
+  for (auto [ab, c] :
+       {std::pair{MPC_F32, MPC_F32}, {MPC_F16, MPC_F32}, {MPC_BF16, MPC_F32}})
+    for (int transA : {0, 1})
+      for (int transB : {0, 1}) {
+        gemmCase = {ab, c, transA, transB, 0.0f};
+        gemmCase.biasGrad = true;
+        SCOPED_TRACE(testing::Message()
+                     << "dtypes " << ab << "->" << c << " transA " << transA
+                     << " transB " << transB);
+        std::vector<unsigned char> buffer(BUFFER, 0);
+        fillIntegers(buffer.data() + A_AT, ab, (B_AT - A_AT) / 4, random);
+        fillIntegers(buffer.data() + B_AT, ab, (C_AT - B_AT) / 4, random);
+        std::vector<unsigned char> expected = buffer;
+        ASSERT_EQ(runGemm(gemmCase, expected.data(), /*cuda=*/false), MPC_OK)
+            << mpc_last_error();
+        // The sums were written: the comparison is not vacuous.
+        EXPECT_FALSE(std::equal(expected.begin() + BIAS_AT,
+                                expected.begin() + BIAS_AT + 4 * M,
+                                buffer.begin() + BIAS_AT));
+        ASSERT_NO_FATAL_FAILURE(expectDeviceGemm(session, buffer, expected));
+        ++cases;
+      }
+  EXPECT_EQ(cases, 12);
   mpc_session_destroy(session);
 }
 

@@ -600,6 +600,50 @@ TEST(GemmBiasGelu, HalfRoundsBothOutputsOnceFromTheSum) {
   }
 }
 
+// The bias gradient: C as mpc_rt_gemm writes it, and the f32 sum of each
+// row of op(A), for either layout of A and half or f32 operands.
+TEST(GemmBiasGradient, WritesTheProductAndTheRowSumsOfOpA) {
+  for (mpc_dtype type : {MPC_F32, MPC_F16, MPC_BF16})
+    for (int trans_a : {0, 1}) {
+      SCOPED_TRACE(testing::Message()
+                   << type_name(type) << " trans_a " << trans_a);
+      std::mt19937 generator(13);
+      const int64_t m = 24, n = 9, k = 300;
+      typed_buffer a(type, m * k), b(type, k * n);
+      fill_random(a, generator);
+      fill_random(b, generator);
+      int64_t lda = trans_a ? m : k;
+      typed_buffer expected(MPC_F32, m * n), c(MPC_F32, m * n);
+      ASSERT_EQ(mpc_rt_gemm(type, type, MPC_F32, trans_a, 0, m, n, k, 1.0f,
+                            a.data(), lda, 0, b.data(), n, 0, 0.0f,
+                            expected.data(), n, 0, 1),
+                MPC_OK);
+      std::vector<float> sums(m, -1.0f);
+      ASSERT_EQ(mpc_rt_gemm_bgrad(type, type, MPC_F32, trans_a, 0, m, n, k,
+                                  1.0f, a.data(), lda, b.data(), n, c.data(), n,
+                                  sums.data()),
+                MPC_OK)
+          << mpc_last_error();
+      EXPECT_TRUE(c.bytes == expected.bytes);
+      for (int64_t i = 0; i < m; ++i) {
+        double reference = 0;
+        for (int64_t p = 0; p < k; ++p)
+          reference += a.get(trans_a ? p * m + i : i * k + p);
+        // 300 terms of magnitude ~1 summed by halves in f32.
+        EXPECT_NEAR(sums[i], reference, 1e-4 * (1 + std::abs(reference)))
+            << "row " << i;
+      }
+    }
+}
+
+TEST(GemmBiasGradient, RejectsANullBiasGradient) {
+  float a[4] = {}, b[4] = {}, c[4] = {};
+  EXPECT_EQ(mpc_rt_gemm_bgrad(MPC_F32, MPC_F32, MPC_F32, 0, 0, 2, 2, 2, 1.0f, a,
+                              2, b, 2, c, 2, nullptr),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(mpc_last_error(), "mpc_rt_gemm_bgrad: bias_grad is null");
+}
+
 TEST(GemmBiasGelu, RejectsANullBiasOrOutput) {
   float a[4] = {}, b[4] = {}, c[4] = {}, out[4] = {};
   EXPECT_EQ(mpc_rt_gemm_bias_gelu(MPC_F32, MPC_F32, MPC_F32, 0, 0, 2, 2, 2,
