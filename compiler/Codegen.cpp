@@ -108,7 +108,7 @@ static bool isMaterialisedResult(Value result, const Step &step) {
   if (!step.group)
     return true;
   // cuBLASLt's GELU epilogue writes the GELU's input beside its output.
-  if (*step.group == FusionKind::Gemm && !isa<CastOp>(step.ops.back()))
+  if (*step.group == FusionKind::Gemm && isa<GeluOp>(step.ops.back()))
     return true;
   // The attention kernels write every result (an unread logsumexp too),
   // but a gradient scattered into the group's sum goes there.

@@ -297,6 +297,10 @@ struct GemmCall {
   /// row of op(A) (mpc_rt_gemm_bgrad; one matrix, no bias, no
   /// accumulation). Empty: none.
   std::string biasGrad;
+  /// The tanh GELU's input (c's type and layout) at which the epilogue
+  /// takes GELU's derivative, C = product * gelu'(x) (mpc_rt_gemm_dgelu;
+  /// one matrix, no bias, no accumulation). Empty: none.
+  std::string dgeluInput;
   int64_t epilogueFlops = 0; ///< per element of C, for the cost
 };
 

@@ -67,6 +67,21 @@ void mlir::mpc::emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
                   (call.accumulate ? cBytes : 0) +
                   (hasBias ? call.n * gemmDtypeBytes(call.cType) : 0))
       .writesBytes(hasGelu ? 2 * cBytes : cBytes);
+  if (!call.dgeluInput.empty()) {
+    assert(!hasBias && !call.accumulate && call.batch == 1 &&
+           "the GELU gradient epilogue is for one plain GEMM");
+    cost.readsBytes(call.m * call.n * gemmDtypeBytes(call.cType));
+    emitter.recordCall("mpc_rt_gemm_dgelu", KernelKind::Gemm,
+                       call.aType != "MPC_F32" && call.bType != "MPC_F32",
+                       cost);
+    emitter.checkedCall(llvm::formatv(
+        "mpc_rt_gemm_dgelu({0}, {1}, {2}, {3}, {4}, {5}LL, {6}LL, {7}LL, "
+        "1.0f, {8}, {9}LL, {10}, {11}LL, {12}, {13}, {14}LL)",
+        call.aType, call.bType, call.cType, call.transA ? 1 : 0,
+        call.transB ? 1 : 0, call.m, call.n, call.k, call.a, call.lda, call.b,
+        call.ldb, call.dgeluInput, call.c, call.ldc));
+    return;
+  }
   if (!call.biasGrad.empty()) {
     assert(!hasBias && !call.accumulate && call.batch == 1 &&
            "the bias gradient epilogue is for one plain GEMM");
@@ -177,6 +192,8 @@ struct Gemm {
   Value bias;
   Operation *gelu = nullptr; ///< applied in the epilogue (with a bias)
   Value biasGrad; ///< written by the epilogue: sums of op(A)'s rows, f32
+  Value dgeluInput; ///< GELU's input, at which the epilogue's derivative is
+  Operation *dgelu = nullptr; ///< the gelu_grad the epilogue computes
 };
 
 /// A contiguous row-major GEMM between whole values.
@@ -209,6 +226,10 @@ void emitWholeGemm(StepEmitter &emitter, const Gemm &gemm) {
   }
   if (gemm.biasGrad)
     call.biasGrad = emitter.pointer(gemm.biasGrad);
+  if (gemm.dgelu) {
+    call.dgeluInput = emitter.constPointer(gemm.dgeluInput);
+    call.epilogueFlops = elementwiseFlops(gemm.dgelu, emitter.isTraining());
+  }
   emitGemmCall(emitter, call);
 }
 
@@ -322,6 +343,13 @@ FailureOr<bool> mlir::mpc::emitGemmLike(Operation *op, const Step &step,
       if (auto widen = dyn_cast<CastOp>(member);
           widen && widen.getInput().getDefiningOp<ReduceSumOp>())
         gemm.biasGrad = widen.getResult();
+    // ... or the GELU gradient of its product: the epilogue writes that.
+    for (Operation *member : step.ops)
+      if (auto grad = dyn_cast<GeluGradOp>(member)) {
+        gemm.dgelu = grad;
+        gemm.dgeluInput = grad.getInput();
+        gemm.c = grad.getResult();
+      }
     emitWholeGemm(emitter, gemm);
     return true;
   }

@@ -772,9 +772,18 @@ LogicalResult FusionOp::verifyRegions() {
         widen ? widen.getInput().getDefiningOp<ReduceSumOp>() : ReduceSumOp();
     return sum && sum.getInput() == lhs;
   };
+  // An epilogue reads the product, directly or through a reshape of it.
+  Value product = ops.front()->getResult(0);
+  auto readsProduct = [&](Operation *op) {
+    return llvm::any_of(op->getOperands(), [&](Value operand) {
+      auto reshape = operand.getDefiningOp<ReshapeOp>();
+      return operand == product ||
+             (reshape && reshape.getInput() == product &&
+              llvm::is_contained(ops, reshape.getOperation()));
+    });
+  };
   for (Operation *op : llvm::drop_begin(ops))
-    if (!llvm::is_contained(op->getOperands(), ops.front()->getResult(0)) &&
-        !isBiasGradient(op))
+    if (!readsProduct(op) && !isBiasGradient(op))
       return op->emitOpError() << "does not read the product: it cannot be in "
                                   "a GEMM's epilogue";
   return success();

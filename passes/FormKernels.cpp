@@ -95,6 +95,32 @@ std::pair<ReduceSumOp, CastOp> biasGradient(Operation *op) {
   return {};
 }
 
+/// The tanh GELU gradient that a GEMM's epilogue can apply: the only reader
+/// of a 2-d matmul's product (through a reshape, if any) is
+/// gelu_grad(product, x), whose derivative cuBLASLt's DGELU epilogue takes
+/// at x, its auxiliary input; that needs the product's width (x's leading
+/// dimension) divisible by 8. Returns the reshape (or null) and the
+/// gelu_grad, or nulls.
+std::pair<ReshapeOp, GeluGradOp> geluGradient(Operation *op) {
+  auto matmul = dyn_cast<MatmulOp>(op);
+  if (!matmul || matmul.getType().getRank() != 2 ||
+      matmul.getType().getDimSize(1) % 8 != 0 ||
+      !matmul.getResult().hasOneUse())
+    return {};
+  Value product = matmul.getResult();
+  auto reshape = dyn_cast<ReshapeOp>(*product.user_begin());
+  if (reshape) {
+    if (!reshape.getResult().hasOneUse())
+      return {};
+    product = reshape.getResult();
+  }
+  auto grad = dyn_cast<GeluGradOp>(*product.user_begin());
+  if (!grad || grad.getGrad() != product || grad.getInput() == product ||
+      grad.getApproximate() != GeluApproximation::Tanh)
+    return {};
+  return {reshape, grad};
+}
+
 class KernelFormation {
 public:
   KernelFormation(ModelOp model, const MpcFormKernelsPassOptions &options)
@@ -340,6 +366,19 @@ void KernelFormation::formEpilogueGroups() {
       group.root = position.lookup(widen) > position.lookup(group.ops[1])
                        ? widen.getOperation()
                        : group.ops[1];
+      groups.push_back(std::move(group));
+      continue;
+    }
+    if (auto [reshape, grad] = geluGradient(&op); grad) {
+      Group group;
+      group.kind = FusionKind::Gemm;
+      group.ops.insert(&op);
+      if (reshape)
+        group.ops.insert(reshape);
+      group.ops.insert(grad);
+      group.root = grad;
+      for (Operation *member : group.ops)
+        groupOf[member] = groups.size();
       groups.push_back(std::move(group));
       continue;
     }

@@ -86,6 +86,19 @@ mpc_status mpc_rt_gemm_bgrad(mpc_dtype a_type, mpc_dtype b_type,
                              int64_t ldb, void *c, int64_t ldc,
                              float *bias_grad);
 
+/* The GELU gradient of a GEMM's product, fused as cuBLASLt's
+ * CUBLASLT_EPILOGUE_DGELU fuses it: C = (alpha * op(A) * op(B)) *
+ * gelu'(gelu_input), gelu' the tanh approximation's derivative, taken of
+ * `gelu_input` (c_type, laid out as C: ldc), formed in fp32 and rounded once
+ * to c_type. One matrix; C is never read. Errors as mpc_rt_gemm's, and
+ * MPC_ERROR_INVALID_ARGUMENT for a null gelu_input. */
+mpc_status mpc_rt_gemm_dgelu(mpc_dtype a_type, mpc_dtype b_type,
+                             mpc_dtype c_type, int32_t trans_a, int32_t trans_b,
+                             int64_t m, int64_t n, int64_t k, float alpha,
+                             const void *a, int64_t lda, const void *b,
+                             int64_t ldb, const void *gelu_input, void *c,
+                             int64_t ldc);
+
 #ifdef __cplusplus
 } /* extern "C" */
 

@@ -412,3 +412,51 @@ extern "C" mpc_status mpc_rt_gemm_bgrad(mpc_dtype a_type, mpc_dtype b_type,
   }
   return MPC_OK;
 }
+
+namespace {
+
+/// GELU's derivative, tanh approximation: the expression of
+/// mpc_gelu_tanh_grad (runtime/device/mpc_device.h), so that an f32 result
+/// equals the unfused gelu_grad kernel's bit for bit.
+float gelu_tanh_grad(float x) {
+  float inner = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+  float t = std::tanh(inner);
+  float dinner = 0.7978845608028654f * (1.0f + 3.0f * 0.044715f * x * x);
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * dinner;
+}
+
+} // namespace
+
+extern "C" mpc_status mpc_rt_gemm_dgelu(mpc_dtype a_type, mpc_dtype b_type,
+                                        mpc_dtype c_type, int32_t trans_a,
+                                        int32_t trans_b, int64_t m, int64_t n,
+                                        int64_t k, float alpha, const void *a,
+                                        int64_t lda, const void *b, int64_t ldb,
+                                        const void *gelu_input, void *c,
+                                        int64_t ldc) {
+  bool empty = true;
+  if (mpc_status status = check_arguments(
+          "mpc_rt_gemm_dgelu", a_type, b_type, c_type, trans_a, trans_b, m, n,
+          k, alpha, a, lda, 0, b, ldb, 0, c, ldc, 0, 1, &empty))
+    return status;
+  if (empty)
+    return MPC_OK;
+  if (!gelu_input)
+    return mpcrt::set_error(MPC_ERROR_INVALID_ARGUMENT,
+                            "mpc_rt_gemm_dgelu: gelu_input is null");
+  // The fp32 product, then dy * gelu'(x) with one rounding, as the unfused
+  // gelu_grad kernel computes it from an f32 product.
+  thread_local std::vector<float> sums;
+  sums.resize(static_cast<size_t>(m * n));
+  if (mpc_status status =
+          mpc_rt_gemm(a_type, b_type, MPC_F32, trans_a, trans_b, m, n, k, alpha,
+                      a, lda, 0, b, ldb, 0, 0.0f, sums.data(), n, 0, 1))
+    return status;
+  for (int64_t row = 0; row < m; ++row)
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t at = row * ldc + j;
+      float x = mpc_load_as_f32(c_type, gelu_input, at);
+      mpc_store_from_f32(c_type, c, at, sums[row * n + j] * gelu_tanh_grad(x));
+    }
+  return MPC_OK;
+}

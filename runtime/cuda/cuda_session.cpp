@@ -265,12 +265,13 @@ struct GemmPlan {
 /// batch, the pointers' alignment (algorithms need aligned operands),
 /// whether C is read (beta != 0), and the bias epilogue with its vector's
 /// alignment (0 without a bias) and the GELU input's (0 without GELU), and
-/// the bias gradient's alignment (0 without the BGRADB epilogue): the
+/// the bias gradient's alignment (0 without the BGRADB epilogue) and the
+/// DGELU epilogue's GELU input's (0 without it): the
 /// heuristic picks an algorithm for the epilogue and the addresses it was
 /// shown.
 using GemmKey = std::tuple<int, int, int, int, int, int64_t, int64_t, int64_t,
                            int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int, int, int, bool, int, int, int>;
+                           int64_t, int, int, int, bool, int, int, int, int>;
 
 /// Largest power of two (up to 256) that divides an address: the alignment
 /// cuBLASLt may assume of an operand.
@@ -844,7 +845,8 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                      const void *b, int64_t ldb, int64_t stride_b, float beta,
                      const void *bias, void *c, int64_t ldc, int64_t stride_c,
                      int64_t batch, void *gelu_input = nullptr,
-                     float *bias_grad = nullptr) {
+                     float *bias_grad = nullptr,
+                     const void *dgelu_input = nullptr) {
   mpc_session *session = current_session;
   if (!session || !session->cuda)
     return set_error(MPC_ERROR_INTERNAL,
@@ -854,6 +856,7 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
   (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)stride_a;
   (void)b, (void)ldb, (void)stride_b, (void)beta, (void)bias, (void)c;
   (void)ldc, (void)stride_c, (void)batch, (void)gelu_input, (void)bias_grad;
+  (void)dgelu_input;
   return set_error(MPC_ERROR_NO_DEVICE, "no CUDA device: built without "
                                         "cuBLASLt");
 #else
@@ -918,7 +921,8 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
               beta != 0,
               bias ? alignment_of(bias) : 0,
               gelu_input ? alignment_of(gelu_input) : 0,
-              bias_grad ? alignment_of(bias_grad) : 0};
+              bias_grad ? alignment_of(bias_grad) : 0,
+              dgelu_input ? alignment_of(dgelu_input) : 0};
   auto found = cuda->gemms.find(key);
   if (found == cuda->gemms.end()) {
     GemmPlan plan;
@@ -987,6 +991,25 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                                &bias_grad,
                                sizeof(bias_grad)) == CUBLAS_STATUS_SUCCESS;
     }
+    if (ok && dgelu_input) {
+      // DGELU: D = product * gelu'(aux), the aux the GELU's input the
+      // forward GELU_AUX_BIAS epilogue stored, of C's type and layout.
+      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DGELU;
+      int64_t aux_ld = ldc;
+      int32_t aux_type = data_type(c_type);
+      ok = lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                               &epilogue,
+                               sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS &&
+           lt.descSetAttribute(
+               plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
+               &aux_type, sizeof(aux_type)) == CUBLAS_STATUS_SUCCESS &&
+           lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD,
+                               &aux_ld,
+                               sizeof(aux_ld)) == CUBLAS_STATUS_SUCCESS &&
+           lt.descSetAttribute(
+               plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+               &dgelu_input, sizeof(dgelu_input)) == CUBLAS_STATUS_SUCCESS;
+    }
     if (ok && batch > 1) {
       int32_t count = static_cast<int32_t>(batch);
       struct {
@@ -1047,10 +1070,11 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                        "(m %lld, n %lld, k %lld, batch %lld)",
                        mpcrt::dtype_name(a_type), mpcrt::dtype_name(b_type),
                        mpcrt::dtype_name(c_type),
-                       gelu_input  ? " with bias and GELU"
-                       : bias      ? " with bias"
-                       : bias_grad ? " with the bias gradient"
-                                   : "",
+                       gelu_input    ? " with bias and GELU"
+                       : bias        ? " with bias"
+                       : bias_grad   ? " with the bias gradient"
+                       : dgelu_input ? " with the GELU gradient"
+                                     : "",
                        static_cast<long long>(m), static_cast<long long>(n),
                        static_cast<long long>(k),
                        static_cast<long long>(batch));
@@ -1069,6 +1093,12 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                        sizeof(bias_grad)) != CUBLAS_STATUS_SUCCESS)
     return set_error(MPC_ERROR_INTERNAL,
                      "%s: cannot set cuBLASLt's bias gradient pointer", entry);
+  if (dgelu_input &&
+      lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                          &dgelu_input,
+                          sizeof(dgelu_input)) != CUBLAS_STATUS_SUCCESS)
+    return set_error(MPC_ERROR_INTERNAL,
+                     "%s: cannot set cuBLASLt's GELU input pointer", entry);
   if (gelu_input &&
       lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                           &gelu_input,
@@ -1157,4 +1187,25 @@ mpc_rt_cuda_gemm_bgrad(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
                    trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0,
                    /*beta=*/0.0f, /*bias=*/nullptr, c, ldc, 0, /*batch=*/1,
                    /*gelu_input=*/nullptr, bias_grad);
+}
+
+extern "C" mpc_status
+mpc_rt_cuda_gemm_dgelu(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
+                       int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                       int64_t k, float alpha, const void *a, int64_t lda,
+                       const void *b, int64_t ldb, const void *gelu_input,
+                       void *c, int64_t ldc) {
+  if (!gelu_input && m > 0 && n > 0)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_rt_cuda_gemm_dgelu: gelu_input is null");
+  // cuBLASLt's rule for the auxiliary input's leading dimension.
+  if (ldc % 8 != 0)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_rt_cuda_gemm_dgelu: needs ldc a multiple of 8 "
+                     "(ldc %lld)",
+                     static_cast<long long>(ldc));
+  return cuda_gemm("mpc_rt_cuda_gemm_dgelu", a_type, b_type, c_type, trans_a,
+                   trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0,
+                   /*beta=*/0.0f, /*bias=*/nullptr, c, ldc, 0, /*batch=*/1,
+                   /*gelu_input=*/nullptr, /*bias_grad=*/nullptr, gelu_input);
 }

@@ -110,6 +110,16 @@ mpc_status mpc_rt_cuda_gemm_bgrad(mpc_dtype a_type, mpc_dtype b_type,
                                   int64_t lda, const void *b, int64_t ldb,
                                   void *c, int64_t ldc, float *bias_grad);
 
+/* mpc_rt_gemm_dgelu (runtime/gemm.h) on the device: one cuBLASLt matmul
+ * with the CUBLASLT_EPILOGUE_DGELU epilogue, `gelu_input` its auxiliary
+ * input. Needs ldc a multiple of 8 (cuBLASLt's rule for it). */
+mpc_status mpc_rt_cuda_gemm_dgelu(mpc_dtype a_type, mpc_dtype b_type,
+                                  mpc_dtype c_type, int32_t trans_a,
+                                  int32_t trans_b, int64_t m, int64_t n,
+                                  int64_t k, float alpha, const void *a,
+                                  int64_t lda, const void *b, int64_t ldb,
+                                  const void *gelu_input, void *c, int64_t ldc);
+
 /* The host build of the kernel NVRTC lowered to `symbol`, from the images
  * registered in this process; null if none has it. For host stand-ins of
  * the driver, which find it with dlsym (see mpc_cuda_host_kernel). */

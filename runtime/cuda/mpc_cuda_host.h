@@ -86,5 +86,6 @@ struct host_kernel<Kernel> {
 #define mpc_rt_gemm_bias mpc_rt_cuda_gemm_bias
 #define mpc_rt_gemm_bias_gelu mpc_rt_cuda_gemm_bias_gelu
 #define mpc_rt_gemm_bgrad mpc_rt_cuda_gemm_bgrad
+#define mpc_rt_gemm_dgelu mpc_rt_cuda_gemm_dgelu
 
 #endif // MPC_RUNTIME_CUDA_MPC_CUDA_HOST_H

@@ -466,3 +466,41 @@ mpc.model @bias_gradient inputs(%x: tensor<4x8xf16>, %dy: tensor<4x16xf16>) para
   %l = mpc.add %s, %l2 : tensor<f32>, tensor<f32>
   mpc.output loss(%l : tensor<f32>)
 }
+
+// -----
+
+// The GELU gradient of a GEMM's product (through the reshape back to the
+// activation's shape) is the GEMM's epilogue (cuBLASLt's DGELU, which
+// takes the derivative at the GELU's input: mpc_rt_gemm_dgelu). Not for a
+// product 12 wide (cuBLASLt wants the GELU input's leading dimension
+// divisible by 8), nor for the erf GELU.
+// CHECK-LABEL: mpc.model @gelu_gradient
+//       CHECK:   mpc.fusion gemm {
+//  CHECK-NEXT:     mpc.matmul %dy, %w
+//  CHECK-NEXT:     mpc.reshape
+//  CHECK-NEXT:     mpc.gelu_grad {{.*}} approximate tanh
+//  CHECK-NEXT:     mpc.yield
+//  CHECK-NEXT:   } : tensor<2x4x16xf16>
+//       CHECK:   %[[NARROW:.*]] = mpc.matmul %dy, %v
+//       CHECK:   %[[ERF:.*]] = mpc.matmul %dy, %w
+//       CHECK:   mpc.fusion loop {
+// NOEPI-LABEL: mpc.model @gelu_gradient
+//   NOEPI-NOT:   mpc.fusion gemm
+mpc.model @gelu_gradient inputs(%dy: tensor<8x32xf16>, %x: tensor<2x4x16xf16>, %x12: tensor<2x4x12xf16>, %w: tensor<32x16xf16>, %v: tensor<32x12xf16>) params() {
+  %p = mpc.matmul %dy, %w : tensor<8x32xf16>, tensor<32x16xf16>
+  %p3 = mpc.reshape %p : tensor<8x16xf16> to tensor<2x4x16xf16>
+  %g = mpc.gelu_grad %p3, %x approximate tanh : tensor<2x4x16xf16>
+  %q = mpc.matmul %dy, %v : tensor<8x32xf16>, tensor<32x12xf16>
+  %q3 = mpc.reshape %q : tensor<8x12xf16> to tensor<2x4x12xf16>
+  %h = mpc.gelu_grad %q3, %x12 approximate tanh : tensor<2x4x12xf16>
+  %r = mpc.matmul %dy, %w : tensor<8x32xf16>, tensor<32x16xf16>
+  %r3 = mpc.reshape %r : tensor<8x16xf16> to tensor<2x4x16xf16>
+  %e = mpc.gelu_grad %r3, %x : tensor<2x4x16xf16>
+  %a = mpc.add %g, %e : tensor<2x4x16xf16>, tensor<2x4x16xf16>
+  %c = mpc.cast %a : tensor<2x4x16xf16> to tensor<2x4x16xf32>
+  %ch = mpc.cast %h : tensor<2x4x12xf16> to tensor<2x4x12xf32>
+  %l0 = mpc.reduce_sum %c dims [0, 1, 2] : tensor<2x4x16xf32>
+  %l1 = mpc.reduce_sum %ch dims [0, 1, 2] : tensor<2x4x12xf32>
+  %l = mpc.add %l0, %l1 : tensor<f32>, tensor<f32>
+  mpc.output loss(%l : tensor<f32>)
+}

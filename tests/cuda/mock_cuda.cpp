@@ -37,7 +37,9 @@
 //     k of column j of op(B) into the bias (as long as D has columns, in
 //     BIAS_DATA_TYPE), for one matrix (cublasLt.h: "apply bias gradient to
 //     the input matrix B ... the reduction happens over the GEMM's k
-//     dimension").
+//     dimension"); CUBLASLT_EPILOGUE_DGELU multiplies the product by the
+//     tanh GELU's derivative at the auxiliary input (EPILOGUE_AUX_POINTER,
+//     laid out as for GELU_AUX_BIAS: the GELU's input), one matrix.
 // mock_cuda.h declares what tests read back.
 //
 //===----------------------------------------------------------------------===//
@@ -514,7 +516,8 @@ cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
     if (epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
         epilogue != CUBLASLT_EPILOGUE_BIAS &&
         epilogue != CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
-        epilogue != CUBLASLT_EPILOGUE_BGRADB)
+        epilogue != CUBLASLT_EPILOGUE_BGRADB &&
+        epilogue != CUBLASLT_EPILOGUE_DGELU)
       return CUBLAS_STATUS_NOT_SUPPORTED;
     mock->epilogue = epilogue;
     return CUBLAS_STATUS_SUCCESS;
@@ -599,7 +602,13 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   if (c != d || requested < 1 || k != kb || lc->rows != m || lc->cols != n ||
       la->batch != lc->batch || lb->batch != lc->batch)
     return CUBLAS_STATUS_INVALID_VALUE;
-  if (mock->epilogue != CUBLASLT_EPILOGUE_DEFAULT && !mock->bias)
+  bool needsBias = mock->epilogue != CUBLASLT_EPILOGUE_DEFAULT &&
+                   mock->epilogue != CUBLASLT_EPILOGUE_DGELU;
+  if (needsBias && !mock->bias)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (mock->epilogue == CUBLASLT_EPILOGUE_DGELU &&
+      (!mock->aux || mock->auxLd % 8 != 0 ||
+       mock->auxLd < static_cast<int64_t>(m) || lc->batch != 1))
     return CUBLAS_STATUS_INVALID_VALUE;
   if (mock->epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS &&
       (!mock->aux || mock->auxLd % 8 != 0 ||
@@ -653,6 +662,9 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
   if (c != d || cLayout != dLayout)
     return CUBLAS_STATUS_NOT_SUPPORTED;
   bool gelu = mock->epilogue == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  bool dgelu = mock->epilogue == CUBLASLT_EPILOGUE_DGELU;
+  if (dgelu && (!mock->aux || mock->auxLd % 8 != 0 || lc->batch != 1))
+    return CUBLAS_STATUS_INVALID_VALUE;
   bool biased = mock->epilogue == CUBLASLT_EPILOGUE_BIAS || gelu;
   if (biased && !mock->bias)
     return CUBLAS_STATUS_INVALID_VALUE;
@@ -697,6 +709,14 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
           float inner = 0.7978845608f * (result + 0.044715f * result * result *
                                                       result);
           result = 0.5f * result * (1.0f + std::tanh(inner));
+        }
+        if (dgelu) {
+          // D = product * gelu'(aux), aux the GELU's input.
+          float x = loadAs(auxType, mock->aux, i + j * mock->auxLd);
+          float inner = 0.7978845608f * (x + 0.044715f * x * x * x);
+          float t = std::tanh(inner);
+          float dinner = 0.7978845608f * (1.0f + 3.0f * 0.044715f * x * x);
+          result *= 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * dinner;
         }
         storeAs(lc->type, db, i + j * lc->ld, result);
       }

@@ -296,6 +296,7 @@ struct GemmCase {
   bool bias = false; // mpc_rt_(cuda_)gemm_bias, beta unused
   bool gelu = false;  // mpc_rt_(cuda_)gemm_bias_gelu: one matrix, GELU_N
   bool biasGrad = false; // mpc_rt_(cuda_)gemm_bgrad: one matrix, f32 sums
+  bool dgelu = false;    // mpc_rt_(cuda_)gemm_dgelu: one matrix, GELU_N wide
 };
 
 // The step of the GEMM model: the case in `gemmCase` on the buffer input,
@@ -329,6 +330,14 @@ GemmGeometry geometry(const GemmCase &g) {
 
 mpc_status runGemm(const GemmCase &g, unsigned char *buffer, bool cuda) {
   GemmGeometry geo = geometry(g);
+  if (g.dgelu) {
+    // C = product * gelu'(x), x at GELU_OUT_AT laid out as C (GELU_LDC).
+    auto gemm = cuda ? mpc_rt_cuda_gemm_dgelu : mpc_rt_gemm_dgelu;
+    return gemm(g.ab, g.ab, g.c, g.transA, g.transB, M, GELU_N, K, 1.0f,
+                buffer + A_AT, g.transA ? M : K, buffer + B_AT,
+                g.transB ? K : GELU_N, buffer + GELU_OUT_AT, buffer + C_AT,
+                GELU_LDC);
+  }
   if (g.biasGrad) {
     // The M f32 row sums of op(A) at BIAS_AT.
     auto gemm = cuda ? mpc_rt_cuda_gemm_bgrad : mpc_rt_gemm_bgrad;
@@ -439,6 +448,38 @@ TEST_F(MockDevice, GemmMatchesTheCpuGemm) {
           ++cases;
         }
   EXPECT_EQ(cases, 40);
+  mpc_session_destroy(session);
+}
+
+// The GELU gradient epilogue: cuBLASLt's DGELU multiplies the product by
+// GELU's derivative at its auxiliary input, as mpc_rt_gemm_dgelu does on
+// the cpu. The derivative's tanh rounds alike on both (the host's libm):
+// f32 results agree bit for bit, half ones after one rounding of one f32.
+TEST_F(MockDevice, GemmGeluGradientMatchesTheCpu) {
+  mpc_test::model_builder builder("gemm_dgelu");
+  mpc_session *session = createGemmSession(builder);
+  ASSERT_TRUE(session);
+  std::mt19937 random(19);
+  int cases = 0;
+  for (mpc_dtype type : {MPC_F32, MPC_F16, MPC_BF16})
+    for (int transA : {0, 1})
+      for (int transB : {0, 1}) {
+        gemmCase = {type, type, transA, transB, 0.0f};
+        gemmCase.dgelu = true;
+        SCOPED_TRACE(testing::Message() << "dtype " << type << " transA "
+                                        << transA << " transB " << transB);
+        std::vector<unsigned char> buffer(BUFFER, 0);
+        fillIntegers(buffer.data() + A_AT, type, (B_AT - A_AT) / 4, random);
+        fillIntegers(buffer.data() + B_AT, type, (C_AT - B_AT) / 4, random);
+        fillIntegers(buffer.data() + GELU_OUT_AT, type, M * GELU_LDC, random);
+        std::vector<unsigned char> expected = buffer;
+        ASSERT_EQ(runGemm(gemmCase, expected.data(), /*cuda=*/false), MPC_OK)
+            << mpc_last_error();
+        EXPECT_FALSE(expected == buffer);
+        ASSERT_NO_FATAL_FAILURE(expectDeviceGemm(session, buffer, expected));
+        ++cases;
+      }
+  EXPECT_EQ(cases, 12);
   mpc_session_destroy(session);
 }
 

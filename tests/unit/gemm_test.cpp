@@ -636,6 +636,39 @@ TEST(GemmBiasGradient, WritesTheProductAndTheRowSumsOfOpA) {
     }
 }
 
+// The GELU gradient: in f32, the GEMM then the gelu_grad kernel's
+// expression (dy * mpc_gelu_tanh_grad(x)), bit for bit.
+TEST(GemmGeluGradient, F32EqualsTheGemmThenTheGeluGradKernelBitForBit) {
+  std::mt19937 generator(17);
+  const int64_t m = 21, n = 16, k = 70, ldc = 24;
+  typed_buffer a(MPC_F32, m * k), b(MPC_F32, k * n), x(MPC_F32, m * ldc);
+  fill_random(a, generator);
+  fill_random(b, generator);
+  fill_random(x, generator);
+  typed_buffer product(MPC_F32, m * n), c(MPC_F32, m * ldc);
+  ASSERT_EQ(mpc_rt_gemm(MPC_F32, MPC_F32, MPC_F32, 0, 0, m, n, k, 1.0f,
+                        a.data(), k, 0, b.data(), n, 0, 0.0f, product.data(), n,
+                        0, 1),
+            MPC_OK);
+  ASSERT_EQ(mpc_rt_gemm_dgelu(MPC_F32, MPC_F32, MPC_F32, 0, 0, m, n, k, 1.0f,
+                              a.data(), k, b.data(), n, x.data(), c.data(),
+                              ldc),
+            MPC_OK)
+      << mpc_last_error();
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float expected =
+          product.get(i * n + j) * mpc_gelu_tanh_grad(x.get(i * ldc + j));
+      ASSERT_EQ(std::memcmp(&c.bytes[(i * ldc + j) * 4], &expected, 4), 0)
+          << "element " << i << ", " << j;
+    }
+  float zero[4] = {};
+  EXPECT_EQ(mpc_rt_gemm_dgelu(MPC_F32, MPC_F32, MPC_F32, 0, 0, 2, 2, 2, 1.0f,
+                              zero, 2, zero, 2, nullptr, zero, 2),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(mpc_last_error(), "mpc_rt_gemm_dgelu: gelu_input is null");
+}
+
 TEST(GemmBiasGradient, RejectsANullBiasGradient) {
   float a[4] = {}, b[4] = {}, c[4] = {};
   EXPECT_EQ(mpc_rt_gemm_bgrad(MPC_F32, MPC_F32, MPC_F32, 0, 0, 2, 2, 2, 1.0f, a,
