@@ -128,6 +128,13 @@ SmallVector<int64_t, 3> layoutStrides(RankedTensorType type,
   return layoutStrides(rowMajorStrides(type.getShape()), layout);
 }
 
+/// `pointer` advanced by `offset` elements.
+std::string offsetPointer(std::string pointer, int64_t offset) {
+  if (!offset)
+    return pointer;
+  return "(" + pointer + " + " + std::to_string(offset) + "LL)";
+}
+
 /// How the kernels read an operand of `step`'s attention: in place through
 /// the views the group holds (mpc-form-kernels' `attention` groups), or
 /// its own buffer. Sets the pointer expression and the strides.
@@ -141,9 +148,7 @@ LogicalResult readOperand(Operation *op, const Step &step, Value operand,
   if (failed(view) || view->strides.back() != 1)
     return op->emitError() << "the attention kernels cannot read this operand "
                               "in place: its head dim is not contiguous";
-  pointer = emitter.constPointer(view->base);
-  if (view->offset)
-    pointer = "(" + pointer + " + " + std::to_string(view->offset) + "LL)";
+  pointer = offsetPointer(emitter.constPointer(view->base), view->offset);
   strides = layoutStrides(view->strides, layout);
   return success();
 }
@@ -221,9 +226,7 @@ FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
       if (failed(view) || view->strides.back() != 1)
         return op->emitError() << "the attention kernels cannot write this "
                                   "gradient in place";
-      pointer = emitter.pointer(view->base);
-      if (view->offset)
-        pointer = "(" + pointer + " + " + std::to_string(view->offset) + "LL)";
+      pointer = offsetPointer(emitter.pointer(view->base), view->offset);
       strides = layoutStrides(view->strides, layout);
       return success();
     };

@@ -67,42 +67,33 @@ void mlir::mpc::emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
                   (call.accumulate ? cBytes : 0) +
                   (hasBias ? call.n * gemmDtypeBytes(call.cType) : 0))
       .writesBytes(hasGelu ? 2 * cBytes : cBytes);
-  if (!call.dgeluInput.empty()) {
-    assert(!hasBias && !call.accumulate && call.batch == 1 &&
-           "the GELU gradient epilogue is for one plain GEMM");
-    cost.readsBytes(call.m * call.n * gemmDtypeBytes(call.cType));
-    emitter.recordCall("mpc_rt_gemm_dgelu", KernelKind::Gemm,
-                       call.aType != "MPC_F32" && call.bType != "MPC_F32",
-                       cost);
+  bool halfInputs = call.aType != "MPC_F32" && call.bType != "MPC_F32";
+  // One plain matrix with an epilogue of its own: mpc_rt_gemm_dgelu reads
+  // the GELU's input (C's type and layout) before C, mpc_rt_gemm_bgrad
+  // writes the m f32 sums of op(A)'s rows after it.
+  bool dgelu = !call.dgeluInput.empty(), bgrad = !call.biasGrad.empty();
+  if (dgelu || bgrad) {
+    assert(!(dgelu && bgrad) && !hasBias && !call.accumulate &&
+           call.batch == 1 && "a single-matrix epilogue on one plain GEMM");
+    if (dgelu)
+      cost.readsBytes(call.m * call.n * gemmDtypeBytes(call.cType));
+    else // m * k adds
+      cost.flopsPer(call.m, call.k).writesBytes(call.m * 4);
+    StringRef entry = dgelu ? "mpc_rt_gemm_dgelu" : "mpc_rt_gemm_bgrad";
+    emitter.recordCall(entry, KernelKind::Gemm, halfInputs, cost);
     emitter.checkedCall(llvm::formatv(
-        "mpc_rt_gemm_dgelu({0}, {1}, {2}, {3}, {4}, {5}LL, {6}LL, {7}LL, "
-        "1.0f, {8}, {9}LL, {10}, {11}LL, {12}, {13}, {14}LL)",
-        call.aType, call.bType, call.cType, call.transA ? 1 : 0,
+        "{0}({1}, {2}, {3}, {4}, {5}, {6}LL, {7}LL, {8}LL, 1.0f, {9}, {10}LL, "
+        "{11}, {12}LL, {13}{14}, {15}LL{16})",
+        entry, call.aType, call.bType, call.cType, call.transA ? 1 : 0,
         call.transB ? 1 : 0, call.m, call.n, call.k, call.a, call.lda, call.b,
-        call.ldb, call.dgeluInput, call.c, call.ldc));
-    return;
-  }
-  if (!call.biasGrad.empty()) {
-    assert(!hasBias && !call.accumulate && call.batch == 1 &&
-           "the bias gradient epilogue is for one plain GEMM");
-    // The sums over k of op(A)'s rows: m * k adds, m f32 values written.
-    cost.flopsPer(call.m, call.k).writesBytes(call.m * 4);
-    emitter.recordCall("mpc_rt_gemm_bgrad", KernelKind::Gemm,
-                       call.aType != "MPC_F32" && call.bType != "MPC_F32",
-                       cost);
-    emitter.checkedCall(llvm::formatv(
-        "mpc_rt_gemm_bgrad({0}, {1}, {2}, {3}, {4}, {5}LL, {6}LL, {7}LL, "
-        "1.0f, {8}, {9}LL, {10}, {11}LL, {12}, {13}LL, {14})",
-        call.aType, call.bType, call.cType, call.transA ? 1 : 0,
-        call.transB ? 1 : 0, call.m, call.n, call.k, call.a, call.lda, call.b,
-        call.ldb, call.c, call.ldc, call.biasGrad));
+        call.ldb, dgelu ? call.dgeluInput + ", " : std::string(), call.c,
+        call.ldc, bgrad ? ", " + call.biasGrad : std::string()));
     return;
   }
   StringRef entry = hasGelu   ? "mpc_rt_gemm_bias_gelu"
                     : hasBias ? "mpc_rt_gemm_bias"
                               : "mpc_rt_gemm";
-  emitter.recordCall(entry, KernelKind::Gemm,
-                     call.aType != "MPC_F32" && call.bType != "MPC_F32", cost);
+  emitter.recordCall(entry, KernelKind::Gemm, halfInputs, cost);
   // mpc_rt_gemm takes beta where mpc_rt_gemm_bias takes the bias;
   // mpc_rt_gemm_bias_gelu takes the GELU output last.
   std::string betaOrBias =
