@@ -133,9 +133,10 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
   // Algorithm:
   // 1. Parameters, then state, are packed into the parameter arena in
   //    declaration order; gradients mirror the parameters' offsets.
-  // 2. Inputs, then outputs, are pinned at the start of the activation
-  //    arena, in declaration order, so train and eval plans agree; the GEMM
-  //    workspace (cuda target) follows them, 256-aligned, pinned too.
+  // 2. Inputs, the loss and the GEMM workspace (cuda target, 256-aligned)
+  //    are pinned at the start of the activation arena, where train and
+  //    eval plans agree; evaluation's extra outputs follow, in declaration
+  //    order (the training step has none: mpc-autodiff drops them).
   // 3. A value that is exactly one parameter's gradient is computed in place
   //    in the gradient arena.
   // 4. Every other materialised value gets activation memory for the steps
@@ -221,24 +222,26 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
   }
   // Outputs are pinned whether or not the value can be written there; the
   // step copies into the pinned buffer when it cannot (see generateModel).
+  // The loss and the GEMM workspace come first, where the training step
+  // (which returns no extra outputs) and evaluation agree.
   llvm::DenseSet<Value> placedOutputs;
-  SmallVector<Value> outputs{output.getLoss()};
-  llvm::append_range(outputs, output.getOutputs());
-  for (Value value : outputs) {
+  auto pinOutput = [&](Value value) {
     Buffer buffer = pin(value.getType());
     outputBuffers.push_back(buffer);
     Operation *def = value.getDefiningOp();
     if (def && !isAlias(def) && !buffers.count(value) &&
         placedOutputs.insert(value).second)
       buffers[value] = buffer;
-  }
-
+  };
+  pinOutput(output.getLoss());
   if (gemmWorkspaceBytes > 0) {
     int64_t start = (pinned + gemmWorkspaceAlignment - 1) /
                     gemmWorkspaceAlignment * gemmWorkspaceAlignment;
     gemmWorkspace = {MPC_ARENA_ACTIVATIONS, start, gemmWorkspaceBytes};
     pinned = alignTo64(start + gemmWorkspaceBytes);
   }
+  for (Value value : output.getOutputs())
+    pinOutput(value);
 
   llvm::DenseMap<Value, int> gradientUses;
   for (Value gradient : gradients)

@@ -319,16 +319,18 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
                       trainPlan.stateBuffers[i],
                       cast<InitializerAttr>(train.getStateInits()[i]), {});
     os << "  {0}};\n";
+    // The training step returns only the loss; evaluation returns them all.
     os << "static const mpc_tensor_desc " << name << "_outputs[] = {\n";
-    SmallVector<Value> outputs{trainOutput.getLoss()};
-    llvm::append_range(outputs, trainOutput.getOutputs());
+    OutputOp evalOutput = eval.getOutputOp();
+    SmallVector<Value> outputs{evalOutput.getLoss()};
+    llvm::append_range(outputs, evalOutput.getOutputs());
     for (auto [i, value] : llvm::enumerate(outputs)) {
       StringRef outputName =
-          i == 0 ? StringRef("loss")
-                 : cast<StringAttr>(trainOutput.getOutputNames()[i - 1])
-                       .getValue();
+          i == 0
+              ? StringRef("loss")
+              : cast<StringAttr>(evalOutput.getOutputNames()[i - 1]).getValue();
       printTensorDesc(os, outputName, value.getType(),
-                      trainPlan.outputBuffers[i], nullptr, {});
+                      evalPlan.outputBuffers[i], nullptr, {});
     }
     os << "  {0}};\n\n";
 

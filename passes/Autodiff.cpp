@@ -142,9 +142,12 @@ LogicalResult MpcAutodiffPass::differentiate(ModelOp model) {
     }
     parameterGradients.push_back(gradient);
   }
-  OutputOp::create(builder, output.getLoc(), output.getLoss(),
-                   output.getOutputs(), parameterGradients,
-                   output.getOutputNamesAttr());
+  // The step returns the loss and the gradients only: extra outputs are
+  // evaluation's (mpc_eval), and computing them every training step (the
+  // f32 logits of a language model) would cost memory and bandwidth that
+  // nothing reads.
+  OutputOp::create(builder, output.getLoc(), output.getLoss(), ValueRange(),
+                   parameterGradients, builder.getStrArrayAttr({}));
   output.erase();
   numBackwardOps += body.getOperations().size() - forwardSize;
   return success();

@@ -116,7 +116,10 @@ def MpcAutodiffPass : Pass<"mpc-autodiff", "mlir::ModuleOp"> {
   let description = [{
     Rewrites each `mpc.model` so that its body computes the loss and, after
     it, the gradient of the loss with respect to every parameter, returned
-    in `mpc.output`'s `gradients(...)` group in parameter order.
+    in `mpc.output`'s `gradients(...)` group in parameter order. The
+    model's extra outputs are dropped: they are what evaluation returns,
+    and the training step computes only what the loss and the gradients
+    need (canonicalize removes the ops only they read).
 
     Each op supplies its own vector-Jacobian product through
     DifferentiableOpInterface. Only ops on a path from a parameter to the
