@@ -142,6 +142,10 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
   // 4. Every other materialised value gets activation memory for the steps
   //    between its definition and its last use (an alias extends its
   //    source's), placed greedily by size (see below).
+  // 5. A step that can write a result over an operand (inPlaceCandidate)
+  //    does, when the operand's buffer is an activation read by nothing
+  //    after the step: the two are one interval, which the result's uses
+  //    extend.
   int64_t offset = 0;
   for (BlockArgument param : model.getParams()) {
     Buffer buffer{MPC_ARENA_PARAMS, offset,
@@ -277,13 +281,31 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
   for (Value operand : output->getOperands())
     lastUse[rootOf(operand)] = steps.size();
 
+  // Results written over an operand's buffer (5), and that operand's root.
+  llvm::DenseMap<Value, Value> &writtenOver = writtenOverValues;
+  for (auto [index, step] : llvm::enumerate(steps)) {
+    std::optional<std::pair<Value, Value>> candidate = inPlaceCandidate(step);
+    if (!candidate)
+      continue;
+    auto [result, operand] = *candidate;
+    Value root = rootOf(operand);
+    Operation *def = root.getDefiningOp();
+    if (!def || buffers.count(root) || buffers.count(result) ||
+        lastUse.lookup(root) != static_cast<int64_t>(index) ||
+        lastUse.lookup(result) == static_cast<int64_t>(steps.size()))
+      continue;
+    writtenOver[result] = root;
+    lastUse[root] = std::max(lastUse[root], lastUse.lookup(result));
+  }
+
   std::vector<Interval> intervals;
   for (auto [index, step] : llvm::enumerate(steps)) {
     for (Operation *op : step.ops) {
       if (isAlias(op))
         continue;
       for (Value result : op->getResults()) {
-        if (buffers.count(result) || !isMaterialisedResult(result, step))
+        if (buffers.count(result) || !isMaterialisedResult(result, step) ||
+            writtenOver.count(result))
           continue;
         int64_t last = lastUse.lookup(result);
         intervals.push_back(
@@ -349,6 +371,8 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
       scratchBuffers[interval.owner] = buffer;
   }
   arenaBytes[MPC_ARENA_ACTIVATIONS] = peak;
+  for (auto [result, root] : writtenOver)
+    buffers[result] = buffers.lookup(root);
 
   // Aliases share their root's buffer.
   for (const Step &step : steps)
@@ -656,12 +680,24 @@ int64_t mlir::mpc::layerNormGradBlocks(LayerNormGradOp op) {
   return std::clamp<int64_t>(rows / 32, 1, 256);
 }
 
+std::optional<std::pair<Value, Value>>
+mlir::mpc::inPlaceCandidate(const Step &step) {
+  if (step.group != FusionKind::Classifier)
+    return std::nullopt;
+  auto grad = cast<CrossEntropyGradOp>(step.ops.back());
+  if (storageBytes(grad.getResult().getType()) !=
+      storageBytes(grad.getLogits().getType()))
+    return std::nullopt;
+  return std::make_pair(grad.getResult(), grad.getLogits());
+}
+
 int64_t mlir::mpc::scratchBytes(const Step &step) {
   Operation *op = step.ops.front();
   if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
     auto logits = loss.getLogits().getType();
     int64_t rows = logits.getNumElements() / logits.getShape().back();
-    return 2 * rows * 4; // per-row loss and validity
+    // Per-row loss and validity; a classifier also counts the targets.
+    return 2 * rows * 4 + (step.group == FusionKind::Classifier ? 4 : 0);
   }
   if (isa<CrossEntropyGradOp>(op))
     return 4; // count of targets that are not ignored

@@ -102,6 +102,12 @@ public:
   /// Scratch memory requested by a step (see scratchBytes), if any.
   Buffer scratch(const Step &step) const;
 
+  /// The value whose buffer `value` was written over (inPlaceCandidate);
+  /// null where it has its own.
+  Value writtenOver(Value value) const {
+    return writtenOverValues.lookup(value);
+  }
+
   /// True for the half copies the fused optimizer writes (see halfMirror).
   bool isHalfMirror(Value value) const {
     return halfMirrorValues.contains(value);
@@ -129,11 +135,17 @@ private:
   llvm::DenseMap<Value, Buffer> buffers;
   llvm::DenseMap<const Operation *, Buffer> scratchBuffers;
   llvm::DenseSet<Value> halfMirrorValues;
+  llvm::DenseMap<Value, Value> writtenOverValues;
 };
 
 /// Scratch bytes a step needs while it runs (row statistics, im2col
 /// columns); 0 for most.
 int64_t scratchBytes(const Step &step);
+/// A result the step's kernel can write over one of its operands, as
+/// (result, operand): a classifier's logit gradient over the logits. The
+/// memory plan gives them one buffer when the operand is read by nothing
+/// after the step; the kernel is written so that either is correct.
+std::optional<std::pair<Value, Value>> inPlaceCandidate(const Step &step);
 /// conv2d_grad_weight's scratch: the recomputed im2col columns (bytes), and
 /// where the f32 sum over the batch of a half dW starts after them (none
 /// where the GEMMs can accumulate in dW itself: an f32 dW, one image).

@@ -162,6 +162,9 @@ MemorySummary mlir::mpc::summarizeMemory(const MemoryPlan &trainPlan,
     if (buffer.arena != MPC_ARENA_ACTIVATIONS)
       continue;
     Operation *op = value.getDefiningOp();
+    // A value written over another's buffer is listed once, as the other.
+    if (trainPlan.writtenOver(value))
+      continue;
     // A reshape that is its operand's buffer is listed once, as the operand.
     if (auto reshape = dyn_cast_or_null<ReshapeOp>(op))
       if (trainPlan.isMaterialised(reshape.getInput()) &&

@@ -142,10 +142,10 @@ LogicalResult emitSoftmaxGrad(StepEmitter &emitter, const Step &step,
 
 /// The target check shared by the cross-entropy kernels: ignored rows skip,
 /// out-of-range targets raise the step's index error.
-std::string targetCheck(CrossEntropyOp op, int64_t classes,
+std::string targetCheck(std::optional<int64_t> ignore, int64_t classes,
                         StringRef onSkip) {
   std::string check = "  long long t = targets[r];\n";
-  if (std::optional<int64_t> ignore = op.getIgnoreIndex())
+  if (ignore)
     check += llvm::formatv("  if (t == {0}LL) {{ {1} return; }\n", *ignore,
                            onSkip)
                  .str();
@@ -157,8 +157,74 @@ std::string targetCheck(CrossEntropyOp op, int64_t classes,
   return check;
 }
 
-/// Mean cross-entropy: per-row losses into scratch, then one block averages
-/// over the rows whose target is not ignored (NaN when all are, as PyTorch).
+/// The row's maximum `m` and sum of exp(x - m) `s`, in the order every
+/// cross-entropy kernel uses (so that fused and unfused agree bit for bit).
+constexpr const char *rowSoftmaxStatistics =
+    "  float m = -INFINITY;\n"
+    "  MPC_FOR_THREAD(j, {0}LL) m = mpc_max(m, mpc_load(x + j));\n"
+    "  m = mpc_block_reduce_max(m);\n"
+    "  mpc_sum s = 0.0f;\n"
+    "  MPC_FOR_THREAD(j, {0}LL) s += expf(mpc_load(x + j) - m);\n"
+    "  s = mpc_block_reduce_sum(s);\n";
+
+/// Writes each row's gradient (p - onehot(t)) * dloss / count.
+constexpr const char *rowGradientStore =
+    "  float scale = dloss[0] / count[0];\n"
+    "  MPC_FOR_THREAD(j, {0}LL) {{\n"
+    "    float p = expf(mpc_load(x + j) - m) / s;\n"
+    "    mpc_store(dx + j, (p - (j == t ? 1.0f : 0.0f)) * scale);\n"
+    "  }\n";
+
+/// One block counts the targets that are not ignored into `count`.
+void emitTargetCount(StepEmitter &emitter, Value targets,
+                     std::optional<int64_t> ignore, int64_t rows,
+                     const std::string &count) {
+  std::string name = emitter.kernelName("cross_entropy_count");
+  std::string ignoreTest =
+      ignore ? llvm::formatv("targets[r] != {0}LL", *ignore).str()
+             : std::string("true");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ targets, float "
+      "*__restrict__ count) {{\n"
+      "  float c = 0.0f;\n"
+      "  MPC_FOR_THREAD(r, {2}LL) c += ({3}) ? 1.0f : 0.0f;\n"
+      "  c = mpc_block_reduce_sum(c);\n"
+      "  if (threadIdx.x == 0) count[0] = c;\n"
+      "}\n",
+      name, elementCType(targets), rows, ignoreTest));
+  emitter.launch(name, 1, rowBlockSize, {emitter.constPointer(targets), count},
+                 KernelCost().reads(targets).writesBytes(4).flopsPer(rows, 1));
+}
+
+/// One block averages the per-row losses over the rows whose target is not
+/// ignored (NaN when all are, as PyTorch).
+void emitLossMean(StepEmitter &emitter, CrossEntropyOp op, int64_t rows,
+                  const std::string &rowLoss, const std::string &rowValid) {
+  std::string name = emitter.kernelName("cross_entropy_mean");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ row_loss, const float "
+      "*__restrict__ row_valid, float *__restrict__ loss) {{\n"
+      "  mpc_sum total = 0.0f, count = 0.0f;\n"
+      "  MPC_FOR_THREAD(r, {1}LL) {{ total += row_loss[r]; count += "
+      "row_valid[r]; }\n"
+      "  total = mpc_block_reduce_sum(total);\n"
+      "  count = mpc_block_reduce_sum(count);\n"
+      "  if (threadIdx.x == 0) loss[0] = total / count;\n"
+      "}\n",
+      name, rows));
+  emitter.launch(name, 1, rowBlockSize,
+                 {rowLoss, rowValid, emitter.pointer(op.getResult())},
+                 KernelCost()
+                     .readsBytes(2 * rows * 4)
+                     .writes(op.getResult())
+                     .flopsPer(rows, 2)
+                     .flopsPer(1, 1));
+}
+
+constexpr const char *skipRowLoss =
+    "if (threadIdx.x == 0) { row_loss[r] = 0.0f; row_valid[r] = 0.0f; }";
+
+/// Mean cross-entropy: per-row losses into scratch, then the mean.
 void emitCrossEntropy(StepEmitter &emitter, const Step &step,
                       CrossEntropyOp op) {
   auto logits = op.getLogits().getType();
@@ -170,23 +236,15 @@ void emitCrossEntropy(StepEmitter &emitter, const Step &step,
       "*__restrict__ targets, float *__restrict__ row_loss, float "
       "*__restrict__ row_valid, int *index_error) {{\n"
       "  long long r = blockIdx.x;\n"
-      "  const {1} *x = logits + r * {3}LL;\n{4}"
-      "  float m = -INFINITY;\n"
-      "  MPC_FOR_THREAD(j, {3}LL) m = mpc_max(m, mpc_load(x + j));\n"
-      "  m = mpc_block_reduce_max(m);\n"
-      "  mpc_sum s = 0.0f;\n"
-      "  MPC_FOR_THREAD(j, {3}LL) s += expf(mpc_load(x + j) - m);\n"
-      "  s = mpc_block_reduce_sum(s);\n"
+      "  const {1} *x = logits + r * {3}LL;\n{4}{5}"
       "  if (threadIdx.x == 0) {{\n"
       "    row_loss[r] = logf(s) + m - mpc_load(x + t);\n"
       "    row_valid[r] = 1.0f;\n"
       "  }\n"
       "}\n",
       rowName, elementCType(op.getLogits()), elementCType(op.getTargets()),
-      classes,
-      targetCheck(op, classes,
-                  "if (threadIdx.x == 0) { row_loss[r] = 0.0f; row_valid[r] "
-                  "= 0.0f; }")));
+      classes, targetCheck(op.getIgnoreIndex(), classes, skipRowLoss),
+      llvm::formatv(rowSoftmaxStatistics, classes)));
   std::string rowLoss = emitter.scratchPointer(step, "float");
   std::string rowValid = emitter.scratchPointer(step, "float", rows * 4);
   emitter.launch(rowName, rows, rowBlockSize,
@@ -200,26 +258,7 @@ void emitCrossEntropy(StepEmitter &emitter, const Step &step,
                      .writesBytes(2 * rows * 4)
                      .flopsPer(rows * classes, 3)
                      .flopsPer(rows, 3));
-
-  std::string meanName = emitter.kernelName("cross_entropy_mean");
-  emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const float *__restrict__ row_loss, const float "
-      "*__restrict__ row_valid, float *__restrict__ loss) {{\n"
-      "  mpc_sum total = 0.0f, count = 0.0f;\n"
-      "  MPC_FOR_THREAD(r, {1}LL) {{ total += row_loss[r]; count += "
-      "row_valid[r]; }\n"
-      "  total = mpc_block_reduce_sum(total);\n"
-      "  count = mpc_block_reduce_sum(count);\n"
-      "  if (threadIdx.x == 0) loss[0] = total / count;\n"
-      "}\n",
-      meanName, rows));
-  emitter.launch(meanName, 1, rowBlockSize,
-                 {rowLoss, rowValid, emitter.pointer(op.getResult())},
-                 KernelCost()
-                     .readsBytes(2 * rows * 4)
-                     .writes(op.getResult())
-                     .flopsPer(rows, 2)
-                     .flopsPer(1, 1));
+  emitLossMean(emitter, op, rows, rowLoss, rowValid);
 }
 
 /// d logits = (softmax(logits) - onehot(target)) * d loss / count.
@@ -229,36 +268,11 @@ void emitCrossEntropyGrad(StepEmitter &emitter, const Step &step,
   int64_t classes = logits.getShape().back();
   int64_t rows = logits.getNumElements() / classes;
   std::string count = emitter.scratchPointer(step, "float");
-
-  // The I64Attr getter returns uint64_t; the index is signed (-100).
-  std::optional<int64_t> ignore = op.getIgnoreIndex();
-  std::string countName = emitter.kernelName("cross_entropy_count");
-  std::string ignoreTest =
-      ignore ? llvm::formatv("targets[r] != {0}LL", *ignore).str()
-             : std::string("true");
-  emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ targets, float "
-      "*__restrict__ count) {{\n"
-      "  float c = 0.0f;\n"
-      "  MPC_FOR_THREAD(r, {2}LL) c += ({3}) ? 1.0f : 0.0f;\n"
-      "  c = mpc_block_reduce_sum(c);\n"
-      "  if (threadIdx.x == 0) count[0] = c;\n"
-      "}\n",
-      countName, elementCType(op.getTargets()), rows, ignoreTest));
-  emitter.launch(
-      countName, 1, rowBlockSize,
-      {emitter.constPointer(op.getTargets()), count},
-      KernelCost().reads(op.getTargets()).writesBytes(4).flopsPer(rows, 1));
+  emitTargetCount(emitter, op.getTargets(), op.getIgnoreIndex(), rows, count);
 
   std::string name = emitter.kernelName("cross_entropy_grad");
-  std::string zeroRow =
-      "MPC_FOR_THREAD(j, " + std::to_string(classes) +
-      "LL) mpc_store(dx + j, 0.0f);";
-  std::string ignoreCheck =
-      ignore ? llvm::formatv("  if (t == {0}LL) {{ {1} return; }\n", *ignore,
-                             zeroRow)
-                   .str()
-             : std::string();
+  std::string zeroRow = "MPC_FOR_THREAD(j, " + std::to_string(classes) +
+                        "LL) mpc_store(dx + j, 0.0f);";
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const float *__restrict__ dloss, const {1} "
       "*__restrict__ logits, const {2} *__restrict__ targets, const float "
@@ -266,25 +280,13 @@ void emitCrossEntropyGrad(StepEmitter &emitter, const Step &step,
       "{{\n"
       "  long long r = blockIdx.x;\n"
       "  const {1} *x = logits + r * {4}LL;\n"
-      "  {3} *dx = dlogits + r * {4}LL;\n"
-      "  long long t = targets[r];\n{5}"
-      "  if (t < 0 || t >= {4}LL) {{\n"
-      "    if (threadIdx.x == 0) *index_error = 1;\n"
-      "    {6} return;\n  }\n"
-      "  float m = -INFINITY;\n"
-      "  MPC_FOR_THREAD(j, {4}LL) m = mpc_max(m, mpc_load(x + j));\n"
-      "  m = mpc_block_reduce_max(m);\n"
-      "  mpc_sum s = 0.0f;\n"
-      "  MPC_FOR_THREAD(j, {4}LL) s += expf(mpc_load(x + j) - m);\n"
-      "  s = mpc_block_reduce_sum(s);\n"
-      "  float scale = dloss[0] / count[0];\n"
-      "  MPC_FOR_THREAD(j, {4}LL) {{\n"
-      "    float p = expf(mpc_load(x + j) - m) / s;\n"
-      "    mpc_store(dx + j, (p - (j == t ? 1.0f : 0.0f)) * scale);\n"
-      "  }\n"
+      "  {3} *dx = dlogits + r * {4}LL;\n{5}{6}{7}"
       "}\n",
       name, elementCType(op.getLogits()), elementCType(op.getTargets()),
-      elementCType(op.getResult()), classes, ignoreCheck, zeroRow));
+      elementCType(op.getResult()), classes,
+      targetCheck(op.getIgnoreIndex(), classes, zeroRow),
+      llvm::formatv(rowSoftmaxStatistics, classes),
+      llvm::formatv(rowGradientStore, classes)));
   emitter.launch(name, rows, rowBlockSize,
                  {emitter.constPointer(op.getGrad()),
                   emitter.constPointer(op.getLogits()),
@@ -300,6 +302,69 @@ void emitCrossEntropyGrad(StepEmitter &emitter, const Step &step,
                      .writes(op.getResult())
                      .flopsPer(rows * classes, 8)
                      .flopsPer(rows, 1));
+}
+
+/// A `classifier` group (llm.c's fused classifier): the targets' count,
+/// then one pass per row that stores the row's loss and writes its
+/// gradient, then the mean. The gradient may be the logits' own buffer (the
+/// memory plan decides): each thread reads an element before it writes
+/// it, and the row's target logit is read by every thread before a barrier
+/// that precedes the first write, so the pointers are not __restrict__.
+/// The losses and gradients equal the unfused kernels' bit for bit.
+void emitClassifier(StepEmitter &emitter, const Step &step,
+                    CrossEntropyOp loss) {
+  auto grad = cast<CrossEntropyGradOp>(step.ops.back());
+  auto logits = loss.getLogits().getType();
+  int64_t classes = logits.getShape().back();
+  int64_t rows = logits.getNumElements() / classes;
+  std::string rowLoss = emitter.scratchPointer(step, "float");
+  std::string rowValid = emitter.scratchPointer(step, "float", rows * 4);
+  std::string count = emitter.scratchPointer(step, "float", 2 * rows * 4);
+  emitTargetCount(emitter, loss.getTargets(), loss.getIgnoreIndex(), rows,
+                  count);
+
+  std::string name = emitter.kernelName("classifier");
+  std::string skip = std::string(skipRowLoss) + " MPC_FOR_THREAD(j, " +
+                     std::to_string(classes) + "LL) mpc_store(dx + j, 0.0f);";
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ dloss, const {1} "
+      "*logits, const {2} *__restrict__ targets, const float *__restrict__ "
+      "count, float *__restrict__ row_loss, float *__restrict__ row_valid, "
+      "{3} *dlogits, int *index_error) {{\n"
+      "  long long r = blockIdx.x;\n"
+      "  const {1} *x = logits + r * {4}LL;\n"
+      "  {3} *dx = dlogits + r * {4}LL;\n{5}{6}"
+      "  float target_logit = mpc_load(x + t);\n"
+      "  __syncthreads(); // every read of x[t] before any write of dx\n"
+      "  if (threadIdx.x == 0) {{\n"
+      "    row_loss[r] = logf(s) + m - target_logit;\n"
+      "    row_valid[r] = 1.0f;\n"
+      "  }\n{7}"
+      "}\n",
+      name, elementCType(loss.getLogits()), elementCType(loss.getTargets()),
+      elementCType(grad.getResult()), classes,
+      targetCheck(loss.getIgnoreIndex(), classes, skip),
+      llvm::formatv(rowSoftmaxStatistics, classes),
+      llvm::formatv(rowGradientStore, classes)));
+  emitter.launch(name, rows, rowBlockSize,
+                 {emitter.constPointer(grad.getGrad()),
+                  emitter.constPointer(loss.getLogits()),
+                  emitter.constPointer(loss.getTargets()), count, rowLoss,
+                  rowValid, emitter.pointer(grad.getResult()),
+                  "ctx->index_error"},
+                 // The gradient kernel's 8 FLOPs an element, and the loss's
+                 // 3 a row; the logits are read once from memory (the
+                 // second and third passes over a row hit the cache).
+                 KernelCost()
+                     .reads(grad.getGrad())
+                     .reads(loss.getLogits())
+                     .reads(loss.getTargets())
+                     .readsBytes(4)
+                     .writesBytes(2 * rows * 4)
+                     .writes(grad.getResult())
+                     .flopsPer(rows * classes, 8)
+                     .flopsPer(rows, 3));
+  emitLossMean(emitter, loss, rows, rowLoss, rowValid);
 }
 
 /// reduce_sum / reduce_mean / reduce_max: one block per output element; its
@@ -641,7 +706,10 @@ FailureOr<bool> mlir::mpc::emitRowOp(Operation *op, const Step &step,
     return true;
   }
   if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
-    emitCrossEntropy(emitter, step, loss);
+    if (step.group == FusionKind::Classifier)
+      emitClassifier(emitter, step, loss);
+    else
+      emitCrossEntropy(emitter, step, loss);
     return true;
   }
   if (auto grad = dyn_cast<CrossEntropyGradOp>(op)) {

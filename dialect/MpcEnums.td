@@ -53,7 +53,8 @@ def FusionKind : I32EnumAttr<"FusionKind",
       I32EnumAttrCase<"Gemm", 1, "gemm">,
       I32EnumAttrCase<"Reduce", 2, "reduce">,
       I32EnumAttrCase<"Row", 3, "row">,
-      I32EnumAttrCase<"Attention", 4, "attention">]> {
+      I32EnumAttrCase<"Attention", 4, "attention">,
+      I32EnumAttrCase<"Classifier", 5, "classifier">]> {
   let cppNamespace = "::mlir::mpc";
 }
 

@@ -748,6 +748,20 @@ LogicalResult FusionOp::verifyRegions() {
                               "its results";
     return success();
   }
+  if (getKind() == FusionKind::Classifier) {
+    // fusion_c8
+    auto loss =
+        ops.size() == 2 ? dyn_cast<CrossEntropyOp>(ops[0]) : CrossEntropyOp();
+    auto grad = ops.size() == 2 ? dyn_cast<CrossEntropyGradOp>(ops[1])
+                                : CrossEntropyGradOp();
+    if (!loss || !grad || loss.getLogits() != grad.getLogits() ||
+        loss.getTargets() != grad.getTargets() ||
+        loss.getIgnoreIndex() != grad.getIgnoreIndex())
+      return emitOpError() << "of kind 'classifier' expects a cross_entropy "
+                              "and a cross_entropy_grad of the same logits, "
+                              "targets and ignore_index";
+    return success();
+  }
   if (getKind() == FusionKind::Reduce) {
     // fusion_c5
     auto widen = ops.size() == 2 ? dyn_cast<CastOp>(ops[1]) : CastOp();

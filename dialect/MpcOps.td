@@ -277,6 +277,10 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
       QKV projection's output split into heads); a gradient's group also
       holds the reshapes, slice_grads and adds that put dq, dk and dv side
       by side, which its kernels write in place.
+    - `classifier`: a cross_entropy and its gradient over the same logits
+      and targets (llm.c's fused classifier): one pass over each row gives
+      its loss and its gradient, which code generation writes over the
+      logits when nothing reads them after the group.
 
     ```mlir
     %q = mpc.fusion loop {
@@ -302,6 +306,8 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
     C7: `attention`: one attention or its gradient; every op before it is
         a reshape, transpose or slice, and every op after it (a gradient's
         only) a reshape, slice_grad or add.
+    C8: `classifier`: a cross_entropy and a cross_entropy_grad of the same
+        logits, targets and ignore_index.
   }];
   let arguments = (ins FusionKind:$kind);
   let results = (outs Variadic<AnyStaticShapeTensor>:$results);

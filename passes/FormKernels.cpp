@@ -166,6 +166,7 @@ private:
             elementCount(result) == elements);
   }
   void formAttentionGroups();
+  void formClassifierGroups();
   void formEpilogueGroups();
   void formRowGroups();
   void growLoopGroup(Group &group);
@@ -349,6 +350,33 @@ void KernelFormation::formAttentionGroups() {
   for (auto [index, op] :
        llvm::enumerate(model.getBody().front().without_terminator()))
     position[&op] = index;
+}
+
+void KernelFormation::formClassifierGroups() {
+  for (Operation &op : model.getBody().front().without_terminator()) {
+    auto grad = dyn_cast<CrossEntropyGradOp>(op);
+    if (!grad || groupOf.count(grad))
+      continue;
+    CrossEntropyOp forward;
+    for (Operation *user : grad.getLogits().getUsers())
+      if (auto loss = dyn_cast<CrossEntropyOp>(user);
+          loss && loss.getTargets() == grad.getTargets() &&
+          loss.getIgnoreIndex() == grad.getIgnoreIndex() &&
+          !groupOf.count(loss))
+        forward = loss;
+    if (!forward)
+      continue;
+    Group group;
+    group.kind = FusionKind::Classifier;
+    group.ops.insert(forward);
+    group.ops.insert(grad);
+    // Both run where the gradient was: the loss must not be read before.
+    group.root = grad;
+    if (!readAfter(forward.getResult(), group))
+      continue;
+    groupOf[forward] = groupOf[grad] = groups.size();
+    groups.push_back(std::move(group));
+  }
 }
 
 void KernelFormation::formEpilogueGroups() {
@@ -578,6 +606,8 @@ void KernelFormation::wrap(const Group &group) {
 int64_t KernelFormation::run() {
   if (options.attentionViews)
     formAttentionGroups();
+  if (options.classifier)
+    formClassifierGroups();
   if (options.gemmEpilogues)
     formEpilogueGroups();
   if (options.rows)
@@ -612,8 +642,8 @@ struct MpcFormKernelsPass : impl::MpcFormKernelsPassBase<MpcFormKernelsPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    MpcFormKernelsPassOptions options{views, gemmEpilogues, siblings, rows,
-                                      attentionViews};
+    MpcFormKernelsPassOptions options{views, gemmEpilogues,  siblings,
+                                      rows,  attentionViews, classifier};
     getOperation().walk([&](ModelOp model) {
       numGroups += formKernels(model, options);
       model.walk(

@@ -432,6 +432,13 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
        projection's output, split into heads, in place). Not where a
        reshape merges dims that are not contiguous, or the head dim would
        not be.
+    6. Classifier (`classifier`): a cross_entropy and the cross_entropy_grad
+       of the same logits and targets are one `classifier` group, placed at
+       the gradient: one pass over each row of logits gives its loss and its
+       gradient (the gradient's seed, the loss scale, is known before the
+       backward pass starts), and code generation writes the gradient over
+       the logits when nothing reads them after it (llm.c's fused
+       classifier). Not when the loss is read before the gradient.
     A `gemm` or `reduce` group is placed where its GEMM or reduction was
     (its epilogue reads nothing else), so that the GEMM's operands are not
     kept alive until a late reader of the epilogue's result; every other
@@ -452,7 +459,10 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
            "those applied to a softmax gradient">,
     Option<"attentionViews", "attention-views", "bool", /*default=*/"true",
            "Let attention kernels read their operands in place through the "
-           "views that make them">];
+           "views that make them">,
+    Option<"classifier", "classifier", "bool", /*default=*/"true",
+           "Compute a cross-entropy and its gradient in one pass over the "
+           "logits">];
   let statistics = [
     Statistic<"numGroups", "num-groups", "Kernel groups formed">,
     Statistic<"numFusedOps", "num-fused-ops", "Ops placed in kernel groups">];

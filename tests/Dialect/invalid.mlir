@@ -446,6 +446,21 @@ mpc.model @fusion_c7 inputs(%x: tensor<2x16x2x8xf32>) params() {
 
 // -----
 
+// fusion_c8: a classifier group is a cross-entropy and its gradient, of the
+// same targets.
+mpc.model @fusion_c8 inputs(%x: tensor<4x10xf32>, %y: tensor<4xi32>, %z: tensor<4xi32>) params() {
+  %one = mpc.constant dense<1.0> : tensor<f32>
+  // expected-error@+1 {{'mpc.fusion' op of kind 'classifier' expects a cross_entropy and a cross_entropy_grad of the same logits, targets and ignore_index}}
+  %0:2 = mpc.fusion classifier {
+    %l = mpc.cross_entropy %x, %y : tensor<4x10xf32>, tensor<4xi32>
+    %d = mpc.cross_entropy_grad %one, %x, %z : tensor<f32>, tensor<4x10xf32>, tensor<4xi32>
+    mpc.yield %l, %d : tensor<f32>, tensor<4x10xf32>
+  } : tensor<f32>, tensor<4x10xf32>
+  mpc.output loss(%0#0 : tensor<f32>)
+}
+
+// -----
+
 // output_c1: extra output names are unique.
 mpc.model @output_c1_duplicate inputs(%x: tensor<f32>) params() {
   // expected-error@+1 {{'mpc.output' op expects output names that are unique identifiers other than 'loss', got 'y'}}

@@ -9,6 +9,8 @@
 // RUN:   | FileCheck %s --check-prefix=NOROWS
 // RUN: mpc-opt %s --split-input-file --mpc-form-kernels=attention-views=false \
 // RUN:   | FileCheck %s --check-prefix=NOATT
+// RUN: mpc-opt %s --split-input-file --mpc-form-kernels=classifier=false \
+// RUN:   | FileCheck %s --check-prefix=NOCLS
 // The groups print in a form that parses back.
 // RUN: mpc-opt %s --split-input-file --mpc-form-kernels | mpc-opt --split-input-file | FileCheck %s
 
@@ -503,4 +505,47 @@ mpc.model @gelu_gradient inputs(%dy: tensor<8x32xf16>, %x: tensor<2x4x16xf16>, %
   %l1 = mpc.reduce_sum %ch dims [0, 1, 2] : tensor<2x4x12xf32>
   %l = mpc.add %l0, %l1 : tensor<f32>, tensor<f32>
   mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// A cross-entropy and its gradient over the same logits and targets are one
+// classifier group, at the gradient (the seed comes first): one pass per row
+// of logits gives the row's loss and gradient. Not a gradient against
+// other targets.
+// CHECK-LABEL: mpc.model @classifier
+//       CHECK:   %[[SEED:.*]] = mpc.loss_scale
+//       CHECK:   %[[G:.*]]:2 = mpc.fusion classifier {
+//  CHECK-NEXT:     %[[L:.*]] = mpc.cross_entropy %logits, %y
+//  CHECK-NEXT:     %[[D:.*]] = mpc.cross_entropy_grad %[[SEED]], %logits, %y
+//  CHECK-NEXT:     mpc.yield %[[L]], %[[D]] : tensor<f32>, tensor<4x10xf16>
+//  CHECK-NEXT:   } : tensor<f32>, tensor<4x10xf16>
+//   CHECK-NOT:   mpc.fusion classifier
+//       CHECK:   mpc.cross_entropy_grad %[[SEED]], %logits, %z
+// NOCLS-LABEL: mpc.model @classifier
+//   NOCLS-NOT:   mpc.fusion classifier
+mpc.model @classifier inputs(%logits: tensor<4x10xf16>, %y: tensor<4xi32>, %z: tensor<4xi32>) params() {
+  %l = mpc.cross_entropy %logits, %y : tensor<4x10xf16>, tensor<4xi32>
+  %seed = mpc.loss_scale : tensor<f32>
+  %d = mpc.cross_entropy_grad %seed, %logits, %y : tensor<f32>, tensor<4x10xf16>, tensor<4xi32>
+  %e = mpc.cross_entropy_grad %seed, %logits, %z : tensor<f32>, tensor<4x10xf16>, tensor<4xi32>
+  %de = mpc.add %d, %e : tensor<4x10xf16>, tensor<4x10xf16>
+  %w = mpc.cast %de : tensor<4x10xf16> to tensor<4x10xf32>
+  %s = mpc.reduce_sum %w dims [0, 1] : tensor<4x10xf32>
+  %t = mpc.add %l, %s : tensor<f32>, tensor<f32>
+  mpc.output loss(%t : tensor<f32>)
+}
+
+// -----
+
+// The loss read before its gradient (by a step in between) keeps them apart:
+// the group would run where the gradient is, after that reader.
+// CHECK-LABEL: mpc.model @classifier_loss_read_before
+//   CHECK-NOT:   mpc.fusion classifier
+mpc.model @classifier_loss_read_before inputs(%logits: tensor<4x10xf32>, %y: tensor<4xi32>) params() {
+  %l = mpc.cross_entropy %logits, %y : tensor<4x10xf32>, tensor<4xi32>
+  %seed = mpc.reshape %l : tensor<f32> to tensor<f32>
+  %d = mpc.cross_entropy_grad %seed, %logits, %y : tensor<f32>, tensor<4x10xf32>, tensor<4xi32>
+  %s = mpc.reduce_sum %d dims [0, 1] : tensor<4x10xf32>
+  mpc.output loss(%s : tensor<f32>)
 }
