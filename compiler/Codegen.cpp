@@ -722,8 +722,9 @@ int64_t mlir::mpc::scratchBytes(const Step &step) {
     // Per-channel mean, rstd, mean(dy) and mean(dy * xhat).
     return 4 * grad.getGamma().getType().getNumElements() * 4;
   if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
-    // Half tables accumulate in fp32 first (atomicAdd is on floats).
-    auto table = grad.getResult().getType();
+    // Half tables accumulate in fp32 first (atomicAdd is on floats), unless
+    // the step writes the f32 widening of the table.
+    auto table = cast<RankedTensorType>(writtenResult(step).getType());
     return table.getElementType().isF32() ? 0 : table.getNumElements() * 4;
   }
   if (auto grad = dyn_cast<ReduceMaxGradOp>(op))

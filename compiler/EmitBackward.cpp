@@ -288,16 +288,19 @@ void emitRoundOnce(StepEmitter &emitter, StringRef hint,
 /// of dy into the row its index names (atomicAdd: indices may repeat).
 /// Out-of-range indices are skipped; the forward lookup has already raised
 /// the step's index error for them. A half table accumulates in fp32
-/// scratch and is rounded once at the end.
+/// scratch and is rounded once at the end, unless its widening cast is in
+/// the step: then the f32 result is the accumulator.
 void emitEmbeddingGrad(StepEmitter &emitter, const Step &step,
                        EmbeddingGradOp op) {
   auto table = op.getResult().getType();
   int64_t rows = table.getDimSize(0), width = table.getDimSize(1);
   int64_t tableElements = table.getNumElements();
   int64_t n = op.getGrad().getType().getNumElements();
-  bool direct = table.getElementType().isF32();
-  std::string accumulator = direct ? emitter.pointer(op.getResult())
-                                   : emitter.scratchPointer(step, "float");
+  Value written = writtenResult(step);
+  bool direct =
+      cast<RankedTensorType>(written.getType()).getElementType().isF32();
+  std::string accumulator =
+      direct ? emitter.pointer(written) : emitter.scratchPointer(step, "float");
 
   std::string zeroName = emitter.kernelName("embedding_grad_zero");
   emitter.addKernel(

@@ -765,11 +765,11 @@ LogicalResult FusionOp::verifyRegions() {
   if (getKind() == FusionKind::Reduce) {
     // fusion_c5
     auto widen = ops.size() == 2 ? dyn_cast<CastOp>(ops[1]) : CastOp();
-    if (!isa<ReduceSumOp>(ops.front()) || !widen ||
+    if (!isa<ReduceSumOp, EmbeddingGradOp>(ops.front()) || !widen ||
         widen.getInput() != ops.front()->getResult(0) ||
         !widen.getType().getElementType().isF32())
-      return emitOpError() << "of kind 'reduce' expects a reduce_sum and a "
-                              "cast of its result to f32";
+      return emitOpError() << "of kind 'reduce' expects a reduce_sum or an "
+                              "embedding_grad and a cast of its result to f32";
     return success();
   }
   // fusion_c4

@@ -263,8 +263,9 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
       have one shape; a view is index arithmetic, never a copy.
     - `gemm`: a GEMM-like op followed by what its epilogue applies (a tanh
       GELU, a widening cast of the product).
-    - `reduce`: a reduce_sum whose f32 accumulator is stored as f32 by the
-      widening cast that follows it.
+    - `reduce`: a reduce_sum (or an embedding gradient, a scatter-add)
+      whose f32 accumulator is stored as f32 by the widening cast that
+      follows it.
     - `row`: a softmax, log_softmax or layer_norm with the loop ops that
       compute its input (the attention's scale and causal mask, the
       residual sum before a layer norm, which the kernel also stores), or
@@ -299,7 +300,8 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
         results all have one shape.
     C4: `gemm`: the first op is linear, matmul or batch_matmul, and every
         other op reads the product.
-    C5: `reduce`: the body is a reduce_sum and a cast of its result to f32.
+    C5: `reduce`: the body is a reduce_sum or an embedding_grad and a cast
+        of its result to f32.
     C6: `row`: the body holds one softmax, log_softmax, layer_norm,
         softmax_grad, log_softmax_grad or layer_norm_grad; every other op is
         elementwise or a view.

@@ -57,11 +57,12 @@ bool isGeluEpilogue(LinearOp linear, Operation *next) {
          linear.getWeight().getType().getDimSize(0) % 8 == 0;
 }
 
-/// The only reader of a matmul's (or an unbiased linear's) half product, or
-/// of a reduce_sum's half sum, when it widens the value to f32: the GEMM or
-/// the reduction can write f32 from its f32 accumulator itself.
+/// The only reader of a matmul's (or an unbiased linear's) half product, of
+/// a reduce_sum's half sum, or of an embedding gradient's half table, when
+/// it widens the value to f32: the GEMM or the reduction can write f32 from
+/// its f32 accumulator itself.
 CastOp widenedResult(Operation *op) {
-  if (!isa<MatmulOp, BatchMatmulOp, LinearOp, ReduceSumOp>(op))
+  if (!isa<MatmulOp, BatchMatmulOp, LinearOp, ReduceSumOp, EmbeddingGradOp>(op))
     return nullptr;
   if (auto linear = dyn_cast<LinearOp>(op); linear && linear.getBias())
     return nullptr;
@@ -419,7 +420,8 @@ void KernelFormation::formEpilogueGroups() {
     if (!epilogue)
       continue;
     Group group;
-    group.kind = isa<ReduceSumOp>(op) ? FusionKind::Reduce : FusionKind::Gemm;
+    group.kind = isa<ReduceSumOp, EmbeddingGradOp>(op) ? FusionKind::Reduce
+                                                       : FusionKind::Gemm;
     group.ops.insert(&op);
     group.ops.insert(epilogue);
     group.root = epilogue;

@@ -399,7 +399,8 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
        joins the linear; so does a widening cast to f32 of a matmul's or
        batch_matmul's half product when the cast is its only reader (the
        GEMM writes f32 directly: one rounding fewer). The same cast of a
-       reduce_sum's sum joins the reduction (a `reduce` group).
+       reduce_sum's sum, or of an embedding gradient's table (accumulated
+       in f32 by atomics), joins the reduction (a `reduce` group).
     2. Row kernels (`rows`): the loop ops that compute a softmax's (or
        log_softmax's or layer_norm's) input and are read only there, with
        one evaluation per element, join it (the attention's scale and causal

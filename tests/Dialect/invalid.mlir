@@ -404,9 +404,10 @@ mpc.model @fusion_c4_product inputs(%x: tensor<4x8xf32>, %y: tensor<8x4xf32>) pa
 
 // -----
 
-// fusion_c5: a reduce group is a reduce_sum and its widening cast.
+// fusion_c5: a reduce group is a reduce_sum (or embedding_grad) and its
+// widening cast.
 mpc.model @fusion_c5 inputs(%x: tensor<4x8xf16>) params() {
-  // expected-error@+1 {{'mpc.fusion' op of kind 'reduce' expects a reduce_sum and a cast of its result to f32}}
+  // expected-error@+1 {{'mpc.fusion' op of kind 'reduce' expects a reduce_sum or an embedding_grad and a cast of its result to f32}}
   %0 = mpc.fusion reduce {
     %s = mpc.reduce_sum %x dims [0, 1] : tensor<4x8xf16>
     %n = mpc.neg %s : tensor<f16>

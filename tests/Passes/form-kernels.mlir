@@ -549,3 +549,31 @@ mpc.model @classifier_loss_read_before inputs(%logits: tensor<4x10xf32>, %y: ten
   %s = mpc.reduce_sum %d dims [0, 1] : tensor<4x10xf32>
   mpc.output loss(%s : tensor<f32>)
 }
+
+// -----
+
+// An embedding gradient of a half table, widened to f32 by its only reader,
+// is a reduce group: the atomics accumulate in the f32 result itself, with
+// no rounding to half and back. Not where the half table is read too.
+// CHECK-LABEL: mpc.model @embedding_gradient
+//       CHECK:   mpc.fusion reduce {
+//  CHECK-NEXT:     mpc.embedding_grad %dy, %ids
+//  CHECK-NEXT:     mpc.cast {{.*}} to tensor<10x4xf32>
+//  CHECK-NEXT:     mpc.yield
+//   CHECK-NOT:   mpc.fusion reduce
+// NOEPI-LABEL: mpc.model @embedding_gradient
+//   NOEPI-NOT:   mpc.fusion reduce
+mpc.model @embedding_gradient inputs(%dy: tensor<2x3x4xf16>, %ids: tensor<2x3xi32>) params() {
+  %g = mpc.embedding_grad %dy, %ids : tensor<2x3x4xf16>, tensor<2x3xi32> -> tensor<10x4xf16>
+  %w = mpc.cast %g : tensor<10x4xf16> to tensor<10x4xf32>
+  %h = mpc.embedding_grad %dy, %ids : tensor<2x3x4xf16>, tensor<2x3xi32> -> tensor<10x4xf16>
+  %hw = mpc.cast %h : tensor<10x4xf16> to tensor<10x4xf32>
+  %hn = mpc.neg %h : tensor<10x4xf16>
+  %hnw = mpc.cast %hn : tensor<10x4xf16> to tensor<10x4xf32>
+  %s0 = mpc.reduce_sum %w dims [0, 1] : tensor<10x4xf32>
+  %s1 = mpc.reduce_sum %hw dims [0, 1] : tensor<10x4xf32>
+  %s2 = mpc.reduce_sum %hnw dims [0, 1] : tensor<10x4xf32>
+  %s = mpc.add %s0, %s1 : tensor<f32>, tensor<f32>
+  %l = mpc.add %s, %s2 : tensor<f32>, tensor<f32>
+  mpc.output loss(%l : tensor<f32>)
+}
