@@ -82,6 +82,8 @@ PipelineOptions makePipelineOptions(const CompileOptions &options) {
   PipelineOptions pipeline;
   pipeline.werrorNumerics = options.werrorNumerics;
   pipeline.foldCasts = options.foldCasts;
+  pipeline.recompute.ops.assign(options.recompute.begin(),
+                                options.recompute.end());
 
   MpcInsertLossScalingPassOptions &scaling = pipeline.lossScaling;
   if (options.lossScale.mode)

@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::mpc {
 
@@ -73,6 +74,8 @@ struct CompileOptions {
   /// Hidden `--no-fold-casts`: keep every cast, to test that folding
   /// changes no result.
   bool foldCasts = true;
+  /// `--recompute`: forward ops the backward pass computes again.
+  std::vector<std::string> recompute;
   int accumulate = 1;
   EmitStage emit = EmitStage::Library;
   /// `--report`: print the precision report and stop (no library).

@@ -177,6 +177,12 @@ cl::opt<bool> noFoldCasts("no-fold-casts", cl::desc("Do not fold casts"),
                           cl::Hidden, cl::sub(compileCommand),
                           cl::cat(precisionCategory));
 
+cl::list<std::string> recompute(
+    "recompute",
+    cl::desc("Ops whose results the backward pass computes again instead "
+             "of keeping them (gelu): a lower activation peak for more "
+             "bytes moved (mpc-recompute)"),
+    cl::CommaSeparated, cl::sub(compileCommand), cl::cat(compileCategory));
 cl::opt<bool> noFuse(
     "no-fuse",
     cl::desc("Emit one kernel per op and keep every result in memory (no "
@@ -354,6 +360,11 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.shared = shared;
   options.foldCasts = !noFoldCasts;
   options.fuse = !noFuse;
+  for (const std::string &op : recompute) {
+    if (op != "gelu")
+      return fail("--recompute=" + op + ": only gelu can be recomputed");
+    options.recompute.push_back(op);
+  }
 
   if (options.emit == mlir::mpc::EmitStage::Library && !options.report &&
       options.outputDir.empty())

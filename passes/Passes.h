@@ -48,6 +48,8 @@ struct PipelineOptions {
   /// The training pipeline's loss scaling and optimizer.
   MpcInsertLossScalingPassOptions lossScaling;
   MpcFuseOptimizerPassOptions optimizer;
+  /// mpc-recompute's ops; empty: the pass does not run.
+  MpcRecomputePassOptions recompute;
 };
 
 /// The passes that shape the forward pass: precision assignment, the

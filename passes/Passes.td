@@ -148,6 +148,48 @@ def MpcAutodiffPass : Pass<"mpc-autodiff", "mlir::ModuleOp"> {
               "Ops created for the backward pass">];
 }
 
+def MpcRecomputePass : Pass<"mpc-recompute", "mlir::ModuleOp"> {
+  let summary = "Compute chosen activations again in the backward pass "
+                "instead of keeping them";
+  let description = [{
+    Selective activation recomputation (Megatron-LM's selective recompute;
+    llm.c recomputes GELU the same way): in a training step, each
+    elementwise forward op named in `ops` whose result the backward pass
+    reads is cloned just before its first backward reader, which reads the
+    clone. The forward result then dies once the forward pass is done with
+    it, and the activation peak (which is reached at the start of the
+    backward pass) falls by its size; the clone costs one more read of its
+    operands and one more write. Only where every operand is read at or
+    after the clone anyway, so that no other value lives longer: a GELU's
+    input, which its gradient reads.
+
+    Runs last in the training pipeline (CSE would merge the clone back).
+
+    Before (`ops=gelu`):
+    ```mlir
+    %g = mpc.gelu %h approximate tanh : tensor<64x128xf16>
+    ...
+    %dw = mpc.matmul %dy, %g transpose_lhs : ...
+    %dh = mpc.gelu_grad %dg, %h approximate tanh : ...
+    ```
+    After:
+    ```mlir
+    %g = mpc.gelu %h approximate tanh : tensor<64x128xf16>
+    ...
+    %g2 = mpc.gelu %h approximate tanh : tensor<64x128xf16>
+    %dw = mpc.matmul %dy, %g2 transpose_lhs : ...
+    %dh = mpc.gelu_grad %dg, %h approximate tanh : ...
+    ```
+  }];
+  let dependentDialects = ["mlir::mpc::MpcDialect"];
+  let options = [
+    ListOption<"ops", "ops", "std::string",
+               "Elementwise ops to recompute, by name without the dialect "
+               "(gelu)">];
+  let statistics = [
+    Statistic<"numRecomputed", "num-recomputed", "Ops recomputed">];
+}
+
 def MpcFoldCastsPass : Pass<"mpc-fold-casts", "mlir::ModuleOp"> {
   let summary = "Remove cast round trips that change nothing and cast each "
                 "value to a type once";

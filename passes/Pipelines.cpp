@@ -60,6 +60,9 @@ void mlir::mpc::buildTrainingPipeline(OpPassManager &pm,
   // computed twice.
   pm.addPass(createCanonicalizer(options));
   pm.addPass(createCSEPass());
+  // Last: CSE would merge a recomputation with the value it repeats.
+  if (!options.recompute.ops.empty())
+    pm.addPass(createMpcRecomputePass(options.recompute));
 }
 
 void mlir::mpc::registerMpcPipelines() {

@@ -3,8 +3,9 @@
 
 GPT-2 small as tools/bench/gpu_step.py builds it (12 layers, width 768, 12
 heads, context 1024, vocabulary 50304, batch 8), compiled for the cuda
-target (--arch=sm_90, AdamW) at O2 bf16 and at O2 f16 with dynamic loss
-scaling. For each it prints what `mpc compile --report=json` says of one
+target (--arch=sm_90, AdamW) at O2 bf16, at O2 f16 with dynamic loss
+scaling, and at O2 bf16 with the GELU recomputed in the backward pass
+(--recompute=gelu: less activation memory, more bytes). For each it prints what `mpc compile --report=json` says of one
 training step: kernel launches, GEMM calls, bytes moved, FLOPs, the
 roofline bound on an H100 (the sum of each kernel's max(FLOPs / peak,
 bytes / bandwidth)) and the compute floor (all FLOPs at the tensor-core
@@ -27,7 +28,9 @@ from gpu_step import CONFIGS, REPO, gpt_mlir  # noqa: E402
 
 VARIANTS = [("O2 bf16", ["--amp=O2", "--half=bf16"]),
             ("O2 f16 dynamic", ["--amp=O2", "--half=f16",
-                                "--loss-scale=dynamic"])]
+                                "--loss-scale=dynamic"]),
+            ("O2 bf16 recomp", ["--amp=O2", "--half=bf16",
+                                "--recompute=gelu"])]
 
 
 def report(mpc, model_path, flags):
