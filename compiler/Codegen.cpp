@@ -674,6 +674,12 @@ mlir::mpc::convGradWeightSumOffset(Conv2dGradWeightOp op) {
   return llvm::alignTo(convGradWeightColumnBytes(op), 256);
 }
 
+int64_t mlir::mpc::mseLossBlocks(MseLossOp op) {
+  // Enough blocks to spread the elements, each a few thousand of them.
+  return std::clamp<int64_t>(op.getInput().getType().getNumElements() / 4096, 1,
+                             256);
+}
+
 int64_t mlir::mpc::layerNormGradBlocks(LayerNormGradOp op) {
   int64_t rows = op.getInput().getType().getNumElements() /
                  op.getGamma().getType().getNumElements();
@@ -701,6 +707,8 @@ int64_t mlir::mpc::scratchBytes(const Step &step) {
   }
   if (isa<CrossEntropyGradOp>(op))
     return 4; // count of targets that are not ignored
+  if (auto loss = dyn_cast<MseLossOp>(op))
+    return mseLossBlocks(loss) * 4; // the blocks' partial sums
   if (auto conv = dyn_cast<Conv2dOp>(op)) {
     // im2col columns: N * C * KH * KW * OH * OW input elements.
     auto weight = conv.getWeight().getType();

@@ -26,8 +26,10 @@ int64_t mlir::mpc::elementwiseFlops(Operation *op, bool training) {
   return llvm::TypeSwitch<Operation *, int64_t>(op)
       .Case<AddOp, SubOp, MulOp, DivOp, NegOp, ScaleOp, TanhOp, ExpOp, LogOp,
             SqrtOp>([](Operation *) { return 1; })
-      .Case([](RsqrtOp) { return 2; })   // 1 / sqrtf(x) on the cpu
-      .Case([](SigmoidOp) { return 4; }) // 1 / (1 + exp(-x))
+      .Case([](RsqrtOp) { return 2; })    // 1 / sqrtf(x) on the cpu
+      .Case([](SigmoidOp) { return 4; })  // 1 / (1 + exp(-x))
+      .Case([](SiluOp) { return 5; })     // x * sigmoid(x)
+      .Case([](SiluGradOp) { return 9; }) // sigmoid, then 5 more
       .Case([](GeluOp gelu) {
         return gelu.getApproximate() == GeluApproximation::Tanh ? 9 : 5;
       })
@@ -352,6 +354,7 @@ FusedKernelBuilder::expression(Operation *op, ArrayRef<std::string> in,
       })
       .Case([&](TanhOp) { return unary("tanhf"); })
       .Case([&](SigmoidOp) { return unary("mpc_sigmoid"); })
+      .Case([&](SiluOp) { return unary("mpc_silu"); })
       .Case([&](ExpOp) { return unary("expf"); })
       .Case([&](LogOp) { return unary("logf"); })
       .Case([&](SqrtOp) { return unary("sqrtf"); })
@@ -406,6 +409,10 @@ FusedKernelBuilder::expression(Operation *op, ArrayRef<std::string> in,
       .Case([&](TanhGradOp) {
         // operands: grad, output
         return "(" + in[0] + " * (1.0f - " + in[1] + " * " + in[1] + "))";
+      })
+      .Case([&](SiluGradOp) {
+        // operands: grad, input
+        return "(" + in[0] + " * mpc_silu_grad(" + in[1] + "))";
       })
       .Case([&](SigmoidGradOp) {
         return "(" + in[0] + " * " + in[1] + " * (1.0f - " + in[1] + "))";

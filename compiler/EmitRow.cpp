@@ -367,6 +367,59 @@ void emitClassifier(StepEmitter &emitter, const Step &step,
   emitLossMean(emitter, loss, rows, rowLoss, rowValid);
 }
 
+/// Mean squared error in two deterministic stages: each of `mseLossBlocks`
+/// blocks sums the squared differences of one contiguous chunk into
+/// scratch, then one block adds the partial sums in block order and divides
+/// by the element count.
+void emitMseLoss(StepEmitter &emitter, const Step &step, MseLossOp op) {
+  int64_t n = op.getInput().getType().getNumElements();
+  int64_t blocks = mseLossBlocks(op);
+  int64_t chunk = (n + blocks - 1) / blocks;
+  std::string partials = emitter.scratchPointer(step, "float");
+  std::string name = emitter.kernelName("mse_loss_partials");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ input, const {1} "
+      "*__restrict__ target, float *__restrict__ partials) {{\n"
+      "  long long begin = (long long)blockIdx.x * {2}LL;\n"
+      "  long long count = {3}LL - begin < {2}LL ? {3}LL - begin : {2}LL;\n"
+      "  mpc_sum s = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, count) {{\n"
+      "    float d = mpc_load(input + begin + j) - "
+      "mpc_load(target + begin + j);\n"
+      "    s += d * d;\n"
+      "  }\n"
+      "  s = mpc_block_reduce_sum(s);\n"
+      "  if (threadIdx.x == 0) partials[blockIdx.x] = s;\n"
+      "}\n",
+      name, elementCType(op.getInput()), chunk, n));
+  emitter.launch(name, blocks, rowBlockSize,
+                 {emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getTarget()), partials},
+                 // a difference, a square and an add an element
+                 KernelCost()
+                     .reads(op.getInput())
+                     .reads(op.getTarget())
+                     .writesBytes(blocks * 4)
+                     .flopsPer(n, 3));
+  std::string meanName = emitter.kernelName("mse_loss_mean");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ partials, float "
+      "*__restrict__ loss) {{\n"
+      "  mpc_sum total = 0.0f;\n"
+      "  MPC_FOR_THREAD(b, {1}LL) total += partials[b];\n"
+      "  total = mpc_block_reduce_sum(total);\n"
+      "  if (threadIdx.x == 0) loss[0] = total / {2};\n"
+      "}\n",
+      meanName, blocks, floatLiteral(static_cast<double>(n))));
+  emitter.launch(meanName, 1, rowBlockSize,
+                 {partials, emitter.pointer(op.getResult())},
+                 KernelCost()
+                     .readsBytes(blocks * 4)
+                     .writes(op.getResult())
+                     .flopsPer(blocks, 1)
+                     .flopsPer(1, 1));
+}
+
 /// reduce_sum / reduce_mean / reduce_max: one block per output element; its
 /// threads stride over the reduced elements.
 void emitReduce(StepEmitter &emitter, Operation *op, Value input, Value output,
@@ -714,6 +767,10 @@ FailureOr<bool> mlir::mpc::emitRowOp(Operation *op, const Step &step,
   }
   if (auto grad = dyn_cast<CrossEntropyGradOp>(op)) {
     emitCrossEntropyGrad(emitter, step, grad);
+    return true;
+  }
+  if (auto loss = dyn_cast<MseLossOp>(op)) {
+    emitMseLoss(emitter, step, loss);
     return true;
   }
   return false;

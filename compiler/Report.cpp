@@ -114,7 +114,7 @@ std::string reason(Operation *op, AmpLevel level) {
     break;
   case PrecisionClass::KeepF32:
     text = std::string("policy: keep_f32 at ") + levelName(level);
-    if (isa<CrossEntropyOp>(op))
+    if (isa<CrossEntropyOp, MseLossOp>(op))
       text += ", f32 loss";
     break;
   case PrecisionClass::Promote:

@@ -54,6 +54,13 @@ def Mpc_SigmoidGradOp : Mpc_ElementwiseGradOp<"sigmoid_grad", "sigmoid",
   let assemblyFormat = "$grad `,` $output attr-dict `:` type($grad)";
 }
 
+def Mpc_SiluGradOp : Mpc_ElementwiseGradOp<"silu_grad", "silu",
+    "dx = dy * s * (1 + input * (1 - s)), s = sigmoid(input)"> {
+  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$input);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = "$grad `,` $input attr-dict `:` type($grad)";
+}
+
 def Mpc_SoftmaxGradOp : Mpc_PolicyOp<"softmax_grad", "KeepF32",
                                      [Pure, SameOperandsAndResultType]> {
   let summary = "Gradient of `mpc.softmax`: y * (dy - sum(dy * y))";

@@ -16,6 +16,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace mlir::mpc;
 
@@ -246,6 +248,13 @@ LogicalResult GeluOp::buildVjp(OpBuilder &b, Value dy, ArrayRef<bool> needed,
   return success();
 }
 
+LogicalResult SiluOp::buildVjp(OpBuilder &b, Value dy, ArrayRef<bool> needed,
+                               SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  grads[0] = SiluGradOp::create(b, getLoc(), dy, getInput());
+  return success();
+}
+
 LogicalResult TanhOp::buildVjp(OpBuilder &b, Value dy, ArrayRef<bool> needed,
                                SmallVectorImpl<Value> &grads) {
   resizeGrads(*this, grads);
@@ -440,6 +449,37 @@ LogicalResult CrossEntropyOp::buildVjp(OpBuilder &b, Value dy,
   resizeGrads(*this, grads);
   grads[0] = CrossEntropyGradOp::create(b, getLoc(), dy, getLogits(),
                                         getTargets(), getIgnoreIndexAttr());
+  return success();
+}
+
+LogicalResult MseLossOp::buildVjp(OpBuilder &b, Value dy, ArrayRef<bool> needed,
+                                  SmallVectorImpl<Value> &grads) {
+  // d input = 2 (input - target) dy / N, computed in f32 as the loss is
+  // (half operands are widened, the gradients rounded to their type once);
+  // d target is its negation.
+  resizeGrads(*this, grads);
+  Location loc = getLoc();
+  auto type = getInput().getType();
+  auto wide = type.clone(b.getF32Type());
+  auto widen = [&](Value value) -> Value {
+    return value.getType() == wide ? value
+                                   : CastOp::create(b, loc, wide, value);
+  };
+  auto narrow = [&](Value value) -> Value {
+    return type == wide ? value : CastOp::create(b, loc, type, value);
+  };
+  SmallVector<int64_t> all(type.getRank());
+  std::iota(all.begin(), all.end(), 0);
+  Value expanded = expandReduced(b, loc, dy, wide, all);
+  Value difference =
+      SubOp::create(b, loc, widen(getInput()), widen(getTarget()));
+  Value gradient = ScaleOp::create(
+      b, loc, MulOp::create(b, loc, difference, expanded),
+      b.getF64FloatAttr(2.0 / static_cast<double>(type.getNumElements())));
+  if (needed[0])
+    grads[0] = narrow(gradient);
+  if (needed[1])
+    grads[1] = narrow(NegOp::create(b, loc, gradient));
   return success();
 }
 

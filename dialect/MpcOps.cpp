@@ -521,9 +521,9 @@ bool mlir::mpc::isElementwise(Operation *op) {
   if (auto constant = dyn_cast<ConstantOp>(op))
     return isa<SplatElementsAttr>(constant.getValue());
   return isa<AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, TanhOp, SigmoidOp,
-             ExpOp, LogOp, SqrtOp, RsqrtOp, GeluOp, ScaleOp, WhereOp, DropoutOp,
-             CastOp, BroadcastOp, CausalMaskOp, ReluGradOp, GeluGradOp,
-             TanhGradOp, SigmoidGradOp>(op);
+             SiluOp, ExpOp, LogOp, SqrtOp, RsqrtOp, GeluOp, ScaleOp, WhereOp,
+             DropoutOp, CastOp, BroadcastOp, CausalMaskOp, ReluGradOp,
+             GeluGradOp, TanhGradOp, SigmoidGradOp, SiluGradOp>(op);
 }
 
 bool mlir::mpc::isView(Operation *op) {
@@ -1499,6 +1499,23 @@ LogicalResult CrossEntropyOp::inferReturnTypes(
                    shapeString(logits->getShape().drop_back()),
                    " (the logits without the class dim), got ",
                    quoted(*targets));
+  inferred.push_back(RankedTensorType::get({}, Float32Type::get(context)));
+  return success();
+}
+
+LogicalResult MseLossOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  auto input = staticTensor(loc, name, adaptor.getInput(), "the input");
+  auto target = staticTensor(loc, name, adaptor.getTarget(), "the target");
+  if (failed(input) || failed(target))
+    return failure();
+  // mse_loss_c1
+  if (*input != *target)
+    return opError(loc, name, "expects the target to have the input's type ",
+                   quoted(*input), ", got ", quoted(*target));
   inferred.push_back(RankedTensorType::get({}, Float32Type::get(context)));
   return success();
 }

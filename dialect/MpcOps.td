@@ -469,6 +469,9 @@ def Mpc_TanhOp : Mpc_UnaryOp<"tanh", "Follow"> {
 def Mpc_SigmoidOp : Mpc_UnaryOp<"sigmoid", "Follow"> {
   let summary = "Elementwise 1 / (1 + exp(-x))";
 }
+def Mpc_SiluOp : Mpc_UnaryOp<"silu", "Follow"> {
+  let summary = "Elementwise x * sigmoid(x) (SiLU, swish; Llama's gated MLP)";
+}
 def Mpc_ExpOp : Mpc_UnaryOp<"exp", "KeepF32"> {
   let summary = "Elementwise exponential (overflows half above 11.09)";
 }
@@ -845,6 +848,27 @@ def Mpc_CrossEntropyOp : Mpc_PolicyOp<"cross_entropy", "KeepF32",
   let assemblyFormat = [{
     $logits `,` $targets (`ignore_index` $ignore_index^)? attr-dict `:`
     type($logits) `,` type($targets)
+  }];
+}
+
+def Mpc_MseLossOp : Mpc_PolicyOp<"mse_loss", "KeepF32",
+                                 [Differentiable, Pure, InferTypeOpAdaptor]> {
+  let summary = "Mean squared error between two tensors";
+  let description = [{
+    The f32 scalar mean of `(input - target)^2` over every element, as
+    torch.nn.functional.mse_loss with `reduction='mean'`. Both operands are
+    differentiable (a target computed from parameters gets a gradient too).
+
+    C1: `input` and `target` have one type.
+
+    ```mlir
+    %loss = mpc.mse_loss %y, %t : tensor<64x1xf32>, tensor<64x1xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, Mpc_FloatTensor:$target);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $input `,` $target attr-dict `:` type($input) `,` type($target)
   }];
 }
 

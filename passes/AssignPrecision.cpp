@@ -39,7 +39,7 @@ Type widest(Type a, Type b) {
 /// and attention's logsumexp (a statistic, as softmax's would be).
 bool keepsF32Result(Value result) {
   Operation *op = result.getDefiningOp();
-  if (isa<CrossEntropyOp>(op))
+  if (isa<CrossEntropyOp, MseLossOp>(op))
     return true;
   if (auto attention = dyn_cast<AttentionOp>(op))
     return result == attention.getLse();

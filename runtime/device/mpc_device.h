@@ -287,6 +287,15 @@ __device__ __forceinline__ float mpc_gelu_tanh_grad(float x) {
 __device__ __forceinline__ float mpc_sigmoid(float x) {
   return 1.0f / (1.0f + expf(-x));
 }
+// SiLU as torch.nn.functional.silu: x * sigmoid(x); its derivative
+// s * (1 + x * (1 - s)).
+__device__ __forceinline__ float mpc_silu(float x) {
+  return x * mpc_sigmoid(x);
+}
+__device__ __forceinline__ float mpc_silu_grad(float x) {
+  float s = mpc_sigmoid(x);
+  return s * (1.0f + x * (1.0f - s));
+}
 __device__ __forceinline__ float mpc_rsqrt(float x) {
 #ifdef MPC_DEVICE_CUDA
   return rsqrtf(x);

@@ -11,12 +11,14 @@
 //       CHECK:   mpc.gelu_grad %{{.*}}, %{{.*}} approximate tanh : tensor<4x8xf32>
 //       CHECK:   mpc.tanh_grad %{{.*}}, %{{.*}} : tensor<4x8xf32>
 //       CHECK:   mpc.sigmoid_grad %{{.*}}, %{{.*}} : tensor<4x8xf32>
+//       CHECK:   mpc.silu_grad %{{.*}}, %{{.*}} : tensor<4x8xf32>
 func.func @elementwise_grads(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>) {
   %0 = mpc.relu_grad %dy, %x : tensor<4x8xf32>
   %1 = mpc.gelu_grad %dy, %x : tensor<4x8xf32>
   %2 = mpc.gelu_grad %dy, %x approximate tanh : tensor<4x8xf32>
   %3 = mpc.tanh_grad %dy, %x : tensor<4x8xf32>
   %4 = mpc.sigmoid_grad %dy, %x : tensor<4x8xf32>
+  %5 = mpc.silu_grad %dy, %x : tensor<4x8xf32>
   return
 }
 

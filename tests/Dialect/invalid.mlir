@@ -1673,6 +1673,24 @@ func.func @cross_entropy_c1(%l: tensor<10xf32>, %y: tensor<i32>) {
 
 // -----
 
+// mse_loss_c1: the target has the input's shape and type.
+func.func @mse_loss_c1_shape(%x: tensor<64x3xf32>, %t: tensor<64xf32>) {
+  // expected-error@+1 {{'mpc.mse_loss' op expects the target to have the input's type 'tensor<64x3xf32>', got 'tensor<64xf32>'}}
+  %0 = mpc.mse_loss %x, %t : tensor<64x3xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
+// mse_loss_c1: no implicit cast between types.
+func.func @mse_loss_c1_type(%x: tensor<64x3xf16>, %t: tensor<64x3xf32>) {
+  // expected-error@+1 {{'mpc.mse_loss' op expects the target to have the input's type 'tensor<64x3xf16>', got 'tensor<64x3xf32>'}}
+  %0 = mpc.mse_loss %x, %t : tensor<64x3xf16>, tensor<64x3xf32>
+  return
+}
+
+// -----
+
 func.func @cross_entropy_c2(%l: tensor<64x10xf32>, %y: tensor<32xi32>) {
   // expected-error@+1 {{'mpc.cross_entropy' op expects targets of shape [64] (the logits without the class dim), got 'tensor<32xi32>'}}
   %0 = mpc.cross_entropy %l, %y : tensor<64x10xf32>, tensor<32xi32>

@@ -341,7 +341,8 @@ func.func @div(%a: tensor<2x1x3xbf16>, %b: tensor<5x1xbf16>) -> tensor<2x5x3xbf1
 //       CHECK:   %[[RELU:.*]] = mpc.relu %[[NEG]] : tensor<4x8xf32>
 //       CHECK:   %[[TANH:.*]] = mpc.tanh %[[RELU]] : tensor<4x8xf32>
 //       CHECK:   %[[SIG:.*]] = mpc.sigmoid %[[TANH]] : tensor<4x8xf32>
-//       CHECK:   %[[EXP:.*]] = mpc.exp %[[SIG]] : tensor<4x8xf32>
+//       CHECK:   %[[SILU:.*]] = mpc.silu %[[SIG]] : tensor<4x8xf32>
+//       CHECK:   %[[EXP:.*]] = mpc.exp %[[SILU]] : tensor<4x8xf32>
 //       CHECK:   %[[LOG:.*]] = mpc.log %[[EXP]] : tensor<4x8xf32>
 //       CHECK:   %[[SQRT:.*]] = mpc.sqrt %[[LOG]] : tensor<4x8xf32>
 //       CHECK:   %[[RSQRT:.*]] = mpc.rsqrt %[[SQRT]] : tensor<4x8xf32>
@@ -351,7 +352,8 @@ func.func @unary(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %1 = mpc.relu %0 : tensor<4x8xf32>
   %2 = mpc.tanh %1 : tensor<4x8xf32>
   %3 = mpc.sigmoid %2 : tensor<4x8xf32>
-  %4 = mpc.exp %3 : tensor<4x8xf32>
+  %s = mpc.silu %3 : tensor<4x8xf32>
+  %4 = mpc.exp %s : tensor<4x8xf32>
   %5 = mpc.log %4 : tensor<4x8xf32>
   %6 = mpc.sqrt %5 : tensor<4x8xf32>
   %7 = mpc.rsqrt %6 : tensor<4x8xf32>
@@ -608,6 +610,18 @@ func.func @embedding_i64_scalar(%t: tensor<10x3xbf16>, %i: tensor<i64>) -> tenso
 //       GENERIC:   "mpc.cross_entropy"(%{{.*}}, %{{.*}}) : (tensor<64x10xf32>, tensor<64xi32>) -> tensor<f32>
 func.func @cross_entropy(%logits: tensor<64x10xf32>, %y: tensor<64xi32>) -> tensor<f32> {
   %0 = mpc.cross_entropy %logits, %y : tensor<64x10xf32>, tensor<64xi32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// mse_loss: an f32 scalar whatever the operands' type.
+// CHECK-LABEL: func.func @mse_loss
+//       CHECK:   mpc.mse_loss %{{.*}}, %{{.*}} : tensor<64x3xbf16>, tensor<64x3xbf16>
+// GENERIC-LABEL: sym_name = "mse_loss"
+//       GENERIC:   "mpc.mse_loss"(%{{.*}}, %{{.*}}) : (tensor<64x3xbf16>, tensor<64x3xbf16>) -> tensor<f32>
+func.func @mse_loss(%y: tensor<64x3xbf16>, %t: tensor<64x3xbf16>) -> tensor<f32> {
+  %0 = mpc.mse_loss %y, %t : tensor<64x3xbf16>, tensor<64x3xbf16>
   return %0 : tensor<f32>
 }
 
