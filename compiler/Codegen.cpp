@@ -680,6 +680,12 @@ int64_t mlir::mpc::mseLossBlocks(MseLossOp op) {
                              256);
 }
 
+int64_t mlir::mpc::rmsNormGradBlocks(RmsNormGradOp op) {
+  int64_t rows = op.getInput().getType().getNumElements() /
+                 op.getGamma().getType().getNumElements();
+  return std::clamp<int64_t>(rows / 32, 1, 256);
+}
+
 int64_t mlir::mpc::layerNormGradBlocks(LayerNormGradOp op) {
   int64_t rows = op.getInput().getType().getNumElements() /
                  op.getGamma().getType().getNumElements();
@@ -722,6 +728,10 @@ int64_t mlir::mpc::scratchBytes(const Step &step) {
   }
   if (auto norm = dyn_cast<BatchNormOp>(op))
     return 2 * norm.getGamma().getType().getNumElements() * 4; // mean, rstd
+  if (auto grad = dyn_cast<RmsNormGradOp>(op))
+    // Each block's partial sums of dgamma.
+    return rmsNormGradBlocks(grad) *
+           grad.getGamma().getType().getNumElements() * 4;
   if (auto grad = dyn_cast<LayerNormGradOp>(op))
     // Each block's partial sums of dgamma and dbeta.
     return layerNormGradBlocks(grad) * 2 *

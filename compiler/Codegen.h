@@ -157,6 +157,8 @@ std::optional<int64_t> convGradWeightSumOffset(Conv2dGradWeightOp op);
 /// two per SM of an H100, or fewer so that each takes at least 32 rows
 /// (the partials then take no more than the per-row statistics would).
 int64_t layerNormGradBlocks(LayerNormGradOp op);
+/// Blocks of rms_norm_grad's first kernel, chosen as layerNormGradBlocks.
+int64_t rmsNormGradBlocks(RmsNormGradOp op);
 /// The blocks of mse_loss's first kernel, each summing one chunk.
 int64_t mseLossBlocks(MseLossOp op);
 

@@ -165,6 +165,86 @@ LogicalResult emitLayerNormGrad(StepEmitter &emitter, const Step &step,
   return success();
 }
 
+/// rms_norm_grad over rows of `width` elements, with xhat = x * rstd and
+/// g = dy * gamma:
+///   dx = rstd * (g - xhat * mean(g * xhat)),  dgamma = sum over rows of
+///   dy * xhat.
+/// Kernel 1, `rmsNormGradBlocks` blocks striding over the rows: dx, and
+/// each block's partial dgamma in scratch. Kernel 2, per column: the
+/// partials summed in block order (deterministic, as layer_norm_grad).
+void emitRmsNormGrad(StepEmitter &emitter, const Step &step, RmsNormGradOp op) {
+  int64_t width = op.getGamma().getType().getNumElements();
+  int64_t rows = op.getInput().getType().getNumElements() / width;
+  int64_t blocks = rmsNormGradBlocks(op);
+  std::string partials = emitter.scratchPointer(step, "float");
+  std::string rowName = emitter.kernelName("rms_norm_grad_input");
+  // Each thread owns columns j, j + blockDim, ... of the block's partials:
+  // no barrier between rows.
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {1} "
+      "*__restrict__ x, const {2} *__restrict__ gamma, {1} *__restrict__ "
+      "dx, float *__restrict__ partials) {{\n"
+      "  float *acc = partials + (long long)blockIdx.x * {3}LL;\n"
+      "  MPC_FOR_THREAD(j, {3}LL) acc[j] = 0.0f;\n"
+      "  for (long long r = blockIdx.x; r < {4}LL; r += gridDim.x) {{\n"
+      "    const {1} *dyr = dy + r * {3}LL;\n"
+      "    const {1} *xr = x + r * {3}LL;\n"
+      "    mpc_sum squares = 0.0f;\n"
+      "    MPC_FOR_THREAD(j, {3}LL) {{ float v = mpc_load(xr + j); "
+      "squares += v * v; }\n"
+      "    float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {3}.0f + "
+      "{5});\n"
+      "    mpc_sum sgx = 0.0f;\n"
+      "    MPC_FOR_THREAD(j, {3}LL) sgx += mpc_load(dyr + j) * "
+      "mpc_load(gamma + j) * mpc_load(xr + j) * rstd;\n"
+      "    float mean_gx = mpc_block_reduce_sum(sgx) / {3}.0f;\n"
+      "    MPC_FOR_THREAD(j, {3}LL) {{\n"
+      "      float xhat = mpc_load(xr + j) * rstd;\n"
+      "      float d = mpc_load(dyr + j);\n"
+      "      mpc_store(dx + r * {3}LL + j, rstd * (d * mpc_load(gamma + j) - "
+      "xhat * mean_gx));\n"
+      "      acc[j] += d * xhat;\n"
+      "    }\n"
+      "  }\n"
+      "}\n",
+      rowName, elementCType(op.getInput()), elementCType(op.getGamma()), width,
+      rows, floatLiteral(op.getEps().convertToDouble())));
+  // The mean square again (2 FLOPs an element), the sum (4), dx (5) and the
+  // partial sums (2).
+  emitter.launch(rowName, blocks, rowBlockSize,
+                 {emitter.constPointer(op.getGrad()),
+                  emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getGamma()),
+                  emitter.pointer(op.getInputGrad()), partials},
+                 KernelCost()
+                     .reads(op.getGrad())
+                     .reads(op.getInput())
+                     .reads(op.getGamma())
+                     .writes(op.getInputGrad())
+                     .writesBytes(blocks * width * 4)
+                     .flopsPer(rows * width, 13)
+                     .flopsPer(rows, 4));
+
+  std::string columnName = emitter.kernelName("rms_norm_grad_gamma");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ partials, {1} "
+      "*__restrict__ dgamma) {{\n"
+      "  MPC_FOR_EACH(j, {2}LL) {{\n"
+      "    float s = 0.0f;\n"
+      "    for (long long b = 0; b < {3}LL; ++b) s += partials[b * {2}LL + "
+      "j];\n"
+      "    mpc_store(dgamma + j, s);\n"
+      "  }\n"
+      "}\n",
+      columnName, elementCType(op.getGammaGrad()), width, blocks));
+  emitter.launch(columnName, elementwiseGrid(width), rowBlockSize,
+                 {partials, emitter.pointer(op.getGammaGrad())},
+                 KernelCost()
+                     .readsBytes(blocks * width * 4)
+                     .writes(op.getGammaGrad())
+                     .flopsPer(blocks * width, 1));
+}
+
 /// batch_norm_grad in training mode, over channel dim 1 of [N, C] or
 /// [N, C, H, W], with m = N * H * W elements per channel. Kernel 1, one
 /// block per channel: batch mean and biased variance again, then
@@ -802,6 +882,10 @@ void emitSliceGrad(StepEmitter &emitter, SliceGradOp op) {
 
 FailureOr<bool> mlir::mpc::emitBackwardOp(Operation *op, const Step &step,
                                           StepEmitter &emitter) {
+  if (auto grad = dyn_cast<RmsNormGradOp>(op)) {
+    emitRmsNormGrad(emitter, step, grad);
+    return true;
+  }
   if (auto grad = dyn_cast<LayerNormGradOp>(op)) {
     if (failed(emitLayerNormGrad(emitter, step, grad)))
       return failure();

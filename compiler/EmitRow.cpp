@@ -531,6 +531,41 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
   return success();
 }
 
+/// rms_norm over rows of `width` elements: the mean square, then the
+/// outputs, one block a row.
+void emitRmsNorm(StepEmitter &emitter, RmsNormOp op) {
+  int64_t width = op.getGamma().getType().getNumElements();
+  int64_t rows = op.getInput().getType().getNumElements() / width;
+  std::string name = emitter.kernelName("rms_norm");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ x, const {2} "
+      "*__restrict__ gamma, {1} *__restrict__ y) {{\n"
+      "  const {1} *xr = x + (long long)blockIdx.x * {3}LL;\n"
+      "  {1} *yr = y + (long long)blockIdx.x * {3}LL;\n"
+      "  mpc_sum squares = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {3}LL) {{ float v = mpc_load(xr + j); "
+      "squares += v * v; }\n"
+      "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {3}.0f + "
+      "{4});\n"
+      "  MPC_FOR_THREAD(j, {3}LL) mpc_store(yr + j, mpc_load(xr + j) * rstd "
+      "* mpc_load(gamma + j));\n"
+      "}\n",
+      name, elementCType(op.getInput()), elementCType(op.getGamma()), width,
+      floatLiteral(op.getEps().convertToDouble())));
+  // The mean square (2 FLOPs an element, 3 a row), then x * rstd * gamma
+  // (2 an element).
+  emitter.launch(name, rows, rowBlockSize,
+                 {emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getGamma()),
+                  emitter.pointer(op.getResult())},
+                 KernelCost()
+                     .reads(op.getInput())
+                     .reads(op.getGamma())
+                     .writes(op.getResult())
+                     .flopsPer(rows * width, 4)
+                     .flopsPer(rows, 3));
+}
+
 /// batch_norm over channel dim 1 of [N, C] or [N, C, H, W]. Training: one
 /// block per channel computes the batch mean and inverse deviation into
 /// scratch and updates the running statistics (when the step applies
@@ -756,6 +791,10 @@ FailureOr<bool> mlir::mpc::emitRowOp(Operation *op, const Step &step,
   }
   if (auto norm = dyn_cast<BatchNormOp>(op)) {
     emitBatchNorm(emitter, step, norm);
+    return true;
+  }
+  if (auto norm = dyn_cast<RmsNormOp>(op)) {
+    emitRmsNorm(emitter, norm);
     return true;
   }
   if (auto loss = dyn_cast<CrossEntropyOp>(op)) {

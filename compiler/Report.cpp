@@ -125,7 +125,8 @@ std::string reason(Operation *op, AmpLevel level) {
     break;
   }
   // Norm parameters kept in f32 next to half activations.
-  if (isa<LayerNormOp, BatchNormOp>(op) && op->getNumOperands() > 1) {
+  if (isa<LayerNormOp, RmsNormOp, BatchNormOp>(op) &&
+      op->getNumOperands() > 1) {
     auto param = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
     Type result = floatResultType(op);
     if (param && result && param.getElementType() != result)

@@ -130,6 +130,24 @@ def Mpc_LayerNormGradOp : Mpc_PolicyOp<"layer_norm_grad", "KeepF32",
   }];
 }
 
+def Mpc_RmsNormGradOp : Mpc_PolicyOp<"rms_norm_grad", "KeepF32",
+    [Pure, AllTypesMatch<["grad", "input", "input_grad"]>,
+     AllTypesMatch<["gamma", "gamma_grad"]>]> {
+  let summary = "Gradients of `mpc.rms_norm` (statistics recomputed)";
+  let description = [{
+    Recomputes each row's inverse root mean square from `input`, then
+    returns the gradients with respect to the input and gamma.
+  }];
+  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$input,
+                       Mpc_FloatTensor:$gamma,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$eps);
+  let results = (outs Mpc_FloatTensor:$input_grad, Mpc_FloatTensor:$gamma_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $gamma (`eps` $eps^)? attr-dict `:` type($input) `,`
+    type($gamma)
+  }];
+}
+
 def Mpc_BatchNormGradOp : Mpc_PolicyOp<"batch_norm_grad", "KeepF32",
     [Pure, AllTypesMatch<["grad", "input", "input_grad"]>,
      AllTypesMatch<["gamma", "gamma_grad", "beta_grad"]>]> {

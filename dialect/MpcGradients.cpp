@@ -417,6 +417,16 @@ LogicalResult LayerNormOp::buildVjp(OpBuilder &b, Value dy,
   return success();
 }
 
+LogicalResult RmsNormOp::buildVjp(OpBuilder &b, Value dy, ArrayRef<bool> needed,
+                                  SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  auto grad = RmsNormGradOp::create(b, getLoc(), dy, getInput(), getGamma(),
+                                    getEpsAttr());
+  grads[0] = needed[0] ? grad.getInputGrad() : Value();
+  grads[1] = needed[1] ? grad.getGammaGrad() : Value();
+  return success();
+}
+
 LogicalResult BatchNormOp::buildVjp(OpBuilder &b, Value dy,
                                     ArrayRef<bool> needed,
                                     SmallVectorImpl<Value> &grads) {

@@ -1407,26 +1407,38 @@ LogicalResult LogSoftmaxOp::verify() { // log_softmax_c1
   return verifyDim(*this, getDim(), getInput().getType().getRank());
 }
 
-LogicalResult LayerNormOp::verify() {
-  auto input = getInput().getType();
-  auto gamma = getGamma().getType();
-  // layer_norm_c1
+/// C1-C3 of layer_norm and rms_norm: gamma spans the trailing dims, has
+/// the input's element type or f32, and eps is positive in f32.
+static LogicalResult verifyTrailingNorm(Operation *op, RankedTensorType input,
+                                        RankedTensorType gamma, double eps) {
+  // layer_norm_c1, rms_norm_c1
   if (gamma.getRank() < 1 || gamma.getRank() > input.getRank() ||
       input.getShape().take_back(gamma.getRank()) != gamma.getShape())
-    return emitOpError() << "expects gamma's shape to equal the trailing dims "
-                            "of the input, got "
-                         << quoted(gamma) << " for " << quoted(input);
-  // layer_norm_c2
+    return op->emitOpError()
+           << "expects gamma's shape to equal the trailing dims of the input, "
+              "got "
+           << quoted(gamma) << " for " << quoted(input);
+  // layer_norm_c2, rms_norm_c2
   if (gamma.getElementType() != input.getElementType() &&
       !gamma.getElementType().isF32())
-    return emitOpError() << "expects gamma of the input's element type or "
-                            "f32, got "
-                         << quoted(gamma) << " for " << quoted(input);
-  // layer_norm_c3
-  if (!isPositiveAsF32(getEps().convertToDouble()))
-    return emitOpError() << "expects eps > 0 and finite in f32, got "
-                         << formatDecimal(getEps().convertToDouble());
+    return op->emitOpError()
+           << "expects gamma of the input's element type or f32, got "
+           << quoted(gamma) << " for " << quoted(input);
+  // layer_norm_c3, rms_norm_c3
+  if (!isPositiveAsF32(eps))
+    return op->emitOpError()
+           << "expects eps > 0 and finite in f32, got " << formatDecimal(eps);
   return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  return verifyTrailingNorm(*this, getInput().getType(), getGamma().getType(),
+                            getEps().convertToDouble());
+}
+
+LogicalResult RmsNormOp::verify() {
+  return verifyTrailingNorm(*this, getInput().getType(), getGamma().getType(),
+                            getEps().convertToDouble());
 }
 
 LogicalResult BatchNormOp::verify() {

@@ -764,6 +764,33 @@ def Mpc_LayerNormOp : Mpc_PolicyOp<"layer_norm", "KeepF32",
   let hasVerifier = 1;
 }
 
+def Mpc_RmsNormOp : Mpc_PolicyOp<"rms_norm", "KeepF32",
+    [Differentiable, Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Root-mean-square normalisation over the trailing dims";
+  let description = [{
+    `x * rsqrt(mean(x^2) + eps) * gamma` over the trailing dims of `input`
+    that `gamma` spans, as torch.nn.RMSNorm and Llama's RMSNorm (no mean
+    subtracted, no shift).
+
+    C1: `gamma`'s shape equals the trailing dims of `input`.
+    C2: `gamma` has the element type of `input`, or f32 (norm parameters
+        kept in f32 under mixed precision).
+    C3: `eps` is positive, finite and not 0 in f32.
+
+    ```mlir
+    %y = mpc.rms_norm %x, %g eps 1.0e-06 : tensor<4x16x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, Mpc_FloatTensor:$gamma,
+                       DefaultValuedAttr<F64Attr, "1.0e-6">:$eps);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma (`eps` $eps^)? attr-dict `:` type($input) `,`
+    type($gamma)
+  }];
+  let hasVerifier = 1;
+}
+
 def Mpc_BatchNormOp : Mpc_PolicyOp<"batch_norm", "KeepF32",
     [Differentiable, AllTypesMatch<["input", "result"]>,
      AllTypesMatch<["gamma", "beta", "running_mean", "running_var"]>]> {

@@ -107,7 +107,7 @@ PrecisionAssigner::normParameterType(Operation *op,
 bool PrecisionAssigner::isNormParameter(Operation *op,
                                         unsigned operandIndex) const {
   // gamma and beta (and batch norm's running statistics) follow operand 0.
-  return isa<LayerNormOp, BatchNormOp>(op) && operandIndex > 0;
+  return isa<LayerNormOp, RmsNormOp, BatchNormOp>(op) && operandIndex > 0;
 }
 
 FailureOr<Type> PrecisionAssigner::computeType(Operation *op) {

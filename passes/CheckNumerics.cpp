@@ -137,6 +137,9 @@ void NumericsChecker::check(Operation *op) {
   if (auto norm = dyn_cast<LayerNormOp>(op))
     checkNorm(op, norm.getInput(), norm.getGamma(),
               norm.getEps().convertToDouble());
+  else if (auto norm = dyn_cast<RmsNormOp>(op))
+    checkNorm(op, norm.getInput(), norm.getGamma(),
+              norm.getEps().convertToDouble());
   else if (auto norm = dyn_cast<BatchNormOp>(op))
     checkNorm(op, norm.getInput(), norm.getGamma(),
               norm.getEps().convertToDouble());

@@ -1514,6 +1514,30 @@ func.func @log_softmax_c1_negative(%x: tensor<64x10xf32>) {
 
 // -----
 
+func.func @rms_norm_c1(%x: tensor<4x16x64xf32>, %g: tensor<16xf32>) {
+  // expected-error@+1 {{'mpc.rms_norm' op expects gamma's shape to equal the trailing dims of the input, got 'tensor<16xf32>' for 'tensor<4x16x64xf32>'}}
+  %0 = mpc.rms_norm %x, %g : tensor<4x16x64xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_c2(%x: tensor<4x64xf16>, %g: tensor<64xbf16>) {
+  // expected-error@+1 {{'mpc.rms_norm' op expects gamma of the input's element type or f32, got 'tensor<64xbf16>' for 'tensor<4x64xf16>'}}
+  %0 = mpc.rms_norm %x, %g : tensor<4x64xf16>, tensor<64xbf16>
+  return
+}
+
+// -----
+
+func.func @rms_norm_c3(%x: tensor<4x64xf32>, %g: tensor<64xf32>) {
+  // expected-error@+1 {{'mpc.rms_norm' op expects eps > 0 and finite in f32, got 0}}
+  %0 = mpc.rms_norm %x, %g eps 0.0 : tensor<4x64xf32>, tensor<64xf32>
+  return
+}
+
+// -----
+
 func.func @layer_norm_c1(%x: tensor<4x16x64xf32>, %g: tensor<16xf32>) {
   // expected-error@+1 {{'mpc.layer_norm' op expects gamma's shape to equal the trailing dims of the input, got 'tensor<16xf32>' for 'tensor<4x16x64xf32>'}}
   %0 = mpc.layer_norm %x, %g, %g : tensor<4x16x64xf32>, tensor<16xf32>

@@ -558,6 +558,19 @@ func.func @layer_norm(%x: tensor<4x16x64xf32>, %g: tensor<64xf32>, %b: tensor<64
   return %2 : tensor<4x16x64xf32>
 }
 
+// rms_norm: the default eps (1e-6, Llama's) is elided; gamma may be f32
+// beside a half input.
+// CHECK-LABEL: func.func @rms_norm
+//       CHECK:   %[[Y:.*]] = mpc.rms_norm %{{.*}}, %{{.*}} : tensor<4x16x64xbf16>, tensor<64xf32>
+//       CHECK:   mpc.rms_norm %[[Y]], %{{.*}} eps 1.000000e-05 : tensor<4x16x64xbf16>, tensor<64xf32>
+// GENERIC-LABEL: sym_name = "rms_norm"
+//       GENERIC:   "mpc.rms_norm"(%{{.*}}, %{{.*}}) <{eps = 9.9999999999999995E-7 : f64}>
+func.func @rms_norm(%x: tensor<4x16x64xbf16>, %g: tensor<64xf32>) -> tensor<4x16x64xbf16> {
+  %0 = mpc.rms_norm %x, %g eps 1.0e-06 : tensor<4x16x64xbf16>, tensor<64xf32>
+  %1 = mpc.rms_norm %0, %g eps 1.0e-05 : tensor<4x16x64xbf16>, tensor<64xf32>
+  return %1 : tensor<4x16x64xbf16>
+}
+
 // Defaults (momentum 0.1, eps 1e-5) are elided.
 // CHECK-LABEL: func.func @batch_norm
 //  CHECK-SAME:   (%[[X:.*]]: tensor<8x16x32x32xf32>, %[[G:.*]]: tensor<16xf32>, %[[B:.*]]: tensor<16xf32>, %[[M:.*]]: tensor<16xf32>, %[[V:.*]]: tensor<16xf32>
