@@ -1,8 +1,7 @@
 //===- error.cpp - last error, status strings, dtype helpers ----*- C++ -*-===//
 //
 // This file implements the error side of the C API: one message buffer per
-// thread (no allocation, so recording an out-of-memory error cannot fail),
-// status names and dtype sizes.
+// thread, status names and dtype sizes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,12 +9,28 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 
 namespace {
-// Kept until the next failing call on the same thread; successful calls do
-// not clear it, so a message survives a later cleanup call.
-thread_local char last_error[1024];
+constexpr size_t kMessageBytes = 1024;
+
+/// The thread's message, kept until the next failing call on the same
+/// thread (successful calls do not clear it, so a message survives a later
+/// cleanup call). Allocated at the thread's first error rather than held in
+/// thread-local storage: a model's shared library carries this runtime, and
+/// glibc's static TLS (which the block emulator's initial-exec variables
+/// put this module's whole TLS block in) has room for few kilobyte-sized
+/// blocks, so a second model loaded into one process would fail with
+/// "cannot allocate memory in static TLS block".
+struct MessageBuffer {
+  char *text = nullptr;
+  ~MessageBuffer() { std::free(text); }
+};
+thread_local MessageBuffer last_error;
 thread_local uint64_t errors_recorded = 0;
+/// What mpc_last_error says when the message could not be stored.
+constexpr const char *kUnrecordedMessage =
+    "out of memory (while recording an error message)";
 } // namespace
 
 namespace mpcrt {
@@ -24,10 +39,13 @@ mpc_status set_error(mpc_status status, const char *format, ...) {
   va_list args;
   va_start(args, format);
   // The message may quote the previous one (a wrapped cause).
-  char message[sizeof(last_error)];
+  char message[kMessageBytes];
   std::vsnprintf(message, sizeof(message), format, args);
   va_end(args);
-  std::memcpy(last_error, message, sizeof(last_error));
+  if (!last_error.text)
+    last_error.text = static_cast<char *>(std::malloc(kMessageBytes));
+  if (last_error.text)
+    std::memcpy(last_error.text, message, kMessageBytes);
   ++errors_recorded;
   return status;
 }
@@ -65,7 +83,12 @@ bool dtype_is_float(const mpc_dtype &dtype) {
 // ----------------------------------------------------------------------------
 // C API
 
-extern "C" const char *mpc_last_error(void) { return last_error; }
+extern "C" const char *mpc_last_error(void) {
+  if (last_error.text)
+    return last_error.text;
+  // No message stored: none recorded yet, or no memory for one.
+  return errors_recorded ? kUnrecordedMessage : "";
+}
 
 extern "C" const char *mpc_status_string(mpc_status status) {
   switch (mpcrt::raw_enum(status)) {

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Trains the gated-MLP regressor (RMSNorm, SiLU gate, MSE) from Python.
 
-  PYTHONPATH=build/python python3 train_regressor.py <libregressor.so>
+  PYTHONPATH=build/python python3 train_regressor.py <libregressor.so>...
 
-The library is tests/Driver/Inputs/gated-mlp.mlir built with `mpc compile
---shared` (the tests build it at O0, and at O2 bf16). The targets come from a fixed random
+Each library is tests/Driver/Inputs/gated-mlp.mlir built with `mpc compile
+--shared` (the tests build it at O0 and at O2 bf16, and load both into this
+one process). The targets come from a fixed random
 teacher of the same form as the features' smooth function, y = tanh(x A);
 one batch of 32 rows is drawn per step with a fixed seed. Adam at its
 compiled rate: after 300 steps the mean squared error on a held-out batch
-must be below a quarter of the first step's loss.
+must be below a quarter of the first step's loss, at every precision.
 """
 
 import sys
