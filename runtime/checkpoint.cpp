@@ -26,6 +26,7 @@
 
 #include "runtime/cuda/cuda_session.h"
 #include "runtime/error.h"
+#include "runtime/half.h"
 #include "runtime/safetensors.h"
 #include "runtime/session.h"
 
@@ -390,6 +391,170 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
   if (mpc_status status = mpcrt::sync_device(session))
     return status;
   session->checkpoint_verified = checksummed ? 1 : 0;
+  // The half copies the forward pass reads follow the loaded weights.
+  return mpcrt::sync_half_copies(session);
+}
+
+namespace {
+
+/// The mpc dtype a safetensors float dtype string names; -1 if none.
+int32_t float_dtype_of(const std::string &dtype) {
+  if (dtype == "F32")
+    return MPC_F32;
+  if (dtype == "F16")
+    return MPC_F16;
+  if (dtype == "BF16")
+    return MPC_BF16;
+  return -1;
+}
+
+/// The largest finite value of a half dtype; infinity for f32.
+float largest_finite(mpc_dtype dtype) {
+  switch (dtype) {
+  case MPC_F16:
+    return 65504.0f;
+  case MPC_BF16:
+    return 3.3895313892515355e38f;
+  default:
+    return INFINITY;
+  }
+}
+
+} // namespace
+
+extern "C" mpc_status mpc_load_weights(mpc_session *session, const char *path,
+                                       int32_t strict,
+                                       mpc_weights_report *report) {
+  if (!session)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_load_weights: session is null");
+  if (!path || !*path)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT, "mpc_load_weights: path is %s",
+                     path ? "empty" : "null");
+  const mpc_model_desc *model = session->model;
+  mpcrt::safetensors_file file;
+  if (mpc_status status = mpcrt::read_safetensors(path, &file))
+    return status;
+
+  // Parameters and state only: an mpc checkpoint's optimizer state is not
+  // weights.
+  std::vector<checkpoint_entry> entries = checkpoint_entries(session);
+  entries.resize(static_cast<size_t>(model->num_params + model->num_states));
+  auto isOptimizerState = [](const std::string &name) {
+    return name.rfind("optimizer.", 0) == 0;
+  };
+  std::string missing, unexpected;
+  int32_t missingCount = 0, unexpectedCount = 0, converted = 0;
+  std::vector<
+      std::pair<const checkpoint_entry *, const mpcrt::safetensors_entry *>>
+      found;
+  for (const checkpoint_entry &entry : entries) {
+    auto stored = file.tensors.find(entry.name);
+    if (stored == file.tensors.end()) {
+      if (strict)
+        return set_error(MPC_ERROR_FORMAT,
+                         "'%s' has no tensor '%s' (mpc_load_weights with "
+                         "strict = 0 keeps what the file lacks)",
+                         path, entry.name.c_str());
+      missing += entry.name + "\n";
+      ++missingCount;
+      continue;
+    }
+    found.push_back({&entry, &stored->second});
+  }
+  for (const auto &[name, stored] : file.tensors) {
+    bool known = std::any_of(
+        entries.begin(), entries.end(),
+        [&](const checkpoint_entry &entry) { return entry.name == name; });
+    if (known || isOptimizerState(name))
+      continue;
+    if (strict)
+      return set_error(MPC_ERROR_FORMAT,
+                       "'%s' has tensor '%s', which model '%s' does not have "
+                       "(mpc_load_weights with strict = 0 skips it)",
+                       path, name.c_str(), model->name);
+    unexpected += name + "\n";
+    ++unexpectedCount;
+  }
+
+  // Every tensor that loads: its shape, a dtype that converts, and finite
+  // values that fit the model's dtype.
+  for (const auto &[entry, stored] : found) {
+    std::vector<int64_t> expected = shape_of(*entry->tensor);
+    if (stored->shape != expected)
+      return set_error(MPC_ERROR_FORMAT,
+                       "'%s': tensor '%s' has shape %s, model '%s' expects %s",
+                       path, entry->name.c_str(),
+                       shape_text(stored->shape).c_str(), model->name,
+                       shape_text(expected).c_str());
+    const char *dtype = mpcrt::safetensors_dtype(entry->tensor->dtype);
+    int32_t from = float_dtype_of(stored->dtype);
+    bool isFloat = float_dtype_of(dtype) >= 0;
+    if (stored->dtype != dtype && !(isFloat && from >= 0))
+      return set_error(MPC_ERROR_FORMAT,
+                       "'%s': tensor '%s' has dtype %s, model '%s' expects %s",
+                       path, entry->name.c_str(), stored->dtype.c_str(),
+                       model->name, dtype);
+    const unsigned char *data = file.data(*stored);
+    int64_t bad =
+        first_nonfinite(stored->dtype, data, stored->end - stored->begin);
+    if (bad >= 0)
+      return set_error(MPC_ERROR_FORMAT,
+                       "'%s': tensor '%s' holds inf or NaN (element %lld)",
+                       path, entry->name.c_str(), static_cast<long long>(bad));
+    if (!isFloat || stored->dtype == dtype)
+      continue;
+    float limit = largest_finite(entry->tensor->dtype);
+    for (int64_t i = 0; i < entry->tensor->num_elements; ++i) {
+      float value = mpc_load_as_f32(static_cast<mpc_dtype>(from), data, i);
+      // Values that round to the largest finite value still fit.
+      mpc_dtype to = entry->tensor->dtype;
+      unsigned char rounded[4];
+      mpc_store_from_f32(to, rounded, 0, value);
+      if (!std::isfinite(mpc_load_as_f32(to, rounded, 0)))
+        return set_error(MPC_ERROR_FORMAT,
+                         "'%s': tensor '%s' element %lld is %g, beyond %s's "
+                         "range (largest %g)",
+                         path, entry->name.c_str(), static_cast<long long>(i),
+                         static_cast<double>(value), dtype,
+                         static_cast<double>(limit));
+    }
+  }
+
+  // Everything checked: copy or convert into the host mirror.
+  if (mpc_status status = mpcrt::sync_host(session))
+    return status;
+  for (const auto &[entry, stored] : found) {
+    const unsigned char *data = file.data(*stored);
+    const char *dtype = mpcrt::safetensors_dtype(entry->tensor->dtype);
+    if (stored->dtype == dtype) {
+      std::memcpy(entry->data, data,
+                  static_cast<size_t>(stored->end - stored->begin));
+      continue;
+    }
+    mpc_dtype from = static_cast<mpc_dtype>(float_dtype_of(stored->dtype));
+    for (int64_t i = 0; i < entry->tensor->num_elements; ++i)
+      mpc_store_from_f32(entry->tensor->dtype, entry->data, i,
+                         mpc_load_as_f32(from, data, i));
+    ++converted;
+  }
+  if (mpc_status status = mpcrt::sync_device(session))
+    return status;
+  // The names (left empty where no memory is left for them).
+  std::free(session->weights_missing);
+  std::free(session->weights_unexpected);
+  session->weights_missing = strdup(missing.c_str());
+  session->weights_unexpected = strdup(unexpected.c_str());
+  if (report) {
+    report->loaded = static_cast<int32_t>(found.size());
+    report->converted = converted;
+    report->missing = missingCount;
+    report->unexpected = unexpectedCount;
+    report->missing_names =
+        session->weights_missing ? session->weights_missing : "";
+    report->unexpected_names =
+        session->weights_unexpected ? session->weights_unexpected : "";
+  }
   // The half copies the forward pass reads follow the loaded weights.
   return mpcrt::sync_half_copies(session);
 }

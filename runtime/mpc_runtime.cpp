@@ -698,6 +698,8 @@ extern "C" void mpc_session_destroy(mpc_session *session) {
   mpcrt::cuda_session_destroy(session->cuda);
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     std::free(session->arenas[a]);
+  std::free(session->weights_missing);
+  std::free(session->weights_unexpected);
   std::free(session);
 }
 

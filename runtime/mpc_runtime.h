@@ -259,6 +259,32 @@ mpc_status mpc_get_nonfinite_report(const mpc_session *session,
  * unverified: mpc_checkpoint_was_verified says which. */
 mpc_status mpc_save_checkpoint(mpc_session *session, const char *path);
 mpc_status mpc_load_checkpoint(mpc_session *session, const char *path);
+/* Pretrained weights: parameters and state tensors by name from a
+ * safetensors file (a PyTorch state_dict saved with
+ * safetensors.torch.save_file, or an mpc checkpoint, whose optimizer.*
+ * tensors are skipped). Each tensor must have the model tensor's shape;
+ * F32, F16 and BF16 convert to the model's float dtype (round to nearest
+ * even; a value beyond a half type's range is an error, not an inf) and
+ * integer dtypes must match. Only those tensors change: optimizer state,
+ * step, seed and loss scaler stay, and the half copies follow. With
+ * `strict` (torch's load_state_dict default) every parameter and state
+ * tensor must be in the file and every tensor of the file must be one of
+ * them; without, the model's tensors the file lacks keep their values and
+ * the file's others are skipped. Everything is checked before anything
+ * changes (MPC_ERROR_FORMAT naming the tensor otherwise). `report` (may be
+ * null) receives the counts, and newline-separated names that the session
+ * owns until its next mpc_load_weights. */
+typedef struct mpc_weights_report {
+  int32_t loaded;     /* tensors set */
+  int32_t converted;  /* of which converted from another float dtype */
+  int32_t missing;    /* model tensors not in the file (unchanged) */
+  int32_t unexpected; /* file tensors the model does not have */
+  const char *missing_names;
+  const char *unexpected_names;
+} mpc_weights_report;
+mpc_status mpc_load_weights(mpc_session *session, const char *path,
+                            int32_t strict, mpc_weights_report *report);
+
 /* 1 if the session's last successful mpc_load_checkpoint checked every
  * tensor against the checksum stored with it; 0 if the file had none (or
  * nothing was loaded). */

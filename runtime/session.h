@@ -41,6 +41,11 @@ struct mpc_session {
   // Whether the last mpc_load_checkpoint verified every tensor against a
   // stored checksum (mpc_checkpoint_was_verified).
   int32_t checkpoint_verified;
+  // The names mpc_load_weights last reported missing and unexpected
+  // (mpc_weights_report), newline-separated; malloc'ed (the session is
+  // calloc'ed), freed by mpc_session_destroy.
+  char *weights_missing;
+  char *weights_unexpected;
   // The device side of a cuda-target session (null on the cpu target); the
   // arenas above are then the host mirror of its device arenas.
   mpcrt::CudaSession *cuda;

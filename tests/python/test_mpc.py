@@ -99,6 +99,13 @@ class PythonPackage(unittest.TestCase):
                     self.assertTrue(other.load(path))
                     for name, value in session.params().items():
                         np.testing.assert_array_equal(other.param(name), value)
+                # Weights alone, as from a PyTorch state_dict: a fresh
+                # session takes the parameters and keeps its step.
+                with self.model.session(seed=3) as other:
+                    self.assertEqual(other.load_weights(path), ([], []))
+                    self.assertEqual(other.step, 0)
+                    for name, value in session.params().items():
+                        np.testing.assert_array_equal(other.param(name), value)
 
     def test_bad_use_raises(self):
         (x, y), = batches(1)

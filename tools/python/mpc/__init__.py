@@ -86,6 +86,13 @@ class _NonfiniteReport(ctypes.Structure):
                 ("loss_scale", ctypes.c_float)]
 
 
+class _WeightsReport(ctypes.Structure):
+    _fields_ = [("loaded", ctypes.c_int32), ("converted", ctypes.c_int32),
+                ("missing", ctypes.c_int32), ("unexpected", ctypes.c_int32),
+                ("missing_names", ctypes.c_char_p),
+                ("unexpected_names", ctypes.c_char_p)]
+
+
 def _bind(lib):
     """Declares the C API's signatures on `lib`, so that ctypes converts and
     checks every argument."""
@@ -120,6 +127,8 @@ def _bind(lib):
         "mpc_save_checkpoint": ([P, S], I32),
         "mpc_load_checkpoint": ([P, S], I32),
         "mpc_checkpoint_was_verified": ([P], I32),
+        "mpc_load_weights": ([P, S, I32, ctypes.POINTER(_WeightsReport)],
+                             I32),
     }
     for name, (arguments, result) in signatures.items():
         function = getattr(lib, name)
@@ -406,6 +415,22 @@ class Session:
                 self._session(), os.fspath(path).encode()))
             return bool(self._lib.mpc_checkpoint_was_verified(
                 self._session()))
+
+    def load_weights(self, path, strict=True):
+        """Parameters and state by name from a safetensors file (a PyTorch
+        state_dict saved with safetensors.torch.save_file, or a
+        checkpoint), converted between f32, f16 and bf16; optimizer state
+        and step unchanged. As torch's load_state_dict: returns
+        (missing_keys, unexpected_keys), which `strict` requires empty."""
+        with self._lock:
+            report = _WeightsReport()
+            self._check(self._lib.mpc_load_weights(
+                self._session(), os.fspath(path).encode(), int(bool(strict)),
+                ctypes.byref(report)))
+            def names(text):
+                return [n for n in text.decode().split("\n") if n]
+            return (names(report.missing_names),
+                    names(report.unexpected_names))
 
     # -- lifetime --------------------------------------------------------
 
