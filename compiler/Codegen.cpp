@@ -680,16 +680,19 @@ int64_t mlir::mpc::mseLossBlocks(MseLossOp op) {
                              256);
 }
 
-int64_t mlir::mpc::rmsNormGradBlocks(RmsNormGradOp op) {
-  int64_t rows = op.getInput().getType().getNumElements() /
-                 op.getGamma().getType().getNumElements();
+/// Blocks for a norm gradient's row kernel over `input` normalised over
+/// `gamma`'s elements (see layerNormGradBlocks).
+static int64_t normGradBlocks(RankedTensorType input, RankedTensorType gamma) {
+  int64_t rows = input.getNumElements() / gamma.getNumElements();
   return std::clamp<int64_t>(rows / 32, 1, 256);
 }
 
+int64_t mlir::mpc::rmsNormGradBlocks(RmsNormGradOp op) {
+  return normGradBlocks(op.getInput().getType(), op.getGamma().getType());
+}
+
 int64_t mlir::mpc::layerNormGradBlocks(LayerNormGradOp op) {
-  int64_t rows = op.getInput().getType().getNumElements() /
-                 op.getGamma().getType().getNumElements();
-  return std::clamp<int64_t>(rows / 32, 1, 256);
+  return normGradBlocks(op.getInput().getType(), op.getGamma().getType());
 }
 
 std::optional<std::pair<Value, Value>>

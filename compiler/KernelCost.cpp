@@ -52,22 +52,6 @@ std::string mlir::mpc::fileLineCol(Location loc) {
   return text;
 }
 
-llvm::DenseSet<Operation *> mlir::mpc::findForwardOps(ModelOp model) {
-  // Walk backwards from the loss and the extra outputs (never from the
-  // gradients): everything reached is forward work.
-  OutputOp output = model.getOutputOp();
-  SmallVector<Value> worklist{output.getLoss()};
-  llvm::append_range(worklist, output.getOutputs());
-  llvm::DenseSet<Operation *> forward;
-  while (!worklist.empty()) {
-    Operation *def = worklist.pop_back_val().getDefiningOp();
-    if (!def || !forward.insert(def).second)
-      continue;
-    llvm::append_range(worklist, def->getOperands());
-  }
-  return forward;
-}
-
 int64_t mlir::mpc::gemmDtypeBytes(StringRef dtype) {
   return dtype == "MPC_F32" ? 4 : 2; // gemmDtype gives F32, F16 or BF16
 }

@@ -86,12 +86,6 @@ struct KernelRecord {
 /// or "-" when it has none.
 std::string fileLineCol(Location loc);
 
-/// The ops of a training step that compute the loss or an extra output
-/// (those the loss and outputs depend on); every other op computes only
-/// gradients, the backward pass. Ops the forward pass and the backward pass
-/// share after CSE count as forward.
-llvm::DenseSet<Operation *> findForwardOps(ModelOp model);
-
 /// Bytes per element of an mpc_dtype enumerator as GemmCall spells it
 /// ("MPC_F16" -> 2).
 int64_t gemmDtypeBytes(StringRef dtype);

@@ -526,6 +526,22 @@ bool mlir::mpc::isElementwise(Operation *op) {
              GeluGradOp, TanhGradOp, SigmoidGradOp, SiluGradOp>(op);
 }
 
+llvm::DenseSet<Operation *> mlir::mpc::findForwardOps(ModelOp model) {
+  // Walk backwards from the loss and the extra outputs (never from the
+  // gradients): everything reached is forward work.
+  OutputOp output = model.getOutputOp();
+  SmallVector<Value> worklist{output.getLoss()};
+  llvm::append_range(worklist, output.getOutputs());
+  llvm::DenseSet<Operation *> forward;
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || !forward.insert(def).second)
+      continue;
+    llvm::append_range(worklist, def->getOperands());
+  }
+  return forward;
+}
+
 bool mlir::mpc::isView(Operation *op) {
   return isa<ReshapeOp, TransposeOp, SliceOp, SliceGradOp>(op);
 }

@@ -16,6 +16,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlir::mpc {
 /// Whether a tensor type has elements (no extent 0); other types do.
@@ -65,6 +66,11 @@ bool isView(Operation *op);
 inline bool isLoopFusible(Operation *op) {
   return isElementwise(op) || isView(op);
 }
+/// The ops of a training step that compute the loss or an extra output
+/// (those the loss and outputs depend on); every other op computes only
+/// gradients, the backward pass. Ops the forward pass and the backward pass
+/// share after CSE count as forward.
+llvm::DenseSet<Operation *> findForwardOps(ModelOp model);
 /// A cast of an f32 parameter to a 16-bit float: the half model, which the
 /// fused optimizer writes.
 bool isParamHalfCast(CastOp cast);

@@ -24,19 +24,6 @@ namespace mlir::mpc {
 
 namespace {
 
-/// The ops the loss depends on: the forward pass of a training step.
-llvm::DenseSet<Operation *> forwardOps(ModelOp model) {
-  SmallVector<Value> worklist{model.getOutputOp().getLoss()};
-  llvm::DenseSet<Operation *> forward;
-  while (!worklist.empty()) {
-    Operation *def = worklist.pop_back_val().getDefiningOp();
-    if (!def || !forward.insert(def).second)
-      continue;
-    llvm::append_range(worklist, def->getOperands());
-  }
-  return forward;
-}
-
 struct MpcRecomputePass : impl::MpcRecomputePassBase<MpcRecomputePass> {
   using Base::Base;
 
@@ -47,7 +34,7 @@ struct MpcRecomputePass : impl::MpcRecomputePassBase<MpcRecomputePass> {
     for (ModelOp model : getOperation().getOps<ModelOp>()) {
       if (model.getOutputOp().getGradients().empty())
         continue; // not a training step
-      llvm::DenseSet<Operation *> forward = forwardOps(model);
+      llvm::DenseSet<Operation *> forward = findForwardOps(model);
       Block &body = model.getBody().front();
       llvm::DenseMap<Operation *, int64_t> position;
       for (auto [index, op] : llvm::enumerate(body.without_terminator()))
