@@ -502,16 +502,17 @@ extern "C" mpc_status mpc_load_weights(mpc_session *session, const char *path,
       return set_error(MPC_ERROR_FORMAT,
                        "'%s': tensor '%s' holds inf or NaN (element %lld)",
                        path, entry->name.c_str(), static_cast<long long>(bad));
-    if (!isFloat || stored->dtype == dtype)
+    // Every f16 and bf16 value fits in f32; the other way, values that
+    // round to the largest finite value still fit.
+    mpc_dtype to = entry->tensor->dtype;
+    if (!isFloat || stored->dtype == dtype || to == MPC_F32)
       continue;
-    float limit = largest_finite(entry->tensor->dtype);
+    float limit = largest_finite(to);
     for (int64_t i = 0; i < entry->tensor->num_elements; ++i) {
       float value = mpc_load_as_f32(static_cast<mpc_dtype>(from), data, i);
-      // Values that round to the largest finite value still fit.
-      mpc_dtype to = entry->tensor->dtype;
-      unsigned char rounded[4];
-      mpc_store_from_f32(to, rounded, 0, value);
-      if (!std::isfinite(mpc_load_as_f32(to, rounded, 0)))
+      uint16_t rounded = 0;
+      mpc_store_from_f32(to, &rounded, 0, value);
+      if (!std::isfinite(mpc_load_as_f32(to, &rounded, 0)))
         return set_error(MPC_ERROR_FORMAT,
                          "'%s': tensor '%s' element %lld is %g, beyond %s's "
                          "range (largest %g)",
