@@ -191,7 +191,10 @@ std::string phaseOf(const KernelRecord &kernel,
   if (kernel.ops.empty())
     return StringRef(kernel.origin).starts_with("optimizer") ? "optimizer"
                                                              : "other";
-  return llvm::any_of(kernel.ops,
+  // A kernel with any backward op is backward work: the classifier (the
+  // loss and its gradient), a backward loop kernel that recomputes a
+  // forward elementwise op.
+  return llvm::all_of(kernel.ops,
                       [&](Operation *op) { return forwardOps.contains(op); })
              ? "forward"
              : "backward";
