@@ -282,7 +282,6 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
     lastUse[rootOf(operand)] = steps.size();
 
   // Results written over an operand's buffer (5), and that operand's root.
-  llvm::DenseMap<Value, Value> &writtenOver = writtenOverValues;
   for (auto [index, step] : llvm::enumerate(steps)) {
     std::optional<std::pair<Value, Value>> candidate = inPlaceCandidate(step);
     if (!candidate)
@@ -294,7 +293,7 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
         lastUse.lookup(root) != static_cast<int64_t>(index) ||
         lastUse.lookup(result) == static_cast<int64_t>(steps.size()))
       continue;
-    writtenOver[result] = root;
+    writtenOverValues[result] = root;
     lastUse[root] = std::max(lastUse[root], lastUse.lookup(result));
   }
 
@@ -305,7 +304,7 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
         continue;
       for (Value result : op->getResults()) {
         if (buffers.count(result) || !isMaterialisedResult(result, step) ||
-            writtenOver.count(result))
+            writtenOverValues.count(result))
           continue;
         int64_t last = lastUse.lookup(result);
         intervals.push_back(
@@ -371,7 +370,7 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
       scratchBuffers[interval.owner] = buffer;
   }
   arenaBytes[MPC_ARENA_ACTIVATIONS] = peak;
-  for (auto [result, root] : writtenOver)
+  for (auto [result, root] : writtenOverValues)
     buffers[result] = buffers.lookup(root);
 
   // Aliases share their root's buffer.

@@ -1,5 +1,4 @@
-//===- Recompute.cpp - recompute activations in the backward pass -*- C++
-//-*-===//
+//===- Recompute.cpp - recompute activations in the backward pass --------===//
 //
 // This file implements mpc-recompute: selective activation recomputation
 // (Megatron-LM's selective recompute, llm.c's `-r 1` for GELU). A forward
@@ -52,13 +51,10 @@ struct MpcRecomputePass : impl::MpcRecomputePassBase<MpcRecomputePass> {
             backwardUses.push_back(&use);
         if (backwardUses.empty())
           continue;
-        Operation *first =
-            llvm::min_element(backwardUses,
-                              [&](auto *a, auto *b) {
-                                return position.lookup(a->getOwner()) <
-                                       position.lookup(b->getOwner());
-                              })[0]
-                ->getOwner();
+        Operation *first = backwardUses.front()->getOwner();
+        for (OpOperand *use : backwardUses)
+          if (position.lookup(use->getOwner()) < position.lookup(first))
+            first = use->getOwner();
         // Only where nothing lives longer for it: every operand is read at
         // or after the recomputation anyway (a GELU's input, which its
         // gradient reads).
