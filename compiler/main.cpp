@@ -1,13 +1,16 @@
-//===- main.cpp - the mpc command-line tool -----------------------*- C++ -*-===//
+//===- main.cpp - the mpc command-line tool -----------------------*- C++
+//-*-===//
 //
-// `mpc compile model.mlir [options]`. Options are parsed with llvm::cl,
-// validated here, and handed to the pipeline as a CompileOptions.
+// `mpc compile model.mlir [options]` and `mpc import model.onnx -o
+// model.mlir`. Options are parsed with llvm::cl, validated here, and handed
+// to the pipeline as a CompileOptions (or to the importer).
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/CompileOptions.h"
 #include "compiler/Compiler.h"
 #include "compiler/Nvrtc.h"
+#include "compiler/OnnxImport.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
@@ -256,6 +259,31 @@ cl::opt<int> accumulate("accumulate",
                         cl::init(1), cl::sub(compileCommand),
                         cl::cat(optimizerCategory));
 
+cl::SubCommand importCommand(
+    "import", "Translate an ONNX training graph (torch.onnx.export in "
+              "TrainingMode.TRAINING of a module returning its loss) into an "
+              "mpc model");
+cl::OptionCategory importCategory("Import options");
+cl::opt<std::string> importInput(cl::Positional, cl::desc("<model.onnx>"),
+                                 cl::Required, cl::sub(importCommand),
+                                 cl::cat(importCategory));
+cl::opt<std::string> importOutput("o",
+                                  cl::desc("Output file (default: stdout)"),
+                                  cl::value_desc("model.mlir"), cl::init("-"),
+                                  cl::sub(importCommand),
+                                  cl::cat(importCategory));
+cl::opt<std::string> importWeights(
+    "weights",
+    cl::desc("Also write the initializers' values as safetensors, under the "
+             "parameter names (mpc_load_weights reads them)"),
+    cl::value_desc("weights.safetensors"), cl::sub(importCommand),
+    cl::cat(importCategory));
+cl::opt<std::string>
+    importName("name",
+               cl::desc("The model's name (default: the file name's stem)"),
+               cl::value_desc("identifier"), cl::sub(importCommand),
+               cl::cat(importCategory));
+
 /// `%g` formatting, so a message shows the value as the user typed it.
 std::string number(double value) {
   char text[32];
@@ -383,15 +411,35 @@ int main(int argc, char **argv) {
   // LLVM registers hundreds of backend options in the general category;
   // mpc shows only its own.
   cl::HideUnrelatedOptions({&compileCategory, &targetCategory,
-                            &precisionCategory, &optimizerCategory});
+                            &precisionCategory, &optimizerCategory,
+                            &importCategory});
   if (!cl::ParseCommandLineOptions(
           argc, argv,
           "mpc: ahead-of-time compiler for mixed-precision training\n\n"
-          "  mpc compile model.mlir --target=cpu -o out/\n"))
+          "  mpc compile model.mlir --target=cpu -o out/\n"
+          "  mpc import model.onnx -o model.mlir --weights "
+          "weights.safetensors\n"))
     return 1;
 
+  if (importCommand) {
+    mlir::mpc::ImportOptions options;
+    options.inputFile = importInput;
+    options.outputFile = importOutput;
+    options.weightsFile = importWeights;
+    options.modelName = importName;
+    if (!options.modelName.empty() &&
+        !llvm::all_of(options.modelName,
+                      [](char c) { return isAlnum(c) || c == '_'; }))
+      return errs() << "mpc import: error: --name must be a C identifier, "
+                       "got '"
+                    << options.modelName << "'\n",
+             1;
+    return mlir::mpc::runImport(options);
+  }
+
   if (!compileCommand) {
-    errs() << "mpc: error: expected a subcommand: mpc compile <model.mlir>; "
+    errs() << "mpc: error: expected a subcommand: mpc compile <model.mlir> "
+              "or mpc import <model.onnx>; "
               "see 'mpc --help'\n";
     return 1;
   }

@@ -465,7 +465,18 @@ ParseResult OutputOp::parse(OpAsmParser &parser, OperationState &result) {
   SmallVector<Attribute> names;
   StringRef name;
   int32_t numGradients = 0;
-  while (succeeded(parser.parseOptionalKeyword(&name))) {
+  while (true) {
+    // A printed location (`loc(...)`, as mpc import writes) ends the op;
+    // it would otherwise read as an output named `loc`.
+    std::optional<Location> location;
+    if (parser.parseOptionalLocationSpecifier(location))
+      return failure();
+    if (location) {
+      result.location = *location;
+      break;
+    }
+    if (failed(parser.parseOptionalKeyword(&name)))
+      break;
     if (name == "gradients") {
       // The last group: `gradients(%g0 : type, ...)`.
       if (parser.parseCommaSeparatedList(
@@ -836,6 +847,9 @@ LogicalResult OutputOp::verify() {
       return emitOpError() << "expects output names other than "
                               "'gradients', which holds the parameter "
                               "gradients";
+    if (name == "loc")
+      return emitOpError() << "expects output names other than 'loc', "
+                              "which reads as the op's location";
   }
   // output_c2
   if (getGradients().empty())

@@ -20,6 +20,9 @@ packages=(
   # the Python package's tests (tools/python/mpc); pkg-config for the
   # installed package's test
   python3-numpy pkg-config
+  # `mpc import` (ONNX 1.12 and protobuf); its tests export PyTorch models
+  # and check them with the onnx package
+  libonnx-dev libprotobuf-dev python3-onnx python3-torch
 )
 
 missing=()

@@ -504,6 +504,15 @@ mpc.model @output_c1_identifier inputs(%x: tensor<f32>) params() {
 
 // -----
 
+// output_c1: `loc` would read back as the op's location.
+"mpc.model"() <{sym_name = "output_c1_loc", input_names = ["x"], param_names = [], param_inits = [], state_names = [], state_inits = []}> ({
+^bb0(%x: tensor<f32>):
+  // expected-error@+1 {{'mpc.output' op expects output names other than 'loc', which reads as the op's location}}
+  "mpc.output"(%x, %x) <{operandSegmentSizes = array<i32: 1, 1, 0>, output_names = ["loc"]}> : (tensor<f32>, tensor<f32>) -> ()
+}) : () -> ()
+
+// -----
+
 // output_c2: one gradient per parameter.
 mpc.model @output_c2_count inputs(%x: tensor<f32>) params(%w: tensor<f32> = zeros, %v: tensor<f32> = zeros) {
   // expected-error@+1 {{'mpc.output' op expects one gradient per parameter, got 1 for 2 parameters}}
