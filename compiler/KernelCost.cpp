@@ -39,12 +39,17 @@ KernelCost &KernelCost::writesElements(int64_t elements, Type element) {
 
 std::string mlir::mpc::fileLineCol(Location loc) {
   std::string text = "-";
+  // An imported op names its ONNX node around the file location.
+  std::string name;
+  if (auto named = dyn_cast<NameLoc>(loc))
+    name = " " + named.getName().str();
   loc->walk([&](Location inner) {
     if (auto file = dyn_cast<FileLineColLoc>(inner)) {
       text = llvm::formatv("{0}:{1}:{2}",
                            llvm::sys::path::filename(file.getFilename()),
                            file.getLine(), file.getColumn())
-                 .str();
+                 .str() +
+             name;
       return WalkResult::interrupt();
     }
     return WalkResult::advance();

@@ -83,7 +83,8 @@ struct KernelRecord {
 };
 
 /// `file:line:col` of the first file location in `loc`, file name only,
-/// or "-" when it has none.
+/// or "-" when it has none; followed by the name when `loc` is a NameLoc
+/// (an imported op's ONNX node: `m.onnx:3:1 /fc1/Gemm (Gemm)`).
 std::string fileLineCol(Location loc);
 
 /// Bytes per element of an mpc_dtype enumerator as GemmCall spells it

@@ -297,9 +297,23 @@ private:
     return node && node->op_type() == type;
   }
   int indexOf(const NodeProto *node) const { return nodeIndex.at(node); }
-  void consume(std::initializer_list<const NodeProto *> nodes) {
-    for (const NodeProto *node : nodes)
+  /// Marks the nodes a pattern starting at `first` covered as translated,
+  /// and locates `value`'s op at all of them: "<first> .. <last> (<what>:
+  /// <op types>)".
+  void recognised(Value value, StringRef what, const NodeProto &first,
+                  std::initializer_list<const NodeProto *> rest) {
+    std::string name = first.name() + " .. " +
+                       (*std::prev(rest.end()))->name() + " (" + what.str() +
+                       ": " + first.op_type();
+    for (const NodeProto *node : rest) {
       done[indexOf(node)] = true;
+      name += " " + node->op_type();
+    }
+    name += ")";
+    value.getDefiningOp()->setLoc(
+        NameLoc::get(StringAttr::get(&context, name),
+                     FileLineColLoc::get(&context, options.inputFile,
+                                         indexOf(&first) + 1, 1)));
   }
 
   //===--- Values --------------------------------------------------------===//
@@ -1290,7 +1304,7 @@ std::optional<LogicalResult> Importer::recognise(int index) {
       values[out(half)] =
           mpc::GeluOp::create(builder, location, input.getType(), input,
                               mpc::GeluApproximation::Erf);
-      consume({erf, plusOne, times, half});
+      recognised(values[out(half)], "gelu", node, {erf, plusOne, times, half});
       return success();
     }
   }
@@ -1322,7 +1336,8 @@ std::optional<LogicalResult> Importer::recognise(int index) {
       values[out(half)] =
           mpc::GeluOp::create(builder, location, input.getType(), input,
                               mpc::GeluApproximation::Tanh);
-      consume({cube, scaled, sum, inner, tanh, plusOne, times, half});
+      recognised(values[out(half)], "gelu tanh", node,
+                 {cube, scaled, sum, inner, tanh, plusOne, times, half});
       return success();
     }
   }
@@ -1336,7 +1351,7 @@ std::optional<LogicalResult> Importer::recognise(int index) {
         return failure();
       values[out(times)] =
           mpc::SiluOp::create(builder, location, input.getType(), input);
-      consume({times});
+      recognised(values[out(times)], "silu", node, {times});
       return success();
     }
   }
@@ -1377,7 +1392,8 @@ std::optional<LogicalResult> Importer::recognise(int index) {
       values[out(weighted)] = mpc::RmsNormOp::create(
           builder, location, input.getType(), input, weightValue->second,
           builder.getF64FloatAttr(*eps));
-      consume({mean, plusEps, root, inverse, normalised, weighted});
+      recognised(values[out(weighted)], "rms_norm", node,
+                 {mean, plusEps, root, inverse, normalised, weighted});
       return success();
     }
   }
@@ -1399,7 +1415,7 @@ std::optional<LogicalResult> Importer::recognise(int index) {
         values[out(mean)] = mpc::MseLossOp::create(
             builder, location, RankedTensorType::get({}, builder.getF32Type()),
             lhs, rhs);
-        consume({square, mean});
+        recognised(values[out(mean)], "mse_loss", node, {square, mean});
         return success();
       }
     }
@@ -1426,9 +1442,10 @@ std::optional<LogicalResult> Importer::recognise(int index) {
         return failure();
       values[out(last)] = mpc::LinearOp::create(builder, location, type, input,
                                                 weight, biasValue);
-      consume({matmul});
       if (biasValue)
-        consume({plusBias});
+        recognised(values[out(last)], "linear", node, {matmul, plusBias});
+      else
+        recognised(values[out(last)], "linear", node, {matmul});
       return success();
     }
   }
@@ -1456,7 +1473,7 @@ std::optional<LogicalResult> Importer::recognise(int index) {
       values[out(matmul)] = mpc::BatchMatmulOp::create(
           builder, matmulLoc, type, values[matmul->input(0)], heads,
           /*transpose_lhs=*/false, /*transpose_rhs=*/true);
-      consume({matmul});
+      done[indexOf(matmul)] = true;
       return success();
     }
   }
