@@ -54,6 +54,7 @@
 #include "onnx/onnx_pb.h"
 #include "onnx/shape_inference/implementation.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -209,9 +210,18 @@ int64_t intAttribute(const NodeProto &node, StringRef name, int64_t otherwise) {
   return attribute ? attribute->i() : otherwise;
 }
 
+/// The shortest decimal that reads back as the same f32, as a double: an
+/// eps the user wrote as 1e-5 and ONNX stored as an f32 reads 1e-5 again.
+double asWritten(double value) {
+  char text[32];
+  std::to_chars_result end =
+      std::to_chars(text, text + sizeof(text), static_cast<float>(value));
+  return std::strtod(std::string(text, end.ptr).c_str(), nullptr);
+}
+
 double floatAttribute(const NodeProto &node, StringRef name, double otherwise) {
   const onnx::AttributeProto *attribute = findAttribute(node, name);
-  return attribute ? attribute->f() : otherwise;
+  return attribute ? asWritten(attribute->f()) : otherwise;
 }
 
 std::optional<SmallVector<int64_t>> intsAttribute(const NodeProto &node,
@@ -1391,9 +1401,65 @@ std::optional<LogicalResult> Importer::recognise(int index) {
       Value input = xValue->second;
       values[out(weighted)] = mpc::RmsNormOp::create(
           builder, location, input.getType(), input, weightValue->second,
-          builder.getF64FloatAttr(*eps));
+          builder.getF64FloatAttr(asWritten(*eps)));
       recognised(values[out(weighted)], "rms_norm", node,
                  {mean, plusEps, root, inverse, normalised, weighted});
+      return success();
+    }
+  }
+
+  // Layer norm as opsets before 17 write it: d = x - mean(x, -1);
+  // d / sqrt(mean(d^2, -1) + eps) * weight + bias.
+  if (type == "ReduceMean" && intAttribute(node, "keepdims", 1) == 1 &&
+      values.count(node.input(0))) {
+    const std::string &x = node.input(0);
+    Value input = values[x];
+    int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+    auto lastAxisMean = [&](const NodeProto *n) {
+      std::optional<SmallVector<int64_t>> axes =
+          isOp(n, "ReduceMean") ? intsAttribute(*n, "axes") : std::nullopt;
+      return axes && axes->size() == 1 &&
+             axis(axes->front(), rank) == rank - 1 &&
+             intAttribute(*n, "keepdims", 1) == 1;
+    };
+    const NodeProto *centre = soleConsumer(out(&node));
+    bool ok = lastAxisMean(&node) && isOp(centre, "Sub") &&
+              centre->input(0) == x && centre->input(1) == out(&node) &&
+              consumers[out(centre)].size() == 2 &&
+              !graphOutputs.count(out(centre));
+    const NodeProto *square = nullptr, *divide = nullptr;
+    if (ok)
+      for (int reader : consumers[out(centre)]) {
+        const NodeProto *n = &graph.node(reader);
+        if (isOp(n, "Pow") && n->input(0) == out(centre) &&
+            near(scalar(n->input(1)), 2.0))
+          square = n;
+        else if (isOp(n, "Div") && n->input(0) == out(centre))
+          divide = n;
+      }
+    const NodeProto *variance = square ? soleConsumer(out(square)) : nullptr;
+    const NodeProto *plusEps =
+        lastAxisMean(variance) ? soleConsumer(out(variance)) : nullptr;
+    std::optional<double> eps =
+        isOp(plusEps, "Add") ? scalarOf(plusEps, out(variance)) : std::nullopt;
+    const NodeProto *root = eps ? soleConsumer(out(plusEps)) : nullptr;
+    ok = divide && isOp(root, "Sqrt") && soleConsumer(out(root)) == divide &&
+         divide->input(1) == out(root);
+    const NodeProto *scaled = ok ? soleConsumer(out(divide)) : nullptr;
+    std::string weight =
+        isOp(scaled, "Mul") ? otherInput(*scaled, out(divide)) : "";
+    const NodeProto *shifted = llvm::is_contained(paramNames, weight)
+                                   ? soleConsumer(out(scaled))
+                                   : nullptr;
+    std::string bias =
+        isOp(shifted, "Add") ? otherInput(*shifted, out(scaled)) : "";
+    if (llvm::is_contained(paramNames, bias)) {
+      values[out(shifted)] = mpc::LayerNormOp::create(
+          builder, location, input.getType(), input, values[weight],
+          values[bias], builder.getF64FloatAttr(asWritten(*eps)));
+      recognised(
+          values[out(shifted)], "layer_norm", node,
+          {centre, square, variance, plusEps, root, divide, scaled, shifted});
       return success();
     }
   }
@@ -1898,13 +1964,13 @@ LogicalResult Importer::translateBatchNorm(const NodeProto &node) {
       return failure();
   }
   // ONNX keeps `momentum` of the old value; PyTorch and mpc give the new.
-  double momentum = 1.0 - floatAttribute(node, "momentum", 0.9);
+  double momentum = asWritten(1.0 - floatAttribute(node, "momentum", 0.9));
   double eps = floatAttribute(node, "epsilon", 1e-5);
-  define(node, mpc::BatchNormOp::create(
-                   builder, location, operands[0].getType(), operands[0],
-                   operands[1], operands[2], operands[3], operands[4],
-                   builder.getF64FloatAttr(static_cast<float>(momentum)),
-                   builder.getF64FloatAttr(static_cast<float>(eps))));
+  define(node,
+         mpc::BatchNormOp::create(
+             builder, location, operands[0].getType(), operands[0], operands[1],
+             operands[2], operands[3], operands[4],
+             builder.getF64FloatAttr(momentum), builder.getF64FloatAttr(eps)));
   return success();
 }
 
@@ -1926,9 +1992,9 @@ LogicalResult Importer::translateLayerNorm(const NodeProto &node) {
   if (!gamma || !beta)
     return failure();
   double eps = floatAttribute(node, "epsilon", 1e-5);
-  define(node, mpc::LayerNormOp::create(
-                   builder, location, input.getType(), input, gamma, beta,
-                   builder.getF64FloatAttr(static_cast<float>(eps))));
+  define(node,
+         mpc::LayerNormOp::create(builder, location, input.getType(), input,
+                                  gamma, beta, builder.getF64FloatAttr(eps)));
   return success();
 }
 
@@ -2112,9 +2178,11 @@ int mlir::mpc::runImport(const ImportOptions &options) {
   if (!output)
     return fail(error);
   output->os() << "// Imported by mpc import from " << options.inputFile
-               << " (ONNX opset " << opset << ", producer "
-               << model.producer_name() << " " << model.producer_version()
-               << ").\n// Each op's loc names its ONNX node; line N of the "
+               << " (ONNX opset " << opset;
+  if (!model.producer_name().empty())
+    output->os() << ", written by " << model.producer_name() << " "
+                 << model.producer_version();
+  output->os() << ").\n// Each op's loc names its ONNX node; line N of the "
                   ".onnx file is the graph's Nth node.\n";
   result->print(output->os(),
                 OpPrintingFlags().enableDebugInfo(/*enable=*/true,

@@ -427,9 +427,10 @@ int main(int argc, char **argv) {
     options.outputFile = importOutput;
     options.weightsFile = importWeights;
     options.modelName = importName;
-    if (!options.modelName.empty() &&
-        !llvm::all_of(options.modelName,
-                      [](char c) { return isAlnum(c) || c == '_'; }))
+    StringRef name = options.modelName;
+    if (!name.empty() &&
+        (isDigit(name.front()) ||
+         !llvm::all_of(name, [](char c) { return isAlnum(c) || c == '_'; })))
       return errs() << "mpc import: error: --name must be a C identifier, "
                        "got '"
                     << options.modelName << "'\n",

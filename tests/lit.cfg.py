@@ -21,6 +21,11 @@ config.substitutions.append(("%examples", os.path.join(config.mpc_src_root, "exa
 # Tests of `mpc compile --target=cuda` carry `REQUIRES: nvrtc`.
 if config.mpc_have_nvrtc:
     config.available_features.add("nvrtc")
+# Tests of `mpc import` carry `REQUIRES: onnx`; they write their ONNX
+# inputs with Debian's python3-onnx.
+if config.mpc_have_onnx:
+    config.available_features.add("onnx")
+config.substitutions.append(("%debian_python", "/usr/bin/python3"))
 # Catch a FileCheck variable reused across CHECK-LABEL blocks.
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 

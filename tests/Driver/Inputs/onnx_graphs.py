@@ -1,0 +1,83 @@
+"""Writes small ONNX graphs for tests/Driver/import.test into the directory
+given: each is a decomposition that torch.onnx.export (opset 17) writes,
+behind a Gemm with a parameter, ending in a mean (the loss)."""
+
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def const(name, value):
+    return helper.make_node("Constant", [], [name], name=f"/{name}",
+                            value=numpy_helper.from_array(np.array(value, np.float32)))
+
+
+def model(path, body, outputs=("y",), extra_inits=()):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])
+    loss = helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])
+    w = numpy_helper.from_array(np.ones((8, 8), np.float32), "fc.weight")
+    nodes = [helper.make_node("Gemm", ["x", "fc.weight"], ["h"], name="/fc/Gemm",
+                              transB=1)]
+    nodes += body
+    nodes.append(helper.make_node("ReduceMean", [outputs[0]], ["loss"],
+                                  name="/mean", keepdims=0))
+    graph = helper.make_graph(nodes, "g", [x], [loss], [w, *extra_inits])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              path)
+
+
+def main(directory):
+    os.makedirs(directory, exist_ok=True)
+    n = helper.make_node
+    model(os.path.join(directory, "gelu_erf.onnx"), [
+        const("sqrt2", 1.4142135), const("one", 1.0), const("half", 0.5),
+        n("Div", ["h", "sqrt2"], ["d"], name="/Div"),
+        n("Erf", ["d"], ["e"], name="/Erf"),
+        n("Add", ["e", "one"], ["a"], name="/Add"),
+        n("Mul", ["h", "a"], ["m"], name="/Mul"),
+        n("Mul", ["m", "half"], ["y"], name="/Mul_1")])
+    model(os.path.join(directory, "gelu_tanh.onnx"), [
+        const("c", 0.044715), const("k", 0.7978846), const("one", 1.0),
+        const("half", 0.5),
+        n("Mul", ["h", "h"], ["sq"], name="/Mul"),
+        n("Mul", ["h", "sq"], ["cube"], name="/Mul_1"),
+        n("Mul", ["c", "cube"], ["sc"], name="/Mul_2"),
+        n("Add", ["h", "sc"], ["s"], name="/Add"),
+        n("Mul", ["k", "s"], ["i"], name="/Mul_3"),
+        n("Tanh", ["i"], ["t"], name="/Tanh"),
+        n("Add", ["one", "t"], ["p"], name="/Add_1"),
+        n("Mul", ["h", "p"], ["q"], name="/Mul_4"),
+        n("Mul", ["half", "q"], ["y"], name="/Mul_5")])
+    model(os.path.join(directory, "silu.onnx"), [
+        n("Sigmoid", ["h"], ["s"], name="/Sigmoid"),
+        n("Mul", ["h", "s"], ["y"], name="/Mul")])
+    model(os.path.join(directory, "rms_norm.onnx"), [
+        const("two", 2.0), const("eps", 1e-6), const("one", 1.0),
+        n("Pow", ["h", "two"], ["p"], name="/norm/Pow"),
+        n("ReduceMean", ["p"], ["m"], name="/norm/ReduceMean", axes=[-1], keepdims=1),
+        n("Add", ["m", "eps"], ["a"], name="/norm/Add"),
+        n("Sqrt", ["a"], ["r"], name="/norm/Sqrt"),
+        n("Div", ["one", "r"], ["i"], name="/norm/Div"),
+        n("Mul", ["h", "i"], ["hn"], name="/norm/Mul"),
+        n("Mul", ["hn", "norm.weight"], ["y"], name="/norm/Mul_1")],
+        extra_inits=[numpy_helper.from_array(np.ones(8, np.float32), "norm.weight")])
+    # A linear layer on a 3-d input: Transpose(W), MatMul, Add(b).
+    x3 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 8])
+    loss = helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])
+    graph = helper.make_graph([
+        n("Transpose", ["proj.weight"], ["wt"], name="/proj/Transpose", perm=[1, 0]),
+        n("MatMul", ["x", "wt"], ["mm"], name="/proj/MatMul"),
+        n("Add", ["proj.bias", "mm"], ["y"], name="/proj/Add"),
+        n("ReduceMean", ["y"], ["loss"], name="/mean", keepdims=0)],
+        "g", [x3], [loss],
+        [numpy_helper.from_array(np.ones((6, 8), np.float32), "proj.weight"),
+         numpy_helper.from_array(np.zeros(6, np.float32), "proj.bias")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              os.path.join(directory, "linear_3d.onnx"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
