@@ -262,6 +262,16 @@ bool isIdentifier(StringRef name) {
       name, [](char c) { return llvm::isAlnum(c) || c == '_' || c == '.'; });
 }
 
+/// A node's name for a location, which generated code quotes and
+/// comments carry: control characters become spaces.
+std::string printableName(const NodeProto &node) {
+  std::string name = node.name().empty() ? node.output(0) : node.name();
+  for (char &c : name)
+    if (static_cast<unsigned char>(c) < 0x20)
+      c = ' ';
+  return name;
+}
+
 class Importer {
 public:
   Importer(onnx::ModelProto &model, const mpc::ImportOptions &options,
@@ -312,9 +322,9 @@ private:
   /// <op types>)".
   void recognised(Value value, StringRef what, const NodeProto &first,
                   std::initializer_list<const NodeProto *> rest) {
-    std::string name = first.name() + " .. " +
-                       (*std::prev(rest.end()))->name() + " (" + what.str() +
-                       ": " + first.op_type();
+    std::string name = printableName(first) + " .. " +
+                       printableName(**std::prev(rest.end())) + " (" +
+                       what.str() + ": " + first.op_type();
     for (const NodeProto *node : rest) {
       done[indexOf(node)] = true;
       name += " " + node->op_type();
@@ -496,9 +506,9 @@ std::string Importer::otherInput(const NodeProto &node,
 
 Location Importer::locationOf(int index) {
   const NodeProto &node = graph.node(index);
-  std::string name = node.name().empty() ? node.output(0) : node.name();
   return NameLoc::get(
-      StringAttr::get(&context, name + " (" + node.op_type() + ")"),
+      StringAttr::get(&context,
+                      printableName(node) + " (" + node.op_type() + ")"),
       FileLineColLoc::get(&context, options.inputFile, index + 1, 1));
 }
 

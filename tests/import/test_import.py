@@ -11,7 +11,8 @@ from Python, then
   - O2 f16 (dynamic loss scaling) and O2 bf16: 30 Adam steps on one batch
     lower the loss, and --report names the ONNX nodes;
 
-and for the MLP, the fine-tune round trip: PyTorch weights, load_weights,
+for the GPT block, that --debug-nonfinite's report names the ONNX node
+where an inf first appears; and for the MLP, the fine-tune round trip: PyTorch weights, load_weights,
 20 steps, a checkpoint that PyTorch-side code reads back into the module,
 equal to what the session's parameters are.
 
@@ -160,6 +161,27 @@ def check_o2(args, name, onnx_path, flags, label):
           f"Adam steps")
 
 
+def check_nonfinite_locator(args, name, onnx_path, parameter, node):
+    """An inf put into `parameter`: --debug-nonfinite's report names the
+    ONNX node that first produced a non-finite value."""
+    directory = os.path.join(args.work, name, "debug_nonfinite")
+    _, weights, model = build(args, onnx_path, directory,
+                              ["--debug-nonfinite"])
+    batch = numpy_inputs(MODELS[name][1](500))
+    with model.session(seed=0) as session:
+        session.load_weights(weights)
+        value = session.param(parameter)
+        value.flat[7] = np.inf
+        session.set_param(parameter, value)
+        session.train_step(*batch)
+        report = session.nonfinite_report()
+    if not report or node not in report["location"]:
+        sys.exit(f"FAIL: {name}: the nonfinite report does not name {node}: "
+                 f"{report}")
+    print(f"{name}: an inf in {parameter} is reported at "
+          f"{report['location']!r}")
+
+
 def read_safetensors(path):
     """The checkpoint as PyTorch-side code reads it (the format's spec)."""
     with open(path, "rb") as file:
@@ -237,6 +259,8 @@ def main():
     check_o2(args, name, onnx_path, ["--half=f16"], "O2_f16")
     check_o2(args, name, onnx_path, ["--half=bf16"], "O2_bf16")
     if name == "gpt_block":
+        check_nonfinite_locator(args, name, onnx_path, "c_fc.weight",
+                                f"{name}.onnx:83:1 /c_fc/Transpose")
         # Opsets before 17 write layer norm out in ReduceMean, Sub, Pow,
         # Sqrt, Div, Mul and Add; the import puts it back together.
         onnx_path = os.path.join(args.work, name, f"{name}_opset14.onnx")
