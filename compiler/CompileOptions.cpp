@@ -116,6 +116,7 @@ PipelineOptions makePipelineOptions(const CompileOptions &options) {
   optimizer.decaySteps = options.decaySteps;
   optimizer.minLr = options.minLr;
   optimizer.skipNonfinite = options.skipNonfiniteUpdates;
+  optimizer.dataParallel = options.dataParallel;
   if (options.optimizer != OptimizerKind::Sgd)
     pipeline.optimizerEps = options.eps;
   return pipeline;

@@ -92,6 +92,9 @@ struct CompileOptions {
   /// `--emulate-blocks` (cpu target): run each kernel as the cuda target
   /// launches it, blockDim threads a block, under the block emulator.
   bool emulateBlocks = false;
+  /// Train as one rank of a data-parallel job (mpc-fuse-optimizer's
+  /// data-parallel): gradients are summed over ranks after backward.
+  bool dataParallel = false;
   /// `--shared`: also link lib<model>.so (the model and libmpcrt), which
   /// programs load with dlopen, the Python package `mpc` among them.
   bool shared = false;

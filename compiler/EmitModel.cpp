@@ -378,12 +378,11 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << "  {" << memory.params << ", " << memory.gradients << ", "
        << memory.optimizerState << ", " << memory.activations << "},\n"
        << "  " << trainPlan.optimizerSlots << ", " << name
-       << "_optimizer_slots, \""
-       << stringifyOptimizerKind(optimizer.getKind()) << "\",\n"
+       << "_optimizer_slots, \"" << stringifyOptimizerKind(optimizer.getKind())
+       << "\",\n"
        << "  " << floatLiteral(optimizer.getLr().convertToDouble()) << ", "
        << floatLiteral(optimizer.getMomentum().convertToDouble()) << ", "
-       << floatLiteral(optimizer.getWeightDecay().convertToDouble())
-       << ",\n"
+       << floatLiteral(optimizer.getWeightDecay().convertToDouble()) << ",\n"
        << "  " << optimizer.getAccumulate() << ",\n"
        << "  " << lossScalerConfigLiteral(scaling, "INFINITY") << ",\n"
        << "  " << trainPlan.controlOffset << ",\n"
@@ -395,6 +394,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << ",\n"
        << "  " << (options.debugNonfinite ? 1 : 0) << ", "
        << nonfinite.sites.size() << ", " << name << "_debug_sites,\n"
+       << "  " << (optimizer.getDataParallel() ? 1 : 0) << ",\n"
        << "};\n\n"
        << "extern \"C\" const mpc_model_desc *mpc_model_" << name
        << "(void) { return &" << name << "_desc; }\n";

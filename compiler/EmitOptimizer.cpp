@@ -166,6 +166,17 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
   bool guardsNonfinite = !scaled && optimizer.getSkipNonfinite();
   bool stats = scaled || clips || guardsNonfinite;
 
+  // Data parallel: every rank's gradients, summed in rank order, before
+  // anything reads them (mpc_get_gradient too).
+  if (optimizer.getDataParallel()) {
+    if (!element.isF32())
+      return train.emitError()
+             << "data parallelism sums f32 gradients; at O3 they are "
+             << element << " (use O0, O1 or O2)";
+    emitter.hostStatement(llvm::formatv(
+        "MPC_CHECK(mpc_rt_reduce_gradients(ctx, (float *)arena1, {0}));",
+        count));
+  }
   emitter.hostStatement("if (ctx->apply_update) {");
   std::string grads = "(const " + storage + " *)arena1";
   if (accumulate > 1) {
@@ -196,8 +207,17 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
                                           MPC_GRAD_STATS_BLOCKS);
   // Scaled gradient -> gradient: 1/scale, and 1/N for the mean over
   // micro-batches. In double, rounded once.
-  std::string unscale = llvm::formatv(
-      "(1.0 / (double)control->step_scale) / {0}.0", accumulate);
+  // Data parallel: the sum is over ranks too (an exact product of two small
+  // integers, so N ranks divide as N accumulated micro-batches do).
+  std::string unscale =
+      optimizer.getDataParallel()
+          ? llvm::formatv("(1.0 / (double)control->step_scale) / ({0}.0 * "
+                          "(double)control->values.world_size)",
+                          accumulate)
+                .str()
+          : llvm::formatv("(1.0 / (double)control->step_scale) / {0}.0",
+                          accumulate)
+                .str();
   if (stats) {
     std::string name = emitter.kernelName("grad_stats");
     emitter.addKernel(llvm::formatv(

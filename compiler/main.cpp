@@ -254,6 +254,13 @@ cl::opt<NonfiniteUpdates> nonfiniteUpdates(
                           "torch.optim does")),
     cl::init(NonfiniteUpdates::Skip), cl::sub(compileCommand),
     cl::cat(optimizerCategory));
+cl::opt<bool> dataParallel(
+    "data-parallel",
+    cl::desc("Train as one rank of an MPI job (mpirun; sessions created "
+             "with data_parallel): gradients are summed over the ranks after "
+             "the backward pass, in rank order, so N ranks compute what one "
+             "process accumulating their N micro-batches computes"),
+    cl::sub(compileCommand), cl::cat(optimizerCategory));
 cl::opt<int> accumulate("accumulate",
                         cl::desc("Micro-batches per optimizer step"),
                         cl::init(1), cl::sub(compileCommand),
@@ -382,6 +389,10 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.clipNorm = clipNorm;
   options.skipNonfiniteUpdates = nonfiniteUpdates == NonfiniteUpdates::Skip;
   options.accumulate = accumulate;
+  options.dataParallel = dataParallel;
+  if (dataParallel && target == mlir::mpc::Target::Cuda)
+    return fail("--data-parallel runs on the cpu target only so far (the "
+                "cuda target's NCCL path is not built yet)");
   options.werrorNumerics = werrorNumerics;
   options.debugNonfinite = debugNonfinite;
   options.emulateBlocks = emulateBlocks;

@@ -44,6 +44,13 @@ def Mpc_BoolParameter : AttrParameter<"bool", "true or false"> {
   let printer = "$_printer << ($_self ? \"true\" : \"false\")";
 }
 
+/// A bool parameter that is `false` unless written.
+def Mpc_OptionalBoolParameter : DefaultValuedParameter<"bool", "false",
+                                                       "true or false"> {
+  let parser = "::mlir::mpc::parseBoolKeyword($_parser)";
+  let printer = "$_printer << ($_self ? \"true\" : \"false\")";
+}
+
 def Mpc_LossScalingAttr : Mpc_Attr<"LossScaling", "loss_scaling"> {
   let summary = "How the training step scales its loss (set by "
                 "mpc-insert-loss-scaling)";
@@ -86,6 +93,9 @@ def Mpc_OptimizerAttr : Mpc_Attr<"Optimizer", "optimizer"> {
     `min_lr` over `decay_steps`. `skip_nonfinite` skips a step whose
     gradients hold inf or NaN without a loss scaler too (a scaler skips
     them anyway): no update ever writes a non-finite value.
+    `data_parallel` (printed only when true) sums the f32 gradients over the
+    ranks of a data-parallel session after the backward pass, and the
+    update divides by ranks x `accumulate`.
   }];
   let parameters = (ins EnumParameter<OptimizerKind>:$kind, Mpc_F64Parameter:$lr,
                         Mpc_F64Parameter:$momentum, Mpc_BoolParameter:$nesterov,
@@ -95,7 +105,8 @@ def Mpc_OptimizerAttr : Mpc_Attr<"Optimizer", "optimizer"> {
                         EnumParameter<LrSchedule>:$schedule,
                         "int64_t":$warmup_steps, "int64_t":$decay_steps,
                         Mpc_F64Parameter:$min_lr,
-                        Mpc_BoolParameter:$skip_nonfinite);
+                        Mpc_BoolParameter:$skip_nonfinite,
+                        Mpc_OptionalBoolParameter:$data_parallel);
   let assemblyFormat = "`<` struct(params) `>`";
   let extraClassDeclaration = [{
     /// Optimizer state tensors per parameter, in checkpoint order:

@@ -90,7 +90,7 @@ struct MpcFuseOptimizerPass
                        APFloat(beta1.getValue()), APFloat(beta2.getValue()),
                        APFloat(eps.getValue()), APFloat(clipNorm.getValue()),
                        accumulate, schedule, warmupSteps, decaySteps,
-                       APFloat(minLr.getValue()), skipNonfinite));
+                       APFloat(minLr.getValue()), skipNonfinite, dataParallel));
     return success();
   }
 

@@ -373,7 +373,10 @@ def MpcFuseOptimizerPass : Pass<"mpc-fuse-optimizer", "mlir::ModuleOp"> {
     `skip-nonfinite` (the default) a step whose gradients hold inf or NaN is
     skipped without a loss scaler too, at the cost of one read of the
     gradients where nothing else checks them; without it such a step is
-    applied, as torch.optim does.
+    applied, as torch.optim does. With `data-parallel` the f32 gradients are
+    summed over the ranks of a data-parallel session after the backward
+    pass (in rank order, as accumulation sums micro-batches) and the update
+    divides by ranks x `accumulate`.
   }];
   let dependentDialects = ["mlir::mpc::MpcDialect"];
   let options = [
@@ -421,7 +424,10 @@ def MpcFuseOptimizerPass : Pass<"mpc-fuse-optimizer", "mlir::ModuleOp"> {
            "warmup_cosine: the rate at the end of the decay">,
     Option<"skipNonfinite", "skip-nonfinite", "bool", /*default=*/"true",
            "Skip a step whose gradients hold inf or NaN, with or without "
-           "loss scaling">];
+           "loss scaling">,
+    Option<"dataParallel", "data-parallel", "bool", /*default=*/"false",
+           "Sum the gradients over the ranks of a data-parallel session "
+           "before the update">];
 }
 
 def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {

@@ -108,6 +108,8 @@ extern "C" const char *mpc_status_string(mpc_status status) {
     return "out of memory";
   case MPC_ERROR_INTERNAL:
     return "internal error";
+  case MPC_ERROR_COMMUNICATION:
+    return "communication error";
   }
   return "unknown status";
 }

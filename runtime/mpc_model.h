@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define MPC_MODEL_ABI_VERSION 3
+#define MPC_MODEL_ABI_VERSION 4
 
 /* Flat buffers of the memory plan. Offsets in tensor descriptors are byte
  * offsets into one of these, each aligned to its dtype's size. The runtime
@@ -120,7 +120,18 @@ typedef struct mpc_step_context {
   /* Where --debug-nonfinite checks record the first offender; the runtime
    * clears it before every step. Never null. */
   mpc_nonfinite_record *nonfinite;
+  /* The data-parallel job's ranks (runtime/process_group.h); null in a
+   * session of one process. */
+  void *process_group;
 } mpc_step_context;
+
+/* Models compiled with --data-parallel call this after the backward pass:
+ * the f32 gradients become, on every rank, the sum over ranks in rank
+ * order (from 0: ((0 + g_0) + g_1) + ...), as --accumulate sums
+ * micro-batches; the optimizer divides by ranks x micro-batches. A no-op
+ * without a process group. */
+mpc_status mpc_rt_reduce_gradients(mpc_step_context *context, float *grads,
+                                   long long count);
 
 typedef mpc_status (*mpc_step_fn)(mpc_step_context *context);
 
@@ -172,6 +183,9 @@ struct mpc_model_desc {
   int32_t debug_nonfinite;
   int32_t num_debug_sites;
   const mpc_debug_site *debug_sites;
+  /* 1 when built with --data-parallel: the train step reduces gradients
+   * over the ranks of a session created with data_parallel. */
+  int32_t data_parallel;
 };
 
 #ifdef __cplusplus

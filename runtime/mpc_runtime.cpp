@@ -16,6 +16,7 @@
 #include "runtime/half.h"
 #include "runtime/init.h"
 #include "runtime/loss_scaler.h"
+#include "runtime/process_group.h"
 #include "runtime/session.h"
 
 #include <cmath>
@@ -365,6 +366,7 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
   context.micro_step =
       static_cast<int32_t>(session->step % model->accumulate_steps);
   context.index_error = &index_error;
+  context.process_group = session->group;
   session->nonfinite = mpc_nonfinite_record{};
   if (model->debug_nonfinite) { // a cpu-target feature: the arenas are host
     const mpc_loss_scaler_state &scaler =
@@ -382,6 +384,8 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
   values.learning_rate = context.learning_rate;
   values.momentum = context.momentum;
   values.weight_decay = context.weight_decay;
+  values.world_size =
+      session->group ? mpcrt::process_group_size(session->group) : 1;
   // A cuda step sees device arenas and runs on the session's stream.
   uint64_t errors_before = mpcrt::errors_recorded_on_this_thread();
   mpc_status returned;
@@ -402,7 +406,7 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
                                       : "");
   if (status != MPC_OK) {
     // Pass a known status on; anything else is the model's bug.
-    mpc_status passed_on = status > MPC_OK && status <= MPC_ERROR_INTERNAL
+    mpc_status passed_on = status > MPC_OK && status <= MPC_ERROR_COMMUNICATION
                                ? static_cast<mpc_status>(status)
                                : MPC_ERROR_INTERNAL;
     // The cause, where the step or the runtime under it recorded one.
@@ -558,6 +562,27 @@ extern "C" mpc_status mpc_model_output_info(const mpc_model_desc *model,
 // ----------------------------------------------------------------------------
 // C API: sessions
 
+/// Joins the MPI job and starts every rank from rank 0's parameters and
+/// state (its seed, or what it loaded).
+static mpc_status join_data_parallel(mpc_session *session) {
+  const mpc_model_desc *model = session->model;
+  if (!model->data_parallel)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_session_create: model '%s' was not compiled for "
+                     "data parallelism (mpc compile --data-parallel)",
+                     model->name);
+  if (model->target != MPC_TARGET_CPU)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_session_create: data parallelism runs on the cpu "
+                     "target only so far (the cuda target's NCCL path is "
+                     "not built yet)");
+  if (mpc_status status = mpcrt::process_group_join_mpi(&session->group))
+    return status;
+  return mpcrt::process_group_broadcast(session->group,
+                                        session->arenas[MPC_ARENA_PARAMS],
+                                        model->arena_bytes[MPC_ARENA_PARAMS]);
+}
+
 extern "C" void mpc_session_options_init(mpc_session_options *options) {
   if (!options) {
     set_error(MPC_ERROR_INVALID_ARGUMENT,
@@ -572,6 +597,7 @@ extern "C" void mpc_session_options_init(mpc_session_options *options) {
   options->momentum = NAN;
   options->weight_decay = NAN;
   options->cuda_graphs = 0;
+  options->data_parallel = 0;
 }
 
 extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
@@ -612,6 +638,7 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   fresh.seed = options->seed;
   fresh.step = 0;
   fresh.cuda = nullptr;
+  fresh.group = nullptr;
   fresh.gradients_nonfinite = 0;
   fresh.checkpoint_verified = 0;
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
@@ -674,6 +701,14 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   control->step_scale = control->scaler.scale;
   control->grad_norm = NAN;
   control->learning_rate = created->learning_rate;
+  control->values.world_size = 1;
+  if (options->data_parallel) {
+    if (mpc_status status = join_data_parallel(created)) {
+      mpc_session_destroy(created);
+      return status;
+    }
+    control->values.world_size = mpcrt::process_group_size(created->group);
+  }
   // A cuda session keeps these arenas as the host mirror of its device ones
   // (runtime/cuda/cuda_session.h) and starts from the same initial values.
   if (model_target == MPC_TARGET_CUDA) {
@@ -696,6 +731,7 @@ extern "C" void mpc_session_destroy(mpc_session *session) {
   if (!session)
     return;
   mpcrt::cuda_session_destroy(session->cuda);
+  mpcrt::process_group_release(session->group);
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     std::free(session->arenas[a]);
   std::free(session->weights_missing);
@@ -769,9 +805,12 @@ extern "C" mpc_status mpc_get_gradient(mpc_session *session, const char *name,
   const unsigned char *source =
       static_cast<const unsigned char *>(session->arenas[MPC_ARENA_GRADS]) +
       tensor->offset;
-  float scale = mpcrt::train_control(session)->step_scale;
+  // Data parallel: the sum over ranks, of which the mean is the gradient.
+  const mpc_train_control *control = mpcrt::train_control(session);
+  float scale = control->step_scale;
+  float ranks = static_cast<float>(control->values.world_size);
   for (int64_t i = 0; i < tensor->num_elements; ++i)
-    data[i] = mpc_load_as_f32(tensor->dtype, source, i) / scale;
+    data[i] = mpc_load_as_f32(tensor->dtype, source, i) / scale / ranks;
   return MPC_OK;
 }
 
@@ -928,4 +967,32 @@ extern "C" mpc_status mpc_get_training_stats(mpc_session *session,
   result.gradients_nonfinite = session->gradients_nonfinite;
   *stats = result;
   return MPC_OK;
+}
+
+// ----------------------------------------------------------------------------
+// Data parallel
+
+extern "C" int32_t mpc_session_rank(const mpc_session *session) {
+  if (!session)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_session_rank: session is null"),
+           -1;
+  return session->group ? mpcrt::process_group_rank(session->group) : 0;
+}
+
+extern "C" int32_t mpc_session_world_size(const mpc_session *session) {
+  if (!session)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_session_world_size: session is null"),
+           -1;
+  return session->group ? mpcrt::process_group_size(session->group) : 1;
+}
+
+extern "C" mpc_status mpc_rt_reduce_gradients(mpc_step_context *context,
+                                              float *grads, long long count) {
+  if (!context->process_group)
+    return MPC_OK;
+  return mpcrt::process_group_sum_in_rank_order(
+      static_cast<mpcrt::process_group *>(context->process_group), grads,
+      count);
 }

@@ -40,6 +40,8 @@ typedef enum mpc_status {
   MPC_ERROR_NO_DEVICE = 5,        /* the target's device is not available */
   MPC_ERROR_OUT_OF_MEMORY = 6,
   MPC_ERROR_INTERNAL = 7,
+  MPC_ERROR_COMMUNICATION = 8, /* data parallel: MPI missing or a
+                                  collective failed */
 } mpc_status;
 
 typedef enum mpc_dtype {
@@ -82,7 +84,21 @@ typedef struct mpc_session_options {
    * instead of one per kernel. 0 (the default) launches kernel by kernel.
    * Ignored on the cpu target. */
   int32_t cuda_graphs;
+  /* 1: join the MPI job this process was started in (mpirun -np N), as
+   * one of N ranks that each train on their own micro-batch; gradients are
+   * summed over ranks after the backward pass, so the ranks stay equal and
+   * compute what one process accumulating the N micro-batches computes
+   * (bit for bit). Parameters start as rank 0's. Needs a model built with
+   * mpc compile --data-parallel, the cpu target, and Open MPI (loaded with
+   * dlopen: MPC_ERROR_COMMUNICATION without it). 0 (the default): one
+   * process. */
+  int32_t data_parallel;
 } mpc_session_options;
+
+/* Data parallel: this session's rank and the number of ranks (0 and 1 for a
+ * session of one process); -1 with a message for a null session. */
+int32_t mpc_session_rank(const mpc_session *session);
+int32_t mpc_session_world_size(const mpc_session *session);
 
 /* The message of the last failing call on this thread ("" if none). */
 const char *mpc_last_error(void);
@@ -144,7 +160,8 @@ mpc_status mpc_compute_gradients(mpc_session *session,
                                  const void *const *inputs, float *loss);
 /* The gradient of a parameter from the last mpc_train_step or
  * mpc_compute_gradients, as fp32 values, `count` elements, with the loss
- * scale divided out (of the last micro-batch, with accumulation). */
+ * scale divided out (of the last micro-batch, with accumulation); with
+ * data parallelism, the mean over the ranks. */
 mpc_status mpc_get_gradient(mpc_session *session, const char *name,
                             float *data, size_t count);
 

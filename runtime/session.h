@@ -11,7 +11,8 @@
 #include "runtime/mpc_model.h"
 
 namespace mpcrt {
-struct CudaSession; // runtime/cuda/cuda_session.h
+struct CudaSession;   // runtime/cuda/cuda_session.h
+struct process_group; // runtime/process_group.h
 } // namespace mpcrt
 
 struct mpc_session {
@@ -49,6 +50,8 @@ struct mpc_session {
   // The device side of a cuda-target session (null on the cpu target); the
   // arenas above are then the host mirror of its device arenas.
   mpcrt::CudaSession *cuda;
+  // The data-parallel job's ranks; null in a session of one process.
+  mpcrt::process_group *group;
 };
 
 namespace mpcrt {

@@ -23,6 +23,9 @@ packages=(
   # `mpc import` (ONNX 1.12 and protobuf); its tests export PyTorch models
   # and check them with the onnx package
   libonnx-dev libprotobuf-dev python3-onnx python3-torch
+  # data parallelism on the cpu target: libmpcrt loads libmpi with dlopen;
+  # the tests start ranks with mpirun
+  openmpi-bin
 )
 
 missing=()

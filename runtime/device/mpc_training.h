@@ -157,7 +157,9 @@ typedef struct mpc_step_values {
   float learning_rate; /* the base rate, before any schedule */
   float momentum;
   float weight_decay;
-  int reserved;        /* keeps the size a multiple of 8 */
+  /* Ranks whose gradients the step sums (data parallel): the mean divides
+   * by ranks x micro-batches. 1 in a session of one process. */
+  int world_size;
 } mpc_step_values;
 
 /* Training state in device memory (the end of the optimizer arena, at the

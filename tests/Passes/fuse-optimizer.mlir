@@ -5,6 +5,11 @@
 // RUN: mpc-opt %s --split-input-file --mpc-autodiff \
 // RUN:   --mpc-fuse-optimizer="skip-nonfinite=false" \
 // RUN:   | FileCheck %s --check-prefix=APPLY
+// RUN: mpc-opt %s --split-input-file --mpc-autodiff \
+// RUN:   --mpc-fuse-optimizer="data-parallel=true" \
+// RUN:   | FileCheck %s --check-prefix=PARALLEL
+// RUN: mpc-opt %s --split-input-file --mpc-autodiff --mpc-fuse-optimizer \
+// RUN:   | mpc-opt --split-input-file | FileCheck %s --check-prefix=SGD
 
 // The optimizer is recorded on the model for code generation; the body is
 // not changed.
@@ -15,6 +20,9 @@
 //       ADAMW:   mpc.optimizer = #mpc.optimizer<kind = adamw, lr = 1.000000e-03, momentum = 0.000000e+00, nesterov = false, weight_decay = 1.000000e-01, beta1 = 9.000000e-01, beta2 = 0.99899999999999999, eps = 1.000000e-08, clip_norm = 1.000000e+00, accumulate = 4, schedule = warmup_cosine, warmup_steps = 100, decay_steps = 900, min_lr = 1.000000e-04, skip_nonfinite = true>
 // APPLY-LABEL: mpc.model @linear
 //       APPLY:   mpc.optimizer = #mpc.optimizer<{{.*}}, skip_nonfinite = false>
+// data_parallel is printed only when true (SGD's line ends without it).
+// PARALLEL-LABEL: mpc.model @linear
+//       PARALLEL:   mpc.optimizer = #mpc.optimizer<{{.*}}, skip_nonfinite = true, data_parallel = true>
 mpc.model @linear inputs(%x: tensor<4x3xf32>, %y: tensor<4xi32>)
     params(%w: tensor<5x3xf32> = zeros, %b: tensor<5xf32> = zeros) {
   %h = mpc.linear %x, %w, %b : tensor<4x3xf32>, tensor<5x3xf32>, tensor<5xf32>

@@ -30,7 +30,8 @@ _MAX_RANK = 8
 _STATUS = {0: "MPC_OK", 1: "MPC_ERROR_INVALID_ARGUMENT",
            2: "MPC_ERROR_OUT_OF_RANGE", 3: "MPC_ERROR_IO",
            4: "MPC_ERROR_FORMAT", 5: "MPC_ERROR_NO_DEVICE",
-           6: "MPC_ERROR_OUT_OF_MEMORY", 7: "MPC_ERROR_INTERNAL"}
+           6: "MPC_ERROR_OUT_OF_MEMORY", 7: "MPC_ERROR_INTERNAL",
+           8: "MPC_ERROR_COMMUNICATION"}
 # mpc_dtype -> (name, numpy dtype of its storage)
 _DTYPES = {0: ("f32", np.float32), 1: ("f16", np.float16),
            2: ("bf16", np.uint16), 3: ("i32", np.int32), 4: ("i64", np.int64)}
@@ -58,7 +59,8 @@ class _SessionOptions(ctypes.Structure):
                 ("seed", ctypes.c_uint64), ("learning_rate", ctypes.c_float),
                 ("momentum", ctypes.c_float),
                 ("weight_decay", ctypes.c_float),
-                ("cuda_graphs", ctypes.c_int32)]
+                ("cuda_graphs", ctypes.c_int32),
+                ("data_parallel", ctypes.c_int32)]
 
 
 class _TrainingStats(ctypes.Structure):
@@ -121,6 +123,8 @@ def _bind(lib):
         "mpc_set_param_shaped": ([P, S, F, ctypes.POINTER(I64), I32], I32),
         "mpc_set_learning_rate": ([P, ctypes.c_float], I32),
         "mpc_session_step": ([P], I64),
+        "mpc_session_rank": ([P], I32),
+        "mpc_session_world_size": ([P], I32),
         "mpc_get_training_stats": ([P, ctypes.POINTER(_TrainingStats)], I32),
         "mpc_get_nonfinite_report": ([P, ctypes.POINTER(_NonfiniteReport)],
                                      I32),
@@ -190,11 +194,13 @@ class Model:
             raise MpcError(status, self._lib.mpc_last_error().decode())
 
     def session(self, seed=0, learning_rate=None, momentum=None,
-                weight_decay=None, target="cpu", device=0, cuda_graphs=False):
+                weight_decay=None, target="cpu", device=0, cuda_graphs=False,
+                data_parallel=False):
         """A training session; hyper-parameters left None take the values
-        the model was compiled with."""
+        the model was compiled with. data_parallel: join the MPI job this
+        process runs in (mpirun; a model built with --data-parallel)."""
         return Session(self, seed, learning_rate, momentum, weight_decay,
-                       target, device, cuda_graphs)
+                       target, device, cuda_graphs, data_parallel)
 
     def __repr__(self):
         return f"Model({self.name!r}, inputs={self.inputs})"
@@ -211,7 +217,7 @@ class Session:
     time (the C API's rule)."""
 
     def __init__(self, model, seed, learning_rate, momentum, weight_decay,
-                 target, device, cuda_graphs):
+                 target, device, cuda_graphs, data_parallel=False):
         self.model = model
         self._lib = model._lib
         if target not in _TARGETS:
@@ -222,6 +228,7 @@ class Session:
         options.device = device
         options.seed = seed
         options.cuda_graphs = int(bool(cuda_graphs))
+        options.data_parallel = int(bool(data_parallel))
         for field, value in (("learning_rate", learning_rate),
                              ("momentum", momentum),
                              ("weight_decay", weight_decay)):
@@ -368,6 +375,18 @@ class Session:
         with self._lock:
             self._check(self._lib.mpc_set_learning_rate(self._session(),
                                                         rate))
+
+    @property
+    def rank(self):
+        """This process's rank in a data-parallel session (else 0)."""
+        with self._lock:
+            return self._lib.mpc_session_rank(self._session())
+
+    @property
+    def world_size(self):
+        """Ranks of a data-parallel session (else 1)."""
+        with self._lock:
+            return self._lib.mpc_session_world_size(self._session())
 
     @property
     def step(self):

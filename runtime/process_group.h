@@ -1,0 +1,45 @@
+//===- process_group.h - the ranks of a data-parallel job -------*- C++ -*-===//
+//
+// Internal to libmpcrt. A session created with data_parallel joins the MPI
+// job its process was started in (mpirun); Open MPI's libmpi is loaded with
+// dlopen, as libcuda is, so that programs without data parallelism start
+// where MPI is not installed.
+//
+// Gradients are summed in rank order, starting from 0: rank r's gradient
+// is added where micro-batch r's would be under --accumulate, so N ranks
+// with batch B compute, bit for bit, what one rank accumulating the same N
+// micro-batches computes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_RUNTIME_PROCESS_GROUP_H
+#define MPC_RUNTIME_PROCESS_GROUP_H
+
+#include "runtime/mpc_runtime.h"
+
+#include <cstdint>
+
+namespace mpcrt {
+
+struct process_group;
+
+/// Joins the MPI job (MPI_Init_thread when nobody initialised MPI yet, and
+/// MPI_Finalize at exit then). MPC_ERROR_UNSUPPORTED with a message when
+/// libmpi cannot be loaded.
+mpc_status process_group_join_mpi(process_group **group);
+void process_group_release(process_group *group);
+
+int32_t process_group_rank(const process_group *group);
+int32_t process_group_size(const process_group *group);
+
+/// Every rank gets rank 0's `bytes` at `data`.
+mpc_status process_group_broadcast(process_group *group, void *data,
+                                   int64_t bytes);
+
+/// data[i] = ((0 + data_rank0[i]) + data_rank1[i]) + ... on every rank.
+mpc_status process_group_sum_in_rank_order(process_group *group, float *data,
+                                           int64_t count);
+
+} // namespace mpcrt
+
+#endif // MPC_RUNTIME_PROCESS_GROUP_H

@@ -1,0 +1,138 @@
+"""Data parallelism on the cpu target (issue 16): N ranks with batch B end,
+bit for bit, where one process accumulating the same N micro-batches ends.
+
+For sgd, adam and adamw, at O0 and at O2 f16 with dynamic loss scaling, and
+for N = 2 and 3: the MLP example built with --data-parallel trains 20 steps
+under `mpirun -np N` (dp_worker.py); the same model built with
+--accumulate=N trains the same micro-batches in one process. Rank 0's
+checkpoint and the single process's must hold the same bytes for every
+parameter and optimizer slot (the accumulator slot aside), and the same loss
+scaler state and step counts; every other rank's checkpoint must equal rank
+0's. One micro-batch, on one rank only, holds an inf: its step is skipped
+on every rank (and the scale halved, with loss scaling), as in the single
+process. A control shows the comparison can fail: the --data-parallel build
+run as one process (MPI's singleton) ends elsewhere.
+
+    dp_test.py --mpc build/bin/mpc --mpirun mpirun --model examples/mlp.mlir
+               --work DIR
+"""
+
+import argparse
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCALER_KEYS = ["loss_scale", "loss_scale_growth_tracker",
+               "loss_scale_hysteresis_left", "optimizer_steps",
+               "skipped_steps"]
+
+
+def run(command, **kwargs):
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(command)}\n{result.stdout}{result.stderr}")
+    return result.stdout
+
+
+def read_checkpoint(path):
+    with open(path, "rb") as file:
+        size = struct.unpack("<Q", file.read(8))[0]
+        header = json.loads(file.read(size))
+        data = file.read()
+    metadata = header.pop("__metadata__", {})
+    tensors = {name: data[slice(*entry["data_offsets"])]
+               for name, entry in header.items()}
+    return tensors, metadata
+
+
+def different(tensors, metadata, reference, reference_metadata):
+    """What differs, of the tensors in `tensors` and the scaler state."""
+    problems = [name for name, data in tensors.items()
+                if reference.get(name) != data]
+    problems += [f"metadata {key}: {metadata.get(key)} vs "
+                 f"{reference_metadata.get(key)}" for key in SCALER_KEYS
+                 if metadata.get(key) != reference_metadata.get(key)]
+    return problems
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mpc", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+
+    def build(name, flags):
+        directory = os.path.join(args.work, name)
+        run([args.mpc, "compile", args.model, "--shared", "-o", directory,
+             *flags])
+        return os.path.join(directory, "libmlp.so")
+
+    worker = [sys.executable, os.path.join(HERE, "dp_worker.py")]
+    mpirun = [args.mpirun, "--allow-run-as-root", "--oversubscribe",
+              "--mca", "btl", "self,vader", "-np"]
+    failures = 0
+    for optimizer in ["sgd", "adam", "adamw"]:
+        for level, precision in [("O0", ["--amp=O0"]),
+                                 ("O2_f16", ["--amp=O2", "--half=f16",
+                                             "--loss-scale=dynamic"])]:
+            flags = [*precision, f"--optimizer={optimizer}", "--lr=0.01",
+                     "--momentum=0.9" if optimizer == "sgd" else "--beta1=0.9",
+                     "--weight-decay=0.01"]
+            parallel = build(f"{optimizer}_{level}_dp",
+                             [*flags, "--data-parallel"])
+            for ranks in [2, 3]:
+                single = build(f"{optimizer}_{level}_acc{ranks}",
+                               [*flags, f"--accumulate={ranks}"])
+                ours = os.path.join(args.work, f"{optimizer}_{level}_np{ranks}")
+                theirs = ours + "_accumulate"
+                # Rank 1's micro-batch of step 3.
+                overflow = ["--overflow-at", str(3 * ranks + 1)]
+                run([*mpirun, str(ranks), *worker, "--lib", parallel,
+                     "--out", ours, "--ranks", str(ranks), *overflow])
+                run([*worker, "--lib", single, "--out", theirs,
+                     "--accumulate", str(ranks), *overflow])
+                ours_tensors, ours_meta = read_checkpoint(ours)
+                theirs_tensors, theirs_meta = read_checkpoint(theirs)
+                problems = different(ours_tensors, ours_meta, theirs_tensors,
+                                     theirs_meta)
+                for rank in range(1, ranks):
+                    problems += [f"rank {rank}: {problem}" for problem in
+                                 different(*read_checkpoint(f"{ours}.rank{rank}"),
+                                           ours_tensors, ours_meta)]
+                if ours_meta["skipped_steps"] != "1":
+                    problems.append(f"{ours_meta['skipped_steps']} steps "
+                                    "skipped, expected the overflowed one")
+                if optimizer == "sgd" and level == "O0" and ranks == 2:
+                    alone = ours + "_alone"
+                    run([*worker, "--lib", parallel, "--out", alone,
+                         "--ranks", "1"])
+                    if not different(*read_checkpoint(alone), ours_tensors,
+                                     ours_meta):
+                        problems.append("control: one process ends where 2 "
+                                        "ranks do, so the test cannot fail")
+                label = f"{optimizer} {level}, {ranks} ranks"
+                if problems:
+                    failures += 1
+                    print(f"FAIL: {label}: differs from --accumulate="
+                          f"{ranks}: {', '.join(problems)}")
+                else:
+                    print(f"ok: {label}: every rank's {len(ours_tensors)} "
+                          f"tensors and the scaler (scale {ours_meta['loss_scale']}, "
+                          f"{ours_meta['skipped_steps']} skipped of "
+                          f"{ours_meta['optimizer_steps']}) equal to "
+                          f"--accumulate={ranks}, bit for bit")
+    if failures:
+        sys.exit(f"FAIL: {failures} configuration(s)")
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""One process of tests/data_parallel/dp_test.py: trains the MLP example
+for --steps optimizer steps and saves a checkpoint.
+
+  --ranks N (under mpirun -np N, with a --data-parallel build): rank r
+      trains on micro-batch t*N + r of step t;
+  --accumulate N (one process, an --accumulate=N build): micro-batches
+      t*N + 0 .. t*N + N-1, in order, make step t.
+
+Micro-batch --overflow-at holds an inf input, so that its gradients are
+inf or NaN and the optimizer step it belongs to is skipped. Every rank
+saves its checkpoint: rank r > 0 to <out>.rank<r>.
+"""
+
+import argparse
+import sys
+
+import numpy as np
+
+import mpc
+
+
+def batch(index, overflow_at):
+    rng = np.random.default_rng(1000 + index)
+    x = rng.standard_normal((64, 784), dtype=np.float32)
+    if index == overflow_at:
+        x[0, 0] = np.inf
+    return x, rng.integers(0, 10, 64, dtype=np.int32)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lib", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--overflow-at", type=int, default=-1)
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--ranks", type=int)
+    group.add_argument("--accumulate", type=int)
+    args = parser.parse_args()
+    model = mpc.load(args.lib)
+    with model.session(seed=5, data_parallel=bool(args.ranks)) as session:
+        if args.ranks:
+            if session.world_size != args.ranks:
+                sys.exit(f"FAIL: world size {session.world_size}, expected "
+                         f"{args.ranks}")
+            for step in range(args.steps):
+                session.train_step(*batch(step * args.ranks + session.rank,
+                                          args.overflow_at))
+            suffix = f".rank{session.rank}" if session.rank else ""
+            session.save(args.out + suffix)
+        else:
+            for step in range(args.steps * args.accumulate):
+                session.train_step(*batch(step, args.overflow_at))
+            session.save(args.out)
+
+
+if __name__ == "__main__":
+    main()
