@@ -15,7 +15,10 @@
 // accuracy; --max-loss-ratio=R exits 1 unless the mean loss of the last
 // --log-every steps is below R times that of the first (R = 1: the loss
 // fell); --bench=N times N training steps on one batch (after --warmup=N
-// untimed ones) and prints the median instead of training.
+// untimed ones) and prints the median instead of training. --data-parallel
+// makes the process one rank of an MPI job (mpirun -np N, a model compiled
+// with --data-parallel): each rank trains on its own shard of examples and
+// rank 0 reports.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +49,7 @@ struct Options {
   int warmup = 10;          // untimed steps before --bench
   const char *csv = nullptr;
   bool cudaGraphs = false;   // cuda target: replay each step as a CUDA graph
+  bool dataParallel = false; // one rank of an MPI job (mpirun -np N)
 };
 
 bool parseOptions(int argc, char **argv, Options &options) {
@@ -78,13 +82,15 @@ bool parseOptions(int argc, char **argv, Options &options) {
       options.csv = v;
     else if (arg == "--cuda-graphs")
       options.cudaGraphs = true;
+    else if (arg == "--data-parallel")
+      options.dataParallel = true;
     else {
       bool help = arg == "--help" || arg == "-h";
       std::fprintf(help ? stdout : stderr,
                    "usage: %s [--steps=N] [--log-every=N] [--lr=X] "
                    "[--momentum=X] [--seed=N] [--noise=X] [--min-accuracy=P] "
                    "[--max-loss-ratio=R] [--bench=N [--warmup=N]] "
-                   "[--csv=FILE] [--cuda-graphs]\n",
+                   "[--csv=FILE] [--cuda-graphs] [--data-parallel]\n",
                    argv[0]);
       if (help)
         std::exit(0);
@@ -129,6 +135,12 @@ public:
             prototypes[k * features + c * plane + p] += colour;
         }
     }
+  }
+
+  /// Data parallel: rank `rank` draws its own examples of the same classes
+  /// (its shard), from a stream of its own.
+  void shard(int32_t rank, uint64_t seed) {
+    rng.seed(seed + 7919 * static_cast<uint64_t>(rank + 1));
   }
 
   /// Fills one batch of `batch` examples.
@@ -183,6 +195,7 @@ int main(int argc, char **argv) {
   sessionOptions.target = MPC_APP_TARGET;
   sessionOptions.seed = options.seed;
   sessionOptions.cuda_graphs = options.cudaGraphs;
+  sessionOptions.data_parallel = options.dataParallel;
   if (!std::isnan(options.learningRate))
     sessionOptions.learning_rate = options.learningRate;
   if (!std::isnan(options.momentum))
@@ -193,6 +206,18 @@ int main(int argc, char **argv) {
 
   int64_t planes = features.rank == 4 ? features.shape[1] : 1;
   Dataset data(width, planes, classes, options.noise, options.seed + 1000);
+  if (options.dataParallel) {
+    int32_t rank = mpc_session_rank(session);
+    data.shard(rank, options.seed + 1000);
+    // Rank 0 reports for all: the ranks hold the same parameters.
+    if (rank != 0 && !std::freopen("/dev/null", "w", stdout))
+      return fail("silencing a rank other than 0");
+    std::printf("data parallel: %d ranks, each training on its own shard "
+                "(global batch %lld)\n",
+                mpc_session_world_size(session),
+                static_cast<long long>(batch) *
+                    mpc_session_world_size(session));
+  }
   std::vector<float> x(batch * width);
   std::vector<int32_t> y(batch);
   const void *inputs[] = {x.data(), y.data()};
