@@ -564,7 +564,8 @@ extern "C" mpc_status mpc_model_output_info(const mpc_model_desc *model,
 
 /// Joins the MPI job and starts every rank from rank 0's parameters and
 /// state (its seed, or what it loaded).
-static mpc_status join_data_parallel(mpc_session *session) {
+static mpc_status join_data_parallel(mpc_session *session,
+                                     double timeout_seconds) {
   const mpc_model_desc *model = session->model;
   if (!model->data_parallel)
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
@@ -576,7 +577,8 @@ static mpc_status join_data_parallel(mpc_session *session) {
                      "mpc_session_create: data parallelism runs on the cpu "
                      "target only so far (the cuda target's NCCL path is "
                      "not built yet)");
-  if (mpc_status status = mpcrt::process_group_join_mpi(&session->group))
+  if (mpc_status status =
+          mpcrt::process_group_join_mpi(&session->group, timeout_seconds))
     return status;
   return mpcrt::process_group_broadcast(session->group,
                                         session->arenas[MPC_ARENA_PARAMS],
@@ -598,6 +600,7 @@ extern "C" void mpc_session_options_init(mpc_session_options *options) {
   options->weight_decay = NAN;
   options->cuda_graphs = 0;
   options->data_parallel = 0;
+  options->collective_timeout_seconds = 0;
 }
 
 extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
@@ -703,7 +706,16 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   control->learning_rate = created->learning_rate;
   control->values.world_size = 1;
   if (options->data_parallel) {
-    if (mpc_status status = join_data_parallel(created)) {
+    float timeout = options->collective_timeout_seconds;
+    if (!(timeout >= 0) || std::isinf(timeout)) {
+      mpc_session_destroy(created);
+      return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                       "mpc_session_create: collective_timeout_seconds must "
+                       "be a finite number >= 0 (0: 600 s), got %g",
+                       static_cast<double>(timeout));
+    }
+    if (mpc_status status =
+            join_data_parallel(created, timeout > 0 ? timeout : 600.0)) {
       mpc_session_destroy(created);
       return status;
     }

@@ -93,6 +93,11 @@ typedef struct mpc_session_options {
    * dlopen: MPC_ERROR_COMMUNICATION without it). 0 (the default): one
    * process. */
   int32_t data_parallel;
+  /* Data parallel: how long a rank waits for the others in an exchange
+   * (the parameters at creation, the gradients every step) before the call
+   * fails with MPC_ERROR_COMMUNICATION naming the ranks that did not
+   * arrive; the session is unusable after that. 0 (the default): 600 s. */
+  float collective_timeout_seconds;
 } mpc_session_options;
 
 /* Data parallel: this session's rank and the number of ranks (0 and 1 for a

@@ -3,8 +3,13 @@
 // MPI through dlopen: Open MPI's libmpi.so.40 (Debian's openmpi-bin). Its
 // handles (MPI_COMM_WORLD, MPI_BYTE, MPI_ERRORS_RETURN) are the addresses
 // of the library's predefined objects, looked up by their symbol names.
-// Collectives return errors instead of aborting the job (MPI_ERRORS_RETURN
-// on the communicator), so a failure is a status on the rank that saw it.
+//
+// Every exchange is point to point and non-blocking, polled against a
+// deadline: a rank that does not arrive (it hung, or failed before the
+// exchange and returned its own status) makes the others fail with
+// MPC_ERROR_COMMUNICATION naming it, instead of waiting forever. After
+// that the group is broken: later exchanges fail at once, since messages
+// of the abandoned one may still be in flight.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,18 +18,20 @@
 #include "runtime/error.h"
 
 #include <algorithm>
-#include <climits>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <dlfcn.h>
 #include <new>
+#include <string>
+#include <thread>
 #include <vector>
+
+#include <dlfcn.h>
 
 namespace mpcrt {
 namespace {
 
-using Handle = void *; // MPI_Comm, MPI_Datatype, MPI_Errhandler
+using Handle = void *; // MPI_Comm, MPI_Datatype, MPI_Errhandler, MPI_Request
 
 struct Mpi {
   void *library = nullptr;
@@ -36,9 +43,11 @@ struct Mpi {
   int (*commRank)(Handle, int *) = nullptr;
   int (*commSize)(Handle, int *) = nullptr;
   int (*commSetErrhandler)(Handle, Handle) = nullptr;
-  int (*bcast)(void *, int, Handle, int, Handle) = nullptr;
-  int (*allgather)(const void *, int, Handle, void *, int, Handle,
-                   Handle) = nullptr;
+  int (*isend)(const void *, int, Handle, int, int, Handle, Handle *) = nullptr;
+  int (*irecv)(void *, int, Handle, int, int, Handle, Handle *) = nullptr;
+  int (*test)(Handle *, int *, void *) = nullptr;
+  int (*cancel)(Handle *) = nullptr;
+  int (*requestFree)(Handle *) = nullptr;
   int (*errorString)(int, char *, int *) = nullptr;
 };
 
@@ -48,6 +57,12 @@ constexpr int kThreadSerialized = 2;
 // The largest count one MPI call takes is an int; bigger buffers go in
 // pieces of this many bytes.
 constexpr int64_t kChunkBytes = int64_t(1) << 30;
+// One tag for mpc's messages: between two ranks they arrive in order.
+constexpr int kTag = 0x6d70;
+
+template <typename T> void bind(void *library, const char *name, T &slot) {
+  slot = reinterpret_cast<T>(dlsym(library, name));
+}
 
 Mpi *loadMpi() {
   static Mpi mpi;
@@ -60,32 +75,26 @@ Mpi *loadMpi() {
   void *library = dlopen("libmpi.so.40", RTLD_NOW | RTLD_GLOBAL);
   if (!library)
     return nullptr;
-  auto symbol = [&](const char *name) { return dlsym(library, name); };
-  mpi.world = symbol("ompi_mpi_comm_world");
-  mpi.byte = symbol("ompi_mpi_byte");
-  mpi.errorsReturn = symbol("ompi_mpi_errors_return");
-  mpi.initialized = reinterpret_cast<int (*)(int *)>(symbol("MPI_Initialized"));
-  mpi.finalized = reinterpret_cast<int (*)(int *)>(symbol("MPI_Finalized"));
-  mpi.initThread = reinterpret_cast<int (*)(int *, char ***, int, int *)>(
-      symbol("MPI_Init_thread"));
-  mpi.finalize = reinterpret_cast<int (*)()>(symbol("MPI_Finalize"));
-  mpi.commRank =
-      reinterpret_cast<int (*)(Handle, int *)>(symbol("MPI_Comm_rank"));
-  mpi.commSize =
-      reinterpret_cast<int (*)(Handle, int *)>(symbol("MPI_Comm_size"));
-  mpi.commSetErrhandler = reinterpret_cast<int (*)(Handle, Handle)>(
-      symbol("MPI_Comm_set_errhandler"));
-  mpi.bcast = reinterpret_cast<int (*)(void *, int, Handle, int, Handle)>(
-      symbol("MPI_Bcast"));
-  mpi.allgather =
-      reinterpret_cast<int (*)(const void *, int, Handle, void *, int, Handle,
-                               Handle)>(symbol("MPI_Allgather"));
-  mpi.errorString =
-      reinterpret_cast<int (*)(int, char *, int *)>(symbol("MPI_Error_string"));
+  mpi.world = dlsym(library, "ompi_mpi_comm_world");
+  mpi.byte = dlsym(library, "ompi_mpi_byte");
+  mpi.errorsReturn = dlsym(library, "ompi_mpi_errors_return");
+  bind(library, "MPI_Initialized", mpi.initialized);
+  bind(library, "MPI_Finalized", mpi.finalized);
+  bind(library, "MPI_Init_thread", mpi.initThread);
+  bind(library, "MPI_Finalize", mpi.finalize);
+  bind(library, "MPI_Comm_rank", mpi.commRank);
+  bind(library, "MPI_Comm_size", mpi.commSize);
+  bind(library, "MPI_Comm_set_errhandler", mpi.commSetErrhandler);
+  bind(library, "MPI_Isend", mpi.isend);
+  bind(library, "MPI_Irecv", mpi.irecv);
+  bind(library, "MPI_Test", mpi.test);
+  bind(library, "MPI_Cancel", mpi.cancel);
+  bind(library, "MPI_Request_free", mpi.requestFree);
+  bind(library, "MPI_Error_string", mpi.errorString);
   if (!mpi.world || !mpi.byte || !mpi.errorsReturn || !mpi.initialized ||
       !mpi.finalized || !mpi.initThread || !mpi.finalize || !mpi.commRank ||
-      !mpi.commSize || !mpi.commSetErrhandler || !mpi.bcast || !mpi.allgather ||
-      !mpi.errorString) {
+      !mpi.commSize || !mpi.commSetErrhandler || !mpi.isend || !mpi.irecv ||
+      !mpi.test || !mpi.cancel || !mpi.requestFree || !mpi.errorString) {
     dlclose(library);
     return nullptr;
   }
@@ -115,10 +124,88 @@ struct process_group {
   Mpi *mpi;
   int32_t rank;
   int32_t size;
+  double timeoutSeconds;
+  bool broken = false;
   std::vector<float> gathered; // scratch: every rank's gradients
+
+  /// One exchange: receives `count` bytes from each rank in `from` into
+  /// `into(rank)` and sends `bytes` at `data` to each rank in `to`; waits
+  /// for all of it until the timeout.
+  template <typename Into>
+  mpc_status exchange(const char *what, const void *data, int bytes,
+                      const std::vector<int> &to, const std::vector<int> &from,
+                      Into into);
 };
 
-mpc_status process_group_join_mpi(process_group **group) {
+template <typename Into>
+mpc_status process_group::exchange(const char *what, const void *data,
+                                   int bytes, const std::vector<int> &to,
+                                   const std::vector<int> &from, Into into) {
+  if (broken)
+    return set_error(MPC_ERROR_COMMUNICATION,
+                     "data parallel: %s: an earlier exchange failed, so the "
+                     "ranks are no longer in step; start the job again",
+                     what);
+  std::vector<Handle> receives(from.size(), nullptr), sends(to.size(), nullptr);
+  for (size_t k = 0; k < from.size(); ++k)
+    if (int code = mpi->irecv(into(from[k]), bytes, mpi->byte, from[k], kTag,
+                              mpi->world, &receives[k]))
+      return broken = true, mpiError(*mpi, what, code);
+  for (size_t k = 0; k < to.size(); ++k)
+    if (int code = mpi->isend(data, bytes, mpi->byte, to[k], kTag, mpi->world,
+                              &sends[k]))
+      return broken = true, mpiError(*mpi, what, code);
+
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration<double>(timeoutSeconds);
+  std::vector<bool> received(from.size(), false), sent(to.size(), false);
+  auto pending = [](const std::vector<bool> &done) {
+    return std::count(done.begin(), done.end(), false);
+  };
+  for (int spins = 0; pending(received) || pending(sent); ++spins) {
+    for (int pass = 0; pass < 2; ++pass) {
+      std::vector<Handle> &requests = pass == 0 ? receives : sends;
+      std::vector<bool> &done = pass == 0 ? received : sent;
+      for (size_t k = 0; k < requests.size(); ++k) {
+        if (done[k])
+          continue;
+        int flag = 0;
+        if (int code = mpi->test(&requests[k], &flag, nullptr))
+          return broken = true, mpiError(*mpi, what, code);
+        done[k] = flag != 0;
+      }
+    }
+    if (!pending(received) && !pending(sent))
+      break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::string missing;
+      for (size_t k = 0; k < from.size(); ++k)
+        if (!received[k]) {
+          missing += (missing.empty() ? "" : ", ") + std::to_string(from[k]);
+          mpi->cancel(&receives[k]);
+          mpi->requestFree(&receives[k]);
+        }
+      for (size_t k = 0; k < to.size(); ++k)
+        if (!sent[k])
+          mpi->requestFree(&sends[k]);
+      broken = true;
+      if (missing.empty())
+        missing = "a rank this one sends to";
+      return set_error(MPC_ERROR_COMMUNICATION,
+                       "data parallel: %s: rank %s did not arrive within "
+                       "%g s (it failed, hung or was killed); this is rank "
+                       "%d of %d",
+                       what, missing.c_str(), timeoutSeconds, rank, size);
+    }
+    // Spin briefly (a step's ranks arrive together), then yield the core.
+    if (spins > 1000)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  return MPC_OK;
+}
+
+mpc_status process_group_join_mpi(process_group **group,
+                                  double timeout_seconds) {
   Mpi *mpi = loadMpi();
   if (!mpi)
     return set_error(MPC_ERROR_COMMUNICATION,
@@ -141,7 +228,8 @@ mpc_status process_group_join_mpi(process_group **group) {
     return mpiError(*mpi, "MPI_Comm_rank", code);
   if (int code = mpi->commSize(mpi->world, &size))
     return mpiError(*mpi, "MPI_Comm_size", code);
-  auto *created = new (std::nothrow) process_group{mpi, rank, size, {}};
+  auto *created =
+      new (std::nothrow) process_group{mpi, rank, size, timeout_seconds};
   if (!created)
     return set_error(MPC_ERROR_OUT_OF_MEMORY,
                      "data parallel: no memory for the process group");
@@ -156,12 +244,19 @@ int32_t process_group_size(const process_group *group) { return group->size; }
 
 mpc_status process_group_broadcast(process_group *group, void *data,
                                    int64_t bytes) {
+  std::vector<int> others;
+  for (int r = 1; r < group->size; ++r)
+    others.push_back(r);
   auto *cursor = static_cast<unsigned char *>(data);
   for (int64_t done = 0; done < bytes; done += kChunkBytes) {
     int count = static_cast<int>(std::min(kChunkBytes, bytes - done));
-    if (int code = group->mpi->bcast(cursor + done, count, group->mpi->byte,
-                                     /*root=*/0, group->mpi->world))
-      return mpiError(*group->mpi, "MPI_Bcast", code);
+    bool root = group->rank == 0;
+    if (mpc_status status = group->exchange(
+            "broadcasting rank 0's parameters", cursor + done, count,
+            root ? others : std::vector<int>{},
+            root ? std::vector<int>{} : std::vector<int>{0},
+            [&](int) { return static_cast<void *>(cursor + done); }))
+      return status;
   }
   return MPC_OK;
 }
@@ -170,8 +265,12 @@ mpc_status process_group_sum_in_rank_order(process_group *group, float *data,
                                            int64_t count) {
   if (group->size == 1)
     return MPC_OK;
-  // Piece by piece: each rank's piece is gathered everywhere, then summed
-  // in rank order, so every rank computes the same bits.
+  std::vector<int> others;
+  for (int r = 0; r < group->size; ++r)
+    if (r != group->rank)
+      others.push_back(r);
+  // Piece by piece: each rank's piece goes to every rank, which sums the
+  // pieces in rank order, so every rank computes the same bits.
   int64_t piece =
       kChunkBytes / static_cast<int64_t>(sizeof(float)) / group->size;
   size_t scratch = static_cast<size_t>(std::min(piece, count) * group->size);
@@ -179,15 +278,17 @@ mpc_status process_group_sum_in_rank_order(process_group *group, float *data,
     group->gathered.resize(scratch);
   for (int64_t begin = 0; begin < count; begin += piece) {
     int64_t n = std::min(piece, count - begin);
-    int bytes = static_cast<int>(n * sizeof(float));
-    if (int code = group->mpi->allgather(data + begin, bytes, group->mpi->byte,
-                                         group->gathered.data(), bytes,
-                                         group->mpi->byte, group->mpi->world))
-      return mpiError(*group->mpi, "MPI_Allgather of the gradients", code);
+    float *gathered = group->gathered.data();
+    if (mpc_status status = group->exchange(
+            "summing the gradients", data + begin,
+            static_cast<int>(n * sizeof(float)), others, others,
+            [&](int r) { return static_cast<void *>(gathered + r * n); }))
+      return status;
+    std::copy(data + begin, data + begin + n, gathered + group->rank * n);
     for (int64_t i = 0; i < n; ++i) {
       float sum = 0.0f;
       for (int32_t r = 0; r < group->size; ++r)
-        sum += group->gathered[r * n + i];
+        sum += gathered[r * n + i];
       data[begin + i] = sum;
     }
   }

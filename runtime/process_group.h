@@ -24,9 +24,11 @@ namespace mpcrt {
 struct process_group;
 
 /// Joins the MPI job (MPI_Init_thread when nobody initialised MPI yet, and
-/// MPI_Finalize at exit then). MPC_ERROR_UNSUPPORTED with a message when
-/// libmpi cannot be loaded.
-mpc_status process_group_join_mpi(process_group **group);
+/// MPI_Finalize at exit then). MPC_ERROR_COMMUNICATION with a message when
+/// libmpi cannot be loaded. Every exchange waits at most `timeout_seconds`
+/// for the other ranks, then fails naming those that did not arrive.
+mpc_status process_group_join_mpi(process_group **group,
+                                  double timeout_seconds);
 void process_group_release(process_group *group);
 
 int32_t process_group_rank(const process_group *group);

@@ -15,11 +15,15 @@ run as one process (MPI's singleton) ends elsewhere.
 
     dp_test.py --mpc build/bin/mpc --mpirun mpirun --model examples/mlp.mlir
                --work DIR
+
+Then rank 1 hangs, is killed, or gets a bad label: rank 0 fails within the
+collective timeout naming rank 1, and its last checkpoint loads.
 """
 
 import argparse
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -57,6 +61,53 @@ def different(tensors, metadata, reference, reference_metadata):
                  f"{reference_metadata.get(key)}" for key in SCALER_KEYS
                  if metadata.get(key) != reference_metadata.get(key)]
     return problems
+
+
+def check_failing_rank(args, mpirun, worker, library):
+    """Rank 1 hangs, is killed, or gets a bad label at step 3 of 2 ranks:
+    rank 0's step fails within the 3 s timeout naming rank 1, instead of
+    waiting forever, and its checkpoint of step 2 is intact. mpirun aborts
+    a job when a rank dies, before anyone could time out, unless it runs
+    with --enable-recovery."""
+    failures = 0
+    for how in ["hang", "kill", "bad-input"]:
+        checkpoint = os.path.join(args.work, f"failing_{how}")
+        result = subprocess.run(
+            [*mpirun[:-1], "--enable-recovery", "-np", "2", *worker, "--lib",
+             library, "--out", checkpoint, "--ranks", "2", "--fail-at", "3",
+             "--fail-how", how, "--timeout", "3"],
+            capture_output=True, text=True, timeout=120)
+        output = result.stdout + result.stderr
+        expected = ["rank 0: MPC_ERROR_COMMUNICATION",
+                    "rank 1 did not arrive within 3 s"]
+        if how == "bad-input":
+            expected.append("rank 1: MPC_ERROR_OUT_OF_RANGE: input 'y' "
+                            "element 0 is 99, outside [0, 10)")
+        problems = [f"no '{text}'" for text in expected if text not in output]
+        waited = re.search(r"rank 0: .* \(after ([0-9.]+) s\)", output)
+        seconds = float(waited.group(1)) if waited else float("inf")
+        if seconds > 3 + 2:
+            problems.append(f"rank 0 failed after {seconds} s, not within "
+                            "the 3 s timeout")
+        # The step before the failure was saved, and loads as it was.
+        tensors, metadata = read_checkpoint(checkpoint)
+        if metadata.get("step") != "3":
+            problems.append(f"the checkpoint is of step {metadata.get('step')}, "
+                            "expected 3")
+        probe = subprocess.run(
+            [sys.executable, "-c",
+             "import mpc, sys; s = mpc.load(sys.argv[1]).session(); "
+             "s.load(sys.argv[2]); print(s.step)", library, checkpoint],
+            capture_output=True, text=True)
+        if probe.returncode != 0 or probe.stdout.strip() != "3":
+            problems.append(f"the checkpoint does not load: {probe.stderr}")
+        if problems:
+            failures += 1
+            print(f"FAIL: rank 1 {how}: {', '.join(problems)}\n{output}")
+        else:
+            print(f"ok: rank 1 {how} at step 3: rank 0 fails in {seconds:.1f} "
+                  "s naming rank 1; its checkpoint of the step before loads")
+    return failures
 
 
 def main():
@@ -129,6 +180,7 @@ def main():
                           f"{ours_meta['skipped_steps']} skipped of "
                           f"{ours_meta['optimizer_steps']}) equal to "
                           f"--accumulate={ranks}, bit for bit")
+    failures += check_failing_rank(args, mpirun, worker, parallel)
     if failures:
         sys.exit(f"FAIL: {failures} configuration(s)")
     print("PASS")

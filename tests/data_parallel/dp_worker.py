@@ -9,10 +9,20 @@ for --steps optimizer steps and saves a checkpoint.
 Micro-batch --overflow-at holds an inf input, so that its gradients are
 inf or NaN and the optimizer step it belongs to is skipped. Every rank
 saves its checkpoint: rank r > 0 to <out>.rank<r>.
+
+--fail-at STEP --fail-how {hang,kill,bad-input}: at that step rank 1 hangs,
+is killed, or gets a label out of range. Rank 0 saves its checkpoint after
+every step before that. A rank whose step fails prints
+"rank R: <status>: <message>" and exits with code 3 (no MPI_Finalize, which
+would wait for the missing rank): at once after a communication error,
+twice the timeout later after its own.
 """
 
 import argparse
+import os
+import signal
 import sys
+import time
 
 import numpy as np
 
@@ -33,19 +43,48 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--overflow-at", type=int, default=-1)
+    parser.add_argument("--fail-at", type=int, default=-1)
+    parser.add_argument("--fail-how", choices=["hang", "kill", "bad-input"])
+    parser.add_argument("--timeout", type=float)
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--ranks", type=int)
     group.add_argument("--accumulate", type=int)
     args = parser.parse_args()
     model = mpc.load(args.lib)
-    with model.session(seed=5, data_parallel=bool(args.ranks)) as session:
+    with model.session(seed=5, data_parallel=bool(args.ranks),
+                       collective_timeout=args.timeout) as session:
         if args.ranks:
             if session.world_size != args.ranks:
                 sys.exit(f"FAIL: world size {session.world_size}, expected "
                          f"{args.ranks}")
             for step in range(args.steps):
-                session.train_step(*batch(step * args.ranks + session.rank,
-                                          args.overflow_at))
+                inputs = batch(step * args.ranks + session.rank,
+                               args.overflow_at)
+                if step == args.fail_at and session.rank == 1:
+                    if args.fail_how == "hang":
+                        # Longer than the others wait, then gone.
+                        time.sleep(4 * (args.timeout or 5))
+                        os._exit(3)
+                    elif args.fail_how == "kill":
+                        os.kill(os.getpid(), signal.SIGKILL)
+                    else:
+                        inputs[1][0] = 99  # 10 classes
+                started = time.monotonic()
+                try:
+                    session.train_step(*inputs)
+                except mpc.MpcError as error:
+                    print(f"rank {session.rank}: {error} (after "
+                          f"{time.monotonic() - started:.1f} s)", flush=True)
+                    # A rank that failed on its own stays a while, as an
+                    # application handling the status would, so that the
+                    # others meet the timeout rather than mpirun's abort.
+                    if "MPC_ERROR_COMMUNICATION" not in str(error):
+                        time.sleep(2 * (args.timeout or 5))
+                    os._exit(3)
+                if args.fail_at >= 0 and session.rank == 0:
+                    session.save(args.out)
+            if args.fail_at >= 0:
+                return
             suffix = f".rank{session.rank}" if session.rank else ""
             session.save(args.out + suffix)
         else:

@@ -60,7 +60,8 @@ class _SessionOptions(ctypes.Structure):
                 ("momentum", ctypes.c_float),
                 ("weight_decay", ctypes.c_float),
                 ("cuda_graphs", ctypes.c_int32),
-                ("data_parallel", ctypes.c_int32)]
+                ("data_parallel", ctypes.c_int32),
+                ("collective_timeout_seconds", ctypes.c_float)]
 
 
 class _TrainingStats(ctypes.Structure):
@@ -195,12 +196,15 @@ class Model:
 
     def session(self, seed=0, learning_rate=None, momentum=None,
                 weight_decay=None, target="cpu", device=0, cuda_graphs=False,
-                data_parallel=False):
+                data_parallel=False, collective_timeout=None):
         """A training session; hyper-parameters left None take the values
         the model was compiled with. data_parallel: join the MPI job this
-        process runs in (mpirun; a model built with --data-parallel)."""
+        process runs in (mpirun; a model built with --data-parallel), whose
+        exchanges fail after collective_timeout seconds (None: 600) naming
+        the ranks that did not arrive."""
         return Session(self, seed, learning_rate, momentum, weight_decay,
-                       target, device, cuda_graphs, data_parallel)
+                       target, device, cuda_graphs, data_parallel,
+                       collective_timeout)
 
     def __repr__(self):
         return f"Model({self.name!r}, inputs={self.inputs})"
@@ -217,7 +221,8 @@ class Session:
     time (the C API's rule)."""
 
     def __init__(self, model, seed, learning_rate, momentum, weight_decay,
-                 target, device, cuda_graphs, data_parallel=False):
+                 target, device, cuda_graphs, data_parallel=False,
+                 collective_timeout=None):
         self.model = model
         self._lib = model._lib
         if target not in _TARGETS:
@@ -229,6 +234,8 @@ class Session:
         options.seed = seed
         options.cuda_graphs = int(bool(cuda_graphs))
         options.data_parallel = int(bool(data_parallel))
+        if collective_timeout is not None:
+            options.collective_timeout_seconds = collective_timeout
         for field, value in (("learning_rate", learning_rate),
                              ("momentum", momentum),
                              ("weight_decay", weight_decay)):
