@@ -89,6 +89,15 @@ std::vector<checkpoint_entry> checkpoint_entries(mpc_session *session) {
   return entries;
 }
 
+/// Whether `entries` holds one called `name`.
+bool has_entry(const std::vector<checkpoint_entry> &entries,
+               const std::string &name) {
+  for (const checkpoint_entry &entry : entries)
+    if (entry.name == name)
+      return true;
+  return false;
+}
+
 // A non-negative decimal integer that fits in uint64_t, and nothing else.
 bool parse_decimal(const std::string &text, uint64_t *value) {
   if (text.empty() || text.size() > 20)
@@ -222,7 +231,8 @@ extern "C" mpc_status mpc_save_checkpoint(mpc_session *session,
       {"model", model->name},
       {"optimizer", model->optimizer_name},
       {"step", std::to_string(session->step)},
-      {"seed", std::to_string(session->seed)}};
+      {"seed", std::to_string(session->seed)},
+      {"accumulate", std::to_string(model->accumulate_steps)}};
   const mpc_loss_scaler_state &scaler = mpcrt::train_control(session)->scaler;
   char scale[32];
   std::snprintf(scale, sizeof(scale), "%.9g",
@@ -295,10 +305,62 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
   mpc_loss_scaler_state scaler = {};
   if (mpc_status status = read_scaler(file, path, &scaler))
     return status;
+  // The gradient accumulator (--accumulate) holds nothing the next step
+  // reads when a checkpoint falls between optimizer steps: there it may be
+  // absent (a checkpoint of a build without it, such as a data-parallel
+  // one) or left out (loading into such a build). So a checkpoint moves
+  // between world sizes and accumulation counts.
+  const std::string *accumulate_text = find_metadata(file, "accumulate");
+  uint64_t file_accumulate = 0;
+  if (accumulate_text && !parse_decimal(*accumulate_text, &file_accumulate))
+    return set_error(MPC_ERROR_FORMAT,
+                     "'%s': __metadata__ accumulate is not a non-negative "
+                     "integer",
+                     path);
+  auto isAccumulator = [](const std::string &name) {
+    return name.rfind("optimizer.grad_accumulator.", 0) == 0;
+  };
+  bool fileBetweenSteps = file_accumulate > 0 && step % file_accumulate == 0;
+  // The step counter counts micro-batches: between optimizer steps it moves
+  // to this build's count of micro-batches per step.
+  uint64_t accumulate = static_cast<uint64_t>(model->accumulate_steps);
+  if (fileBetweenSteps && file_accumulate != accumulate) {
+    uint64_t optimizerSteps = step / file_accumulate;
+    if (optimizerSteps > static_cast<uint64_t>(INT64_MAX) / accumulate)
+      return set_error(MPC_ERROR_FORMAT,
+                       "'%s': __metadata__ step is too "
+                       "large",
+                       path);
+    step = optimizerSteps * accumulate;
+  } else if (file_accumulate > 0 && file_accumulate != accumulate) {
+    return set_error(MPC_ERROR_FORMAT,
+                     "'%s' was saved in the middle of an optimizer step of "
+                     "%llu micro-batches; only a build with --accumulate=%llu "
+                     "can continue it (this one has %llu)",
+                     path, static_cast<unsigned long long>(file_accumulate),
+                     static_cast<unsigned long long>(file_accumulate),
+                     static_cast<unsigned long long>(accumulate));
+  }
+  bool modelBetweenSteps = step % accumulate == 0;
 
   // Tensors: every one the session has, with its dtype and shape, and no
   // others.
   std::vector<checkpoint_entry> entries = checkpoint_entries(session);
+  std::vector<checkpoint_entry> zeroed;
+  for (auto entry = entries.begin(); entry != entries.end();) {
+    if (!file.tensors.count(entry->name) && isAccumulator(entry->name) &&
+        modelBetweenSteps) {
+      zeroed.push_back(*entry);
+      entry = entries.erase(entry);
+    } else {
+      ++entry;
+    }
+  }
+  size_t skipped = 0;
+  for (const auto &stored : file.tensors)
+    if (isAccumulator(stored.first) && fileBetweenSteps &&
+        !has_entry(entries, stored.first))
+      ++skipped;
   for (const checkpoint_entry &entry : entries) {
     auto found = file.tensors.find(entry.name);
     if (found == file.tensors.end())
@@ -319,11 +381,10 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
                        shape_text(stored.shape).c_str(), model->name,
                        shape_text(expected).c_str());
   }
-  if (file.tensors.size() != entries.size()) {
+  if (file.tensors.size() != entries.size() + skipped) {
     for (const auto &stored : file.tensors) {
-      bool known = false;
-      for (const checkpoint_entry &entry : entries)
-        known = known || entry.name == stored.first;
+      bool known = has_entry(entries, stored.first) ||
+                   (isAccumulator(stored.first) && fileBetweenSteps);
       if (!known)
         return set_error(MPC_ERROR_FORMAT,
                          "'%s' has tensor '%s', which model '%s' does not have",
@@ -383,6 +444,9 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
     std::memcpy(entry.data, file.data(stored),
                 static_cast<size_t>(stored.end - stored.begin));
   }
+  for (const checkpoint_entry &entry : zeroed)
+    std::memset(entry.data, 0,
+                static_cast<size_t>(mpcrt::tensor_bytes(*entry.tensor)));
   session->step = static_cast<int64_t>(step);
   session->seed = seed;
   mpc_train_control *control = mpcrt::train_control(session);

@@ -278,7 +278,12 @@ mpc_status mpc_get_nonfinite_report(const mpc_session *session,
  * restores tensors, the step counter and the seed (dropout masks depend on
  * both) and the loss scaler, not the hyper-parameters. A file without
  * checksums (written by PyTorch, or by mpc before they existed) loads
- * unverified: mpc_checkpoint_was_verified says which. */
+ * unverified: mpc_checkpoint_was_verified says which. The gradient
+ * accumulator (optimizer.grad_accumulator.*, with --accumulate) may be
+ * absent or extra where the checkpoint falls between optimizer steps (its
+ * "accumulate" metadata says): it holds nothing then, so a checkpoint moves
+ * between accumulation counts and data-parallel world sizes. With data
+ * parallelism every rank holds the same tensors; save from rank 0. */
 mpc_status mpc_save_checkpoint(mpc_session *session, const char *path);
 mpc_status mpc_load_checkpoint(mpc_session *session, const char *path);
 /* Pretrained weights: parameters and state tensors by name from a

@@ -16,6 +16,8 @@ run as one process (MPI's singleton) ends elsewhere.
     dp_test.py --mpc build/bin/mpc --mpirun mpirun --model examples/mlp.mlir
                --work DIR
 
+A 2-rank checkpoint resumed on 1 rank (--accumulate=2) continues as the
+uninterrupted 2-rank run, and on 3 ranks as one process accumulating 3.
 Then rank 1 hangs, is killed, or gets a bad label: rank 0 fails within the
 collective timeout naming rank 1, and its last checkpoint loads.
 """
@@ -110,6 +112,65 @@ def check_failing_rank(args, mpirun, worker, library):
     return failures
 
 
+def check_world_size_moves(args, mpirun, worker, lib):
+    """A 2-rank checkpoint of step 10 resumed on 1 rank (--accumulate=2)
+    ends where the uninterrupted 2-rank run ends after 20 steps; resumed on
+    3 ranks, it ends where one process accumulating the same 3 micro-batches
+    per step from the same checkpoint ends."""
+    work = lambda name: os.path.join(args.work, f"moves_{name}")
+    run([*mpirun, "2", *worker, "--lib", lib("dp"), "--out", work("step10"),
+         "--ranks", "2", "--steps", "10"])
+    run([*mpirun, "2", *worker, "--lib", lib("dp"), "--out", work("full"),
+         "--ranks", "2", "--steps", "20"])
+    resumed = ["--resume", work("step10"), "--first-step", "10", "--steps",
+               "10"]
+    run([*worker, "--lib", lib("acc2"), "--out", work("on1"),
+         "--accumulate", "2", *resumed])
+    run([*mpirun, "3", *worker, "--lib", lib("dp"), "--out", work("on3"),
+         "--ranks", "3", *resumed])
+    run([*worker, "--lib", lib("acc3"), "--out", work("on3_reference"),
+         "--accumulate", "3", *resumed])
+    failures = 0
+    # Saved between the micro-batches of a step, the accumulator matters:
+    # only the same --accumulate may continue it.
+    probe = subprocess.run(
+        [sys.executable, "-c",
+         "import mpc, sys, numpy as np\n"
+         "s = mpc.load(sys.argv[1]).session()\n"
+         "x = np.zeros((64, 784), np.float32); y = np.zeros(64, np.int32)\n"
+         "for _ in range(3): s.train_step(x, y)\n"
+         "s.save(sys.argv[3])\n"
+         "try:\n"
+         "    mpc.load(sys.argv[2]).session().load(sys.argv[3])\n"
+         "except mpc.MpcError as error:\n"
+         "    print(error)\n",
+         lib("acc2"), lib("acc3"), work("mid_step")],
+        capture_output=True, text=True)
+    expected = ("MPC_ERROR_FORMAT: '" + work("mid_step") + "' was saved in the "
+                "middle of an optimizer step of 2 micro-batches; only a build "
+                "with --accumulate=2 can continue it (this one has 3)")
+    if expected not in probe.stdout:
+        failures += 1
+        print(f"FAIL: a mid-step checkpoint: expected {expected!r}, got "
+              f"{probe.stdout}{probe.stderr}")
+    else:
+        print("ok: a checkpoint saved between micro-batches is refused by "
+              "another --accumulate")
+    for label, ours, theirs in [
+            ("2 ranks -> 1 rank (--accumulate=2)", "full", "on1"),
+            ("2 ranks -> 3 ranks", "on3", "on3_reference")]:
+        ours_tensors, ours_meta = read_checkpoint(work(ours))
+        problems = different(ours_tensors, ours_meta,
+                             *read_checkpoint(work(theirs)))
+        if problems:
+            failures += 1
+            print(f"FAIL: checkpoint {label}: {', '.join(problems)}")
+        else:
+            print(f"ok: a checkpoint moves {label} and training continues "
+                  "bit for bit")
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mpc", required=True)
@@ -180,6 +241,10 @@ def main():
                           f"{ours_meta['skipped_steps']} skipped of "
                           f"{ours_meta['optimizer_steps']}) equal to "
                           f"--accumulate={ranks}, bit for bit")
+    failures += check_world_size_moves(
+        args, mpirun, worker,
+        lambda kind: os.path.join(args.work, f"adam_O2_f16_{kind}",
+                                  "libmlp.so"))
     failures += check_failing_rank(args, mpirun, worker, parallel)
     if failures:
         sys.exit(f"FAIL: {failures} configuration(s)")

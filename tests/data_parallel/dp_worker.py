@@ -16,6 +16,9 @@ every step before that. A rank whose step fails prints
 "rank R: <status>: <message>" and exits with code 3 (no MPI_Finalize, which
 would wait for the missing rank): at once after a communication error,
 twice the timeout later after its own.
+
+--resume loads a checkpoint first; --first-step numbers the run's steps
+(and so its micro-batches) from there.
 """
 
 import argparse
@@ -46,6 +49,9 @@ def main():
     parser.add_argument("--fail-at", type=int, default=-1)
     parser.add_argument("--fail-how", choices=["hang", "kill", "bad-input"])
     parser.add_argument("--timeout", type=float)
+    parser.add_argument("--resume", help="a checkpoint to start from")
+    parser.add_argument("--first-step", type=int, default=0,
+                        help="the optimizer step the run starts at")
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--ranks", type=int)
     group.add_argument("--accumulate", type=int)
@@ -53,11 +59,14 @@ def main():
     model = mpc.load(args.lib)
     with model.session(seed=5, data_parallel=bool(args.ranks),
                        collective_timeout=args.timeout) as session:
+        if args.resume:
+            session.load(args.resume)
+        steps = range(args.first_step, args.first_step + args.steps)
         if args.ranks:
             if session.world_size != args.ranks:
                 sys.exit(f"FAIL: world size {session.world_size}, expected "
                          f"{args.ranks}")
-            for step in range(args.steps):
+            for step in steps:
                 inputs = batch(step * args.ranks + session.rank,
                                args.overflow_at)
                 if step == args.fail_at and session.rank == 1:
@@ -88,8 +97,10 @@ def main():
             suffix = f".rank{session.rank}" if session.rank else ""
             session.save(args.out + suffix)
         else:
-            for step in range(args.steps * args.accumulate):
-                session.train_step(*batch(step, args.overflow_at))
+            for step in steps:
+                for micro in range(args.accumulate):
+                    session.train_step(*batch(step * args.accumulate + micro,
+                                              args.overflow_at))
             session.save(args.out)
 
 
