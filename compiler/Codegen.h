@@ -485,6 +485,30 @@ LogicalResult emitOptimizerStep(ModelOp train, StepEmitter &emitter);
 /// nothing when the plan has none.
 void emitSyncHalfCopies(ModelOp train, StepEmitter &emitter);
 
+/// Data parallel: a contiguous range of the gradient buffer, summed over the
+/// ranks (mpc_rt_reduce_gradients) as soon as the backward pass has written
+/// the last gradient in it. DDP's buckets, planned at compile time from the
+/// order in which backward finishes the gradients.
+struct GradientBucket {
+  int64_t offset = 0; ///< in the gradient arena
+  int64_t bytes = 0;  ///< f32 values, padding between parameters included
+  SmallVector<std::string, 4> params;
+  /// The step after which its last gradient is final; steps.size(): after
+  /// the copies that end the body.
+  size_t readyStep = 0;
+  /// Kernel records of the training step emitted before its reduction.
+  size_t afterKernels = 0;
+};
+
+/// Buckets of at most `capBytes` (one parameter larger than that is a
+/// bucket of its own), in the order they become ready: parameters join the
+/// open bucket while they are adjacent to it in the gradient buffer.
+std::vector<GradientBucket> planGradientBuckets(ModelOp train,
+                                                const std::vector<Step> &steps,
+                                                const MemoryPlan &plan,
+                                                ArrayRef<Value> gradients,
+                                                int64_t capBytes);
+
 struct GeneratedModel {
   std::string kernelSource; ///< every kernel, CUDA C++
   std::string hostSource;   ///< step functions + descriptor, C++
@@ -492,6 +516,8 @@ struct GeneratedModel {
   /// The launches and runtime calls of one training step, in order (the
   /// optimizer update included); they point into the `train` model.
   std::vector<KernelRecord> trainKernels;
+  /// Data parallel: the gradient buckets, in the order they are reduced.
+  std::vector<GradientBucket> gradientBuckets;
 };
 
 /// Code generation choices beyond the model's IR (the optimizer and loss
@@ -512,6 +538,8 @@ struct CodegenOptions {
   /// cuBLASLt's workspace, planned in the activation arena (cuda target:
   /// gemmWorkspaceBytes(arch); 0 on the cpu target, whose GEMM needs none).
   int64_t gemmWorkspaceBytes = 0;
+  /// Data parallel: the largest gradient bucket (DDP's bucket_cap_mb).
+  int64_t bucketBytes = int64_t(25) << 20;
 };
 
 /// Alignment of cuBLASLt's workspace (and of its operands): 256 bytes.

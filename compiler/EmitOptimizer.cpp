@@ -166,17 +166,12 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
   bool guardsNonfinite = !scaled && optimizer.getSkipNonfinite();
   bool stats = scaled || clips || guardsNonfinite;
 
-  // Data parallel: every rank's gradients, summed in rank order, before
-  // anything reads them (mpc_get_gradient too).
-  if (optimizer.getDataParallel()) {
-    if (!element.isF32())
-      return train.emitError()
-             << "data parallelism sums f32 gradients; at O3 they are "
-             << element << " (use O0, O1 or O2)";
-    emitter.hostStatement(llvm::formatv(
-        "MPC_CHECK(mpc_rt_reduce_gradients(ctx, (float *)arena1, {0}));",
-        count));
-  }
+  // Data parallel: the body summed every rank's gradients, bucket by
+  // bucket (EmitDataParallel.cpp), before anything here reads them.
+  if (optimizer.getDataParallel() && !element.isF32())
+    return train.emitError()
+           << "data parallelism sums f32 gradients; at O3 they are " << element
+           << " (use O0, O1 or O2)";
   emitter.hostStatement("if (ctx->apply_update) {");
   std::string grads = "(const " + storage + " *)arena1";
   if (accumulate > 1) {
