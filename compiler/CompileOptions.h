@@ -84,6 +84,8 @@ struct CompileOptions {
   bool reportJson = false;
   /// `--report-gpu`: the GPU whose roofline bounds the step's kernels.
   std::string reportGpu = "h100";
+  /// --report of a --data-parallel model: the ranks its all-reduce models.
+  int reportRanks = 8;
   /// `--debug-nonfinite`: check every op output for inf/NaN at run time.
   bool debugNonfinite = false;
   /// `--no-fuse` clears it: every op its own kernel, every result in

@@ -210,6 +210,56 @@ std::string opsText(const KernelRecord &kernel) {
   return text;
 }
 
+/// A link between ranks, for the all-reduce model of --data-parallel.
+struct Link {
+  const char *name;
+  double gigabytesPerSecond; // per direction
+  double latencySeconds;     // per ring step
+};
+// Latencies per ring step as NCCL's low-latency protocol reaches them,
+// roughly: about 1 us between GPUs of a node, 5 us across a network.
+constexpr Link kLinks[] = {
+    {"NVLink (H100 SXM, 450 GB/s, 1 us a ring step)", 450.0, 1e-6},
+    {"InfiniBand 100 Gb/s (12.5 GB/s, 5 us a ring step)", 12.5, 5e-6},
+};
+
+/// A ring all-reduce of `bytes` over `ranks`: each rank sends, and
+/// receives, 2(N-1)/N of the data in 2(N-1) steps.
+double allReduceSeconds(int64_t bytes, int ranks, const Link &link) {
+  return 2.0 * (ranks - 1) / ranks * static_cast<double>(bytes) /
+             (link.gigabytesPerSecond * 1e9) +
+         2.0 * (ranks - 1) * link.latencySeconds;
+}
+
+/// The communication of a data-parallel step on one link: buckets go out
+/// in order on one stream, each once backward has finished it (the
+/// roofline bounds of the kernels before it); what runs past the end of
+/// backward is exposed.
+struct Communication {
+  std::vector<double> readySeconds, bucketSeconds;
+  double totalSeconds = 0, backwardEndSeconds = 0, exposedSeconds = 0;
+};
+Communication modelCommunication(const std::vector<GradientBucket> &buckets,
+                                 const std::vector<double> &kernelSeconds,
+                                 int ranks, const Link &link) {
+  Communication result;
+  std::vector<double> elapsed{0.0};
+  for (double seconds : kernelSeconds)
+    elapsed.push_back(elapsed.back() + seconds);
+  double free = 0;
+  for (const GradientBucket &bucket : buckets) {
+    double ready = elapsed[std::min(bucket.afterKernels, kernelSeconds.size())];
+    double seconds = allReduceSeconds(bucket.bytes, ranks, link);
+    result.readySeconds.push_back(ready);
+    result.bucketSeconds.push_back(seconds);
+    result.totalSeconds += seconds;
+    result.backwardEndSeconds = std::max(result.backwardEndSeconds, ready);
+    free = std::max(free, ready) + seconds;
+  }
+  result.exposedSeconds = std::max(0.0, free - result.backwardEndSeconds);
+  return result;
+}
+
 std::string microseconds(double seconds) {
   return llvm::formatv("{0:F3}", seconds * 1e6).str();
 }
@@ -395,6 +445,20 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
       guardSeconds += row.bound.seconds;
     }
 
+  // Data parallel: the gradient buckets and their all-reduce on each link.
+  const std::vector<GradientBucket> &buckets = generated->gradientBuckets;
+  std::vector<double> kernelSeconds;
+  for (const KernelRow &row : kernels)
+    kernelSeconds.push_back(row.bound.seconds);
+  std::vector<Communication> communication;
+  int64_t reducedBytes = 0;
+  for (const GradientBucket &bucket : buckets)
+    reducedBytes += bucket.bytes;
+  if (!buckets.empty())
+    for (const Link &link : kLinks)
+      communication.push_back(modelCommunication(buckets, kernelSeconds,
+                                                 options.reportRanks, link));
+
   if (options.reportJson) {
     llvm::json::Array opArray;
     for (const auto &row : opRows)
@@ -427,8 +491,39 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
           {"bound_seconds", row.bound.seconds},
           {"bound_by", row.bound.memoryBound ? "memory" : "compute"}});
     }
+    llvm::json::Value dataParallel = nullptr;
+    if (!buckets.empty()) {
+      llvm::json::Array bucketArray, linkArray;
+      for (auto [index, bucket] : llvm::enumerate(buckets)) {
+        llvm::json::Array params, seconds;
+        for (const std::string &param : bucket.params)
+          params.push_back(param);
+        for (const Communication &link : communication)
+          seconds.push_back(link.bucketSeconds[index]);
+        bucketArray.push_back(llvm::json::Object{
+            {"params", std::move(params)},
+            {"offset", bucket.offset},
+            {"bytes", bucket.bytes},
+            {"after_kernel", int64_t(bucket.afterKernels) - 1},
+            {"ready_seconds", communication.front().readySeconds[index]},
+            {"allreduce_seconds", std::move(seconds)}});
+      }
+      for (auto [link, model] : llvm::zip(kLinks, communication))
+        linkArray.push_back(llvm::json::Object{
+            {"name", link.name},
+            {"gigabytes_per_second", link.gigabytesPerSecond},
+            {"latency_seconds", link.latencySeconds},
+            {"allreduce_seconds", model.totalSeconds},
+            {"backward_end_seconds", model.backwardEndSeconds},
+            {"exposed_seconds", model.exposedSeconds}});
+      dataParallel = llvm::json::Object{{"ranks", options.reportRanks},
+                                        {"bytes_per_step", reducedBytes},
+                                        {"buckets", std::move(bucketArray)},
+                                        {"links", std::move(linkArray)}};
+    }
     llvm::json::Object report{
         {"model", forward.getSymName().str()},
+        {"data_parallel", std::move(dataParallel)},
         {"amp", level},
         {"half", options.amp == AmpLevel::O0 ? llvm::json::Value(nullptr)
                                              : llvm::json::Value(half)},
@@ -587,5 +682,39 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
                        "sum of the kernels' bounds\n",
                        gpu->description, gpu->halfTensorTflops, gpu->fp32Tflops,
                        gpu->bandwidthGBs, microseconds(stepSeconds));
+  if (!buckets.empty()) {
+    out << "\nData parallel (--data-parallel): " << buckets.size()
+        << " gradient buckets, " << reducedBytes
+        << " bytes of f32 gradients per step, each summed over the ranks "
+           "once backward has finished it; a ring all-reduce over "
+        << options.reportRanks << " ranks, modelled on each link:\n";
+    std::vector<std::vector<std::string>> rows = {
+        {"#", "parameters", "bytes", "after kernel", "ready (us)"}};
+    for (const Link &link : kLinks)
+      rows.front().push_back(std::string(link.name) + " (us)");
+    for (auto [index, bucket] : llvm::enumerate(buckets)) {
+      std::string params = bucket.params.front();
+      if (bucket.params.size() > 1)
+        params += " .. " + bucket.params.back() + " (" +
+                  std::to_string(bucket.params.size()) + ")";
+      std::vector<std::string> row = {
+          std::to_string(index), params, std::to_string(bucket.bytes),
+          std::to_string(int64_t(bucket.afterKernels) - 1),
+          microseconds(communication.front().readySeconds[index])};
+      for (const Communication &link : communication)
+        row.push_back(microseconds(link.bucketSeconds[index]));
+      rows.push_back(std::move(row));
+    }
+    SmallVector<bool> rightAligned(rows.front().size(), true);
+    rightAligned[1] = false;
+    printTable(out, rows, rightAligned);
+    for (auto [link, model] : llvm::zip(kLinks, communication))
+      out << "  " << link.name << ": all-reduce "
+          << microseconds(model.totalSeconds)
+          << " us in all, exposed after backward "
+          << microseconds(model.exposedSeconds) << " us (backward ends at "
+          << microseconds(model.backwardEndSeconds)
+          << " us of the step's bound)\n";
+  }
   return 0;
 }

@@ -94,6 +94,13 @@ cl::opt<std::string> reportGpu(
              "h200, a100, l4; default h100)"),
     cl::value_desc("gpu"), cl::sub(compileCommand), cl::cat(compileCategory));
 
+cl::opt<int> reportRanks(
+    "report-ranks",
+    cl::desc("Ranks whose gradient all-reduce --report models for a "
+             "--data-parallel model (default 8)"),
+    cl::value_desc("N"), cl::init(8), cl::sub(compileCommand),
+    cl::cat(compileCategory));
+
 cl::opt<bool> debugNonfinite(
     "debug-nonfinite",
     cl::desc("Check every op output for inf/NaN; the runtime names the "
@@ -317,6 +324,15 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
             mlir::mpc::parseReportGpu(reportGpu, options.reportGpu))
       return fail(*error);
   }
+  if (reportRanks.getNumOccurrences()) {
+    if (!options.report || !dataParallel)
+      return fail("--report-ranks applies to --report of a --data-parallel "
+                  "model");
+    if (reportRanks < 2)
+      return fail("--report-ranks must be >= 2, got " +
+                  Twine(int(reportRanks)));
+  }
+  options.reportRanks = reportRanks;
   options.target = target;
   options.amp = amp;
   if (half.getNumOccurrences())
@@ -390,9 +406,12 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.skipNonfiniteUpdates = nonfiniteUpdates == NonfiniteUpdates::Skip;
   options.accumulate = accumulate;
   options.dataParallel = dataParallel;
-  if (dataParallel && target == mlir::mpc::Target::Cuda)
+  // --report models a cuda step's communication; only the library is
+  // missing.
+  if (dataParallel && target == mlir::mpc::Target::Cuda && !options.report)
     return fail("--data-parallel runs on the cpu target only so far (the "
-                "cuda target's NCCL path is not built yet)");
+                "cuda target's NCCL path is not built yet); --report models "
+                "it");
   options.werrorNumerics = werrorNumerics;
   options.debugNonfinite = debugNonfinite;
   options.emulateBlocks = emulateBlocks;

@@ -11,7 +11,10 @@ roofline bound on an H100 (the sum of each kernel's max(FLOPs / peak,
 bytes / bandwidth)) and the compute floor (all FLOPs at the tensor-core
 peak), the activation peak and the total memory. Nothing runs on a GPU: these
 are the compiler's own accounting, the figures every change to code
-generation quotes before and after.
+generation quotes before and after. Last, the O2 bf16 step built with
+--data-parallel on 8 ranks: its gradient buckets, the bytes they hold, and
+the all-reduce the report models on NVLink and on 100 Gb/s InfiniBand,
+with the part left exposed after the backward pass.
 
   /usr/bin/python3 tools/bench/gpt2_static.py [--build-dir=build] [--json]
 """
@@ -73,8 +76,21 @@ def main():
                                  layers, batch))
         for name, flags in VARIANTS:
             results[name] = figures(report(mpc, model_path, flags))
+        parallel = report(mpc, model_path,
+                          ["--amp=O2", "--half=bf16", "--data-parallel",
+                           "--report-ranks=8"])["data_parallel"]
+    buckets = parallel["buckets"]
+    dp = {
+        "ranks": parallel["ranks"],
+        "buckets": len(buckets),
+        "gbytes_per_step": parallel["bytes_per_step"] / 1e9,
+        "largest_bucket_mb": max(b["bytes"] for b in buckets) / 1e6,
+        "links": {link["name"]: {"allreduce_ms": link["allreduce_seconds"] * 1e3,
+                                 "exposed_ms": link["exposed_seconds"] * 1e3}
+                  for link in parallel["links"]},
+    }
     if args.json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps({**results, "data parallel": dp}, indent=2))
         return
     print("GPT-2 small, batch 8 x 1024 tokens, AdamW, cuda sm_90, "
           "roofline on H100 SXM5:")
@@ -86,6 +102,13 @@ def main():
               f"{f['gbytes']:9.2f} {f['tflop']:6.2f} {f['bound_ms']:9.2f} "
               f"{f['floor_ms']:9.2f} {f['activations_gb']:7.2f} "
               f"{f['total_gb']:9.2f}")
+    print(f"\nO2 bf16 --data-parallel on {dp['ranks']} ranks: {dp['buckets']} "
+          f"gradient buckets, {dp['gbytes_per_step']:.2f} GB of f32 "
+          f"gradients per step (largest bucket {dp['largest_bucket_mb']:.1f} "
+          f"MB); ring all-reduce modelled:")
+    for name, link in dp["links"].items():
+        print(f"  {name}: {link['allreduce_ms']:.2f} ms in all, "
+              f"{link['exposed_ms']:.2f} ms exposed after backward")
 
 
 if __name__ == "__main__":
