@@ -11,8 +11,10 @@
 //     every integer-shape computation (Shape, Gather, Concat, ...) is
 //     evaluated here, so that only tensors of static shape remain;
 //   - the exporter's decompositions are recognised back into mpc ops: GELU
-//     from its Erf or Tanh chain, SiLU from x * sigmoid(x), RMSNorm and the
-//     mean squared error from their written-out forms, linear from Gemm or
+//     from its Erf or Tanh chain, SiLU from x * sigmoid(x), RMSNorm, layer
+//     norm (opsets before 17) and the mean squared error from their
+//     written-out forms, cross-entropy from SoftmaxCrossEntropyLoss or
+//     LogSoftmax + NegativeLogLikelihoodLoss, linear from Gemm or
 //     Transpose + MatMul (+ Add);
 //   - each op is located at its node: NameLoc("<node> (<OpType>)") around
 //     `<file>.onnx:<node number>:1`, so --report, the numerics lint and
@@ -1471,6 +1473,30 @@ std::optional<LogicalResult> Importer::recognise(int index) {
           values[out(shifted)], "layer_norm", node,
           {centre, square, variance, plusEps, root, divide, scaled, shifted});
       return success();
+    }
+  }
+
+  // Cross-entropy written as log_softmax + nll_loss (mean).
+  if (type == "LogSoftmax") {
+    const NodeProto *loss = soleConsumer(out(&node));
+    auto logits = values.find(node.input(0));
+    if (isOp(loss, "NegativeLogLikelihoodLoss") &&
+        loss->input(0) == out(&node) && logits != values.end() &&
+        stringAttribute(*loss, "reduction", "mean") == "mean" &&
+        loss->input_size() == 2 && loss->output_size() == 1) {
+      auto type = cast<RankedTensorType>(logits->second.getType());
+      auto targets = values.find(loss->input(1));
+      if (type.getRank() == 2 && axis(intAttribute(node, "axis", -1), 2) == 1 &&
+          targets != values.end()) {
+        const onnx::AttributeProto *ignore =
+            findAttribute(*loss, "ignore_index");
+        values[out(loss)] = mpc::CrossEntropyOp::create(
+            builder, location, RankedTensorType::get({}, builder.getF32Type()),
+            logits->second, targets->second,
+            ignore ? builder.getI64IntegerAttr(ignore->i()) : IntegerAttr());
+        recognised(values[out(loss)], "cross_entropy", node, {loss});
+        return success();
+      }
     }
   }
 

@@ -16,6 +16,7 @@ run as one process (MPI's singleton) ends elsewhere.
     dp_test.py --mpc build/bin/mpc --mpirun mpirun --model examples/mlp.mlir
                --work DIR
 
+mpc_get_gradient on 3 ranks is the mean of the ranks' gradients.
 A 2-rank checkpoint resumed on 1 rank (--accumulate=2) continues as the
 uninterrupted 2-rank run, and on 3 ranks as one process accumulating 3.
 Then rank 1 hangs, is killed, or gets a bad label: rank 0 fails within the
@@ -246,6 +247,10 @@ def main():
         lambda kind: os.path.join(args.work, f"adam_O2_f16_{kind}",
                                   "libmlp.so"))
     failures += check_failing_rank(args, mpirun, worker, parallel)
+    output = run([*mpirun, "3", *worker, "--lib", os.path.join(
+        args.work, "sgd_O0_dp", "libmlp.so"), "--out",
+        os.path.join(args.work, "gradients"), "--gradients"])
+    print(f"ok: {output.strip()}")
     if failures:
         sys.exit(f"FAIL: {failures} configuration(s)")
     print("PASS")

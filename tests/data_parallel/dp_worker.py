@@ -19,6 +19,10 @@ twice the timeout later after its own.
 
 --resume loads a checkpoint first; --first-step numbers the run's steps
 (and so its micro-batches) from there.
+
+--gradients (under mpirun): each rank computes its micro-batch's gradients
+alone, then in the data-parallel session; rank 0 checks that
+mpc_get_gradient returns the mean over the ranks, bit for bit.
 """
 
 import argparse
@@ -40,6 +44,34 @@ def batch(index, overflow_at):
     return x, rng.integers(0, 10, 64, dtype=np.int32)
 
 
+def check_gradients(model, args):
+    with model.session(seed=5) as alone:
+        names = [info.name for info in model.params]
+        rank_inputs = None
+        # The rank is only known from a data-parallel session: open it
+        # first, then compute this rank's gradients alone.
+        with model.session(seed=5, data_parallel=True) as session:
+            rank, ranks = session.rank, session.world_size
+            rank_inputs = batch(rank, -1)
+            alone.compute_gradients(*rank_inputs)
+            for name in names:
+                np.save(f"{args.out}.rank{rank}.{name}.npy",
+                        alone.gradient(name))
+            session.compute_gradients(*rank_inputs)
+            if rank != 0:
+                return
+            for name in names:
+                total = np.zeros_like(session.gradient(name))
+                for r in range(ranks):
+                    total = total + np.load(f"{args.out}.rank{r}.{name}.npy")
+                mean = total / np.float32(ranks)
+                if not np.array_equal(session.gradient(name), mean):
+                    sys.exit(f"FAIL: gradient of {name} is not the mean over "
+                             "the ranks")
+            print(f"gradients: mpc_get_gradient is the mean over {ranks} "
+                  f"ranks for {len(names)} parameters, bit for bit")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--lib", required=True)
@@ -55,8 +87,12 @@ def main():
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--ranks", type=int)
     group.add_argument("--accumulate", type=int)
+    group.add_argument("--gradients", action="store_true")
     args = parser.parse_args()
     model = mpc.load(args.lib)
+    if args.gradients:
+        check_gradients(model, args)
+        return
     with model.session(seed=5, data_parallel=bool(args.ranks),
                        collective_timeout=args.timeout) as session:
         if args.resume:

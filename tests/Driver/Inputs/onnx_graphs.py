@@ -64,6 +64,19 @@ def main(directory):
         n("Mul", ["h", "i"], ["hn"], name="/norm/Mul"),
         n("Mul", ["hn", "norm.weight"], ["y"], name="/norm/Mul_1")],
         extra_inits=[numpy_helper.from_array(np.ones(8, np.float32), "norm.weight")])
+    # Cross-entropy as F.nll_loss(F.log_softmax(h)) writes it.
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, [4])
+    loss = helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])
+    graph = helper.make_graph([
+        n("Gemm", ["x", "fc.weight"], ["h"], name="/fc/Gemm", transB=1),
+        n("LogSoftmax", ["h"], ["p"], name="/LogSoftmax", axis=1),
+        n("NegativeLogLikelihoodLoss", ["p", "y"], ["loss"], name="/nll",
+          reduction="mean", ignore_index=-100)],
+        "g", [x, y], [loss],
+        [numpy_helper.from_array(np.ones((8, 8), np.float32), "fc.weight")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+              os.path.join(directory, "nll.onnx"))
     # A linear layer on a 3-d input: Transpose(W), MatMul, Add(b).
     x3 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 8])
     loss = helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])
