@@ -19,6 +19,7 @@
 #include "runtime/process_group.h"
 #include "runtime/session.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -754,6 +755,25 @@ extern "C" void mpc_session_destroy(mpc_session *session) {
 // ----------------------------------------------------------------------------
 // C API: steps
 
+/// Data parallel: the state (batch-norm running statistics), which each
+/// rank's own batch moved, follows rank 0's after every step, as PyTorch's
+/// DistributedDataParallel broadcasts its buffers; so the ranks stay equal.
+static mpc_status sync_state_from_rank0(mpc_session *session) {
+  const mpc_model_desc *model = session->model;
+  if (!session->group || model->num_states == 0)
+    return MPC_OK;
+  int64_t begin = model->states[0].offset, end = begin;
+  for (int32_t i = 0; i < model->num_states; ++i) {
+    begin = std::min(begin, model->states[i].offset);
+    end = std::max(end, model->states[i].offset +
+                            mpcrt::tensor_bytes(model->states[i]));
+  }
+  return mpcrt::process_group_broadcast(
+      session->group,
+      static_cast<unsigned char *>(session->arenas[MPC_ARENA_PARAMS]) + begin,
+      end - begin);
+}
+
 extern "C" mpc_status mpc_train_step(mpc_session *session,
                                      const void *const *inputs, float *loss) {
   if (!session)
@@ -765,7 +785,7 @@ extern "C" mpc_status mpc_train_step(mpc_session *session,
           run_step(session, inputs, /*training=*/1, /*apply_update=*/1, loss))
     return status;
   ++session->step;
-  return MPC_OK;
+  return sync_state_from_rank0(session);
 }
 
 extern "C" mpc_status mpc_compute_gradients(mpc_session *session,

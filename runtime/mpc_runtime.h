@@ -88,7 +88,9 @@ typedef struct mpc_session_options {
    * one of N ranks that each train on their own micro-batch; gradients are
    * summed over ranks after the backward pass, so the ranks stay equal and
    * compute what one process accumulating the N micro-batches computes
-   * (bit for bit). Parameters start as rank 0's. Needs a model built with
+   * (bit for bit). Parameters start as rank 0's, and the state (batch-norm
+   * running statistics) follows rank 0's after every step, as PyTorch's
+   * DistributedDataParallel broadcasts buffers. Needs a model built with
    * mpc compile --data-parallel, the cpu target, and Open MPI (loaded with
    * dlopen: MPC_ERROR_COMMUNICATION without it). 0 (the default): one
    * process. */

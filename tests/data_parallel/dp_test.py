@@ -16,7 +16,8 @@ run as one process (MPI's singleton) ends elsewhere.
     dp_test.py --mpc build/bin/mpc --mpirun mpirun --model examples/mlp.mlir
                --work DIR
 
-mpc_get_gradient on 3 ranks is the mean of the ranks' gradients.
+mpc_get_gradient on 3 ranks is the mean of the ranks' gradients, and the
+ResNet example's batch-norm statistics follow rank 0's on every rank.
 A 2-rank checkpoint resumed on 1 rank (--accumulate=2) continues as the
 uninterrupted 2-rank run, and on 3 ranks as one process accumulating 3.
 Then rank 1 hangs, is killed, or gets a bad label: rank 0 fails within the
@@ -172,6 +173,30 @@ def check_world_size_moves(args, mpirun, worker, lib):
     return failures
 
 
+def check_state_follows_rank0(args, mpirun, worker):
+    """The ResNet example's batch-norm running statistics, which each
+    rank's batch moves, follow rank 0's after every step: the ranks' whole
+    checkpoints stay equal."""
+    directory = os.path.join(args.work, "resnet_dp")
+    resnet = os.path.join(os.path.dirname(args.model), "resnet.mlir")
+    run([args.mpc, "compile", resnet, "--shared", "-o", directory,
+         "--data-parallel", "--optimizer=sgd", "--momentum=0.9"])
+    out = os.path.join(args.work, "resnet_np2")
+    run([*mpirun, "2", *worker, "--lib",
+         os.path.join(directory, "libresnet.so"), "--out", out, "--ranks",
+         "2", "--steps", "3"])
+    tensors, metadata = read_checkpoint(out)
+    problems = different(*read_checkpoint(out + ".rank1"), tensors, metadata)
+    states = [name for name in tensors if "running_" in name]
+    if problems or not states:
+        print(f"FAIL: ResNet on 2 ranks: rank 1 differs from rank 0: "
+              f"{', '.join(problems) or 'no running statistics'}")
+        return 1
+    print(f"ok: ResNet on 2 ranks: both ranks hold the same {len(tensors)} "
+          f"tensors, {len(states)} running statistics among them")
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mpc", required=True)
@@ -251,6 +276,7 @@ def main():
         args.work, "sgd_O0_dp", "libmlp.so"), "--out",
         os.path.join(args.work, "gradients"), "--gradients"])
     print(f"ok: {output.strip()}")
+    failures += check_state_follows_rank0(args, mpirun, worker)
     if failures:
         sys.exit(f"FAIL: {failures} configuration(s)")
     print("PASS")

@@ -36,12 +36,15 @@ import numpy as np
 import mpc
 
 
+SHAPES = ((64, 784), (64,))  # the model's inputs; main() reads them
+
+
 def batch(index, overflow_at):
     rng = np.random.default_rng(1000 + index)
-    x = rng.standard_normal((64, 784), dtype=np.float32)
+    x = rng.standard_normal(SHAPES[0], dtype=np.float32)
     if index == overflow_at:
-        x[0, 0] = np.inf
-    return x, rng.integers(0, 10, 64, dtype=np.int32)
+        x.flat[0] = np.inf
+    return x, rng.integers(0, 10, SHAPES[1], dtype=np.int32)
 
 
 def check_gradients(model, args):
@@ -90,6 +93,8 @@ def main():
     group.add_argument("--gradients", action="store_true")
     args = parser.parse_args()
     model = mpc.load(args.lib)
+    global SHAPES
+    SHAPES = tuple(tuple(info.shape) for info in model.inputs)
     if args.gradients:
         check_gradients(model, args)
         return
