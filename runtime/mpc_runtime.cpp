@@ -358,7 +358,14 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     context.arenas[a] = session->arenas[a];
   context.seed = session->seed;
-  context.step = session->step;
+  // Data parallel: rank r's m-th micro-batch draws the dropout masks of
+  // micro-batch m * ranks + r, those one process accumulating the ranks'
+  // micro-batches in rank order would draw.
+  context.step =
+      session->group
+          ? session->step * mpcrt::process_group_size(session->group) +
+                mpcrt::process_group_rank(session->group)
+          : session->step;
   context.learning_rate = session->learning_rate;
   context.momentum = session->momentum;
   context.weight_decay = session->weight_decay;

@@ -90,7 +90,8 @@ typedef struct mpc_session_options {
    * compute what one process accumulating the N micro-batches computes
    * (bit for bit). Parameters start as rank 0's, and the state (batch-norm
    * running statistics) follows rank 0's after every step, as PyTorch's
-   * DistributedDataParallel broadcasts buffers. Needs a model built with
+   * DistributedDataParallel broadcasts buffers; rank r's m-th micro-batch
+   * draws the dropout masks of micro-batch m * N + r. Needs a model built with
    * mpc compile --data-parallel, the cpu target, and Open MPI (loaded with
    * dlopen: MPC_ERROR_COMMUNICATION without it). 0 (the default): one
    * process. */

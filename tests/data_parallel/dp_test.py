@@ -17,7 +17,8 @@ run as one process (MPI's singleton) ends elsewhere.
                --work DIR
 
 mpc_get_gradient on 3 ranks is the mean of the ranks' gradients, and the
-ResNet example's batch-norm statistics follow rank 0's on every rank.
+ResNet example's batch-norm statistics follow rank 0's on every rank;
+with dropout, 2 ranks still end where --accumulate=2 ends.
 A 2-rank checkpoint resumed on 1 rank (--accumulate=2) continues as the
 uninterrupted 2-rank run, and on 3 ranks as one process accumulating 3.
 Then rank 1 hangs, is killed, or gets a bad label: rank 0 fails within the
@@ -197,6 +198,33 @@ def check_state_follows_rank0(args, mpirun, worker):
     return 0
 
 
+def check_dropout(args, mpirun, worker):
+    """With dropout, rank r's micro-batch of step t draws the masks of
+    micro-batch t*N + r, so 2 ranks still end where --accumulate=2 ends."""
+    model = os.path.join(HERE, "..", "e2e", "models", "dropout_mlp.mlir")
+    libraries = {}
+    for name, flags in [("dp", ["--data-parallel"]),
+                        ("acc2", ["--accumulate=2"])]:
+        directory = os.path.join(args.work, f"dropout_{name}")
+        run([args.mpc, "compile", model, "--shared", "-o", directory,
+             "--optimizer=adam", "--lr=0.01", *flags])
+        libraries[name] = os.path.join(directory, "libdropout_mlp.so")
+    ours = os.path.join(args.work, "dropout_np2")
+    theirs = ours + "_accumulate"
+    run([*mpirun, "2", *worker, "--lib", libraries["dp"], "--out", ours,
+         "--ranks", "2"])
+    run([*worker, "--lib", libraries["acc2"], "--out", theirs,
+         "--accumulate", "2"])
+    problems = different(*read_checkpoint(ours), *read_checkpoint(theirs))
+    if problems:
+        print(f"FAIL: dropout on 2 ranks differs from --accumulate=2: "
+              f"{', '.join(problems)}")
+        return 1
+    print("ok: dropout on 2 ranks: the same masks and the same end as "
+          "--accumulate=2, bit for bit")
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mpc", required=True)
@@ -277,6 +305,7 @@ def main():
         os.path.join(args.work, "gradients"), "--gradients"])
     print(f"ok: {output.strip()}")
     failures += check_state_follows_rank0(args, mpirun, worker)
+    failures += check_dropout(args, mpirun, worker)
     if failures:
         sys.exit(f"FAIL: {failures} configuration(s)")
     print("PASS")
