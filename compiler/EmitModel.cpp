@@ -52,8 +52,6 @@ void emitCopy(StepEmitter &emitter, Value from, const Buffer &to) {
                  KernelCost().reads(from).writes(from));
 }
 
-/// Emits every step of `model` and moves results where the descriptor
-/// expects them.
 /// Data parallel: sums the buckets that became final after step `step`
 /// over the ranks (runtime/mpc_model.h).
 void emitReadyBuckets(std::vector<GradientBucket> &buckets, size_t step,
@@ -71,6 +69,8 @@ void emitReadyBuckets(std::vector<GradientBucket> &buckets, size_t step,
   }
 }
 
+/// Emits every step of `model` and moves results where the descriptor
+/// expects them; with `buckets`, sums each over the ranks once it is final.
 LogicalResult emitBody(ModelOp model, const std::vector<Step> &steps,
                        const MemoryPlan &plan, StepEmitter &emitter,
                        ArrayRef<Value> gradients,
@@ -239,13 +239,13 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   nonfinite.forwardOps = &forwardOps;
   NonfiniteSites *checks = options.debugNonfinite ? &nonfinite : nullptr;
   auto optimizer = train->getAttrOfType<OptimizerAttr>(kOptimizerAttr);
+  bool dataParallel = optimizer && optimizer.getDataParallel();
   std::vector<GradientBucket> buckets;
-  if (optimizer && optimizer.getDataParallel())
+  if (dataParallel)
     buckets = planGradientBuckets(train, trainSteps, trainPlan, gradients,
                                   options.bucketBytes);
-  if (failed(emitBody(
-          train, trainSteps, trainPlan, trainEmitter, gradients, checks,
-          optimizer && optimizer.getDataParallel() ? &buckets : nullptr)))
+  if (failed(emitBody(train, trainSteps, trainPlan, trainEmitter, gradients,
+                      checks, dataParallel ? &buckets : nullptr)))
     return failure();
   if (failed(emitOptimizerStep(train, trainEmitter)))
     return failure();

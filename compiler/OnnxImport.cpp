@@ -278,8 +278,8 @@ class Importer {
 public:
   Importer(onnx::ModelProto &model, const mpc::ImportOptions &options,
            int64_t opset, MLIRContext &context)
-      : model(model), graph(*model.mutable_graph()), options(options),
-        opset(opset), context(context), builder(&context) {}
+      : graph(*model.mutable_graph()), options(options), opset(opset),
+        context(context), builder(&context) {}
 
   /// Builds the model; null after an error, which has been printed.
   mpc::ModelOp translate();
@@ -381,7 +381,6 @@ private:
   LogicalResult translateReduce(const NodeProto &node);
   LogicalResult translateCrossEntropy(const NodeProto &node);
 
-  onnx::ModelProto &model;
   onnx::GraphProto &graph;
   const mpc::ImportOptions &options;
   int64_t opset;
@@ -391,7 +390,6 @@ private:
 
   std::map<std::string, const TensorProto *> initializers;
   std::map<std::string, const onnx::TypeProto *> types;
-  std::map<std::string, int> producers;
   std::map<std::string, std::vector<int>> consumers;
   std::set<std::string> graphOutputs;
   std::vector<bool> done;
@@ -422,8 +420,6 @@ void Importer::indexGraph() {
   for (int i = 0; i < graph.node_size(); ++i) {
     const NodeProto &node = graph.node(i);
     nodeIndex[&node] = i;
-    for (const std::string &output : node.output())
-      producers[output] = i;
     for (const std::string &input : node.input())
       if (!input.empty())
         consumers[input].push_back(i);
@@ -584,11 +580,10 @@ Value Importer::operand(const NodeProto &node, int index) {
                            " tensor where mpc needs a computed value");
       return nullptr;
     }
+    // Once, where it is first read: later readers come after it.
     Value &value = materialized[name];
-    if (!value) {
-      OpBuilder::InsertionGuard guard(builder);
+    if (!value)
       value = floatConstant(known->shape, known->values);
-    }
     return value;
   }
   (void)fail(node, "input '" + name + "' is not defined before the node");

@@ -460,11 +460,11 @@ int main(int argc, char **argv) {
     StringRef name = options.modelName;
     if (!name.empty() &&
         (isDigit(name.front()) ||
-         !llvm::all_of(name, [](char c) { return isAlnum(c) || c == '_'; })))
-      return errs() << "mpc import: error: --name must be a C identifier, "
-                       "got '"
-                    << options.modelName << "'\n",
-             1;
+         !llvm::all_of(name, [](char c) { return isAlnum(c) || c == '_'; }))) {
+      errs() << "mpc import: error: --name must be a C identifier, got '"
+             << name << "'\n";
+      return 1;
+    }
     return mlir::mpc::runImport(options);
   }
 

@@ -327,9 +327,7 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
   if (fileBetweenSteps && file_accumulate != accumulate) {
     uint64_t optimizerSteps = step / file_accumulate;
     if (optimizerSteps > static_cast<uint64_t>(INT64_MAX) / accumulate)
-      return set_error(MPC_ERROR_FORMAT,
-                       "'%s': __metadata__ step is too "
-                       "large",
+      return set_error(MPC_ERROR_FORMAT, "'%s': __metadata__ step is too large",
                        path);
     step = optimizerSteps * accumulate;
   } else if (file_accumulate > 0 && file_accumulate != accumulate) {
@@ -356,11 +354,6 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
       ++entry;
     }
   }
-  size_t skipped = 0;
-  for (const auto &stored : file.tensors)
-    if (isAccumulator(stored.first) && fileBetweenSteps &&
-        !has_entry(entries, stored.first))
-      ++skipped;
   for (const checkpoint_entry &entry : entries) {
     auto found = file.tensors.find(entry.name);
     if (found == file.tensors.end())
@@ -381,7 +374,7 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
                        shape_text(stored.shape).c_str(), model->name,
                        shape_text(expected).c_str());
   }
-  if (file.tensors.size() != entries.size() + skipped) {
+  if (file.tensors.size() != entries.size()) {
     for (const auto &stored : file.tensors) {
       bool known = has_entry(entries, stored.first) ||
                    (isAccumulator(stored.first) && fileBetweenSteps);

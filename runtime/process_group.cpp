@@ -146,15 +146,20 @@ mpc_status process_group::exchange(const char *what, const void *data,
                      "data parallel: %s: an earlier exchange failed, so the "
                      "ranks are no longer in step; start the job again",
                      what);
+  // A failed call leaves messages in flight: the group is no longer usable.
+  auto breaks = [&](int code) {
+    broken = true;
+    return mpiError(*mpi, what, code);
+  };
   std::vector<Handle> receives(from.size(), nullptr), sends(to.size(), nullptr);
   for (size_t k = 0; k < from.size(); ++k)
     if (int code = mpi->irecv(into(from[k]), bytes, mpi->byte, from[k], kTag,
                               mpi->world, &receives[k]))
-      return broken = true, mpiError(*mpi, what, code);
+      return breaks(code);
   for (size_t k = 0; k < to.size(); ++k)
     if (int code = mpi->isend(data, bytes, mpi->byte, to[k], kTag, mpi->world,
                               &sends[k]))
-      return broken = true, mpiError(*mpi, what, code);
+      return breaks(code);
 
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration<double>(timeoutSeconds);
@@ -171,7 +176,7 @@ mpc_status process_group::exchange(const char *what, const void *data,
           continue;
         int flag = 0;
         if (int code = mpi->test(&requests[k], &flag, nullptr))
-          return broken = true, mpiError(*mpi, what, code);
+          return breaks(code);
         done[k] = flag != 0;
       }
     }
