@@ -107,8 +107,12 @@ LogicalResult emitBody(ModelOp model, const std::vector<Step> &steps,
     if (actual.arena != target.arena || actual.offset != target.offset)
       emitCopy(emitter, value, target);
   }
-  if (buckets)
+  if (buckets) {
     emitReadyBuckets(*buckets, steps.size(), emitter);
+    // The cuda target reduces the buckets on a stream of their own; the
+    // optimizer must not read a gradient before its bucket is summed.
+    emitter.hostStatement("MPC_CHECK(mpc_rt_gradients_reduced(ctx));");
+  }
   return success();
 }
 

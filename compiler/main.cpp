@@ -406,12 +406,6 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.skipNonfiniteUpdates = nonfiniteUpdates == NonfiniteUpdates::Skip;
   options.accumulate = accumulate;
   options.dataParallel = dataParallel;
-  // --report models a cuda step's communication; only the library is
-  // missing.
-  if (dataParallel && target == mlir::mpc::Target::Cuda && !options.report)
-    return fail("--data-parallel runs on the cpu target only so far (the "
-                "cuda target's NCCL path is not built yet); --report models "
-                "it");
   options.werrorNumerics = werrorNumerics;
   options.debugNonfinite = debugNonfinite;
   options.emulateBlocks = emulateBlocks;

@@ -132,6 +132,10 @@ typedef struct mpc_step_context {
  * without a process group. */
 mpc_status mpc_rt_reduce_gradients(mpc_step_context *context, float *grads,
                                    long long count);
+/* Called after the last bucket's mpc_rt_reduce_gradients, before the
+ * optimizer reads the gradients: on the cuda target the reductions run on
+ * a stream of their own, and this makes the step wait for them. */
+mpc_status mpc_rt_gradients_reduced(mpc_step_context *context);
 
 typedef mpc_status (*mpc_step_fn)(mpc_step_context *context);
 

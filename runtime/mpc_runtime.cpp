@@ -580,17 +580,19 @@ static mpc_status join_data_parallel(mpc_session *session,
                      "mpc_session_create: model '%s' was not compiled for "
                      "data parallelism (mpc compile --data-parallel)",
                      model->name);
-  if (model->target != MPC_TARGET_CPU)
-    return set_error(MPC_ERROR_INVALID_ARGUMENT,
-                     "mpc_session_create: data parallelism runs on the cpu "
-                     "target only so far (the cuda target's NCCL path is "
-                     "not built yet)");
   if (mpc_status status =
           mpcrt::process_group_join_mpi(&session->group, timeout_seconds))
     return status;
   return mpcrt::process_group_broadcast(session->group,
                                         session->arenas[MPC_ARENA_PARAMS],
                                         model->arena_bytes[MPC_ARENA_PARAMS]);
+}
+
+/// How long a data-parallel rank waits for the others (checked >= 0).
+static double collective_timeout(const mpc_session_options *options) {
+  return options->collective_timeout_seconds > 0
+             ? options->collective_timeout_seconds
+             : 600.0;
 }
 
 extern "C" void mpc_session_options_init(mpc_session_options *options) {
@@ -723,7 +725,7 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
                        static_cast<double>(timeout));
     }
     if (mpc_status status =
-            join_data_parallel(created, timeout > 0 ? timeout : 600.0)) {
+            join_data_parallel(created, collective_timeout(options))) {
       mpc_session_destroy(created);
       return status;
     }
@@ -732,12 +734,22 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   // A cuda session keeps these arenas as the host mirror of its device ones
   // (runtime/cuda/cuda_session.h) and starts from the same initial values.
   if (model_target == MPC_TARGET_CUDA) {
-    if (mpc_status status =
-            mpcrt::cuda_session_create(created, options->device,
-                                       options->cuda_graphs != 0)) {
+    // Data parallel: the ranks on one machine take a GPU each, counted
+    // from options->device.
+    int32_t device = options->device;
+    if (created->group)
+      device += mpcrt::local_rank();
+    if (mpc_status status = mpcrt::cuda_session_create(
+            created, device, options->cuda_graphs != 0)) {
       mpc_session_destroy(created);
       return status;
     }
+    if (created->group)
+      if (mpc_status status = mpcrt::cuda_join_nccl(
+              created, created->group, collective_timeout(options))) {
+        mpc_session_destroy(created);
+        return status;
+      }
   }
   if (mpc_status status = mpcrt::sync_half_copies(created)) {
     mpc_session_destroy(created);
@@ -775,6 +787,9 @@ static mpc_status sync_state_from_rank0(mpc_session *session) {
     end = std::max(end, model->states[i].offset +
                             mpcrt::tensor_bytes(model->states[i]));
   }
+  if (session->cuda)
+    return mpcrt::cuda_broadcast_from_rank0(session, MPC_ARENA_PARAMS, begin,
+                                            end - begin);
   return mpcrt::process_group_broadcast(
       session->group,
       static_cast<unsigned char *>(session->arenas[MPC_ARENA_PARAMS]) + begin,
@@ -1034,4 +1049,9 @@ extern "C" mpc_status mpc_rt_reduce_gradients(mpc_step_context *context,
   return mpcrt::process_group_sum_in_rank_order(
       static_cast<mpcrt::process_group *>(context->process_group), grads,
       count);
+}
+
+// On the cpu target every bucket is summed when it is issued.
+extern "C" mpc_status mpc_rt_gradients_reduced(mpc_step_context *) {
+  return MPC_OK;
 }

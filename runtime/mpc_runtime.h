@@ -92,14 +92,22 @@ typedef struct mpc_session_options {
    * running statistics) follows rank 0's after every step, as PyTorch's
    * DistributedDataParallel broadcasts buffers; rank r's m-th micro-batch
    * draws the dropout masks of micro-batch m * N + r. Needs a model built with
-   * mpc compile --data-parallel, the cpu target, and Open MPI (loaded with
-   * dlopen: MPC_ERROR_COMMUNICATION without it). 0 (the default): one
+   * mpc compile --data-parallel and Open MPI (loaded with dlopen:
+   * MPC_ERROR_COMMUNICATION without it). On the cuda target the gradients
+   * are summed by NCCL (libnccl.so.2, loaded with dlopen; the communicator
+   * is set up through MPI) on a stream of its own, overlapping backward, in
+   * NCCL's order rather than rank order (so not bit for bit as one process
+   * accumulating); each rank takes GPU `device` + its local rank
+   * ($LOCAL_RANK or $OMPI_COMM_WORLD_LOCAL_RANK). 0 (the default): one
    * process. */
   int32_t data_parallel;
   /* Data parallel: how long a rank waits for the others in an exchange
    * (the parameters at creation, the gradients every step) before the call
    * fails with MPC_ERROR_COMMUNICATION naming the ranks that did not
-   * arrive; the session is unusable after that. 0 (the default): 600 s. */
+   * arrive; the session is unusable after that. On the cuda target a step
+   * whose NCCL collectives do not finish in this time fails the same way
+   * (NCCL does not say which rank is missing) and the communicator is
+   * aborted. 0 (the default): 600 s. */
   float collective_timeout_seconds;
 } mpc_session_options;
 

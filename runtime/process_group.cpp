@@ -247,6 +247,14 @@ void process_group_release(process_group *group) { delete group; }
 int32_t process_group_rank(const process_group *group) { return group->rank; }
 int32_t process_group_size(const process_group *group) { return group->size; }
 
+int32_t local_rank() {
+  for (const char *name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"})
+    if (const char *value = std::getenv(name))
+      if (*value)
+        return std::atoi(value);
+  return 0;
+}
+
 mpc_status process_group_broadcast(process_group *group, void *data,
                                    int64_t bytes) {
   std::vector<int> others;

@@ -32,6 +32,9 @@ mpc_status process_group_join_mpi(process_group **group,
 void process_group_release(process_group *group);
 
 int32_t process_group_rank(const process_group *group);
+/// This process's rank among those on its machine: $LOCAL_RANK (torchrun)
+/// or $OMPI_COMM_WORLD_LOCAL_RANK (mpirun), else 0.
+int32_t local_rank();
 int32_t process_group_size(const process_group *group);
 
 /// Every rank gets rank 0's `bytes` at `data`.

@@ -15,10 +15,12 @@
 #include "runtime/cuda/mpc_cuda.h"
 
 #include "runtime/error.h"
+#include "runtime/process_group.h"
 #include "runtime/session.h"
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -26,6 +28,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
@@ -51,8 +54,11 @@ using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUgraph = struct CUgraph_st *;
 using CUgraphExec = struct CUgraphExec_st *;
+using CUevent = struct CUevent_st *;
 
 constexpr CUresult CUDA_SUCCESS = 0;
+constexpr CUresult CUDA_ERROR_NOT_READY = 600;
+constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
 constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
 // Only this thread is barred from unsafe calls while it captures.
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
@@ -89,6 +95,11 @@ struct Driver {
   CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
   CUresult (*cuGraphExecDestroy)(CUgraphExec);
   CUresult (*cuGraphDestroy)(CUgraph);
+  CUresult (*cuStreamQuery)(CUstream);
+  CUresult (*cuEventCreate)(CUevent *, unsigned);
+  CUresult (*cuEventDestroy)(CUevent);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned);
 };
 
 /// The driver, loaded and initialised once per process; `error` says why
@@ -150,6 +161,11 @@ const LoadedDriver &driver() {
     MPC_BIND(cuGraphLaunch, "cuGraphLaunch")
     MPC_BIND(cuGraphExecDestroy, "cuGraphExecDestroy")
     MPC_BIND(cuGraphDestroy, "cuGraphDestroy")
+    MPC_BIND(cuStreamQuery, "cuStreamQuery")
+    MPC_BIND(cuEventCreate, "cuEventCreate")
+    MPC_BIND(cuEventDestroy, "cuEventDestroy_v2")
+    MPC_BIND(cuEventRecord, "cuEventRecord")
+    MPC_BIND(cuStreamWaitEvent, "cuStreamWaitEvent")
 #undef MPC_BIND
     if (missing) {
       loaded.error = name + " has no " + missing + " (the driver is too old)";
@@ -284,6 +300,77 @@ int alignment_of(const void *pointer) {
 }
 #endif // MPC_HAVE_CUBLASLT
 
+// ----------------------------------------------------------------------------
+// NCCL, loaded with dlopen too: programs that never train data parallel on
+// a GPU start where it is missing. Declared here (a stable C ABI, the
+// toolkit's nccl.h is not needed to build).
+
+using ncclComm_t = struct ncclComm *;
+using ncclResult_t = int;
+struct ncclUniqueId {
+  char internal[128]; // NCCL_UNIQUE_ID_BYTES
+};
+constexpr ncclResult_t ncclSuccess = 0;
+constexpr ncclResult_t ncclInProgress = 7;
+constexpr int ncclUint8 = 1;
+constexpr int ncclFloat32 = 7;
+constexpr int ncclSum = 0;
+
+struct Nccl {
+  ncclResult_t (*getUniqueId)(ncclUniqueId *);
+  ncclResult_t (*commInitRank)(ncclComm_t *, int, ncclUniqueId, int);
+  ncclResult_t (*commDestroy)(ncclComm_t);
+  ncclResult_t (*commAbort)(ncclComm_t);
+  ncclResult_t (*commGetAsyncError)(ncclComm_t, ncclResult_t *);
+  const char *(*getErrorString)(ncclResult_t);
+  ncclResult_t (*allReduce)(const void *, void *, size_t, int, int, ncclComm_t,
+                            CUstream);
+  ncclResult_t (*broadcast)(const void *, void *, size_t, int, int, ncclComm_t,
+                            CUstream);
+};
+
+struct LoadedNccl {
+  Nccl api{};
+  std::string error;
+};
+
+const LoadedNccl &nccl() {
+  static LoadedNccl loaded;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // $MPC_NCCL_LIBRARY replaces it (the tests' mock).
+    const char *override = std::getenv("MPC_NCCL_LIBRARY");
+    std::string name = override && *override ? override : "libnccl.so.2";
+    void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+      const char *reason = dlerror();
+      loaded.error = "data parallel on the cuda target needs NCCL: cannot "
+                     "load " +
+                     name + " (" + (reason ? reason : "unknown reason") +
+                     "); add the CUDA toolkit's library directory to "
+                     "LD_LIBRARY_PATH";
+      return;
+    }
+    Nccl &n = loaded.api;
+    const char *missing = nullptr;
+#define MPC_BIND(field, symbol)                                                \
+  if (!missing && !bind(library, #symbol, n.field))                            \
+    missing = #symbol;
+    MPC_BIND(getUniqueId, ncclGetUniqueId)
+    MPC_BIND(commInitRank, ncclCommInitRank)
+    MPC_BIND(commDestroy, ncclCommDestroy)
+    MPC_BIND(commAbort, ncclCommAbort)
+    MPC_BIND(commGetAsyncError, ncclCommGetAsyncError)
+    MPC_BIND(getErrorString, ncclGetErrorString)
+    MPC_BIND(allReduce, ncclAllReduce)
+    MPC_BIND(broadcast, ncclBroadcast)
+#undef MPC_BIND
+    if (missing)
+      loaded.error = name + " has no " + missing;
+  });
+  return loaded;
+}
+
 } // namespace
 
 namespace mpcrt {
@@ -323,6 +410,17 @@ struct CudaSession {
   // sync_host.
   bool host_stale = false;
   std::vector<std::pair<const mpc_cuda_image *, CUmodule>> modules;
+  // Data parallel (cuda_join_nccl): gradient buckets are all-reduced on
+  // `comm_stream`, each after an event recorded on `stream` right after
+  // the kernel that finishes it; `reduced`, recorded on `comm_stream`
+  // after the last bucket, is what the optimizer waits for.
+  ncclComm_t comm = nullptr;
+  CUstream comm_stream = nullptr;
+  std::vector<CUevent> bucket_events;
+  CUevent reduced = nullptr;
+  size_t buckets_this_step = 0;
+  double timeout_seconds = 0;
+  bool comm_broken = false;
   std::unordered_map<const char *, CUfunction> functions;
 #ifdef MPC_HAVE_CUBLASLT
   cublasLtHandle_t blas = nullptr;
@@ -378,12 +476,58 @@ bool take_index_error(mpcrt::CudaSession *cuda) {
   return true;
 }
 
+/// Gives the communicator up after a failure: NCCL's kernels of a
+/// collective whose peers are gone would otherwise wait forever.
+void abort_communicator(mpcrt::CudaSession *cuda) {
+  if (cuda->comm)
+    nccl().api.commAbort(cuda->comm);
+  cuda->comm = nullptr;
+  cuda->comm_broken = true;
+}
+
+/// Waits for the session's stream. With a communicator, polls it against
+/// the collective timeout instead: a rank that never joins an all-reduce
+/// leaves NCCL's kernel spinning, and only the host can give up on it.
+mpc_status wait_for_stream(mpcrt::CudaSession *cuda) {
+  const Driver &d = driver().api;
+  if (!cuda->comm)
+    return check(d.cuStreamSynchronize(cuda->stream), "cuStreamSynchronize");
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration<double>(cuda->timeout_seconds);
+  for (int spins = 0;; ++spins) {
+    CUresult result = d.cuStreamQuery(cuda->stream);
+    if (result == CUDA_SUCCESS)
+      return MPC_OK;
+    if (result != CUDA_ERROR_NOT_READY)
+      return check(result, "cuStreamQuery");
+    ncclResult_t async = ncclSuccess;
+    nccl().api.commGetAsyncError(cuda->comm, &async);
+    if (async != ncclSuccess && async != ncclInProgress) {
+      std::string text = nccl().api.getErrorString(async);
+      abort_communicator(cuda);
+      return set_error(MPC_ERROR_COMMUNICATION,
+                       "data parallel: an NCCL collective failed: %s",
+                       text.c_str());
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      abort_communicator(cuda);
+      return set_error(MPC_ERROR_COMMUNICATION,
+                       "data parallel: the step's NCCL collectives did not "
+                       "finish within %g s: a rank failed, hung or was "
+                       "killed (NCCL does not say which); the communicator "
+                       "is aborted",
+                       cuda->timeout_seconds);
+    }
+    if (spins > 1000)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 /// Waits for the session's stream. A step whose index_error nobody has
 /// looked at yet (it ran without reading its loss) is checked here: kernels
 /// run asynchronously, so that is the first moment the host can know.
 mpc_status synchronize(mpcrt::CudaSession *cuda) {
-  if (mpc_status status = check(driver().api.cuStreamSynchronize(cuda->stream),
-                                "cuStreamSynchronize"))
+  if (mpc_status status = wait_for_stream(cuda))
     return status;
   if (cuda->index_check_pending) {
     cuda->index_check_pending = false;
@@ -594,8 +738,16 @@ void cuda_session_destroy(CudaSession *cuda) {
   const Driver &d = driver().api;
   if (cuda->context)
     d.cuCtxSetCurrent(cuda->context);
-  if (cuda->stream)
-    d.cuStreamSynchronize(cuda->stream);
+  if (cuda->stream && wait_for_stream(cuda) != MPC_OK)
+    abort_communicator(cuda);
+  if (cuda->comm)
+    nccl().api.commDestroy(cuda->comm);
+  for (CUevent event : cuda->bucket_events)
+    d.cuEventDestroy(event);
+  if (cuda->reduced)
+    d.cuEventDestroy(cuda->reduced);
+  if (cuda->comm_stream)
+    d.cuStreamDestroy(cuda->comm_stream);
 #ifdef MPC_HAVE_CUBLASLT
   for (auto &[key, plan] : cuda->gemms) {
     blas().api.layoutDestroy(plan.a);
@@ -711,8 +863,7 @@ mpc_status cuda_run_step(mpc_session *session, mpc_step_fn step,
                                     sizeof(float), cuda->stream),
                 "cuMemcpyDtoHAsync"))
     return status;
-  if (mpc_status status = check(d.cuStreamSynchronize(cuda->stream),
-                                "cuStreamSynchronize"))
+  if (mpc_status status = wait_for_stream(cuda))
     return status;
   cuda->index_check_pending = false;
   if (take_index_error(cuda))
@@ -759,6 +910,64 @@ mpc_status sync_host(mpc_session *session) {
   return MPC_OK;
 }
 
+mpc_status cuda_join_nccl(mpc_session *session, process_group *group,
+                          double timeout_seconds) {
+  CudaSession *cuda = session->cuda;
+  const LoadedNccl &loaded = nccl();
+  if (!loaded.error.empty())
+    return set_error(MPC_ERROR_COMMUNICATION, "%s", loaded.error.c_str());
+  const Nccl &n = loaded.api;
+  const Driver &d = driver().api;
+  if (mpc_status status = activate(cuda))
+    return status;
+  // Rank 0 makes the communicator's id; the process group carries it to
+  // the others (MPI: the way NCCL's own examples bootstrap).
+  ncclUniqueId id{};
+  int32_t rank = process_group_rank(group);
+  int32_t size = process_group_size(group);
+  if (rank == 0)
+    if (ncclResult_t result = n.getUniqueId(&id))
+      return set_error(MPC_ERROR_COMMUNICATION,
+                       "data parallel: ncclGetUniqueId failed: %s",
+                       n.getErrorString(result));
+  if (mpc_status status = process_group_broadcast(group, &id, sizeof(id)))
+    return status;
+  if (ncclResult_t result = n.commInitRank(&cuda->comm, size, id, rank)) {
+    cuda->comm = nullptr;
+    return set_error(MPC_ERROR_COMMUNICATION,
+                     "data parallel: ncclCommInitRank (rank %d of %d) "
+                     "failed: %s",
+                     rank, size, n.getErrorString(result));
+  }
+  cuda->timeout_seconds = timeout_seconds;
+  if (mpc_status status =
+          check(d.cuStreamCreate(&cuda->comm_stream, CU_STREAM_NON_BLOCKING),
+                "cuStreamCreate"))
+    return status;
+  return check(d.cuEventCreate(&cuda->reduced, CU_EVENT_DISABLE_TIMING),
+               "cuEventCreate");
+}
+
+mpc_status cuda_broadcast_from_rank0(mpc_session *session, int32_t arena,
+                                     int64_t offset, int64_t bytes) {
+  CudaSession *cuda = session->cuda;
+  if (mpc_status status = activate(cuda))
+    return status;
+  if (!cuda->comm)
+    return set_error(MPC_ERROR_COMMUNICATION,
+                     "data parallel: an earlier collective failed, so the "
+                     "ranks are no longer in step; start the job again");
+  CUdeviceptr data = cuda->arenas[arena] + static_cast<CUdeviceptr>(offset);
+  if (ncclResult_t result = nccl().api.broadcast(
+          reinterpret_cast<void *>(data), reinterpret_cast<void *>(data),
+          static_cast<size_t>(bytes), ncclUint8, 0, cuda->comm, cuda->stream))
+    return set_error(MPC_ERROR_COMMUNICATION,
+                     "data parallel: ncclBroadcast failed: %s",
+                     nccl().api.getErrorString(result));
+  cuda->host_stale = true;
+  return MPC_OK;
+}
+
 mpc_status sync_device(mpc_session *session) {
   CudaSession *cuda = session->cuda;
   if (!cuda)
@@ -776,6 +985,59 @@ mpc_status sync_device(mpc_session *session) {
 
 // ----------------------------------------------------------------------------
 // Called by generated code (runtime/cuda/mpc_cuda.h)
+
+extern "C" mpc_status mpc_rt_cuda_reduce_gradients(mpc_step_context *,
+                                                   float *grads,
+                                                   long long count) {
+  mpcrt::CudaSession *cuda = current_session->cuda;
+  if (!cuda->comm)
+    return cuda->comm_broken
+               ? set_error(MPC_ERROR_COMMUNICATION,
+                           "data parallel: an earlier collective failed, so "
+                           "the ranks are no longer in step; start the job "
+                           "again")
+               : MPC_OK;
+  const Driver &d = driver().api;
+  size_t bucket = cuda->buckets_this_step++;
+  while (cuda->bucket_events.size() <= bucket) {
+    CUevent event = nullptr;
+    if (mpc_status status = check(
+            d.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate"))
+      return status;
+    cuda->bucket_events.push_back(event);
+  }
+  // The bucket is final once the kernels issued so far have run: the
+  // communication stream starts on it then, while backward goes on.
+  CUevent ready = cuda->bucket_events[bucket];
+  if (mpc_status status =
+          check(d.cuEventRecord(ready, cuda->stream), "cuEventRecord"))
+    return status;
+  if (mpc_status status =
+          check(d.cuStreamWaitEvent(cuda->comm_stream, ready, 0),
+                "cuStreamWaitEvent"))
+    return status;
+  if (ncclResult_t result = nccl().api.allReduce(
+          grads, grads, static_cast<size_t>(count), ncclFloat32, ncclSum,
+          cuda->comm, cuda->comm_stream))
+    return set_error(MPC_ERROR_COMMUNICATION,
+                     "data parallel: ncclAllReduce failed: %s",
+                     nccl().api.getErrorString(result));
+  return MPC_OK;
+}
+
+extern "C" mpc_status mpc_rt_cuda_gradients_reduced(mpc_step_context *) {
+  mpcrt::CudaSession *cuda = current_session->cuda;
+  if (!cuda->comm || cuda->buckets_this_step == 0)
+    return MPC_OK;
+  cuda->buckets_this_step = 0;
+  // Everything after this (the optimizer) waits for the last bucket.
+  const Driver &d = driver().api;
+  if (mpc_status status = check(
+          d.cuEventRecord(cuda->reduced, cuda->comm_stream), "cuEventRecord"))
+    return status;
+  return check(d.cuStreamWaitEvent(cuda->stream, cuda->reduced, 0),
+               "cuStreamWaitEvent");
+}
 
 extern "C" void mpc_rt_cuda_register_image(const mpc_cuda_image *image) {
   if (!image || !image->model)

@@ -24,6 +24,7 @@
 namespace mpcrt {
 
 struct CudaSession;
+struct process_group; // runtime/process_group.h
 
 /// Opens device `device` for `session` (whose host arenas are allocated and
 /// initialised), allocates its device arenas and uploads the host arenas.
@@ -53,6 +54,17 @@ mpc_status cuda_run_step(mpc_session *session, mpc_step_fn step,
 /// Copies `bytes` at `offset` of device arena `arena` to `data`.
 mpc_status cuda_download(mpc_session *session, int32_t arena, int64_t offset,
                          void *data, int64_t bytes);
+
+/// Data parallel: joins the NCCL communicator of `group`'s ranks (rank 0's
+/// id travels through the group) and makes the communication stream the
+/// gradient buckets are all-reduced on (mpc_rt_cuda_reduce_gradients).
+/// Waits for the GPU poll against `timeout_seconds` from then on.
+mpc_status cuda_join_nccl(mpc_session *session, process_group *group,
+                          double timeout_seconds);
+/// Every rank's `bytes` at `offset` of device arena `arena` become rank
+/// 0's (ncclBroadcast on the session's stream).
+mpc_status cuda_broadcast_from_rank0(mpc_session *session, int32_t arena,
+                                     int64_t offset, int64_t bytes);
 
 /// Brings the host mirror of the params, grads and optimizer arenas up to
 /// date (after steps ran on the device).

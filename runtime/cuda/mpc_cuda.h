@@ -66,6 +66,19 @@ void mpc_rt_cuda_register_image(const mpc_cuda_image *image);
 mpc_status mpc_rt_cuda_launch(const mpc_cuda_image *image, const char *name,
                               int64_t grid, int32_t block, void **args);
 
+struct mpc_step_context; /* runtime/mpc_model.h */
+
+/* mpc_rt_reduce_gradients (runtime/mpc_model.h) on the device: records an
+ * event on the session's stream (the bucket is final once the kernels
+ * before it have run), makes the communication stream wait for it and
+ * all-reduces the bucket there with NCCL, while backward goes on. A no-op
+ * in a session that is not data parallel. */
+mpc_status mpc_rt_cuda_reduce_gradients(struct mpc_step_context *context,
+                                        float *grads, long long count);
+/* mpc_rt_gradients_reduced on the device: the session's stream waits for
+ * the communication stream's last bucket (the optimizer comes next). */
+mpc_status mpc_rt_cuda_gradients_reduced(struct mpc_step_context *context);
+
 /* mpc_rt_gemm (runtime/gemm.h) on the device: the same arguments and
  * semantics, A, B and C device pointers, run by cuBLASLt on the current
  * session's stream with fp32 compute, in the model's planned workspace

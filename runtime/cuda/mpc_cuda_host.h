@@ -13,6 +13,8 @@
 //   - mpc_rt_gemm(...) becomes mpc_rt_cuda_gemm(...), mpc_rt_gemm_bias(...)
 //     mpc_rt_cuda_gemm_bias(...) and mpc_rt_gemm_bias_gelu(...)
 //     mpc_rt_cuda_gemm_bias_gelu(...): cuBLASLt on the session's stream.
+//   - mpc_rt_reduce_gradients(...) and mpc_rt_gradients_reduced(...) become
+//     their mpc_rt_cuda_ forms: NCCL on a communication stream.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,6 +85,8 @@ struct host_kernel<Kernel> {
                                     block, __VA_ARGS__))
 
 #define mpc_rt_gemm mpc_rt_cuda_gemm
+#define mpc_rt_reduce_gradients mpc_rt_cuda_reduce_gradients
+#define mpc_rt_gradients_reduced mpc_rt_cuda_gradients_reduced
 #define mpc_rt_gemm_bias mpc_rt_cuda_gemm_bias
 #define mpc_rt_gemm_bias_gelu mpc_rt_cuda_gemm_bias_gelu
 #define mpc_rt_gemm_bgrad mpc_rt_cuda_gemm_bgrad

@@ -40,6 +40,22 @@
 //     dimension"); CUBLASLT_EPILOGUE_DGELU multiplies the product by the
 //     tanh GELU's derivative at the auxiliary input (EPILOGUE_AUX_POINTER,
 //     laid out as for GELU_AUX_BIAS: the GELU's input), one matrix.
+//   - streams are distinct tokens and events record which stream they were
+//     recorded on; work runs when it is submitted (one valid order of any
+//     stream schedule) and is logged with its stream (mock_cuda_get_op):
+//     kernels, GEMMs, event records, stream waits, NCCL collectives. A
+//     capture takes in the stream it began on and every stream that waited
+//     on an event recorded in it; it fails as CUDA's does (UNJOINED) when
+//     such a stream has work after its last event the origin waited on;
+//   - NCCL (loaded as $MPC_NCCL_LIBRARY): ncclAllReduce sums as if every
+//     rank held what this one holds (the result is nranks x the data: the
+//     test's ranks train on the same batches), ncclBroadcast keeps the
+//     data. After each all-reduce the bucket's bytes are kept; when a
+//     stream then waits on an event of the communication stream (the
+//     optimizer's join), every bucket must still hold them: a kernel that
+//     wrote into a bucket after its all-reduce was issued (an event placed
+//     too early) stops the program;
+//   - $MPC_MOCK_DEVICES GPUs (1 when unset).
 // mock_cuda.h declares what tests read back.
 //
 //===----------------------------------------------------------------------===//
@@ -69,6 +85,7 @@ using CUresult = int;
 using CUdeviceptr = unsigned long long;
 
 std::vector<mock_cuda_launch> launches;
+std::vector<mock_cuda_op> ops;
 int liveAllocations = 0;
 int graphLaunches = 0;
 
@@ -77,19 +94,86 @@ constexpr CUresult CAPTURE_UNSUPPORTED = 900;
 constexpr CUresult CAPTURE_INVALIDATED = 901;
 constexpr CUresult CAPTURE_UNMATCHED = 903;
 
-/// Work on the (one) stream: run now, or recorded while capturing.
+// CUDA_ERROR_STREAM_CAPTURE_UNJOINED.
+constexpr CUresult CAPTURE_UNJOINED = 904;
+
+struct Stream {
+  int id;
+};
+struct Event {
+  int id;
+  Stream *submittedOn = nullptr; // the last cuEventRecord's stream
+  bool inCapture = false;        // that record went into the capture
+  int streamWorkAt = 0;          // its stream's captured work then
+  int recordedOn = 0;            // stream id, when the record has run
+};
+
+/// Work on a stream: run now, or recorded while its stream is captured.
 using Work = std::function<void()>;
 struct Graph {
   std::vector<Work> work;
 };
 Graph *capturing = nullptr;
 bool captureBroken = false;
+Stream *captureOrigin = nullptr;
+/// Streams that joined the capture (waited on a captured event), with
+/// their captured work and how much of it the origin has waited for.
+struct Joined {
+  int work = 0, joinedBack = 0;
+};
+std::map<Stream *, Joined> joinedStreams;
 
-void submit(Work work) {
-  if (capturing)
+bool captures(void *stream) {
+  return capturing && (stream == captureOrigin ||
+                       joinedStreams.count(static_cast<Stream *>(stream)));
+}
+
+void submit(Work work, void *stream = nullptr) {
+  if (capturing && !stream)
+    stream = captureOrigin;
+  if (captures(stream)) {
     capturing->work.push_back(std::move(work));
-  else
+    auto joined = joinedStreams.find(static_cast<Stream *>(stream));
+    if (joined != joinedStreams.end())
+      ++joined->second.work;
+  } else {
     work();
+  }
+}
+
+int streamId(void *stream) {
+  return stream ? static_cast<Stream *>(stream)->id : 0;
+}
+
+void logOp(mock_cuda_op op) { ops.push_back(op); }
+
+/// A bucket as its all-reduce left it, checked at the next join.
+struct ReducedBucket {
+  int stream;
+  const void *pointer;
+  std::vector<unsigned char> bytes;
+};
+std::vector<ReducedBucket> reducedBuckets;
+
+/// A stream waits on an event of stream `from`: the buckets `from`
+/// reduced must be as their all-reduce left them.
+void checkReducedBuckets(int from) {
+  for (auto bucket = reducedBuckets.begin(); bucket != reducedBuckets.end();) {
+    if (bucket->stream != from) {
+      ++bucket;
+      continue;
+    }
+    if (std::memcmp(bucket->pointer, bucket->bytes.data(),
+                    bucket->bytes.size()) != 0) {
+      std::fprintf(stderr,
+                   "mock_nccl: the %zu bytes at %p changed after their "
+                   "all-reduce was issued: a kernel wrote into the bucket "
+                   "after the event its all-reduce waited for\n",
+                   bucket->bytes.size(), bucket->pointer);
+      std::abort();
+    }
+    bucket = reducedBuckets.erase(bucket);
+  }
 }
 
 /// What cuModuleGetFunction returns.
@@ -258,8 +342,11 @@ extern "C" {
 
 int mock_cuda_num_launches(void) { return static_cast<int>(launches.size()); }
 mock_cuda_launch mock_cuda_get_launch(int index) { return launches[index]; }
+int mock_cuda_num_ops(void) { return static_cast<int>(ops.size()); }
+mock_cuda_op mock_cuda_get_op(int index) { return ops[index]; }
 void mock_cuda_reset(void) {
   launches.clear();
+  ops.clear();
   lastWorkspace = {};
 }
 mock_cublaslt_workspace mock_cublaslt_get_workspace(void) {
@@ -276,13 +363,19 @@ CUresult cuGetErrorString(CUresult, const char **text) {
   *text = "mock error";
   return 0;
 }
+int deviceCount() {
+  const char *text = std::getenv("MPC_MOCK_DEVICES");
+  return text && *text ? std::atoi(text) : 1;
+}
 CUresult cuDeviceGetCount(int *count) {
-  *count = 1;
+  *count = deviceCount();
   return 0;
 }
 CUresult cuDeviceGet(int *device, int ordinal) {
   *device = ordinal;
-  return ordinal == 0 ? 0 : 101; // CUDA_ERROR_INVALID_DEVICE
+  return ordinal >= 0 && ordinal < deviceCount()
+             ? 0
+             : 101; // CUDA_ERROR_INVALID_DEVICE
 }
 CUresult cuDevicePrimaryCtxRetain(void **context, int) {
   static int token;
@@ -292,12 +385,71 @@ CUresult cuDevicePrimaryCtxRetain(void **context, int) {
 CUresult cuDevicePrimaryCtxRelease_v2(int) { return 0; }
 CUresult cuCtxSetCurrent(void *) { return 0; }
 CUresult cuStreamCreate(void **stream, unsigned) {
-  static int token;
-  *stream = &token;
+  static int streams = 0;
+  *stream = new Stream{++streams};
   return 0;
 }
-CUresult cuStreamDestroy_v2(void *) { return 0; }
+CUresult cuStreamDestroy_v2(void *stream) {
+  delete static_cast<Stream *>(stream);
+  return 0;
+}
 CUresult cuStreamSynchronize(void *) { return 0; }
+CUresult cuStreamQuery(void *) { return 0; }
+CUresult cuEventCreate(void **event, unsigned) {
+  static int events = 0;
+  *event = new Event{++events};
+  return 0;
+}
+CUresult cuEventDestroy_v2(void *event) {
+  delete static_cast<Event *>(event);
+  return 0;
+}
+CUresult cuEventRecord(void *handle, void *stream) {
+  auto *event = static_cast<Event *>(handle);
+  event->submittedOn = static_cast<Stream *>(stream);
+  event->inCapture = captures(stream);
+  submit(
+      [event, stream] {
+        event->recordedOn = streamId(stream);
+        mock_cuda_op op{};
+        op.kind = MOCK_OP_EVENT_RECORD;
+        op.stream = streamId(stream);
+        op.event = event->id;
+        logOp(op);
+      },
+      stream);
+  // The stream's captured work up to and with this record.
+  auto joined = joinedStreams.find(event->submittedOn);
+  event->streamWorkAt = joined != joinedStreams.end() ? joined->second.work : 0;
+  return 0;
+}
+CUresult cuStreamWaitEvent(void *stream, void *handle, unsigned) {
+  auto *event = static_cast<Event *>(handle);
+  if (capturing && event->inCapture) {
+    if (stream == captureOrigin) {
+      // The origin waits for the other stream's work up to the record.
+      auto joined = joinedStreams.find(event->submittedOn);
+      if (joined != joinedStreams.end())
+        joined->second.joinedBack =
+            std::max(joined->second.joinedBack, event->streamWorkAt);
+    } else {
+      joinedStreams.emplace(static_cast<Stream *>(stream), Joined{});
+    }
+  }
+  submit(
+      [event, stream] {
+        mock_cuda_op op{};
+        op.kind = MOCK_OP_STREAM_WAIT;
+        op.stream = streamId(stream);
+        op.event = event->id;
+        op.event_stream = event->recordedOn;
+        logOp(op);
+        if (event->recordedOn != streamId(stream))
+          checkReducedBuckets(event->recordedOn);
+      },
+      stream);
+  return 0;
+}
 CUresult cuMemAlloc_v2(CUdeviceptr *pointer, size_t bytes) {
   void *memory = allocate(bytes);
   if (!memory)
@@ -386,7 +538,7 @@ CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
 }
 CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
                         unsigned gridZ, unsigned blockX, unsigned blockY,
-                        unsigned blockZ, unsigned, void *, void **params,
+                        unsigned blockZ, unsigned, void *stream, void **params,
                         void **) {
   const Function &kernel = *static_cast<Function *>(function);
   mock_cuda_launch launch{};
@@ -415,22 +567,31 @@ CUresult cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
       values.emplace_back(bytes, bytes + host->param_sizes[i]);
     }
   }
-  submit([launch, host, values]() mutable {
-    launches.push_back(launch);
-    if (!host)
-      return;
-    std::vector<void *> pointers;
-    for (auto &value : values)
-      pointers.push_back(value.data());
-    runHostKernel(*host, pointers.data(), launch.grid, launch.block);
-  });
+  submit(
+      [launch, host, values, stream]() mutable {
+        launches.push_back(launch);
+        mock_cuda_op op{};
+        op.kind = MOCK_OP_KERNEL;
+        op.stream = streamId(stream);
+        std::strncpy(op.symbol, launch.symbol, sizeof(op.symbol) - 1);
+        logOp(op);
+        if (!host)
+          return;
+        std::vector<void *> pointers;
+        for (auto &value : values)
+          pointers.push_back(value.data());
+        runHostKernel(*host, pointers.data(), launch.grid, launch.block);
+      },
+      stream);
   return 0;
 }
-CUresult cuStreamBeginCapture_v2(void *, int) {
+CUresult cuStreamBeginCapture_v2(void *stream, int) {
   if (capturing)
     return CAPTURE_UNMATCHED;
   capturing = new Graph;
   captureBroken = false;
+  captureOrigin = static_cast<Stream *>(stream);
+  joinedStreams.clear();
   return 0;
 }
 CUresult cuStreamEndCapture(void *, void **graph) {
@@ -438,6 +599,14 @@ CUresult cuStreamEndCapture(void *, void **graph) {
     return CAPTURE_UNMATCHED;
   std::unique_ptr<Graph> captured(capturing);
   capturing = nullptr;
+  bool unjoined = false;
+  for (const auto &[stream, joined] : joinedStreams)
+    unjoined |= joined.work > joined.joinedBack;
+  joinedStreams.clear();
+  if (unjoined) {
+    *graph = nullptr;
+    return CAPTURE_UNJOINED;
+  }
   if (captureBroken) {
     *graph = nullptr;
     return CAPTURE_INVALIDATED;
@@ -627,10 +796,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
                               const void *c, cublasLtMatrixLayout_t cLayout,
                               void *d, cublasLtMatrixLayout_t dLayout,
                               const cublasLtMatmulAlgo_t *, void *workspace,
-                              size_t workspaceBytes, cudaStream_t) {
+                              size_t workspaceBytes, cudaStream_t stream) {
   lastWorkspace.pointer = workspace;
   lastWorkspace.bytes = workspaceBytes;
-  if (capturing && c == d && cLayout == dLayout) {
+  if (captures(stream) && c == d && cLayout == dLayout) {
     // Replayed with the descriptors and scalars of now.
     struct Captured {
       MockDesc desc;
@@ -643,18 +812,24 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
         *reinterpret_cast<MockLayout *>(bLayout),
         *reinterpret_cast<MockLayout *>(cLayout),
         *static_cast<const float *>(alpha), *static_cast<const float *>(beta)});
-    capturing->work.push_back([copy, a, b, d, workspace, workspaceBytes] {
-      auto *layoutC = reinterpret_cast<cublasLtMatrixLayout_t>(&copy->c);
-      cublasLtMatmul(nullptr,
-                     reinterpret_cast<cublasLtMatmulDesc_t>(&copy->desc),
-                     &copy->alpha, a,
-                     reinterpret_cast<cublasLtMatrixLayout_t>(&copy->a), b,
-                     reinterpret_cast<cublasLtMatrixLayout_t>(&copy->b),
-                     &copy->beta, d, layoutC, d, layoutC, nullptr, workspace,
-                     workspaceBytes, nullptr);
-    });
+    submit(
+        [copy, a, b, d, workspace, workspaceBytes, stream] {
+          auto *layoutC = reinterpret_cast<cublasLtMatrixLayout_t>(&copy->c);
+          cublasLtMatmul(nullptr,
+                         reinterpret_cast<cublasLtMatmulDesc_t>(&copy->desc),
+                         &copy->alpha, a,
+                         reinterpret_cast<cublasLtMatrixLayout_t>(&copy->a), b,
+                         reinterpret_cast<cublasLtMatrixLayout_t>(&copy->b),
+                         &copy->beta, d, layoutC, d, layoutC, nullptr,
+                         workspace, workspaceBytes, stream);
+        },
+        stream);
     return CUBLAS_STATUS_SUCCESS;
   }
+  mock_cuda_op op{};
+  op.kind = MOCK_OP_GEMM;
+  op.stream = streamId(stream);
+  logOp(op);
   auto *mock = reinterpret_cast<MockDesc *>(desc);
   auto *la = reinterpret_cast<MockLayout *>(aLayout);
   auto *lb = reinterpret_cast<MockLayout *>(bLayout);
@@ -732,6 +907,86 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
     }
   }
   return CUBLAS_STATUS_SUCCESS;
+}
+
+// ----------------------------------------------------------------------------
+// NCCL (the entry points libmpcrt binds)
+
+struct ncclComm {
+  int nranks, rank;
+};
+struct ncclUniqueId {
+  char internal[128];
+};
+
+int ncclGetUniqueId(ncclUniqueId *id) {
+  std::memset(id, 0, sizeof(*id));
+  std::strcpy(id->internal, "mock nccl");
+  return 0;
+}
+int ncclCommInitRank(ncclComm **comm, int nranks, ncclUniqueId id, int rank) {
+  if (std::strcmp(id.internal, "mock nccl") != 0 || rank < 0 || rank >= nranks)
+    return 4; // ncclInvalidArgument
+  *comm = new ncclComm{nranks, rank};
+  return 0;
+}
+int ncclCommDestroy(ncclComm *comm) {
+  delete comm;
+  return 0;
+}
+int ncclCommAbort(ncclComm *comm) {
+  delete comm;
+  return 0;
+}
+int ncclCommGetAsyncError(ncclComm *, int *error) {
+  *error = 0;
+  return 0;
+}
+const char *ncclGetErrorString(int) { return "mock nccl error"; }
+
+// Every rank holds what this one holds: the sum is nranks x the data.
+int ncclAllReduce(const void *send, void *receive, size_t count, int type,
+                  int reduction, ncclComm *comm, void *stream) {
+  if (type != 7 || reduction != 0) // ncclFloat32, ncclSum
+    return 4;
+  int nranks = comm->nranks;
+  submit(
+      [send, receive, count, nranks, stream] {
+        const float *from = static_cast<const float *>(send);
+        float *to = static_cast<float *>(receive);
+        for (size_t i = 0; i < count; ++i)
+          to[i] = from[i] * static_cast<float>(nranks);
+        mock_cuda_op op{};
+        op.kind = MOCK_OP_ALLREDUCE;
+        op.stream = streamId(stream);
+        op.pointer = receive;
+        op.count = count;
+        logOp(op);
+        const auto *bytes = static_cast<const unsigned char *>(receive);
+        reducedBuckets.push_back(
+            {streamId(stream), receive,
+             std::vector<unsigned char>(bytes, bytes + count * 4)});
+      },
+      stream);
+  return 0;
+}
+int ncclBroadcast(const void *send, void *receive, size_t count, int type,
+                  int root, ncclComm *comm, void *stream) {
+  if (type != 1 || root < 0 || root >= comm->nranks) // ncclUint8
+    return 4;
+  submit(
+      [send, receive, count, stream] {
+        if (send != receive)
+          std::memmove(receive, send, count);
+        mock_cuda_op op{};
+        op.kind = MOCK_OP_BROADCAST;
+        op.stream = streamId(stream);
+        op.pointer = receive;
+        op.count = count;
+        logOp(op);
+      },
+      stream);
+  return 0;
 }
 
 } // extern "C"

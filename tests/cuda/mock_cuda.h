@@ -19,8 +19,31 @@ typedef struct mock_cuda_launch {
   int num_args; /* pointers in the argument array before its null */
 } mock_cuda_launch;
 
+/* Work in the order it ran, with its stream: what the data-parallel tests
+ * check the communication schedule with. */
+typedef enum mock_cuda_op_kind {
+  MOCK_OP_KERNEL,
+  MOCK_OP_GEMM,
+  MOCK_OP_EVENT_RECORD,
+  MOCK_OP_STREAM_WAIT,
+  MOCK_OP_ALLREDUCE,
+  MOCK_OP_BROADCAST
+} mock_cuda_op_kind;
+typedef struct mock_cuda_op {
+  int kind;                 /* mock_cuda_op_kind */
+  int stream;               /* 1, 2, ... in creation order */
+  int event;                /* record, wait: 1, 2, ... in creation order */
+  int event_stream;         /* wait: the stream the event was recorded on */
+  const void *pointer;      /* collectives: the buffer */
+  unsigned long long count; /* collectives: elements */
+  char symbol[64];          /* kernels: the lowered name (cut) */
+} mock_cuda_op;
+
 int mock_cuda_num_launches(void);
 mock_cuda_launch mock_cuda_get_launch(int index);
+int mock_cuda_num_ops(void);
+mock_cuda_op mock_cuda_get_op(int index);
+/* Clears the launches, the ops and the last workspace. */
 void mock_cuda_reset(void);
 /* cuMemAlloc'd and cuMemAllocHost'd blocks not yet freed. */
 int mock_cuda_live_allocations(void);

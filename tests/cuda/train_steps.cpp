@@ -11,6 +11,17 @@
 //   train_steps --steps=20 --checkpoint=out.safetensors [--cuda-graphs]
 //   train_steps --bench=50 --warmup=10     time steps on one batch instead
 //                                          (tools/bench/gpu_step.py)
+//   mpirun -np 2 train_steps --data-parallel ...
+//       every rank trains on the same batches (so N ranks end where one
+//       process ends: the sum over identical ranks is exact), rank 0 prints
+//       and saves;
+//   ... --check-buckets=<offset>:<bytes>:<after kernel>,... --check-steps=0,3
+//       on the mock driver (tests/cuda/mock_cuda.cpp), checks in those
+//       steps' log that the gradient buckets (mpc compile --report=json's
+//       plan) are all-reduced in that order on a stream of their own, each
+//       after waiting on an event recorded on the step's stream right after
+//       the kernel that finishes it, and that the step's stream waits for
+//       the last of them before the optimizer's first kernel.
 //
 // Exit status: 0 trained, 77 no CUDA device (ctest's skip code for the
 // `gpu` tests; the reason is printed), 1 any other failure.
@@ -20,13 +31,18 @@
 #include "runtime/half.h"
 #include "runtime/mpc_model.h"
 #include "runtime/mpc_runtime.h"
+#include "tests/cuda/mock_cuda.h"
+
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #define MPC_CONCAT2(a, b) a##b
@@ -85,11 +101,144 @@ struct Batch {
   std::vector<const void *> inputs;
 };
 
+/// A gradient bucket of the compiler's plan.
+struct PlannedBucket {
+  long long offset, bytes, afterKernel;
+};
+
+std::vector<PlannedBucket> parsePlan(const char *text) {
+  std::vector<PlannedBucket> plan;
+  while (*text) {
+    PlannedBucket bucket{};
+    int used = 0;
+    if (std::sscanf(text, "%lld:%lld:%lld%n", &bucket.offset, &bucket.bytes,
+                    &bucket.afterKernel, &used) != 3) {
+      std::fprintf(stderr, "error: bad --check-buckets at '%s'\n", text);
+      std::exit(1);
+    }
+    plan.push_back(bucket);
+    text += used;
+    if (*text == ',')
+      ++text;
+  }
+  return plan;
+}
+
+/// The mock driver's log (mock_cuda.h), from the library libmpcrt loaded.
+struct MockLog {
+  MockLog() {
+    const char *path = std::getenv("MPC_CUDA_DRIVER_LIBRARY");
+    void *library = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+    if (!library) {
+      std::fprintf(stderr, "error: --check-buckets needs the mock driver "
+                           "($MPC_CUDA_DRIVER_LIBRARY)\n");
+      std::exit(1);
+    }
+    reset = reinterpret_cast<void (*)()>(dlsym(library, "mock_cuda_reset"));
+    count = reinterpret_cast<int (*)()>(dlsym(library, "mock_cuda_num_ops"));
+    get = reinterpret_cast<mock_cuda_op (*)(int)>(
+        dlsym(library, "mock_cuda_get_op"));
+  }
+  void (*reset)() = nullptr;
+  int (*count)() = nullptr;
+  mock_cuda_op (*get)(int) = nullptr;
+};
+
+bool isCompute(const mock_cuda_op &op) {
+  return op.kind == MOCK_OP_KERNEL || op.kind == MOCK_OP_GEMM;
+}
+
+/// Checks one step's log against the plan; prints what is wrong.
+bool checkSchedule(const std::vector<mock_cuda_op> &ops,
+                   const std::vector<PlannedBucket> &plan, int step) {
+  auto fail = [&](const std::string &what) {
+    std::fprintf(stderr, "error: step %d: %s\n", step, what.c_str());
+    return false;
+  };
+  int compute = 0;
+  for (const mock_cuda_op &op : ops)
+    if (isCompute(op)) {
+      compute = op.stream;
+      break;
+    }
+  std::vector<size_t> reduces;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].kind == MOCK_OP_ALLREDUCE)
+      reduces.push_back(i);
+  if (reduces.size() != plan.size())
+    return fail(std::to_string(reduces.size()) + " all-reduces, the plan has " +
+                std::to_string(plan.size()) + " buckets");
+  const char *base =
+      static_cast<const char *>(ops[reduces[0]].pointer) - plan[0].offset;
+  size_t previous = 0;
+  for (size_t b = 0; b < plan.size(); ++b) {
+    const mock_cuda_op &reduce = ops[reduces[b]];
+    std::string name = "bucket " + std::to_string(b);
+    if (reduce.stream == compute)
+      return fail(name + " is all-reduced on the step's own stream");
+    if (static_cast<const char *>(reduce.pointer) != base + plan[b].offset ||
+        static_cast<long long>(reduce.count) * 4 != plan[b].bytes)
+      return fail(name + " all-reduces another range than the plan's");
+    // The wait just before it on its stream, and the record it waits on.
+    size_t wait = reduces[b];
+    while (wait > previous && !(ops[wait].kind == MOCK_OP_STREAM_WAIT &&
+                                ops[wait].stream == reduce.stream))
+      --wait;
+    if (wait == previous || ops[wait].event_stream != compute)
+      return fail(name + " does not wait on an event of the step's stream");
+    size_t record = wait;
+    while (record > 0 && !(ops[record].kind == MOCK_OP_EVENT_RECORD &&
+                           ops[record].event == ops[wait].event))
+      --record;
+    long long before = 0;
+    for (size_t i = 0; i < record; ++i)
+      before += isCompute(ops[i]) && ops[i].stream == compute;
+    if (before != plan[b].afterKernel + 1)
+      return fail(name + "'s event follows " + std::to_string(before) +
+                  " kernels and GEMMs; the plan finishes it with kernel " +
+                  std::to_string(plan[b].afterKernel));
+    previous = reduces[b];
+  }
+  // The join: the step's stream waits on an event the communication
+  // stream recorded after the last bucket, before any optimizer kernel.
+  int comm = ops[reduces.back()].stream;
+  size_t join = reduces.back();
+  while (join < ops.size() &&
+         !(ops[join].kind == MOCK_OP_STREAM_WAIT &&
+           ops[join].stream == compute && ops[join].event_stream == comm))
+    ++join;
+  if (join == ops.size())
+    return fail("the step's stream never waits for the last bucket");
+  // The optimizer's first kernel: gradient statistics, accumulation or its
+  // scalars (EmitOptimizer.cpp).
+  auto isOptimizer = [](const mock_cuda_op &op) {
+    return op.kind == MOCK_OP_KERNEL &&
+           (std::strstr(op.symbol, "optimizer_prepare") ||
+            std::strstr(op.symbol, "grad_stats") ||
+            std::strstr(op.symbol, "accumulate_grads"));
+  };
+  for (size_t i = 0; i < join; ++i)
+    if (isOptimizer(ops[i]))
+      return fail(std::string("optimizer kernel ") + ops[i].symbol +
+                  " runs before the step waits for the buckets");
+  size_t next = join + 1;
+  while (next < ops.size() && !isCompute(ops[next]))
+    ++next;
+  if (next == ops.size() || !isOptimizer(ops[next]))
+    return fail("the optimizer does not start right after the wait");
+  std::printf("step %d: %zu buckets all-reduced on stream %d after their "
+              "kernels; the optimizer (%s) waits for them\n",
+              step, plan.size(), comm, ops[next].symbol);
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
-  int steps = 20, bench = 0, warmup = 10, cudaGraphs = 0;
+  int steps = 20, bench = 0, warmup = 10, cudaGraphs = 0, dataParallel = 0;
   const char *checkpoint = nullptr;
+  std::vector<PlannedBucket> plan;
+  std::vector<int> checkSteps;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--steps=", 8) == 0) {
       steps = std::atoi(argv[i] + 8);
@@ -101,10 +250,22 @@ int main(int argc, char **argv) {
       warmup = std::atoi(argv[i] + 9);
     } else if (std::strcmp(argv[i], "--cuda-graphs") == 0) {
       cudaGraphs = 1;
+    } else if (std::strcmp(argv[i], "--data-parallel") == 0) {
+      dataParallel = 1;
+    } else if (std::strncmp(argv[i], "--check-buckets=", 16) == 0) {
+      plan = parsePlan(argv[i] + 16);
+    } else if (std::strncmp(argv[i], "--check-steps=", 14) == 0) {
+      for (const char *p = argv[i] + 14; *p;) {
+        char *end = nullptr;
+        checkSteps.push_back(static_cast<int>(std::strtol(p, &end, 10)));
+        p = *end == ',' ? end + 1 : end;
+      }
     } else {
       std::fprintf(stderr,
                    "usage: %s [--steps=N] [--checkpoint=PATH] "
-                   "[--bench=N [--warmup=N]] [--cuda-graphs]\n",
+                   "[--bench=N [--warmup=N]] [--cuda-graphs] "
+                   "[--data-parallel] [--check-buckets=O:B:K,... "
+                   "--check-steps=S,...]\n",
                    argv[0]);
       return 1;
     }
@@ -115,6 +276,7 @@ int main(int argc, char **argv) {
   options.target = MPC_TARGET_UNDER_TEST;
   options.seed = 1;
   options.cuda_graphs = cudaGraphs;
+  options.data_parallel = dataParallel;
   mpc_session *session = nullptr;
   mpc_status status = mpc_session_create(model, &options, &session);
   if (status == MPC_ERROR_NO_DEVICE) {
@@ -154,6 +316,7 @@ int main(int argc, char **argv) {
     mpc_session_destroy(session);
     return 0;
   }
+  std::unique_ptr<MockLog> log(plan.empty() ? nullptr : new MockLog);
   for (int step = 0; step < steps; ++step) {
     // A rate changed between steps reaches the kernels (and graphs).
     if (step == steps / 2 &&
@@ -165,12 +328,27 @@ int main(int argc, char **argv) {
     }
     Batch batch(model, random);
     float loss = 0;
+    bool checked = !plan.empty() &&
+                   std::find(checkSteps.begin(), checkSteps.end(), step) !=
+                       checkSteps.end();
+    if (checked)
+      log->reset();
     if (mpc_train_step(session, batch.inputs.data(), &loss) != MPC_OK) {
       std::fprintf(stderr, "error: step %d: %s\n", step, mpc_last_error());
       mpc_session_destroy(session);
       return 1;
     }
-    std::printf("step %d loss %.9g\n", step, static_cast<double>(loss));
+    if (checked) {
+      std::vector<mock_cuda_op> ops;
+      for (int i = 0; i < log->count(); ++i)
+        ops.push_back(log->get(i));
+      if (!checkSchedule(ops, plan, step)) {
+        mpc_session_destroy(session);
+        return 1;
+      }
+    }
+    if (mpc_session_rank(session) == 0)
+      std::printf("step %d loss %.9g\n", step, static_cast<double>(loss));
   }
   Batch evalBatch(model, random);
   for (int eval = 0; eval < 3; ++eval) {
@@ -182,7 +360,8 @@ int main(int argc, char **argv) {
     }
     std::printf("eval %d loss %.9g\n", eval, static_cast<double>(loss));
   }
-  if (checkpoint && mpc_save_checkpoint(session, checkpoint) != MPC_OK) {
+  if (checkpoint && mpc_session_rank(session) == 0 &&
+      mpc_save_checkpoint(session, checkpoint) != MPC_OK) {
     std::fprintf(stderr, "error: saving: %s\n", mpc_last_error());
     mpc_session_destroy(session);
     return 1;

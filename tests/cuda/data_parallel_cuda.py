@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Data parallel on the cuda target: 2 ranks against 1.
+
+Every rank of `mpirun -np 2 train_steps --data-parallel` trains on the same
+batches, so the NCCL sum over ranks is exactly 2x each rank's gradient and
+the update, which divides by the world size, is what one process computes:
+the 2-rank checkpoint must equal the 1-process one byte for byte, kernel
+by kernel and as CUDA graphs.
+
+--mock: on the mock driver and mock NCCL (tests/cuda/mock_cuda.cpp), which
+also check the communication schedule of steps 0, 1 and 3 (a plain run, the
+graph capture, a graph replay) against the bucket plan of
+`mpc compile --report=json`: each bucket all-reduced on a stream of its own
+after an event recorded right after the kernel that finishes it, the
+optimizer after a wait for all of them (train_steps.cpp --check-buckets).
+Without --mock: on real GPUs and NCCL (the `gpu` label); exit 77 (skipped)
+where a rank finds no CUDA device, such as on a machine with fewer than 2.
+"""
+
+import argparse
+import filecmp
+import json
+import os
+import subprocess
+import sys
+
+SKIP = 77
+
+
+def run(command, env):
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    sys.stdout.write(result.stdout)
+    sys.stdout.write(result.stderr)
+    if result.returncode != 0:
+        if "no CUDA device: " in result.stdout + result.stderr:
+            print("skipped: a rank has no CUDA device")
+            sys.exit(SKIP)
+        sys.exit(f"failed ({result.returncode}): {' '.join(command)}")
+    return result.stdout
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mpc", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--program", required=True)
+    parser.add_argument("--model", required=True, help="the .mlir source")
+    parser.add_argument("--options", default="",
+                        help="mpc compile options of the program's model, "
+                        "comma-separated")
+    parser.add_argument("--mock", default=None,
+                        help="the mock driver library (mock_cuda)")
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+
+    env = dict(os.environ)
+    check = []
+    if args.mock:
+        env.update(MPC_CUDA_DRIVER_LIBRARY=args.mock,
+                   MPC_CUBLASLT_LIBRARY=args.mock,
+                   MPC_NCCL_LIBRARY=args.mock, MPC_MOCK_DEVICES="2")
+        options = [o for o in args.options.split(",") if o]
+        report = json.loads(subprocess.run(
+            [args.mpc, "compile", args.model, *options, "--report=json"],
+            check=True, capture_output=True, text=True).stdout)
+        buckets = report["data_parallel"]["buckets"]
+        plan = ",".join(f"{b['offset']}:{b['bytes']}:{b['after_kernel']}"
+                        for b in buckets)
+        print(f"plan: {len(buckets)} buckets: {plan}")
+        check = [f"--check-buckets={plan}", "--check-steps=0,1,3"]
+
+    mpirun = [args.mpirun, "--allow-run-as-root", "--oversubscribe",
+              "--mca", "btl", "self,vader", "-np", "2"]
+    for graphs in ([], ["--cuda-graphs"]):
+        tag = "graphs" if graphs else "launches"
+        alone = os.path.join(args.work, f"alone_{tag}.safetensors")
+        ranks = os.path.join(args.work, f"ranks_{tag}.safetensors")
+        for path in (alone, ranks):
+            if os.path.exists(path):
+                os.remove(path)
+        run([args.program, f"--steps={args.steps}", f"--checkpoint={alone}",
+             *graphs], env)
+        run([*mpirun, args.program, "--data-parallel",
+             f"--steps={args.steps}", f"--checkpoint={ranks}", *graphs,
+             *check], env)
+        if not filecmp.cmp(alone, ranks, shallow=False):
+            sys.exit(f"{tag}: the 2-rank checkpoint differs from the "
+                     "1-process one")
+        print(f"{tag}: 2 ranks end byte for byte where 1 process ends")
+
+
+if __name__ == "__main__":
+    main()
