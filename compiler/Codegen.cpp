@@ -207,9 +207,17 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
   // training control block.
   if (auto optimizer = model->getAttrOfType<OptimizerAttr>(kOptimizerAttr)) {
     optimizerSlots = optimizer.getSlotNames().size();
-    controlOffset = alignTo64(optimizerSlots * arenaBytes[MPC_ARENA_GRADS]);
-    arenaBytes[MPC_ARENA_OPTIMIZER] =
-        controlOffset + static_cast<int64_t>(sizeof(mpc_train_control));
+    int64_t slotBytes = optimizerSlots * arenaBytes[MPC_ARENA_GRADS];
+    int64_t controlBytes = static_cast<int64_t>(sizeof(mpc_train_control));
+    if (optimizer.getShardOptimizer()) {
+      // The runtime sizes the slots by the ranks: they go last.
+      shardedSlots = true;
+      slotsOffset = alignTo64(controlBytes);
+      arenaBytes[MPC_ARENA_OPTIMIZER] = slotsOffset + slotBytes;
+    } else {
+      controlOffset = alignTo64(slotBytes);
+      arenaBytes[MPC_ARENA_OPTIMIZER] = controlOffset + controlBytes;
+    }
   }
 
   OutputOp output = model.getOutputOp();

@@ -118,10 +118,15 @@ public:
   /// half the byte offsets, in halfMirrorType; unset without any.
   std::optional<Buffer> halfMirror;
   Type halfMirrorType;
-  /// Optimizer state: slots (each arenaBytes[MPC_ARENA_GRADS] bytes), then
-  /// the mpc_train_control block at controlOffset. 0 without mpc.optimizer.
+  /// Optimizer state: slots (each arenaBytes[MPC_ARENA_GRADS] bytes) from
+  /// slotsOffset, then the mpc_train_control block at controlOffset. 0
+  /// without mpc.optimizer. Sharded (shard_optimizer): the control block at
+  /// 0, then each slot's shard of a rank, ctx->shard_capacity elements;
+  /// arenaBytes[MPC_ARENA_OPTIMIZER] is then the size for one rank alone.
   int64_t optimizerSlots = 0;
+  int64_t slotsOffset = 0;
   int64_t controlOffset = 0;
+  bool shardedSlots = false;
   /// cuBLASLt's workspace, live for the whole step (GEMMs run throughout);
   /// gemmWorkspaceAlignment-aligned, 0 bytes without one.
   Buffer gemmWorkspace;

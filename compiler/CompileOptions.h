@@ -97,6 +97,8 @@ struct CompileOptions {
   /// Train as one rank of a data-parallel job (mpc-fuse-optimizer's
   /// data-parallel): gradients are summed over ranks after backward.
   bool dataParallel = false;
+  /// With dataParallel: shard the optimizer state over the ranks (ZeRO-1).
+  bool shardOptimizer = false;
   /// `--shared`: also link lib<model>.so (the model and libmpcrt), which
   /// programs load with dlopen, the Python package `mpc` among them.
   bool shared = false;

@@ -430,6 +430,8 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << "  " << (options.debugNonfinite ? 1 : 0) << ", "
        << nonfinite.sites.size() << ", " << name << "_debug_sites,\n"
        << "  " << (optimizer.getDataParallel() ? 1 : 0) << ",\n"
+       << "  " << (optimizer.getShardOptimizer() ? 1 : 0) << ", "
+       << trainPlan.slotsOffset << ",\n"
        << "};\n\n"
        << "extern \"C\" const mpc_model_desc *mpc_model_" << name
        << "(void) { return &" << name << "_desc; }\n";

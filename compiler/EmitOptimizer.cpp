@@ -151,10 +151,19 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
   int64_t n = gradBytes / (element.getIntOrFloatBitWidth() / 8);
   std::string count = std::to_string(n) + "LL";
   std::string control = emitter.controlPointer();
+  // Sharded (ZeRO-1): this rank's shard of each slot, ctx->shard_capacity
+  // elements a slot, after the control block.
+  bool sharded = plan.shardedSlots;
   auto slotPointer = [&](int64_t slot) {
+    if (sharded)
+      return llvm::formatv("({0} *)(arena{1} + {2} + {3} * ctx->shard_capacity "
+                           "* (long long)sizeof({0}))",
+                           storage, static_cast<int>(MPC_ARENA_OPTIMIZER),
+                           plan.slotsOffset, slot)
+          .str();
     return llvm::formatv("({0} *)(arena{1} + {2})", storage,
                          static_cast<int>(MPC_ARENA_OPTIMIZER),
-                         slot * gradBytes)
+                         plan.slotsOffset + slot * gradBytes)
         .str();
   };
   int64_t accumulate = optimizer.getAccumulate();
@@ -326,12 +335,15 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
   {
     std::string name = emitter.kernelName(
         std::string(stringifyOptimizerKind(optimizer.getKind())) + "_update");
-    std::string params = "(" + storage + " *)arena0";
+    // Sharded: the rank's range of the flat buffers.
+    std::string shardBegin = sharded ? " + ctx->shard_begin" : "";
+    std::string params = "(" + storage + " *)arena0" + shardBegin;
+    std::string updateGrads = grads + shardBegin;
     SmallVector<std::string> parameters = {
         storage + " *__restrict__ params",
         "const " + storage + " *__restrict__ grads",
         storage + " *__restrict__ slot0"};
-    SmallVector<std::string> args = {params, grads, slotPointer(0)};
+    SmallVector<std::string> args = {params, updateGrads, slotPointer(0)};
     if (adam) {
       parameters.push_back(storage + " *__restrict__ slot1");
       args.push_back(slotPointer(1));
@@ -342,11 +354,13 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
       parameters.push_back(half + " *__restrict__ half_copy");
       args.push_back(llvm::formatv("({0} *)(arena{1} + {2})", half,
                                    static_cast<int>(MPC_ARENA_PARAMS),
-                                   plan.halfMirror->offset));
+                                   plan.halfMirror->offset)
+                         .str() +
+                     shardBegin);
     }
     parameters.append({"const mpc_train_control *__restrict__ control",
                        "long long n"});
-    args.append({control, count});
+    args.append({control, sharded ? std::string("ctx->shard_count") : count});
 
     std::string source;
     llvm::raw_string_ostream os(source);
@@ -385,6 +399,19 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
     std::string kind = stringifyOptimizerKind(optimizer.getKind()).str();
     emitter.setSource({}, "optimizer: " + kind + " update");
     emitter.launch(name, elementwiseGrid(n), 256, args, cost);
+  }
+  if (sharded) {
+    // Every rank gets the shards the others updated (a skipped step
+    // changed nothing, and the ranks agree on that).
+    emitter.hostStatement("// gather the ranks' updated shards");
+    emitter.hostStatement(
+        "MPC_CHECK(mpc_rt_gather_shards(ctx, (float *)arena0, 4, " + count +
+        "));");
+    if (plan.halfMirror)
+      emitter.hostStatement(llvm::formatv(
+          "MPC_CHECK(mpc_rt_gather_shards(ctx, arena{0} + {1}, {2}, {3}));",
+          static_cast<int>(MPC_ARENA_PARAMS), plan.halfMirror->offset,
+          plan.halfMirrorType.getIntOrFloatBitWidth() / 8, count));
   }
   if (accumulate > 1)
     emitter.hostStatement("}");

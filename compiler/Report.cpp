@@ -231,6 +231,39 @@ double allReduceSeconds(int64_t bytes, int ranks, const Link &link) {
          2.0 * (ranks - 1) * link.latencySeconds;
 }
 
+/// A ring all-gather of `bytes` in all over `ranks`: each rank receives
+/// (N-1)/N of the data in N-1 steps.
+double allGatherSeconds(int64_t bytes, int ranks, const Link &link) {
+  return 1.0 * (ranks - 1) / ranks * static_cast<double>(bytes) /
+             (link.gigabytesPerSecond * 1e9) +
+         1.0 * (ranks - 1) * link.latencySeconds;
+}
+
+/// --shard-optimizer (ZeRO-1) over `ranks`: what one rank keeps of the
+/// optimizer state against the whole, and the parameters gathered after
+/// every update (the f32 parameters and their half copies).
+struct ShardedOptimizer {
+  int64_t slots = 0, wholeBytes = 0, rankBytes = 0, gatherBytes = 0;
+};
+ShardedOptimizer shardOptimizer(const MemorySummary &memory, int ranks) {
+  ShardedOptimizer sharded;
+  // The layout of Codegen.cpp: the control block, then the slots.
+  int64_t control =
+      (static_cast<int64_t>(sizeof(mpc_train_control)) + 63) / 64 * 64;
+  int64_t elements = memory.gradients / 4;
+  sharded.slots = memory.gradients
+                      ? (memory.optimizerState - control) / memory.gradients
+                      : 0;
+  // The runtime's shards: 16-element units (mpc_runtime.cpp).
+  int64_t capacity = ((elements + ranks - 1) / ranks + 15) / 16 * 16;
+  sharded.wholeBytes = memory.optimizerState;
+  sharded.rankBytes = control + sharded.slots * capacity * 4;
+  int64_t halfCopies =
+      memory.params - memory.parameterBytes - memory.stateBytes;
+  sharded.gatherBytes = memory.gradients + std::max<int64_t>(halfCopies, 0);
+  return sharded;
+}
+
 /// The communication of a data-parallel step on one link: buckets go out
 /// in order on one stream, each once backward has finished it (the
 /// roofline bounds of the kernels before it); what runs past the end of
@@ -458,6 +491,9 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     for (const Link &link : kLinks)
       communication.push_back(modelCommunication(buckets, kernelSeconds,
                                                  options.reportRanks, link));
+  std::optional<ShardedOptimizer> sharded;
+  if (!buckets.empty() && options.shardOptimizer)
+    sharded = shardOptimizer(at, options.reportRanks);
 
   if (options.reportJson) {
     llvm::json::Array opArray;
@@ -516,10 +552,28 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
             {"allreduce_seconds", model.totalSeconds},
             {"backward_end_seconds", model.backwardEndSeconds},
             {"exposed_seconds", model.exposedSeconds}});
-      dataParallel = llvm::json::Object{{"ranks", options.reportRanks},
-                                        {"bytes_per_step", reducedBytes},
-                                        {"buckets", std::move(bucketArray)},
-                                        {"links", std::move(linkArray)}};
+      llvm::json::Value shardJson = nullptr;
+      if (sharded) {
+        llvm::json::Array seconds;
+        for (const Link &link : kLinks)
+          seconds.push_back(allGatherSeconds(sharded->gatherBytes,
+                                             options.reportRanks, link));
+        shardJson =
+            llvm::json::Object{{"slots", sharded->slots},
+                               {"bytes_per_parameter", 4 * sharded->slots},
+                               {"bytes_per_parameter_sharded",
+                                4.0 * sharded->slots / options.reportRanks},
+                               {"optimizer_bytes", sharded->wholeBytes},
+                               {"optimizer_bytes_per_rank", sharded->rankBytes},
+                               {"gather_bytes", sharded->gatherBytes},
+                               {"gather_seconds", std::move(seconds)}};
+      }
+      dataParallel =
+          llvm::json::Object{{"ranks", options.reportRanks},
+                             {"shard_optimizer", std::move(shardJson)},
+                             {"bytes_per_step", reducedBytes},
+                             {"buckets", std::move(bucketArray)},
+                             {"links", std::move(linkArray)}};
     }
     llvm::json::Object report{
         {"model", forward.getSymName().str()},
@@ -715,6 +769,22 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
           << microseconds(model.exposedSeconds) << " us (backward ends at "
           << microseconds(model.backwardEndSeconds)
           << " us of the step's bound)\n";
+    if (sharded) {
+      int ranks = options.reportRanks;
+      out << llvm::formatv(
+          "Optimizer state sharded over {0} ranks (--shard-optimizer, "
+          "ZeRO-1): {1} f32 slots, {2} bytes per parameter, of which a rank "
+          "keeps {3:F2}: {4} bytes of optimizer state a rank instead of {5} "
+          "(saves {6:F2} bytes per parameter); the updated parameters are "
+          "gathered after every step, {7} bytes:\n",
+          ranks, sharded->slots, 4 * sharded->slots,
+          4.0 * sharded->slots / ranks, sharded->rankBytes, sharded->wholeBytes,
+          4.0 * sharded->slots * (ranks - 1) / ranks, sharded->gatherBytes);
+      for (const Link &link : kLinks)
+        out << "  " << link.name << ": all-gather "
+            << microseconds(allGatherSeconds(sharded->gatherBytes, ranks, link))
+            << " us\n";
+    }
   }
   return 0;
 }

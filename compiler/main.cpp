@@ -268,6 +268,13 @@ cl::opt<bool> dataParallel(
              "the backward pass, in rank order, so N ranks compute what one "
              "process accumulating their N micro-batches computes"),
     cl::sub(compileCommand), cl::cat(optimizerCategory));
+cl::opt<bool> shardOptimizer(
+    "shard-optimizer",
+    cl::desc("With --data-parallel: ZeRO stage 1, each rank keeps and "
+             "updates 1/N of the optimizer state (moments), then the ranks "
+             "gather the updated parameters; checkpoints hold the whole "
+             "state, as without it"),
+    cl::sub(compileCommand), cl::cat(optimizerCategory));
 cl::opt<int> accumulate("accumulate",
                         cl::desc("Micro-batches per optimizer step"),
                         cl::init(1), cl::sub(compileCommand),
@@ -324,6 +331,13 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
             mlir::mpc::parseReportGpu(reportGpu, options.reportGpu))
       return fail(*error);
   }
+  if (shardOptimizer && !dataParallel)
+    return fail("--shard-optimizer shards the optimizer state over the ranks "
+                "of --data-parallel; add --data-parallel");
+  // The accumulator holds whole gradients: sharding it is ZeRO stage 2.
+  if (shardOptimizer && accumulate > 1)
+    return fail("--shard-optimizer with --accumulate > 1 is not supported "
+                "yet");
   if (reportRanks.getNumOccurrences()) {
     if (!options.report || !dataParallel)
       return fail("--report-ranks applies to --report of a --data-parallel "
@@ -406,6 +420,7 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.skipNonfiniteUpdates = nonfiniteUpdates == NonfiniteUpdates::Skip;
   options.accumulate = accumulate;
   options.dataParallel = dataParallel;
+  options.shardOptimizer = shardOptimizer;
   options.werrorNumerics = werrorNumerics;
   options.debugNonfinite = debugNonfinite;
   options.emulateBlocks = emulateBlocks;

@@ -95,7 +95,10 @@ def Mpc_OptimizerAttr : Mpc_Attr<"Optimizer", "optimizer"> {
     them anyway): no update ever writes a non-finite value.
     `data_parallel` (printed only when true) sums the f32 gradients over the
     ranks of a data-parallel session after the backward pass, and the
-    update divides by ranks x `accumulate`.
+    update divides by ranks x `accumulate`. `shard_optimizer` (printed only
+    when true; needs `data_parallel`) is ZeRO stage 1: each rank keeps and
+    updates its 1/N of the optimizer's moments and master weights, then the
+    ranks gather the updated parameters.
   }];
   let parameters = (ins EnumParameter<OptimizerKind>:$kind, Mpc_F64Parameter:$lr,
                         Mpc_F64Parameter:$momentum, Mpc_BoolParameter:$nesterov,
@@ -106,7 +109,8 @@ def Mpc_OptimizerAttr : Mpc_Attr<"Optimizer", "optimizer"> {
                         "int64_t":$warmup_steps, "int64_t":$decay_steps,
                         Mpc_F64Parameter:$min_lr,
                         Mpc_BoolParameter:$skip_nonfinite,
-                        Mpc_OptionalBoolParameter:$data_parallel);
+                        Mpc_OptionalBoolParameter:$data_parallel,
+                        Mpc_OptionalBoolParameter:$shard_optimizer);
   let assemblyFormat = "`<` struct(params) `>`";
   let extraClassDeclaration = [{
     /// Optimizer state tensors per parameter, in checkpoint order:

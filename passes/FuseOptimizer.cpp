@@ -57,6 +57,12 @@ struct MpcFuseOptimizerPass
       return "the warmup_cosine schedule needs warmup-steps or decay-steps";
     if (!nonNegative(minLr) || minLr > lr)
       return "min-lr must be in [0, lr " + text(lr) + "], got " + text(minLr);
+    if (shardOptimizer && !dataParallel)
+      return "shard-optimizer shards the state over the ranks of "
+             "data-parallel";
+    // The accumulator holds whole gradients; sharding it is ZeRO stage 2.
+    if (shardOptimizer && accumulate > 1)
+      return "shard-optimizer with accumulate > 1 is not supported yet";
     return "";
   }
 
@@ -82,15 +88,16 @@ struct MpcFuseOptimizerPass
                  << model.getArgName(param) << " is "
                  << cast<RankedTensorType>(param.getType()).getElementType();
     }
-    model->setAttr(kOptimizerAttr,
-                   OptimizerAttr::get(
-                       model.getContext(), kind, APFloat(lr.getValue()),
-                       APFloat(momentum.getValue()), nesterov,
-                       APFloat(weightDecay.getValue()),
-                       APFloat(beta1.getValue()), APFloat(beta2.getValue()),
-                       APFloat(eps.getValue()), APFloat(clipNorm.getValue()),
-                       accumulate, schedule, warmupSteps, decaySteps,
-                       APFloat(minLr.getValue()), skipNonfinite, dataParallel));
+    model->setAttr(
+        kOptimizerAttr,
+        OptimizerAttr::get(model.getContext(), kind, APFloat(lr.getValue()),
+                           APFloat(momentum.getValue()), nesterov,
+                           APFloat(weightDecay.getValue()),
+                           APFloat(beta1.getValue()), APFloat(beta2.getValue()),
+                           APFloat(eps.getValue()),
+                           APFloat(clipNorm.getValue()), accumulate, schedule,
+                           warmupSteps, decaySteps, APFloat(minLr.getValue()),
+                           skipNonfinite, dataParallel, shardOptimizer));
     return success();
   }
 

@@ -376,7 +376,9 @@ def MpcFuseOptimizerPass : Pass<"mpc-fuse-optimizer", "mlir::ModuleOp"> {
     applied, as torch.optim does. With `data-parallel` the f32 gradients are
     summed over the ranks of a data-parallel session after the backward
     pass (in rank order, as accumulation sums micro-batches) and the update
-    divides by ranks x `accumulate`.
+    divides by ranks x `accumulate`. `shard-optimizer` (with `data-parallel`)
+    shards the optimizer state over the ranks (ZeRO stage 1): each rank
+    updates its 1/N of the flat buffers, then the parameters are gathered.
   }];
   let dependentDialects = ["mlir::mpc::MpcDialect"];
   let options = [
@@ -427,7 +429,10 @@ def MpcFuseOptimizerPass : Pass<"mpc-fuse-optimizer", "mlir::ModuleOp"> {
            "loss scaling">,
     Option<"dataParallel", "data-parallel", "bool", /*default=*/"false",
            "Sum the gradients over the ranks of a data-parallel session "
-           "before the update">];
+           "before the update">,
+    Option<"shardOptimizer", "shard-optimizer", "bool", /*default=*/"false",
+           "With data-parallel: each rank keeps and updates 1/N of the "
+           "optimizer state (ZeRO stage 1)">];
 }
 
 def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {

@@ -213,6 +213,10 @@ extern "C" mpc_status mpc_save_checkpoint(mpc_session *session,
   // A cuda session's tensors are read from its host mirror.
   if (mpc_status status = mpcrt::sync_host(session))
     return status;
+  // A sharded optimizer state is written whole, as an unsharded one.
+  if (session->full_slots)
+    if (mpc_status status = mpcrt::gather_optimizer_shards(session))
+      return status;
   std::vector<checkpoint_entry> entries = checkpoint_entries(session);
   std::vector<mpcrt::safetensors_tensor> tensors;
   for (const checkpoint_entry &entry : entries)
@@ -445,6 +449,8 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
   mpc_train_control *control = mpcrt::train_control(session);
   control->scaler = scaler;
   control->step_scale = scaler.scale;
+  if (session->full_slots)
+    mpcrt::scatter_optimizer_shards(session);
   if (mpc_status status = mpcrt::sync_device(session))
     return status;
   session->checkpoint_verified = checksummed ? 1 : 0;

@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define MPC_MODEL_ABI_VERSION 4
+#define MPC_MODEL_ABI_VERSION 5
 
 /* Flat buffers of the memory plan. Offsets in tensor descriptors are byte
  * offsets into one of these, each aligned to its dtype's size. The runtime
@@ -123,6 +123,13 @@ typedef struct mpc_step_context {
   /* The data-parallel job's ranks (runtime/process_group.h); null in a
    * session of one process. */
   void *process_group;
+  /* The elements of the flat parameter buffer this rank updates: all of
+   * them (0, n, n) unless the model shards its optimizer state
+   * (--shard-optimizer), when rank r updates [shard_begin, shard_begin +
+   * shard_count) and keeps shard_capacity elements per optimizer slot. */
+  int64_t shard_begin;
+  int64_t shard_count;
+  int64_t shard_capacity;
 } mpc_step_context;
 
 /* Models compiled with --data-parallel call this after the backward pass:
@@ -136,6 +143,12 @@ mpc_status mpc_rt_reduce_gradients(mpc_step_context *context, float *grads,
  * optimizer reads the gradients: on the cuda target the reductions run on
  * a stream of their own, and this makes the step wait for them. */
 mpc_status mpc_rt_gradients_reduced(mpc_step_context *context);
+/* --shard-optimizer: after each rank updated its shard of the `count`
+ * elements at `data` (the flat f32 parameters, or their half copies:
+ * `element_bytes` each), every rank gets every shard. A no-op without a
+ * process group. */
+mpc_status mpc_rt_gather_shards(mpc_step_context *context, void *data,
+                                int32_t element_bytes, long long count);
 
 typedef mpc_status (*mpc_step_fn)(mpc_step_context *context);
 
@@ -155,10 +168,11 @@ struct mpc_model_desc {
   const mpc_tensor_desc *outputs;  /* [0] is the f32 loss; in activations */
   int64_t arena_bytes[MPC_NUM_ARENAS];
   /* Optimizer state per parameter, in slots: slot s of params[i] is at
-   * s * arena_bytes[MPC_ARENA_GRADS] + params[i].offset in
-   * MPC_ARENA_OPTIMIZER, in params[i]'s dtype (fp32 next to master
-   * weights), named optimizer_slot_names[s] in checkpoints. States have no
-   * gradient or slots. */
+   * optimizer_slots_offset + s * arena_bytes[MPC_ARENA_GRADS] +
+   * params[i].offset in MPC_ARENA_OPTIMIZER, in params[i]'s dtype (fp32
+   * next to master weights), named optimizer_slot_names[s] in checkpoints.
+   * With shard_optimizer a rank holds only its shard of each slot (see
+   * mpc_step_context.shard_*). States have no gradient or slots. */
   int32_t optimizer_slots;
   const char *const *optimizer_slot_names;
   const char *optimizer_name; /* "sgd", "adam" or "adamw" */
@@ -190,6 +204,11 @@ struct mpc_model_desc {
   /* 1 when built with --data-parallel: the train step reduces gradients
    * over the ranks of a session created with data_parallel. */
   int32_t data_parallel;
+  /* 1 when built with --shard-optimizer (ZeRO stage 1): the optimizer
+   * arena holds the control block at control_offset 0, then each slot's
+   * shard; arena_bytes[MPC_ARENA_OPTIMIZER] is its size for one rank. */
+  int32_t shard_optimizer;
+  int64_t optimizer_slots_offset;
 };
 
 #ifdef __cplusplus

@@ -208,16 +208,27 @@ mpc_status check_model(const mpc_model_desc *model) {
       return set_error(MPC_ERROR_INVALID_ARGUMENT,
                        "model '%s': optimizer slot %d has no name",
                        model->name, slot);
-  // Slots, then the control block, in the optimizer arena.
-  int64_t slot_bytes = 0, control_end = 0;
+  // Slots, then the control block, in the optimizer arena; sharded, the
+  // control block, then the slots.
+  int64_t slot_bytes = 0, control_end = 0, slots_end = 0;
+  bool sharded = model->shard_optimizer != 0;
   if (__builtin_mul_overflow(static_cast<int64_t>(model->optimizer_slots),
                              model->arena_bytes[MPC_ARENA_GRADS],
                              &slot_bytes) ||
-      model->control_offset < slot_bytes || model->control_offset % 8 != 0 ||
-      __builtin_add_overflow(
-          model->control_offset,
-          static_cast<int64_t>(sizeof(mpc_train_control)), &control_end) ||
-      control_end > model->arena_bytes[MPC_ARENA_OPTIMIZER])
+      model->optimizer_slots_offset < 0 ||
+      model->optimizer_slots_offset % 64 != 0 ||
+      __builtin_add_overflow(model->optimizer_slots_offset, slot_bytes,
+                             &slots_end) ||
+      model->control_offset % 8 != 0 ||
+      __builtin_add_overflow(model->control_offset,
+                             static_cast<int64_t>(sizeof(mpc_train_control)),
+                             &control_end) ||
+      (sharded ? model->control_offset != 0 ||
+                     model->optimizer_slots_offset < control_end ||
+                     slots_end > model->arena_bytes[MPC_ARENA_OPTIMIZER]
+               : model->control_offset < slots_end ||
+                     control_end > model->arena_bytes[MPC_ARENA_OPTIMIZER]) ||
+      (sharded && !model->data_parallel))
     return set_error(
         MPC_ERROR_INVALID_ARGUMENT,
         "model '%s': %d optimizer slots of %lld bytes and the training "
@@ -375,6 +386,9 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
       static_cast<int32_t>(session->step % model->accumulate_steps);
   context.index_error = &index_error;
   context.process_group = session->group;
+  context.shard_begin = session->shard_begin;
+  context.shard_count = session->shard_count;
+  context.shard_capacity = session->shard_capacity;
   session->nonfinite = mpc_nonfinite_record{};
   if (model->debug_nonfinite) { // a cpu-target feature: the arenas are host
     const mpc_loss_scaler_state &scaler =
@@ -588,6 +602,87 @@ static mpc_status join_data_parallel(mpc_session *session,
                                         model->arena_bytes[MPC_ARENA_PARAMS]);
 }
 
+/// The shard of the optimizer state this session keeps: all of it unless
+/// the model shards it over the ranks (--shard-optimizer), when rank r
+/// keeps elements [r * capacity, (r + 1) * capacity) of each slot, in an
+/// optimizer arena that size (the control block, then the slots' shards).
+static mpc_status shard_optimizer_state(mpc_session *session) {
+  const mpc_model_desc *model = session->model;
+  int64_t n = model->arena_bytes[MPC_ARENA_GRADS] / 4; // f32 gradients
+  session->shard_begin = 0;
+  session->shard_count = n;
+  session->shard_capacity = n;
+  if (!model->shard_optimizer)
+    return MPC_OK;
+  size_t full = static_cast<size_t>(model->optimizer_slots) *
+                static_cast<size_t>(model->arena_bytes[MPC_ARENA_GRADS]);
+  session->full_slots =
+      static_cast<unsigned char *>(std::calloc(full ? full : 1, 1));
+  if (!session->full_slots)
+    return set_error(MPC_ERROR_OUT_OF_MEMORY,
+                     "mpc_session_create: no memory for the optimizer state "
+                     "of checkpoints (%zu bytes)",
+                     full);
+  if (!session->group)
+    return MPC_OK;
+  int64_t ranks = mpcrt::process_group_size(session->group);
+  int64_t rank = mpcrt::process_group_rank(session->group);
+  // 16 elements (64 bytes) a unit, so that every shard is aligned.
+  int64_t capacity = ((n + ranks - 1) / ranks + 15) / 16 * 16;
+  session->shard_capacity = capacity;
+  session->shard_begin = std::min(n, rank * capacity);
+  session->shard_count = std::min(capacity, n - session->shard_begin);
+  // The control block stays where it is; the slots shrink to the shard.
+  int64_t bytes =
+      model->optimizer_slots_offset + model->optimizer_slots * capacity * 4;
+  uint64_t rounded = static_cast<uint64_t>(bytes + 63) / 64 * 64;
+  void *arena = std::aligned_alloc(64, rounded);
+  if (!arena)
+    return set_error(MPC_ERROR_OUT_OF_MEMORY,
+                     "mpc_session_create: cannot allocate the optimizer "
+                     "arena's shard of model '%s' (%llu bytes)",
+                     model->name, static_cast<unsigned long long>(rounded));
+  std::memset(arena, 0, rounded);
+  std::memcpy(arena, session->arenas[MPC_ARENA_OPTIMIZER],
+              static_cast<size_t>(model->optimizer_slots_offset));
+  std::free(session->arenas[MPC_ARENA_OPTIMIZER]);
+  session->arenas[MPC_ARENA_OPTIMIZER] = arena;
+  return MPC_OK;
+}
+
+namespace mpcrt {
+
+mpc_status gather_optimizer_shards(mpc_session *session) {
+  const mpc_model_desc *model = session->model;
+  int64_t grad_bytes = model->arena_bytes[MPC_ARENA_GRADS];
+  for (int32_t slot = 0; slot < model->optimizer_slots; ++slot) {
+    unsigned char *full = session->full_slots + slot * grad_bytes;
+    const unsigned char *shard =
+        static_cast<unsigned char *>(session->arenas[MPC_ARENA_OPTIMIZER]) +
+        model->optimizer_slots_offset + slot * session->shard_capacity * 4;
+    std::memcpy(full + session->shard_begin * 4, shard,
+                static_cast<size_t>(session->shard_count * 4));
+    if (session->group)
+      if (mpc_status status = process_group_all_gather(
+              session->group, full, session->shard_capacity * 4, grad_bytes))
+        return status;
+  }
+  return MPC_OK;
+}
+
+void scatter_optimizer_shards(mpc_session *session) {
+  const mpc_model_desc *model = session->model;
+  int64_t grad_bytes = model->arena_bytes[MPC_ARENA_GRADS];
+  for (int32_t slot = 0; slot < model->optimizer_slots; ++slot)
+    std::memcpy(
+        static_cast<unsigned char *>(session->arenas[MPC_ARENA_OPTIMIZER]) +
+            model->optimizer_slots_offset + slot * session->shard_capacity * 4,
+        session->full_slots + slot * grad_bytes + session->shard_begin * 4,
+        static_cast<size_t>(session->shard_count * 4));
+}
+
+} // namespace mpcrt
+
 /// How long a data-parallel rank waits for the others (checked >= 0).
 static double collective_timeout(const mpc_session_options *options) {
   return options->collective_timeout_seconds > 0
@@ -652,6 +747,7 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   fresh.step = 0;
   fresh.cuda = nullptr;
   fresh.group = nullptr;
+  fresh.full_slots = nullptr;
   fresh.gradients_nonfinite = 0;
   fresh.checkpoint_verified = 0;
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
@@ -731,6 +827,10 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
     }
     control->values.world_size = mpcrt::process_group_size(created->group);
   }
+  if (mpc_status status = shard_optimizer_state(created)) {
+    mpc_session_destroy(created);
+    return status;
+  }
   // A cuda session keeps these arenas as the host mirror of its device ones
   // (runtime/cuda/cuda_session.h) and starts from the same initial values.
   if (model_target == MPC_TARGET_CUDA) {
@@ -767,6 +867,7 @@ extern "C" void mpc_session_destroy(mpc_session *session) {
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     std::free(session->arenas[a]);
   std::free(session->weights_missing);
+  std::free(session->full_slots);
   std::free(session->weights_unexpected);
   std::free(session);
 }
@@ -1042,6 +1143,24 @@ extern "C" int32_t mpc_session_world_size(const mpc_session *session) {
   return session->group ? mpcrt::process_group_size(session->group) : 1;
 }
 
+extern "C" int64_t mpc_session_arena_bytes(const mpc_session *session,
+                                           int32_t arena) {
+  if (!session)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_session_arena_bytes: session is null"),
+           -1;
+  if (arena < 0 || arena >= MPC_NUM_ARENAS)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_session_arena_bytes: arena %d is outside 0..%d",
+                     arena, MPC_NUM_ARENAS - 1),
+           -1;
+  const mpc_model_desc *model = session->model;
+  if (arena == MPC_ARENA_OPTIMIZER && model->shard_optimizer)
+    return model->optimizer_slots_offset +
+           model->optimizer_slots * session->shard_capacity * 4;
+  return model->arena_bytes[arena];
+}
+
 extern "C" mpc_status mpc_rt_reduce_gradients(mpc_step_context *context,
                                               float *grads, long long count) {
   if (!context->process_group)
@@ -1054,4 +1173,14 @@ extern "C" mpc_status mpc_rt_reduce_gradients(mpc_step_context *context,
 // On the cpu target every bucket is summed when it is issued.
 extern "C" mpc_status mpc_rt_gradients_reduced(mpc_step_context *) {
   return MPC_OK;
+}
+
+extern "C" mpc_status mpc_rt_gather_shards(mpc_step_context *context,
+                                           void *data, int32_t element_bytes,
+                                           long long count) {
+  if (!context->process_group)
+    return MPC_OK;
+  return mpcrt::process_group_all_gather(
+      static_cast<mpcrt::process_group *>(context->process_group), data,
+      context->shard_capacity * element_bytes, count * element_bytes);
 }

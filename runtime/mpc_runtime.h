@@ -116,6 +116,13 @@ typedef struct mpc_session_options {
 int32_t mpc_session_rank(const mpc_session *session);
 int32_t mpc_session_world_size(const mpc_session *session);
 
+/* The bytes of one arena (mpc_arena: 0 parameters, 1 gradients, 2
+ * optimizer state, 3 activations) this session allocated: the model's
+ * arena_bytes, except a --shard-optimizer session's optimizer arena, which
+ * holds its rank's shard. -1 with a message for a null session or an
+ * arena outside 0..3. */
+int64_t mpc_session_arena_bytes(const mpc_session *session, int32_t arena);
+
 /* The message of the last failing call on this thread ("" if none). */
 const char *mpc_last_error(void);
 const char *mpc_status_string(mpc_status status);

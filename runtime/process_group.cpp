@@ -274,6 +274,43 @@ mpc_status process_group_broadcast(process_group *group, void *data,
   return MPC_OK;
 }
 
+mpc_status process_group_all_gather(process_group *group, void *data,
+                                    int64_t piece_bytes, int64_t total_bytes) {
+  if (group->size == 1)
+    return MPC_OK;
+  std::vector<int> others;
+  for (int r = 0; r < group->size; ++r)
+    if (r != group->rank)
+      others.push_back(r);
+  auto *bytes = static_cast<unsigned char *>(data);
+  // Every rank's piece in chunks of one length, so that every exchange
+  // sends and receives the same count; past total_bytes they are padding.
+  int64_t chunk =
+      std::max<int64_t>(1, std::min(piece_bytes, kChunkBytes / group->size));
+  std::vector<unsigned char> mine(static_cast<size_t>(chunk));
+  std::vector<unsigned char> received(static_cast<size_t>(chunk * group->size));
+  for (int64_t at = 0; at < piece_bytes; at += chunk) {
+    int64_t length = std::min(chunk, piece_bytes - at);
+    auto valid = [&](int r) {
+      int64_t begin = r * piece_bytes + at;
+      return std::max<int64_t>(0, std::min(length, total_bytes - begin));
+    };
+    std::fill(mine.begin(), mine.end(), 0);
+    std::copy_n(bytes + group->rank * piece_bytes + at, valid(group->rank),
+                mine.begin());
+    if (mpc_status status = group->exchange(
+            "gathering the optimizer's shards", mine.data(),
+            static_cast<int>(length), others, others, [&](int r) {
+              return static_cast<void *>(received.data() + r * length);
+            }))
+      return status;
+    for (int r : others)
+      std::copy_n(received.data() + r * length, valid(r),
+                  bytes + r * piece_bytes + at);
+  }
+  return MPC_OK;
+}
+
 mpc_status process_group_sum_in_rank_order(process_group *group, float *data,
                                            int64_t count) {
   if (group->size == 1)

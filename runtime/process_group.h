@@ -41,6 +41,12 @@ int32_t process_group_size(const process_group *group);
 mpc_status process_group_broadcast(process_group *group, void *data,
                                    int64_t bytes);
 
+/// Rank r holds the piece [r * piece_bytes, (r + 1) * piece_bytes) of the
+/// `total_bytes` at `data` (the last pieces shorter or empty); afterwards
+/// every rank holds every piece.
+mpc_status process_group_all_gather(process_group *group, void *data,
+                                    int64_t piece_bytes, int64_t total_bytes);
+
 /// data[i] = ((0 + data_rank0[i]) + data_rank1[i]) + ... on every rank.
 mpc_status process_group_sum_in_rank_order(process_group *group, float *data,
                                            int64_t count);

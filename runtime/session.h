@@ -52,6 +52,14 @@ struct mpc_session {
   mpcrt::CudaSession *cuda;
   // The data-parallel job's ranks; null in a session of one process.
   mpcrt::process_group *group;
+  // The elements of the flat parameter buffer this rank's optimizer updates
+  // and the elements each optimizer slot holds (mpc_step_context.shard_*):
+  // all of them unless the model shards its optimizer state.
+  int64_t shard_begin, shard_count, shard_capacity;
+  // A sharded session's whole optimizer state in the unsharded layout,
+  // which checkpoints read and write (gathered before a save, scattered
+  // after a load); malloc'ed, null otherwise.
+  unsigned char *full_slots;
 };
 
 namespace mpcrt {
@@ -74,13 +82,23 @@ inline unsigned char *tensor_data(mpc_session *session,
 }
 
 /// Where optimizer slot `slot` of a parameter lives (same layout and dtype
-/// as the parameter, one gradient-arena-sized region per slot).
+/// as the parameter, one gradient-arena-sized region per slot); for a
+/// sharded session, in full_slots.
 inline unsigned char *optimizer_slot_data(mpc_session *session,
                                           const mpc_tensor_desc &param,
                                           int32_t slot) {
+  const mpc_model_desc *model = session->model;
+  int64_t at = slot * model->arena_bytes[MPC_ARENA_GRADS] + param.offset;
+  if (session->full_slots)
+    return session->full_slots + at;
   return static_cast<unsigned char *>(session->arenas[MPC_ARENA_OPTIMIZER]) +
-         slot * session->model->arena_bytes[MPC_ARENA_GRADS] + param.offset;
+         model->optimizer_slots_offset + at;
 }
+
+/// --shard-optimizer: full_slots from every rank's shards (collective:
+/// every rank calls it), and this rank's shards from full_slots.
+mpc_status gather_optimizer_shards(mpc_session *session);
+void scatter_optimizer_shards(mpc_session *session);
 
 /// The training control block (loss scaler state, per-step values).
 inline mpc_train_control *train_control(mpc_session *session) {

@@ -9,6 +9,10 @@
 // RUN:   | FileCheck %s --check-prefix=SCHEDULE
 // RUN: not mpc-opt %s --split-input-file --mpc-autodiff --mpc-fuse-optimizer="lr=1e39" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=LR-F32
+// RUN: not mpc-opt %s --split-input-file --mpc-autodiff --mpc-fuse-optimizer="shard-optimizer=true" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SHARD
+// RUN: not mpc-opt %s --split-input-file --mpc-autodiff --mpc-fuse-optimizer="data-parallel=true shard-optimizer=true accumulate=2" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=SHARD-ACCUMULATE
 
 // Hyper-parameters are checked as torch.optim checks them.
 // NESTEROV: error: mpc-fuse-optimizer: nesterov needs a momentum > 0 (as torch.optim.SGD)
@@ -17,6 +21,8 @@
 // SCHEDULE: error: mpc-fuse-optimizer: the warmup_cosine schedule needs warmup-steps or decay-steps
 // The optimizer computes in f32, where 1e39 is inf.
 // LR-F32: error: mpc-fuse-optimizer: lr must be finite in f32 and >= 0, got 1.0e+39
+// SHARD: error: mpc-fuse-optimizer: shard-optimizer shards the state over the ranks of data-parallel
+// SHARD-ACCUMULATE: error: mpc-fuse-optimizer: shard-optimizer with accumulate > 1 is not supported yet
 
 // One fused update runs over the flat parameters: they share a type.
 // expected-error@+1 {{mpc-fuse-optimizer: the fused update needs every parameter in one storage type, but %w is 'f32' and %b is 'f16'}}

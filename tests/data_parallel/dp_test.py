@@ -10,8 +10,11 @@ parameter and optimizer slot (the accumulator slot aside), and the same loss
 scaler state and step counts; every other rank's checkpoint must equal rank
 0's. One micro-batch, on one rank only, holds an inf: its step is skipped
 on every rank (and the scale halved, with loss scaling), as in the single
-process. A control shows the comparison can fail: the --data-parallel build
-run as one process (MPI's singleton) ends elsewhere.
+process. The same holds with --shard-optimizer (ZeRO-1: each rank keeps and
+updates 1/N of the optimizer state, then the parameters are gathered), whose
+checkpoints hold the whole state. A control shows the comparison can fail:
+the --data-parallel build run as one process (MPI's singleton) ends
+elsewhere.
 
     dp_test.py --mpc build/bin/mpc --mpirun mpirun --model examples/mlp.mlir
                --work DIR
@@ -134,6 +137,20 @@ def check_world_size_moves(args, mpirun, worker, lib):
     run([*worker, "--lib", lib("acc3"), "--out", work("on3_reference"),
          "--accumulate", "3", *resumed])
     failures = 0
+    # Sharded: the checkpoint is the same file, and it moves the same way.
+    run([*mpirun, "2", *worker, "--lib", lib("dp_shard"), "--out",
+         work("step10_shard"), "--ranks", "2", "--steps", "10"])
+    run([*mpirun, "3", *worker, "--lib", lib("dp_shard"), "--out",
+         work("on3_shard"), "--ranks", "3", "--resume", work("step10_shard"),
+         "--first-step", "10", "--steps", "10"])
+    with open(work("step10"), "rb") as a, open(work("step10_shard"), "rb") as b:
+        if a.read() != b.read():
+            failures += 1
+            print("FAIL: the sharded 2-rank checkpoint is not the unsharded "
+                  "one's bytes")
+        else:
+            print("ok: a 2-rank --shard-optimizer checkpoint is byte for byte "
+                  "the unsharded one")
     # Saved between the micro-batches of a step, the accumulator matters:
     # only the same --accumulate may continue it.
     probe = subprocess.run(
@@ -161,7 +178,8 @@ def check_world_size_moves(args, mpirun, worker, lib):
               "another --accumulate")
     for label, ours, theirs in [
             ("2 ranks -> 1 rank (--accumulate=2)", "full", "on1"),
-            ("2 ranks -> 3 ranks", "on3", "on3_reference")]:
+            ("2 ranks -> 3 ranks", "on3", "on3_reference"),
+            ("2 ranks -> 3 ranks, sharded", "on3_shard", "on3_reference")]:
         ours_tensors, ours_meta = read_checkpoint(work(ours))
         problems = different(ours_tensors, ours_meta,
                              *read_checkpoint(work(theirs)))
@@ -245,6 +263,7 @@ def main():
     mpirun = [args.mpirun, "--allow-run-as-root", "--oversubscribe",
               "--mca", "btl", "self,vader", "-np"]
     failures = 0
+    arena_bytes = {}
     for optimizer in ["sgd", "adam", "adamw"]:
         for level, precision in [("O0", ["--amp=O0"]),
                                  ("O2_f16", ["--amp=O2", "--half=f16",
@@ -254,15 +273,23 @@ def main():
                      "--weight-decay=0.01"]
             parallel = build(f"{optimizer}_{level}_dp",
                              [*flags, "--data-parallel"])
-            for ranks in [2, 3]:
+            sharded = build(f"{optimizer}_{level}_dp_shard",
+                            [*flags, "--data-parallel", "--shard-optimizer"])
+            for ranks, library, shard in [(2, parallel, ""), (3, parallel, ""),
+                                          (2, sharded, " sharded"),
+                                          (3, sharded, " sharded")]:
                 single = build(f"{optimizer}_{level}_acc{ranks}",
                                [*flags, f"--accumulate={ranks}"])
-                ours = os.path.join(args.work, f"{optimizer}_{level}_np{ranks}")
+                ours = os.path.join(
+                    args.work, f"{optimizer}_{level}_np{ranks}{shard.strip()}")
                 theirs = ours + "_accumulate"
                 # Rank 1's micro-batch of step 3.
                 overflow = ["--overflow-at", str(3 * ranks + 1)]
-                run([*mpirun, str(ranks), *worker, "--lib", parallel,
-                     "--out", ours, "--ranks", str(ranks), *overflow])
+                output = run([*mpirun, str(ranks), *worker, "--lib", library,
+                              "--out", ours, "--ranks", str(ranks), *overflow])
+                arena = {int(rank): int(size) for rank, size in re.findall(
+                    r"rank (\d+) optimizer arena (\d+) bytes", output)}
+                arena_bytes[(optimizer, level, ranks, shard)] = arena
                 run([*worker, "--lib", single, "--out", theirs,
                      "--accumulate", str(ranks), *overflow])
                 ours_tensors, ours_meta = read_checkpoint(ours)
@@ -276,7 +303,8 @@ def main():
                 if ours_meta["skipped_steps"] != "1":
                     problems.append(f"{ours_meta['skipped_steps']} steps "
                                     "skipped, expected the overflowed one")
-                if optimizer == "sgd" and level == "O0" and ranks == 2:
+                if optimizer == "sgd" and level == "O0" and ranks == 2 \
+                        and not shard:
                     alone = ours + "_alone"
                     run([*worker, "--lib", parallel, "--out", alone,
                          "--ranks", "1"])
@@ -284,17 +312,27 @@ def main():
                                      ours_meta):
                         problems.append("control: one process ends where 2 "
                                         "ranks do, so the test cannot fail")
-                label = f"{optimizer} {level}, {ranks} ranks"
+                if shard:
+                    # The slots shrink to a rank's shard; the control block
+                    # stays whole.
+                    whole = arena_bytes[(optimizer, level, ranks, "")][0]
+                    if len(arena) != ranks or max(arena.values()) > \
+                            whole / ranks + 4096:
+                        problems.append(f"optimizer arenas {arena} bytes, "
+                                        f"unsharded {whole}")
+                label = f"{optimizer} {level}, {ranks} ranks{shard}"
                 if problems:
                     failures += 1
                     print(f"FAIL: {label}: differs from --accumulate="
                           f"{ranks}: {', '.join(problems)}")
                 else:
+                    held = (f"; optimizer arena {max(arena.values())} bytes a "
+                            "rank" if arena else "")
                     print(f"ok: {label}: every rank's {len(ours_tensors)} "
                           f"tensors and the scaler (scale {ours_meta['loss_scale']}, "
                           f"{ours_meta['skipped_steps']} skipped of "
                           f"{ours_meta['optimizer_steps']}) equal to "
-                          f"--accumulate={ranks}, bit for bit")
+                          f"--accumulate={ranks}, bit for bit{held}")
     failures += check_world_size_moves(
         args, mpirun, worker,
         lambda kind: os.path.join(args.work, f"adam_O2_f16_{kind}",

@@ -137,6 +137,8 @@ def main():
                 return
             suffix = f".rank{session.rank}" if session.rank else ""
             session.save(args.out + suffix)
+            print(f"rank {session.rank} optimizer arena "
+                  f"{session.arena_bytes('optimizer')} bytes", flush=True)
         else:
             for step in steps:
                 for micro in range(args.accumulate):

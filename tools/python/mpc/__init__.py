@@ -126,6 +126,7 @@ def _bind(lib):
         "mpc_session_step": ([P], I64),
         "mpc_session_rank": ([P], I32),
         "mpc_session_world_size": ([P], I32),
+        "mpc_session_arena_bytes": ([P, I32], I64),
         "mpc_get_training_stats": ([P, ctypes.POINTER(_TrainingStats)], I32),
         "mpc_get_nonfinite_report": ([P, ctypes.POINTER(_NonfiniteReport)],
                                      I32),
@@ -394,6 +395,14 @@ class Session:
         """Ranks of a data-parallel session (else 1)."""
         with self._lock:
             return self._lib.mpc_session_world_size(self._session())
+
+    def arena_bytes(self, arena):
+        """Bytes this session holds for an arena: "params", "grads",
+        "optimizer" or "activations" (a --shard-optimizer session's
+        optimizer arena holds its rank's shard)."""
+        index = ["params", "grads", "optimizer", "activations"].index(arena)
+        with self._lock:
+            return self._lib.mpc_session_arena_bytes(self._session(), index)
 
     @property
     def step(self):
