@@ -51,6 +51,7 @@ struct Options {
   int warmup = 10;     // untimed steps before --bench
   const char *csv = nullptr;
   bool cudaGraphs = false;   // cuda target: replay each step as a CUDA graph
+  bool dataParallel = false; // one rank of an MPI job (mpirun -np N)
 };
 
 bool parseOptions(int argc, char **argv, Options &options) {
@@ -81,12 +82,15 @@ bool parseOptions(int argc, char **argv, Options &options) {
       options.csv = v;
     else if (arg == "--cuda-graphs")
       options.cudaGraphs = true;
+    else if (arg == "--data-parallel")
+      options.dataParallel = true;
     else {
       bool help = arg == "--help" || arg == "-h";
       std::fprintf(help ? stdout : stderr,
                    "usage: %s [--steps=N] [--log-every=N] [--lr=X] "
                    "[--momentum=X] [--seed=N] [--max-loss=X] [--sample=N] "
-                   "[--bench=N [--warmup=N]] [--csv=FILE] [--cuda-graphs]\n",
+                   "[--bench=N [--warmup=N]] [--csv=FILE] [--cuda-graphs] "
+                   "[--data-parallel]\n",
                    argv[0]);
       if (help)
         std::exit(0);
@@ -190,14 +194,27 @@ int main(int argc, char **argv) {
   sessionOptions.cuda_graphs = options.cudaGraphs;
   sessionOptions.learning_rate = options.learningRate;
   sessionOptions.momentum = options.momentum;
+  sessionOptions.data_parallel = options.dataParallel;
   mpc_session *session = nullptr;
   if (mpc_session_create(model, &sessionOptions, &session) != MPC_OK)
     return fail("creating the session");
+  // Data parallel: each rank draws its own windows of the corpus, and rank
+  // 0 reports for all (the ranks hold the same parameters).
+  uint64_t rank = static_cast<uint64_t>(mpc_session_rank(session));
+  if (options.dataParallel) {
+    if (rank != 0 && !std::freopen("/dev/null", "w", stdout))
+      return fail("silencing a rank other than 0");
+    std::printf("data parallel: %d ranks, each drawing its own windows "
+                "(global batch %lld)\n",
+                mpc_session_world_size(session),
+                static_cast<long long>(batch) *
+                    mpc_session_world_size(session));
+  }
 
   std::vector<int32_t> idx(batch * context), targets(batch * context);
   std::vector<int64_t> offsets(batch);
   const void *inputs[] = {idx.data(), targets.data()};
-  std::mt19937_64 rng(options.seed + 1000);
+  std::mt19937_64 rng(options.seed + 1000 + 7919 * rank);
   std::uniform_int_distribution<int64_t> offset(0, windows - 1);
   auto sampleBatch = [&] {
     for (int64_t &o : offsets)
