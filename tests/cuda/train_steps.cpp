@@ -150,7 +150,8 @@ bool isCompute(const mock_cuda_op &op) {
 
 /// Checks one step's log against the plan; prints what is wrong.
 bool checkSchedule(const std::vector<mock_cuda_op> &ops,
-                   const std::vector<PlannedBucket> &plan, int step) {
+                   const std::vector<PlannedBucket> &plan, int step,
+                   bool hasState) {
   auto fail = [&](const std::string &what) {
     std::fprintf(stderr, "error: step %d: %s\n", step, what.c_str());
     return false;
@@ -226,9 +227,22 @@ bool checkSchedule(const std::vector<mock_cuda_op> &ops,
     ++next;
   if (next == ops.size() || !isOptimizer(ops[next]))
     return fail("the optimizer does not start right after the wait");
+  // The state (batch-norm statistics) follows rank 0's once the step has
+  // run: one broadcast on the step's stream, after the optimizer.
+  size_t broadcasts = 0;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].kind == MOCK_OP_BROADCAST) {
+      if (ops[i].stream != compute || i < next)
+        return fail("the state is broadcast before the step ends or on "
+                    "another stream");
+      ++broadcasts;
+    }
+  if (broadcasts != (hasState ? 1u : 0u))
+    return fail(std::to_string(broadcasts) + " state broadcasts");
   std::printf("step %d: %zu buckets all-reduced on stream %d after their "
-              "kernels; the optimizer (%s) waits for them\n",
-              step, plan.size(), comm, ops[next].symbol);
+              "kernels; the optimizer (%s) waits for them%s\n",
+              step, plan.size(), comm, ops[next].symbol,
+              hasState ? "; the state follows rank 0's" : "");
   return true;
 }
 
@@ -342,7 +356,7 @@ int main(int argc, char **argv) {
       std::vector<mock_cuda_op> ops;
       for (int i = 0; i < log->count(); ++i)
         ops.push_back(log->get(i));
-      if (!checkSchedule(ops, plan, step)) {
+      if (!checkSchedule(ops, plan, step, model->num_states > 0)) {
         mpc_session_destroy(session);
         return 1;
       }
