@@ -52,20 +52,76 @@ void emitCopy(StepEmitter &emitter, Value from, const Buffer &to) {
                  KernelCost().reads(from).writes(from));
 }
 
+/// The data-parallel buckets of a training step and how they are summed.
+struct BucketPlan {
+  std::vector<GradientBucket> buckets;
+  /// Micro-batches per optimizer step: with more than one, only the last
+  /// communicates, summing each rank's accumulated gradients.
+  int64_t accumulate = 1;
+  std::string accumulateKernel; // added on first use
+};
+
 /// Data parallel: sums the buckets that became final after step `step`
-/// over the ranks (runtime/mpc_model.h).
-void emitReadyBuckets(std::vector<GradientBucket> &buckets, size_t step,
-                      StepEmitter &emitter) {
-  for (GradientBucket &bucket : buckets) {
-    if (bucket.readyStep != step)
-      continue;
-    bucket.afterKernels = emitter.getKernelRecords().size();
-    emitter.hostStatement("// gradient bucket: " +
-                          llvm::join(bucket.params, ", "));
+/// over the ranks (runtime/mpc_model.h). With gradient accumulation the
+/// last micro-batch adds each bucket to the accumulator (the optimizer's
+/// last slot) and sums that, so that the ranks communicate once per
+/// optimizer step; mpc_compute_gradients (no update) sums the gradients.
+void emitReadyBuckets(BucketPlan &plan, size_t step, StepEmitter &emitter) {
+  const MemoryPlan &memory = emitter.getPlan();
+  int64_t gradBytes = memory.arenaBytes[MPC_ARENA_GRADS];
+  int64_t accumulatorOffset =
+      memory.slotsOffset + (memory.optimizerSlots - 1) * gradBytes;
+  auto reduce = [&](int arena, int64_t offset, int64_t count) {
     emitter.hostStatement(llvm::formatv(
         "MPC_CHECK(mpc_rt_reduce_gradients(ctx, (float *)(arena{0} + {1}), "
         "{2}LL));",
-        static_cast<int>(MPC_ARENA_GRADS), bucket.offset, bucket.bytes / 4));
+        arena, offset, count));
+  };
+  for (GradientBucket &bucket : plan.buckets) {
+    if (bucket.readyStep != step)
+      continue;
+    int64_t count = bucket.bytes / 4;
+    emitter.hostStatement("// gradient bucket: " +
+                          llvm::join(bucket.params, ", "));
+    if (plan.accumulate == 1) {
+      bucket.afterKernels = emitter.getKernelRecords().size();
+      reduce(MPC_ARENA_GRADS, bucket.offset, count);
+      continue;
+    }
+    if (plan.accumulateKernel.empty()) {
+      plan.accumulateKernel = emitter.kernelName("accumulate_bucket");
+      // The optimizer's accumulate_grads, on one bucket's range.
+      emitter.addKernel(llvm::formatv(
+          "__global__ void {0}(const float *__restrict__ grads, float "
+          "*__restrict__ sum, long long n) {{\n"
+          "  MPC_FOR_EACH(i, n) mpc_store(sum + i, mpc_load(sum + i) + "
+          "mpc_load(grads + i));\n"
+          "}\n",
+          plan.accumulateKernel));
+    }
+    emitter.hostStatement(
+        llvm::formatv("if (ctx->apply_update && ctx->micro_step == {0}) {{",
+                      plan.accumulate - 1));
+    emitter.setSource({}, "optimizer: accumulate a gradient bucket");
+    emitter.launch(
+        plan.accumulateKernel, elementwiseGrid(count), 256,
+        {llvm::formatv("(const float *)(arena{0} + {1})",
+                       static_cast<int>(MPC_ARENA_GRADS), bucket.offset)
+             .str(),
+         llvm::formatv("(float *)(arena{0} + {1})",
+                       static_cast<int>(MPC_ARENA_OPTIMIZER),
+                       accumulatorOffset + bucket.offset)
+             .str(),
+         std::to_string(count) + "LL"},
+        KernelCost()
+            .readsBytes(2 * bucket.bytes)
+            .writesBytes(bucket.bytes)
+            .flopsPer(count, 1));
+    bucket.afterKernels = emitter.getKernelRecords().size();
+    reduce(MPC_ARENA_OPTIMIZER, accumulatorOffset + bucket.offset, count);
+    emitter.hostStatement("} else if (!ctx->apply_update) {");
+    reduce(MPC_ARENA_GRADS, bucket.offset, count);
+    emitter.hostStatement("}");
   }
 }
 
@@ -75,7 +131,7 @@ LogicalResult emitBody(ModelOp model, const std::vector<Step> &steps,
                        const MemoryPlan &plan, StepEmitter &emitter,
                        ArrayRef<Value> gradients,
                        NonfiniteSites *nonfinite = nullptr,
-                       std::vector<GradientBucket> *buckets = nullptr) {
+                       BucketPlan *buckets = nullptr) {
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step &step = steps[i];
     if (failed(emitStep(step, emitter)))
@@ -244,10 +300,12 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   NonfiniteSites *checks = options.debugNonfinite ? &nonfinite : nullptr;
   auto optimizer = train->getAttrOfType<OptimizerAttr>(kOptimizerAttr);
   bool dataParallel = optimizer && optimizer.getDataParallel();
-  std::vector<GradientBucket> buckets;
-  if (dataParallel)
-    buckets = planGradientBuckets(train, trainSteps, trainPlan, gradients,
-                                  options.bucketBytes);
+  BucketPlan buckets;
+  if (dataParallel) {
+    buckets.accumulate = optimizer.getAccumulate();
+    buckets.buckets = planGradientBuckets(train, trainSteps, trainPlan,
+                                          gradients, options.bucketBytes);
+  }
   if (failed(emitBody(train, trainSteps, trainPlan, trainEmitter, gradients,
                       checks, dataParallel ? &buckets : nullptr)))
     return failure();
@@ -267,7 +325,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
 
   GeneratedModel model;
   model.trainKernels = trainEmitter.getKernelRecords();
-  model.gradientBuckets = std::move(buckets);
+  model.gradientBuckets = std::move(buckets.buckets);
   {
     llvm::raw_string_ostream os(model.kernelSource);
     os << "// Kernels of model @" << name << ", generated by mpc. CUDA C++;\n"

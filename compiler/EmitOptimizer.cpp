@@ -196,12 +196,19 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
         "}\n",
         name, storage));
     emitter.setSource({}, "optimizer: accumulate gradients");
+    // Data parallel: the last micro-batch has accumulated bucket by bucket
+    // already, to sum the accumulator over the ranks (EmitModel.cpp).
+    if (optimizer.getDataParallel())
+      emitter.hostStatement(
+          llvm::formatv("if (ctx->micro_step != {0}) {{", accumulate - 1));
     emitter.launch(name, elementwiseGrid(n), 256,
                    {grads, accumulator, count, "ctx->micro_step == 0"},
                    KernelCost()
                        .readsElements(2 * n, element)
                        .writesElements(n, element)
                        .flopsPer(n, 1));
+    if (optimizer.getDataParallel())
+      emitter.hostStatement("}");
     emitter.hostStatement(
         llvm::formatv("if (ctx->micro_step == {0}) {{", accumulate - 1));
     grads = "(const " + accumulator.substr(1);

@@ -369,14 +369,20 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     context.arenas[a] = session->arenas[a];
   context.seed = session->seed;
-  // Data parallel: rank r's m-th micro-batch draws the dropout masks of
-  // micro-batch m * ranks + r, those one process accumulating the ranks'
-  // micro-batches in rank order would draw.
-  context.step =
-      session->group
-          ? session->step * mpcrt::process_group_size(session->group) +
-                mpcrt::process_group_rank(session->group)
-          : session->step;
+  // Data parallel: the m-th of rank r's K micro-batches of optimizer step s
+  // draws the dropout masks of micro-batch (s N + r) K + m, those of one
+  // process accumulating all N K micro-batches in rank order (rank r's
+  // sum, K micro-batches, is what rank r contributes).
+  int64_t accumulate = model->accumulate_steps;
+  context.step = session->group
+                     ? ((session->step / accumulate) *
+                            mpcrt::process_group_size(session->group) +
+                        mpcrt::process_group_rank(session->group)) *
+                               accumulate +
+                           session->step % accumulate
+                     : session->step;
+  session->gradients_summed =
+      session->group && (!apply_update || accumulate == 1);
   context.learning_rate = session->learning_rate;
   context.momentum = session->momentum;
   context.weight_decay = session->weight_decay;
@@ -750,6 +756,7 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   fresh.full_slots = nullptr;
   fresh.gradients_nonfinite = 0;
   fresh.checkpoint_verified = 0;
+  fresh.gradients_summed = 0;
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     fresh.arenas[a] = nullptr;
   if (mpc_status status = resolve_hyperparameter(
@@ -963,7 +970,9 @@ extern "C" mpc_status mpc_get_gradient(mpc_session *session, const char *name,
   // Data parallel: the sum over ranks, of which the mean is the gradient.
   const mpc_train_control *control = mpcrt::train_control(session);
   float scale = control->step_scale;
-  float ranks = static_cast<float>(control->values.world_size);
+  float ranks = session->gradients_summed
+                    ? static_cast<float>(control->values.world_size)
+                    : 1.0f;
   for (int64_t i = 0; i < tensor->num_elements; ++i)
     data[i] = mpc_load_as_f32(tensor->dtype, source, i) / scale / ranks;
   return MPC_OK;

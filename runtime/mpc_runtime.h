@@ -91,7 +91,11 @@ typedef struct mpc_session_options {
    * (bit for bit). Parameters start as rank 0's, and the state (batch-norm
    * running statistics) follows rank 0's after every step, as PyTorch's
    * DistributedDataParallel broadcasts buffers; rank r's m-th micro-batch
-   * draws the dropout masks of micro-batch m * N + r. Needs a model built with
+   * of optimizer step s (of K, --accumulate) draws the dropout masks of
+   * micro-batch (s * N + r) * K + m. With K > 1 the ranks communicate once
+   * per optimizer step, summing their accumulated gradients: not bit for
+   * bit one process's sum of the N K micro-batches (another order), but
+   * equal to rounding. Needs a model built with
    * mpc compile --data-parallel and Open MPI (loaded with dlopen:
    * MPC_ERROR_COMMUNICATION without it). On the cuda target the gradients
    * are summed by NCCL (libnccl.so.2, loaded with dlopen; the communicator
@@ -184,7 +188,9 @@ mpc_status mpc_compute_gradients(mpc_session *session,
 /* The gradient of a parameter from the last mpc_train_step or
  * mpc_compute_gradients, as fp32 values, `count` elements, with the loss
  * scale divided out (of the last micro-batch, with accumulation); with
- * data parallelism, the mean over the ranks. */
+ * data parallelism, the mean over the ranks (with accumulation the ranks
+ * sum once per optimizer step, their accumulated gradients, so after a
+ * train step it is this rank's own last micro-batch's). */
 mpc_status mpc_get_gradient(mpc_session *session, const char *name,
                             float *data, size_t count);
 

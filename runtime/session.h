@@ -39,6 +39,10 @@ struct mpc_session {
   // Gradient elements that were inf or NaN after the last
   // mpc_compute_gradients (mpc_training_stats.gradients_nonfinite).
   int64_t gradients_nonfinite;
+  // Data parallel: whether the gradient arena holds the sum over the ranks
+  // (mpc_compute_gradients, or a train step without accumulation: with it
+  // the ranks sum the accumulator, once per optimizer step).
+  int32_t gradients_summed;
   // Whether the last mpc_load_checkpoint verified every tensor against a
   // stored checksum (mpc_checkpoint_was_verified).
   int32_t checkpoint_verified;

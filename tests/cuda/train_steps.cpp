@@ -151,11 +151,24 @@ bool isCompute(const mock_cuda_op &op) {
 /// Checks one step's log against the plan; prints what is wrong.
 bool checkSchedule(const std::vector<mock_cuda_op> &ops,
                    const std::vector<PlannedBucket> &plan, int step,
-                   bool hasState) {
+                   const mpc_model_desc *model) {
   auto fail = [&](const std::string &what) {
     std::fprintf(stderr, "error: step %d: %s\n", step, what.c_str());
     return false;
   };
+  bool hasState = model->num_states > 0;
+  // With --accumulate=K only the last micro-batch of a step communicates.
+  int accumulate = model->accumulate_steps;
+  if (step % accumulate != accumulate - 1) {
+    for (const mock_cuda_op &op : ops)
+      if (op.kind == MOCK_OP_ALLREDUCE || op.kind == MOCK_OP_STREAM_WAIT ||
+          op.kind == MOCK_OP_BROADCAST)
+        return fail("micro-batch " + std::to_string(step % accumulate) +
+                    " of " + std::to_string(accumulate) + " communicates");
+    std::printf("step %d: micro-batch %d of %d does not communicate\n", step,
+                step % accumulate, accumulate);
+    return true;
+  }
   int compute = 0;
   for (const mock_cuda_op &op : ops)
     if (isCompute(op)) {
@@ -356,7 +369,7 @@ int main(int argc, char **argv) {
       std::vector<mock_cuda_op> ops;
       for (int i = 0; i < log->count(); ++i)
         ops.push_back(log->get(i));
-      if (!checkSchedule(ops, plan, step, model->num_states > 0)) {
+      if (!checkSchedule(ops, plan, step, model)) {
         mpc_session_destroy(session);
         return 1;
       }

@@ -2,7 +2,9 @@
 for --steps optimizer steps and saves a checkpoint.
 
   --ranks N (under mpirun -np N, with a --data-parallel build): rank r
-      trains on micro-batch t*N + r of step t;
+      trains on micro-batch t*N + r of step t; with --rank-accumulate K
+      (a build with --accumulate=K too), on micro-batches (t*N + r)*K + m,
+      m = 0 .. K-1;
   --accumulate N (one process, an --accumulate=N build): micro-batches
       t*N + 0 .. t*N + N-1, in order, make step t.
 
@@ -87,6 +89,8 @@ def main():
     parser.add_argument("--resume", help="a checkpoint to start from")
     parser.add_argument("--first-step", type=int, default=0,
                         help="the optimizer step the run starts at")
+    parser.add_argument("--rank-accumulate", type=int, default=1,
+                        help="with --ranks: micro-batches per step a rank")
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--ranks", type=int)
     group.add_argument("--accumulate", type=int)
@@ -108,7 +112,10 @@ def main():
                 sys.exit(f"FAIL: world size {session.world_size}, expected "
                          f"{args.ranks}")
             for step in steps:
-                inputs = batch(step * args.ranks + session.rank,
+                first = (step * args.ranks + session.rank) * args.rank_accumulate
+                for micro in range(args.rank_accumulate - 1):
+                    session.train_step(*batch(first + micro, args.overflow_at))
+                inputs = batch(first + args.rank_accumulate - 1,
                                args.overflow_at)
                 if step == args.fail_at and session.rank == 1:
                     if args.fail_how == "hang":
