@@ -14,7 +14,9 @@ are the compiler's own accounting, the figures every change to code
 generation quotes before and after. Last, the O2 bf16 step built with
 --data-parallel on 8 ranks: its gradient buckets, the bytes they hold, and
 the all-reduce the report models on NVLink and on 100 Gb/s InfiniBand,
-with the part left exposed after the backward pass.
+with the part left exposed after the backward pass, and what
+--shard-optimizer (ZeRO-1) leaves of the optimizer state on each rank and
+the all-gather of the updated parameters it adds.
 
   /usr/bin/python3 tools/bench/gpt2_static.py [--build-dir=build] [--json]
 """
@@ -79,6 +81,10 @@ def main():
         parallel = report(mpc, model_path,
                           ["--amp=O2", "--half=bf16", "--data-parallel",
                            "--report-ranks=8"])["data_parallel"]
+        sharded = report(mpc, model_path,
+                         ["--amp=O2", "--half=bf16", "--data-parallel",
+                          "--shard-optimizer", "--report-ranks=8"]
+                         )["data_parallel"]["shard_optimizer"]
     buckets = parallel["buckets"]
     dp = {
         "ranks": parallel["ranks"],
@@ -88,6 +94,16 @@ def main():
         "links": {link["name"]: {"allreduce_ms": link["allreduce_seconds"] * 1e3,
                                  "exposed_ms": link["exposed_seconds"] * 1e3}
                   for link in parallel["links"]},
+        "shard_optimizer": {
+            "bytes_per_parameter": sharded["bytes_per_parameter"],
+            "bytes_per_parameter_sharded":
+                sharded["bytes_per_parameter_sharded"],
+            "optimizer_gb": sharded["optimizer_bytes"] / 1e9,
+            "optimizer_gb_per_rank": sharded["optimizer_bytes_per_rank"] / 1e9,
+            "gather_gb": sharded["gather_bytes"] / 1e9,
+            "gather_ms": {link["name"]: seconds * 1e3 for link, seconds in
+                          zip(parallel["links"], sharded["gather_seconds"])},
+        },
     }
     if args.json:
         print(json.dumps({**results, "data parallel": dp}, indent=2))
@@ -109,6 +125,16 @@ def main():
     for name, link in dp["links"].items():
         print(f"  {name}: {link['allreduce_ms']:.2f} ms in all, "
               f"{link['exposed_ms']:.2f} ms exposed after backward")
+    shard = dp["shard_optimizer"]
+    print(f"With --shard-optimizer: {shard['bytes_per_parameter']} bytes of "
+          f"optimizer state per parameter become "
+          f"{shard['bytes_per_parameter_sharded']:.2f} on each rank, "
+          f"{shard['optimizer_gb_per_rank']:.3f} GB instead of "
+          f"{shard['optimizer_gb']:.3f} GB; the updated parameters "
+          f"({shard['gather_gb']:.2f} GB with their half copies) are "
+          "gathered after every step:")
+    for name, ms in shard["gather_ms"].items():
+        print(f"  {name}: all-gather {ms:.2f} ms")
 
 
 if __name__ == "__main__":
