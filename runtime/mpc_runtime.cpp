@@ -601,7 +601,10 @@ static mpc_status join_data_parallel(mpc_session *session,
                      "data parallelism (mpc compile --data-parallel)",
                      model->name);
   if (mpc_status status =
-          mpcrt::process_group_join_mpi(&session->group, timeout_seconds))
+          mpcrt::torchrun_environment()
+              ? mpcrt::process_group_join_environment(&session->group,
+                                                      timeout_seconds)
+              : mpcrt::process_group_join_mpi(&session->group, timeout_seconds))
     return status;
   return mpcrt::process_group_broadcast(session->group,
                                         session->arenas[MPC_ARENA_PARAMS],

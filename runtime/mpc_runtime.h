@@ -96,12 +96,14 @@ typedef struct mpc_session_options {
    * per optimizer step, summing their accumulated gradients: not bit for
    * bit one process's sum of the N K micro-batches (another order), but
    * equal to rounding. Needs a model built with
-   * mpc compile --data-parallel and Open MPI (loaded with dlopen:
-   * MPC_ERROR_COMMUNICATION without it). On the cuda target the gradients
-   * are summed by NCCL (libnccl.so.2, loaded with dlopen; the communicator
-   * is set up through MPI) on a stream of its own, overlapping backward, in
-   * NCCL's order rather than rank order (so not bit for bit as one process
-   * accumulating); each rank takes GPU `device` + its local rank
+   * mpc compile --data-parallel, and either Open MPI (loaded with dlopen:
+   * MPC_ERROR_COMMUNICATION without it) or torchrun's environment variables
+   * (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, and not under mpirun),
+   * with which the ranks meet over TCP at rank 0 and need no MPI. On the cuda
+   * target the gradients are summed by NCCL (libnccl.so.2, loaded with dlopen;
+   * the communicator is set up through MPI) on a stream of its own, overlapping
+   * backward, in NCCL's order rather than rank order (so not bit for bit as one
+   * process accumulating); each rank takes GPU `device` + its local rank
    * ($LOCAL_RANK or $OMPI_COMM_WORLD_LOCAL_RANK). 0 (the default): one
    * process. */
   int32_t data_parallel;

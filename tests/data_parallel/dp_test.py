@@ -25,7 +25,9 @@ with dropout, 2 ranks still end where --accumulate=2 ends.
 A 2-rank checkpoint resumed on 1 rank (--accumulate=2) continues as the
 uninterrupted 2-rank run, and on 3 ranks as one process accumulating 3.
 Then rank 1 hangs, is killed, or gets a bad label: rank 0 fails within the
-collective timeout naming rank 1, and its last checkpoint loads.
+collective timeout naming rank 1, and its last checkpoint loads. Ranks
+started the torchrun way (environment variables, no MPI) end where the
+mpirun ranks end, and fail the same way.
 """
 
 import argparse
@@ -33,6 +35,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -170,6 +173,80 @@ def check_accumulate_on_ranks(args, mpirun, worker):
           f"value; {exact} of {len(theirs)} tensors bit for bit), the scaler "
           "exactly")
     return 0
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def torchrun(ranks, command, timeout=300):
+    """Starts `ranks` processes of `command` as torchrun would: RANK,
+    WORLD_SIZE, MASTER_ADDR and MASTER_PORT, no MPI. Their outputs."""
+    port = str(free_port())
+    processes = []
+    for rank in range(ranks):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks),
+                   LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=port)
+        env.pop("OMPI_COMM_WORLD_SIZE", None)
+        processes.append(subprocess.Popen(
+            command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True))
+    return [(process.communicate(timeout=timeout)[0], process.returncode)
+            for process in processes]
+
+
+def check_torchrun(args, worker, work):
+    """Ranks started the torchrun way (environment variables, TCP through
+    rank 0, no MPI) end byte for byte where the mpirun ranks end, sharded
+    or not; a rank that dies or hangs makes rank 0 fail naming it."""
+    failures = 0
+    for label, library, ranks, reference in [
+            ("3 ranks", "adam_O2_f16_dp", 3, "adam_O2_f16_np3"),
+            ("2 ranks, sharded", "adam_O2_f16_dp_shard", 2,
+             "adam_O2_f16_np2sharded")]:
+        out = work(f"torchrun_{reference}")
+        results = torchrun(ranks, [*worker, "--lib", os.path.join(
+            args.work, library, "libmlp.so"), "--out", out, "--ranks",
+            str(ranks), "--overflow-at", str(3 * ranks + 1)])
+        problems = [f"exit {code}: {output}" for output, code in results
+                    if code != 0]
+        if not problems:
+            with open(out, "rb") as ours, open(work(reference), "rb") as theirs:
+                if ours.read() != theirs.read():
+                    problems.append("the checkpoint differs from mpirun's")
+        if problems:
+            failures += 1
+            print(f"FAIL: torchrun-style {label}: {', '.join(problems)}")
+        else:
+            print(f"ok: torchrun-style {label} (RANK, WORLD_SIZE, MASTER_ADDR, "
+                  "MASTER_PORT; no MPI): the checkpoint is mpirun's, byte for "
+                  "byte")
+    for how, expected in [("kill", "rank 1 closed its connection"),
+                          ("hang", "rank 1 did not arrive within 3 s")]:
+        checkpoint = work(f"torchrun_failing_{how}")
+        results = torchrun(2, [*worker, "--lib", os.path.join(
+            args.work, "sgd_O0_dp", "libmlp.so"), "--out", checkpoint,
+            "--ranks", "2", "--fail-at", "3", "--fail-how", how,
+            "--timeout", "3"], timeout=120)
+        output = results[0][0]
+        waited = re.search(r"rank 0: .* \(after ([0-9.]+) s\)", output)
+        problems = [] if expected in output else [f"no '{expected}'"]
+        if not waited or float(waited.group(1)) > 3 + 2:
+            problems.append("rank 0 did not fail within the timeout")
+        if read_checkpoint(checkpoint)[1].get("step") != "3":
+            problems.append("its checkpoint is not that of step 3")
+        if problems:
+            failures += 1
+            print(f"FAIL: torchrun-style, rank 1 {how}: {', '.join(problems)}"
+                  f"\n{output}")
+        else:
+            what = "is killed" if how == "kill" else "hangs"
+            print(f"ok: torchrun-style, rank 1 {what} at step 3: rank 0 fails "
+                  f"in {float(waited.group(1)):.1f} s: {expected}")
+    return failures
 
 
 def check_world_size_moves(args, mpirun, worker, lib):
@@ -399,6 +476,8 @@ def main():
     failures += check_state_follows_rank0(args, mpirun, worker)
     failures += check_dropout(args, mpirun, worker)
     failures += check_accumulate_on_ranks(args, mpirun, worker)
+    failures += check_torchrun(args, worker,
+                               lambda name: os.path.join(args.work, name))
     if failures:
         sys.exit(f"FAIL: {failures} configuration(s)")
     print("PASS")
