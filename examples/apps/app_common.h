@@ -163,6 +163,19 @@ inline void reportSkippedSteps(mpc_session *session, int64_t &reported) {
               static_cast<long long>(reported), reported == 1 ? "" : "s");
 }
 
+/// Data parallel: rank 0 reports for all (the ranks hold the same
+/// parameters), so the others' standard output goes to /dev/null; says
+/// how the ranks share the work. False if a rank's output cannot move.
+inline bool reportFromRank0(mpc_session *session, long long batch,
+                            const char *shard) {
+  if (mpc_session_rank(session) != 0 && !std::freopen("/dev/null", "w", stdout))
+    return false;
+  std::printf("data parallel: %d ranks, each %s (global batch %lld)\n",
+              mpc_session_world_size(session), shard,
+              batch * mpc_session_world_size(session));
+  return true;
+}
+
 } // namespace mpc_app
 
 #endif // MPC_EXAMPLES_APPS_APP_COMMON_H

@@ -207,16 +207,10 @@ int main(int argc, char **argv) {
   int64_t planes = features.rank == 4 ? features.shape[1] : 1;
   Dataset data(width, planes, classes, options.noise, options.seed + 1000);
   if (options.dataParallel) {
-    int32_t rank = mpc_session_rank(session);
-    data.shard(rank, options.seed + 1000);
-    // Rank 0 reports for all: the ranks hold the same parameters.
-    if (rank != 0 && !std::freopen("/dev/null", "w", stdout))
+    data.shard(mpc_session_rank(session), options.seed + 1000);
+    if (!mpc_app::reportFromRank0(session, static_cast<long long>(batch),
+                                  "training on its own shard"))
       return fail("silencing a rank other than 0");
-    std::printf("data parallel: %d ranks, each training on its own shard "
-                "(global batch %lld)\n",
-                mpc_session_world_size(session),
-                static_cast<long long>(batch) *
-                    mpc_session_world_size(session));
   }
   std::vector<float> x(batch * width);
   std::vector<int32_t> y(batch);

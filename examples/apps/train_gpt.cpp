@@ -198,18 +198,12 @@ int main(int argc, char **argv) {
   mpc_session *session = nullptr;
   if (mpc_session_create(model, &sessionOptions, &session) != MPC_OK)
     return fail("creating the session");
-  // Data parallel: each rank draws its own windows of the corpus, and rank
-  // 0 reports for all (the ranks hold the same parameters).
+  // Data parallel: each rank draws its own windows of the corpus.
   uint64_t rank = static_cast<uint64_t>(mpc_session_rank(session));
-  if (options.dataParallel) {
-    if (rank != 0 && !std::freopen("/dev/null", "w", stdout))
-      return fail("silencing a rank other than 0");
-    std::printf("data parallel: %d ranks, each drawing its own windows "
-                "(global batch %lld)\n",
-                mpc_session_world_size(session),
-                static_cast<long long>(batch) *
-                    mpc_session_world_size(session));
-  }
+  if (options.dataParallel &&
+      !mpc_app::reportFromRank0(session, static_cast<long long>(batch),
+                                "drawing its own windows"))
+    return fail("silencing a rank other than 0");
 
   std::vector<int32_t> idx(batch * context), targets(batch * context);
   std::vector<int64_t> offsets(batch);

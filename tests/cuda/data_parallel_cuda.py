@@ -22,9 +22,12 @@ where a rank finds no CUDA device, such as on a machine with fewer than 2.
 import argparse
 import json
 import os
-import struct
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "data_parallel"))
+import dp_test  # noqa: E402
 
 SKIP = 77
 
@@ -42,19 +45,13 @@ def run(command, env):
 
 
 def read_checkpoint(path):
-    """The tensors' bytes by name, and the metadata, of a safetensors file."""
-    with open(path, "rb") as file:
-        size = struct.unpack("<Q", file.read(8))[0]
-        header = json.loads(file.read(size))
-        data = file.read()
-    metadata = header.pop("__metadata__", {})
-    tensors = {name: data[slice(*entry["data_offsets"])]
-               for name, entry in header.items()
-               if not name.startswith("optimizer.grad_accumulator.")}
-    # The checksums of the accumulator's tensors differ with them.
-    metadata = {key: value for key, value in metadata.items()
-                if "grad_accumulator" not in key}
-    return tensors, metadata
+    """dp_test.py's reading, the gradient accumulator left out: between steps
+    it holds the last step's sum, over the ranks or not."""
+    tensors, metadata = dp_test.read_checkpoint(path)
+    return ({name: data for name, data in tensors.items()
+             if not name.startswith("optimizer.grad_accumulator.")},
+            {key: value for key, value in metadata.items()
+             if "grad_accumulator" not in key})
 
 
 def main():

@@ -40,8 +40,6 @@ import struct
 import subprocess
 import sys
 
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCALER_KEYS = ["loss_scale", "loss_scale_growth_tracker",
                "loss_scale_hysteresis_left", "optimizer_steps",
@@ -129,6 +127,7 @@ def check_accumulate_on_ranks(args, mpirun, worker):
     micro-batches up to the order of the sums (the scaler's state exactly).
     SGD, whose update is linear in the gradient: Adam's first steps divide
     gradients near 0 by their own size, turning rounding into whole steps."""
+    import numpy as np
     work = lambda name: os.path.join(args.work, f"rank_accumulate_{name}")
     flags = ["--optimizer=sgd", "--lr=0.01", "--momentum=0.9", "--amp=O2",
              "--half=f16", "--loss-scale=dynamic"]
