@@ -430,6 +430,16 @@ def main():
                     problems += [f"rank {rank}: {problem}" for problem in
                                  different(*read_checkpoint(f"{ours}.rank{rank}"),
                                            ours_tensors, ours_meta)]
+                # The scaler's state (and the gradient norm) after every
+                # step, equal on every rank.
+                trajectories = []
+                for rank in range(ranks):
+                    with open(f"{ours}.scaler.rank{rank}") as trajectory:
+                        trajectories.append(trajectory.read().splitlines())
+                if len(trajectories[0]) != 20 or any(
+                        t != trajectories[0] for t in trajectories):
+                    problems.append("the ranks' scaler states differ after "
+                                    "some step")
                 if ours_meta["skipped_steps"] != "1":
                     problems.append(f"{ours_meta['skipped_steps']} steps "
                                     "skipped, expected the overflowed one")
@@ -462,7 +472,9 @@ def main():
                           f"tensors and the scaler (scale {ours_meta['loss_scale']}, "
                           f"{ours_meta['skipped_steps']} skipped of "
                           f"{ours_meta['optimizer_steps']}) equal to "
-                          f"--accumulate={ranks}, bit for bit{held}")
+                          f"--accumulate={ranks}, bit for bit; the scaler "
+                          f"equal on every rank after each of the "
+                          f"{len(trajectories[0])} steps{held}")
     failures += check_world_size_moves(
         args, mpirun, worker,
         lambda kind: os.path.join(args.work, f"adam_O2_f16_{kind}",

@@ -10,7 +10,9 @@ for --steps optimizer steps and saves a checkpoint.
 
 Micro-batch --overflow-at holds an inf input, so that its gradients are
 inf or NaN and the optimizer step it belongs to is skipped. Every rank
-saves its checkpoint: rank r > 0 to <out>.rank<r>.
+saves its checkpoint: rank r > 0 to <out>.rank<r>, and writes the loss
+scaler's state and the gradient norm after every step to
+<out>.scaler.rank<r>.
 
 --fail-at STEP --fail-how {hang,kill,bad-input}: at that step rank 1 hangs,
 is killed, or gets a label out of range. Rank 0 saves its checkpoint after
@@ -111,6 +113,7 @@ def main():
             if session.world_size != args.ranks:
                 sys.exit(f"FAIL: world size {session.world_size}, expected "
                          f"{args.ranks}")
+            trajectory = open(f"{args.out}.scaler.rank{session.rank}", "w")
             for step in steps:
                 first = (step * args.ranks + session.rank) * args.rank_accumulate
                 for micro in range(args.rank_accumulate - 1):
@@ -140,6 +143,15 @@ def main():
                     os._exit(3)
                 if args.fail_at >= 0 and session.rank == 0:
                     session.save(args.out)
+                # The scaler's state after every step, for dp_test to hold
+                # the ranks against each other.
+                stats = session.stats()
+                trajectory.write(
+                    f"step {step} scaler {stats['loss_scale']!r} "
+                    f"{stats['steps_since_growth']} "
+                    f"{stats['hysteresis_left']} {stats['skipped_steps']} "
+                    f"grad norm {stats['grad_norm']!r}\n")
+            trajectory.close()
             if args.fail_at >= 0:
                 return
             suffix = f".rank{session.rank}" if session.rank else ""
