@@ -805,6 +805,8 @@ mpc_status cuda_run_step(mpc_session *session, mpc_step_fn step,
     context->arenas[a] = reinterpret_cast<void *>(cuda->arenas[a]);
   context->index_error = reinterpret_cast<int32_t *>(cuda->index_error);
   *index_error = 0;
+  // A step that failed before its last bucket left the count behind.
+  cuda->buckets_this_step = 0;
   if (mpc_status status = activate(cuda))
     return status;
   // Steps before this one whose index errors the host has not seen yet:
