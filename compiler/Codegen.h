@@ -543,7 +543,8 @@ struct CodegenOptions {
   /// cuBLASLt's workspace, planned in the activation arena (cuda target:
   /// gemmWorkspaceBytes(arch); 0 on the cpu target, whose GEMM needs none).
   int64_t gemmWorkspaceBytes = 0;
-  /// Data parallel: the largest gradient bucket (DDP's bucket_cap_mb).
+  /// Data parallel: the largest gradient bucket (--bucket-mb); a gradient
+  /// larger than it is a bucket of its own.
   int64_t bucketBytes = int64_t(25) << 20;
 };
 

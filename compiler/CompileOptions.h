@@ -99,6 +99,9 @@ struct CompileOptions {
   bool dataParallel = false;
   /// With dataParallel: shard the optimizer state over the ranks (ZeRO-1).
   bool shardOptimizer = false;
+  /// `--bucket-mb` with dataParallel: the largest gradient bucket, in bytes
+  /// (DDP's bucket_cap_mb).
+  int64_t bucketBytes = int64_t(25) << 20;
   /// `--shared`: also link lib<model>.so (the model and libmpcrt), which
   /// programs load with dlopen, the Python package `mpc` among them.
   bool shared = false;

@@ -283,6 +283,7 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   codegen.fuse = options.fuse;
   codegen.cuda = options.target == Target::Cuda;
   codegen.emulateBlocks = codegen.cuda || options.emulateBlocks;
+  codegen.bucketBytes = options.bucketBytes;
   if (codegen.cuda)
     codegen.gemmWorkspaceBytes = gemmWorkspaceBytes(
         options.smVersion ? options.smVersion : defaultSmVersion);

@@ -411,6 +411,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   codegen.debugNonfinite = options.debugNonfinite;
   codegen.fuse = options.fuse;
   codegen.gemmWorkspaceBytes = workspace;
+  codegen.bucketBytes = options.bucketBytes;
   FailureOr<GeneratedModel> generated =
       generateModel(chosen->trainModel(), chosen->forwardModel(), codegen);
   if (failed(generated))
@@ -570,6 +571,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
       }
       dataParallel =
           llvm::json::Object{{"ranks", options.reportRanks},
+                             {"bucket_cap_bytes", options.bucketBytes},
                              {"shard_optimizer", std::move(shardJson)},
                              {"bytes_per_step", reducedBytes},
                              {"buckets", std::move(bucketArray)},
@@ -738,7 +740,8 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
                        gpu->bandwidthGBs, microseconds(stepSeconds));
   if (!buckets.empty()) {
     out << "\nData parallel (--data-parallel): " << buckets.size()
-        << " gradient buckets, " << reducedBytes
+        << " gradient buckets of at most " << options.bucketBytes
+        << " bytes (--bucket-mb), " << reducedBytes
         << " bytes of f32 gradients per step, each summed over the ranks "
            "once backward has finished it; a ring all-reduce over "
         << options.reportRanks << " ranks, modelled on each link:\n";

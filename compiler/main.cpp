@@ -15,6 +15,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -275,6 +276,14 @@ cl::opt<bool> shardOptimizer(
              "gather the updated parameters; checkpoints hold the whole "
              "state, as without it"),
     cl::sub(compileCommand), cl::cat(optimizerCategory));
+cl::opt<double> bucketMb(
+    "bucket-mb",
+    cl::desc("With --data-parallel: the largest gradient bucket summed over "
+             "the ranks at once, in MiB (default 25, as DDP's "
+             "bucket_cap_mb); smaller buckets start communicating earlier in "
+             "backward, larger ones pay the link's latency fewer times"),
+    cl::value_desc("MiB"), cl::init(25), cl::sub(compileCommand),
+    cl::cat(optimizerCategory));
 cl::opt<int> accumulate("accumulate",
                         cl::desc("Micro-batches per optimizer step"),
                         cl::init(1), cl::sub(compileCommand),
@@ -338,6 +347,19 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   if (shardOptimizer && accumulate > 1)
     return fail("--shard-optimizer with --accumulate > 1 is not supported "
                 "yet");
+  if (bucketMb.getNumOccurrences()) {
+    if (!dataParallel)
+      return fail("--bucket-mb sizes the gradient buckets of --data-parallel; "
+                  "add --data-parallel");
+    // At least one f32 gradient, at most what an int64 byte count holds.
+    if (!(bucketMb * (1 << 20) >= 4) || !(bucketMb <= double(1 << 30))) {
+      std::string given;
+      llvm::raw_string_ostream(given) << llvm::format("%g", double(bucketMb));
+      return fail("--bucket-mb must be between 4 bytes and 1 PiB, got " +
+                  given);
+    }
+  }
+  options.bucketBytes = static_cast<int64_t>(bucketMb * (1 << 20));
   if (reportRanks.getNumOccurrences()) {
     if (!options.report || !dataParallel)
       return fail("--report-ranks applies to --report of a --data-parallel "

@@ -21,7 +21,8 @@ elsewhere.
 
 mpc_get_gradient on 3 ranks is the mean of the ranks' gradients, and the
 ResNet example's batch-norm statistics follow rank 0's on every rank;
-with dropout, 2 ranks still end where --accumulate=2 ends.
+with dropout, 2 ranks still end where --accumulate=2 ends; a bucket per
+gradient (--bucket-mb) changes no bit.
 A 2-rank checkpoint resumed on 1 rank (--accumulate=2) continues as the
 uninterrupted 2-rank run, and on 3 ranks as one process accumulating 3.
 Then rank 1 hangs, is killed, or gets a bad label: rank 0 fails within the
@@ -171,6 +172,29 @@ def check_accumulate_on_ranks(args, mpirun, worker):
           f"{worst:.1e} (largest difference relative to a tensor's largest "
           f"value; {exact} of {len(theirs)} tensors bit for bit), the scaler "
           "exactly")
+    return 0
+
+
+def check_bucket_size(args, mpirun, worker):
+    """--bucket-mb=0.001 puts each of the MLP's gradients in a bucket of its
+    own (4 sums instead of 2): 3 ranks end where 3 ranks with 25 MiB
+    buckets end, bit for bit, since every element is summed in rank order
+    whatever its bucket (Adam, O2 f16, the same overflow)."""
+    directory = os.path.join(args.work, "adam_O2_f16_dp_small_buckets")
+    run([args.mpc, "compile", args.model, "--shared", "-o", directory,
+         "--amp=O2", "--half=f16", "--loss-scale=dynamic", "--optimizer=adam",
+         "--lr=0.01", "--beta1=0.9", "--weight-decay=0.01", "--data-parallel",
+         "--bucket-mb=0.001"])
+    ours = os.path.join(args.work, "adam_O2_f16_np3_small_buckets")
+    run([*mpirun, "3", *worker, "--lib", os.path.join(directory, "libmlp.so"),
+         "--out", ours, "--ranks", "3", "--overflow-at", str(3 * 3 + 1)])
+    problems = different(*read_checkpoint(ours), *read_checkpoint(
+        os.path.join(args.work, "adam_O2_f16_np3")))
+    if problems:
+        print(f"FAIL: 3 ranks, 1 KiB buckets: {', '.join(problems)}")
+        return 1
+    print("ok: 3 ranks with a bucket per gradient end where 25 MiB buckets "
+          "end, bit for bit")
     return 0
 
 
@@ -487,6 +511,7 @@ def main():
     failures += check_state_follows_rank0(args, mpirun, worker)
     failures += check_dropout(args, mpirun, worker)
     failures += check_accumulate_on_ranks(args, mpirun, worker)
+    failures += check_bucket_size(args, mpirun, worker)
     failures += check_torchrun(args, worker,
                                lambda name: os.path.join(args.work, name))
     if failures:

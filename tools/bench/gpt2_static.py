@@ -14,7 +14,8 @@ are the compiler's own accounting, the figures every change to code
 generation quotes before and after. Last, the O2 bf16 step built with
 --data-parallel on 8 ranks: its gradient buckets, the bytes they hold, and
 the all-reduce the report models on NVLink and on 100 Gb/s InfiniBand,
-with the part left exposed after the backward pass, and what
+with the part left exposed after the backward pass (also with buckets
+capped at 1, 5 and 100 MiB instead of 25), and what
 --shard-optimizer (ZeRO-1) leaves of the optimizer state on each rank and
 the all-gather of the updated parameters it adds.
 
@@ -36,6 +37,9 @@ VARIANTS = [("O2 bf16", ["--amp=O2", "--half=bf16"]),
                                 "--loss-scale=dynamic"]),
             ("O2 bf16 recomp", ["--amp=O2", "--half=bf16",
                                 "--recompute=gelu"])]
+
+
+BUCKET_MB_SWEEP = [1, 5, 100]
 
 
 def report(mpc, model_path, flags):
@@ -81,6 +85,13 @@ def main():
         parallel = report(mpc, model_path,
                           ["--amp=O2", "--half=bf16", "--data-parallel",
                            "--report-ranks=8"])["data_parallel"]
+        # DDP's bucket_cap_mb trade-off: smaller buckets start earlier in
+        # backward, each pays the ring's latency.
+        sweep = {mb: report(mpc, model_path,
+                            ["--amp=O2", "--half=bf16", "--data-parallel",
+                             "--report-ranks=8", f"--bucket-mb={mb}"]
+                            )["data_parallel"]
+                 for mb in BUCKET_MB_SWEEP}
         sharded = report(mpc, model_path,
                          ["--amp=O2", "--half=bf16", "--data-parallel",
                           "--shard-optimizer", "--report-ranks=8"]
@@ -94,6 +105,11 @@ def main():
         "links": {link["name"]: {"allreduce_ms": link["allreduce_seconds"] * 1e3,
                                  "exposed_ms": link["exposed_seconds"] * 1e3}
                   for link in parallel["links"]},
+        "bucket_mb_sweep": {
+            mb: {"buckets": len(plan["buckets"]),
+                 "exposed_ms": {link["name"]: link["exposed_seconds"] * 1e3
+                                for link in plan["links"]}}
+            for mb, plan in sweep.items()},
         "shard_optimizer": {
             "bytes_per_parameter": sharded["bytes_per_parameter"],
             "bytes_per_parameter_sharded":
@@ -125,6 +141,11 @@ def main():
     for name, link in dp["links"].items():
         print(f"  {name}: {link['allreduce_ms']:.2f} ms in all, "
               f"{link['exposed_ms']:.2f} ms exposed after backward")
+    for mb, plan in dp["bucket_mb_sweep"].items():
+        exposed = ", ".join(f"{name.split(' (')[0]} {ms:.2f} ms"
+                            for name, ms in plan["exposed_ms"].items())
+        print(f"  --bucket-mb={mb}: {plan['buckets']} buckets, exposed "
+              f"{exposed}")
     shard = dp["shard_optimizer"]
     print(f"With --shard-optimizer: {shard['bytes_per_parameter']} bytes of "
           f"optimizer state per parameter become "
