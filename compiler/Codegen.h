@@ -16,6 +16,7 @@
 #ifndef MPC_COMPILER_CODEGEN_H
 #define MPC_COMPILER_CODEGEN_H
 
+#include "compiler/CompileOptions.h"
 #include "compiler/KernelCost.h"
 #include "dialect/MpcOps.h"
 #include "passes/Passes.h"
@@ -545,7 +546,7 @@ struct CodegenOptions {
   int64_t gemmWorkspaceBytes = 0;
   /// Data parallel: the largest gradient bucket (--bucket-mb); a gradient
   /// larger than it is a bucket of its own.
-  int64_t bucketBytes = int64_t(25) << 20;
+  int64_t bucketBytes = defaultBucketMiB << 20;
 };
 
 /// Alignment of cuBLASLt's workspace (and of its operands): 256 bytes.

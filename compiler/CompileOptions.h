@@ -16,6 +16,10 @@
 
 namespace mlir::mpc {
 
+/// Data parallel: the default largest gradient bucket, as DDP's
+/// bucket_cap_mb.
+constexpr int64_t defaultBucketMiB = 25;
+
 enum class Target { Cpu, Cuda };
 /// Stages `--emit` can stop at, in pipeline order (as Toy's `-emit=`).
 enum class EmitStage { Mlir, TrainingStep, Kernels, Host, Library };
@@ -99,9 +103,8 @@ struct CompileOptions {
   bool dataParallel = false;
   /// With dataParallel: shard the optimizer state over the ranks (ZeRO-1).
   bool shardOptimizer = false;
-  /// `--bucket-mb` with dataParallel: the largest gradient bucket, in bytes
-  /// (DDP's bucket_cap_mb).
-  int64_t bucketBytes = int64_t(25) << 20;
+  /// `--bucket-mb` with dataParallel: the largest gradient bucket, in bytes.
+  int64_t bucketBytes = defaultBucketMiB << 20;
   /// `--shared`: also link lib<model>.so (the model and libmpcrt), which
   /// programs load with dlopen, the Python package `mpc` among them.
   bool shared = false;

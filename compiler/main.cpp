@@ -282,8 +282,8 @@ cl::opt<double> bucketMb(
              "the ranks at once, in MiB (default 25, as DDP's "
              "bucket_cap_mb); smaller buckets start communicating earlier in "
              "backward, larger ones pay the link's latency fewer times"),
-    cl::value_desc("MiB"), cl::init(25), cl::sub(compileCommand),
-    cl::cat(optimizerCategory));
+    cl::value_desc("MiB"), cl::init(mlir::mpc::defaultBucketMiB),
+    cl::sub(compileCommand), cl::cat(optimizerCategory));
 cl::opt<int> accumulate("accumulate",
                         cl::desc("Micro-batches per optimizer step"),
                         cl::init(1), cl::sub(compileCommand),
@@ -351,7 +351,7 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
     if (!dataParallel)
       return fail("--bucket-mb sizes the gradient buckets of --data-parallel; "
                   "add --data-parallel");
-    // At least one f32 gradient, at most what an int64 byte count holds.
+    // At least one f32 gradient; at most a bound no model comes near.
     if (!(bucketMb * (1 << 20) >= 4) || !(bucketMb <= double(1 << 30))) {
       std::string given;
       llvm::raw_string_ostream(given) << llvm::format("%g", double(bucketMb));
