@@ -10,6 +10,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -81,6 +82,90 @@ int64_t mlir::mpc::storageBytes(RankedTensorType type) {
 }
 
 static int64_t alignTo64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/// Where a size has no 64-bit value: far above maxAddressableBytes, and two
+/// of them still add without overflow.
+static constexpr int64_t saturatedBytes = int64_t(1) << 61;
+
+/// The product of `factors` (extents, then bytes an element), saturated at
+/// saturatedBytes: scratch sizes are products of extents of several
+/// tensors, which no verifier bounds together.
+static int64_t saturatingProduct(std::initializer_list<int64_t> factors) {
+  int64_t product = 1;
+  for (int64_t factor : factors) {
+    std::optional<int64_t> next = llvm::checkedMul(product, factor);
+    if (!next || *next > saturatedBytes)
+      return saturatedBytes;
+    product = *next;
+  }
+  return product;
+}
+
+LogicalResult mlir::mpc::checkAddressable(ModelOp train) {
+  auto refuse = [](Location loc, const Twine &what,
+                   int64_t bytes) -> LogicalResult {
+    InFlightDiagnostic diag = emitError(loc) << what << " needs ";
+    if (bytes >= saturatedBytes)
+      diag << "more than 2^61 bytes";
+    else
+      diag << bytes << " bytes";
+    diag << "; more than a target can address (2^47 bytes, 128 TiB)";
+    return diag;
+  };
+  // Everything side by side: an upper bound of what the plans place.
+  std::optional<int64_t> total = 0;
+  auto add = [&](int64_t bytes, int64_t times = 1) {
+    if (total)
+      total = llvm::checkedMulAdd(alignTo64(bytes), times, *total);
+  };
+  auto checkValue = [&](Value value, int64_t times) -> LogicalResult {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type)
+      return success();
+    int64_t bytes = storageBytes(type);
+    if (bytes > maxAddressableBytes) {
+      std::string text;
+      llvm::raw_string_ostream(text) << type;
+      return refuse(value.getLoc(), "a tensor of '" + text + "'", bytes);
+    }
+    add(bytes, times);
+    return success();
+  };
+  // A parameter has a gradient, a half copy, up to two optimizer slots and
+  // a gradient accumulator beside it.
+  for (BlockArgument param : train.getParams())
+    if (failed(checkValue(param, 6)))
+      return failure();
+  for (BlockArgument arg : llvm::concat<BlockArgument>(train.getInputs(),
+                                                       train.getStates()))
+    if (failed(checkValue(arg, 1)))
+      return failure();
+  WalkResult walk = train.getBody().walk([&](Operation *op) {
+    for (Value result : op->getResults())
+      if (failed(checkValue(result, 1)))
+        return WalkResult::interrupt();
+    if (isa<FusionOp>(op))
+      return WalkResult::advance();
+    Step step;
+    step.ops.push_back(op);
+    int64_t scratch = scratchBytes(step);
+    if (scratch > maxAddressableBytes) {
+      (void)refuse(op->getLoc(),
+                   "the scratch memory of '" +
+                       op->getName().getStringRef() + "'",
+                   scratch);
+      return WalkResult::interrupt();
+    }
+    add(scratch);
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (!total || *total > maxAddressableBytes)
+    return refuse(train.getLoc(), "model @" + train.getSymName(),
+                  total.value_or(saturatedBytes));
+  return success();
+}
 
 namespace {
 /// A value (or scratch buffer) that needs activation memory for
@@ -394,14 +479,35 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
       }
 }
 
-const Buffer &MemoryPlan::lookup(Value value) const {
+const Buffer &MemoryPlan::lookup(Value value, Operation *reader) const {
   auto it = buffers.find(value);
-  assert(it != buffers.end() && "value has no buffer");
-  return it->second;
+  if (it != buffers.end())
+    return it->second;
+  // Reported once: the first miss is the one to fix.
+  if (!missingEntry) {
+    InFlightDiagnostic diag =
+        emitError(value.getLoc())
+        << "internal error: code generation reads this value, which has no "
+           "place in the memory plan";
+    if (reader)
+      diag.attachNote(reader->getLoc())
+          << "read by the code of '" << reader->getName() << "'";
+  }
+  missingEntry = true;
+  static const Buffer placeholder;
+  return placeholder;
 }
 
 Buffer MemoryPlan::scratch(const Step &step) const {
-  return scratchBuffers.lookup(step.ops.front());
+  auto it = scratchBuffers.find(step.ops.front());
+  if (it != scratchBuffers.end())
+    return it->second;
+  if (!missingEntry)
+    step.ops.front()->emitError()
+        << "internal error: code generation asks for scratch memory this "
+           "step was not planned with";
+  missingEntry = true;
+  return Buffer();
 }
 
 //===----------------------------------------------------------------------===//
@@ -487,7 +593,7 @@ StepEmitter::StepEmitter(const MemoryPlan &plan, std::string modelName,
       kernelSources(kernelSources), training(training) {}
 
 std::string StepEmitter::pointer(Value value) const {
-  const Buffer &buffer = plan.lookup(value);
+  const Buffer &buffer = plan.lookup(value, origin);
   return llvm::formatv("({0} *)(arena{1} + {2})",
                        cType(cast<RankedTensorType>(value.getType())
                                  .getElementType()),
@@ -665,11 +771,10 @@ int64_t mlir::mpc::convGradWeightColumnBytes(Conv2dGradWeightOp op) {
   auto input = op.getInput().getType();
   auto weight = op.getResult().getType();
   auto output = op.getGrad().getType();
-  int64_t elements = input.getDimSize(0) * input.getDimSize(1) *
-                     weight.getDimSize(2) * weight.getDimSize(3) *
-                     output.getDimSize(2) * output.getDimSize(3);
-  return elements *
-         storageBytes(RankedTensorType::get({1}, input.getElementType()));
+  return saturatingProduct(
+      {input.getDimSize(0), input.getDimSize(1), weight.getDimSize(2),
+       weight.getDimSize(3), output.getDimSize(2), output.getDimSize(3),
+       storageBytes(RankedTensorType::get({1}, input.getElementType()))});
 }
 
 std::optional<int64_t>
@@ -719,7 +824,8 @@ int64_t mlir::mpc::scratchBytes(const Step &step) {
     auto logits = loss.getLogits().getType();
     int64_t rows = logits.getNumElements() / logits.getShape().back();
     // Per-row loss and validity; a classifier also counts the targets.
-    return 2 * rows * 4 + (step.group == FusionKind::Classifier ? 4 : 0);
+    return saturatingProduct({2, rows, 4}) +
+           (step.group == FusionKind::Classifier ? 4 : 0);
   }
   if (isa<CrossEntropyGradOp>(op))
     return 4; // count of targets that are not ignored
@@ -729,52 +835,58 @@ int64_t mlir::mpc::scratchBytes(const Step &step) {
     // im2col columns: N * C * KH * KW * OH * OW input elements.
     auto weight = conv.getWeight().getType();
     auto output = conv.getResult().getType();
-    int64_t elements = conv.getInput().getType().getDimSize(0) *
-                       conv.getInput().getType().getDimSize(1) *
-                       weight.getDimSize(2) * weight.getDimSize(3) *
-                       output.getDimSize(2) * output.getDimSize(3);
-    return elements * storageBytes(RankedTensorType::get(
-                          {1}, conv.getInput().getType().getElementType()));
+    auto input = conv.getInput().getType();
+    return saturatingProduct(
+        {input.getDimSize(0), input.getDimSize(1), weight.getDimSize(2),
+         weight.getDimSize(3), output.getDimSize(2), output.getDimSize(3),
+         storageBytes(RankedTensorType::get({1}, input.getElementType()))});
   }
   if (auto norm = dyn_cast<BatchNormOp>(op))
-    return 2 * norm.getGamma().getType().getNumElements() * 4; // mean, rstd
+    // mean, rstd
+    return saturatingProduct({2, norm.getGamma().getType().getNumElements(), 4});
   if (auto grad = dyn_cast<RmsNormGradOp>(op))
     // Each block's partial sums of dgamma.
-    return rmsNormGradBlocks(grad) *
-           grad.getGamma().getType().getNumElements() * 4;
+    return saturatingProduct({rmsNormGradBlocks(grad),
+                              grad.getGamma().getType().getNumElements(), 4});
   if (auto grad = dyn_cast<LayerNormGradOp>(op))
     // Each block's partial sums of dgamma and dbeta.
-    return layerNormGradBlocks(grad) * 2 *
-           grad.getGamma().getType().getNumElements() * 4;
+    return saturatingProduct({layerNormGradBlocks(grad), 2,
+                              grad.getGamma().getType().getNumElements(), 4});
   if (auto grad = dyn_cast<BatchNormGradOp>(op))
     // Per-channel mean, rstd, mean(dy) and mean(dy * xhat).
-    return 4 * grad.getGamma().getType().getNumElements() * 4;
+    return saturatingProduct({4, grad.getGamma().getType().getNumElements(), 4});
   if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
     // Half tables accumulate in fp32 first (atomicAdd is on floats), unless
     // the step writes the f32 widening of the table.
     auto table = cast<RankedTensorType>(writtenResult(step).getType());
-    return table.getElementType().isF32() ? 0 : table.getNumElements() * 4;
+    return table.getElementType().isF32()
+               ? 0
+               : saturatingProduct({table.getNumElements(), 4});
   }
   if (auto grad = dyn_cast<ReduceMaxGradOp>(op))
-    return grad.getOutput().getType().getNumElements() * 4; // ties per output
+    // ties per output
+    return saturatingProduct({grad.getOutput().getType().getNumElements(), 4});
   if (auto grad = dyn_cast<MaxPool2dGradOp>(op))
     // Each window's argmax, an index into its input plane.
-    return grad.getGrad().getType().getNumElements() *
-           (maxPoolIndexType(grad) == "int" ? 4 : 8);
+    return saturatingProduct({grad.getGrad().getType().getNumElements(),
+                              maxPoolIndexType(grad) == "int" ? 4 : 8});
   if (auto grad = dyn_cast<Conv2dGradInputOp>(op)) {
     // fp32 column gradients: N * C * KH * KW * OH * OW.
     auto input = grad.getResult().getType();
     auto weight = grad.getWeight().getType();
     auto output = grad.getGrad().getType();
-    return input.getDimSize(0) * input.getDimSize(1) * weight.getDimSize(2) *
-           weight.getDimSize(3) * output.getDimSize(2) * output.getDimSize(3) *
-           4;
+    return saturatingProduct({input.getDimSize(0), input.getDimSize(1),
+                              weight.getDimSize(2), weight.getDimSize(3),
+                              output.getDimSize(2), output.getDimSize(3), 4});
   }
   if (auto grad = dyn_cast<Conv2dGradWeightOp>(op)) {
     // Recomputed im2col columns, in the input's type, then the f32 sum of
     // a half dW (convGradWeightSumOffset).
     if (std::optional<int64_t> sum = convGradWeightSumOffset(grad))
-      return *sum + grad.getResult().getType().getNumElements() * 4;
+      return std::min(
+          saturatedBytes,
+          *sum + saturatingProduct(
+                     {grad.getResult().getType().getNumElements(), 4}));
     return convGradWeightColumnBytes(grad);
   }
   return 0;

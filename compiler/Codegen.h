@@ -79,8 +79,22 @@ struct Buffer {
   int64_t bytes = 0;
 };
 
-/// Byte size of a tensor's storage (i1 is one byte per element).
+/// Byte size of a tensor's storage (i1 is one byte per element). The
+/// verifier keeps every tensor of a model within 64-bit byte counts.
 int64_t storageBytes(RankedTensorType type);
+
+/// The most bytes the memory plans of a model may place, all arenas
+/// together: 2^47 (128 TiB), the user address space of x86-64 and more
+/// than any GPU holds. Below it every size and offset that planning and
+/// code generation compute fits in 64 bits.
+constexpr int64_t maxAddressableBytes = int64_t(1) << 47;
+
+/// Refuses, at its location, a training step whose tensors need more than
+/// maxAddressableBytes: one tensor or scratch buffer that alone does, or
+/// else the model as a whole (every tensor and scratch buffer side by side,
+/// the parameters' gradients, half copies and optimizer slots beside
+/// them), computed with overflow checks. Run before planning memory.
+LogicalResult checkAddressable(ModelOp train);
 
 class MemoryPlan {
 public:
@@ -95,12 +109,19 @@ public:
   MemoryPlan(ModelOp model, const std::vector<Step> &steps,
              ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes = 0);
 
-  /// The buffer of a value; it must be materialised.
-  const Buffer &lookup(Value value) const;
+  /// The buffer of a value. A value the plan has no place for, read by
+  /// emitted code, is a bug in code generation, not in the model: it is
+  /// reported as an internal error at the value's location (with a note at
+  /// `reader`, the op whose code reads it, when given), failed() turns
+  /// true, and a placeholder is returned so that emission can end cleanly.
+  const Buffer &lookup(Value value, Operation *reader = nullptr) const;
   bool isMaterialised(Value value) const { return buffers.count(value); }
+  /// Whether lookup or scratch was asked for something the plan lacks.
+  bool failed() const { return missingEntry; }
   /// Every materialised value and its buffer.
   const llvm::DenseMap<Value, Buffer> &getBuffers() const { return buffers; }
-  /// Scratch memory requested by a step (see scratchBytes), if any.
+  /// Scratch memory requested by a step (see scratchBytes); a step that
+  /// asked for none is an internal error, as in lookup.
   Buffer scratch(const Step &step) const;
 
   /// The value whose buffer `value` was written over (inPlaceCandidate);
@@ -142,6 +163,8 @@ private:
   llvm::DenseMap<const Operation *, Buffer> scratchBuffers;
   llvm::DenseSet<Value> halfMirrorValues;
   llvm::DenseMap<Value, Value> writtenOverValues;
+  /// Set by lookup and scratch on a miss (see failed()).
+  mutable bool missingEntry = false;
 };
 
 /// Scratch bytes a step needs while it runs (row statistics, im2col

@@ -182,6 +182,12 @@ LogicalResult buildLibrary(const GeneratedModel &model, StringRef name,
         "-mf16c",
 #endif
         "-c", source, "-o", object};
+    // $CXXFLAGS last, so that they can override ours (-O, sanitizers).
+    std::string userFlagText = environmentOr("CXXFLAGS", "");
+    SmallVector<StringRef> userFlags;
+    StringRef(userFlagText).split(userFlags, ' ', -1, /*KeepEmpty=*/false);
+    for (StringRef flag : userFlags)
+      compileArgs.push_back(flag.str());
     if (failed(runTool("host compiler", environmentOr("CXX", "c++"),
                        compileArgs)))
       return failure();
@@ -268,7 +274,8 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   OwningOpRef<ModuleOp> evalModule = module->clone();
   PassManager pm(&context);
   buildTrainingPipeline(pm, pipeline);
-  if (failed(pm.run(*module)))
+  if (failed(pm.run(*module)) ||
+      failed(checkAddressable(*module->getOps<ModelOp>().begin())))
     return 1;
   if (options.emit == EmitStage::TrainingStep) {
     module->print(out);

@@ -134,7 +134,7 @@ LogicalResult emitBody(ModelOp model, const std::vector<Step> &steps,
                        BucketPlan *buckets = nullptr) {
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step &step = steps[i];
-    if (failed(emitStep(step, emitter)))
+    if (failed(emitStep(step, emitter)) || plan.failed())
       return failure();
     if (nonfinite)
       emitNonfiniteChecks(step, emitter, *nonfinite);
@@ -184,10 +184,13 @@ IndexBound findIndexBound(Value input) {
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
     for (Operation *user : value.getUsers()) {
-      if (auto loss = dyn_cast<CrossEntropyOp>(user))
+      // Only as the targets or the indices: an input may be the logits.
+      if (auto loss = dyn_cast<CrossEntropyOp>(user);
+          loss && loss.getTargets() == value)
         return {loss.getLogits().getType().getShape().back(),
                 loss.getIgnoreIndex()};
-      if (auto embedding = dyn_cast<EmbeddingOp>(user))
+      if (auto embedding = dyn_cast<EmbeddingOp>(user);
+          embedding && embedding.getIndices() == value)
         return {embedding.getTable().getType().getDimSize(0), std::nullopt};
       if (isAlias(user))
         worklist.push_back(user->getResult(0));
@@ -321,6 +324,9 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
                           /*training=*/false);
   nonfinite.forwardOps = nullptr; // evaluation is all forward
   if (failed(emitBody(eval, evalSteps, evalPlan, evalEmitter, {}, checks)))
+    return failure();
+  // The optimizer, the half-copy sync and the buckets read the plans too.
+  if (trainPlan.failed() || evalPlan.failed())
     return failure();
 
   GeneratedModel model;

@@ -62,7 +62,8 @@ FailureOr<LoweredModel> lower(ModuleOp module, AmpLevel level, HalfType half,
   lowered.forward = lowered.train->clone();
   PassManager training(module.getContext());
   buildTrainingPipeline(training, options);
-  if (failed(training.run(*lowered.train)))
+  if (failed(training.run(*lowered.train)) ||
+      failed(checkAddressable(lowered.trainModel())))
     return failure();
   return lowered;
 }

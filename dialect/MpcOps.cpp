@@ -128,14 +128,51 @@ bool mlir::mpc::hasElements(Type type) {
   return !shaped || !shaped.hasRank() || !llvm::is_contained(shaped.getShape(), 0);
 }
 
+/// The bytes a tensor of `type` stores (an i1 takes a byte, an index 8),
+/// computed with overflow checks: none where the count does not fit in
+/// 64 bits (or the type is not a statically shaped tensor of ints or
+/// floats).
+static std::optional<int64_t> tensorStorageBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return std::nullopt;
+  Type element = tensor.getElementType();
+  int64_t bytes = 0;
+  if (element.isIndex())
+    bytes = 8;
+  else if (element.isIntOrFloat())
+    bytes = std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
+  else
+    return std::nullopt;
+  std::optional<int64_t> total = bytes;
+  for (int64_t extent : tensor.getShape())
+    if (!(total = llvm::checkedMul(*total, extent)))
+      return std::nullopt;
+  return total;
+}
+
+/// Whether a tensor's byte count overflows 64 bits (ShapedType's element
+/// count would too): other types and unranked tensors are not sized here.
+static bool overflowsByteCount(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape() ||
+      !(tensor.getElementType().isIntOrIndexOrFloat()))
+    return false;
+  return !tensorStorageBytes(type);
+}
+
 LogicalResult mlir::mpc::verifyHasElements(Operation *op) {
   auto check = [&](Type type, StringRef what, unsigned index) -> LogicalResult {
-    if (hasElements(type))
-      return success();
-    return op->emitOpError()
-           << "expects tensors with elements, got " << quoted(type) << " for "
-           << what << " #" << index
-           << " (mpc does not support zero-size dimensions)";
+    if (!hasElements(type))
+      return op->emitOpError()
+             << "expects tensors with elements, got " << quoted(type)
+             << " for " << what << " #" << index
+             << " (mpc does not support zero-size dimensions)";
+    if (overflowsByteCount(type))
+      return op->emitOpError()
+             << "expects tensors whose byte count fits in 64 bits, got "
+             << quoted(type) << " for " << what << " #" << index;
+    return success();
   };
   for (auto [index, type] : llvm::enumerate(op->getOperandTypes()))
     if (failed(check(type, "operand", index)))
@@ -358,12 +395,18 @@ LogicalResult ModelOp::verify() {
                 "or i64, got "
              << quoted(arg.getType());
   }
-  for (BlockArgument arg : getBody().front().getArguments())
+  for (BlockArgument arg : getBody().front().getArguments()) {
     if (!hasElements(arg.getType()))
       return mlir::emitError(arg.getLoc())
              << "'mpc.model' op expects '" << getArgName(arg)
              << "' to have elements, got " << quoted(arg.getType())
              << " (mpc does not support zero-size dimensions)";
+    if (overflowsByteCount(arg.getType()))
+      return mlir::emitError(arg.getLoc())
+             << "'mpc.model' op expects '" << getArgName(arg)
+             << "' to have a byte count that fits in 64 bits, got "
+             << quoted(arg.getType());
+  }
   for (BlockArgument arg : llvm::concat<BlockArgument>(getParams(), getStates())) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type || !type.hasStaticShape() ||

@@ -21,7 +21,8 @@
 namespace mlir::mpc {
 /// Whether a tensor type has elements (no extent 0); other types do.
 bool hasElements(Type type);
-/// Every tensor operand and result of `op` has elements.
+/// Every tensor operand and result of `op` has elements, and a byte count
+/// that fits in 64 bits.
 LogicalResult verifyHasElements(Operation *op);
 
 /// The extents of an mpc.attention (or its gradient), whatever the layout:

@@ -171,7 +171,8 @@ def Mpc_ModelOp : Mpc_Op<"model", [IsolatedFromAbove, Symbol, SingleBlock,
         initialiser per parameter and state argument.
     C2: names are identifiers (`[A-Za-z_][A-Za-z0-9_.]*`) and unique.
     C3: inputs are tensors of f32, f16, bf16, i32 or i64; parameters and
-        state are float tensors; all have static shapes and no extent 0.
+        state are float tensors; all have static shapes, no extent 0 and
+        a byte count that fits in 64 bits.
     C4: each initialiser suits its tensor (`kaiming_*` and `xavier_*` need
         rank >= 2 to have fans).
     C5: state is used only as the running statistics (`running_mean`,

@@ -365,7 +365,9 @@ void KernelFormation::formClassifierGroups() {
           loss.getIgnoreIndex() == grad.getIgnoreIndex() &&
           !groupOf.count(loss))
         forward = loss;
-    if (!forward)
+    // The kernel reads the loss's gradient before it computes the loss: a
+    // gradient seeded with the loss itself cannot wait for it.
+    if (!forward || grad.getGrad() == forward.getResult())
       continue;
     Group group;
     group.kind = FusionKind::Classifier;

@@ -492,7 +492,8 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
        gradient (the gradient's seed, the loss scale, is known before the
        backward pass starts), and code generation writes the gradient over
        the logits when nothing reads them after it (llm.c's fused
-       classifier). Not when the loss is read before the gradient.
+       classifier). Not when the loss is read before the gradient, nor
+       when it is the gradient's seed.
     A `gemm` or `reduce` group is placed where its GEMM or reduction was
     (its epilogue reads nothing else), so that the GEMM's operands are not
     kept alive until a late reader of the epilogue's result; every other

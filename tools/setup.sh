@@ -2,7 +2,19 @@
 # Sets up a fresh Debian 12 machine for mpc and builds it; safe to run again.
 #   tools/setup.sh              install what is missing, configure, build
 #   BUILD_DIR=out tools/setup.sh   build somewhere other than ./build
+#   tools/setup.sh --sanitize   also build the compiler, the runtime and the
+#                               MLP app with ASan and UBSan in build/sanitize,
+#                               which the tests labelled `sanitize` run
 set -euo pipefail
+
+sanitize=0
+for arg in "$@"; do
+  case "$arg" in
+    --sanitize) sanitize=1 ;;
+    *) echo "setup: unknown option '$arg' (--sanitize is the one there is)" >&2
+       exit 2 ;;
+  esac
+done
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${BUILD_DIR:-$repo/build}
@@ -45,5 +57,15 @@ if [ ${#missing[@]} -gt 0 ]; then
     --no-install-recommends "${missing[@]}"
 fi
 
-cmake -S "$repo" -B "$build_dir" -G Ninja
+sanitize_dir=""
+[ "$sanitize" -eq 1 ] && sanitize_dir=$build_dir/sanitize
+cmake -S "$repo" -B "$build_dir" -G Ninja \
+  -DMPC_SANITIZE_BUILD_DIR="$sanitize_dir"
 cmake --build "$build_dir"
+
+if [ -n "$sanitize_dir" ]; then
+  # What tests/sanitize/CMakeLists.txt runs, and nothing more.
+  cmake -S "$repo" -B "$sanitize_dir" -G Ninja -DMPC_SANITIZE=ON
+  cmake --build "$sanitize_dir" --target mpc mpc-opt mpc-fuzz \
+    mpc-runtime-tests train_mlp train_mlp_O2_f16
+fi

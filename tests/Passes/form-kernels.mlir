@@ -552,6 +552,19 @@ mpc.model @classifier_loss_read_before inputs(%logits: tensor<4x10xf32>, %y: ten
 
 // -----
 
+// The loss as its own gradient's seed (mpc compile folds the reshape
+// above away): the kernel would read the seed before computing it.
+// CHECK-LABEL: mpc.model @negative_classifier_loss_seeds_gradient
+//   CHECK-NOT:   mpc.fusion classifier
+mpc.model @negative_classifier_loss_seeds_gradient inputs(%logits: tensor<4x10xf32>, %y: tensor<4xi32>) params() {
+  %l = mpc.cross_entropy %logits, %y : tensor<4x10xf32>, tensor<4xi32>
+  %d = mpc.cross_entropy_grad %l, %logits, %y : tensor<f32>, tensor<4x10xf32>, tensor<4xi32>
+  %s = mpc.reduce_sum %d dims [0, 1] : tensor<4x10xf32>
+  mpc.output loss(%s : tensor<f32>)
+}
+
+// -----
+
 // An embedding gradient of a half table, widened to f32 by its only reader,
 // is a reduce group: the atomics accumulate in the f32 result itself, with
 // no rounding to half and back. Not where the half table is read too.

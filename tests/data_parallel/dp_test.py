@@ -17,7 +17,10 @@ the --data-parallel build run as one process (MPI's singleton) ends
 elsewhere.
 
     dp_test.py --mpc build/bin/mpc --mpirun mpirun --model examples/mlp.mlir
-               --work DIR
+               --work DIR --part PART
+
+Each ctest runs one part (PARTS): the comparison above for one optimizer
+and level, or one of the checks below.
 
 mpc_get_gradient on 3 ranks is the mean of the ranks' gradients, and the
 ResNet example's batch-norm statistics follow rank 0's on every rank;
@@ -175,7 +178,7 @@ def check_accumulate_on_ranks(args, mpirun, worker):
     return 0
 
 
-def check_bucket_size(args, mpirun, worker):
+def check_bucket_size(args, mpirun, worker, reference):
     """--bucket-mb=0.001 puts each of the MLP's gradients in a bucket of its
     own (4 sums instead of 2): 3 ranks end where 3 ranks with 25 MiB
     buckets end, bit for bit, since every element is summed in rank order
@@ -188,8 +191,7 @@ def check_bucket_size(args, mpirun, worker):
     ours = os.path.join(args.work, "adam_O2_f16_np3_small_buckets")
     run([*mpirun, "3", *worker, "--lib", os.path.join(directory, "libmlp.so"),
          "--out", ours, "--ranks", "3", "--overflow-at", str(3 * 3 + 1)])
-    problems = different(*read_checkpoint(ours), *read_checkpoint(
-        os.path.join(args.work, "adam_O2_f16_np3")))
+    problems = different(*read_checkpoint(ours), *read_checkpoint(reference))
     if problems:
         print(f"FAIL: 3 ranks, 1 KiB buckets: {', '.join(problems)}")
         return 1
@@ -221,23 +223,24 @@ def torchrun(ranks, command, timeout=300):
             for process in processes]
 
 
-def check_torchrun(args, worker, work):
+def check_torchrun(args, worker, runs, work):
     """Ranks started the torchrun way (environment variables, TCP through
     rank 0, no MPI) end byte for byte where the mpirun ranks end, sharded
     or not; a rank that dies or hangs makes rank 0 fail naming it."""
     failures = 0
-    for label, library, ranks, reference in [
-            ("3 ranks", "adam_O2_f16_dp", 3, "adam_O2_f16_np3"),
-            ("2 ranks, sharded", "adam_O2_f16_dp_shard", 2,
-             "adam_O2_f16_np2sharded")]:
-        out = work(f"torchrun_{reference}")
-        results = torchrun(ranks, [*worker, "--lib", os.path.join(
-            args.work, library, "libmlp.so"), "--out", out, "--ranks",
-            str(ranks), "--overflow-at", str(3 * ranks + 1)])
+    for label, ranks, shard in [("3 ranks", 3, ""),
+                                ("2 ranks, sharded", 2, " sharded")]:
+        reference = runs.on_ranks("adam", "O2_f16", ranks, shard)
+        library = runs.library("adam", "O2_f16",
+                               "dp_shard" if shard else "dp")
+        out = reference + "_torchrun"
+        results = torchrun(ranks, [*worker, "--lib", library, "--out", out,
+                                   "--ranks", str(ranks), "--overflow-at",
+                                   str(3 * ranks + 1)])
         problems = [f"exit {code}: {output}" for output, code in results
                     if code != 0]
         if not problems:
-            with open(out, "rb") as ours, open(work(reference), "rb") as theirs:
+            with open(out, "rb") as ours, open(reference, "rb") as theirs:
                 if ours.read() != theirs.read():
                     problems.append("the checkpoint differs from mpirun's")
         if problems:
@@ -250,8 +253,8 @@ def check_torchrun(args, worker, work):
     for how, expected in [("kill", "rank 1 closed its connection"),
                           ("hang", "rank 1 did not arrive within 3 s")]:
         checkpoint = work(f"torchrun_failing_{how}")
-        results = torchrun(2, [*worker, "--lib", os.path.join(
-            args.work, "sgd_O0_dp", "libmlp.so"), "--out", checkpoint,
+        results = torchrun(2, [*worker, "--lib", runs.library(
+            "sgd", "O0", "dp"), "--out", checkpoint,
             "--ranks", "2", "--fail-at", "3", "--fail-how", how,
             "--timeout", "3"], timeout=120)
         output = results[0][0]
@@ -397,123 +400,174 @@ def check_dropout(args, mpirun, worker):
     return 0
 
 
+LEVELS = {"O0": ["--amp=O0"],
+          "O2_f16": ["--amp=O2", "--half=f16", "--loss-scale=dynamic"]}
+PARTS = ([f"{optimizer}_{level}" for optimizer in ["sgd", "adam", "adamw"]
+          for level in LEVELS] +
+         ["moves", "failing_rank", "gradients", "state", "dropout",
+          "accumulate_on_ranks", "buckets", "torchrun"])
+
+
+class Runs:
+    """The libraries and multi-rank runs of one part, built once each in
+    the part's work directory."""
+
+    def __init__(self, args, mpirun, worker):
+        self.args, self.mpirun, self.worker = args, mpirun, worker
+        self.arena_bytes = {}
+
+    def flags(self, optimizer, level):
+        return [*LEVELS[level], f"--optimizer={optimizer}", "--lr=0.01",
+                "--momentum=0.9" if optimizer == "sgd" else "--beta1=0.9",
+                "--weight-decay=0.01"]
+
+    def build(self, name, flags):
+        directory = os.path.join(self.args.work, name)
+        library = os.path.join(directory, "libmlp.so")
+        if not os.path.exists(library):
+            run([self.args.mpc, "compile", self.args.model, "--shared", "-o",
+                 directory, *flags])
+        return library
+
+    def library(self, optimizer, level, kind):
+        """kind: dp, dp_shard or acc<N>."""
+        extra = {"dp": ["--data-parallel"],
+                 "dp_shard": ["--data-parallel", "--shard-optimizer"]}.get(
+                     kind, [f"--accumulate={kind[3:]}"])
+        return self.build(f"{optimizer}_{level}_{kind}",
+                          [*self.flags(optimizer, level), *extra])
+
+    def on_ranks(self, optimizer, level, ranks, shard):
+        """Trains on `ranks` ranks, rank 1's micro-batch of step 3 holding
+        an inf; the checkpoint's path."""
+        out = os.path.join(self.args.work,
+                           f"{optimizer}_{level}_np{ranks}{shard.strip()}")
+        if not os.path.exists(out):
+            library = self.library(optimizer, level,
+                                   "dp_shard" if shard else "dp")
+            output = run([*self.mpirun, str(ranks), *self.worker, "--lib",
+                          library, "--out", out, "--ranks", str(ranks),
+                          "--overflow-at", str(3 * ranks + 1)])
+            self.arena_bytes[(optimizer, level, ranks, shard)] = {
+                int(rank): int(size) for rank, size in re.findall(
+                    r"rank (\d+) optimizer arena (\d+) bytes", output)}
+        return out
+
+
+def check_matches_accumulation(runs, optimizer, level):
+    """N ranks end where one process accumulating N micro-batches ends."""
+    failures = 0
+    for ranks, shard in [(2, ""), (3, ""), (2, " sharded"), (3, " sharded")]:
+        ours = runs.on_ranks(optimizer, level, ranks, shard)
+        arena = runs.arena_bytes[(optimizer, level, ranks, shard)]
+        single = runs.library(optimizer, level, f"acc{ranks}")
+        theirs = ours + "_accumulate"
+        run([*runs.worker, "--lib", single, "--out", theirs,
+             "--accumulate", str(ranks), "--overflow-at",
+             str(3 * ranks + 1)])
+        ours_tensors, ours_meta = read_checkpoint(ours)
+        theirs_tensors, theirs_meta = read_checkpoint(theirs)
+        problems = different(ours_tensors, ours_meta, theirs_tensors,
+                             theirs_meta)
+        for rank in range(1, ranks):
+            problems += [f"rank {rank}: {problem}" for problem in
+                         different(*read_checkpoint(f"{ours}.rank{rank}"),
+                                   ours_tensors, ours_meta)]
+        # The scaler's state (and the gradient norm) after every step,
+        # equal on every rank.
+        trajectories = []
+        for rank in range(ranks):
+            with open(f"{ours}.scaler.rank{rank}") as trajectory:
+                trajectories.append(trajectory.read().splitlines())
+        if len(trajectories[0]) != 20 or any(
+                t != trajectories[0] for t in trajectories):
+            problems.append("the ranks' scaler states differ after some step")
+        if ours_meta["skipped_steps"] != "1":
+            problems.append(f"{ours_meta['skipped_steps']} steps skipped, "
+                            "expected the overflowed one")
+        if (optimizer, level, ranks, shard) == ("sgd", "O0", 2, ""):
+            # A control: the --data-parallel build as one process (MPI's
+            # singleton) ends elsewhere, so the comparison can fail.
+            alone = ours + "_alone"
+            run([*runs.worker, "--lib",
+                 runs.library(optimizer, level, "dp"), "--out", alone,
+                 "--ranks", "1"])
+            if not different(*read_checkpoint(alone), ours_tensors,
+                             ours_meta):
+                problems.append("control: one process ends where 2 ranks "
+                                "do, so the test cannot fail")
+        if shard:
+            # The slots shrink to a rank's shard; the control block stays
+            # whole.
+            runs.on_ranks(optimizer, level, ranks, "")
+            whole = runs.arena_bytes[(optimizer, level, ranks, "")][0]
+            if len(arena) != ranks or max(arena.values()) > \
+                    whole / ranks + 4096:
+                problems.append(f"optimizer arenas {arena} bytes, "
+                                f"unsharded {whole}")
+        label = f"{optimizer} {level}, {ranks} ranks{shard}"
+        if problems:
+            failures += 1
+            print(f"FAIL: {label}: differs from --accumulate={ranks}: "
+                  f"{', '.join(problems)}")
+        else:
+            held = (f"; optimizer arena {max(arena.values())} bytes a rank"
+                    if arena else "")
+            print(f"ok: {label}: every rank's {len(ours_tensors)} tensors "
+                  f"and the scaler (scale {ours_meta['loss_scale']}, "
+                  f"{ours_meta['skipped_steps']} skipped of "
+                  f"{ours_meta['optimizer_steps']}) equal to "
+                  f"--accumulate={ranks}, bit for bit; the scaler equal on "
+                  f"every rank after each of the {len(trajectories[0])} "
+                  f"steps{held}")
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mpc", required=True)
     parser.add_argument("--mpirun", required=True)
     parser.add_argument("--model", required=True)
     parser.add_argument("--work", required=True)
+    parser.add_argument("--part", required=True, choices=PARTS,
+                        help="which check to run (each ctest runs one)")
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
 
-    def build(name, flags):
-        directory = os.path.join(args.work, name)
-        run([args.mpc, "compile", args.model, "--shared", "-o", directory,
-             *flags])
-        return os.path.join(directory, "libmlp.so")
-
     worker = [sys.executable, os.path.join(HERE, "dp_worker.py")]
     mpirun = [args.mpirun, "--allow-run-as-root", "--oversubscribe",
               "--mca", "btl", "self,vader", "-np"]
-    failures = 0
-    arena_bytes = {}
-    for optimizer in ["sgd", "adam", "adamw"]:
-        for level, precision in [("O0", ["--amp=O0"]),
-                                 ("O2_f16", ["--amp=O2", "--half=f16",
-                                             "--loss-scale=dynamic"])]:
-            flags = [*precision, f"--optimizer={optimizer}", "--lr=0.01",
-                     "--momentum=0.9" if optimizer == "sgd" else "--beta1=0.9",
-                     "--weight-decay=0.01"]
-            parallel = build(f"{optimizer}_{level}_dp",
-                             [*flags, "--data-parallel"])
-            sharded = build(f"{optimizer}_{level}_dp_shard",
-                            [*flags, "--data-parallel", "--shard-optimizer"])
-            for ranks, library, shard in [(2, parallel, ""), (3, parallel, ""),
-                                          (2, sharded, " sharded"),
-                                          (3, sharded, " sharded")]:
-                single = build(f"{optimizer}_{level}_acc{ranks}",
-                               [*flags, f"--accumulate={ranks}"])
-                ours = os.path.join(
-                    args.work, f"{optimizer}_{level}_np{ranks}{shard.strip()}")
-                theirs = ours + "_accumulate"
-                # Rank 1's micro-batch of step 3.
-                overflow = ["--overflow-at", str(3 * ranks + 1)]
-                output = run([*mpirun, str(ranks), *worker, "--lib", library,
-                              "--out", ours, "--ranks", str(ranks), *overflow])
-                arena = {int(rank): int(size) for rank, size in re.findall(
-                    r"rank (\d+) optimizer arena (\d+) bytes", output)}
-                arena_bytes[(optimizer, level, ranks, shard)] = arena
-                run([*worker, "--lib", single, "--out", theirs,
-                     "--accumulate", str(ranks), *overflow])
-                ours_tensors, ours_meta = read_checkpoint(ours)
-                theirs_tensors, theirs_meta = read_checkpoint(theirs)
-                problems = different(ours_tensors, ours_meta, theirs_tensors,
-                                     theirs_meta)
-                for rank in range(1, ranks):
-                    problems += [f"rank {rank}: {problem}" for problem in
-                                 different(*read_checkpoint(f"{ours}.rank{rank}"),
-                                           ours_tensors, ours_meta)]
-                # The scaler's state (and the gradient norm) after every
-                # step, equal on every rank.
-                trajectories = []
-                for rank in range(ranks):
-                    with open(f"{ours}.scaler.rank{rank}") as trajectory:
-                        trajectories.append(trajectory.read().splitlines())
-                if len(trajectories[0]) != 20 or any(
-                        t != trajectories[0] for t in trajectories):
-                    problems.append("the ranks' scaler states differ after "
-                                    "some step")
-                if ours_meta["skipped_steps"] != "1":
-                    problems.append(f"{ours_meta['skipped_steps']} steps "
-                                    "skipped, expected the overflowed one")
-                if optimizer == "sgd" and level == "O0" and ranks == 2 \
-                        and not shard:
-                    alone = ours + "_alone"
-                    run([*worker, "--lib", parallel, "--out", alone,
-                         "--ranks", "1"])
-                    if not different(*read_checkpoint(alone), ours_tensors,
-                                     ours_meta):
-                        problems.append("control: one process ends where 2 "
-                                        "ranks do, so the test cannot fail")
-                if shard:
-                    # The slots shrink to a rank's shard; the control block
-                    # stays whole.
-                    whole = arena_bytes[(optimizer, level, ranks, "")][0]
-                    if len(arena) != ranks or max(arena.values()) > \
-                            whole / ranks + 4096:
-                        problems.append(f"optimizer arenas {arena} bytes, "
-                                        f"unsharded {whole}")
-                label = f"{optimizer} {level}, {ranks} ranks{shard}"
-                if problems:
-                    failures += 1
-                    print(f"FAIL: {label}: differs from --accumulate="
-                          f"{ranks}: {', '.join(problems)}")
-                else:
-                    held = (f"; optimizer arena {max(arena.values())} bytes a "
-                            "rank" if arena else "")
-                    print(f"ok: {label}: every rank's {len(ours_tensors)} "
-                          f"tensors and the scaler (scale {ours_meta['loss_scale']}, "
-                          f"{ours_meta['skipped_steps']} skipped of "
-                          f"{ours_meta['optimizer_steps']}) equal to "
-                          f"--accumulate={ranks}, bit for bit; the scaler "
-                          f"equal on every rank after each of the "
-                          f"{len(trajectories[0])} steps{held}")
-    failures += check_world_size_moves(
-        args, mpirun, worker,
-        lambda kind: os.path.join(args.work, f"adam_O2_f16_{kind}",
-                                  "libmlp.so"))
-    failures += check_failing_rank(args, mpirun, worker, parallel)
-    output = run([*mpirun, "3", *worker, "--lib", os.path.join(
-        args.work, "sgd_O0_dp", "libmlp.so"), "--out",
-        os.path.join(args.work, "gradients"), "--gradients"])
-    print(f"ok: {output.strip()}")
-    failures += check_state_follows_rank0(args, mpirun, worker)
-    failures += check_dropout(args, mpirun, worker)
-    failures += check_accumulate_on_ranks(args, mpirun, worker)
-    failures += check_bucket_size(args, mpirun, worker)
-    failures += check_torchrun(args, worker,
-                               lambda name: os.path.join(args.work, name))
+    runs = Runs(args, mpirun, worker)
+    part = args.part
+    if part in PARTS[:6]:
+        optimizer, level = part.split("_", 1)
+        failures = check_matches_accumulation(runs, optimizer, level)
+    elif part == "moves":
+        failures = check_world_size_moves(
+            args, mpirun, worker,
+            lambda kind: runs.library("adam", "O2_f16", kind))
+    elif part == "failing_rank":
+        failures = check_failing_rank(
+            args, mpirun, worker, runs.library("adamw", "O2_f16", "dp"))
+    elif part == "gradients":
+        output = run([*mpirun, "3", *worker, "--lib",
+                      runs.library("sgd", "O0", "dp"), "--out",
+                      os.path.join(args.work, "gradients"), "--gradients"])
+        print(f"ok: {output.strip()}")
+        failures = 0
+    elif part == "state":
+        failures = check_state_follows_rank0(args, mpirun, worker)
+    elif part == "dropout":
+        failures = check_dropout(args, mpirun, worker)
+    elif part == "accumulate_on_ranks":
+        failures = check_accumulate_on_ranks(args, mpirun, worker)
+    elif part == "buckets":
+        failures = check_bucket_size(
+            args, mpirun, worker, runs.on_ranks("adam", "O2_f16", 3, ""))
+    else:
+        failures = check_torchrun(
+            args, worker, runs, lambda name: os.path.join(args.work, name))
     if failures:
         sys.exit(f"FAIL: {failures} configuration(s)")
     print("PASS")

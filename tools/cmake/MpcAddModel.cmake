@@ -8,6 +8,8 @@
 #                           target in-tree, the installed file otherwise)
 #   MPC_RUNTIME_TARGET      libmpcrt's target (mpcrt, or mpc::runtime)
 #   MPC_RUNTIME_HEADER_DIR  the runtime/ directory generated code includes
+# and may set MPC_GENERATED_CXXFLAGS, flags for the generated code
+# (`mpc compile` reads them from $CXXFLAGS), e.g. the sanitizers'.
 #
 # mpc_add_model(<target> <file.mlir> [OPTIONS <mpc compile option>...])
 #
@@ -63,7 +65,7 @@ function(mpc_add_model target file)
     OUTPUT "${dir}/lib${name}.a" "${dir}/${name}.h" "${dir}/${name}.cpp"
            "${dir}/${name}_kernels.cu"
     COMMAND ${CMAKE_COMMAND} -E env "CXX=${CMAKE_CXX_COMPILER}"
-            "AR=${CMAKE_AR}"
+            "AR=${CMAKE_AR}" "CXXFLAGS=${MPC_GENERATED_CXXFLAGS}"
             $<TARGET_FILE:${MPC_COMPILER_TARGET}> compile "${file}" -o "${dir}"
             ${ARG_OPTIONS}
     DEPENDS ${MPC_COMPILER_DEPENDS} "${file}" ${runtime_headers}

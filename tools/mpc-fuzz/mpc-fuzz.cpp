@@ -13,13 +13,19 @@
 // reads back. Mutants that compile join the pool that later mutants are
 // made from, so that mutations build on valid models.
 //
+// --compile-models compiles every positive model of the given files (the
+// lit tests' models) unchanged into a library, so that a FileCheck that
+// passes cannot hide code generation that fails.
+//
 //   mpc-fuzz --seconds=60 --seed=1 --findings=DIR SEED_FILE_OR_DIR...
 //   mpc-fuzz --replay FILE...
+//   mpc-fuzz --compile-models [--shard=I/N] [--no-library] FILE_OR_DIR...
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/CompileOptions.h"
 #include "compiler/Compiler.h"
+#include "compiler/Nvrtc.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -62,33 +68,114 @@ cl::opt<unsigned> compileEvery(
 cl::opt<bool> replay("replay",
                      cl::desc("Run the given reproducers once each; fail if "
                               "any still crashes, hangs or miscompiles"));
+cl::opt<bool> compileModels(
+    "compile-models",
+    cl::desc("Compile every positive model of the given files into a "
+             "library (cpu target, and cuda with NVRTC); fail if any does "
+             "not build"));
+cl::opt<bool> noLibrary(
+    "no-library",
+    cl::desc("With --compile-models: stop after code generation (the "
+             "kernel and host source), without the host compiler or NVRTC"));
+cl::opt<std::string> shard(
+    "shard", cl::desc("With --compile-models: I/N compiles the models whose "
+                      "index is I modulo N"),
+    cl::init("0/1"));
 
 //===----------------------------------------------------------------------===//
 // Seeds and mutations
 //===----------------------------------------------------------------------===//
 
-/// The models in a file: each `// -----` chunk that holds an mpc.model.
-void addSeeds(StringRef path, std::vector<std::string> &seeds) {
+/// A model of a test file: one `// -----` chunk that holds an mpc.model.
+struct SeedModel {
+  std::string text;
+  std::string file;
+  unsigned line; ///< where the chunk starts in `file`
+};
+
+/// The models in a file.
+void addSeeds(StringRef path, std::vector<SeedModel> &seeds) {
   auto buffer = MemoryBuffer::getFile(path);
   if (!buffer)
     return;
   SmallVector<StringRef> chunks;
-  (*buffer)->getBuffer().split(chunks, "// -----");
+  StringRef text = (*buffer)->getBuffer();
+  text.split(chunks, "// -----");
+  auto definesModel = [](StringRef chunk) {
+    SmallVector<StringRef> lines;
+    chunk.split(lines, '\n');
+    return llvm::any_of(lines, [](StringRef line) {
+      return line.ltrim().starts_with("mpc.model");
+    });
+  };
   for (StringRef chunk : chunks)
-    if (chunk.contains("mpc.model"))
-      seeds.push_back(chunk.str());
+    if (definesModel(chunk))
+      seeds.push_back(
+          {chunk.str(), path.str(),
+           1 + static_cast<unsigned>(
+                   text.take_front(chunk.data() - text.data()).count('\n'))});
 }
 
-void collectSeeds(StringRef path, std::vector<std::string> &seeds) {
-  if (!sys::fs::is_directory(path)) {
-    addSeeds(path, seeds);
-    return;
+/// The models in files and, recursively, directories, in path order.
+std::vector<SeedModel> collectSeeds(ArrayRef<std::string> paths) {
+  std::vector<SeedModel> seeds;
+  for (const std::string &path : paths) {
+    if (!sys::fs::is_directory(path)) {
+      addSeeds(path, seeds);
+      continue;
+    }
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (sys::fs::recursive_directory_iterator it(path, ec), end;
+         it != end && !ec; it.increment(ec))
+      if (StringRef(it->path()).ends_with(".mlir"))
+        files.push_back(it->path());
+    llvm::sort(files);
+    for (const std::string &file : files)
+      addSeeds(file, seeds);
   }
-  std::error_code ec;
-  for (sys::fs::recursive_directory_iterator it(path, ec), end;
-       it != end && !ec; it.increment(ec))
-    if (StringRef(it->path()).ends_with(".mlir"))
-      addSeeds(it->path(), seeds);
+  return seeds;
+}
+
+/// Whether every RUN command of a lit test expects its tool to fail
+/// (`// RUN: not mpc ...`): the file's models are errors by design.
+bool everyRunExpectsFailure(StringRef fileText) {
+  SmallVector<StringRef> lines;
+  fileText.split(lines, '\n');
+  bool continued = false, anyRun = false;
+  for (StringRef line : lines) {
+    StringRef rest = line.trim();
+    if (!rest.consume_front("// RUN:"))
+      continue;
+    rest = rest.trim();
+    if (!continued) {
+      anyRun = true;
+      if (!rest.starts_with("not "))
+        return false;
+    }
+    continued = rest.ends_with("\\");
+  }
+  return anyRun;
+}
+
+/// Why a test's model is not one a user could compile, or empty for a
+/// positive model: a case that expects an error (`expected-error`, a file
+/// whose RUN lines all expect a tool to fail), or one that says so in a
+/// comment `// not-trainable: <reason>` (for example a model written as
+/// the output of a pass, which no user writes).
+std::string notCompilable(const SeedModel &seed, StringRef fileText) {
+  StringRef chunk(seed.text);
+  if (chunk.contains("expected-error"))
+    return "expects an error";
+  if (everyRunExpectsFailure(fileText))
+    return "the file's RUN lines expect mpc to fail";
+  size_t at = chunk.find("// not-trainable:");
+  if (at != StringRef::npos)
+    return chunk.substr(at + strlen("// not-trainable:"))
+        .split('\n')
+        .first.trim()
+        .str();
+  return "";
 }
 
 /// Values that break code: zero, ones, powers of two and their neighbours,
@@ -97,6 +184,9 @@ const char *const interestingNumbers[] = {
     "0", "1", "-1", "2", "3", "7", "8", "31", "32", "33", "255", "256",
     "1024", "4096", "4097", "65504", "65520", "65536", "2147483647",
     "2147483648", "4294967296", "9223372036854775807", "-9223372036854775808",
+    // extents whose products reach the 64-bit and address-space limits
+    "1000000000", "3037000500", "2097152", "140737488355328",
+    "2305843009213693952", "4611686018427387904",
     "0.0", "-0.0", "0.5", "1.0e-8", "1.0e-45", "1.0e-50", "6.0e-8",
     "3.4e38", "1.0e39", "1.0e308", "0x7FC00001", "0x7F800000", "0xFF800000",
     "0x7FF8000000000001", "0x0001", "0x7C00"};
@@ -498,6 +588,66 @@ int runReplay(ArrayRef<std::string> files) {
   return failures ? 1 : 0;
 }
 
+/// --compile-models: each positive model of this shard, with the default
+/// options into a library on the cpu target and, with NVRTC, the cuda
+/// target. A diagnostic fails the model as a crash does.
+int runCompileModels(ArrayRef<std::string> paths) {
+  unsigned index = 0, count = 1;
+  auto [indexText, countText] = StringRef(shard).split('/');
+  if (indexText.getAsInteger(10, index) || countText.getAsInteger(10, count) ||
+      count == 0 || index >= count) {
+    errs() << "mpc-fuzz: --shard expects I/N with I < N, got '" << shard
+           << "'\n";
+    return 2;
+  }
+  std::vector<SeedModel> models = collectSeeds(paths);
+  if (models.empty()) {
+    errs() << "mpc-fuzz: no models (files with an mpc.model) given\n";
+    return 2;
+  }
+  std::vector<std::vector<std::string>> targets = {{}};
+  if (mpc::haveNvrtc())
+    targets.push_back({"--target=cuda"});
+  if (noLibrary)
+    for (std::vector<std::string> &flags : targets)
+      flags.push_back("--emit=host");
+  std::string workDir = makeWorkDir();
+  unsigned passed = 0, failed = 0, skipped = 0;
+  for (auto [i, model] : llvm::enumerate(models)) {
+    if (i % count != index)
+      continue;
+    std::string where = model.file + ":" + std::to_string(model.line);
+    auto file = MemoryBuffer::getFile(model.file);
+    std::string reason =
+        notCompilable(model, file ? (*file)->getBuffer() : StringRef());
+    if (!reason.empty()) {
+      ++skipped;
+      outs() << "skipped: " << where << " (" << reason << ")\n";
+      continue;
+    }
+    for (const std::vector<std::string> &flags : targets) {
+      Result result = runChild(model.text, flags, workDir);
+      std::string target =
+          llvm::is_contained(flags, "--target=cuda") ? "cuda" : "cpu";
+      if (result.outcome == Outcome::Ok && result.compiled) {
+        ++passed;
+        outs() << "compiled (" << target << "): " << where << "\n";
+        continue;
+      }
+      ++failed;
+      outs() << "FAILED (" << target << ", "
+             << (result.outcome == Outcome::Ok ? "a diagnostic"
+                                               : outcomeName(result.outcome))
+             << "): " << where << "\n"
+             << result.log << "\n";
+    }
+  }
+  sys::fs::remove_directories(workDir);
+  outs() << "compile-models: " << passed << " passed, " << failed
+         << " failed, " << skipped << " skipped\n";
+  return failed ? 1 : 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -506,10 +656,12 @@ int main(int argc, char **argv) {
                               "mpc-fuzz: mutation fuzzer for mpc compile\n");
   if (replay)
     return runReplay(inputs);
+  if (compileModels)
+    return runCompileModels(inputs);
 
   std::vector<std::string> seeds;
-  for (const std::string &input : inputs)
-    collectSeeds(input, seeds);
+  for (const SeedModel &model : collectSeeds(inputs))
+    seeds.push_back(model.text);
   if (seeds.empty()) {
     errs() << "mpc-fuzz: no seed models (files with an mpc.model) given\n";
     return 2;
@@ -528,8 +680,13 @@ int main(int argc, char **argv) {
         .count();
   };
   while (elapsed() < seconds) {
-    std::string model = random.mutate(pool[random.below(pool.size())]);
-    bool buildLibrary = random.below(compileEvery) == 0;
+    // Now and then a seed unchanged, built into a library: a test's model
+    // that compiles to code the host compiler rejects is a finding too.
+    bool unchanged = random.chance(16);
+    std::string model = unchanged
+                            ? seeds[random.below(seeds.size())]
+                            : random.mutate(pool[random.below(pool.size())]);
+    bool buildLibrary = unchanged || random.below(compileEvery) == 0;
     std::vector<std::string> flags = pickFlags(random, buildLibrary);
     Result result = runChild(model, flags, workDir);
     ++executions;
