@@ -14,6 +14,8 @@
 
 // A model with all three argument groups, an initialiser of every kind and
 // arity, and extra outputs. Argument names survive printing.
+// not-trainable: its parameters are f32, bf16 and f16 at once, and the
+// fused optimizer updates one storage type (the round trip is the test).
 // CHECK-LABEL: mpc.model @model_all_groups
 //  CHECK-NEXT:     inputs(%x: tensor<8x4xf32>, %tokens: tensor<8xi64>, %h: tensor<8x4xf16>, %b16: tensor<8x4xbf16>, %y: tensor<8xi32>)
 //  CHECK-NEXT:     params(%zeros: tensor<4xf32> = zeros,

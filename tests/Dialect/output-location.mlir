@@ -5,6 +5,8 @@
 
 // mpc.output keeps a printed location (mpc import writes one on every op):
 // `loc(...)` ends the op rather than reading as an output named `loc`.
+// not-trainable: four models in one file, which mpc compile refuses (each
+// alone compiles; the printed form is the test).
 
 // CHECK-LABEL: mpc.model @loss_only
 //       CHECK:   mpc.output loss(%{{.*}} : tensor<f32>) loc("loss_node (ReduceMean)"("m.onnx":3:1))

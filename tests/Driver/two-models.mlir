@@ -1,5 +1,6 @@
 // A model file holds one model; a second is reported at its position, with a
 // note at the first. mpc-opt, a tool for any IR, accepts the file.
+// not-trainable: two models in one file, the error under test.
 
 // RUN: not mpc compile %s --emit=mlir 2>&1 | FileCheck %s -DFILE=%s
 // RUN: mpc-opt %s -o /dev/null

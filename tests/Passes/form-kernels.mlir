@@ -251,7 +251,9 @@ mpc.model @half_copy inputs(%x: tensor<4x8xf16>) params(%w: tensor<4x8xf32> = no
 // A layer norm's input gradient gets the residual gradient added before it
 // is stored; its parameter gradients are written as before. Must not fuse
 // (second model): a parameter gradient read before the add, where the
-// group would run.
+// group would run. Gamma is an input: as a parameter, the loss would
+// depend on it through the gradient op, which mpc-autodiff does not
+// differentiate.
 // CHECK-LABEL: mpc.model @norm_grad
 //       CHECK:   %{{.*}}:3 = mpc.fusion row {
 //  CHECK-NEXT:     %[[DX:.*]], %[[DG:.*]], %[[DB:.*]] = mpc.layer_norm_grad %dy, %x, %gamma
@@ -260,7 +262,7 @@ mpc.model @half_copy inputs(%x: tensor<4x8xf16>) params(%w: tensor<4x8xf32> = no
 // NOROWS-LABEL: mpc.model @norm_grad
 //   NOROWS-NOT:   mpc.fusion row
 //       NOROWS:   mpc.output
-mpc.model @norm_grad inputs(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %dr: tensor<4x8xf32>) params(%gamma: tensor<8xf32> = ones) {
+mpc.model @norm_grad inputs(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %dr: tensor<4x8xf32>, %gamma: tensor<8xf32>) params() {
   %dx, %dg, %db = mpc.layer_norm_grad %dy, %x, %gamma : tensor<4x8xf32>, tensor<8xf32>
   %s = mpc.add %dx, %dr : tensor<4x8xf32>, tensor<4x8xf32>
   %l0 = mpc.reduce_sum %s dims [0, 1] : tensor<4x8xf32>
@@ -276,7 +278,7 @@ mpc.model @norm_grad inputs(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %dr: tens
 // CHECK-LABEL: mpc.model @norm_grad_read_before
 //   CHECK-NOT:   mpc.fusion row
 //       CHECK:   mpc.output
-mpc.model @norm_grad_read_before inputs(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>) params(%gamma: tensor<8xf32> = ones) {
+mpc.model @norm_grad_read_before inputs(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>, %gamma: tensor<8xf32>) params() {
   %dx, %dg, %db = mpc.layer_norm_grad %dy, %x, %gamma : tensor<4x8xf32>, tensor<8xf32>
   %e = mpc.exp %dg : tensor<8xf32>
   %s = mpc.mul %dx, %e : tensor<4x8xf32>, tensor<8xf32>
