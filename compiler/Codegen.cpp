@@ -102,10 +102,12 @@ static int64_t saturatingProduct(std::initializer_list<int64_t> factors) {
 }
 
 LogicalResult mlir::mpc::checkAddressable(ModelOp train) {
-  auto refuse = [](Location loc, const Twine &what,
-                   int64_t bytes) -> LogicalResult {
+  // `bytes` at saturatedBytes or above is a saturated sum or product
+  // (scratch, the total); a tensor's own size is exact.
+  auto refuse = [](Location loc, const Twine &what, int64_t bytes,
+                   bool exact = false) -> LogicalResult {
     InFlightDiagnostic diag = emitError(loc) << what << " needs ";
-    if (bytes >= saturatedBytes)
+    if (!exact && bytes >= saturatedBytes)
       diag << "more than 2^61 bytes";
     else
       diag << bytes << " bytes";
@@ -126,7 +128,8 @@ LogicalResult mlir::mpc::checkAddressable(ModelOp train) {
     if (bytes > maxAddressableBytes) {
       std::string text;
       llvm::raw_string_ostream(text) << type;
-      return refuse(value.getLoc(), "a tensor of '" + text + "'", bytes);
+      return refuse(value.getLoc(), "a tensor of '" + text + "'", bytes,
+                    /*exact=*/true);
     }
     add(bytes, times);
     return success();

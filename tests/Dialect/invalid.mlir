@@ -1762,9 +1762,10 @@ func.func @reshape_c1(%x: tensor<4x16xf32>) {
 // -----
 
 // reshape_c1: an element count that overflows int64 used to wrap to 0 and
-// match tensor<0xf32> (which Mpc_HasElements now rejects in any case).
+// match tensor<0xf32>; Mpc_HasElements rejects it first, as it does every
+// tensor whose byte count does not fit in 64 bits.
 func.func @reshape_c1_overflow(%x: tensor<4611686018427387904x4xf32>) {
-  // expected-error@+1 {{'mpc.reshape' op expects at most 2^63 - 1 elements, got 'tensor<4611686018427387904x4xf32>'}}
+  // expected-error@+1 {{'mpc.reshape' op expects tensors whose byte count fits in 64 bits, got 'tensor<4611686018427387904x4xf32>' for operand #0}}
   %0 = mpc.reshape %x : tensor<4611686018427387904x4xf32> to tensor<1xf32>
   return
 }
@@ -2186,4 +2187,24 @@ func.func @attention_scale(%q: tensor<2x3x16x8xf16>) {
   // expected-error @+1 {{'mpc.attention' op expects a scale that is positive and finite in f32, got 0}}
   %0:2 = mpc.attention %q, %q, %q scale 0.0 : tensor<2x3x16x8xf16>, tensor<2x3x16x8xf16>, tensor<2x3x16x8xf16>
   return
+}
+
+// -----
+
+// The byte count, not only the element count, must fit in 64 bits: 2^62
+// f32 elements are 2^64 bytes.
+func.func @has_elements_byte_count(%x: tensor<4611686018427387904xf32>) {
+  // expected-error@+1 {{'mpc.relu' op expects tensors whose byte count fits in 64 bits, got 'tensor<4611686018427387904xf32>' for operand #0}}
+  %0 = mpc.relu %x : tensor<4611686018427387904xf32>
+  return
+}
+
+// -----
+
+// model_c3: the same for the model's own tensors.
+// expected-error@+2 {{'mpc.model' op expects 'w' to have a byte count that fits in 64 bits, got 'tensor<9223372036854775807xf32>'}}
+mpc.model @model_c3_byte_count inputs(%x: tensor<4xf32>)
+    params(%w: tensor<9223372036854775807xf32> = zeros) {
+  %l = mpc.reduce_sum %x dims [0] : tensor<4xf32>
+  mpc.output loss(%l : tensor<f32>)
 }
