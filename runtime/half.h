@@ -67,34 +67,35 @@ static inline float mpc_bf16_bits_to_f32(uint16_t bits) {
 }
 
 // ----------------------------------------------------------------------------
-// Elements of a float dtype (f32, f16 or bf16), as fp32
+// Elements of a float dtype (f32, f16 or bf16), as fp32. `data` may have
+// any alignment (a safetensors file aligns its tensors to nothing), so the
+// elements are copied, not dereferenced.
 
 static inline float mpc_load_as_f32(mpc_dtype dtype, const void *data,
                                     int64_t index) {
-  switch (dtype) {
-  case MPC_F16:
-    return mpc_f16_bits_to_f32(static_cast<const uint16_t *>(data)[index]);
-  case MPC_BF16:
-    return mpc_bf16_bits_to_f32(static_cast<const uint16_t *>(data)[index]);
-  default:
-    return static_cast<const float *>(data)[index];
+  const unsigned char *bytes = static_cast<const unsigned char *>(data);
+  if (dtype == MPC_F16 || dtype == MPC_BF16) {
+    uint16_t bits;
+    std::memcpy(&bits, bytes + index * 2, sizeof(bits));
+    return dtype == MPC_F16 ? mpc_f16_bits_to_f32(bits)
+                            : mpc_bf16_bits_to_f32(bits);
   }
+  float value;
+  std::memcpy(&value, bytes + index * 4, sizeof(value));
+  return value;
 }
 
 /// Rounds `value` to `dtype` (nearest even) and stores it.
 static inline void mpc_store_from_f32(mpc_dtype dtype, void *data,
                                       int64_t index, float value) {
-  switch (dtype) {
-  case MPC_F16:
-    static_cast<uint16_t *>(data)[index] = mpc_f32_to_f16_bits(value);
-    break;
-  case MPC_BF16:
-    static_cast<uint16_t *>(data)[index] = mpc_f32_to_bf16_bits(value);
-    break;
-  default:
-    static_cast<float *>(data)[index] = value;
-    break;
+  unsigned char *bytes = static_cast<unsigned char *>(data);
+  if (dtype == MPC_F16 || dtype == MPC_BF16) {
+    uint16_t bits = dtype == MPC_F16 ? mpc_f32_to_f16_bits(value)
+                                     : mpc_f32_to_bf16_bits(value);
+    std::memcpy(bytes + index * 2, &bits, sizeof(bits));
+    return;
   }
+  std::memcpy(bytes + index * 4, &value, sizeof(value));
 }
 
 #endif // MPC_RUNTIME_HALF_H

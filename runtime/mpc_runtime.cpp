@@ -750,7 +750,7 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   if (mpc_status status = check_model(model))
     return status;
 
-  mpc_session fresh;
+  mpc_session fresh{}; // every field zero (weights_missing too) until set
   fresh.model = model;
   fresh.seed = options->seed;
   fresh.step = 0;
