@@ -2,9 +2,10 @@
 # Sets up a fresh Debian 12 machine for mpc and builds it; safe to run again.
 #   tools/setup.sh              install what is missing, configure, build
 #   BUILD_DIR=out tools/setup.sh   build somewhere other than ./build
-#   tools/setup.sh --sanitize   also build the compiler, the runtime and the
-#                               MLP app with ASan and UBSan in build/sanitize,
-#                               which the tests labelled `sanitize` run
+#   tools/setup.sh --sanitize   also build the compiler, the runtime, the unit
+#                               tests and the example apps with ASan and UBSan
+#                               in build/sanitize, which the tests labelled
+#                               `sanitize` run
 set -euo pipefail
 
 sanitize=0
@@ -67,5 +68,6 @@ if [ -n "$sanitize_dir" ]; then
   # What tests/sanitize/CMakeLists.txt runs, and nothing more.
   cmake -S "$repo" -B "$sanitize_dir" -G Ninja -DMPC_SANITIZE=ON
   cmake --build "$sanitize_dir" --target mpc mpc-opt mpc-fuzz \
-    mpc-runtime-tests train_mlp train_mlp_O2_f16
+    mpc-runtime-tests mpc-compiler-tests train_mlp train_mlp_O2_f16 \
+    train_gpt train_resnet
 fi
