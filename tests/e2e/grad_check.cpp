@@ -23,6 +23,8 @@
 //               so that no perturbation crosses a kink (relu at 0) or
 //               changes which element is a maximum (reduce_max, max_pool2d).
 //   --seed=N    the session and input seed (default 1234).
+//   --param=P   checks parameter P only (the slow models' tests are one
+//               per parameter, so that they run in parallel).
 //   --verbose   prints every element.
 //
 // Exit status 0 when every element is within tolerance and every parameter
@@ -83,10 +85,12 @@ struct Options {
   bool distinct = false;
   bool verbose = false;
   uint64_t seed = 1234;
+  std::string only; ///< --param: the one parameter checked (all if empty)
 };
 
 int usage(const char *argv0) {
-  std::fprintf(stderr, "usage: %s [--distinct] [--seed=N] [--verbose]\n",
+  std::fprintf(stderr,
+               "usage: %s [--distinct] [--seed=N] [--param=P] [--verbose]\n",
                argv0);
   return 2;
 }
@@ -165,6 +169,8 @@ int main(int argc, char **argv) {
       options.verbose = true;
     else if (!std::strncmp(argv[i], "--seed=", 7))
       options.seed = std::strtoull(argv[i] + 7, nullptr, 10);
+    else if (!std::strncmp(argv[i], "--param=", 8))
+      options.only = argv[i] + 8;
     else
       return usage(argv[0]);
   }
@@ -235,8 +241,18 @@ int main(int argc, char **argv) {
 
   bool passed = true;
   double worstRelative = 0;
+  if (!options.only.empty() &&
+      std::none_of(params.begin(), params.end(), [&](const Param &param) {
+        return options.only == param.info.name;
+      })) {
+    std::fprintf(stderr, "--param=%s: the model has no such parameter\n",
+                 options.only.c_str());
+    return 2;
+  }
   for (size_t i = 0; i < params.size(); ++i) {
     Param &param = params[i];
+    if (!options.only.empty() && options.only != param.info.name)
+      continue;
     double maxAbs = 0, maxRelative = 0, maxRatio = 0;
     int64_t failures = 0, sensitive = 0;
     for (int64_t k = 0; k < param.info.num_elements; ++k) {
