@@ -3,11 +3,15 @@
 
   compare_losses.py --metric "corpus loss" --tolerance 0.15 \
       --reference <app> [args...] --candidate <app> [args...]
+  compare_losses.py --save FILE <app> [args...]
 
 Both apps print a line containing "<metric> <number>"; the test fails when
 the candidate's number exceeds the reference's by more than --tolerance
 (absolute), or when either app fails. Used to check that mixed-precision
-builds of an example train as well as its f32 build.
+builds of an example train as well as its f32 build. With --save the app
+runs alone and its output goes to FILE, which `--reference @FILE` then
+reads instead of running the reference again (one f32 run for every
+mixed-precision build).
 """
 
 import argparse
@@ -16,20 +20,32 @@ import subprocess
 import sys
 
 
+def metric_in(output, metric, what):
+    match = re.findall(re.escape(metric) + r" ([0-9.eE+-]+|nan|inf)", output)
+    if not match:
+        sys.exit(f"error: no '{metric} <number>' in the output of "
+                 f"{what}:\n{output}")
+    return float(match[-1])
+
+
 def run(command, metric):
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"error: {' '.join(command)} exited {result.returncode}:\n"
                  f"{result.stdout}{result.stderr}")
-    match = re.findall(re.escape(metric) + r" ([0-9.eE+-]+|nan|inf)", result.stdout)
-    if not match:
-        sys.exit(f"error: no '{metric} <number>' in the output of "
-                 f"{' '.join(command)}:\n{result.stdout}")
-    return float(match[-1])
+    return metric_in(result.stdout, metric, " ".join(command))
 
 
 def main():
     argv = sys.argv[1:]
+    if argv[:1] == ["--save"] and len(argv) >= 3:
+        result = subprocess.run(argv[2:], capture_output=True, text=True)
+        if result.returncode != 0:
+            sys.exit(f"error: {' '.join(argv[2:])} exited "
+                     f"{result.returncode}:\n{result.stdout}{result.stderr}")
+        with open(argv[1], "w") as file:
+            file.write(result.stdout)
+        return
     try:
         split_ref = argv.index("--reference")
         split_cand = argv.index("--candidate")
@@ -41,7 +57,11 @@ def main():
     options = parser.parse_args(argv[:split_ref])
     reference = argv[split_ref + 1:split_cand]
     candidate = argv[split_cand + 1:]
-    expected = run(reference, options.metric)
+    if len(reference) == 1 and reference[0].startswith("@"):
+        with open(reference[0][1:]) as file:
+            expected = metric_in(file.read(), options.metric, reference[0])
+    else:
+        expected = run(reference, options.metric)
     actual = run(candidate, options.metric)
     print(f"reference {options.metric} {expected:.4f}, candidate "
           f"{actual:.4f}, allowed up to {expected + options.tolerance:.4f}")
