@@ -308,7 +308,14 @@ private:
       long long value = 0;
       if (StringRef(text).slice(token.begin, token.end).getAsInteger(10, value))
         return;
-      replace(text, token, std::to_string(value + (long long)below(5) - 2));
+      // Past the ends of int64 the text is what moves: "...808" reads as
+      // a number MLIR must reject.
+      int64_t moved;
+      if (__builtin_add_overflow(static_cast<int64_t>(value),
+                                 static_cast<int64_t>(below(5)) - 2, &moved))
+        replace(text, token, std::to_string(value) + "1");
+      else
+        replace(text, token, std::to_string(moved));
       return;
     }
     case 3: { // an element type becomes another
