@@ -60,8 +60,9 @@ void mlir::mpc::emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
   assert((!hasGelu || hasBias) && "the GELU epilogue comes with a bias");
   int64_t cBytes = operandBytes(call.cType, call.m * call.n, call.strideC);
   KernelCost cost;
-  cost.flopsPer(call.batch, 2 * call.m * call.n * call.k)
-      .flopsPer(call.batch * call.m * call.n, call.epilogueFlops)
+  cost.flopsPer(call.batch, KernelCost::product({2, call.m, call.n, call.k}))
+      .flopsPer(KernelCost::product({call.batch, call.m, call.n}),
+                call.epilogueFlops)
       .readsBytes(operandBytes(call.aType, call.m * call.k, call.strideA) +
                   operandBytes(call.bType, call.k * call.n, call.strideB) +
                   (call.accumulate ? cBytes : 0) +

@@ -17,6 +17,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 namespace mlir::mpc {
@@ -48,14 +49,28 @@ struct KernelCost {
     bytesWritten += bytes;
     return *this;
   }
-  /// `perElement` FLOPs for each of `elements`.
+  /// `perElement` FLOPs for each of `elements`. Saturates at INT64_MAX:
+  /// a GEMM whose operands fit in memory can still do more than 2^63
+  /// FLOPs (m = n = k = 2^22).
   KernelCost &flopsPer(int64_t elements, int64_t perElement) {
-    flops += elements * perElement;
+    int64_t product = 0;
+    if (__builtin_mul_overflow(elements, perElement, &product) ||
+        __builtin_add_overflow(flops, product, &flops))
+      flops = INT64_MAX;
     return *this;
+  }
+  /// The product of `factors`, saturated at INT64_MAX (for flopsPer).
+  static int64_t product(std::initializer_list<int64_t> factors) {
+    int64_t result = 1;
+    for (int64_t factor : factors)
+      if (__builtin_mul_overflow(result, factor, &result))
+        return INT64_MAX;
+    return result;
   }
   int64_t bytes() const { return bytesRead + bytesWritten; }
   KernelCost &operator+=(const KernelCost &other) {
-    flops += other.flops;
+    if (__builtin_add_overflow(flops, other.flops, &flops))
+      flops = INT64_MAX;
     bytesRead += other.bytesRead;
     bytesWritten += other.bytesWritten;
     return *this;
