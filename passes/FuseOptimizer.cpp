@@ -2,7 +2,7 @@
 //
 // This file implements mpc-fuse-optimizer: it checks the optimizer's
 // hyper-parameters and the model's parameters, and records the optimizer as
-// `mpc.optimizer` on the model. Code generation (compiler/EmitOptimizer.cpp)
+// `mpc.optimizer` on the model. Code generation (compiler/codegen/EmitOptimizer.cpp)
 // emits the fused update from it.
 //
 //===----------------------------------------------------------------------===//

@@ -2,7 +2,7 @@
  *-*-===*
  *
  * The bodies of the kernels that code generation emits for mpc.attention
- * and mpc.attention_grad (compiler/EmitAttention.cpp). Included after
+ * and mpc.attention_grad (compiler/codegen/EmitAttention.cpp). Included after
  * mpc_device.h, and compiled the same three ways (cuda, cpu, emulation).
  *
  * The algorithm is FlashAttention-2's (Dao, 2023). One block owns a tile of

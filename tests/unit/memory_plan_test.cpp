@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/Codegen.h"
+#include "compiler/codegen/Emitter.h"
 #include "dialect/Register.h"
 
 #include "mlir/IR/Diagnostics.h"

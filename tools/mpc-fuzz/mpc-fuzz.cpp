@@ -23,9 +23,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/CompileOptions.h"
-#include "compiler/Compiler.h"
-#include "compiler/Nvrtc.h"
+#include "compiler/driver/CompileOptions.h"
+#include "compiler/driver/Compiler.h"
+#include "compiler/cuda/Nvrtc.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"

@@ -1,0 +1,888 @@
+//===- Codegen.cpp - kernel formation, memory plan, model source --*- C++ -*-===//
+//
+// This file implements the parts of code generation that do not depend on
+// an op's kind: splitting the body into steps, planning memory, and
+// assembling step functions, the model descriptor and the header.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/codegen/Emitter.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/CheckedArithmetic.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cmath>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+//===----------------------------------------------------------------------===//
+// Kernel formation
+//===----------------------------------------------------------------------===//
+
+bool mlir::mpc::isAlias(Operation *op) { return isa<ReshapeOp>(op); }
+
+bool Step::isFusedElementwise() const {
+  return group ? *group == FusionKind::Loop : isElementwise(ops.front());
+}
+
+Value mlir::mpc::writtenResult(const Step &step) {
+  Value product = step.ops.front()->getResult(0);
+  for (Operation *op : llvm::drop_begin(step.ops))
+    if (auto widen = dyn_cast<CastOp>(op); widen && widen.getInput() == product)
+      return widen.getResult();
+  return product;
+}
+
+bool Step::isAlias() const { return !group && mpc::isAlias(ops.front()); }
+
+std::vector<Step> mlir::mpc::formSteps(ModelOp model, bool fuse) {
+  // mpc-form-kernels decides; each mpc.fusion it made is one step, and is
+  // unwrapped again (its ops back in the body, its results replaced by what
+  // it yields) so that the emitters see the ops and values of the model.
+  if (fuse)
+    formKernels(model);
+  std::vector<Step> steps;
+  Block &body = model.getBody().front();
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    auto fusion = dyn_cast<FusionOp>(op);
+    if (!fusion) {
+      steps.push_back(Step{{&op}, std::nullopt});
+      continue;
+    }
+    Step step{{}, fusion.getKind()};
+    for (Operation *inner : fusion.getGroupOps()) {
+      inner->moveBefore(fusion);
+      step.ops.push_back(inner);
+    }
+    fusion.replaceAllUsesWith(fusion.getYieldOp().getValues());
+    fusion.erase();
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory plan
+//===----------------------------------------------------------------------===//
+
+static int64_t alignTo64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/// Where a size has no 64-bit value: far above maxAddressableBytes, and two
+/// of them still add without overflow.
+static constexpr int64_t saturatedBytes = int64_t(1) << 61;
+
+/// The product of `factors` (extents, then bytes an element), saturated at
+/// saturatedBytes: scratch sizes are products of extents of several
+/// tensors, which no verifier bounds together.
+static int64_t saturatingProduct(std::initializer_list<int64_t> factors) {
+  int64_t product = 1;
+  for (int64_t factor : factors) {
+    std::optional<int64_t> next = llvm::checkedMul(product, factor);
+    if (!next || *next > saturatedBytes)
+      return saturatedBytes;
+    product = *next;
+  }
+  return product;
+}
+
+LogicalResult mlir::mpc::checkAddressable(ModelOp train) {
+  // `bytes` at saturatedBytes or above is a saturated sum or product
+  // (scratch, the total); a tensor's own size is exact.
+  auto refuse = [](Location loc, const Twine &what, int64_t bytes,
+                   bool exact = false) -> LogicalResult {
+    InFlightDiagnostic diag = emitError(loc) << what << " needs ";
+    if (!exact && bytes >= saturatedBytes)
+      diag << "more than 2^61 bytes";
+    else
+      diag << bytes << " bytes";
+    diag << "; more than a target can address (2^47 bytes, 128 TiB)";
+    return diag;
+  };
+  // Everything side by side: an upper bound of what the plans place.
+  std::optional<int64_t> total = 0;
+  auto add = [&](int64_t bytes, int64_t times = 1) {
+    if (total)
+      total = llvm::checkedMulAdd(alignTo64(bytes), times, *total);
+  };
+  auto checkValue = [&](Value value, int64_t times) -> LogicalResult {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type)
+      return success();
+    int64_t bytes = storageBytes(type);
+    if (bytes > maxAddressableBytes) {
+      std::string text;
+      llvm::raw_string_ostream(text) << type;
+      return refuse(value.getLoc(), "a tensor of '" + text + "'", bytes,
+                    /*exact=*/true);
+    }
+    add(bytes, times);
+    return success();
+  };
+  // A parameter has a gradient, a half copy, up to two optimizer slots and
+  // a gradient accumulator beside it.
+  for (BlockArgument param : train.getParams())
+    if (failed(checkValue(param, 6)))
+      return failure();
+  for (BlockArgument arg : llvm::concat<BlockArgument>(train.getInputs(),
+                                                       train.getStates()))
+    if (failed(checkValue(arg, 1)))
+      return failure();
+  WalkResult walk = train.getBody().walk([&](Operation *op) {
+    for (Value result : op->getResults())
+      if (failed(checkValue(result, 1)))
+        return WalkResult::interrupt();
+    if (isa<FusionOp>(op))
+      return WalkResult::advance();
+    Step step;
+    step.ops.push_back(op);
+    int64_t scratch = scratchBytes(step);
+    if (scratch > maxAddressableBytes) {
+      (void)refuse(op->getLoc(),
+                   "the scratch memory of '" +
+                       op->getName().getStringRef() + "'",
+                   scratch);
+      return WalkResult::interrupt();
+    }
+    add(scratch);
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (!total || *total > maxAddressableBytes)
+    return refuse(train.getLoc(), "model @" + train.getSymName(),
+                  total.value_or(saturatedBytes));
+  return success();
+}
+
+namespace {
+/// A value (or scratch buffer) that needs activation memory for
+/// [firstStep, lastStep].
+struct Interval {
+  int64_t firstStep, lastStep, bytes;
+  Value value;             // null for scratch
+  const Operation *owner;  // for scratch
+};
+} // namespace
+
+/// Values a step writes that a later step, the terminator, or nothing reads;
+/// values used only inside a fused group stay in registers.
+static bool isMaterialisedResult(Value result, const Step &step) {
+  Operation *def = result.getDefiningOp();
+  if (auto constant = dyn_cast<ConstantOp>(def);
+      constant && isa<SplatElementsAttr>(constant.getValue()) &&
+      step.ops.size() == 1) {
+    // A splat constant that only feeds elementwise ops becomes a literal.
+    bool onlyElementwiseUsers = !result.use_empty() &&
+        llvm::all_of(result.getUsers(),
+                     [](Operation *user) { return isElementwise(user); });
+    return !onlyElementwiseUsers;
+  }
+  if (!step.group)
+    return true;
+  // cuBLASLt's GELU epilogue writes the GELU's input beside its output.
+  if (*step.group == FusionKind::Gemm && isa<GeluOp>(step.ops.back()))
+    return true;
+  // The attention kernels write every result (an unread logsumexp too),
+  // but a gradient scattered into the group's sum goes there.
+  if (*step.group == FusionKind::Attention && isAttentionLike(def) &&
+      result.use_empty())
+    return true;
+  for (Operation *user : result.getUsers())
+    if (!llvm::is_contained(step.ops, user))
+      return true;
+  return false;
+}
+
+MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
+                       ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes) {
+  // Reshapes that are a step of their own share their operand's buffer; in
+  // a kernel group they are index arithmetic.
+  llvm::DenseSet<Operation *> aliases;
+  for (const Step &step : steps)
+    if (step.isAlias())
+      aliases.insert(step.ops.front());
+  auto isAlias = [&](Operation *op) { return aliases.contains(op); };
+  // Algorithm:
+  // 1. Parameters, then state, are packed into the parameter arena in
+  //    declaration order; gradients mirror the parameters' offsets.
+  // 2. Inputs, the loss and the GEMM workspace (cuda target, 256-aligned)
+  //    are pinned at the start of the activation arena, where train and
+  //    eval plans agree; evaluation's extra outputs follow, in declaration
+  //    order (the training step has none: mpc-autodiff drops them).
+  // 3. A value that is exactly one parameter's gradient is computed in place
+  //    in the gradient arena.
+  // 4. Every other materialised value gets activation memory for the steps
+  //    between its definition and its last use (an alias extends its
+  //    source's), placed greedily by size (see below).
+  // 5. A step that can write a result over an operand (inPlaceCandidate)
+  //    does, when the operand's buffer is an activation read by nothing
+  //    after the step: the two are one interval, which the result's uses
+  //    extend.
+  int64_t offset = 0;
+  for (BlockArgument param : model.getParams()) {
+    Buffer buffer{MPC_ARENA_PARAMS, offset,
+                  storageBytes(cast<RankedTensorType>(param.getType()))};
+    buffers[param] = buffer;
+    paramBuffers.push_back(buffer);
+    offset += buffer.bytes;
+  }
+  arenaBytes[MPC_ARENA_GRADS] = offset;
+  for (BlockArgument state : model.getStates()) {
+    Buffer buffer{MPC_ARENA_PARAMS, offset,
+                  storageBytes(cast<RankedTensorType>(state.getType()))};
+    buffers[state] = buffer;
+    stateBuffers.push_back(buffer);
+    offset += buffer.bytes;
+  }
+  // Half copies of the parameters (mixed precision) live with them: they
+  // are the half model, read by every step and written by the fused
+  // optimizer, so they are not activations. The first half type a
+  // parameter is cast to gets a mirror of the parameter region: the copy of
+  // a parameter at byte offset o is at halfMirror.offset + o / 2, so the
+  // optimizer writes it from the same flat index it updates (parameters
+  // without a copy leave holes). Other casts of parameters follow it.
+  for (BlockArgument param : model.getParams())
+    for (Operation *user : param.getUsers())
+      if (auto cast = dyn_cast<CastOp>(user);
+          cast && !halfMirrorType && isParamHalfCast(cast))
+        halfMirrorType = cast.getResult().getType().getElementType();
+  if (halfMirrorType) {
+    offset = alignTo64(offset);
+    halfMirror = Buffer{MPC_ARENA_PARAMS, offset,
+                        arenaBytes[MPC_ARENA_GRADS] / 2};
+    offset += halfMirror->bytes;
+  }
+  for (auto [i, param] : llvm::enumerate(model.getParams())) {
+    bool mirrored = false;
+    for (Operation *user : param.getUsers())
+      if (auto cast = dyn_cast<CastOp>(user);
+          cast && !buffers.count(cast.getResult())) {
+        if (!mirrored && halfMirror && isParamHalfCast(cast) &&
+            cast.getResult().getType().getElementType() == halfMirrorType) {
+          buffers[cast.getResult()] = {
+              MPC_ARENA_PARAMS, halfMirror->offset + paramBuffers[i].offset / 2,
+              storageBytes(cast.getResult().getType())};
+          halfMirrorValues.insert(cast.getResult());
+          mirrored = true;
+          continue;
+        }
+        offset = (offset + 1) / 2 * 2; // half-precision alignment
+        Buffer buffer{MPC_ARENA_PARAMS, offset,
+                      storageBytes(cast.getResult().getType())};
+        buffers[cast.getResult()] = buffer;
+        offset += buffer.bytes;
+      }
+  }
+  arenaBytes[MPC_ARENA_PARAMS] = offset;
+
+  // The optimizer arena: one gradient-arena-sized region per slot, then the
+  // training control block.
+  if (auto optimizer = model->getAttrOfType<OptimizerAttr>(kOptimizerAttr)) {
+    optimizerSlots = optimizer.getSlotNames().size();
+    int64_t slotBytes = optimizerSlots * arenaBytes[MPC_ARENA_GRADS];
+    int64_t controlBytes = static_cast<int64_t>(sizeof(mpc_train_control));
+    if (optimizer.getShardOptimizer()) {
+      // The runtime sizes the slots by the ranks: they go last.
+      shardedSlots = true;
+      slotsOffset = alignTo64(controlBytes);
+      arenaBytes[MPC_ARENA_OPTIMIZER] = slotsOffset + slotBytes;
+    } else {
+      controlOffset = alignTo64(slotBytes);
+      arenaBytes[MPC_ARENA_OPTIMIZER] = controlOffset + controlBytes;
+    }
+  }
+
+  OutputOp output = model.getOutputOp();
+  int64_t pinned = 0;
+  auto pin = [&](Type type) {
+    Buffer buffer{MPC_ARENA_ACTIVATIONS, pinned,
+                  storageBytes(cast<RankedTensorType>(type))};
+    pinned = alignTo64(pinned + buffer.bytes);
+    return buffer;
+  };
+  for (BlockArgument input : model.getInputs()) {
+    buffers[input] = pin(input.getType());
+    inputBuffers.push_back(buffers[input]);
+  }
+  // Outputs are pinned whether or not the value can be written there; the
+  // step copies into the pinned buffer when it cannot (see generateModel).
+  // The loss and the GEMM workspace come first, where the training step
+  // (which returns no extra outputs) and evaluation agree.
+  llvm::DenseSet<Value> placedOutputs;
+  auto pinOutput = [&](Value value) {
+    Buffer buffer = pin(value.getType());
+    outputBuffers.push_back(buffer);
+    Operation *def = value.getDefiningOp();
+    if (def && !isAlias(def) && !buffers.count(value) &&
+        placedOutputs.insert(value).second)
+      buffers[value] = buffer;
+  };
+  pinOutput(output.getLoss());
+  if (gemmWorkspaceBytes > 0) {
+    int64_t start = (pinned + gemmWorkspaceAlignment - 1) /
+                    gemmWorkspaceAlignment * gemmWorkspaceAlignment;
+    gemmWorkspace = {MPC_ARENA_ACTIVATIONS, start, gemmWorkspaceBytes};
+    pinned = alignTo64(start + gemmWorkspaceBytes);
+  }
+  for (Value value : output.getOutputs())
+    pinOutput(value);
+
+  llvm::DenseMap<Value, int> gradientUses;
+  for (Value gradient : gradients)
+    ++gradientUses[gradient];
+  for (auto [i, gradient] : llvm::enumerate(gradients)) {
+    Operation *def = gradient.getDefiningOp();
+    if (def && !isAlias(def) && gradientUses[gradient] == 1 &&
+        !buffers.count(gradient))
+      buffers[gradient] = {MPC_ARENA_GRADS, paramBuffers[i].offset,
+                           paramBuffers[i].bytes};
+  }
+
+  // Liveness, in step indices; the terminator reads at steps.size().
+  llvm::DenseMap<Operation *, int64_t> stepOf;
+  for (auto [index, step] : llvm::enumerate(steps))
+    for (Operation *op : step.ops)
+      stepOf[op] = index;
+  auto rootOf = [&](Value value) {
+    while (Operation *def = value.getDefiningOp()) {
+      if (!isAlias(def))
+        break;
+      value = def->getOperand(0);
+    }
+    return value;
+  };
+  llvm::DenseMap<Value, int64_t> lastUse;
+  for (auto [index, step] : llvm::enumerate(steps))
+    for (Operation *op : step.ops)
+      for (Value operand : op->getOperands()) {
+        int64_t &last = lastUse[rootOf(operand)];
+        last = std::max<int64_t>(last, index);
+      }
+  for (Value operand : output->getOperands())
+    lastUse[rootOf(operand)] = steps.size();
+
+  // Results written over an operand's buffer (5), and that operand's root.
+  for (auto [index, step] : llvm::enumerate(steps)) {
+    std::optional<std::pair<Value, Value>> candidate = inPlaceCandidate(step);
+    if (!candidate)
+      continue;
+    auto [result, operand] = *candidate;
+    Value root = rootOf(operand);
+    Operation *def = root.getDefiningOp();
+    if (!def || buffers.count(root) || buffers.count(result) ||
+        lastUse.lookup(root) != static_cast<int64_t>(index) ||
+        lastUse.lookup(result) == static_cast<int64_t>(steps.size()))
+      continue;
+    writtenOverValues[result] = root;
+    lastUse[root] = std::max(lastUse[root], lastUse.lookup(result));
+  }
+
+  std::vector<Interval> intervals;
+  for (auto [index, step] : llvm::enumerate(steps)) {
+    for (Operation *op : step.ops) {
+      if (isAlias(op))
+        continue;
+      for (Value result : op->getResults()) {
+        if (buffers.count(result) || !isMaterialisedResult(result, step) ||
+            writtenOverValues.count(result))
+          continue;
+        int64_t last = lastUse.lookup(result);
+        intervals.push_back(
+            {static_cast<int64_t>(index), std::max<int64_t>(last, index),
+             storageBytes(cast<RankedTensorType>(result.getType())), result,
+             nullptr});
+      }
+    }
+    if (int64_t bytes = scratchBytes(step))
+      intervals.push_back({static_cast<int64_t>(index),
+                           static_cast<int64_t>(index), bytes, Value(),
+                           step.ops.front()});
+  }
+
+  // Greedy by size (Pisarchyk and Lee, "Efficient Memory Management for
+  // Deep Neural Net Inference", 2020; TensorFlow Lite's arena planner):
+  // the largest buffers are placed first, each in the smallest gap left
+  // between the buffers already placed whose lifetimes overlap its own, or
+  // after them. Placing in program order instead (first fit) fragments
+  // the arena around the large, short-lived buffers of a step.
+  int64_t peak = pinned;
+  activationBytesWithoutReuse = pinned;
+  for (const Interval &interval : intervals)
+    activationBytesWithoutReuse += alignTo64(interval.bytes);
+  std::vector<size_t> order(intervals.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  llvm::stable_sort(order, [&](size_t a, size_t b) {
+    return intervals[a].bytes > intervals[b].bytes;
+  });
+  struct Placed {
+    int64_t offset, end;
+    const Interval *interval;
+  };
+  std::vector<Placed> placed;
+  for (size_t index : order) {
+    const Interval &interval = intervals[index];
+    std::vector<const Placed *> overlapping;
+    for (const Placed &block : placed)
+      if (block.interval->firstStep <= interval.lastStep &&
+          interval.firstStep <= block.interval->lastStep)
+        overlapping.push_back(&block);
+    llvm::sort(overlapping, [](const Placed *a, const Placed *b) {
+      return a->offset < b->offset;
+    });
+    std::optional<int64_t> best;
+    int64_t bestGap = 0, candidate = pinned;
+    for (const Placed *block : overlapping) {
+      int64_t gap = block->offset - candidate;
+      if (gap >= interval.bytes && (!best || gap < bestGap)) {
+        best = candidate;
+        bestGap = gap;
+      }
+      candidate = std::max(candidate, alignTo64(block->end));
+    }
+    int64_t offset = best ? *best : candidate;
+    placed.push_back({offset, offset + interval.bytes, &interval});
+    peak = std::max(peak, alignTo64(offset + interval.bytes));
+    Buffer buffer{MPC_ARENA_ACTIVATIONS, offset, interval.bytes};
+    if (interval.value)
+      buffers[interval.value] = buffer;
+    else
+      scratchBuffers[interval.owner] = buffer;
+  }
+  arenaBytes[MPC_ARENA_ACTIVATIONS] = peak;
+  for (auto [result, root] : writtenOverValues)
+    buffers[result] = buffers.lookup(root);
+
+  // Aliases share their root's buffer.
+  for (const Step &step : steps)
+    for (Operation *op : step.ops)
+      if (isAlias(op) && !buffers.count(op->getResult(0))) {
+        auto it = buffers.find(rootOf(op->getResult(0)));
+        if (it != buffers.end()) {
+          // Copied first: inserting may grow the map and move `it`'s entry.
+          Buffer root = it->second;
+          buffers[op->getResult(0)] = root;
+        }
+      }
+}
+
+const Buffer &MemoryPlan::lookup(Value value, Operation *reader) const {
+  auto it = buffers.find(value);
+  if (it != buffers.end())
+    return it->second;
+  // Reported once: the first miss is the one to fix.
+  if (!missingEntry) {
+    InFlightDiagnostic diag =
+        emitError(value.getLoc())
+        << "internal error: code generation reads this value, which has no "
+           "place in the memory plan";
+    if (reader)
+      diag.attachNote(reader->getLoc())
+          << "read by the code of '" << reader->getName() << "'";
+  }
+  missingEntry = true;
+  static const Buffer placeholder;
+  return placeholder;
+}
+
+Buffer MemoryPlan::scratch(const Step &step) const {
+  auto it = scratchBuffers.find(step.ops.front());
+  if (it != scratchBuffers.end())
+    return it->second;
+  if (!missingEntry)
+    step.ops.front()->emitError()
+        << "internal error: code generation asks for scratch memory this "
+           "step was not planned with";
+  missingEntry = true;
+  return Buffer();
+}
+
+//===----------------------------------------------------------------------===//
+// StepEmitter
+//===----------------------------------------------------------------------===//
+
+std::string mlir::mpc::cType(Type elementType) {
+  if (elementType.isF32())
+    return "float";
+  if (elementType.isF16())
+    return "__half";
+  if (elementType.isBF16())
+    return "__nv_bfloat16";
+  if (elementType.isInteger(1))
+    return "unsigned char";
+  if (elementType.isInteger(32))
+    return "int";
+  if (elementType.isInteger(64))
+    return "long long";
+  llvm_unreachable("element type without a storage type");
+}
+
+std::string mlir::mpc::elementCType(Value value) {
+  return cType(cast<RankedTensorType>(value.getType()).getElementType());
+}
+
+SmallVector<int64_t> mlir::mpc::rowMajorStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+std::string mlir::mpc::coordinateCode(ArrayRef<int64_t> shape,
+                                      StringRef prefix) {
+  std::string code;
+  SmallVector<int64_t> strides = rowMajorStrides(shape);
+  for (auto [d, extent] : llvm::enumerate(shape))
+    code += llvm::formatv("    long long {0}{1} = (i / {2}LL) % {3}LL;\n",
+                          prefix, d, strides[d], extent)
+                .str();
+  return code;
+}
+
+std::string mlir::mpc::offsetCode(StringRef name, StringRef linear,
+                                  ArrayRef<int64_t> shape,
+                                  ArrayRef<int64_t> dims) {
+  if (dims.empty()) // nothing to add (a reduction over every dim)
+    return "";
+  SmallVector<int64_t> strides = rowMajorStrides(shape);
+  std::string code = llvm::formatv("    {{ long long rest = {0};\n", linear);
+  for (int64_t d : llvm::reverse(dims))
+    code +=
+        llvm::formatv("      {0} += (rest % {1}LL) * {2}LL; rest /= {1}LL;\n",
+                      name, shape[d], strides[d])
+            .str();
+  return code + "    }\n";
+}
+
+std::string mlir::mpc::floatLiteral(double value) {
+  // Kernels compute in f32, so the literal is the f32 value, which is inf
+  // for a finite double beyond f32's range (1e39): classify after rounding.
+  float single = static_cast<float>(value);
+  if (std::isnan(single))
+    return "NAN";
+  if (std::isinf(single))
+    return single > 0 ? "INFINITY" : "-INFINITY";
+  return llvm::formatv("{0:e9}f", single).str();
+}
+
+int64_t mlir::mpc::elementwiseGrid(int64_t n) {
+  constexpr int64_t tile = 4096; // MPC_TILE in mpc_device.h
+  constexpr int64_t maxGrid = 65535;
+  return std::max<int64_t>(1, std::min(maxGrid, (n + tile - 1) / tile));
+}
+
+StepEmitter::StepEmitter(const MemoryPlan &plan, std::string modelName,
+                         std::string functionName,
+                         std::vector<std::string> &kernelSources,
+                         bool training)
+    : plan(plan), modelName(std::move(modelName)),
+      functionName(std::move(functionName)),
+      kernelSources(kernelSources), training(training) {}
+
+std::string StepEmitter::pointer(Value value) const {
+  const Buffer &buffer = plan.lookup(value, origin);
+  return llvm::formatv("({0} *)(arena{1} + {2})",
+                       cType(cast<RankedTensorType>(value.getType())
+                                 .getElementType()),
+                       static_cast<int>(buffer.arena), buffer.offset)
+      .str();
+}
+
+std::string StepEmitter::constPointer(Value value) const {
+  return "(const " + pointer(value).substr(1);
+}
+
+std::string StepEmitter::controlPointer() const {
+  return llvm::formatv("(mpc_train_control *)(arena{0} + {1})",
+                       static_cast<int>(MPC_ARENA_OPTIMIZER),
+                       plan.controlOffset)
+      .str();
+}
+
+std::string StepEmitter::stepValuesPointer() const {
+  return llvm::formatv("(const mpc_step_values *)(arena{0} + {1})",
+                       static_cast<int>(MPC_ARENA_OPTIMIZER),
+                       plan.controlOffset +
+                           static_cast<int64_t>(
+                               offsetof(mpc_train_control, values)))
+      .str();
+}
+
+std::string StepEmitter::scratchPointer(const Step &step, StringRef cTypeName,
+                                        int64_t byteOffset) const {
+  Buffer buffer = plan.scratch(step);
+  return llvm::formatv("({0} *)(arena{1} + {2})", cTypeName,
+                       static_cast<int>(buffer.arena),
+                       buffer.offset + byteOffset)
+      .str();
+}
+
+std::string StepEmitter::kernelName(StringRef hint) {
+  return llvm::formatv("{0}_k{1}_{2}", modelName, kernelSources.size(), hint)
+      .str();
+}
+
+/// The first file:line:col location inside `loc` (fused and named
+/// locations wrap one), if any.
+static std::optional<FileLineColLoc> findFileLineCol(Location loc) {
+  std::optional<FileLineColLoc> found;
+  loc->walk([&](Location inner) {
+    if (auto fileLoc = dyn_cast<FileLineColLoc>(inner)) {
+      found = fileLoc;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+void StepEmitter::addKernel(std::string source) {
+  if (origin) {
+    std::string comment;
+    llvm::raw_string_ostream os(comment);
+    os << kernelOriginPrefix << origin->getName().getStringRef() << "'";
+    if (std::optional<FileLineColLoc> loc = findFileLineCol(origin->getLoc()))
+      os << " at " << loc->getFilename().getValue() << ":" << loc->getLine()
+         << ":" << loc->getColumn();
+    os << "\n";
+    source = comment + source;
+  }
+  kernelSources.push_back(std::move(source));
+}
+
+void StepEmitter::setSource(ArrayRef<Operation *> ops, StringRef origin) {
+  sourceOps.assign(ops.begin(), ops.end());
+  sourceOrigin = origin.str();
+}
+
+void StepEmitter::recordCall(StringRef function, KernelKind kind,
+                             bool halfInputs, const KernelCost &cost) {
+  records.push_back(
+      {function.str(), kind, sourceOps, sourceOrigin, halfInputs, cost});
+}
+
+void StepEmitter::launch(StringRef kernel, int64_t grid, int block,
+                         ArrayRef<std::string> args, const KernelCost &cost,
+                         KernelKind kind, bool halfInputs) {
+  recordCall(kernel, kind, halfInputs, cost);
+  int &bound = launchBlocks[kernel.str()];
+  bound = std::max(bound, block);
+  std::string statement;
+  llvm::raw_string_ostream os(statement);
+  os << "MPC_LAUNCH(" << kernel << ", " << grid << ", " << block;
+  for (const std::string &arg : args)
+    os << ", " << arg;
+  os << ");";
+  body.push_back(std::move(statement));
+}
+
+void StepEmitter::hostStatement(std::string statement) {
+  body.push_back(std::move(statement));
+}
+
+void StepEmitter::checkedCall(std::string call) {
+  body.push_back("MPC_CHECK(" + call + ");");
+}
+
+std::string StepEmitter::functionSource() const {
+  std::string source;
+  llvm::raw_string_ostream os(source);
+  os << "static mpc_status " << functionName << "(mpc_step_context *ctx) {\n";
+  for (int arena = 0; arena < MPC_NUM_ARENAS; ++arena)
+    os << "  char *arena" << arena << " = (char *)ctx->arenas[" << arena
+       << "];\n";
+  os << "  (void)arena0; (void)arena1; (void)arena2; (void)arena3;\n";
+  for (const std::string &statement : body)
+    os << "  " << statement << "\n";
+  os << "  return MPC_OK;\n}\n";
+  return source;
+}
+
+namespace {
+/// Sets the emitter's origin op for the lifetime of one step.
+struct OriginScope {
+  OriginScope(StepEmitter &emitter, Operation *op) : emitter(emitter) {
+    emitter.setOrigin(op);
+  }
+  ~OriginScope() { emitter.setOrigin(nullptr); }
+  StepEmitter &emitter;
+};
+} // namespace
+
+LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
+  Operation *op = step.ops.front();
+  // A row group's kernel is its row op's, with the loop ops around it fused.
+  if (step.group == FusionKind::Row)
+    op = *llvm::find_if(step.ops,
+                        [](Operation *op) { return isRowFusible(op); });
+  // An attention group's views are strides of its kernels.
+  if (step.group == FusionKind::Attention)
+    op = *llvm::find_if(step.ops, isAttentionLike);
+  if (step.isAlias())
+    return success();
+  OriginScope origin(emitter, op);
+  // Kernels are named in the report after their first op: an attention
+  // group's is the attention, not the first of its views.
+  SmallVector<Operation *, 4> sourceOps(step.ops);
+  if (step.group == FusionKind::Attention)
+    std::rotate(sourceOps.begin(), llvm::find(sourceOps, op),
+                llvm::find(sourceOps, op) + 1);
+  emitter.setSource(sourceOps);
+  // The optimizer (and the runtime, on a change) keep half copies current.
+  if (step.ops.size() == 1 && op->getNumResults() == 1 &&
+      emitter.getPlan().isHalfMirror(op->getResult(0)))
+    return success();
+  if (auto scale = dyn_cast<LossScaleOp>(op))
+    return emitLossScale(scale, emitter);
+  if (step.isFusedElementwise())
+    return emitFusedElementwise(step, emitter);
+  for (auto family : {emitGemmLike, emitRowOp, emitDataMovement, emitBackwardOp,
+                      emitAttention}) {
+    FailureOr<bool> handled = family(op, step, emitter);
+    if (failed(handled))
+      return failure();
+    if (*handled)
+      return success();
+  }
+  return op->emitError() << "code generation for '" << op->getName()
+                         << "' is not implemented yet";
+}
+
+std::string mlir::mpc::maxPoolIndexType(MaxPool2dGradOp op) {
+  auto in = op.getInput().getType();
+  return in.getDimSize(2) * in.getDimSize(3) <= INT32_MAX ? "int"
+                                                          : "long long";
+}
+
+int64_t mlir::mpc::convGradWeightColumnBytes(Conv2dGradWeightOp op) {
+  auto input = op.getInput().getType();
+  auto weight = op.getResult().getType();
+  auto output = op.getGrad().getType();
+  return saturatingProduct(
+      {input.getDimSize(0), input.getDimSize(1), weight.getDimSize(2),
+       weight.getDimSize(3), output.getDimSize(2), output.getDimSize(3),
+       storageBytes(RankedTensorType::get({1}, input.getElementType()))});
+}
+
+std::optional<int64_t>
+mlir::mpc::convGradWeightSumOffset(Conv2dGradWeightOp op) {
+  // One image's GEMM writes dW directly; so does an f32 dW.
+  if (op.getResult().getType().getElementType().isF32() ||
+      op.getInput().getType().getDimSize(0) == 1)
+    return std::nullopt;
+  return llvm::alignTo(convGradWeightColumnBytes(op), 256);
+}
+
+int64_t mlir::mpc::mseLossBlocks(MseLossOp op) {
+  // Enough blocks to spread the elements, each a few thousand of them.
+  return std::clamp<int64_t>(op.getInput().getType().getNumElements() / 4096, 1,
+                             256);
+}
+
+/// Blocks for a norm gradient's row kernel over `input` normalised over
+/// `gamma`'s elements (see layerNormGradBlocks).
+static int64_t normGradBlocks(RankedTensorType input, RankedTensorType gamma) {
+  int64_t rows = input.getNumElements() / gamma.getNumElements();
+  return std::clamp<int64_t>(rows / 32, 1, 256);
+}
+
+int64_t mlir::mpc::rmsNormGradBlocks(RmsNormGradOp op) {
+  return normGradBlocks(op.getInput().getType(), op.getGamma().getType());
+}
+
+int64_t mlir::mpc::layerNormGradBlocks(LayerNormGradOp op) {
+  return normGradBlocks(op.getInput().getType(), op.getGamma().getType());
+}
+
+std::optional<std::pair<Value, Value>>
+mlir::mpc::inPlaceCandidate(const Step &step) {
+  if (step.group != FusionKind::Classifier)
+    return std::nullopt;
+  auto grad = cast<CrossEntropyGradOp>(step.ops.back());
+  if (storageBytes(grad.getResult().getType()) !=
+      storageBytes(grad.getLogits().getType()))
+    return std::nullopt;
+  return std::make_pair(grad.getResult(), grad.getLogits());
+}
+
+int64_t mlir::mpc::scratchBytes(const Step &step) {
+  Operation *op = step.ops.front();
+  if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
+    auto logits = loss.getLogits().getType();
+    int64_t rows = logits.getNumElements() / logits.getShape().back();
+    // Per-row loss and validity; a classifier also counts the targets.
+    return saturatingProduct({2, rows, 4}) +
+           (step.group == FusionKind::Classifier ? 4 : 0);
+  }
+  if (isa<CrossEntropyGradOp>(op))
+    return 4; // count of targets that are not ignored
+  if (auto loss = dyn_cast<MseLossOp>(op))
+    return mseLossBlocks(loss) * 4; // the blocks' partial sums
+  if (auto conv = dyn_cast<Conv2dOp>(op)) {
+    // im2col columns: N * C * KH * KW * OH * OW input elements.
+    auto weight = conv.getWeight().getType();
+    auto output = conv.getResult().getType();
+    auto input = conv.getInput().getType();
+    return saturatingProduct(
+        {input.getDimSize(0), input.getDimSize(1), weight.getDimSize(2),
+         weight.getDimSize(3), output.getDimSize(2), output.getDimSize(3),
+         storageBytes(RankedTensorType::get({1}, input.getElementType()))});
+  }
+  if (auto norm = dyn_cast<BatchNormOp>(op))
+    // mean, rstd
+    return saturatingProduct({2, norm.getGamma().getType().getNumElements(), 4});
+  if (auto grad = dyn_cast<RmsNormGradOp>(op))
+    // Each block's partial sums of dgamma.
+    return saturatingProduct({rmsNormGradBlocks(grad),
+                              grad.getGamma().getType().getNumElements(), 4});
+  if (auto grad = dyn_cast<LayerNormGradOp>(op))
+    // Each block's partial sums of dgamma and dbeta.
+    return saturatingProduct({layerNormGradBlocks(grad), 2,
+                              grad.getGamma().getType().getNumElements(), 4});
+  if (auto grad = dyn_cast<BatchNormGradOp>(op))
+    // Per-channel mean, rstd, mean(dy) and mean(dy * xhat).
+    return saturatingProduct({4, grad.getGamma().getType().getNumElements(), 4});
+  if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
+    // Half tables accumulate in fp32 first (atomicAdd is on floats), unless
+    // the step writes the f32 widening of the table.
+    auto table = cast<RankedTensorType>(writtenResult(step).getType());
+    return table.getElementType().isF32()
+               ? 0
+               : saturatingProduct({table.getNumElements(), 4});
+  }
+  if (auto grad = dyn_cast<ReduceMaxGradOp>(op))
+    // ties per output
+    return saturatingProduct({grad.getOutput().getType().getNumElements(), 4});
+  if (auto grad = dyn_cast<MaxPool2dGradOp>(op))
+    // Each window's argmax, an index into its input plane.
+    return saturatingProduct({grad.getGrad().getType().getNumElements(),
+                              maxPoolIndexType(grad) == "int" ? 4 : 8});
+  if (auto grad = dyn_cast<Conv2dGradInputOp>(op)) {
+    // fp32 column gradients: N * C * KH * KW * OH * OW.
+    auto input = grad.getResult().getType();
+    auto weight = grad.getWeight().getType();
+    auto output = grad.getGrad().getType();
+    return saturatingProduct({input.getDimSize(0), input.getDimSize(1),
+                              weight.getDimSize(2), weight.getDimSize(3),
+                              output.getDimSize(2), output.getDimSize(3), 4});
+  }
+  if (auto grad = dyn_cast<Conv2dGradWeightOp>(op)) {
+    // Recomputed im2col columns, in the input's type, then the f32 sum of
+    // a half dW (convGradWeightSumOffset).
+    if (std::optional<int64_t> sum = convGradWeightSumOffset(grad))
+      return std::min(
+          saturatedBytes,
+          *sum + saturatingProduct(
+                     {grad.getResult().getType().getNumElements(), 4}));
+    return convGradWeightColumnBytes(grad);
+  }
+  return 0;
+}

@@ -1,0 +1,372 @@
+//===- EmitAttention.cpp - FlashAttention kernels for mpc.attention -------===//
+//
+// mpc.attention becomes one kernel, mpc.attention_grad two (dK and dV, then
+// dQ); their bodies are templates in runtime/device/mpc_attention.h, which
+// says what they compute. Here: the tile sizes, the strides of each
+// layout, the launches and their costs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/codegen/Emitter.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+/// Threads per attention block: four warps, each taking 16x16 output tiles
+/// of every product in turn.
+constexpr int attentionBlockSize = 128;
+/// The static shared memory a block may use without opting in to more.
+constexpr int64_t sharedMemoryLimit = 48 * 1024;
+/// The largest head dim the tiles are sized for.
+constexpr int64_t maxHeadDim = 128;
+
+int64_t roundUp16(int64_t n) { return (n + 15) / 16 * 16; }
+
+/// The shared memory of each kernel in mpc_attention.h (its MPC_SHARED
+/// arrays), for tiles of bq queries and bk keys, head dims padded to d and
+/// dv, operands of `bytes` bytes.
+struct SharedBytes {
+  int64_t bq, bk, d, dv, bytes;
+  int64_t forward() const {
+    return bytes * (bq * d + bk * d + bk * dv + bq * bk) +
+           4 * (bq * bk + bq * dv + 3 * bq);
+  }
+  int64_t backwardKeyValue() const {
+    return bytes * (bk * d + bk * dv + bq * d + bq * dv + 2 * bq * bk) +
+           4 * (2 * bq * bk + bk * d + bk * dv + 2 * bq);
+  }
+  int64_t backwardQuery() const {
+    return bytes * (bq * d + bq * dv + bk * d + bk * dv + 2 * bq * bk) +
+           4 * (2 * bq * bk + bq * d + 2 * bq);
+  }
+};
+
+/// What the three kernels of one attention share: its shape, strides and
+/// tiles.
+struct AttentionPlan {
+  AttentionShape shape;
+  bool causal;
+  double scale;
+  std::string type; ///< the operands' C type
+  bool half;
+  int64_t d, dv;  ///< head dims padded to 16
+  int64_t bq, bk; ///< tile sizes
+  /// Batch, head and sequence strides of q, k, v (possibly views of a
+  /// larger tensor), of the output (and its gradient) and of the gradients.
+  SmallVector<int64_t, 3> qStrides, kStrides, vStrides, oStrides, dqStrides,
+      dkStrides, dvStrides;
+  /// Pointer expressions for q, k and v: their views' first elements.
+  std::string q, k, v;
+  /// The same for the gradients (attention_grad): their own buffers, or
+  /// their places in the tensor the group scatters them into.
+  std::string dqPointer, dkPointer, dvPointer;
+  std::string mask; ///< a pointer expression, or a null pointer
+
+  int64_t queryTiles() const { return (shape.queries + bq - 1) / bq; }
+  int64_t keyTiles() const { return (shape.keys + bk - 1) / bk; }
+  int64_t heads() const { return shape.batch * shape.heads; }
+
+  /// The (query, key) pairs of the tiles a kernel computes: a causal
+  /// attention skips the tiles above the diagonal and computes the
+  /// diagonal ones whole.
+  int64_t computedPairs() const {
+    int64_t pairs = 0;
+    for (int64_t q0 = 0; q0 < shape.queries; q0 += bq) {
+      int64_t rows = std::min(bq, shape.queries - q0);
+      int64_t keyEnd = causal ? std::min(q0 + bq, shape.keys) : shape.keys;
+      for (int64_t k0 = 0; k0 < keyEnd; k0 += bk)
+        pairs += rows * std::min(bk, shape.keys - k0);
+    }
+    return pairs * heads();
+  }
+  /// The same for the dK/dV kernel, which walks query tiles per key tile.
+  int64_t computedPairsByKeys() const {
+    int64_t pairs = 0;
+    for (int64_t k0 = 0; k0 < shape.keys; k0 += bk) {
+      int64_t columns = std::min(bk, shape.keys - k0);
+      for (int64_t q0 = causal ? k0 / bq * bq : 0; q0 < shape.queries; q0 += bq)
+        pairs += columns * std::min(bq, shape.queries - q0);
+    }
+    return pairs * heads();
+  }
+
+  /// The mpc_attention_shape initialiser.
+  std::string shapeLiteral() const {
+    auto strides = [](ArrayRef<int64_t> s) {
+      return llvm::formatv("{0}LL, {1}LL, {2}LL", s[0], s[1], s[2]).str();
+    };
+    return llvm::formatv("{{{0}, {1}, {2}, {3}, {4}, {{{5}}, {{{6}}, {{{7}}, "
+                         "{{{8}}, {{{9}}, {{{10}}, {{{11}}, (float){12}, {13}}",
+                         shape.heads, shape.queries, shape.keys, shape.headDim,
+                         shape.valueDim, strides(qStrides), strides(kStrides),
+                         strides(vStrides), strides(oStrides),
+                         strides(dqStrides), strides(dkStrides),
+                         strides(dvStrides), floatLiteral(scale),
+                         causal ? "true" : "false")
+        .str();
+  }
+  /// The template arguments of the kernel bodies.
+  std::string templateArguments() const {
+    return llvm::formatv("{0}, {1}, {2}, {3}, {4}", type, d, dv, bq, bk);
+  }
+};
+
+/// Batch, head and sequence strides, from the strides of the four dims of
+/// a [B, H, T, D] or [B, T, H, D] tensor.
+SmallVector<int64_t, 3> layoutStrides(ArrayRef<int64_t> strides,
+                                      AttentionLayout layout) {
+  if (layout == AttentionLayout::BHTD)
+    return {strides[0], strides[1], strides[2]};
+  return {strides[0], strides[2], strides[1]};
+}
+SmallVector<int64_t, 3> layoutStrides(RankedTensorType type,
+                                      AttentionLayout layout) {
+  return layoutStrides(rowMajorStrides(type.getShape()), layout);
+}
+
+/// `pointer` advanced by `offset` elements.
+std::string offsetPointer(std::string pointer, int64_t offset) {
+  if (!offset)
+    return pointer;
+  return "(" + pointer + " + " + std::to_string(offset) + "LL)";
+}
+
+/// How the kernels read an operand of `step`'s attention: in place through
+/// the views the group holds (mpc-form-kernels' `attention` groups), or
+/// its own buffer. Sets the pointer expression and the strides.
+LogicalResult readOperand(Operation *op, const Step &step, Value operand,
+                          AttentionLayout layout, StepEmitter &emitter,
+                          std::string &pointer,
+                          SmallVector<int64_t, 3> &strides) {
+  FailureOr<StridedView> view = getStridedView(operand, [&](Operation *view) {
+    return llvm::is_contained(step.ops, view);
+  });
+  if (failed(view) || view->strides.back() != 1)
+    return op->emitError() << "the attention kernels cannot read this operand "
+                              "in place: its head dim is not contiguous";
+  pointer = offsetPointer(emitter.constPointer(view->base), view->offset);
+  strides = layoutStrides(view->strides, layout);
+  return success();
+}
+
+FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
+                                       AttentionShape shape, Value q, Value k,
+                                       Value v, Value mask,
+                                       RankedTensorType output, bool causal,
+                                       double scale, AttentionLayout layout,
+                                       StepEmitter &emitter) {
+  if (shape.headDim > maxHeadDim || shape.valueDim > maxHeadDim)
+    return op->emitError() << "the attention kernels support head dims up to "
+                           << maxHeadDim << ", got " << shape.headDim << " and "
+                           << shape.valueDim;
+  AttentionPlan plan;
+  plan.shape = shape;
+  plan.causal = causal;
+  plan.scale = scale;
+  plan.type = elementCType(q);
+  plan.half = !cast<RankedTensorType>(q.getType()).getElementType().isF32();
+  plan.d = roundUp16(shape.headDim);
+  plan.dv = roundUp16(shape.valueDim);
+  int64_t bytes = plan.half ? 2 : 4;
+  // The largest tiles whose three kernels fit the static shared memory, no
+  // larger than the sequences.
+  plan.bq = plan.bk = 0;
+  // Half tiles are multiples of 16 for WMMA; f32 ones (no tensor cores)
+  // may be smaller, as f32 head dims of 128 need.
+  for (auto [bq, bk] : {std::pair<int64_t, int64_t>{64, 64},
+                        {64, 32},
+                        {32, 32},
+                        {32, 16},
+                        {16, 16},
+                        {16, 8},
+                        {8, 8}}) {
+    if (plan.half && bk < 16)
+      break;
+    SharedBytes shared{std::min(bq, roundUp16(shape.queries)),
+                       std::min(bk, roundUp16(shape.keys)), plan.d, plan.dv,
+                       bytes};
+    if (shared.forward() <= sharedMemoryLimit &&
+        shared.backwardKeyValue() <= sharedMemoryLimit &&
+        shared.backwardQuery() <= sharedMemoryLimit) {
+      plan.bq = shared.bq;
+      plan.bk = shared.bk;
+      break;
+    }
+  }
+  if (!plan.bq)
+    return op->emitError() << "the attention kernels' tiles do not fit "
+                           << sharedMemoryLimit
+                           << " bytes of shared memory for head dims "
+                           << shape.headDim << " and " << shape.valueDim;
+  if (failed(
+          readOperand(op, step, q, layout, emitter, plan.q, plan.qStrides)) ||
+      failed(
+          readOperand(op, step, k, layout, emitter, plan.k, plan.kStrides)) ||
+      failed(readOperand(op, step, v, layout, emitter, plan.v, plan.vStrides)))
+    return failure();
+  plan.oStrides = layoutStrides(output, layout);
+  plan.dqStrides = layoutStrides(cast<RankedTensorType>(q.getType()), layout);
+  plan.dkStrides = layoutStrides(cast<RankedTensorType>(k.getType()), layout);
+  plan.dvStrides = layoutStrides(cast<RankedTensorType>(v.getType()), layout);
+  if (auto grad = dyn_cast<AttentionGradOp>(op)) {
+    auto place = [&](Value result, std::string &pointer,
+                     SmallVector<int64_t, 3> &strides) -> LogicalResult {
+      if (emitter.getPlan().isMaterialised(result)) {
+        pointer = emitter.pointer(result);
+        return success();
+      }
+      FailureOr<StridedView> view =
+          getScatteredView(result, [&](Operation *user) {
+            return llvm::is_contained(step.ops, user);
+          });
+      if (failed(view) || view->strides.back() != 1)
+        return op->emitError() << "the attention kernels cannot write this "
+                                  "gradient in place";
+      pointer = offsetPointer(emitter.pointer(view->base), view->offset);
+      strides = layoutStrides(view->strides, layout);
+      return success();
+    };
+    if (failed(place(grad.getQueryGrad(), plan.dqPointer, plan.dqStrides)) ||
+        failed(place(grad.getKeyGrad(), plan.dkPointer, plan.dkStrides)) ||
+        failed(place(grad.getValueGrad(), plan.dvPointer, plan.dvStrides)))
+      return failure();
+  }
+  plan.mask = mask ? emitter.constPointer(mask)
+                   : std::string("(const unsigned char *)0");
+  return plan;
+}
+
+/// Elementwise FLOPs per computed pair besides the products: scale, max,
+/// exp and sum forward; exp, the difference and two products backward.
+constexpr int64_t softmaxFlopsPerPair = 5;
+
+void emitForward(AttentionOp op, const AttentionPlan &plan,
+                 StepEmitter &emitter) {
+  std::string name = emitter.kernelName("attention");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ q, const {1} *__restrict__ "
+      "k, const {1} *__restrict__ v, const unsigned char *__restrict__ mask, "
+      "{1} *__restrict__ o, float *__restrict__ lse) {{\n"
+      "  const mpc_attention_shape a = {2};\n"
+      "  mpc_attention_forward<{3}>(a, q, k, v, mask, o, lse);\n"
+      "}\n",
+      name, plan.type, plan.shapeLiteral(), plan.templateArguments()));
+  int64_t pairs = plan.computedPairs();
+  KernelCost cost =
+      KernelCost()
+          .reads(op.getQuery())
+          .reads(op.getKey())
+          .reads(op.getValue())
+          .writes(op.getResult())
+          .writes(op.getLse())
+          .flopsPer(pairs, 2 * plan.shape.headDim + 2 * plan.shape.valueDim +
+                               softmaxFlopsPerPair);
+  if (op.getMask())
+    cost.reads(op.getMask());
+  emitter.launch(name, plan.heads() * plan.queryTiles(), attentionBlockSize,
+                 {plan.q, plan.k, plan.v, plan.mask,
+                  emitter.pointer(op.getResult()),
+                  emitter.pointer(op.getLse())},
+                 cost, KernelKind::TensorCoreKernel, plan.half);
+}
+
+void emitBackward(AttentionGradOp op, const AttentionPlan &plan,
+                  StepEmitter &emitter) {
+  std::string parameters =
+      llvm::formatv("const {0} *__restrict__ dout, const {0} *__restrict__ q, "
+                    "const {0} *__restrict__ k, const {0} *__restrict__ v, "
+                    "const {0} *__restrict__ o, const float *__restrict__ lse, "
+                    "const unsigned char *__restrict__ mask",
+                    plan.type);
+  SmallVector<std::string> inputs{emitter.constPointer(op.getGrad()),
+                                  plan.q,
+                                  plan.k,
+                                  plan.v,
+                                  emitter.constPointer(op.getOutput()),
+                                  emitter.constPointer(op.getLse()),
+                                  plan.mask};
+  auto readsInputs = [&](KernelCost cost) {
+    Value read[] = {op.getGrad(),  op.getQuery(),  op.getKey(),
+                    op.getValue(), op.getOutput(), op.getLse()};
+    for (Value value : read)
+      cost.reads(value);
+    if (op.getMask())
+      cost.reads(op.getMask());
+    return cost;
+  };
+  int64_t d = plan.shape.headDim, dv = plan.shape.valueDim;
+
+  std::string keyValue = emitter.kernelName("attention_grad_kv");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}({1}, {2} *__restrict__ dk, {2} *__restrict__ dv) "
+      "{{\n"
+      "  const mpc_attention_shape a = {3};\n"
+      "  mpc_attention_backward_kv<{4}>(a, dout, q, k, v, o, lse, mask, dk, "
+      "dv);\n"
+      "}\n",
+      keyValue, parameters, plan.type, plan.shapeLiteral(),
+      plan.templateArguments()));
+  // S and dP, then dV and dK; D_i once per query tile visited.
+  KernelCost keyValueCost = readsInputs(KernelCost())
+                                .writes(op.getKeyGrad())
+                                .writes(op.getValueGrad())
+                                .flopsPer(plan.computedPairsByKeys(),
+                                          4 * d + 4 * dv + softmaxFlopsPerPair);
+  SmallVector<std::string> arguments(inputs);
+  arguments.push_back(plan.dkPointer);
+  arguments.push_back(plan.dvPointer);
+  emitter.launch(keyValue, plan.heads() * plan.keyTiles(), attentionBlockSize,
+                 arguments, keyValueCost, KernelKind::TensorCoreKernel,
+                 plan.half);
+
+  std::string query = emitter.kernelName("attention_grad_q");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}({1}, {2} *__restrict__ dq) {{\n"
+      "  const mpc_attention_shape a = {3};\n"
+      "  mpc_attention_backward_q<{4}>(a, dout, q, k, v, o, lse, mask, dq);\n"
+      "}\n",
+      query, parameters, plan.type, plan.shapeLiteral(),
+      plan.templateArguments()));
+  // S, dP and dQ.
+  KernelCost queryCost =
+      readsInputs(KernelCost())
+          .writes(op.getQueryGrad())
+          .flopsPer(plan.computedPairs(), 4 * d + 2 * dv + softmaxFlopsPerPair);
+  arguments.assign(inputs.begin(), inputs.end());
+  arguments.push_back(plan.dqPointer);
+  emitter.launch(query, plan.heads() * plan.queryTiles(), attentionBlockSize,
+                 arguments, queryCost, KernelKind::TensorCoreKernel, plan.half);
+}
+
+} // namespace
+
+FailureOr<bool> mlir::mpc::emitAttention(Operation *op, const Step &step,
+                                         StepEmitter &emitter) {
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    FailureOr<AttentionPlan> plan = planAttention(
+        op, step, attention.getShape(), attention.getQuery(),
+        attention.getKey(), attention.getValue(), attention.getMask(),
+        attention.getResult().getType(), attention.getCausal(),
+        attention.getScale().convertToDouble(), attention.getLayout(), emitter);
+    if (failed(plan))
+      return failure();
+    emitForward(attention, *plan, emitter);
+    return true;
+  }
+  if (auto grad = dyn_cast<AttentionGradOp>(op)) {
+    FailureOr<AttentionPlan> plan = planAttention(
+        op, step, grad.getShape(), grad.getQuery(), grad.getKey(),
+        grad.getValue(), grad.getMask(), grad.getOutput().getType(),
+        grad.getCausal(), grad.getScale().convertToDouble(), grad.getLayout(),
+        emitter);
+    if (failed(plan))
+      return failure();
+    emitBackward(grad, *plan, emitter);
+    return true;
+  }
+  return false;
+}

@@ -1,0 +1,927 @@
+//===- EmitBackward.cpp - kernels of the backward-only ops --------*- C++
+//-*-===//
+//
+// This file implements emitBackwardOp: code for the ops of MpcGradOps.td that
+// are neither elementwise (EmitElementwise.cpp) nor softmax / cross-entropy
+// rows (EmitRow.cpp): the gradients of layer_norm, batch_norm, embedding,
+// the pools, conv2d, reduce_max and slice.
+//
+// The kernels are correct for any block size and deterministic on a GPU:
+// every output element is written by exactly one thread, as a gather over
+// what contributes to it (pool and col2im gradients) or as a block reduction
+// (norm parameter gradients: one block per column or channel, never
+// atomics). The one exception is embedding_grad, a scatter-add whose rows
+// may repeat; it uses atomicAdd, as PyTorch's embedding backward does.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/codegen/Emitter.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Normalisation
+//===----------------------------------------------------------------------===//
+
+/// layer_norm_grad over rows of `width` elements (gamma's element count).
+/// Kernel 1, layerNormGradBlocks blocks each taking every gridDim-th row:
+/// recomputes the row's mean and rstd and writes
+///   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dy * gamma,
+/// and adds dy * xhat and dy to its block's per-column partial sums of
+/// dgamma and dbeta (each thread its own columns, in shared memory where
+/// they fit, else in the scratch itself), which it leaves in scratch.
+/// Kernel 2, per column: dgamma[j] and dbeta[j] are the sums of the blocks'
+/// partials, in block order. No pass over the activations but the first,
+/// and the same sums in the same order on every target (deterministic).
+LogicalResult emitLayerNormGrad(StepEmitter &emitter, const Step &step,
+                                LayerNormGradOp op) {
+  int64_t width = op.getGamma().getType().getNumElements();
+  int64_t rows = op.getInput().getType().getNumElements() / width;
+  int64_t blocks = layerNormGradBlocks(op);
+  std::string eps = floatLiteral(op.getEps().convertToDouble());
+  std::string partials = emitter.scratchPointer(step, "float");
+  // Shared accumulators up to 32 KB (widths up to 4096). Thread j % blockDim
+  // owns columns j and width + j from start to end: no barrier needed.
+  bool shared = 2 * width * 4 <= 32 * 1024;
+  std::string accumulators =
+      shared
+          ? llvm::formatv("  MPC_SHARED(float, acc, {0});\n", 2 * width).str()
+          : llvm::formatv("  float *acc = partials + (long long)blockIdx.x "
+                          "* {0}LL;\n",
+                          2 * width)
+                .str();
+  std::string flush =
+      shared ? llvm::formatv("  MPC_FOR_THREAD(j, {0}LL) {{\n"
+                             "    partials[(long long)blockIdx.x * {1}LL + j] "
+                             "= acc[j];\n"
+                             "    partials[(long long)blockIdx.x * {1}LL + "
+                             "{0}LL + j] = acc[{0}LL + j];\n"
+                             "  }\n",
+                             width, 2 * width)
+                   .str()
+             : "";
+
+  std::string rowName = emitter.kernelName("layer_norm_grad_input");
+  // In a `row` group, dx goes through the group's epilogue (the residual
+  // gradient added to it) before it is stored.
+  FailureOr<RowAccess> dx =
+      rowOutput(emitter, step, op, op.getInputGrad(), "dx", rowName);
+  if (failed(dx))
+    return failure();
+  emitter.addKernel(llvm::formatv(
+      "{8}__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ x, const {3} *__restrict__ gamma, {4}, "
+      "float *__restrict__ partials) {{\n"
+      "{10}"
+      "  MPC_FOR_THREAD(j, {5}LL) {{ acc[j] = 0.0f; acc[{5}LL + j] = 0.0f; "
+      "}\n"
+      "  for (long long r = blockIdx.x; r < {7}LL; r += gridDim.x) {{\n"
+      "  const {1} *dyr = dy + r * {5}LL;\n"
+      "  const {2} *xr = x + r * {5}LL;\n"
+      "  mpc_sum sum = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {5}LL) sum += mpc_load(xr + j);\n"
+      "  float mean = mpc_block_reduce_sum(sum) / {5}.0f;\n"
+      "  mpc_sum squares = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {5}LL) {{ float d = mpc_load(xr + j) - mean; "
+      "squares += d * d; }\n"
+      "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {5}.0f + "
+      "{6});\n"
+      "  mpc_sum sg = 0.0f, sgx = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {5}LL) {{\n"
+      "    float xhat = (mpc_load(xr + j) - mean) * rstd;\n"
+      "    float g = mpc_load(dyr + j) * mpc_load(gamma + j);\n"
+      "    sg += g;\n"
+      "    sgx += g * xhat;\n"
+      "  }\n"
+      "  sg = mpc_block_reduce_sum(sg) / {5}.0f;\n"
+      "  sgx = mpc_block_reduce_sum(sgx) / {5}.0f;\n"
+      "  MPC_FOR_THREAD(j, {5}LL) {{\n"
+      "    float xhat = (mpc_load(xr + j) - mean) * rstd;\n"
+      "    float d = mpc_load(dyr + j);\n"
+      "    float g = d * mpc_load(gamma + j);\n"
+      "    {9}\n"
+      "    acc[j] = static_cast<float>(acc[j]) + d * xhat;\n"
+      "    acc[{5}LL + j] = static_cast<float>(acc[{5}LL + j]) + d;\n"
+      "  }\n"
+      "  }\n"
+      "{11}"
+      "}\n",
+      rowName, elementCType(op.getGrad()), elementCType(op.getInput()),
+      elementCType(op.getGamma()), llvm::join(dx->parameters, ", "), width, eps,
+      rows, dx->functions(),
+      dx->store(llvm::formatv("r * {0}LL + j", width).str(),
+                "rstd * (g - sg - xhat * sgx)"),
+      accumulators, flush));
+  SmallVector<std::string> arguments{emitter.constPointer(op.getGrad()),
+                                     emitter.constPointer(op.getInput()),
+                                     emitter.constPointer(op.getGamma())};
+  llvm::append_range(arguments, dx->arguments);
+  arguments.push_back(partials);
+  // Mean and variance again (4 FLOPs an element), then the two sums (6),
+  // dx (7) and the partial sums (3).
+  KernelCost cost = KernelCost()
+                        .reads(op.getGrad())
+                        .reads(op.getInput())
+                        .reads(op.getGamma())
+                        .writes(dx->written)
+                        .writesBytes(blocks * 2 * width * 4)
+                        .flopsPer(rows * width, 20)
+                        .flopsPer(rows, 7);
+  if (dx->fused)
+    cost += dx->fused->cost;
+  emitter.launch(rowName, blocks, rowBlockSize, arguments, cost);
+
+  std::string columnName = emitter.kernelName("layer_norm_grad_params");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ partials, {1} "
+      "*__restrict__ dgamma, {2} *__restrict__ dbeta) {{\n"
+      "  MPC_FOR_EACH(j, {3}LL) {{\n"
+      "    float sg = 0.0f, sb = 0.0f;\n"
+      "    for (long long b = 0; b < {4}LL; ++b) {{\n"
+      "      sg += partials[b * {5}LL + j];\n"
+      "      sb += partials[b * {5}LL + {3}LL + j];\n"
+      "    }\n"
+      "    mpc_store(dgamma + j, sg);\n"
+      "    mpc_store(dbeta + j, sb);\n"
+      "  }\n"
+      "}\n",
+      columnName, elementCType(op.getGammaGrad()),
+      elementCType(op.getBetaGrad()), width, blocks, 2 * width));
+  emitter.launch(columnName, elementwiseGrid(width), rowBlockSize,
+                 {partials, emitter.pointer(op.getGammaGrad()),
+                  emitter.pointer(op.getBetaGrad())},
+                 KernelCost()
+                     .readsBytes(blocks * 2 * width * 4)
+                     .writes(op.getGammaGrad())
+                     .writes(op.getBetaGrad())
+                     .flopsPer(blocks * width, 2));
+  return success();
+}
+
+/// rms_norm_grad over rows of `width` elements, with xhat = x * rstd and
+/// g = dy * gamma:
+///   dx = rstd * (g - xhat * mean(g * xhat)),  dgamma = sum over rows of
+///   dy * xhat.
+/// Kernel 1, `rmsNormGradBlocks` blocks striding over the rows: dx, and
+/// each block's partial dgamma in scratch. Kernel 2, per column: the
+/// partials summed in block order (deterministic, as layer_norm_grad).
+void emitRmsNormGrad(StepEmitter &emitter, const Step &step, RmsNormGradOp op) {
+  int64_t width = op.getGamma().getType().getNumElements();
+  int64_t rows = op.getInput().getType().getNumElements() / width;
+  int64_t blocks = rmsNormGradBlocks(op);
+  std::string partials = emitter.scratchPointer(step, "float");
+  std::string rowName = emitter.kernelName("rms_norm_grad_input");
+  // Each thread owns columns j, j + blockDim, ... of the block's partials:
+  // no barrier between rows.
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {1} "
+      "*__restrict__ x, const {2} *__restrict__ gamma, {1} *__restrict__ "
+      "dx, float *__restrict__ partials) {{\n"
+      "  float *acc = partials + (long long)blockIdx.x * {3}LL;\n"
+      "  MPC_FOR_THREAD(j, {3}LL) acc[j] = 0.0f;\n"
+      "  for (long long r = blockIdx.x; r < {4}LL; r += gridDim.x) {{\n"
+      "    const {1} *dyr = dy + r * {3}LL;\n"
+      "    const {1} *xr = x + r * {3}LL;\n"
+      "    mpc_sum squares = 0.0f;\n"
+      "    MPC_FOR_THREAD(j, {3}LL) {{ float v = mpc_load(xr + j); "
+      "squares += v * v; }\n"
+      "    float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {3}.0f + "
+      "{5});\n"
+      "    mpc_sum sgx = 0.0f;\n"
+      "    MPC_FOR_THREAD(j, {3}LL) sgx += mpc_load(dyr + j) * "
+      "mpc_load(gamma + j) * mpc_load(xr + j) * rstd;\n"
+      "    float mean_gx = mpc_block_reduce_sum(sgx) / {3}.0f;\n"
+      "    MPC_FOR_THREAD(j, {3}LL) {{\n"
+      "      float xhat = mpc_load(xr + j) * rstd;\n"
+      "      float d = mpc_load(dyr + j);\n"
+      "      mpc_store(dx + r * {3}LL + j, rstd * (d * mpc_load(gamma + j) - "
+      "xhat * mean_gx));\n"
+      "      acc[j] += d * xhat;\n"
+      "    }\n"
+      "  }\n"
+      "}\n",
+      rowName, elementCType(op.getInput()), elementCType(op.getGamma()), width,
+      rows, floatLiteral(op.getEps().convertToDouble())));
+  // The mean square again (2 FLOPs an element), the sum (4), dx (5) and the
+  // partial sums (2).
+  emitter.launch(rowName, blocks, rowBlockSize,
+                 {emitter.constPointer(op.getGrad()),
+                  emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getGamma()),
+                  emitter.pointer(op.getInputGrad()), partials},
+                 KernelCost()
+                     .reads(op.getGrad())
+                     .reads(op.getInput())
+                     .reads(op.getGamma())
+                     .writes(op.getInputGrad())
+                     .writesBytes(blocks * width * 4)
+                     .flopsPer(rows * width, 13)
+                     .flopsPer(rows, 4));
+
+  std::string columnName = emitter.kernelName("rms_norm_grad_gamma");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ partials, {1} "
+      "*__restrict__ dgamma) {{\n"
+      "  MPC_FOR_EACH(j, {2}LL) {{\n"
+      "    float s = 0.0f;\n"
+      "    for (long long b = 0; b < {3}LL; ++b) s += partials[b * {2}LL + "
+      "j];\n"
+      "    mpc_store(dgamma + j, s);\n"
+      "  }\n"
+      "}\n",
+      columnName, elementCType(op.getGammaGrad()), width, blocks));
+  emitter.launch(columnName, elementwiseGrid(width), rowBlockSize,
+                 {partials, emitter.pointer(op.getGammaGrad())},
+                 KernelCost()
+                     .readsBytes(blocks * width * 4)
+                     .writes(op.getGammaGrad())
+                     .flopsPer(blocks * width, 1));
+}
+
+/// batch_norm_grad in training mode, over channel dim 1 of [N, C] or
+/// [N, C, H, W], with m = N * H * W elements per channel. Kernel 1, one
+/// block per channel: batch mean and biased variance again, then
+/// dbeta = sum dy and dgamma = sum dy * xhat (written directly), and the
+/// statistics kernel 2 needs. Kernel 2, elementwise:
+///   dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
+void emitBatchNormGrad(StepEmitter &emitter, const Step &step,
+                       BatchNormGradOp op) {
+  auto type = op.getInput().getType();
+  int64_t batch = type.getDimSize(0), channels = type.getDimSize(1);
+  int64_t spatial = type.getNumElements() / (batch * channels);
+  int64_t count = batch * spatial;
+  std::string eps = floatLiteral(op.getEps().convertToDouble());
+  std::string stats = emitter.scratchPointer(step, "float");
+  // Element t of channel c, t in [0, m): image t / spatial, pixel t % spatial.
+  std::string at = llvm::formatv("(t / {0}LL) * {1}LL + c * {0}LL + t % {0}LL",
+                                 spatial, channels * spatial);
+
+  std::string statsName = emitter.kernelName("batch_norm_grad_params");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ x, {3} *__restrict__ dgamma, {4} *__restrict__ dbeta, "
+      "float *__restrict__ stats) {{\n"
+      "  long long c = blockIdx.x;\n"
+      "  mpc_sum sum = 0.0f;\n"
+      "  MPC_FOR_THREAD(t, {5}LL) sum += mpc_load(x + {6});\n"
+      "  float mean = mpc_block_reduce_sum(sum) / {5}.0f;\n"
+      "  mpc_sum squares = 0.0f;\n"
+      "  MPC_FOR_THREAD(t, {5}LL) {{ float d = mpc_load(x + {6}) - mean; "
+      "squares += d * d; }\n"
+      "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {5}.0f + "
+      "{7});\n"
+      "  mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
+      "  MPC_FOR_THREAD(t, {5}LL) {{\n"
+      "    float d = mpc_load(dy + {6});\n"
+      "    sdy += d;\n"
+      "    sdyx += d * (mpc_load(x + {6}) - mean) * rstd;\n"
+      "  }\n"
+      "  sdy = mpc_block_reduce_sum(sdy);\n"
+      "  sdyx = mpc_block_reduce_sum(sdyx);\n"
+      "  if (threadIdx.x == 0) {{\n"
+      "    mpc_store(dgamma + c, sdyx);\n"
+      "    mpc_store(dbeta + c, sdy);\n"
+      "    stats[c] = mean;\n"
+      "    stats[{8}LL + c] = rstd;\n"
+      "    stats[2LL * {8}LL + c] = sdy / {5}.0f;\n"
+      "    stats[3LL * {8}LL + c] = sdyx / {5}.0f;\n"
+      "  }\n"
+      "}\n",
+      statsName, elementCType(op.getGrad()), elementCType(op.getInput()),
+      elementCType(op.getGammaGrad()), elementCType(op.getBetaGrad()), count,
+      at, eps, channels));
+  emitter.launch(
+      statsName, channels, rowBlockSize,
+      {emitter.constPointer(op.getGrad()), emitter.constPointer(op.getInput()),
+       emitter.pointer(op.getGammaGrad()), emitter.pointer(op.getBetaGrad()),
+       stats},
+      // Mean and variance (4 FLOPs an element), then the two sums (5).
+      KernelCost()
+          .reads(op.getGrad())
+          .reads(op.getInput())
+          .writes(op.getGammaGrad())
+          .writes(op.getBetaGrad())
+          .writesBytes(4 * channels * 4)
+          .flopsPer(count * channels, 9)
+          .flopsPer(channels, 8));
+
+  std::string name = emitter.kernelName("batch_norm_grad_input");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ x, const {3} *__restrict__ gamma, const float "
+      "*__restrict__ stats, {4} *__restrict__ dx) {{\n"
+      "  MPC_FOR_EACH(i, {5}LL) {{\n"
+      "    long long c = (i / {6}LL) % {7}LL;\n"
+      "    float rstd = stats[{7}LL + c];\n"
+      "    float xhat = (mpc_load(x + i) - stats[c]) * rstd;\n"
+      "    float g = mpc_load(dy + i) - stats[2LL * {7}LL + c] - xhat * "
+      "stats[3LL * {7}LL + c];\n"
+      "    mpc_store(dx + i, mpc_load(gamma + c) * rstd * g);\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getGrad()), elementCType(op.getInput()),
+      elementCType(op.getGamma()), elementCType(op.getInputGrad()),
+      type.getNumElements(), spatial, channels));
+  emitter.launch(name, elementwiseGrid(type.getNumElements()), 256,
+                 {emitter.constPointer(op.getGrad()),
+                  emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getGamma()), stats,
+                  emitter.pointer(op.getInputGrad())},
+                 KernelCost()
+                     .reads(op.getGrad())
+                     .reads(op.getInput())
+                     .reads(op.getGamma())
+                     .readsBytes(4 * channels * 4)
+                     .writes(op.getInputGrad())
+                     .flopsPer(type.getNumElements(), 7));
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding
+//===----------------------------------------------------------------------===//
+
+/// Rounds an fp32 accumulator (`float *` code) once into `result`'s
+/// storage type: the end of a sum kept in f32 so that it is rounded once.
+void emitRoundOnce(StepEmitter &emitter, StringRef hint,
+                   const std::string &accumulator, Value result) {
+  int64_t elements = cast<RankedTensorType>(result.getType()).getNumElements();
+  std::string name = emitter.kernelName(hint);
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ acc, {1} *__restrict__ "
+      "out) {{\n"
+      "  MPC_FOR_EACH(i, {2}LL) mpc_store(out + i, acc[i]);\n"
+      "}\n",
+      name, elementCType(result), elements));
+  emitter.launch(name, elementwiseGrid(elements), 256,
+                 {accumulator, emitter.pointer(result)},
+                 KernelCost().readsBytes(elements * 4).writes(result));
+}
+
+/// embedding_grad: zero the [V, D] table gradient, then scatter-add each row
+/// of dy into the row its index names (atomicAdd: indices may repeat).
+/// Out-of-range indices are skipped; the forward lookup has already raised
+/// the step's index error for them. A half table accumulates in fp32
+/// scratch and is rounded once at the end, unless its widening cast is in
+/// the step: then the f32 result is the accumulator.
+void emitEmbeddingGrad(StepEmitter &emitter, const Step &step,
+                       EmbeddingGradOp op) {
+  auto table = op.getResult().getType();
+  int64_t rows = table.getDimSize(0), width = table.getDimSize(1);
+  int64_t tableElements = table.getNumElements();
+  int64_t n = op.getGrad().getType().getNumElements();
+  Value written = writtenResult(step);
+  bool direct =
+      cast<RankedTensorType>(written.getType()).getElementType().isF32();
+  std::string accumulator =
+      direct ? emitter.pointer(written) : emitter.scratchPointer(step, "float");
+
+  std::string zeroName = emitter.kernelName("embedding_grad_zero");
+  emitter.addKernel(
+      llvm::formatv("__global__ void {0}(float *__restrict__ table) {{\n"
+                    "  MPC_FOR_EACH(i, {1}LL) table[i] = 0.0f;\n"
+                    "}\n",
+                    zeroName, tableElements));
+  emitter.launch(zeroName, elementwiseGrid(tableElements), 256, {accumulator},
+                 KernelCost().writesBytes(tableElements * 4));
+
+  std::string name = emitter.kernelName("embedding_grad");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ indices, float *table) {{\n"
+      "  MPC_FOR_EACH(i, {3}LL) {{\n"
+      "    long long index = indices[i / {4}LL];\n"
+      "    if (index < 0 || index >= {5}LL) continue;\n"
+      "    atomicAdd(table + index * {4}LL + i % {4}LL, mpc_load(dy + i));\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getGrad()), elementCType(op.getIndices()), n, width,
+      rows));
+  emitter.launch(name, elementwiseGrid(n), 256,
+                 {emitter.constPointer(op.getGrad()),
+                  emitter.constPointer(op.getIndices()), accumulator},
+                 // Each atomicAdd reads and writes one fp32 table element.
+                 KernelCost()
+                     .reads(op.getGrad())
+                     .reads(op.getIndices())
+                     .readsBytes(n * 4)
+                     .writesBytes(n * 4)
+                     .flopsPer(n, 1));
+  if (direct)
+    return;
+
+  emitRoundOnce(emitter, "embedding_grad_round", accumulator, op.getResult());
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+/// Kernel code that loops `oy`, `ox` over the output windows that contain
+/// input pixel (iy, ix): oy * stride - pad <= iy < oy * stride - pad + kernel.
+std::string windowsContaining(ArrayRef<int64_t> kernel,
+                              ArrayRef<int64_t> stride,
+                              ArrayRef<int64_t> padding, int64_t oh,
+                              int64_t ow) {
+  auto range = [&](StringRef o, StringRef in, int64_t k, int64_t s, int64_t p,
+                   int64_t extent) {
+    return llvm::formatv(
+               "    long long {0}_lo_num = {1} + {4}LL - {2}LL + 1;\n"
+               "    long long {0}_lo = {0}_lo_num <= 0 ? 0 : ({0}_lo_num + "
+               "{3}LL - 1) / {3}LL;\n"
+               "    long long {0}_hi = ({1} + {4}LL) / {3}LL;\n"
+               "    if ({0}_hi > {5}LL - 1) {0}_hi = {5}LL - 1;\n",
+               o, in, k, s, p, extent)
+        .str();
+  };
+  return range("oy", "iy", kernel[0], stride[0], padding[0], oh) +
+         range("ox", "ix", kernel[1], stride[1], padding[1], ow) +
+         "    for (long long oy = oy_lo; oy <= oy_hi; ++oy)\n"
+         "      for (long long ox = ox_lo; ox <= ox_hi; ++ox) {\n";
+}
+
+/// max_pool2d_grad in two kernels. Kernel 1, one thread per output window:
+/// the window's first maximum (the forward's scan order and comparison,
+/// padding excluded) as an index into its input plane, kept in scratch (-1
+/// for a window of padding only). Kernel 2, a gather over input pixels: each
+/// pixel sums dy over the windows that contain it and whose stored maximum
+/// it is, in the same window order as before, so overlapping windows need no
+/// atomics and the result is deterministic.
+void emitMaxPoolGrad(StepEmitter &emitter, const Step &step,
+                     MaxPool2dGradOp op) {
+  auto in = op.getInput().getType();
+  auto out = op.getGrad().getType();
+  int64_t h = in.getDimSize(2), w = in.getDimSize(3);
+  int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
+  ArrayRef<int64_t> kernel = op.getKernel(), stride = op.getStride(),
+                    padding = op.getPadding();
+  std::string indexType = maxPoolIndexType(op);
+  std::string argmax = emitter.scratchPointer(step, indexType);
+
+  std::string argmaxName = emitter.kernelName("max_pool2d_argmax");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ x, {2} *__restrict__ "
+      "argmax) {{\n"
+      "  MPC_FOR_EACH(o, {3}LL) {{\n"
+      "    long long plane = o / {4}LL, oy = (o / {5}LL) % {6}LL, ox = o % "
+      "{5}LL;\n"
+      "    const {1} *src = x + plane * {7}LL;\n"
+      "    long long best = -1;\n"
+      "    float bestValue = -INFINITY;\n"
+      "    for (long long ky = 0; ky < {8}LL; ++ky) {{\n"
+      "      long long y = oy * {10}LL - {12}LL + ky;\n"
+      "      if (y < 0 || y >= {13}LL) continue;\n"
+      "      for (long long kx = 0; kx < {9}LL; ++kx) {{\n"
+      "        long long xx = ox * {11}LL - {14}LL + kx;\n"
+      "        if (xx < 0 || xx >= {15}LL) continue;\n"
+      "        float v = mpc_load(src + y * {15}LL + xx);\n"
+      // The forward's comparison, so that both pick the same element
+      // (the first maximum; the last NaN, which wins).
+      "        if (best < 0 || v > bestValue || v != v) {{\n"
+      "          best = y * {15}LL + xx;\n"
+      "          bestValue = v;\n"
+      "        }\n"
+      "      }\n"
+      "    }\n"
+      "    argmax[o] = ({2})best;\n"
+      "  }\n"
+      "}\n",
+      argmaxName, elementCType(op.getInput()), indexType,
+      out.getNumElements(), oh * ow, ow, oh, h * w, kernel[0], kernel[1],
+      stride[0], stride[1], padding[0], h, padding[1], w));
+  emitter.launch(
+      argmaxName, elementwiseGrid(out.getNumElements()), 256,
+      {emitter.constPointer(op.getInput()), argmax},
+      KernelCost()
+          .reads(op.getInput())
+          .writesBytes(out.getNumElements() * (indexType == "int" ? 4 : 8)));
+
+  std::string name = emitter.kernelName("max_pool2d_grad");
+  if (op.getResult().getType().getElementType().isF32()) {
+    // An fp32 dx accumulates in place, one input row (plane, iy) per
+    // iteration: the row is zeroed, then the windows that contain row iy are
+    // visited in order (oy, then ox) and add their dy to the pixel of the
+    // row that is their argmax. Each pixel thus sums its windows in the same
+    // order, and from 0, as the per-pixel gather below.
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+        "*__restrict__ argmax, float *__restrict__ dx) {{\n"
+        "  MPC_FOR_EACH(r, {3}LL) {{\n"
+        "    long long plane = r / {4}LL, iy = r % {4}LL;\n"
+        "    float *out = dx + r * {5}LL;\n"
+        "    for (long long ix = 0; ix < {5}LL; ++ix) out[ix] = 0.0f;\n"
+        "    const {1} *g = dy + plane * {6}LL;\n"
+        "    const {2} *best = argmax + plane * {6}LL;\n"
+        "    long long rowStart = iy * {5}LL;\n"
+        "    long long oy_lo_num = iy + {9}LL - {7}LL + 1;\n"
+        "    long long oy_lo = oy_lo_num <= 0 ? 0 : (oy_lo_num + {8}LL - 1) / "
+        "{8}LL;\n"
+        "    long long oy_hi = (iy + {9}LL) / {8}LL;\n"
+        "    if (oy_hi > {10}LL - 1) oy_hi = {10}LL - 1;\n"
+        "    for (long long oy = oy_lo; oy <= oy_hi; ++oy)\n"
+        "      for (long long ox = 0; ox < {11}LL; ++ox) {{\n"
+        "        long long a = (long long)best[oy * {11}LL + ox] - rowStart;\n"
+        "        if (a >= 0 && a < {5}LL) out[a] += mpc_load(g + oy * {11}LL + "
+        "ox);\n"
+        "      }\n"
+        "  }\n"
+        "}\n",
+        name, elementCType(op.getGrad()), indexType, in.getNumElements() / w,
+        h, w, oh * ow, kernel[0], stride[0], padding[0], oh, ow));
+    emitter.launch(
+        name, elementwiseGrid(in.getNumElements() / w), 256,
+        {emitter.constPointer(op.getGrad()), argmax,
+         emitter.pointer(op.getResult())},
+        // Each window's dy is added once, at its maximum.
+        KernelCost()
+            .reads(op.getGrad())
+            .readsBytes(out.getNumElements() * (indexType == "int" ? 4 : 8))
+            .writes(op.getResult())
+            .flopsPer(out.getNumElements(), 1));
+    return;
+  }
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ argmax, {3} *__restrict__ dx) {{\n"
+      "  MPC_FOR_EACH(i, {4}LL) {{\n"
+      "    long long plane = i / {5}LL, iy = (i / {6}LL) % {7}LL, ix = i % "
+      "{6}LL;\n"
+      "    const {1} *g = dy + plane * {8}LL;\n"
+      "    const {2} *best = argmax + plane * {8}LL;\n"
+      "    {2} self = ({2})(iy * {6}LL + ix);\n"
+      "    float acc = 0.0f;\n{9}"
+      "        if (best[oy * {10}LL + ox] == self) acc += mpc_load(g + oy * "
+      "{10}LL + ox);\n"
+      "      }\n"
+      "    mpc_store(dx + i, acc);\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getGrad()), indexType,
+      elementCType(op.getResult()), in.getNumElements(), h * w, w, h, oh * ow,
+      windowsContaining(kernel, stride, padding, oh, ow), ow));
+  emitter.launch(
+      name, elementwiseGrid(in.getNumElements()), 256,
+      {emitter.constPointer(op.getGrad()), argmax,
+       emitter.pointer(op.getResult())},
+      KernelCost()
+          .reads(op.getGrad())
+          .readsBytes(out.getNumElements() * (indexType == "int" ? 4 : 8))
+          .writes(op.getResult())
+          .flopsPer(out.getNumElements(), 1));
+}
+
+/// avg_pool2d_grad as a gather: each input pixel sums dy / (KH * KW) over
+/// the windows that contain it (padding counts in the divisor, as the
+/// forward's count_include_pad).
+void emitAvgPoolGrad(StepEmitter &emitter, AvgPool2dGradOp op) {
+  auto in = op.getResult().getType();
+  auto out = op.getGrad().getType();
+  int64_t h = in.getDimSize(2), w = in.getDimSize(3);
+  int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
+  ArrayRef<int64_t> kernel = op.getKernel();
+  std::string name = emitter.kernelName("avg_pool2d_grad");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, {2} *__restrict__ dx) "
+      "{{\n"
+      "  MPC_FOR_EACH(i, {3}LL) {{\n"
+      "    long long plane = i / {4}LL, iy = (i / {5}LL) % {6}LL, ix = i % "
+      "{5}LL;\n"
+      "    const {1} *g = dy + plane * {7}LL;\n"
+      "    float acc = 0.0f;\n{8}"
+      "        acc += mpc_load(g + oy * {9}LL + ox);\n"
+      "      }\n"
+      "    mpc_store(dx + i, acc / {10}.0f);\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getGrad()), elementCType(op.getResult()),
+      in.getNumElements(), h * w, w, h, oh * ow,
+      windowsContaining(kernel, op.getStride(), op.getPadding(), oh, ow), ow,
+      kernel[0] * kernel[1]));
+  emitter.launch(
+      name, elementwiseGrid(in.getNumElements()), 256,
+      {emitter.constPointer(op.getGrad()), emitter.pointer(op.getResult())},
+      // Each window's dy reaches its KH * KW pixels; one divide a pixel.
+      KernelCost()
+          .reads(op.getGrad())
+          .writes(op.getResult())
+          .flopsPer(out.getNumElements(), kernel[0] * kernel[1])
+          .flopsPer(in.getNumElements(), 1));
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution
+//===----------------------------------------------------------------------===//
+
+/// conv2d_grad_input: per group, the column gradient
+/// dcol[n, g] = W[g]ᵀ · dy[n, g] ([(C/groups)*KH*KW, OH*OW], fp32 scratch,
+/// one GEMM batched over images), then col2im as a gather: input pixel
+/// (n, c, iy, ix) sums the column entries of every tap (ky, kx) that reads
+/// it, i.e. iy = oy * stride - pad + ky * dilation for an output row oy.
+void emitConv2dGradInput(StepEmitter &emitter, const Step &step,
+                         Conv2dGradInputOp op) {
+  ConvGeometry g =
+      convGeometry(op.getResult().getType(), op.getWeight().getType(),
+                   op.getGrad().getType(), op.getStride(), op.getPadding(),
+                   op.getDilation(), op.getGroups());
+  std::string columns = emitter.scratchPointer(step, "float");
+  for (int64_t group = 0; group < g.groups; ++group) {
+    GemmCall call;
+    call.aType = gemmDtype(op.getWeight());
+    call.bType = gemmDtype(op.getGrad());
+    call.cType = "MPC_F32";
+    call.transA = true;
+    call.m = g.columnRows();
+    call.n = g.outputPixels();
+    call.k = g.outputsPerGroup();
+    // W[g] is stored [O/groups, columnRows]: op(A) = its transpose.
+    call.a = llvm::formatv("{0} + {1}LL", emitter.constPointer(op.getWeight()),
+                           group * g.outputsPerGroup() * g.columnRows());
+    call.lda = g.columnRows();
+    call.strideA = 0;
+    call.b = llvm::formatv("{0} + {1}LL", emitter.constPointer(op.getGrad()),
+                           group * g.outputsPerGroup() * g.outputPixels());
+    call.ldb = g.outputPixels();
+    call.strideB = g.o * g.outputPixels();
+    call.c = llvm::formatv("{0} + {1}LL", columns,
+                           group * g.columnRows() * g.outputPixels());
+    call.ldc = g.outputPixels();
+    call.strideC = g.c * g.kh * g.kw * g.outputPixels();
+    call.batch = g.n;
+    emitGemmCall(emitter, call);
+  }
+
+  // One loop iteration per input row (plane, iy): the column rows that
+  // tap (ky, ·) reads it from are found once, then the W pixels of the row
+  // are written in order, each summing its taps as before (ky, then kx).
+  int64_t rows = g.n * g.c * g.h;
+  std::string name = emitter.kernelName("col2im");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ columns, {1} "
+      "*__restrict__ dx) {{\n"
+      "  MPC_FOR_EACH(r, {2}LL) {{\n"
+      "    long long iy = r % {4}LL, plane = r / {4}LL;\n"
+      "    const float *planeColumns = columns + plane * {5}LL * {6}LL * "
+      "{15}LL;\n"
+      "    {1} *out = dx + r * {3}LL;\n"
+      "    for (long long ix = 0; ix < {3}LL; ++ix) {{\n"
+      "      float acc = 0.0f;\n"
+      "      for (long long ky = 0; ky < {5}LL; ++ky) {{\n"
+      "        long long ty = iy + {7}LL - ky * {9}LL;\n"
+      "        if (ty < 0 || ty % {11}LL != 0 || ty / {11}LL >= {13}LL) "
+      "continue;\n"
+      "        const float *tapRow = planeColumns + ky * {6}LL * {15}LL + "
+      "(ty / {11}LL) * {14}LL;\n"
+      "        for (long long kx = 0; kx < {6}LL; ++kx) {{\n"
+      "          long long tx = ix + {8}LL - kx * {10}LL;\n"
+      "          if (tx < 0 || tx % {12}LL != 0 || tx / {12}LL >= {14}LL) "
+      "continue;\n"
+      "          acc += tapRow[kx * {15}LL + tx / {12}LL];\n"
+      "        }\n"
+      "      }\n"
+      "      mpc_store(out + ix, acc);\n"
+      "    }\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getResult()), rows, g.w, g.h, g.kh, g.kw,
+      g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.stride[0],
+      g.stride[1], g.oh, g.ow, g.outputPixels()));
+  emitter.launch(name, elementwiseGrid(rows), 256,
+                 {columns, emitter.pointer(op.getResult())},
+                 // Every fp32 column entry is added into its input pixel once.
+                 KernelCost()
+                     .readsBytes(g.columnElements() * 4)
+                     .writes(op.getResult())
+                     .flopsPer(g.columnElements(), 1));
+}
+
+/// conv2d_grad_weight: im2col of the input again (scratch), then per group
+/// dW[g] = sum_n dy[n, g] · col[n, g]ᵀ, one GEMM per image accumulating
+/// (beta = 1) after the first. The images' sum stays in f32 (GEMMs with
+/// half operands and an f32 C, into scratch) and a half dW is rounded once
+/// at the end, as one GEMM over the batch would: accumulating into the half
+/// result itself rounded the running sum after every image (a relative error
+/// of 0.105 at O2 bf16 on a batch of 256 in e2e.long_sums_conv_O2_bf16, 75
+/// times that of rounding once).
+void emitConv2dGradWeight(StepEmitter &emitter, const Step &step,
+                          Conv2dGradWeightOp op) {
+  ConvGeometry g = convGeometry(
+      op.getInput().getType(), op.getResult().getType(), op.getGrad().getType(),
+      op.getStride(), op.getPadding(), op.getDilation(), op.getGroups());
+  std::string columns =
+      emitter.scratchPointer(step, elementCType(op.getInput()));
+  emitIm2col(emitter, op.getInput(), g, columns);
+  std::optional<int64_t> sumOffset = convGradWeightSumOffset(op);
+  std::string result = emitter.pointer(op.getResult());
+  std::string sum =
+      sumOffset ? emitter.scratchPointer(step, "float", *sumOffset) : result;
+  for (int64_t group = 0; group < g.groups; ++group) {
+    for (int64_t image = 0; image < g.n; ++image) {
+      GemmCall call;
+      call.aType = gemmDtype(op.getGrad());
+      call.bType = gemmDtype(op.getInput());
+      call.cType = sumOffset ? "MPC_F32" : gemmDtype(op.getResult());
+      call.transB = true;
+      call.m = g.outputsPerGroup();
+      call.n = g.columnRows();
+      call.k = g.outputPixels();
+      call.a = llvm::formatv("{0} + {1}LL", emitter.constPointer(op.getGrad()),
+                             (image * g.o + group * g.outputsPerGroup()) *
+                                 g.outputPixels());
+      call.lda = g.outputPixels();
+      // col[n, g] is stored [columnRows, OH*OW]: op(B) = its transpose.
+      call.b =
+          llvm::formatv("{0} + {1}LL", columns,
+                        (image * g.c * g.kh * g.kw + group * g.columnRows()) *
+                            g.outputPixels());
+      call.ldb = g.outputPixels();
+      call.c = llvm::formatv("{0} + {1}LL", sum,
+                             group * g.outputsPerGroup() * g.columnRows());
+      call.ldc = g.columnRows();
+      call.accumulate = image > 0;
+      emitGemmCall(emitter, call);
+    }
+  }
+  if (sumOffset)
+    emitRoundOnce(emitter, "conv2d_grad_weight_round", sum, op.getResult());
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and data movement
+//===----------------------------------------------------------------------===//
+
+/// reduce_max_grad: dy is split evenly among the elements equal to their
+/// output's maximum, as torch.amax. Kernel 1, one block per output, counts
+/// the ties into scratch; kernel 2 writes every input element once.
+void emitReduceMaxGrad(StepEmitter &emitter, const Step &step,
+                       ReduceMaxGradOp op) {
+  auto type = op.getInput().getType();
+  ArrayRef<int64_t> shape = type.getShape();
+  SmallVector<int64_t> kept, reducedDims;
+  int64_t reduced = 1;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (llvm::is_contained(op.getDims(), d)) {
+      reduced *= shape[d];
+      reducedDims.push_back(d);
+    } else {
+      kept.push_back(d);
+    }
+  }
+  int64_t outputs = type.getNumElements() / reduced;
+  std::string counts = emitter.scratchPointer(step, "float");
+
+  std::string countName = emitter.kernelName("reduce_max_ties");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ x, const {2} "
+      "*__restrict__ y, float *__restrict__ counts) {{\n"
+      "  long long o = blockIdx.x;\n"
+      "  long long base = 0;\n{3}"
+      "  float m = mpc_load(y + o), count = 0.0f;\n"
+      "  MPC_FOR_THREAD(t, {4}LL) {{\n"
+      "    long long offset = base;\n{5}"
+      "    count += mpc_load(x + offset) == m ? 1.0f : 0.0f;\n"
+      "  }\n"
+      "  count = mpc_block_reduce_sum(count);\n"
+      "  if (threadIdx.x == 0) counts[o] = count;\n"
+      "}\n",
+      countName, elementCType(op.getInput()), elementCType(op.getOutput()),
+      offsetCode("base", "o", shape, kept), reduced,
+      offsetCode("offset", "t", shape, reducedDims)));
+  emitter.launch(countName, outputs, rowBlockSize,
+                 {emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getOutput()), counts},
+                 KernelCost()
+                     .reads(op.getInput())
+                     .reads(op.getOutput())
+                     .writesBytes(outputs * 4)
+                     .flopsPer(type.getNumElements(), 1));
+
+  // The output index of input element i: its kept coordinates, row-major
+  // (keepdim only inserts extents of 1, which leave the order unchanged).
+  std::string outputIndex;
+  int64_t keptStride = 1;
+  for (int64_t d : llvm::reverse(kept)) {
+    outputIndex +=
+        llvm::formatv("{0}c{1} * {2}LL", outputIndex.empty() ? "" : " + ", d,
+                      keptStride)
+            .str();
+    keptStride *= shape[d];
+  }
+  std::string name = emitter.kernelName("reduce_max_grad");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ x, const {3} *__restrict__ y, const float *__restrict__ "
+      "counts, {4} *__restrict__ dx) {{\n"
+      "  MPC_FOR_EACH(i, {5}LL) {{\n{6}"
+      "    long long o = {7};\n"
+      "    float v = mpc_load(x + i);\n"
+      "    mpc_store(dx + i, v == mpc_load(y + o) ? mpc_load(dy + o) / "
+      "counts[o] : 0.0f);\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getGrad()), elementCType(op.getInput()),
+      elementCType(op.getOutput()), elementCType(op.getResult()),
+      type.getNumElements(), coordinateCode(shape),
+      outputIndex.empty() ? "0" : outputIndex));
+  emitter.launch(name, elementwiseGrid(type.getNumElements()), 256,
+                 {emitter.constPointer(op.getGrad()),
+                  emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getOutput()), counts,
+                  emitter.pointer(op.getResult())},
+                 KernelCost()
+                     .reads(op.getGrad())
+                     .reads(op.getInput())
+                     .reads(op.getOutput())
+                     .readsBytes(outputs * 4)
+                     .writes(op.getResult())
+                     .flopsPer(type.getNumElements(), 1));
+}
+
+/// slice_grad: every element of the input-shaped result is written once,
+/// with its slice element's gradient when the slice took it, else 0.
+void emitSliceGrad(StepEmitter &emitter, SliceGradOp op) {
+  auto resultType = op.getResult().getType();
+  auto gradType = op.getGrad().getType();
+  SmallVector<int64_t> gradStrides = rowMajorStrides(gradType.getShape());
+  std::string taken = "true", source;
+  for (int64_t d = 0; d < resultType.getRank(); ++d) {
+    int64_t start = op.getStarts()[d], stride = op.getStrides()[d];
+    std::string relative = llvm::formatv("(c{0} - {1}LL)", d, start).str();
+    taken += llvm::formatv(" && {0} >= 0 && {0} % {1}LL == 0 && {0} / {1}LL "
+                           "< {2}LL",
+                           relative, stride, gradType.getDimSize(d))
+                 .str();
+    source +=
+        llvm::formatv("{0}({1} / {2}LL) * {3}LL", source.empty() ? "" : " + ",
+                      relative, stride, gradStrides[d])
+            .str();
+  }
+  std::string name = emitter.kernelName("slice_grad");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, {2} *__restrict__ dx) "
+      "{{\n"
+      "  MPC_FOR_EACH(i, {3}LL) {{\n{4}"
+      "    mpc_store(dx + i, ({5}) ? mpc_load(dy + {6}) : 0.0f);\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getGrad()), elementCType(op.getResult()),
+      resultType.getNumElements(), coordinateCode(resultType.getShape()), taken,
+      source.empty() ? "0" : source));
+  emitter.launch(
+      name, elementwiseGrid(resultType.getNumElements()), 256,
+      {emitter.constPointer(op.getGrad()), emitter.pointer(op.getResult())},
+      KernelCost().reads(op.getGrad()).writes(op.getResult()));
+}
+
+} // namespace
+
+FailureOr<bool> mlir::mpc::emitBackwardOp(Operation *op, const Step &step,
+                                          StepEmitter &emitter) {
+  if (auto grad = dyn_cast<RmsNormGradOp>(op)) {
+    emitRmsNormGrad(emitter, step, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<LayerNormGradOp>(op)) {
+    if (failed(emitLayerNormGrad(emitter, step, grad)))
+      return failure();
+    return true;
+  }
+  if (auto grad = dyn_cast<BatchNormGradOp>(op)) {
+    emitBatchNormGrad(emitter, step, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
+    emitEmbeddingGrad(emitter, step, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<MaxPool2dGradOp>(op)) {
+    emitMaxPoolGrad(emitter, step, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<AvgPool2dGradOp>(op)) {
+    emitAvgPoolGrad(emitter, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<Conv2dGradInputOp>(op)) {
+    emitConv2dGradInput(emitter, step, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<Conv2dGradWeightOp>(op)) {
+    emitConv2dGradWeight(emitter, step, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<ReduceMaxGradOp>(op)) {
+    emitReduceMaxGrad(emitter, step, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<SliceGradOp>(op)) {
+    emitSliceGrad(emitter, grad);
+    return true;
+  }
+  return false;
+}

@@ -1,0 +1,253 @@
+//===- EmitData.cpp - data movement, gathers and pooling ----------*- C++ -*-===//
+//
+// This file implements emitDataMovement: transpose, slice, concat,
+// embedding, pooling and non-splat constants. Each is one loop over the
+// output elements (MPC_FOR_EACH) that computes where its source lives.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/codegen/Emitter.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+/// A kernel `out[i] = in[<source>]` over every output element, where
+/// `source` is C++ in the output coordinates c0, c1, ...
+void emitGather(StepEmitter &emitter, StringRef hint, Value input,
+                Value output, StringRef source) {
+  auto outType = cast<RankedTensorType>(output.getType());
+  std::string name = emitter.kernelName(hint);
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ in, {2} *__restrict__ "
+      "out) {{\n"
+      "  MPC_FOR_EACH(i, {3}LL) {{\n{4}"
+      "    out[i] = in[{5}];\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(input), elementCType(output), outType.getNumElements(),
+      coordinateCode(outType.getShape()), source));
+  emitter.launch(
+      name, elementwiseGrid(outType.getNumElements()), 256,
+      {emitter.constPointer(input), emitter.pointer(output)},
+      // One input element read for each output element.
+      KernelCost()
+          .readsElements(
+              outType.getNumElements(),
+              cast<RankedTensorType>(input.getType()).getElementType())
+          .writes(output));
+}
+
+void emitTranspose(StepEmitter &emitter, TransposeOp op) {
+  SmallVector<int64_t> inStrides =
+      rowMajorStrides(op.getInput().getType().getShape());
+  std::string source;
+  for (auto [d, p] : llvm::enumerate(op.getPermutation()))
+    source += llvm::formatv("{0}c{1} * {2}LL", source.empty() ? "" : " + ", d,
+                            inStrides[p])
+                  .str();
+  emitGather(emitter, "transpose", op.getInput(), op.getResult(),
+             source.empty() ? "0" : source);
+}
+
+void emitSlice(StepEmitter &emitter, SliceOp op) {
+  SmallVector<int64_t> inStrides =
+      rowMajorStrides(op.getInput().getType().getShape());
+  SmallVector<int64_t> strides = op.getStridesOrDefault();
+  std::string source;
+  for (auto [d, start] : llvm::enumerate(op.getStarts()))
+    source += llvm::formatv("{0}({1}LL + c{2} * {3}LL) * {4}LL",
+                            source.empty() ? "" : " + ", start, d, strides[d],
+                            inStrides[d])
+                  .str();
+  emitGather(emitter, "slice", op.getInput(), op.getResult(),
+             source.empty() ? "0" : source);
+}
+
+/// One copy per input into its band of the output along `dim`.
+void emitConcat(StepEmitter &emitter, ConcatOp op) {
+  auto outType = op.getResult().getType();
+  int64_t dim = op.getDim();
+  SmallVector<int64_t> outStrides = rowMajorStrides(outType.getShape());
+  int64_t start = 0;
+  for (Value input : op.getInputs()) {
+    auto inType = cast<RankedTensorType>(input.getType());
+    std::string target;
+    for (int64_t d = 0; d < inType.getRank(); ++d)
+      target += llvm::formatv("{0}(c{1}{2}) * {3}LL",
+                              target.empty() ? "" : " + ", d,
+                              d == dim ? " + " + std::to_string(start) + "LL"
+                                       : std::string(),
+                              outStrides[d])
+                    .str();
+    std::string name = emitter.kernelName("concat");
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const {1} *__restrict__ in, {1} *__restrict__ "
+        "out) {{\n"
+        "  MPC_FOR_EACH(i, {2}LL) {{\n{3}"
+        "    out[{4}] = in[i];\n"
+        "  }\n"
+        "}\n",
+        name, elementCType(input), inType.getNumElements(),
+        coordinateCode(inType.getShape()), target));
+    emitter.launch(
+        name, elementwiseGrid(inType.getNumElements()), 256,
+        {emitter.constPointer(input), emitter.pointer(op.getResult())},
+        KernelCost().reads(input).writesElements(inType.getNumElements(),
+                                                 inType.getElementType()));
+    start += inType.getDimSize(dim);
+  }
+}
+
+void emitEmbedding(StepEmitter &emitter, EmbeddingOp op) {
+  auto table = op.getTable().getType();
+  int64_t rows = table.getDimSize(0), width = table.getDimSize(1);
+  int64_t n = op.getResult().getType().getNumElements();
+  std::string name = emitter.kernelName("embedding");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ table, const {2} "
+      "*__restrict__ indices, {1} *__restrict__ out, int *index_error) {{\n"
+      "  MPC_FOR_EACH(i, {3}LL) {{\n"
+      "    long long index = indices[i / {4}LL];\n"
+      "    if (index < 0 || index >= {5}LL) {{ *index_error = 1; out[i] = "
+      "table[0]; continue; }\n"
+      "    out[i] = table[index * {4}LL + i % {4}LL];\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getTable()), elementCType(op.getIndices()), n,
+      width, rows));
+  emitter.launch(name, elementwiseGrid(n), 256,
+                 {emitter.constPointer(op.getTable()),
+                  emitter.constPointer(op.getIndices()),
+                  emitter.pointer(op.getResult()), "ctx->index_error"},
+                 KernelCost()
+                     .readsElements(n, table.getElementType())
+                     .reads(op.getIndices())
+                     .writes(op.getResult()));
+}
+
+/// Max or average pooling of NCHW; padding never wins a maximum and counts
+/// towards an average's divisor (count_include_pad).
+void emitPool(StepEmitter &emitter, Operation *op, Value input, Value output,
+              ArrayRef<int64_t> kernel, ArrayRef<int64_t> stride,
+              ArrayRef<int64_t> padding, bool isMax) {
+  auto in = cast<RankedTensorType>(input.getType());
+  auto out = cast<RankedTensorType>(output.getType());
+  int64_t h = in.getDimSize(2), w = in.getDimSize(3);
+  int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
+  std::string name = emitter.kernelName(isMax ? "max_pool2d" : "avg_pool2d");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ x, {2} *__restrict__ y) "
+      "{{\n"
+      "  MPC_FOR_EACH(i, {3}LL) {{\n"
+      "    long long plane = i / {4}LL, oy = (i / {5}LL) % {6}LL, ox = i % "
+      "{5}LL;\n"
+      "    const {1} *src = x + plane * {7}LL;\n"
+      "    float acc = {8};\n"
+      "    for (long long ky = 0; ky < {9}LL; ++ky) {{\n"
+      "      long long iy = oy * {11}LL - {13}LL + ky;\n"
+      "      if (iy < 0 || iy >= {15}LL) continue;\n"
+      "      for (long long kx = 0; kx < {10}LL; ++kx) {{\n"
+      "        long long ix = ox * {12}LL - {14}LL + kx;\n"
+      "        if (ix < 0 || ix >= {16}LL) continue;\n"
+      "        float v = mpc_load(src + iy * {16}LL + ix);\n"
+      "        {17}\n"
+      "      }\n"
+      "    }\n"
+      "    mpc_store(y + i, {18});\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(input), elementCType(output), out.getNumElements(),
+      oh * ow, ow, oh, h * w, isMax ? "-INFINITY" : "0.0f", kernel[0],
+      kernel[1], stride[0], stride[1], padding[0], padding[1], h, w,
+      isMax ? "acc = ((v > acc) | (v != v)) ? v : acc;" : "acc += v;",
+      isMax ? std::string("acc")
+            : llvm::formatv("acc / {0}.0f", kernel[0] * kernel[1]).str()));
+  emitter.launch(
+      name, elementwiseGrid(out.getNumElements()), 256,
+      {emitter.constPointer(input), emitter.pointer(output)},
+      // An average adds each window element and divides once.
+      KernelCost().reads(input).writes(output).flopsPer(
+          isMax ? 0 : out.getNumElements(), kernel[0] * kernel[1] + 1));
+}
+
+/// A constant that is not a splat is copied from the program's data at the
+/// start of every step that uses it. The data are f32 bit patterns: a static
+/// array needs constant initialisers, and NVRTC has no constant expression
+/// for inf or NaN (the bits also keep a NaN's payload).
+void emitDenseConstant(StepEmitter &emitter, ConstantOp op) {
+  auto type = op.getResult().getType();
+  auto dense = dyn_cast<DenseFPElementsAttr>(op.getValue());
+  std::string name = emitter.kernelName("constant_data");
+  std::string data;
+  llvm::raw_string_ostream os(data);
+  os << "static const unsigned int " << name << "[] = {";
+  llvm::interleaveComma(dense.getValues<APFloat>(), os, [&](APFloat value) {
+    bool losesInfo = false;
+    value.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven,
+                  &losesInfo);
+    os << llvm::format_hex(value.bitcastToAPInt().getZExtValue(), 10) << "u";
+  });
+  os << "};\n";
+  std::string fill = emitter.kernelName("constant");
+  emitter.addKernel(
+      data +
+      llvm::formatv("__global__ void {0}({1} *__restrict__ out) {{\n"
+                    "  MPC_FOR_EACH(i, {2}LL) mpc_store(out + i, "
+                    "mpc_float_from_bits({3}[i]));\n"
+                    "}\n",
+                    fill, elementCType(op.getResult()), type.getNumElements(),
+                    name)
+          .str());
+  emitter.launch(fill, elementwiseGrid(type.getNumElements()), 256,
+                 {emitter.pointer(op.getResult())},
+                 // The data is kept as f32 in the program.
+                 KernelCost()
+                     .readsBytes(type.getNumElements() * 4)
+                     .writes(op.getResult()));
+}
+
+} // namespace
+
+FailureOr<bool> mlir::mpc::emitDataMovement(Operation *op, const Step &step,
+                                            StepEmitter &emitter) {
+  if (auto transpose = dyn_cast<TransposeOp>(op)) {
+    emitTranspose(emitter, transpose);
+    return true;
+  }
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    emitSlice(emitter, slice);
+    return true;
+  }
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    emitConcat(emitter, concat);
+    return true;
+  }
+  if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+    emitEmbedding(emitter, embedding);
+    return true;
+  }
+  if (auto pool = dyn_cast<MaxPool2dOp>(op)) {
+    emitPool(emitter, op, pool.getInput(), pool.getResult(), pool.getKernel(),
+             pool.getStrideOrDefault(), pool.getPaddingOrDefault(), true);
+    return true;
+  }
+  if (auto pool = dyn_cast<AvgPool2dOp>(op)) {
+    emitPool(emitter, op, pool.getInput(), pool.getResult(), pool.getKernel(),
+             pool.getStrideOrDefault(), pool.getPaddingOrDefault(), false);
+    return true;
+  }
+  if (auto constant = dyn_cast<ConstantOp>(op)) {
+    if (!isa<DenseFPElementsAttr>(constant.getValue()))
+      return constant.emitError() << "only float constants have code yet";
+    emitDenseConstant(emitter, constant);
+    return true;
+  }
+  return false;
+}

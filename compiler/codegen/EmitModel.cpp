@@ -1,0 +1,525 @@
+//===- EmitModel.cpp - step functions, descriptor and header ------*- C++ -*-===//
+//
+// This file implements generateModel: it plans and emits the training step
+// (forward, backward, SGD update) and the evaluation step, then writes the
+// model descriptor that libmpcrt reads, and the header applications include.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/codegen/Emitter.h"
+#include "compiler/cuda/CudaTarget.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+const char *dtypeEnum(Type element) {
+  if (element.isF32())
+    return "MPC_F32";
+  if (element.isF16())
+    return "MPC_F16";
+  if (element.isBF16())
+    return "MPC_BF16";
+  if (element.isInteger(32))
+    return "MPC_I32";
+  return "MPC_I64";
+}
+
+/// Copies `from` into `to`, element by element, when a value cannot be
+/// computed in the buffer it must end up in (an output that is an alias or
+/// a block argument, a gradient shared by two parameters).
+void emitCopy(StepEmitter &emitter, Value from, const Buffer &to) {
+  auto type = cast<RankedTensorType>(from.getType());
+  std::string element = cType(type.getElementType());
+  std::string name = emitter.kernelName("copy");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ in, {1} *__restrict__ "
+      "out, long long n) {{\n"
+      "  MPC_FOR_EACH(i, n) out[i] = in[i];\n"
+      "}\n",
+      name, element));
+  std::string target = llvm::formatv("({0} *)(arena{1} + {2})", element,
+                                     static_cast<int>(to.arena), to.offset);
+  emitter.launch(name, elementwiseGrid(type.getNumElements()), 256,
+                 {emitter.constPointer(from), target,
+                  std::to_string(type.getNumElements()) + "LL"},
+                 KernelCost().reads(from).writes(from));
+}
+
+/// The data-parallel buckets of a training step and how they are summed.
+struct BucketPlan {
+  std::vector<GradientBucket> buckets;
+  /// Micro-batches per optimizer step: with more than one, only the last
+  /// communicates, summing each rank's accumulated gradients.
+  int64_t accumulate = 1;
+  std::string accumulateKernel; // added on first use
+};
+
+/// Data parallel: sums the buckets that became final after step `step`
+/// over the ranks (runtime/mpc_model.h). With gradient accumulation the
+/// last micro-batch adds each bucket to the accumulator (the optimizer's
+/// last slot) and sums that, so that the ranks communicate once per
+/// optimizer step; mpc_compute_gradients (no update) sums the gradients.
+void emitReadyBuckets(BucketPlan &plan, size_t step, StepEmitter &emitter) {
+  const MemoryPlan &memory = emitter.getPlan();
+  int64_t gradBytes = memory.arenaBytes[MPC_ARENA_GRADS];
+  int64_t accumulatorOffset =
+      memory.slotsOffset + (memory.optimizerSlots - 1) * gradBytes;
+  auto reduce = [&](int arena, int64_t offset, int64_t count) {
+    emitter.hostStatement(llvm::formatv(
+        "MPC_CHECK(mpc_rt_reduce_gradients(ctx, (float *)(arena{0} + {1}), "
+        "{2}LL));",
+        arena, offset, count));
+  };
+  for (GradientBucket &bucket : plan.buckets) {
+    if (bucket.readyStep != step)
+      continue;
+    int64_t count = bucket.bytes / 4;
+    emitter.hostStatement("// gradient bucket: " +
+                          llvm::join(bucket.params, ", "));
+    if (plan.accumulate == 1) {
+      bucket.afterKernels = emitter.getKernelRecords().size();
+      reduce(MPC_ARENA_GRADS, bucket.offset, count);
+      continue;
+    }
+    if (plan.accumulateKernel.empty()) {
+      plan.accumulateKernel = emitter.kernelName("accumulate_bucket");
+      // The optimizer's accumulate_grads, on one bucket's range.
+      emitter.addKernel(llvm::formatv(
+          "__global__ void {0}(const float *__restrict__ grads, float "
+          "*__restrict__ sum, long long n) {{\n"
+          "  MPC_FOR_EACH(i, n) mpc_store(sum + i, mpc_load(sum + i) + "
+          "mpc_load(grads + i));\n"
+          "}\n",
+          plan.accumulateKernel));
+    }
+    emitter.hostStatement(
+        llvm::formatv("if (ctx->apply_update && ctx->micro_step == {0}) {{",
+                      plan.accumulate - 1));
+    emitter.setSource({}, "optimizer: accumulate a gradient bucket");
+    emitter.launch(
+        plan.accumulateKernel, elementwiseGrid(count), 256,
+        {llvm::formatv("(const float *)(arena{0} + {1})",
+                       static_cast<int>(MPC_ARENA_GRADS), bucket.offset)
+             .str(),
+         llvm::formatv("(float *)(arena{0} + {1})",
+                       static_cast<int>(MPC_ARENA_OPTIMIZER),
+                       accumulatorOffset + bucket.offset)
+             .str(),
+         std::to_string(count) + "LL"},
+        KernelCost()
+            .readsBytes(2 * bucket.bytes)
+            .writesBytes(bucket.bytes)
+            .flopsPer(count, 1));
+    bucket.afterKernels = emitter.getKernelRecords().size();
+    reduce(MPC_ARENA_OPTIMIZER, accumulatorOffset + bucket.offset, count);
+    emitter.hostStatement("} else if (!ctx->apply_update) {");
+    reduce(MPC_ARENA_GRADS, bucket.offset, count);
+    emitter.hostStatement("}");
+  }
+}
+
+/// Emits every step of `model` and moves results where the descriptor
+/// expects them; with `buckets`, sums each over the ranks once it is final.
+LogicalResult emitBody(ModelOp model, const std::vector<Step> &steps,
+                       const MemoryPlan &plan, StepEmitter &emitter,
+                       ArrayRef<Value> gradients,
+                       NonfiniteSites *nonfinite = nullptr,
+                       BucketPlan *buckets = nullptr) {
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step &step = steps[i];
+    if (failed(emitStep(step, emitter)) || plan.failed())
+      return failure();
+    if (nonfinite)
+      emitNonfiniteChecks(step, emitter, *nonfinite);
+    if (buckets)
+      emitReadyBuckets(*buckets, i, emitter);
+  }
+  OutputOp output = model.getOutputOp();
+  SmallVector<Value> outputs{output.getLoss()};
+  llvm::append_range(outputs, output.getOutputs());
+  auto sourceOf = [](Value value) {
+    SmallVector<Operation *, 1> ops;
+    if (Operation *def = value.getDefiningOp())
+      ops.push_back(def);
+    return ops;
+  };
+  for (auto [value, buffer] : llvm::zip(outputs, plan.outputBuffers)) {
+    const Buffer &actual = plan.lookup(value);
+    emitter.setSource(sourceOf(value), "copy to an output");
+    if (actual.arena != buffer.arena || actual.offset != buffer.offset)
+      emitCopy(emitter, value, buffer);
+  }
+  for (auto [value, buffer] : llvm::zip(gradients, plan.paramBuffers)) {
+    Buffer target{MPC_ARENA_GRADS, buffer.offset, buffer.bytes};
+    const Buffer &actual = plan.lookup(value);
+    emitter.setSource(sourceOf(value), "copy to a gradient");
+    if (actual.arena != target.arena || actual.offset != target.offset)
+      emitCopy(emitter, value, target);
+  }
+  if (buckets) {
+    emitReadyBuckets(*buckets, steps.size(), emitter);
+    // The cuda target reduces the buckets on a stream of their own; the
+    // optimizer must not read a gradient before its bucket is summed.
+    emitter.hostStatement("MPC_CHECK(mpc_rt_gradients_reduced(ctx));");
+  }
+  return success();
+}
+
+/// The valid range of an integer input: the class count of the
+/// cross-entropy or the rows of the embedding that reads it (through
+/// reshapes).
+struct IndexBound {
+  int64_t bound = 0;
+  std::optional<int64_t> ignoreIndex;
+};
+IndexBound findIndexBound(Value input) {
+  SmallVector<Value> worklist{input};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      // Only as the targets or the indices: an input may be the logits.
+      if (auto loss = dyn_cast<CrossEntropyOp>(user);
+          loss && loss.getTargets() == value)
+        return {loss.getLogits().getType().getShape().back(),
+                loss.getIgnoreIndex()};
+      if (auto embedding = dyn_cast<EmbeddingOp>(user);
+          embedding && embedding.getIndices() == value)
+        return {embedding.getTable().getType().getDimSize(0), std::nullopt};
+      if (isAlias(user))
+        worklist.push_back(user->getResult(0));
+    }
+  }
+  return {};
+}
+
+void printTensorDesc(llvm::raw_ostream &os, StringRef name, Type type,
+                     const Buffer &buffer, InitializerAttr init,
+                     IndexBound bound) {
+  auto tensor = cast<RankedTensorType>(type);
+  os << "  {\"" << name << "\", " << dtypeEnum(tensor.getElementType())
+     << ", " << tensor.getRank() << ", {";
+  llvm::interleaveComma(tensor.getShape(), os);
+  os << "}, " << tensor.getNumElements() << ", " << buffer.arena << ", "
+     << buffer.offset << ", ";
+  if (init) {
+    ArrayRef<double> args = init.getArgs().asArrayRef();
+    os << static_cast<int>(init.getKind()) << ", " << args.size() << ", {";
+    llvm::interleaveComma(args, os, [&](double v) {
+      os << llvm::formatv("{0:e17}", v).str();
+    });
+    os << "}, ";
+  } else {
+    os << "0, 0, {0, 0}, ";
+  }
+  os << bound.bound << ", " << (bound.ignoreIndex ? 1 : 0) << ", "
+     << bound.ignoreIndex.value_or(0) << "},\n";
+}
+
+} // namespace
+
+MemorySummary mlir::mpc::summarizeMemory(const MemoryPlan &trainPlan,
+                                         const MemoryPlan &evalPlan) {
+  MemorySummary memory;
+  // Both plans place parameters, state and their half copies alike.
+  memory.params = std::max(trainPlan.arenaBytes[MPC_ARENA_PARAMS],
+                           evalPlan.arenaBytes[MPC_ARENA_PARAMS]);
+  for (const Buffer &buffer : trainPlan.paramBuffers)
+    memory.parameterBytes += buffer.bytes;
+  for (const Buffer &buffer : trainPlan.stateBuffers)
+    memory.stateBytes += buffer.bytes;
+  memory.gradients = trainPlan.arenaBytes[MPC_ARENA_GRADS];
+  memory.optimizerState = trainPlan.arenaBytes[MPC_ARENA_OPTIMIZER];
+  memory.trainActivations = trainPlan.arenaBytes[MPC_ARENA_ACTIVATIONS];
+  memory.trainActivationsWithoutReuse = trainPlan.activationBytesWithoutReuse;
+  memory.evalActivations = evalPlan.arenaBytes[MPC_ARENA_ACTIVATIONS];
+  // The descriptor holds one workspace: both plans pin it at one place.
+  assert(trainPlan.gemmWorkspace.offset == evalPlan.gemmWorkspace.offset &&
+         trainPlan.gemmWorkspace.bytes == evalPlan.gemmWorkspace.bytes);
+  memory.gemmWorkspace = trainPlan.gemmWorkspace.bytes;
+  memory.activations =
+      std::max(memory.trainActivations, memory.evalActivations);
+  for (const auto &[value, buffer] : trainPlan.getBuffers()) {
+    if (buffer.arena != MPC_ARENA_ACTIVATIONS)
+      continue;
+    Operation *op = value.getDefiningOp();
+    // A value written over another's buffer is listed once, as the other.
+    if (trainPlan.writtenOver(value))
+      continue;
+    // A reshape that is its operand's buffer is listed once, as the operand.
+    if (auto reshape = dyn_cast_or_null<ReshapeOp>(op))
+      if (trainPlan.isMaterialised(reshape.getInput()) &&
+          trainPlan.lookup(reshape.getInput()).arena == buffer.arena &&
+          trainPlan.lookup(reshape.getInput()).offset == buffer.offset)
+        continue;
+    memory.trainActivationTensors.push_back(
+        {op ? op->getName().getStringRef().str() : "argument",
+         fileLineCol(value.getLoc()),
+         SmallVector<int64_t, 4>(
+             cast<RankedTensorType>(value.getType()).getShape()),
+         buffer.bytes});
+  }
+  llvm::sort(memory.trainActivationTensors, [](const auto &a, const auto &b) {
+    return std::tie(b.bytes, a.location, a.op) <
+           std::tie(a.bytes, b.location, b.op);
+  });
+  return memory;
+}
+
+MemorySummary mlir::mpc::planMemory(ModelOp train, ModelOp eval, bool fuse,
+                                    int64_t gemmWorkspaceBytes) {
+  SmallVector<Value> gradients(train.getOutputOp().getGradients());
+  std::vector<Step> trainSteps = formSteps(train, fuse);
+  MemoryPlan trainPlan(train, trainSteps, gradients, gemmWorkspaceBytes);
+  std::vector<Step> evalSteps = formSteps(eval, fuse);
+  MemoryPlan evalPlan(eval, evalSteps, {}, gemmWorkspaceBytes);
+  return summarizeMemory(trainPlan, evalPlan);
+}
+
+FailureOr<GeneratedModel>
+mlir::mpc::generateModel(ModelOp train, ModelOp eval,
+                         const CodegenOptions &options) {
+  std::string name = train.getSymName().str();
+  std::vector<std::string> kernels;
+
+  OutputOp trainOutput = train.getOutputOp();
+  SmallVector<Value> gradients(trainOutput.getGradients());
+  // --debug-nonfinite checks every op's output: nothing stays in registers.
+  bool fuse = options.fuse && !options.debugNonfinite;
+  std::vector<Step> trainSteps = formSteps(train, fuse);
+  MemoryPlan trainPlan(train, trainSteps, gradients,
+                       options.gemmWorkspaceBytes);
+  StepEmitter trainEmitter(trainPlan, name, name + "_train_step", kernels,
+                           /*training=*/true);
+  NonfiniteSites nonfinite;
+  llvm::DenseSet<Operation *> forwardOps = findForwardOps(train);
+  nonfinite.forwardOps = &forwardOps;
+  NonfiniteSites *checks = options.debugNonfinite ? &nonfinite : nullptr;
+  auto optimizer = train->getAttrOfType<OptimizerAttr>(kOptimizerAttr);
+  bool dataParallel = optimizer && optimizer.getDataParallel();
+  BucketPlan buckets;
+  if (dataParallel) {
+    buckets.accumulate = optimizer.getAccumulate();
+    buckets.buckets = planGradientBuckets(train, trainSteps, trainPlan,
+                                          gradients, options.bucketBytes);
+  }
+  if (failed(emitBody(train, trainSteps, trainPlan, trainEmitter, gradients,
+                      checks, dataParallel ? &buckets : nullptr)))
+    return failure();
+  if (failed(emitOptimizerStep(train, trainEmitter)))
+    return failure();
+  StepEmitter syncEmitter(trainPlan, name, name + "_sync_half_copies",
+                          kernels, /*training=*/false);
+  emitSyncHalfCopies(train, syncEmitter);
+
+  std::vector<Step> evalSteps = formSteps(eval, fuse);
+  MemoryPlan evalPlan(eval, evalSteps, {}, options.gemmWorkspaceBytes);
+  StepEmitter evalEmitter(evalPlan, name, name + "_eval", kernels,
+                          /*training=*/false);
+  nonfinite.forwardOps = nullptr; // evaluation is all forward
+  if (failed(emitBody(eval, evalSteps, evalPlan, evalEmitter, {}, checks)))
+    return failure();
+  // The optimizer, the half-copy sync and the buckets read the plans too.
+  if (trainPlan.failed() || evalPlan.failed())
+    return failure();
+
+  GeneratedModel model;
+  model.trainKernels = trainEmitter.getKernelRecords();
+  model.gradientBuckets = std::move(buckets.buckets);
+  {
+    llvm::raw_string_ostream os(model.kernelSource);
+    os << "// Kernels of model @" << name << ", generated by mpc. CUDA C++;\n"
+       << "// the cpu target compiles it with runtime/device/mpc_device.h.\n"
+       << "#include \"runtime/device/mpc_device.h\"\n"
+       << "#include \"runtime/device/mpc_training.h\"\n";
+    auto hasAttention = [](ModelOp model) {
+      return model
+          .walk([](Operation *op) {
+            return isa<AttentionOp, AttentionGradOp>(op)
+                       ? WalkResult::interrupt()
+                       : WalkResult::advance();
+          })
+          .wasInterrupted();
+    };
+    if (hasAttention(train) || hasAttention(eval))
+      os << "#include \"runtime/device/mpc_attention.h\"\n";
+    os << "\n";
+    if (options.debugNonfinite)
+      os << nonfiniteKernelPrelude();
+    // Each kernel declares the largest block it is launched with: ptxas
+    // then budgets registers for it (and reports what it could not fit),
+    // and a launch with more threads fails instead of running short of
+    // registers.
+    std::map<std::string, int> launchBlocks;
+    for (const StepEmitter *emitter :
+         {&trainEmitter, &syncEmitter, &evalEmitter})
+      for (const auto &[kernel, block] : emitter->getLaunchBlocks())
+        launchBlocks[kernel] = std::max(launchBlocks[kernel], block);
+    for (std::string kernel : kernels) {
+      for (const KernelDeclaration &declaration : findKernels(kernel)) {
+        auto found = launchBlocks.find(declaration.name);
+        std::string head = "__global__ void " + declaration.name + "(";
+        size_t at = kernel.find(head);
+        if (found == launchBlocks.end() || at == std::string::npos)
+          continue;
+        kernel.replace(at, head.size(),
+                       "__global__ void __launch_bounds__(" +
+                           std::to_string(found->second) + ") " +
+                           declaration.name + "(");
+      }
+      os << kernel << "\n";
+    }
+  }
+
+  {
+    llvm::raw_string_ostream os(model.hostSource);
+    os << "// Host code of model @" << name << ", generated by mpc.\n";
+    if (options.emulateBlocks)
+      os << "// The kernels' host build runs blocks of blockDim threads.\n"
+         << "#define MPC_DEVICE_EMULATION 1\n";
+    os << "#include \"" << name << "_kernels.cu\"\n"
+       << "#include \"runtime/gemm.h\"\n"
+       << "#include \"runtime/mpc_model.h\"\n\n"
+       << "#define MPC_CHECK(call)                                \\\n"
+       << "  do {                                               \\\n"
+       << "    mpc_status mpc_status_ = (call);                 \\\n"
+       << "    if (mpc_status_ != MPC_OK)                       \\\n"
+       << "      return mpc_status_;                            \\\n"
+       << "  } while (0)\n\n";
+    if (options.cuda)
+      os << cudaHostPreamble(name);
+    if (options.debugNonfinite)
+      os << nonfiniteHostChecks();
+    os << trainEmitter.functionSource() << "\n"
+       << evalEmitter.functionSource() << "\n";
+    if (trainPlan.halfMirror)
+      os << syncEmitter.functionSource() << "\n";
+    if (options.cuda)
+      os << cudaHostKernelTable(name, findKernels(model.kernelSource));
+
+    os << "static const mpc_tensor_desc " << name << "_inputs[] = {\n";
+    for (auto [i, input] : llvm::enumerate(train.getInputs()))
+      printTensorDesc(os, train.getArgName(input), input.getType(),
+                      trainPlan.inputBuffers[i], nullptr,
+                      findIndexBound(input));
+    os << "  {0}};\n";
+    os << "static const mpc_tensor_desc " << name << "_params[] = {\n";
+    for (auto [i, param] : llvm::enumerate(train.getParams()))
+      printTensorDesc(os, train.getArgName(param), param.getType(),
+                      trainPlan.paramBuffers[i],
+                      cast<InitializerAttr>(train.getParamInits()[i]), {});
+    os << "  {0}};\n";
+    os << "static const mpc_tensor_desc " << name << "_states[] = {\n";
+    for (auto [i, state] : llvm::enumerate(train.getStates()))
+      printTensorDesc(os, train.getArgName(state), state.getType(),
+                      trainPlan.stateBuffers[i],
+                      cast<InitializerAttr>(train.getStateInits()[i]), {});
+    os << "  {0}};\n";
+    // The training step returns only the loss; evaluation returns them all.
+    os << "static const mpc_tensor_desc " << name << "_outputs[] = {\n";
+    OutputOp evalOutput = eval.getOutputOp();
+    SmallVector<Value> outputs{evalOutput.getLoss()};
+    llvm::append_range(outputs, evalOutput.getOutputs());
+    for (auto [i, value] : llvm::enumerate(outputs)) {
+      StringRef outputName =
+          i == 0
+              ? StringRef("loss")
+              : cast<StringAttr>(evalOutput.getOutputNames()[i - 1]).getValue();
+      printTensorDesc(os, outputName, value.getType(),
+                      evalPlan.outputBuffers[i], nullptr, {});
+    }
+    os << "  {0}};\n\n";
+
+    auto optimizer = train->getAttrOfType<OptimizerAttr>(kOptimizerAttr);
+    auto scaling = train->getAttrOfType<LossScalingAttr>(kLossScalingAttr);
+    os << "static const char *const " << name << "_optimizer_slots[] = {";
+    for (StringRef slot : optimizer.getSlotNames())
+      os << "\"" << slot << "\", ";
+    os << "0};\n";
+    // The ops whose outputs the --debug-nonfinite checks name by index.
+    os << "static const mpc_debug_site " << name << "_debug_sites[] = {\n";
+    auto quoted = [](StringRef text) {
+      std::string literal = "\"";
+      for (char c : text) {
+        if (c == '"' || c == '\\')
+          literal += '\\';
+        literal += c;
+      }
+      return literal + "\"";
+    };
+    for (const NonfiniteSites::Site &site : nonfinite.sites)
+      os << "  {" << quoted(site.op) << ", " << quoted(site.location) << ", "
+         << (site.backward ? 1 : 0) << "},\n";
+    os << "  {0}};\n\n";
+
+    MemorySummary memory = summarizeMemory(trainPlan, evalPlan);
+    os << "// Memory plan (bytes): parameters, state and half copies "
+       << memory.params << ", gradients " << memory.gradients
+       << ", optimizer state " << memory.optimizerState << ", activations "
+       << memory.activations << " (train step " << memory.trainActivations
+       << " reusing memory by liveness, "
+       << memory.trainActivationsWithoutReuse << " without reuse; eval "
+       << memory.evalActivations << "); of the activations, cuBLASLt's "
+       << "workspace " << memory.gemmWorkspace << "\n";
+    os << "static const mpc_model_desc " << name << "_desc = {\n"
+       << "  MPC_MODEL_ABI_VERSION, \"" << name << "\", "
+       << (options.cuda ? "MPC_TARGET_CUDA" : "MPC_TARGET_CPU") << ",\n"
+       << "  " << train.getNumInputs() << ", " << name << "_inputs,\n"
+       << "  " << train.getNumParams() << ", " << name << "_params,\n"
+       << "  " << train.getNumStates() << ", " << name << "_states,\n"
+       << "  " << outputs.size() << ", " << name << "_outputs,\n"
+       << "  {" << memory.params << ", " << memory.gradients << ", "
+       << memory.optimizerState << ", " << memory.activations << "},\n"
+       << "  " << trainPlan.optimizerSlots << ", " << name
+       << "_optimizer_slots, \"" << stringifyOptimizerKind(optimizer.getKind())
+       << "\",\n"
+       << "  " << floatLiteral(optimizer.getLr().convertToDouble()) << ", "
+       << floatLiteral(optimizer.getMomentum().convertToDouble()) << ", "
+       << floatLiteral(optimizer.getWeightDecay().convertToDouble()) << ",\n"
+       << "  " << optimizer.getAccumulate() << ",\n"
+       << "  " << lossScalerConfigLiteral(scaling, "INFINITY") << ",\n"
+       << "  " << trainPlan.controlOffset << ",\n"
+       << "  " << trainPlan.gemmWorkspace.offset << ", "
+       << trainPlan.gemmWorkspace.bytes << ",\n"
+       << "  " << name << "_train_step, " << name << "_eval,\n"
+       << "  "
+       << (trainPlan.halfMirror ? name + "_sync_half_copies" : std::string("0"))
+       << ",\n"
+       << "  " << (options.debugNonfinite ? 1 : 0) << ", "
+       << nonfinite.sites.size() << ", " << name << "_debug_sites,\n"
+       << "  " << (optimizer.getDataParallel() ? 1 : 0) << ",\n"
+       << "  " << (optimizer.getShardOptimizer() ? 1 : 0) << ", "
+       << trainPlan.slotsOffset << ",\n"
+       << "};\n\n"
+       << "extern \"C\" const mpc_model_desc *mpc_model_" << name
+       << "(void) { return &" << name << "_desc; }\n";
+  }
+
+  {
+    llvm::raw_string_ostream os(model.header);
+    std::string guard = "MPC_MODEL_" + llvm::StringRef(name).upper() + "_H";
+    os << "// Model @" << name << ", compiled by mpc. Link lib" << name
+       << ".a and libmpcrt.a.\n"
+       << "#ifndef " << guard << "\n#define " << guard << "\n\n"
+       << "#include \"runtime/mpc_runtime.h\"\n\n"
+       << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+    os << "// Inputs, in the order mpc_train_step and mpc_eval take them:\n";
+    for (BlockArgument input : train.getInputs())
+      os << "//   " << train.getArgName(input) << ": " << input.getType()
+         << "\n";
+    os << "// Outputs: loss: tensor<f32>";
+    for (auto [outputName, value] :
+         llvm::zip(trainOutput.getOutputNames(), trainOutput.getOutputs()))
+      os << ", " << cast<StringAttr>(outputName).getValue() << ": "
+         << value.getType();
+    os << "\n\nconst mpc_model_desc *mpc_model_" << name << "(void);\n\n"
+       << "#ifdef __cplusplus\n}\n#endif\n\n#endif // " << guard << "\n";
+  }
+  return model;
+}

@@ -1,0 +1,453 @@
+//===- EmitOptimizer.cpp - loss scale, optimizer, half copies ---*- C++ -*-===//
+//
+// This file emits what mpc-insert-loss-scaling and mpc-fuse-optimizer asked
+// for: the kernel of mpc.loss_scale, the optimizer step that ends the
+// training step, and the function that refreshes the half copies of the
+// parameters. All of it reads and writes the training control block
+// (mpc_train_control, runtime/device/mpc_training.h) in device memory, so a
+// step never waits on the host.
+//
+// The optimizer step, over the flat gradient buffer G (laid out as the
+// parameters), when the runtime applies updates:
+//   accumulate   (accumulate = N > 1)  A = (first micro-batch ? 0 : A) + G;
+//                 the rest runs after micro-batch N-1 only, on A
+//   grad_stats   (loss scaling, clipping, or skip_nonfinite) per-block
+//                 sums of squares of the unscaled gradients and inf/NaN
+//                 flags
+//   prepare      one thread: found_inf, global norm, clip factor, the loss
+//                 scaler's transition (skip or apply; without a scaler,
+//                 skip_nonfinite skips a step with inf/NaN gradients), the
+//                 scheduled rate and Adam's bias corrections
+//   update       one pass: read gradient, master weight, moments; write
+//                 master weight, moments and the half copy; nothing at all
+//                 when the step is skipped
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/codegen/Emitter.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstddef>
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+/// A double literal that reads back exactly (inf and NaN as expressions
+/// of the float macros, which every target defines).
+std::string doubleLiteral(double value) {
+  if (!std::isfinite(value))
+    return "(double)" + floatLiteral(value);
+  return llvm::formatv("{0:e17}", value).str();
+}
+
+const char *modeEnum(LossScaleMode mode) {
+  switch (mode) {
+  case LossScaleMode::None:
+    return "MPC_LOSS_SCALE_NONE";
+  case LossScaleMode::Static:
+    return "MPC_LOSS_SCALE_STATIC";
+  case LossScaleMode::Dynamic:
+    return "MPC_LOSS_SCALE_DYNAMIC";
+  }
+  llvm_unreachable("unknown loss scale mode");
+}
+
+
+/// The optimizer's per-element update of `p` from the gradient `g` (both
+/// f32 registers), as torch.optim computes it.
+std::string updateCode(OptimizerAttr optimizer) {
+  std::string code;
+  llvm::raw_string_ostream os(code);
+  if (optimizer.getKind() == OptimizerKind::Sgd) {
+    // torch.optim.SGD, dampening 0: d = g + wd p; buf = momentum buf + d;
+    // d = nesterov ? d + momentum buf : buf; p -= lr d.
+    os << "    g += weight_decay * p;\n"
+       << "    float m = momentum * mpc_load(slot0 + i) + g;\n"
+       << "    mpc_store(slot0 + i, m);\n";
+    if (optimizer.getNesterov())
+      os << "    g += momentum * m;\n";
+    else
+      os << "    g = m;\n";
+    os << "    p -= lr * g;\n";
+    return code;
+  }
+  // torch.optim.Adam / AdamW (single-tensor): AdamW decays the weight
+  // first, Adam adds wd p to the gradient; m.lerp_(g, 1 - beta1);
+  // v = beta2 v + (1 - beta2) g g; p -= step_size m / (sqrt(v) /
+  // sqrt(1 - beta2^t) + eps).
+  if (optimizer.getKind() == OptimizerKind::AdamW)
+    os << "    p *= 1.0f - lr * weight_decay;\n";
+  else
+    os << "    g += weight_decay * p;\n";
+  os << llvm::formatv(
+      "    float m = mpc_load(slot0 + i);\n"
+      "    m += {0} * (g - m);\n"
+      "    float v = {1} * mpc_load(slot1 + i) + {3} * g * g;\n"
+      "    mpc_store(slot0 + i, m);\n"
+      "    mpc_store(slot1 + i, v);\n"
+      "    float denom = sqrtf(v) / bias_correction2_sqrt + {2};\n"
+      "    p -= step_size * (m / denom);\n",
+      floatLiteral(1.0 - optimizer.getBeta1().convertToDouble()),
+      floatLiteral(optimizer.getBeta2().convertToDouble()),
+      floatLiteral(optimizer.getEps().convertToDouble()),
+      floatLiteral(1.0 - optimizer.getBeta2().convertToDouble()));
+  return code;
+}
+
+} // namespace
+
+std::string mlir::mpc::lossScalerConfigLiteral(LossScalingAttr scaling,
+                                               StringRef noMaxScale) {
+  return llvm::formatv(
+             "{{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}}",
+             modeEnum(scaling.getMode()),
+             floatLiteral(scaling.getInitScale().convertToDouble()),
+             doubleLiteral(scaling.getGrowthFactor().convertToDouble()),
+             doubleLiteral(scaling.getBackoffFactor().convertToDouble()),
+             scaling.getGrowthInterval(), scaling.getHysteresis(),
+             floatLiteral(scaling.getMinScale().convertToDouble()), noMaxScale)
+      .str();
+}
+
+LogicalResult mlir::mpc::emitLossScale(LossScaleOp op, StepEmitter &emitter) {
+  std::string name = emitter.kernelName("loss_scale");
+  emitter.addKernel(llvm::formatv(
+      "// The scale this step's backward pass is seeded with; recorded as\n"
+      "// the step's scale, which the optimizer and the runtime divide out.\n"
+      "__global__ void {0}(mpc_train_control *control, float *out) {{\n"
+      "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
+      "  float scale = control->scaler.scale;\n"
+      "  control->step_scale = scale;\n"
+      "  out[0] = scale;\n"
+      "}\n",
+      name));
+  emitter.launch(name, 1, 32,
+                 {emitter.controlPointer(),
+                  emitter.pointer(op.getResult())},
+                 KernelCost().readsBytes(4).writesBytes(8));
+  return success();
+}
+
+LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
+                                           StepEmitter &emitter) {
+  auto optimizer = train->getAttrOfType<OptimizerAttr>(kOptimizerAttr);
+  auto scaling = train->getAttrOfType<LossScalingAttr>(kLossScalingAttr);
+  if (!optimizer || !scaling)
+    return train.emitError()
+           << "code generation needs mpc.optimizer and mpc.loss_scaling on "
+              "the model: run mpc-insert-loss-scaling and mpc-fuse-optimizer";
+  if (train.getNumParams() == 0)
+    return success();
+  const MemoryPlan &plan = emitter.getPlan();
+  Type element =
+      cast<RankedTensorType>(train.getParams()[0].getType()).getElementType();
+  std::string storage = cType(element);
+  int64_t gradBytes = plan.arenaBytes[MPC_ARENA_GRADS];
+  int64_t n = gradBytes / (element.getIntOrFloatBitWidth() / 8);
+  std::string count = std::to_string(n) + "LL";
+  std::string control = emitter.controlPointer();
+  // Sharded (ZeRO-1): this rank's shard of each slot, ctx->shard_capacity
+  // elements a slot, after the control block.
+  bool sharded = plan.shardedSlots;
+  auto slotPointer = [&](int64_t slot) {
+    if (sharded)
+      return llvm::formatv("({0} *)(arena{1} + {2} + {3} * ctx->shard_capacity "
+                           "* (long long)sizeof({0}))",
+                           storage, static_cast<int>(MPC_ARENA_OPTIMIZER),
+                           plan.slotsOffset, slot)
+          .str();
+    return llvm::formatv("({0} *)(arena{1} + {2})", storage,
+                         static_cast<int>(MPC_ARENA_OPTIMIZER),
+                         plan.slotsOffset + slot * gradBytes)
+        .str();
+  };
+  int64_t accumulate = optimizer.getAccumulate();
+  bool scaled = scaling.getMode() != LossScaleMode::None;
+  bool clips = optimizer.getClipNorm().convertToDouble() > 0;
+  bool adam = optimizer.getKind() != OptimizerKind::Sgd;
+  // Without a loss scaler nothing else looks at the gradients before the
+  // update: skip_nonfinite adds the statistics pass (one read of them).
+  bool guardsNonfinite = !scaled && optimizer.getSkipNonfinite();
+  bool stats = scaled || clips || guardsNonfinite;
+
+  // Data parallel: the body summed every rank's gradients, bucket by
+  // bucket (EmitDataParallel.cpp), before anything here reads them.
+  if (optimizer.getDataParallel() && !element.isF32())
+    return train.emitError()
+           << "data parallelism sums f32 gradients; at O3 they are " << element
+           << " (use O0, O1 or O2)";
+  emitter.hostStatement("if (ctx->apply_update) {");
+  std::string grads = "(const " + storage + " *)arena1";
+  if (accumulate > 1) {
+    // The accumulator is the last slot; the optimizer reads it.
+    std::string accumulator = slotPointer(plan.optimizerSlots - 1);
+    std::string name = emitter.kernelName("accumulate_grads");
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const {1} *__restrict__ grads, {1} "
+        "*__restrict__ sum, long long n, int first) {{\n"
+        "  MPC_FOR_EACH(i, n)\n"
+        "    mpc_store(sum + i, (first ? 0.0f : mpc_load(sum + i)) + "
+        "mpc_load(grads + i));\n"
+        "}\n",
+        name, storage));
+    emitter.setSource({}, "optimizer: accumulate gradients");
+    // Data parallel: the last micro-batch has accumulated bucket by bucket
+    // already, to sum the accumulator over the ranks (EmitModel.cpp).
+    if (optimizer.getDataParallel())
+      emitter.hostStatement(
+          llvm::formatv("if (ctx->micro_step != {0}) {{", accumulate - 1));
+    emitter.launch(name, elementwiseGrid(n), 256,
+                   {grads, accumulator, count, "ctx->micro_step == 0"},
+                   KernelCost()
+                       .readsElements(2 * n, element)
+                       .writesElements(n, element)
+                       .flopsPer(n, 1));
+    if (optimizer.getDataParallel())
+      emitter.hostStatement("}");
+    emitter.hostStatement(
+        llvm::formatv("if (ctx->micro_step == {0}) {{", accumulate - 1));
+    grads = "(const " + accumulator.substr(1);
+  }
+
+  int64_t statsBlocks = std::min<int64_t>(elementwiseGrid(n),
+                                          MPC_GRAD_STATS_BLOCKS);
+  // Scaled gradient -> gradient: 1/scale, and 1/N for the mean over
+  // micro-batches. In double, rounded once.
+  // Data parallel: the sum is over ranks too (an exact product of two small
+  // integers, so N ranks divide as N accumulated micro-batches do).
+  std::string unscale =
+      optimizer.getDataParallel()
+          ? llvm::formatv("(1.0 / (double)control->step_scale) / ({0}.0 * "
+                          "(double)control->values.world_size)",
+                          accumulate)
+                .str()
+          : llvm::formatv("(1.0 / (double)control->step_scale) / {0}.0",
+                          accumulate)
+                .str();
+  if (stats) {
+    std::string name = emitter.kernelName("grad_stats");
+    emitter.addKernel(llvm::formatv(
+        "// Per block: the sum of squares of the unscaled gradients and\n"
+        "// whether any gradient is inf or NaN.\n"
+        "__global__ void {0}(const {1} *__restrict__ grads, "
+        "mpc_train_control *control, long long n) {{\n"
+        "  const float unscale = (float)({2});\n"
+        "  mpc_sum sumsq = 0.0f;\n"
+        "  float nonfinite = 0.0f;\n"
+        "  MPC_FOR_EACH(i, n) {{\n"
+        "    float g = mpc_load(grads + i);\n"
+        "    if (!MPC_ISFINITE(g)) nonfinite = 1.0f;\n"
+        "    float u = g * unscale;\n"
+        "    sumsq += u * u;\n"
+        "  }\n"
+        "  sumsq = mpc_block_reduce_sum(sumsq);\n"
+        "  nonfinite = mpc_block_reduce_max(nonfinite);\n"
+        "  if (threadIdx.x == 0) {{\n"
+        "    control->partial_sumsq[blockIdx.x] = sumsq;\n"
+        "    control->partial_nonfinite[blockIdx.x] = nonfinite;\n"
+        "  }\n"
+        "}\n",
+        name, storage, unscale));
+    emitter.setSource({}, "optimizer: gradient statistics");
+    emitter.launch(name, statsBlocks, 256, {grads, control, count},
+                   KernelCost()
+                       .readsElements(n, element)
+                       .writesBytes(2 * 4 * statsBlocks)
+                       .flopsPer(n, 3));
+  }
+
+  {
+    std::string name = emitter.kernelName("optimizer_prepare");
+    std::string source;
+    llvm::raw_string_ostream os(source);
+    os << "// One thread: the step's scalars, and the loss scaler's\n"
+       << "// transition (mpc_training.h), which decides skip or apply.\n"
+       << "__global__ void " << name
+       << "(mpc_train_control *control) {\n"
+       << "  if (blockIdx.x != 0 || threadIdx.x != 0) return;\n"
+       << "  const float base_lr = control->values.learning_rate;\n"
+       << "  double sumsq = 0.0;\n"
+       << "  int found_inf = 0;\n";
+    if (stats)
+      os << "  for (int b = 0; b < " << statsBlocks << "; ++b) {\n"
+         << "    sumsq += (double)control->partial_sumsq[b];\n"
+         << "    found_inf |= control->partial_nonfinite[b] != 0.0f;\n"
+         << "  }\n";
+    os << "  double norm = MPC_SQRT(sumsq);\n"
+       << "  double multiplier = " << unscale << ";\n";
+    if (clips)
+      os << "  // torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6),\n"
+         << "  // at most 1.\n"
+         << "  double clip = "
+         << doubleLiteral(optimizer.getClipNorm().convertToDouble())
+         << " / (norm + 1e-6);\n"
+         << "  if (clip < 1.0) multiplier *= clip;\n";
+    // NVRTC has no INFINITY macro: the kernel spells "no cap" mpc_inf().
+    os << "  const mpc_loss_scaler_config config = "
+       << lossScalerConfigLiteral(scaling, "mpc_inf()") << ";\n"
+       << "  int applied = mpc_loss_scaler_transition(&config, "
+          "&control->scaler, found_inf);\n";
+    if (guardsNonfinite)
+      os << "  // No loss scaler, and inf/NaN gradients: skipped all the same\n"
+         << "  // (skip_nonfinite), counted as the scaler counts its skips.\n"
+         << "  if (found_inf && applied) {\n"
+         << "    applied = 0;\n"
+         << "    control->scaler.total_skipped += 1;\n"
+         << "  }\n";
+    bool scheduled = optimizer.getSchedule() == LrSchedule::WarmupCosine;
+    if (scheduled || adam)
+      os << "  // Applied steps before this one: Adam's t - 1 and the\n"
+         << "  // schedule's position; a skipped step advances neither.\n"
+         << "  long long before = control->scaler.total_steps - "
+            "control->scaler.total_skipped - applied;\n";
+    if (scheduled)
+      os << "  double lr = mpc_warmup_cosine_lr((double)base_lr, "
+         << doubleLiteral(optimizer.getMinLr().convertToDouble()) << ", "
+         << optimizer.getWarmupSteps() << "LL, " << optimizer.getDecaySteps()
+         << "LL, before);\n";
+    else
+      os << "  double lr = (double)base_lr;\n";
+    os << "  control->found_inf = found_inf;\n"
+       << "  control->applied = applied;\n"
+       << "  control->grad_norm = " << (stats ? "(float)norm" : "mpc_nan()")
+       << ";\n"
+       << "  control->grad_multiplier = (float)multiplier;\n"
+       << "  control->learning_rate = (float)lr;\n";
+    if (adam)
+      os << "  double t = (double)(before + 1);\n"
+         << "  control->step_size = (float)(lr / (1.0 - MPC_POW("
+         << doubleLiteral(optimizer.getBeta1().convertToDouble()) << ", t)));\n"
+         << "  control->bias_correction2_sqrt = (float)MPC_SQRT(1.0 - MPC_POW("
+         << doubleLiteral(optimizer.getBeta2().convertToDouble()) << ", t));\n";
+    os << "}\n";
+    emitter.addKernel(source);
+    emitter.setSource({}, "optimizer: prepare (loss scaler, clipping, "
+                          "schedule)");
+    emitter.launch(name, 1, 32, {control},
+                   KernelCost()
+                       .readsBytes(2 * 4 * statsBlocks +
+                                   static_cast<int64_t>(sizeof(
+                                       mpc_loss_scaler_state)) +
+                                   4)
+                       .writesBytes(static_cast<int64_t>(
+                           offsetof(mpc_train_control, partial_sumsq)))
+                       .flopsPer(statsBlocks, 2));
+  }
+
+  {
+    std::string name = emitter.kernelName(
+        std::string(stringifyOptimizerKind(optimizer.getKind())) + "_update");
+    // Sharded: the rank's range of the flat buffers.
+    std::string shardBegin = sharded ? " + ctx->shard_begin" : "";
+    std::string params = "(" + storage + " *)arena0" + shardBegin;
+    std::string updateGrads = grads + shardBegin;
+    SmallVector<std::string> parameters = {
+        storage + " *__restrict__ params",
+        "const " + storage + " *__restrict__ grads",
+        storage + " *__restrict__ slot0"};
+    SmallVector<std::string> args = {params, updateGrads, slotPointer(0)};
+    if (adam) {
+      parameters.push_back(storage + " *__restrict__ slot1");
+      args.push_back(slotPointer(1));
+    }
+    bool writesHalf = plan.halfMirror.has_value();
+    if (writesHalf) {
+      std::string half = cType(plan.halfMirrorType);
+      parameters.push_back(half + " *__restrict__ half_copy");
+      args.push_back(llvm::formatv("({0} *)(arena{1} + {2})", half,
+                                   static_cast<int>(MPC_ARENA_PARAMS),
+                                   plan.halfMirror->offset)
+                         .str() +
+                     shardBegin);
+    }
+    parameters.append({"const mpc_train_control *__restrict__ control",
+                       "long long n"});
+    args.append({control, sharded ? std::string("ctx->shard_count") : count});
+
+    std::string source;
+    llvm::raw_string_ostream os(source);
+    os << "// The fused update: one pass over the flat buffers, in f32. A\n"
+       << "// skipped step (inf/NaN gradients) writes nothing at all.\n"
+       << "__global__ void " << name << "(";
+    llvm::interleaveComma(parameters, os);
+    os << ") {\n"
+       << "  if (!control->applied) return;\n"
+       << "  const float multiplier = control->grad_multiplier;\n"
+       << "  const float lr = control->learning_rate;\n"
+       << "  const float weight_decay = control->values.weight_decay;\n";
+    if (adam)
+      os << "  const float step_size = control->step_size;\n"
+         << "  const float bias_correction2_sqrt = "
+            "control->bias_correction2_sqrt;\n";
+    else
+      os << "  const float momentum = control->values.momentum;\n";
+    os << "  MPC_FOR_EACH(i, n) {\n"
+       << "    float p = mpc_load(params + i);\n"
+       << "    float g = mpc_load(grads + i) * multiplier;\n"
+       << updateCode(optimizer) << "    mpc_store(params + i, p);\n";
+    if (writesHalf)
+      os << "    mpc_store(half_copy + i, p);\n";
+    os << "  }\n}\n";
+    emitter.addKernel(source);
+    // One pass: reads gradient, master weight and moments; writes master
+    // weight, moments and the half copy.
+    int64_t slots = adam ? 2 : 1;
+    KernelCost cost;
+    cost.readsElements((2 + slots) * n, element)
+        .writesElements((1 + slots) * n, element)
+        .flopsPer(n, adam ? 16 : 7);
+    if (writesHalf)
+      cost.writesElements(n, plan.halfMirrorType);
+    std::string kind = stringifyOptimizerKind(optimizer.getKind()).str();
+    emitter.setSource({}, "optimizer: " + kind + " update");
+    emitter.launch(name, elementwiseGrid(n), 256, args, cost);
+  }
+  if (sharded) {
+    // Every rank gets the shards the others updated (a skipped step
+    // changed nothing, and the ranks agree on that).
+    emitter.hostStatement("// gather the ranks' updated shards");
+    emitter.hostStatement(
+        "MPC_CHECK(mpc_rt_gather_shards(ctx, (float *)arena0, 4, " + count +
+        "));");
+    if (plan.halfMirror)
+      emitter.hostStatement(llvm::formatv(
+          "MPC_CHECK(mpc_rt_gather_shards(ctx, arena{0} + {1}, {2}, {3}));",
+          static_cast<int>(MPC_ARENA_PARAMS), plan.halfMirror->offset,
+          plan.halfMirrorType.getIntOrFloatBitWidth() / 8, count));
+  }
+  if (accumulate > 1)
+    emitter.hostStatement("}");
+  emitter.hostStatement("}");
+  return success();
+}
+
+void mlir::mpc::emitSyncHalfCopies(ModelOp train, StepEmitter &emitter) {
+  const MemoryPlan &plan = emitter.getPlan();
+  if (!plan.halfMirror)
+    return;
+  int64_t n = plan.arenaBytes[MPC_ARENA_GRADS] / 4; // f32 parameters
+  std::string half = cType(plan.halfMirrorType);
+  std::string name = emitter.kernelName("sync_half_copies");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ params, {1} "
+      "*__restrict__ half_copy, long long n) {{\n"
+      "  MPC_FOR_EACH(i, n) mpc_store(half_copy + i, params[i]);\n"
+      "}\n",
+      name, half));
+  emitter.setSource({}, "half copies of the parameters");
+  emitter.launch(name, elementwiseGrid(n), 256,
+                 {"(const float *)arena0",
+                  llvm::formatv("({0} *)(arena{1} + {2})", half,
+                                static_cast<int>(MPC_ARENA_PARAMS),
+                                plan.halfMirror->offset)
+                      .str(),
+                  std::to_string(n) + "LL"},
+                 KernelCost()
+                     .readsBytes(4 * n)
+                     .writesElements(n, plan.halfMirrorType));
+}

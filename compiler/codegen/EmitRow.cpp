@@ -1,0 +1,816 @@
+//===- EmitRow.cpp - row kernels: softmax, cross-entropy, norms ---*- C++ -*-===//
+//
+// This file implements emitRowOp for ops that reduce along one dim and then
+// use the result along the same dim. One block handles one row; its threads
+// stride over the row and combine through mpc_block_reduce_*, so the kernels
+// are correct for any block size (one thread on the cpu target).
+//
+// A tensor reduced along `dim` is viewed as [outer, D, inner]: row r is
+// (r / inner, r % inner) and its element j is at
+// (r / inner) * D * inner + j * inner + r % inner.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/codegen/Emitter.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+struct RowView {
+  int64_t outer = 1, extent = 1, inner = 1;
+  int64_t rows() const { return outer * inner; }
+};
+
+RowView viewAlong(RankedTensorType type, int64_t dim) {
+  RowView view;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (d < dim)
+      view.outer *= type.getDimSize(d);
+    else if (d == dim)
+      view.extent = type.getDimSize(d);
+    else
+      view.inner *= type.getDimSize(d);
+  }
+  return view;
+}
+
+/// The preamble every row kernel shares: `base` and `stride` locate row
+/// blockIdx.x's elements.
+std::string rowPreamble(const RowView &view) {
+  return llvm::formatv("  long long r = blockIdx.x;\n"
+                       "  long long base = (r / {0}LL) * {1}LL + r % {0}LL;\n"
+                       "  const long long stride = {0}LL;\n",
+                       view.inner, view.extent * view.inner)
+      .str();
+}
+
+/// softmax / log_softmax: max, sum of exponentials, then the outputs.
+LogicalResult emitSoftmax(StepEmitter &emitter, const Step &step, Operation *op,
+                          Value input, Value output, int64_t dim,
+                          bool logarithm) {
+  RowView view = viewAlong(cast<RankedTensorType>(input.getType()), dim);
+  std::string name = emitter.kernelName(logarithm ? "log_softmax" : "softmax");
+  FailureOr<RowAccess> x = rowInput(emitter, step, op, input, "x", name);
+  if (failed(x))
+    return failure();
+  // Only a layer norm's kernel stores its fused input (mpc-form-kernels
+  // gives a softmax no prologue that is read elsewhere).
+  if (x->stored)
+    return op->emitError() << "a softmax kernel cannot store its input";
+  std::string element = x->load("base + j * stride");
+  std::string store =
+      logarithm
+          ? "mpc_store(y + base + j * stride, " + element + " - m - logf(s));"
+          : "mpc_store(y + base + j * stride, expf(" + element + " - m) / s);";
+  SmallVector<std::string> parameters(x->parameters);
+  parameters.push_back(elementCType(output) + " *__restrict__ y");
+  SmallVector<std::string> arguments(x->arguments);
+  arguments.push_back(emitter.pointer(output));
+  emitter.addKernel(
+      llvm::formatv("{6}__global__ void {0}({1}) {{\n{2}"
+                    "  float m = -INFINITY;\n"
+                    "  MPC_FOR_THREAD(j, {3}LL) m = mpc_max(m, {4});\n"
+                    "  m = mpc_block_reduce_max(m);\n"
+                    "  mpc_sum s = 0.0f;\n"
+                    "  MPC_FOR_THREAD(j, {3}LL) s += expf({4} - m);\n"
+                    "  s = mpc_block_reduce_sum(s);\n"
+                    "  MPC_FOR_THREAD(j, {3}LL) {5}\n"
+                    "}\n",
+                    name, llvm::join(parameters, ", "), rowPreamble(view),
+                    view.extent, element, store, x->functions()));
+  KernelCost cost =
+      KernelCost().writes(output).flopsPer(view.rows() * view.extent, 6);
+  if (x->fused)
+    cost += x->fused->cost;
+  else
+    cost.reads(input);
+  // max, then sum of exp(x - m), then the outputs: 6 FLOPs an element.
+  emitter.launch(name, view.rows(), rowBlockSize, arguments, cost);
+  return success();
+}
+
+/// softmax_grad: dx = y * (dy - sum(dy * y));
+/// log_softmax_grad: dx = dy - exp(y) * sum(dy).
+LogicalResult emitSoftmaxGrad(StepEmitter &emitter, const Step &step,
+                              Operation *op, Value grad, Value output,
+                              Value result, int64_t dim, bool logarithm) {
+  RowView view = viewAlong(cast<RankedTensorType>(grad.getType()), dim);
+  std::string name =
+      emitter.kernelName(logarithm ? "log_softmax_grad" : "softmax_grad");
+  FailureOr<RowAccess> dx = rowOutput(emitter, step, op, result, "dx", name);
+  if (failed(dx))
+    return failure();
+  std::string term = logarithm ? "mpc_load(dy + base + j * stride)"
+                               : "mpc_load(dy + base + j * stride) * "
+                                 "mpc_load(y + base + j * stride)";
+  std::string value =
+      logarithm ? "mpc_load(dy + base + j * stride) - expf(mpc_load(y + base "
+                  "+ j * stride)) * s"
+                : "mpc_load(y + base + j * stride) * (mpc_load(dy + base + j "
+                  "* stride) - s)";
+  SmallVector<std::string> parameters{
+      "const " + elementCType(grad) + " *__restrict__ dy",
+      "const " + elementCType(output) + " *__restrict__ y"};
+  llvm::append_range(parameters, dx->parameters);
+  SmallVector<std::string> arguments{emitter.constPointer(grad),
+                                     emitter.constPointer(output)};
+  llvm::append_range(arguments, dx->arguments);
+  emitter.addKernel(llvm::formatv(
+      "{5}__global__ void {0}({1}) {{\n{2}"
+      "  mpc_sum s = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {3}LL) s += {4};\n"
+      "  s = mpc_block_reduce_sum(s);\n"
+      "  MPC_FOR_THREAD(j, {3}LL) {6}\n"
+      "}\n",
+      name, llvm::join(parameters, ", "), rowPreamble(view), view.extent, term,
+      dx->functions(), dx->store("base + j * stride", value)));
+  // The row sum, then dx: 4 FLOPs an element.
+  KernelCost cost = KernelCost().reads(grad).reads(output).flopsPer(
+      view.rows() * view.extent, 4);
+  if (dx->fused)
+    cost += dx->fused->cost;
+  cost.writes(dx->written);
+  emitter.launch(name, view.rows(), rowBlockSize, arguments, cost);
+  return success();
+}
+
+/// The target check shared by the cross-entropy kernels: ignored rows skip,
+/// out-of-range targets raise the step's index error.
+std::string targetCheck(std::optional<int64_t> ignore, int64_t classes,
+                        StringRef onSkip) {
+  std::string check = "  long long t = targets[r];\n";
+  if (ignore)
+    check += llvm::formatv("  if (t == {0}LL) {{ {1} return; }\n", *ignore,
+                           onSkip)
+                 .str();
+  check += llvm::formatv("  if (t < 0 || t >= {0}LL) {{\n"
+                         "    if (threadIdx.x == 0) *index_error = 1;\n"
+                         "    {1} return;\n  }\n",
+                         classes, onSkip)
+               .str();
+  return check;
+}
+
+/// The row's maximum `m` and sum of exp(x - m) `s`, in the order every
+/// cross-entropy kernel uses (so that fused and unfused agree bit for bit).
+constexpr const char *rowSoftmaxStatistics =
+    "  float m = -INFINITY;\n"
+    "  MPC_FOR_THREAD(j, {0}LL) m = mpc_max(m, mpc_load(x + j));\n"
+    "  m = mpc_block_reduce_max(m);\n"
+    "  mpc_sum s = 0.0f;\n"
+    "  MPC_FOR_THREAD(j, {0}LL) s += expf(mpc_load(x + j) - m);\n"
+    "  s = mpc_block_reduce_sum(s);\n";
+
+/// Writes each row's gradient (p - onehot(t)) * dloss / count.
+constexpr const char *rowGradientStore =
+    "  float scale = dloss[0] / count[0];\n"
+    "  MPC_FOR_THREAD(j, {0}LL) {{\n"
+    "    float p = expf(mpc_load(x + j) - m) / s;\n"
+    "    mpc_store(dx + j, (p - (j == t ? 1.0f : 0.0f)) * scale);\n"
+    "  }\n";
+
+/// One block counts the targets that are not ignored into `count`.
+void emitTargetCount(StepEmitter &emitter, Value targets,
+                     std::optional<int64_t> ignore, int64_t rows,
+                     const std::string &count) {
+  std::string name = emitter.kernelName("cross_entropy_count");
+  std::string ignoreTest =
+      ignore ? llvm::formatv("targets[r] != {0}LL", *ignore).str()
+             : std::string("true");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ targets, float "
+      "*__restrict__ count) {{\n"
+      "  float c = 0.0f;\n"
+      "  MPC_FOR_THREAD(r, {2}LL) c += ({3}) ? 1.0f : 0.0f;\n"
+      "  c = mpc_block_reduce_sum(c);\n"
+      "  if (threadIdx.x == 0) count[0] = c;\n"
+      "}\n",
+      name, elementCType(targets), rows, ignoreTest));
+  emitter.launch(name, 1, rowBlockSize, {emitter.constPointer(targets), count},
+                 KernelCost().reads(targets).writesBytes(4).flopsPer(rows, 1));
+}
+
+/// One block averages the per-row losses over the rows whose target is not
+/// ignored (NaN when all are, as PyTorch).
+void emitLossMean(StepEmitter &emitter, CrossEntropyOp op, int64_t rows,
+                  const std::string &rowLoss, const std::string &rowValid) {
+  std::string name = emitter.kernelName("cross_entropy_mean");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ row_loss, const float "
+      "*__restrict__ row_valid, float *__restrict__ loss) {{\n"
+      "  mpc_sum total = 0.0f, count = 0.0f;\n"
+      "  MPC_FOR_THREAD(r, {1}LL) {{ total += row_loss[r]; count += "
+      "row_valid[r]; }\n"
+      "  total = mpc_block_reduce_sum(total);\n"
+      "  count = mpc_block_reduce_sum(count);\n"
+      "  if (threadIdx.x == 0) loss[0] = total / count;\n"
+      "}\n",
+      name, rows));
+  emitter.launch(name, 1, rowBlockSize,
+                 {rowLoss, rowValid, emitter.pointer(op.getResult())},
+                 KernelCost()
+                     .readsBytes(2 * rows * 4)
+                     .writes(op.getResult())
+                     .flopsPer(rows, 2)
+                     .flopsPer(1, 1));
+}
+
+constexpr const char *skipRowLoss =
+    "if (threadIdx.x == 0) { row_loss[r] = 0.0f; row_valid[r] = 0.0f; }";
+
+/// Mean cross-entropy: per-row losses into scratch, then the mean.
+void emitCrossEntropy(StepEmitter &emitter, const Step &step,
+                      CrossEntropyOp op) {
+  auto logits = op.getLogits().getType();
+  int64_t classes = logits.getShape().back();
+  int64_t rows = logits.getNumElements() / classes;
+  std::string rowName = emitter.kernelName("cross_entropy_rows");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ logits, const {2} "
+      "*__restrict__ targets, float *__restrict__ row_loss, float "
+      "*__restrict__ row_valid, int *index_error) {{\n"
+      "  long long r = blockIdx.x;\n"
+      "  const {1} *x = logits + r * {3}LL;\n{4}{5}"
+      "  if (threadIdx.x == 0) {{\n"
+      "    row_loss[r] = logf(s) + m - mpc_load(x + t);\n"
+      "    row_valid[r] = 1.0f;\n"
+      "  }\n"
+      "}\n",
+      rowName, elementCType(op.getLogits()), elementCType(op.getTargets()),
+      classes, targetCheck(op.getIgnoreIndex(), classes, skipRowLoss),
+      llvm::formatv(rowSoftmaxStatistics, classes)));
+  std::string rowLoss = emitter.scratchPointer(step, "float");
+  std::string rowValid = emitter.scratchPointer(step, "float", rows * 4);
+  emitter.launch(rowName, rows, rowBlockSize,
+                 {emitter.constPointer(op.getLogits()),
+                  emitter.constPointer(op.getTargets()), rowLoss, rowValid,
+                  "ctx->index_error"},
+                 // sum of exp(x - m): 3 FLOPs an element, then 3 a row.
+                 KernelCost()
+                     .reads(op.getLogits())
+                     .reads(op.getTargets())
+                     .writesBytes(2 * rows * 4)
+                     .flopsPer(rows * classes, 3)
+                     .flopsPer(rows, 3));
+  emitLossMean(emitter, op, rows, rowLoss, rowValid);
+}
+
+/// d logits = (softmax(logits) - onehot(target)) * d loss / count.
+void emitCrossEntropyGrad(StepEmitter &emitter, const Step &step,
+                          CrossEntropyGradOp op) {
+  auto logits = op.getLogits().getType();
+  int64_t classes = logits.getShape().back();
+  int64_t rows = logits.getNumElements() / classes;
+  std::string count = emitter.scratchPointer(step, "float");
+  emitTargetCount(emitter, op.getTargets(), op.getIgnoreIndex(), rows, count);
+
+  std::string name = emitter.kernelName("cross_entropy_grad");
+  std::string zeroRow = "MPC_FOR_THREAD(j, " + std::to_string(classes) +
+                        "LL) mpc_store(dx + j, 0.0f);";
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ dloss, const {1} "
+      "*__restrict__ logits, const {2} *__restrict__ targets, const float "
+      "*__restrict__ count, {3} *__restrict__ dlogits, int *index_error) "
+      "{{\n"
+      "  long long r = blockIdx.x;\n"
+      "  const {1} *x = logits + r * {4}LL;\n"
+      "  {3} *dx = dlogits + r * {4}LL;\n{5}{6}{7}"
+      "}\n",
+      name, elementCType(op.getLogits()), elementCType(op.getTargets()),
+      elementCType(op.getResult()), classes,
+      targetCheck(op.getIgnoreIndex(), classes, zeroRow),
+      llvm::formatv(rowSoftmaxStatistics, classes),
+      llvm::formatv(rowGradientStore, classes)));
+  emitter.launch(name, rows, rowBlockSize,
+                 {emitter.constPointer(op.getGrad()),
+                  emitter.constPointer(op.getLogits()),
+                  emitter.constPointer(op.getTargets()), count,
+                  emitter.pointer(op.getResult()), "ctx->index_error"},
+                 // sum of exp(x - m), then p and (p - onehot) * scale: 8 FLOPs
+                 // an element.
+                 KernelCost()
+                     .reads(op.getGrad())
+                     .reads(op.getLogits())
+                     .reads(op.getTargets())
+                     .readsBytes(4)
+                     .writes(op.getResult())
+                     .flopsPer(rows * classes, 8)
+                     .flopsPer(rows, 1));
+}
+
+/// A `classifier` group (llm.c's fused classifier): the targets' count,
+/// then one pass per row that stores the row's loss and writes its
+/// gradient, then the mean. The gradient may be the logits' own buffer (the
+/// memory plan decides): each thread reads an element before it writes
+/// it, and the row's target logit is read by every thread before a barrier
+/// that precedes the first write, so the pointers are not __restrict__.
+/// The losses and gradients equal the unfused kernels' bit for bit.
+void emitClassifier(StepEmitter &emitter, const Step &step,
+                    CrossEntropyOp loss) {
+  auto grad = cast<CrossEntropyGradOp>(step.ops.back());
+  auto logits = loss.getLogits().getType();
+  int64_t classes = logits.getShape().back();
+  int64_t rows = logits.getNumElements() / classes;
+  std::string rowLoss = emitter.scratchPointer(step, "float");
+  std::string rowValid = emitter.scratchPointer(step, "float", rows * 4);
+  std::string count = emitter.scratchPointer(step, "float", 2 * rows * 4);
+  emitTargetCount(emitter, loss.getTargets(), loss.getIgnoreIndex(), rows,
+                  count);
+
+  std::string name = emitter.kernelName("classifier");
+  std::string skip = std::string(skipRowLoss) + " MPC_FOR_THREAD(j, " +
+                     std::to_string(classes) + "LL) mpc_store(dx + j, 0.0f);";
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ dloss, const {1} "
+      "*logits, const {2} *__restrict__ targets, const float *__restrict__ "
+      "count, float *__restrict__ row_loss, float *__restrict__ row_valid, "
+      "{3} *dlogits, int *index_error) {{\n"
+      "  long long r = blockIdx.x;\n"
+      "  const {1} *x = logits + r * {4}LL;\n"
+      "  {3} *dx = dlogits + r * {4}LL;\n{5}{6}"
+      "  float target_logit = mpc_load(x + t);\n"
+      "  __syncthreads(); // every read of x[t] before any write of dx\n"
+      "  if (threadIdx.x == 0) {{\n"
+      "    row_loss[r] = logf(s) + m - target_logit;\n"
+      "    row_valid[r] = 1.0f;\n"
+      "  }\n{7}"
+      "}\n",
+      name, elementCType(loss.getLogits()), elementCType(loss.getTargets()),
+      elementCType(grad.getResult()), classes,
+      targetCheck(loss.getIgnoreIndex(), classes, skip),
+      llvm::formatv(rowSoftmaxStatistics, classes),
+      llvm::formatv(rowGradientStore, classes)));
+  emitter.launch(name, rows, rowBlockSize,
+                 {emitter.constPointer(grad.getGrad()),
+                  emitter.constPointer(loss.getLogits()),
+                  emitter.constPointer(loss.getTargets()), count, rowLoss,
+                  rowValid, emitter.pointer(grad.getResult()),
+                  "ctx->index_error"},
+                 // The gradient kernel's 8 FLOPs an element, and the loss's
+                 // 3 a row; the logits are read once from memory (the
+                 // second and third passes over a row hit the cache).
+                 KernelCost()
+                     .reads(grad.getGrad())
+                     .reads(loss.getLogits())
+                     .reads(loss.getTargets())
+                     .readsBytes(4)
+                     .writesBytes(2 * rows * 4)
+                     .writes(grad.getResult())
+                     .flopsPer(rows * classes, 8)
+                     .flopsPer(rows, 3));
+  emitLossMean(emitter, loss, rows, rowLoss, rowValid);
+}
+
+/// Mean squared error in two deterministic stages: each of `mseLossBlocks`
+/// blocks sums the squared differences of one contiguous chunk into
+/// scratch, then one block adds the partial sums in block order and divides
+/// by the element count.
+void emitMseLoss(StepEmitter &emitter, const Step &step, MseLossOp op) {
+  int64_t n = op.getInput().getType().getNumElements();
+  int64_t blocks = mseLossBlocks(op);
+  int64_t chunk = (n + blocks - 1) / blocks;
+  std::string partials = emitter.scratchPointer(step, "float");
+  std::string name = emitter.kernelName("mse_loss_partials");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ input, const {1} "
+      "*__restrict__ target, float *__restrict__ partials) {{\n"
+      "  long long begin = (long long)blockIdx.x * {2}LL;\n"
+      "  long long count = {3}LL - begin < {2}LL ? {3}LL - begin : {2}LL;\n"
+      "  mpc_sum s = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, count) {{\n"
+      "    float d = mpc_load(input + begin + j) - "
+      "mpc_load(target + begin + j);\n"
+      "    s += d * d;\n"
+      "  }\n"
+      "  s = mpc_block_reduce_sum(s);\n"
+      "  if (threadIdx.x == 0) partials[blockIdx.x] = s;\n"
+      "}\n",
+      name, elementCType(op.getInput()), chunk, n));
+  emitter.launch(name, blocks, rowBlockSize,
+                 {emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getTarget()), partials},
+                 // a difference, a square and an add an element
+                 KernelCost()
+                     .reads(op.getInput())
+                     .reads(op.getTarget())
+                     .writesBytes(blocks * 4)
+                     .flopsPer(n, 3));
+  std::string meanName = emitter.kernelName("mse_loss_mean");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ partials, float "
+      "*__restrict__ loss) {{\n"
+      "  mpc_sum total = 0.0f;\n"
+      "  MPC_FOR_THREAD(b, {1}LL) total += partials[b];\n"
+      "  total = mpc_block_reduce_sum(total);\n"
+      "  if (threadIdx.x == 0) loss[0] = total / {2};\n"
+      "}\n",
+      meanName, blocks, floatLiteral(static_cast<double>(n))));
+  emitter.launch(meanName, 1, rowBlockSize,
+                 {partials, emitter.pointer(op.getResult())},
+                 KernelCost()
+                     .readsBytes(blocks * 4)
+                     .writes(op.getResult())
+                     .flopsPer(blocks, 1)
+                     .flopsPer(1, 1));
+}
+
+/// reduce_sum / reduce_mean / reduce_max: one block per output element; its
+/// threads stride over the reduced elements.
+void emitReduce(StepEmitter &emitter, Operation *op, Value input, Value output,
+                ArrayRef<int64_t> dims, StringRef kind) {
+  auto type = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> kept;
+  int64_t reduced = 1;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (llvm::is_contained(dims, d))
+      reduced *= type.getDimSize(d);
+    else
+      kept.push_back(d);
+  }
+  SmallVector<int64_t> sortedDims(dims);
+  llvm::sort(sortedDims);
+  int64_t outputs = type.getNumElements() / reduced;
+  bool isMax = kind == "max";
+  std::string name = emitter.kernelName(("reduce_" + kind).str());
+  std::string finish = kind == "mean"
+                           ? llvm::formatv("acc / {0}.0f", reduced).str()
+                           : std::string("acc");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ in, {2} *__restrict__ "
+      "out) {{\n"
+      "  long long o = blockIdx.x;\n"
+      "  long long base = 0;\n{3}"
+      "  {10} acc = {4};\n"
+      "  MPC_FOR_THREAD(t, {5}LL) {{\n"
+      "    long long offset = base;\n{6}"
+      "    float v = mpc_load(in + offset);\n"
+      "    {7}\n"
+      "  }\n"
+      "  acc = {8}(acc);\n"
+      "  if (threadIdx.x == 0) mpc_store(out + o, {9});\n"
+      "}\n",
+      name, elementCType(input), elementCType(output),
+      offsetCode("base", "o", type.getShape(), kept),
+      isMax ? "-INFINITY" : "0.0f", reduced,
+      offsetCode("offset", "t", type.getShape(), sortedDims),
+      // NaN wins a maximum, as torch.amax.
+      isMax ? "acc = mpc_max(acc, v);" : "acc += v;",
+      isMax ? "mpc_block_reduce_max" : "mpc_block_reduce_sum", finish,
+      isMax ? "float" : "mpc_sum"));
+  emitter.launch(name, outputs, rowBlockSize,
+                 {emitter.constPointer(input), emitter.pointer(output)},
+                 // One add an element for sums and means (a divide per output
+                 // for means); a maximum only compares.
+                 KernelCost()
+                     .reads(input)
+                     .writes(output)
+                     .flopsPer(kind == "max" ? 0 : type.getNumElements(), 1)
+                     .flopsPer(kind == "mean" ? outputs : 0, 1));
+}
+
+/// layer_norm over the trailing `width` elements of each row.
+/// layer_norm over rows of `width` elements: mean, variance, then the
+/// outputs. In a `row` group the input is computed by the group's prologue
+/// (a residual sum), which the first pass also stores when it is read
+/// later.
+LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
+                            LayerNormOp op) {
+  int64_t width = op.getGamma().getType().getNumElements();
+  int64_t rows = op.getInput().getType().getNumElements() / width;
+  std::string name = emitter.kernelName("layer_norm");
+  FailureOr<RowAccess> x =
+      rowInput(emitter, step, op, op.getInput(), "x", name);
+  if (failed(x))
+    return failure();
+  std::string at = llvm::formatv("r * {0}LL + j", width).str();
+  std::string element = x->load(at);
+  std::string keep =
+      x->stored ? "mpc_store(" + *x->stored + " + " + at + ", v); " : "";
+  emitter.addKernel(llvm::formatv(
+      "{7}__global__ void {0}({1}, const {2} *__restrict__ gamma, const {2} "
+      "*__restrict__ beta, {3} *__restrict__ y) {{\n"
+      "  long long r = blockIdx.x;\n"
+      "  mpc_sum sum = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {4}LL) {{ float v = {6}; {8}sum += v; }\n"
+      "  float mean = mpc_block_reduce_sum(sum) / {4}.0f;\n"
+      "  mpc_sum squares = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {4}LL) {{ float d = {6} - mean; "
+      "squares += d * d; }\n"
+      "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {4}.0f + "
+      "{5});\n"
+      "  MPC_FOR_THREAD(j, {4}LL) mpc_store(y + r * {4}LL + j, ({6} - "
+      "mean) * rstd * mpc_load(gamma + j) + mpc_load(beta + j));\n"
+      "}\n",
+      name, llvm::join(x->parameters, ", "), elementCType(op.getGamma()),
+      elementCType(op.getResult()), width,
+      floatLiteral(op.getEps().convertToDouble()), element, x->functions(),
+      keep));
+  SmallVector<std::string> arguments(x->arguments);
+  arguments.append({emitter.constPointer(op.getGamma()),
+                    emitter.constPointer(op.getBeta()),
+                    emitter.pointer(op.getResult())});
+  // Mean, variance, then (x - mean) * rstd * gamma + beta: 8 FLOPs an
+  // element and 5 a row.
+  KernelCost cost = KernelCost()
+                        .reads(op.getGamma())
+                        .reads(op.getBeta())
+                        .writes(op.getResult())
+                        .flopsPer(rows * width, 8)
+                        .flopsPer(rows, 5);
+  if (x->fused)
+    cost += x->fused->cost;
+  else
+    cost.reads(op.getInput());
+  emitter.launch(name, rows, rowBlockSize, arguments, cost);
+  return success();
+}
+
+/// rms_norm over rows of `width` elements: the mean square, then the
+/// outputs, one block a row.
+void emitRmsNorm(StepEmitter &emitter, RmsNormOp op) {
+  int64_t width = op.getGamma().getType().getNumElements();
+  int64_t rows = op.getInput().getType().getNumElements() / width;
+  std::string name = emitter.kernelName("rms_norm");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ x, const {2} "
+      "*__restrict__ gamma, {1} *__restrict__ y) {{\n"
+      "  const {1} *xr = x + (long long)blockIdx.x * {3}LL;\n"
+      "  {1} *yr = y + (long long)blockIdx.x * {3}LL;\n"
+      "  mpc_sum squares = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, {3}LL) {{ float v = mpc_load(xr + j); "
+      "squares += v * v; }\n"
+      "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {3}.0f + "
+      "{4});\n"
+      "  MPC_FOR_THREAD(j, {3}LL) mpc_store(yr + j, mpc_load(xr + j) * rstd "
+      "* mpc_load(gamma + j));\n"
+      "}\n",
+      name, elementCType(op.getInput()), elementCType(op.getGamma()), width,
+      floatLiteral(op.getEps().convertToDouble())));
+  // The mean square (2 FLOPs an element, 3 a row), then x * rstd * gamma
+  // (2 an element).
+  emitter.launch(name, rows, rowBlockSize,
+                 {emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getGamma()),
+                  emitter.pointer(op.getResult())},
+                 KernelCost()
+                     .reads(op.getInput())
+                     .reads(op.getGamma())
+                     .writes(op.getResult())
+                     .flopsPer(rows * width, 4)
+                     .flopsPer(rows, 3));
+}
+
+/// batch_norm over channel dim 1 of [N, C] or [N, C, H, W]. Training: one
+/// block per channel computes the batch mean and inverse deviation into
+/// scratch and updates the running statistics (when the step applies
+/// updates); evaluation uses the running statistics. Then one elementwise
+/// pass normalises.
+void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
+  auto type = op.getInput().getType();
+  int64_t batch = type.getDimSize(0), channels = type.getDimSize(1);
+  int64_t spatial = type.getNumElements() / (batch * channels);
+  int64_t count = batch * spatial;
+  std::string eps =
+      floatLiteral(op.getEps().convertToDouble());
+  std::string momentum =
+      floatLiteral(op.getMomentum().convertToDouble());
+  std::string stats = emitter.scratchPointer(step, "float");
+  std::string element = elementCType(op.getInput());
+  std::string param = elementCType(op.getGamma());
+
+  std::string statsName = emitter.kernelName("batch_norm_stats");
+  if (emitter.isTraining()) {
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const {1} *__restrict__ x, {2} *__restrict__ "
+        "running_mean, {2} *__restrict__ running_var, float *__restrict__ "
+        "stats, int update) {{\n"
+        "  long long c = blockIdx.x;\n"
+        "  mpc_sum sum = 0.0f;\n"
+        "  MPC_FOR_THREAD(t, {3}LL) sum += mpc_load(x + (t / {4}LL) * {5}LL + "
+        "c * {4}LL + t % {4}LL);\n"
+        "  float mean = mpc_block_reduce_sum(sum) / {3}.0f;\n"
+        "  mpc_sum squares = 0.0f;\n"
+        "  MPC_FOR_THREAD(t, {3}LL) {{ float d = mpc_load(x + (t / {4}LL) * "
+        "{5}LL + c * {4}LL + t % {4}LL) - mean; squares += d * d; }\n"
+        "  float var = mpc_block_reduce_sum(squares) / {3}.0f;\n"
+        "  if (threadIdx.x == 0) {{\n"
+        "    stats[c] = mean;\n"
+        "    stats[{6}LL + c] = mpc_rsqrt(var + {7});\n"
+        "    if (update) {{\n"
+        "      // PyTorch keeps the unbiased variance in the running average.\n"
+        "      mpc_store(running_mean + c, (1.0f - {8}) * "
+        "mpc_load(running_mean + c) + {8} * mean);\n"
+        "      mpc_store(running_var + c, (1.0f - {8}) * mpc_load(running_var "
+        "+ c) + {8} * var * {3}.0f / {9}.0f);\n"
+        "    }\n"
+        "  }\n"
+        "}\n",
+        statsName, element, param, count, spatial, channels * spatial,
+        channels, eps, momentum, std::max<int64_t>(count - 1, 1)));
+    emitter.launch(statsName, channels, rowBlockSize,
+                   {emitter.constPointer(op.getInput()),
+                    emitter.pointer(op.getRunningMean()),
+                    emitter.pointer(op.getRunningVar()), stats,
+                    "ctx->apply_update"},
+                   // Mean and variance (4 FLOPs an element); the running
+                   // statistics are read and written once a channel.
+                   KernelCost()
+                       .reads(op.getInput())
+                       .reads(op.getRunningMean())
+                       .reads(op.getRunningVar())
+                       .writes(op.getRunningMean())
+                       .writes(op.getRunningVar())
+                       .writesBytes(2 * channels * 4)
+                       .flopsPer(count * channels, 4)
+                       .flopsPer(channels, 12));
+  } else {
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const {1} *__restrict__ running_mean, const {1} "
+        "*__restrict__ running_var, float *__restrict__ stats) {{\n"
+        "  MPC_FOR_EACH(c, {2}LL) {{\n"
+        "    stats[c] = mpc_load(running_mean + c);\n"
+        "    stats[{2}LL + c] = mpc_rsqrt(mpc_load(running_var + c) + {3});\n"
+        "  }\n"
+        "}\n",
+        statsName, param, channels, eps));
+    emitter.launch(statsName, elementwiseGrid(channels), rowBlockSize,
+                   {emitter.constPointer(op.getRunningMean()),
+                    emitter.constPointer(op.getRunningVar()), stats},
+                   KernelCost()
+                       .reads(op.getRunningMean())
+                       .reads(op.getRunningVar())
+                       .writesBytes(2 * channels * 4)
+                       .flopsPer(channels, 3));
+  }
+
+  std::string name = emitter.kernelName("batch_norm_apply");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ x, const {2} "
+      "*__restrict__ gamma, const {2} *__restrict__ beta, const float "
+      "*__restrict__ stats, {1} *__restrict__ y) {{\n"
+      "  MPC_FOR_EACH(i, {3}LL) {{\n"
+      "    long long c = (i / {4}LL) % {5}LL;\n"
+      "    float normalised = (mpc_load(x + i) - stats[c]) * stats[{5}LL + "
+      "c];\n"
+      "    mpc_store(y + i, normalised * mpc_load(gamma + c) + mpc_load(beta "
+      "+ c));\n"
+      "  }\n"
+      "}\n",
+      name, element, param, type.getNumElements(), spatial, channels));
+  emitter.launch(name, elementwiseGrid(type.getNumElements()), 256,
+                 {emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getGamma()),
+                  emitter.constPointer(op.getBeta()), stats,
+                  emitter.pointer(op.getResult())},
+                 // (x - mean) * rstd * gamma + beta.
+                 KernelCost()
+                     .reads(op.getInput())
+                     .reads(op.getGamma())
+                     .reads(op.getBeta())
+                     .readsBytes(2 * channels * 4)
+                     .writes(op.getResult())
+                     .flopsPer(type.getNumElements(), 4));
+}
+
+} // namespace
+
+FailureOr<RowAccess> mlir::mpc::rowInput(StepEmitter &emitter, const Step &step,
+                                         Operation *rowOp, Value operand,
+                                         StringRef pointer, StringRef kernel) {
+  RowAccess access;
+  access.pointer = pointer.str();
+  SmallVector<Operation *> prologue;
+  for (Operation *op : step.ops) {
+    if (op == rowOp)
+      break;
+    prologue.push_back(op);
+  }
+  Operation *def = operand.getDefiningOp();
+  if (!step.group || !def || !llvm::is_contained(prologue, def)) {
+    access.parameters.push_back("const " + elementCType(operand) +
+                                " *__restrict__ " + pointer.str());
+    access.arguments.push_back(emitter.constPointer(operand));
+    return access;
+  }
+  FailureOr<ElementFunction> fused = buildElementFunction(
+      prologue, operand, Value(), emitter, (kernel + "_" + pointer).str(),
+      (pointer + "_").str());
+  if (failed(fused))
+    return failure();
+  access.parameters = fused->parameters;
+  access.arguments = fused->arguments;
+  access.fused = std::move(*fused);
+  // The operand is read after the kernel too (a residual sum): the kernel
+  // stores it as it computes it.
+  if (emitter.getPlan().isMaterialised(operand)) {
+    access.stored = pointer.str() + "_out";
+    access.parameters.push_back(elementCType(operand) + " *__restrict__ " +
+                                *access.stored);
+    access.arguments.push_back(emitter.pointer(operand));
+    access.fused->cost.writes(operand);
+  }
+  return access;
+}
+
+FailureOr<RowAccess> mlir::mpc::rowOutput(StepEmitter &emitter,
+                                          const Step &step, Operation *rowOp,
+                                          Value result, StringRef pointer,
+                                          StringRef kernel) {
+  RowAccess access;
+  access.pointer = pointer.str();
+  SmallVector<Operation *> epilogue;
+  for (Operation *op : llvm::reverse(step.ops)) {
+    if (op == rowOp)
+      break;
+    epilogue.insert(epilogue.begin(), op);
+  }
+  Value written = epilogue.empty() ? result : epilogue.back()->getResult(0);
+  access.written = written;
+  access.parameters.push_back(elementCType(written) + " *__restrict__ " +
+                              pointer.str());
+  access.arguments.push_back(emitter.pointer(written));
+  if (epilogue.empty())
+    return access;
+  FailureOr<ElementFunction> fused = buildElementFunction(
+      epilogue, written, result, emitter, (kernel + "_" + pointer).str(),
+      (pointer + "_").str());
+  if (failed(fused))
+    return failure();
+  llvm::append_range(access.parameters, fused->parameters);
+  llvm::append_range(access.arguments, fused->arguments);
+  access.fused = std::move(*fused);
+  return access;
+}
+
+FailureOr<bool> mlir::mpc::emitRowOp(Operation *op, const Step &step,
+                                     StepEmitter &emitter) {
+  auto handled = [](LogicalResult result) -> FailureOr<bool> {
+    if (failed(result))
+      return failure();
+    return true;
+  };
+  if (auto softmax = dyn_cast<SoftmaxOp>(op))
+    return handled(emitSoftmax(emitter, step, op, softmax.getInput(),
+                               softmax.getResult(), softmax.getDim(),
+                               /*logarithm=*/false));
+  if (auto logSoftmax = dyn_cast<LogSoftmaxOp>(op))
+    return handled(emitSoftmax(emitter, step, op, logSoftmax.getInput(),
+                               logSoftmax.getResult(), logSoftmax.getDim(),
+                               /*logarithm=*/true));
+  if (auto grad = dyn_cast<SoftmaxGradOp>(op))
+    return handled(emitSoftmaxGrad(emitter, step, op, grad.getGrad(),
+                                   grad.getOutput(), grad.getResult(),
+                                   grad.getDim(), /*logarithm=*/false));
+  if (auto grad = dyn_cast<LogSoftmaxGradOp>(op))
+    return handled(emitSoftmaxGrad(emitter, step, op, grad.getGrad(),
+                                   grad.getOutput(), grad.getResult(),
+                                   grad.getDim(), /*logarithm=*/true));
+  if (auto reduce = dyn_cast<ReduceSumOp>(op)) {
+    emitReduce(emitter, op, reduce.getInput(), writtenResult(step),
+               reduce.getDims(), "sum");
+    return true;
+  }
+  if (auto reduce = dyn_cast<ReduceMeanOp>(op)) {
+    emitReduce(emitter, op, reduce.getInput(), reduce.getResult(),
+               reduce.getDims(), "mean");
+    return true;
+  }
+  if (auto reduce = dyn_cast<ReduceMaxOp>(op)) {
+    emitReduce(emitter, op, reduce.getInput(), reduce.getResult(),
+               reduce.getDims(), "max");
+    return true;
+  }
+  if (auto norm = dyn_cast<LayerNormOp>(op)) {
+    return handled(emitLayerNorm(emitter, step, norm));
+  }
+  if (auto norm = dyn_cast<BatchNormOp>(op)) {
+    emitBatchNorm(emitter, step, norm);
+    return true;
+  }
+  if (auto norm = dyn_cast<RmsNormOp>(op)) {
+    emitRmsNorm(emitter, norm);
+    return true;
+  }
+  if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
+    if (step.group == FusionKind::Classifier)
+      emitClassifier(emitter, step, loss);
+    else
+      emitCrossEntropy(emitter, step, loss);
+    return true;
+  }
+  if (auto grad = dyn_cast<CrossEntropyGradOp>(op)) {
+    emitCrossEntropyGrad(emitter, step, grad);
+    return true;
+  }
+  if (auto loss = dyn_cast<MseLossOp>(op)) {
+    emitMseLoss(emitter, step, loss);
+    return true;
+  }
+  return false;
+}

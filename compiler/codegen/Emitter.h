@@ -1,0 +1,516 @@
+//===- Emitter.h - what the parts of code generation share --------*- C++ -*-===//
+//
+// This file declares the pieces of code generation, for its own files
+// (Codegen.h is its interface to the driver and the report):
+//   - formSteps: splits a model body into steps, each a kernel group (a chain
+//     of elementwise ops fused into one kernel) or a single op;
+//   - MemoryPlan: where every materialised value lives (arena + offset), with
+//     activation memory reused by liveness;
+//   - StepEmitter: collects kernel source and host statements of one step
+//     function; per-op emitters (EmitElementwise.cpp, EmitGemm.cpp, ...) call
+//     it through emitOp.
+// Kernels are CUDA C++ written for any block size (see
+// runtime/device/mpc_device.h); the cpu target compiles the same source.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_COMPILER_CODEGEN_EMITTER_H
+#define MPC_COMPILER_CODEGEN_EMITTER_H
+
+#include "compiler/codegen/Codegen.h"
+#include "compiler/cuda/Nvrtc.h" // kernelOriginPrefix
+#include "dialect/MpcOps.h"
+#include "passes/Passes.h"
+#include "runtime/mpc_model.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mlir::mpc {
+
+//===----------------------------------------------------------------------===//
+// Kernel formation
+//===----------------------------------------------------------------------===//
+
+/// One unit of the step function: a single op, or the ops of one kernel
+/// group that mpc-form-kernels formed (in program order).
+struct Step {
+  SmallVector<Operation *, 4> ops;
+  /// The group's kind; none for a single op outside any group.
+  std::optional<FusionKind> group;
+  /// A loop kernel: elementwise ops and views (a single elementwise op
+  /// too), emitted by emitFusedElementwise.
+  bool isFusedElementwise() const;
+  /// A reshape of its own: its result is its operand's buffer, no kernel.
+  bool isAlias() const;
+};
+
+/// What a GEMM or reduction step writes: its op's result, or the f32 value
+/// of the widening cast that mpc-form-kernels grouped with it (written from
+/// the f32 accumulator: one rounding fewer).
+Value writtenResult(const Step &step);
+
+/// Ops that produce no data of their own where they are a step of their
+/// own: their result is their operand's buffer (reshape).
+bool isAlias(Operation *op);
+
+/// Float operations per element of an elementwise op as its kernel
+/// expression computes it (mpc_device.h for the helpers); compares and
+/// selects are not counted.
+int64_t elementwiseFlops(Operation *op, bool training);
+
+/// Splits the body into steps in program order: the kernel groups of
+/// mpc-form-kernels (formKernels, passes/FormKernels.cpp), or with `fuse`
+/// false every op a step of its own and every result materialised
+/// (--no-fuse, --debug-nonfinite). Grouping moves a group's ops to where
+/// its last op was.
+std::vector<Step> formSteps(ModelOp model, bool fuse = true);
+
+//===----------------------------------------------------------------------===//
+// Memory plan
+//===----------------------------------------------------------------------===//
+
+struct Buffer {
+  mpc_arena arena = MPC_ARENA_ACTIVATIONS;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
+
+
+class MemoryPlan {
+public:
+  /// Places every value the steps materialise. `gradients`, when given, are
+  /// the values holding each parameter's gradient, placed in the gradient
+  /// arena where they can be computed in place. Inputs and outputs get the
+  /// same pinned offsets in every plan of a model (train and eval), so the
+  /// model's descriptor holds one offset per tensor.
+  /// `gemmWorkspaceBytes` (cuda target) reserves cuBLASLt's workspace in
+  /// the activation arena, right after the pinned tensors, so that both
+  /// plans of a model put it at one offset.
+  MemoryPlan(ModelOp model, const std::vector<Step> &steps,
+             ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes = 0);
+
+  /// The buffer of a value. A value the plan has no place for, read by
+  /// emitted code, is a bug in code generation, not in the model: it is
+  /// reported as an internal error at the value's location (with a note at
+  /// `reader`, the op whose code reads it, when given), failed() turns
+  /// true, and a placeholder is returned so that emission can end cleanly.
+  const Buffer &lookup(Value value, Operation *reader = nullptr) const;
+  bool isMaterialised(Value value) const { return buffers.count(value); }
+  /// Whether lookup or scratch was asked for something the plan lacks.
+  bool failed() const { return missingEntry; }
+  /// Every materialised value and its buffer.
+  const llvm::DenseMap<Value, Buffer> &getBuffers() const { return buffers; }
+  /// Scratch memory requested by a step (see scratchBytes); a step that
+  /// asked for none is an internal error, as in lookup.
+  Buffer scratch(const Step &step) const;
+
+  /// The value whose buffer `value` was written over (inPlaceCandidate);
+  /// null where it has its own.
+  Value writtenOver(Value value) const {
+    return writtenOverValues.lookup(value);
+  }
+
+  /// True for the half copies the fused optimizer writes (see halfMirror).
+  bool isHalfMirror(Value value) const {
+    return halfMirrorValues.contains(value);
+  }
+
+  int64_t arenaBytes[MPC_NUM_ARENAS] = {0, 0, 0, 0};
+  /// The half copies of the f32 parameters, laid out as the parameters at
+  /// half the byte offsets, in halfMirrorType; unset without any.
+  std::optional<Buffer> halfMirror;
+  Type halfMirrorType;
+  /// Optimizer state: slots (each arenaBytes[MPC_ARENA_GRADS] bytes) from
+  /// slotsOffset, then the mpc_train_control block at controlOffset. 0
+  /// without mpc.optimizer. Sharded (shard_optimizer): the control block at
+  /// 0, then each slot's shard of a rank, ctx->shard_capacity elements;
+  /// arenaBytes[MPC_ARENA_OPTIMIZER] is then the size for one rank alone.
+  int64_t optimizerSlots = 0;
+  int64_t slotsOffset = 0;
+  int64_t controlOffset = 0;
+  bool shardedSlots = false;
+  /// cuBLASLt's workspace, live for the whole step (GEMMs run throughout);
+  /// gemmWorkspaceAlignment-aligned, 0 bytes without one.
+  Buffer gemmWorkspace;
+  /// What the activation arena would need without reuse: every materialised
+  /// value and scratch buffer side by side.
+  int64_t activationBytesWithoutReuse = 0;
+  /// The pinned offsets of the model's inputs and outputs (loss first).
+  SmallVector<Buffer> inputBuffers, outputBuffers, paramBuffers, stateBuffers;
+
+private:
+  llvm::DenseMap<Value, Buffer> buffers;
+  llvm::DenseMap<const Operation *, Buffer> scratchBuffers;
+  llvm::DenseSet<Value> halfMirrorValues;
+  llvm::DenseMap<Value, Value> writtenOverValues;
+  /// Set by lookup and scratch on a miss (see failed()).
+  mutable bool missingEntry = false;
+};
+
+/// Scratch bytes a step needs while it runs (row statistics, im2col
+/// columns); 0 for most.
+int64_t scratchBytes(const Step &step);
+/// A result the step's kernel can write over one of its operands, as
+/// (result, operand): a classifier's logit gradient over the logits. The
+/// memory plan gives them one buffer when the operand is read by nothing
+/// after the step; the kernel is written so that either is correct.
+std::optional<std::pair<Value, Value>> inPlaceCandidate(const Step &step);
+/// conv2d_grad_weight's scratch: the recomputed im2col columns (bytes), and
+/// where the f32 sum over the batch of a half dW starts after them (none
+/// where the GEMMs can accumulate in dW itself: an f32 dW, one image).
+int64_t convGradWeightColumnBytes(Conv2dGradWeightOp op);
+std::optional<int64_t> convGradWeightSumOffset(Conv2dGradWeightOp op);
+
+/// Blocks of layer_norm_grad's first kernel, each summing its rows' share
+/// of dgamma and dbeta (its partials are the step's scratch): 256, about
+/// two per SM of an H100, or fewer so that each takes at least 32 rows
+/// (the partials then take no more than the per-row statistics would).
+int64_t layerNormGradBlocks(LayerNormGradOp op);
+/// Blocks of rms_norm_grad's first kernel, chosen as layerNormGradBlocks.
+int64_t rmsNormGradBlocks(RmsNormGradOp op);
+/// The blocks of mse_loss's first kernel, each summing one chunk.
+int64_t mseLossBlocks(MseLossOp op);
+
+/// The C type of max_pool2d_grad's per-window argmax (an index into the
+/// input plane, kept in scratch): int where the plane allows it.
+std::string maxPoolIndexType(MaxPool2dGradOp op);
+
+//===----------------------------------------------------------------------===//
+// Emission
+//===----------------------------------------------------------------------===//
+
+/// The C type that stores elements of `type` in kernels.
+std::string cType(Type elementType);
+
+/// Collects the kernels and host statements of one step function.
+class StepEmitter {
+public:
+  /// Kernels are named after `modelName`, so that libraries of several
+  /// models link into one program.
+  StepEmitter(const MemoryPlan &plan, std::string modelName,
+              std::string functionName,
+              std::vector<std::string> &kernelSources, bool training);
+
+  /// A kernel-argument expression for a value's buffer, typed by its
+  /// element type: `(float *)(arena3 + 1024)`.
+  std::string pointer(Value value) const;
+  /// The same as a pointer to const.
+  std::string constPointer(Value value) const;
+  /// A typed pointer into the step's scratch buffer, `byteOffset` in.
+  std::string scratchPointer(const Step &step, StringRef cTypeName,
+                             int64_t byteOffset = 0) const;
+
+  /// `(mpc_train_control *)(arena2 + <offset>)`: the training control
+  /// block (runtime/device/mpc_training.h).
+  std::string controlPointer() const;
+  /// `(const mpc_step_values *)(...)`: the values the runtime writes into
+  /// the control block before each step (step counter, rates). Kernels
+  /// take this pointer rather than the values, so a captured CUDA graph
+  /// reads the current ones.
+  std::string stepValuesPointer() const;
+  /// A fresh kernel name that says what it computes: <model>_k<N>_<hint>.
+  std::string kernelName(StringRef hint);
+  /// Adds a `__global__` function's full source, preceded by a comment
+  /// naming the op it was generated for (see setOrigin), which NVRTC
+  /// diagnostics of the cuda target point back to.
+  void addKernel(std::string source);
+  /// The op whose kernels are being emitted (null between steps).
+  void setOrigin(Operation *op) { origin = op; }
+  /// Launches `kernel` over `grid` blocks of `block` threads. `cost` is
+  /// what one launch reads, writes and computes (see KernelCost); it is
+  /// recorded against the ops being emitted (setSource).
+  /// `kind` and `halfInputs` as for recordCall: a kernel whose products run
+  /// on the tensor cores says so.
+  void launch(StringRef kernel, int64_t grid, int block,
+              ArrayRef<std::string> args, const KernelCost &cost,
+              KernelKind kind = KernelKind::Kernel, bool halfInputs = false);
+  /// Records the cost of a runtime call the step makes (a GEMM), which
+  /// `--report` lists beside the kernels.
+  void recordCall(StringRef function, KernelKind kind, bool halfInputs,
+                  const KernelCost &cost);
+  /// The ops the next launches are emitted for (emitStep sets them); or,
+  /// with no ops, what the work is (`origin`, e.g. "optimizer: sgd").
+  void setSource(ArrayRef<Operation *> ops, StringRef origin = "");
+  /// Every launch and runtime call of the step so far, in program order.
+  const std::vector<KernelRecord> &getKernelRecords() const { return records; }
+  /// The largest block each kernel is launched with (its __launch_bounds__).
+  const std::map<std::string, int> &getLaunchBlocks() const {
+    return launchBlocks;
+  }
+  /// Adds a host statement (a runtime call, for example). Calls that return
+  /// an mpc_status should be wrapped with checkedCall.
+  void hostStatement(std::string statement);
+  /// `MPC_CHECK(call);` — returns the status from the step on failure.
+  void checkedCall(std::string call);
+
+  bool isTraining() const { return training; }
+  const MemoryPlan &getPlan() const { return plan; }
+  std::string functionSource() const;
+
+private:
+  const MemoryPlan &plan;
+  std::string modelName;
+  std::string functionName;
+  std::map<std::string, int> launchBlocks;
+  std::vector<std::string> &kernelSources;
+  std::vector<std::string> body;
+  bool training;
+  std::vector<KernelRecord> records;
+  SmallVector<Operation *, 2> sourceOps;
+  std::string sourceOrigin;
+  Operation *origin = nullptr;
+};
+
+/// Grid size for an elementwise loop over `n` elements (MPC_FOR_EACH).
+int64_t elementwiseGrid(int64_t n);
+
+/// Block size of row kernels (one block per row, threads stride over it and
+/// combine with mpc_block_reduce_*); a multiple of 32.
+constexpr int rowBlockSize = 256;
+
+//===----------------------------------------------------------------------===//
+// Kernel-source helpers shared by the per-family emitters
+//===----------------------------------------------------------------------===//
+
+/// The C type that stores the elements of a tensor value.
+std::string elementCType(Value value);
+
+/// Row-major strides of `shape`, in elements.
+SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape);
+
+/// Kernel code declaring `long long <prefix>D = (i / stride) % extent;`, the
+/// coordinates of linear index `i` in `shape`, for every dim D.
+std::string coordinateCode(ArrayRef<int64_t> shape, StringRef prefix = "c");
+
+/// Kernel code adding to `name` the offset, in a row-major tensor of
+/// `shape`, of the element whose coordinates along `dims` are the digits of
+/// `linear` (last of `dims` fastest).
+std::string offsetCode(StringRef name, StringRef linear,
+                       ArrayRef<int64_t> shape, ArrayRef<int64_t> dims);
+
+/// A float literal that C++ and NVRTC read back exactly (e.g. an eps).
+std::string floatLiteral(double value);
+
+//===----------------------------------------------------------------------===//
+// GEMM and convolution helpers (EmitGemm.cpp), shared with EmitBackward.cpp
+//===----------------------------------------------------------------------===//
+
+/// The mpc_dtype enumerator of a float value's elements (`MPC_F32`, ...).
+const char *gemmDtype(Value value);
+
+/// Operands of one mpc_rt_gemm call, spelled as C++ expressions: row-major
+/// C = op(A) · op(B) (+ C when `accumulate`), batched with strides. With a
+/// `bias` (n values of cType) the call is mpc_rt_gemm_bias instead:
+/// C = op(A) · op(B) + bias[j], the bias fused into the GEMM's epilogue.
+struct GemmCall {
+  std::string aType, bType, cType;
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0;
+  std::string a, b, c;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t strideA = 0, strideB = 0, strideC = 0, batch = 1;
+  bool accumulate = false;
+  std::string bias; ///< Empty: no bias (accumulate may not be set with one).
+  /// With a bias: where GELU(C) goes, C keeping the GELU's input
+  /// (mpc_rt_gemm_bias_gelu). Empty: no GELU.
+  std::string geluOut;
+  /// Where the bias gradient goes, m f32 values: the sum over k of each
+  /// row of op(A) (mpc_rt_gemm_bgrad; one matrix, no bias, no
+  /// accumulation). Empty: none.
+  std::string biasGrad;
+  /// The tanh GELU's input (c's type and layout) at which the epilogue
+  /// takes GELU's derivative, C = product * gelu'(x) (mpc_rt_gemm_dgelu;
+  /// one matrix, no bias, no accumulation). Empty: none.
+  std::string dgeluInput;
+  int64_t epilogueFlops = 0; ///< per element of C, for the cost
+};
+
+/// Emits `MPC_CHECK(mpc_rt_gemm(...));` (mpc_rt_gemm_bias with a bias) for
+/// `call`.
+void emitGemmCall(StepEmitter &emitter, const GemmCall &call);
+
+/// The shape bookkeeping of one conv2d, shared by forward and backward.
+struct ConvGeometry {
+  int64_t n, c, h, w, o, kh, kw, oh, ow, groups;
+  SmallVector<int64_t, 2> stride, padding, dilation;
+  int64_t channelsPerGroup() const { return c / groups; }
+  int64_t outputsPerGroup() const { return o / groups; }
+  /// Rows of the column matrix per group: (C / groups) * KH * KW.
+  int64_t columnRows() const { return channelsPerGroup() * kh * kw; }
+  int64_t outputPixels() const { return oh * ow; }
+  /// Elements of the whole column buffer: N * C * KH * KW * OH * OW.
+  int64_t columnElements() const { return n * c * kh * kw * oh * ow; }
+};
+
+ConvGeometry convGeometry(RankedTensorType input, RankedTensorType weight,
+                          RankedTensorType output, ArrayRef<int64_t> stride,
+                          ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
+                          int64_t groups);
+
+/// Unfolds `input` into the column buffer `columns` (a pointer expression
+/// of the input's element type): element i, read as (n, c, ky, kx, oy, ox),
+/// is the input pixel that kernel tap (ky, kx) of output pixel (oy, ox) sees
+/// in channel c, or 0 in the padding. Per image and group this is the
+/// [(C/groups)*KH*KW, OH*OW] matrix the GEMMs multiply.
+void emitIm2col(StepEmitter &emitter, Value input, const ConvGeometry &g,
+                const std::string &columns);
+
+/// Emits one step. Fails with a diagnostic at the op for ops that have no
+/// kernel yet.
+LogicalResult emitStep(const Step &step, StepEmitter &emitter);
+
+/// Per-family emitters, in EmitElementwise.cpp, EmitGemm.cpp, EmitRow.cpp,
+/// EmitData.cpp and EmitBackward.cpp (backward-only ops). Each
+/// returns failure() without a diagnostic when the op is not its family's.
+LogicalResult emitFusedElementwise(const Step &step, StepEmitter &emitter);
+
+/// Loop ops fused into another kernel (a `row` group's prologue or
+/// epilogue): a `__device__` function that computes one element of a value
+/// at its linear index, loading what it reads from outside the ops through
+/// extra kernel parameters.
+struct ElementFunction {
+  std::string name;
+  std::string source; ///< the function's definition, before the kernel
+  /// Extra parameters of the kernel (declarations and their names), and
+  /// the launch arguments that fill them.
+  SmallVector<std::string> parameters, parameterNames, arguments;
+  KernelCost cost; ///< the loads and the arithmetic
+  /// The call computing the element at `index`, with `seed` (the value the
+  /// caller computed, for an epilogue).
+  std::string call(StringRef index, StringRef seed = "") const;
+};
+
+/// Builds the ElementFunction computing `result` from `ops` (elementwise
+/// ops and views). With a `seed`, the function takes that value's element
+/// as an argument (an epilogue applied to what the kernel computed); the
+/// seed is read at the element's own index only. Parameter names start
+/// with `parameterPrefix`.
+FailureOr<ElementFunction> buildElementFunction(ArrayRef<Operation *> ops,
+                                                Value result, Value seed,
+                                                StepEmitter &emitter,
+                                                StringRef name,
+                                                StringRef parameterPrefix);
+/// A row kernel's access to one operand or its result: through a pointer,
+/// or, in a `row` group, through the ElementFunction of the loop ops fused
+/// before (a prologue computing the operand) or after it (an epilogue
+/// applied to the result before it is stored).
+struct RowAccess {
+  std::string pointer; ///< parameter name
+  Value written; ///< for an output: the value stored (the epilogue's last)
+  /// For an input computed by a prologue and read after the kernel too: the
+  /// parameter through which the kernel stores it.
+  std::optional<std::string> stored;
+  std::optional<ElementFunction> fused;
+  SmallVector<std::string> parameters, arguments;
+
+  /// The operand's element at `index`.
+  std::string load(StringRef index) const {
+    return fused ? fused->call(index)
+                 : ("mpc_load(" + pointer + " + " + index + ")").str();
+  }
+  /// Stores `value` as the result's element at `index`.
+  std::string store(StringRef index, StringRef value) const {
+    return ("mpc_store(" + pointer + " + " + index + ", " +
+            (fused ? fused->call(index, value) : value.str()) + ");")
+        .str();
+  }
+  std::string functions() const { return fused ? fused->source : ""; }
+};
+
+/// How a row kernel reads `operand`: the prologue of `step` that computes
+/// it (the loop ops before `rowOp` in a `row` group), or the operand's
+/// buffer through parameter `pointer`.
+FailureOr<RowAccess> rowInput(StepEmitter &emitter, const Step &step,
+                              Operation *rowOp, Value operand,
+                              StringRef pointer, StringRef kernel);
+/// How a row kernel stores `result`: through the epilogue of `step` (the
+/// loop ops after `rowOp`) that ends in the value the group writes, or into
+/// the result's buffer through parameter `pointer`.
+FailureOr<RowAccess> rowOutput(StepEmitter &emitter, const Step &step,
+                               Operation *rowOp, Value result,
+                               StringRef pointer, StringRef kernel);
+
+FailureOr<bool> emitGemmLike(Operation *op, const Step &step,
+                             StepEmitter &emitter);
+FailureOr<bool> emitRowOp(Operation *op, const Step &step,
+                          StepEmitter &emitter);
+FailureOr<bool> emitDataMovement(Operation *op, const Step &step,
+                                 StepEmitter &emitter);
+FailureOr<bool> emitBackwardOp(Operation *op, const Step &step,
+                               StepEmitter &emitter);
+/// mpc.attention and mpc.attention_grad (EmitAttention.cpp).
+FailureOr<bool> emitAttention(Operation *op, const Step &step,
+                              StepEmitter &emitter);
+
+//===----------------------------------------------------------------------===//
+// --debug-nonfinite (EmitDebug.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The checked op outputs of a model (its descriptor's debug_sites) and what
+/// the step being emitted needs to classify them.
+struct NonfiniteSites {
+  struct Site {
+    std::string op, location;
+    bool backward = false;
+  };
+  std::vector<Site> sites;
+  /// The forward ops of the training step (findForwardOps); null while the
+  /// eval step, all forward, is emitted.
+  const llvm::DenseSet<Operation *> *forwardOps = nullptr;
+  /// Values that hold infinities by design (see EmitDebug.cpp), cached.
+  llvm::DenseMap<Value, bool> infiniteByDesign;
+};
+
+/// After `step` was emitted: one check kernel per float value it
+/// materialises, which records the value in ctx->nonfinite when it is the
+/// step's first to hold inf/NaN.
+void emitNonfiniteChecks(const Step &step, StepEmitter &emitter,
+                         NonfiniteSites &sites);
+
+/// Kernel-source declarations the checks need (the record's layout), and
+/// host-source asserts that it matches runtime/mpc_model.h.
+std::string nonfiniteKernelPrelude();
+std::string nonfiniteHostChecks();
+
+//===----------------------------------------------------------------------===//
+// Whole model
+//===----------------------------------------------------------------------===//
+
+/// An mpc_loss_scaler_config initialiser for `scaling`, the one the
+/// descriptor holds and the optimizer's kernel runs with; `noMaxScale`
+/// spells the uncapped max_scale (+inf) in the code it goes into.
+std::string lossScalerConfigLiteral(LossScalingAttr scaling,
+                                    StringRef noMaxScale);
+/// The kernel of mpc.loss_scale (EmitOptimizer.cpp).
+LogicalResult emitLossScale(LossScaleOp op, StepEmitter &emitter);
+/// The optimizer step that ends the training step, from the model's
+/// mpc.optimizer and mpc.loss_scaling (EmitOptimizer.cpp).
+LogicalResult emitOptimizerStep(ModelOp train, StepEmitter &emitter);
+/// The body of sync_half_copies: the half copies from the f32 parameters;
+/// nothing when the plan has none.
+void emitSyncHalfCopies(ModelOp train, StepEmitter &emitter);
+
+
+/// Buckets of at most `capBytes` (one parameter larger than that is a
+/// bucket of its own), in the order they become ready: parameters join the
+/// open bucket while they are adjacent to it in the gradient buffer.
+std::vector<GradientBucket> planGradientBuckets(ModelOp train,
+                                                const std::vector<Step> &steps,
+                                                const MemoryPlan &plan,
+                                                ArrayRef<Value> gradients,
+                                                int64_t capBytes);
+
+
+/// The arena sizes of a model's train and eval plans.
+MemorySummary summarizeMemory(const MemoryPlan &trainPlan,
+                              const MemoryPlan &evalPlan);
+
+} // namespace mlir::mpc
+
+#endif // MPC_COMPILER_CODEGEN_EMITTER_H

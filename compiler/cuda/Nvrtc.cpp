@@ -1,0 +1,427 @@
+//===- Nvrtc.cpp - kernel source to cubin + PTX with NVRTC --------*- C++ -*-===//
+//
+// This file implements the cuda target's kernel compiler. The whole model's
+// kernel source is one NVRTC program (the fp16/bf16 headers cost ~0.6 s per
+// compile, so one program per kernel would be far slower); one compile for
+// sm_XY yields both the cubin and its PTX. Errors in the log are mapped back
+// to the kernel they are in and, through the origin comment StepEmitter puts
+// before each kernel, to the op in the model it was generated for.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/cuda/Nvrtc.h"
+
+#include "compiler/cuda/RuntimeHeaders.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#ifdef MPC_HAVE_NVRTC
+#include <nvrtc.h>
+#endif
+
+using namespace mlir;
+using namespace mlir::mpc;
+using llvm::SmallVector;
+using llvm::StringRef;
+
+namespace {
+constexpr StringRef kernelMarker = "__global__ void ";
+constexpr StringRef boundsMarker = "__launch_bounds__(";
+
+/// Reads `[__launch_bounds__(N) ]<name>` from what follows the marker.
+KernelDeclaration parseDeclaration(StringRef text) {
+  KernelDeclaration declaration;
+  if (text.consume_front(boundsMarker)) {
+    StringRef bound = text.take_until([](char c) { return c == ')'; });
+    bound.trim().getAsInteger(10, declaration.maxThreads);
+    text = text.drop_front(bound.size()).drop_front(1).ltrim();
+  }
+  declaration.name =
+      text.take_until([](char c) { return c == '('; }).trim().str();
+  return declaration;
+}
+} // namespace
+
+std::vector<KernelDeclaration> mlir::mpc::findKernels(StringRef source) {
+  std::vector<KernelDeclaration> kernels;
+  size_t pos = 0;
+  while ((pos = source.find(kernelMarker, pos)) != StringRef::npos) {
+    pos += kernelMarker.size();
+    StringRef rest = source.drop_front(pos);
+    size_t end = rest.find(
+        '(', rest.starts_with(boundsMarker) ? boundsMarker.size() : 0);
+    if (end == StringRef::npos)
+      break;
+    kernels.push_back(parseDeclaration(rest.take_front(end + 1)));
+  }
+  return kernels;
+}
+
+std::vector<std::string> mlir::mpc::findKernelNames(StringRef source) {
+  std::vector<std::string> names;
+  for (const KernelDeclaration &kernel : findKernels(source))
+    names.push_back(kernel.name);
+  return names;
+}
+
+std::string
+mlir::mpc::formatResources(llvm::ArrayRef<KernelResources> resources) {
+  std::string text =
+      "kernel\tmax_threads\tregisters\tstack_bytes\tspill_store_bytes\t"
+      "spill_load_bytes\tshared_bytes\n";
+  llvm::raw_string_ostream os(text);
+  for (const KernelResources &kernel : resources)
+    os << kernel.name << '\t' << kernel.maxThreads << '\t' << kernel.registers
+       << '\t' << kernel.stackBytes << '\t' << kernel.spillStoreBytes << '\t'
+       << kernel.spillLoadBytes << '\t' << kernel.sharedBytes << '\n';
+  return text;
+}
+
+#ifndef MPC_HAVE_NVRTC
+
+bool mlir::mpc::haveNvrtc() { return false; }
+
+std::string mlir::mpc::cudaToolkitDescription() {
+  return "built without the CUDA toolkit: no --target=cuda";
+}
+
+bool mlir::mpc::compileWithNvrtc(StringRef, int, StringRef, CudaImage &) {
+  llvm::errs() << "mpc compile: error: --target=cuda needs NVRTC, and this "
+                  "mpc was built without the CUDA toolkit (configure with "
+                  "the toolkit installed, e.g. at /usr/local/cuda)\n";
+  return false;
+}
+
+#else
+
+bool mlir::mpc::haveNvrtc() { return true; }
+
+std::string mlir::mpc::cudaToolkitDescription() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return "CUDA toolkit " MPC_CUDA_TOOLKIT_VERSION " (" MPC_CUDA_INCLUDE_DIR
+         "), NVRTC " +
+         std::to_string(major) + "." + std::to_string(minor);
+}
+
+namespace {
+
+/// Where line `line` (1-based) of the kernel source comes from: the kernel
+/// it is in and the origin comment before that kernel, if any.
+struct SourcePlace {
+  std::string kernel;
+  std::string opName;   ///< e.g. mpc.linear; empty if not recorded
+  std::string location; ///< file:line:col of the op; empty if unknown
+};
+
+SourcePlace findPlace(StringRef source, unsigned line) {
+  SmallVector<StringRef> lines;
+  source.split(lines, '\n');
+  SourcePlace place;
+  for (unsigned i = std::min<size_t>(line, lines.size()); i-- > 0;) {
+    StringRef text = lines[i];
+    if (place.kernel.empty() && text.consume_front(kernelMarker)) {
+      place.kernel = parseDeclaration(text).name;
+      continue;
+    }
+    // Only the comment block right above the kernel belongs to it.
+    if (!place.kernel.empty()) {
+      if (!text.starts_with("//"))
+        break;
+      if (text.consume_front(kernelOriginPrefix)) {
+        auto [op, rest] = text.split('\'');
+        place.opName = op.str();
+        if (rest.consume_front(" at "))
+          place.location = rest.str();
+        break;
+      }
+    }
+  }
+  return place;
+}
+
+std::string programLog(nvrtcProgram program) {
+  size_t size = 0;
+  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size == 0)
+    return "";
+  std::string log(size, '\0');
+  if (nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS)
+    return "";
+  log.resize(strnlen(log.c_str(), log.size()));
+  return log;
+}
+
+/// Prints the lines of NVRTC's log with severity `kind` ("error" or
+/// "warning") that name a line of a source, as diagnostics at the model op
+/// the kernel came from. Returns how many it printed.
+int reportLog(StringRef log, StringRef kind, StringRef source, int smVersion,
+              StringRef savedPath) {
+  SmallVector<StringRef> lines;
+  log.split(lines, '\n', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  std::string marker = ("): " + kind).str();
+  int reported = 0;
+  for (StringRef line : lines) {
+    // "<file>(<line>): error: <message>" or, with a diagnostic number,
+    // "<file>(<line>): warning #177-D: <message>".
+    size_t paren = line.find(marker);
+    size_t open = line.rfind('(', paren);
+    unsigned sourceLine = 0;
+    if (paren == StringRef::npos || open == StringRef::npos ||
+        line.slice(open + 1, paren).getAsInteger(10, sourceLine))
+      continue;
+    StringRef message = line.drop_front(paren + marker.size());
+    if (message.starts_with(" #"))
+      message = message.drop_until([](char c) { return c == ':'; });
+    if (!message.consume_front(": "))
+      continue;
+    StringRef file = line.take_front(open);
+    bool inModelSource = file.ends_with(llvm::sys::path::filename(savedPath));
+    SourcePlace place =
+        inModelSource ? findPlace(source, sourceLine) : SourcePlace{};
+    llvm::errs() << (place.location.empty() ? "mpc compile" : place.location)
+                 << ": " << kind << ": NVRTC "
+                 << (kind == "error" ? "cannot compile " : "warns about ");
+    if (!place.kernel.empty())
+      llvm::errs() << "kernel '" << place.kernel << "'";
+    else
+      llvm::errs() << "the kernels";
+    if (!place.opName.empty())
+      llvm::errs() << " (generated for '" << place.opName << "')";
+    llvm::errs() << " for sm_" << smVersion << ": " << message << " (at "
+                 << (inModelSource ? savedPath : file) << ":" << sourceLine
+                 << ")\n";
+    ++reported;
+  }
+  return reported;
+}
+
+void reportFailure(StringRef log, StringRef source, int smVersion,
+                   StringRef savedPath) {
+  if (reportLog(log, "error", source, smVersion, savedPath) == 0)
+    llvm::errs() << "mpc compile: error: NVRTC cannot compile the kernels for "
+                 << "sm_" << smVersion << ":\n"
+                 << log << "\n";
+  llvm::errs() << "mpc compile: note: the generated kernel source is saved "
+                  "at "
+               << savedPath << "\n";
+}
+
+/// The numbers after "Function properties for <symbol>" and "Compiling
+/// entry function '<symbol>'" in ptxas's -v report:
+///   ptxas info    : Function properties for _Z...
+///       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+///   ptxas info    : Used 10 registers, used 1 barriers, 128 bytes smem, ...
+KernelResources findResources(StringRef log, StringRef symbol) {
+  KernelResources resources;
+  SmallVector<StringRef> lines;
+  log.split(lines, '\n');
+  // "<number> <unit>" where unit begins the text after it.
+  auto numberBefore = [](StringRef line, StringRef unit) {
+    size_t at = line.find(unit);
+    if (at == StringRef::npos)
+      return 0;
+    StringRef digits = line.take_front(at).rtrim();
+    digits = digits.drop_front(digits.find_last_not_of("0123456789") + 1);
+    int value = 0;
+    digits.getAsInteger(10, value);
+    return value;
+  };
+  bool inFunction = false;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    StringRef line = lines[i];
+    if (line.contains("Compiling entry function '") ||
+        line.contains("Function properties for ")) {
+      inFunction = line.contains(("'" + symbol + "'").str()) ||
+                   line.ends_with((" " + symbol).str()) ||
+                   line.contains((" " + symbol + " ").str());
+      continue;
+    }
+    if (!inFunction)
+      continue;
+    if (line.contains(" bytes stack frame")) {
+      resources.stackBytes = numberBefore(line, " bytes stack frame");
+      resources.spillStoreBytes = numberBefore(line, " bytes spill stores");
+      resources.spillLoadBytes = numberBefore(line, " bytes spill loads");
+    } else if (line.contains("Used ") && line.contains(" registers")) {
+      resources.registers = numberBefore(line, " registers");
+      resources.sharedBytes = numberBefore(line, " bytes smem");
+    }
+  }
+  return resources;
+}
+
+/// What keeps a kernel from running at full speed, or at all, with the
+/// block size it is launched with: local memory (a stack frame, spills),
+/// more registers or static shared memory than a block of maxThreads may
+/// have. Warnings: tests/cuda fails on them.
+/// Reported at the op the kernel was generated for, as NVRTC's warnings.
+void warnAboutResources(const KernelResources &kernel, StringRef source,
+                        int smVersion, StringRef savedPath) {
+  // The kernel's line: findPlace reads the origin comment above it.
+  unsigned line = 0;
+  SmallVector<StringRef> lines;
+  source.split(lines, '\n');
+  for (unsigned i = 0; i < lines.size() && !line; ++i) {
+    StringRef text = lines[i];
+    if (text.consume_front(kernelMarker) &&
+        parseDeclaration(text).name == kernel.name)
+      line = i + 1;
+  }
+  SourcePlace place = findPlace(source, line);
+  auto warn = [&](const llvm::Twine &message) {
+    llvm::errs() << (place.location.empty() ? "mpc compile" : place.location)
+                 << ": warning: ptxas: kernel '" << kernel.name << "'";
+    if (!place.opName.empty())
+      llvm::errs() << " (generated for '" << place.opName << "')";
+    llvm::errs() << " for sm_" << smVersion << ": " << message << " (at "
+                 << savedPath << ":" << line << ")\n";
+  };
+  if (kernel.spillStoreBytes || kernel.spillLoadBytes)
+    warn(llvm::Twine(kernel.spillStoreBytes) + " bytes spill stores, " +
+         llvm::Twine(kernel.spillLoadBytes) +
+         " bytes spill loads: registers spill to local memory");
+  if (kernel.stackBytes)
+    warn(llvm::Twine(kernel.stackBytes) +
+         " bytes stack frame: a local array or call in local memory");
+  // Every architecture mpc targets (sm_75 and newer) has 64K 32-bit
+  // registers per SM and 48 KiB of static shared memory per block.
+  constexpr int registerFile = 65536, staticSharedBytes = 48 * 1024;
+  if (kernel.maxThreads &&
+      static_cast<long long>(kernel.registers) * kernel.maxThreads >
+          registerFile)
+    warn(llvm::Twine(kernel.registers) + " registers x " +
+         llvm::Twine(kernel.maxThreads) +
+         " threads exceed the 65536 registers of a multiprocessor");
+  if (kernel.sharedBytes > staticSharedBytes)
+    warn(llvm::Twine(kernel.sharedBytes) +
+         " bytes of static shared memory exceed 48 KiB a block");
+}
+
+} // namespace
+
+bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
+                                 StringRef savedPath, CudaImage &image) {
+  std::string text = source.str();
+  // For tests of the diagnostics only (generated kernels are meant to
+  // compile cleanly): $MPC_TEST_NVRTC_INJECT=<kernel>=<code> puts a line of
+  // code at the start of that kernel's body.
+  if (const char *inject = std::getenv("MPC_TEST_NVRTC_INJECT")) {
+    auto [kernel, code] = StringRef(inject).split('=');
+    size_t at = text.find((" " + kernel + "(").str());
+    size_t body = at == std::string::npos ? at : text.find("{\n", at);
+    if (body != std::string::npos)
+      text.insert(body + 2, ("  " + code + "\n").str());
+  }
+
+  // The program's name appears in NVRTC's log: the saved file's name ties
+  // the log to the source a user can open.
+  std::string programName = llvm::sys::path::filename(savedPath).str();
+  nvrtcProgram program;
+  if (nvrtcResult result = nvrtcCreateProgram(
+          &program, text.c_str(), programName.c_str(), 0, nullptr, nullptr)) {
+    llvm::errs() << "mpc compile: error: NVRTC cannot create a program: "
+                 << nvrtcGetErrorString(result) << "\n";
+    return false;
+  }
+  struct Destroy {
+    nvrtcProgram &program;
+    ~Destroy() { nvrtcDestroyProgram(&program); }
+  } destroy{program};
+
+  // Kernels are C++ functions; their mangled names are what
+  // cuModuleGetFunction needs.
+  std::vector<KernelDeclaration> declarations = findKernels(text);
+  std::vector<std::string> names;
+  for (const KernelDeclaration &declaration : declarations)
+    names.push_back(declaration.name);
+  for (const std::string &name : names)
+    nvrtcAddNameExpression(program, ("&" + name).c_str());
+
+  std::string arch = "--gpu-architecture=sm_" + std::to_string(smVersion);
+  std::vector<std::string> options = {
+      arch, "--std=c++17",
+      // cuda_fp16.h and cuda_bf16.h; runtime/device/mpc_device.h.
+      "--include-path=" MPC_CUDA_INCLUDE_DIR,
+      "--include-path=" + runtimeIncludeRoot(),
+      // Each kernel's registers, stack, spills and shared memory, in the
+      // log (checked below).
+      "--ptxas-options=-v"};
+  std::vector<const char *> argv;
+  for (const std::string &option : options)
+    argv.push_back(option.c_str());
+  nvrtcResult result =
+      nvrtcCompileProgram(program, static_cast<int>(argv.size()), argv.data());
+  if (result == NVRTC_ERROR_INVALID_OPTION) {
+    llvm::errs() << "mpc compile: error: NVRTC " <<
+        [] {
+          int major = 0, minor = 0;
+          nvrtcVersion(&major, &minor);
+          return std::to_string(major) + "." + std::to_string(minor);
+        }() << " does not support --arch=sm_"
+                 << smVersion << "\n";
+    return false;
+  }
+  if (result != NVRTC_SUCCESS) {
+    reportFailure(programLog(program), text, smVersion, savedPath);
+    return false;
+  }
+  // Generated kernels should compile cleanly; a warning is worth a look
+  // (tests/cuda fails on one).
+  if (reportLog(programLog(program), "warning", text, smVersion, savedPath))
+    llvm::errs() << "mpc compile: note: the generated kernel source is saved "
+                    "at "
+                 << savedPath << "\n";
+
+  size_t size = 0;
+  if (nvrtcGetCUBINSize(program, &size) != NVRTC_SUCCESS || size == 0) {
+    llvm::errs() << "mpc compile: error: NVRTC produced no cubin for sm_"
+                 << smVersion << "\n";
+    return false;
+  }
+  image.cubin.assign(size, '\0');
+  nvrtcGetCUBIN(program, image.cubin.data());
+  if (nvrtcGetPTXSize(program, &size) != NVRTC_SUCCESS || size == 0) {
+    llvm::errs() << "mpc compile: error: NVRTC produced no PTX for sm_"
+                 << smVersion << "\n";
+    return false;
+  }
+  image.ptx.assign(size, '\0');
+  nvrtcGetPTX(program, image.ptx.data());
+  // The PTX ends with its NUL; the driver wants it there, the file not.
+  if (!image.ptx.empty() && image.ptx.back() == '\0')
+    image.ptx.pop_back();
+
+  std::string log = programLog(program);
+  image.kernels.clear();
+  image.resources.clear();
+  for (const KernelDeclaration &declaration : declarations) {
+    const std::string &name = declaration.name;
+    const char *lowered = nullptr;
+    if (nvrtcGetLoweredName(program, ("&" + name).c_str(), &lowered) !=
+            NVRTC_SUCCESS ||
+        !lowered) {
+      llvm::errs() << "mpc compile: error: NVRTC has no symbol for kernel '"
+                   << name << "'\n";
+      return false;
+    }
+    image.kernels.emplace_back(name, lowered);
+    KernelResources resources = findResources(log, lowered);
+    resources.name = name;
+    resources.maxThreads = declaration.maxThreads;
+    image.resources.push_back(resources);
+    if (resources.registers < 0) {
+      llvm::errs() << "mpc compile: error: ptxas reported no resources for "
+                   << "kernel '" << name << "' (" << lowered << ")\n";
+      return false;
+    }
+    warnAboutResources(resources, text, smVersion, savedPath);
+  }
+  return true;
+}
+
+#endif // MPC_HAVE_NVRTC

@@ -1,0 +1,132 @@
+//===- CompileOptions.cpp - what `mpc compile` was asked to do ----*- C++ -*-===//
+//
+// This file implements parsing of the structured option values and the list
+// of options that later stages of the compiler will honour.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/driver/CompileOptions.h"
+
+#include "compiler/report/Roofline.h"
+#include "dialect/MpcDialect.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cmath>
+
+namespace mlir::mpc {
+
+std::optional<std::string> parseLossScale(const std::string &text,
+                                          LossScale &out) {
+  llvm::StringRef value(text);
+  if (value == "dynamic") {
+    out.mode = LossScaleMode::Dynamic;
+    return std::nullopt;
+  }
+  if (value == "none") {
+    out.mode = LossScaleMode::None;
+    return std::nullopt;
+  }
+  double scale = 0;
+  // The scale multiplies the f32 loss: it must be a positive f32.
+  if (value.consume_front("static:") && !value.getAsDouble(scale) &&
+      isPositiveAsF32(scale)) {
+    out.mode = LossScaleMode::Static;
+    out.staticScale = scale;
+    return std::nullopt;
+  }
+  return "invalid --loss-scale='" + text +
+         "': expected dynamic, none or static:<scale>, a positive number "
+         "finite in f32 (e.g. static:512)";
+}
+
+std::optional<std::string> parseArch(const std::string &text, int &smVersion) {
+  llvm::StringRef value(text);
+  unsigned version = 0;
+  if (!value.consume_front("sm_") || value.getAsInteger(10, version))
+    return "invalid --arch='" + text + "': expected sm_<version>, e.g. sm_80";
+  // NVRTC in CUDA 13 rejects anything older than Turing.
+  if (version < 75)
+    return "invalid --arch='" + text +
+           "': mpc targets sm_75 (Turing) and newer";
+  smVersion = static_cast<int>(version);
+  return std::nullopt;
+}
+
+std::optional<std::string> parseReportGpu(const std::string &text,
+                                          std::string &gpu) {
+  if (findGpu(llvm::StringRef(text).lower())) {
+    gpu = llvm::StringRef(text).lower();
+    return std::nullopt;
+  }
+  SmallVector<StringRef> names;
+  for (const GpuSpec &known : knownGpus())
+    names.push_back(known.name);
+  return "unknown --report-gpu='" + text + "': expected one of " +
+         llvm::join(names, ", ");
+}
+
+std::optional<std::string> findUnimplemented(const CompileOptions &options) {
+  // The check kernels write their record through a host pointer; the cuda
+  // runtime does not give them device memory for it yet.
+  if (options.target == Target::Cuda && options.debugNonfinite)
+    return std::string(
+        "--debug-nonfinite with --target=cuda is not implemented yet");
+  // The cuda target's NCCL path all-reduces; its reduce-scatter and
+  // all-gather are not written yet. --report models it all the same.
+  if (options.target == Target::Cuda && options.shardOptimizer &&
+      !options.report)
+    return std::string(
+        "--shard-optimizer with --target=cuda is not implemented yet");
+  if (options.target == Target::Cuda && options.emulateBlocks)
+    return std::string("--emulate-blocks is for the cpu target: the cuda "
+                       "target's host builds of its kernels always emulate");
+  return std::nullopt;
+}
+
+PipelineOptions makePipelineOptions(const CompileOptions &options) {
+  PipelineOptions pipeline;
+  pipeline.werrorNumerics = options.werrorNumerics;
+  pipeline.foldCasts = options.foldCasts;
+  pipeline.recompute.ops.assign(options.recompute.begin(),
+                                options.recompute.end());
+
+  MpcInsertLossScalingPassOptions &scaling = pipeline.lossScaling;
+  if (options.lossScale.mode)
+    scaling.mode = stringifyLossScaleMode(*options.lossScale.mode).str();
+  bool isStatic = options.lossScale.mode == LossScaleMode::Static;
+  scaling.initScale =
+      isStatic ? options.lossScale.staticScale : options.initScale;
+  scaling.growthFactor = options.growthFactor;
+  scaling.backoffFactor = options.backoffFactor;
+  scaling.growthInterval = options.growthInterval;
+  scaling.hysteresis = options.hysteresis;
+  scaling.minScale = options.minScale;
+  if (isStatic)
+    pipeline.staticLossScale = options.lossScale.staticScale;
+
+  pipeline.recognizeAttention = options.fuse;
+  MpcFuseOptimizerPassOptions &optimizer = pipeline.optimizer;
+  optimizer.kind = options.optimizer;
+  optimizer.lr = options.learningRate;
+  optimizer.momentum = options.momentum;
+  optimizer.nesterov = options.nesterov;
+  optimizer.weightDecay = options.weightDecay;
+  optimizer.beta1 = options.beta1;
+  optimizer.beta2 = options.beta2;
+  optimizer.eps = options.eps;
+  optimizer.clipNorm = options.clipNorm;
+  optimizer.accumulate = options.accumulate;
+  optimizer.schedule = options.schedule;
+  optimizer.warmupSteps = options.warmupSteps;
+  optimizer.decaySteps = options.decaySteps;
+  optimizer.minLr = options.minLr;
+  optimizer.skipNonfinite = options.skipNonfiniteUpdates;
+  optimizer.dataParallel = options.dataParallel;
+  optimizer.shardOptimizer = options.shardOptimizer;
+  if (options.optimizer != OptimizerKind::Sgd)
+    pipeline.optimizerEps = options.eps;
+  return pipeline;
+}
+
+} // namespace mlir::mpc

@@ -1,0 +1,119 @@
+//===- CompileOptions.h - what `mpc compile` was asked to do ------*- C++ -*-===//
+//
+// This file declares the validated options of `mpc compile`, independent of
+// how they were spelled on the command line.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_COMPILER_DRIVER_COMPILEOPTIONS_H
+#define MPC_COMPILER_DRIVER_COMPILEOPTIONS_H
+
+#include "compiler/codegen/Codegen.h" // defaultBucketMiB
+#include "passes/Passes.h"             // AmpLevel, HalfType
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::mpc {
+
+enum class Target { Cpu, Cuda };
+/// Stages `--emit` can stop at, in pipeline order (as Toy's `-emit=`).
+enum class EmitStage { Mlir, TrainingStep, Kernels, Host, Library };
+
+/// `--loss-scale=dynamic|static:<scale>|none`.
+struct LossScale {
+  /// Unset: dynamic where the model stores f16, none otherwise.
+  std::optional<LossScaleMode> mode;
+  double staticScale = 0; ///< Set for LossScaleMode::Static.
+};
+
+/// Parses `--loss-scale`; returns an error message, or nothing on success.
+std::optional<std::string> parseLossScale(const std::string &text,
+                                          LossScale &out);
+
+/// Parses `--arch=sm_XY`; returns an error message, or nothing on success.
+std::optional<std::string> parseArch(const std::string &text, int &smVersion);
+
+/// Parses `--report-gpu=<name>` against the tool's GPU table; returns an
+/// error message naming the known GPUs, or nothing on success.
+std::optional<std::string> parseReportGpu(const std::string &text,
+                                          std::string &gpu);
+
+struct CompileOptions {
+  std::string inputFile;
+  std::string outputDir;
+  Target target = Target::Cpu;
+  int smVersion = 0; ///< 0 unless --arch was given.
+  AmpLevel amp = AmpLevel::O0;
+  std::optional<HalfType> half; ///< Unset: f16 where a level needs one.
+  OptimizerKind optimizer = OptimizerKind::Sgd;
+  double learningRate = 0.01;
+  double momentum = 0.0;
+  bool nesterov = false;
+  double weightDecay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+  double clipNorm = 0.0; ///< 0: no clipping.
+  LrSchedule schedule = LrSchedule::Constant;
+  int64_t warmupSteps = 0, decaySteps = 0;
+  double minLr = 0.0;
+  /// `--nonfinite-updates=skip` (default): a step whose gradients hold inf
+  /// or NaN is skipped with no loss scaler too; `apply`: torch.optim's way.
+  bool skipNonfiniteUpdates = true;
+  LossScale lossScale;
+  /// The dynamic scaler (GradScaler's defaults; hysteresis and min-scale
+  /// as DeepSpeed's, off by default).
+  double initScale = 65536.0;
+  double growthFactor = 2.0;
+  double backoffFactor = 0.5;
+  int64_t growthInterval = 2000;
+  int64_t hysteresis = 1;
+  double minScale = 0.0;
+  /// `--Werror-numerics`: mpc-check-numerics findings are errors.
+  bool werrorNumerics = false;
+  /// Hidden `--no-fold-casts`: keep every cast, to test that folding
+  /// changes no result.
+  bool foldCasts = true;
+  /// `--recompute`: forward ops the backward pass computes again.
+  std::vector<std::string> recompute;
+  int accumulate = 1;
+  EmitStage emit = EmitStage::Library;
+  /// `--report`: print the precision report and stop (no library).
+  bool report = false;
+  /// `--report=json`: the same report as one JSON object.
+  bool reportJson = false;
+  /// `--report-gpu`: the GPU whose roofline bounds the step's kernels.
+  std::string reportGpu = "h100";
+  /// --report of a --data-parallel model: the ranks its all-reduce models.
+  int reportRanks = 8;
+  /// `--debug-nonfinite`: check every op output for inf/NaN at run time.
+  bool debugNonfinite = false;
+  /// `--no-fuse` clears it: every op its own kernel, every result in
+  /// memory (no mpc-form-kernels), for debugging and equivalence tests.
+  bool fuse = true;
+  /// `--emulate-blocks` (cpu target): run each kernel as the cuda target
+  /// launches it, blockDim threads a block, under the block emulator.
+  bool emulateBlocks = false;
+  /// Train as one rank of a data-parallel job (mpc-fuse-optimizer's
+  /// data-parallel): gradients are summed over ranks after backward.
+  bool dataParallel = false;
+  /// With dataParallel: shard the optimizer state over the ranks (ZeRO-1).
+  bool shardOptimizer = false;
+  /// `--bucket-mb` with dataParallel: the largest gradient bucket, in bytes.
+  int64_t bucketBytes = defaultBucketMiB << 20;
+  /// `--shared`: also link lib<model>.so (the model and libmpcrt), which
+  /// programs load with dlopen, the Python package `mpc` among them.
+  bool shared = false;
+};
+
+/// The first option in `options` that this build cannot honour yet, as a
+/// message, or nothing when every option is implemented.
+std::optional<std::string> findUnimplemented(const CompileOptions &options);
+
+/// The pass pipelines' options for `options` (lint, loss scaling, optimizer).
+PipelineOptions makePipelineOptions(const CompileOptions &options);
+
+} // namespace mlir::mpc
+
+#endif // MPC_COMPILER_DRIVER_COMPILEOPTIONS_H

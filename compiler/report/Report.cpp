@@ -1,0 +1,795 @@
+//===- Report.cpp - `mpc compile --report` ------------------------*- C++
+//-*-===//
+//
+// This file implements the precision report, the table a user reads before
+// training: what precision every forward op runs in and why, the casts that
+// costs, the memory of the generated library beside O0's, and the kernels
+// of one training step with their FLOPs, bytes and roofline bound. With
+// --report=json the same content is one JSON object.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/report/Report.h"
+
+#include "compiler/codegen/Codegen.h"
+#include "compiler/cuda/Nvrtc.h"
+#include "compiler/report/Roofline.h"
+#include "dialect/MpcOps.h"
+#include "passes/Passes.h"
+#include "runtime/mpc_model.h"
+
+#include "mlir/IR/Location.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+namespace {
+
+const char *levelName(AmpLevel level) {
+  switch (level) {
+  case AmpLevel::O0:
+    return "O0";
+  case AmpLevel::O1:
+    return "O1";
+  case AmpLevel::O2:
+    return "O2";
+  case AmpLevel::O3:
+    return "O3";
+  }
+  llvm_unreachable("unknown level");
+}
+
+/// The forward pass (precision assigned) and the training step of a model,
+/// lowered by the pipeline runCompile runs.
+struct LoweredModel {
+  OwningOpRef<ModuleOp> forward, train;
+  ModelOp forwardModel() { return *forward->getOps<ModelOp>().begin(); }
+  ModelOp trainModel() { return *train->getOps<ModelOp>().begin(); }
+};
+
+FailureOr<LoweredModel> lower(ModuleOp module, AmpLevel level, HalfType half,
+                              const PipelineOptions &options) {
+  LoweredModel lowered;
+  lowered.train = module.clone();
+  PassManager forward(module.getContext());
+  buildForwardPipeline(forward, level, half, options);
+  if (failed(forward.run(*lowered.train)))
+    return failure();
+  lowered.forward = lowered.train->clone();
+  PassManager training(module.getContext());
+  buildTrainingPipeline(training, options);
+  if (failed(training.run(*lowered.train)) ||
+      failed(checkAddressable(lowered.trainModel())))
+    return failure();
+  return lowered;
+}
+
+/// The element type of an op's first float tensor result, or null.
+Type floatResultType(Operation *op) {
+  for (Value result : op->getResults())
+    if (auto type = dyn_cast<RankedTensorType>(result.getType()))
+      if (isa<FloatType>(type.getElementType()))
+        return type.getElementType();
+  return Type();
+}
+
+std::string typeText(Type type) {
+  if (!type)
+    return "-";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  return text;
+}
+
+/// Why `op` runs in the type it got: the rule of mpc-assign-precision that
+/// decided it (see its description in passes/Passes.td).
+std::string reason(Operation *op, AmpLevel level) {
+  if (level == AmpLevel::O0)
+    return "O0: f32 throughout";
+  if (op->hasAttr("mpc.precision"))
+    return "override: mpc.precision";
+  auto policy = dyn_cast<PrecisionPolicyOpInterface>(op);
+  if (!policy)
+    return "no policy: unchanged";
+  if (!floatResultType(op))
+    return "no float result";
+  // Follow and promote ops without a float operand (constants) keep the
+  // type they were declared with.
+  bool floatOperand = llvm::any_of(op->getOperandTypes(), [](Type type) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    return tensor && isa<FloatType>(tensor.getElementType());
+  });
+  PrecisionClass precisionClass = policy.getPrecisionClass();
+  if (!floatOperand && (precisionClass == PrecisionClass::Follow ||
+                        precisionClass == PrecisionClass::Promote))
+    return "no float operand: as declared";
+  std::string text;
+  switch (precisionClass) {
+  case PrecisionClass::Lower:
+    text = std::string("policy: lower at ") + levelName(level);
+    break;
+  case PrecisionClass::KeepF32:
+    text = std::string("policy: keep_f32 at ") + levelName(level);
+    if (isa<CrossEntropyOp, MseLossOp>(op))
+      text += ", f32 loss";
+    break;
+  case PrecisionClass::Promote:
+    text = "promote: widest operand";
+    break;
+  case PrecisionClass::Follow:
+    text = "follow: operand type";
+    break;
+  }
+  // Norm parameters kept in f32 next to half activations.
+  if (isa<LayerNormOp, RmsNormOp, BatchNormOp>(op) &&
+      op->getNumOperands() > 1) {
+    auto param = dyn_cast<RankedTensorType>(op->getOperand(1).getType());
+    Type result = floatResultType(op);
+    if (param && result && param.getElementType() != result)
+      text += ", " + typeText(param.getElementType()) + " params";
+  }
+  return text;
+}
+
+/// Prints rows as a table: columns padded to their widest cell (the last
+/// unpadded), numbers right-aligned where `rightAligned` says so.
+void printTable(llvm::raw_ostream &out,
+                const std::vector<std::vector<std::string>> &rows,
+                ArrayRef<bool> rightAligned = {}) {
+  std::vector<size_t> widths;
+  for (const auto &row : rows)
+    for (auto [i, cell] : llvm::enumerate(row)) {
+      if (widths.size() <= i)
+        widths.push_back(0);
+      widths[i] = std::max(widths[i], cell.size());
+    }
+  for (const auto &row : rows) {
+    std::string line;
+    for (auto [i, cell] : llvm::enumerate(row)) {
+      bool right = i < rightAligned.size() && rightAligned[i];
+      std::string pad(widths[i] - cell.size(), ' ');
+      line += "  ";
+      line += right ? pad + cell : cell + pad;
+    }
+    out << StringRef(line).rtrim() << "\n";
+  }
+}
+
+std::string percent(int64_t part, int64_t whole) {
+  if (whole == 0)
+    return "-";
+  return llvm::formatv("{0:F1}%", 100.0 * double(part) / double(whole)).str();
+}
+
+/// Casts of a model body: how many and the bytes their results take.
+struct CastCount {
+  int64_t count = 0, bytes = 0;
+  void add(CastOp cast) {
+    ++count;
+    bytes += storageBytes(cast.getResult().getType());
+  }
+};
+
+} // namespace
+
+namespace {
+
+/// One kernel of the step as the report shows it.
+struct KernelRow {
+  const KernelRecord *record;
+  std::string phase;
+  KernelBound bound;
+};
+
+/// Which part of the step a kernel belongs to.
+std::string phaseOf(const KernelRecord &kernel,
+                    const llvm::DenseSet<Operation *> &forwardOps) {
+  if (kernel.ops.empty())
+    return StringRef(kernel.origin).starts_with("optimizer") ? "optimizer"
+                                                             : "other";
+  // A kernel with any backward op is backward work: the classifier (the
+  // loss and its gradient), a backward loop kernel that recomputes a
+  // forward elementwise op.
+  return llvm::all_of(kernel.ops,
+                      [&](Operation *op) { return forwardOps.contains(op); })
+             ? "forward"
+             : "backward";
+}
+
+/// The ops of a kernel for the table: the first one, and how many more.
+std::string opsText(const KernelRecord &kernel) {
+  if (kernel.ops.empty())
+    return kernel.origin;
+  std::string text = kernel.ops.front()->getName().getStringRef().str();
+  if (kernel.ops.size() > 1)
+    text += " +" + std::to_string(kernel.ops.size() - 1);
+  return text;
+}
+
+/// A link between ranks, for the all-reduce model of --data-parallel.
+struct Link {
+  const char *name;
+  double gigabytesPerSecond; // per direction
+  double latencySeconds;     // per ring step
+};
+// Latencies per ring step as NCCL's low-latency protocol reaches them,
+// roughly: about 1 us between GPUs of a node, 5 us across a network.
+constexpr Link kLinks[] = {
+    {"NVLink (H100 SXM, 450 GB/s, 1 us a ring step)", 450.0, 1e-6},
+    {"InfiniBand 100 Gb/s (12.5 GB/s, 5 us a ring step)", 12.5, 5e-6},
+};
+
+/// A ring all-reduce of `bytes` over `ranks`: each rank sends, and
+/// receives, 2(N-1)/N of the data in 2(N-1) steps.
+double allReduceSeconds(int64_t bytes, int ranks, const Link &link) {
+  return 2.0 * (ranks - 1) / ranks * static_cast<double>(bytes) /
+             (link.gigabytesPerSecond * 1e9) +
+         2.0 * (ranks - 1) * link.latencySeconds;
+}
+
+/// A ring all-gather of `bytes` in all over `ranks`: each rank receives
+/// (N-1)/N of the data in N-1 steps.
+double allGatherSeconds(int64_t bytes, int ranks, const Link &link) {
+  return 1.0 * (ranks - 1) / ranks * static_cast<double>(bytes) /
+             (link.gigabytesPerSecond * 1e9) +
+         1.0 * (ranks - 1) * link.latencySeconds;
+}
+
+/// --shard-optimizer (ZeRO-1) over `ranks`: what one rank keeps of the
+/// optimizer state against the whole, and the parameters gathered after
+/// every update (the f32 parameters and their half copies).
+struct ShardedOptimizer {
+  int64_t slots = 0, wholeBytes = 0, rankBytes = 0, gatherBytes = 0;
+};
+ShardedOptimizer shardOptimizer(const MemorySummary &memory, int ranks) {
+  ShardedOptimizer sharded;
+  // The layout of Codegen.cpp: the control block, then the slots.
+  int64_t control =
+      (static_cast<int64_t>(sizeof(mpc_train_control)) + 63) / 64 * 64;
+  int64_t elements = memory.gradients / 4;
+  sharded.slots = memory.gradients
+                      ? (memory.optimizerState - control) / memory.gradients
+                      : 0;
+  // The runtime's shards: 16-element units (mpc_runtime.cpp).
+  int64_t capacity = ((elements + ranks - 1) / ranks + 15) / 16 * 16;
+  sharded.wholeBytes = memory.optimizerState;
+  sharded.rankBytes = control + sharded.slots * capacity * 4;
+  int64_t halfCopies =
+      memory.params - memory.parameterBytes - memory.stateBytes;
+  sharded.gatherBytes = memory.gradients + std::max<int64_t>(halfCopies, 0);
+  return sharded;
+}
+
+/// The communication of a data-parallel step on one link: buckets go out
+/// in order on one stream, each once backward has finished it (the
+/// roofline bounds of the kernels before it); what runs past the end of
+/// backward is exposed.
+struct Communication {
+  std::vector<double> readySeconds, bucketSeconds;
+  double totalSeconds = 0, backwardEndSeconds = 0, exposedSeconds = 0;
+};
+Communication modelCommunication(const std::vector<GradientBucket> &buckets,
+                                 const std::vector<double> &kernelSeconds,
+                                 int ranks, const Link &link) {
+  Communication result;
+  std::vector<double> elapsed{0.0};
+  for (double seconds : kernelSeconds)
+    elapsed.push_back(elapsed.back() + seconds);
+  double free = 0;
+  for (const GradientBucket &bucket : buckets) {
+    double ready = elapsed[std::min(bucket.afterKernels, kernelSeconds.size())];
+    double seconds = allReduceSeconds(bucket.bytes, ranks, link);
+    result.readySeconds.push_back(ready);
+    result.bucketSeconds.push_back(seconds);
+    result.totalSeconds += seconds;
+    result.backwardEndSeconds = std::max(result.backwardEndSeconds, ready);
+    free = std::max(free, ready) + seconds;
+  }
+  result.exposedSeconds = std::max(0.0, free - result.backwardEndSeconds);
+  return result;
+}
+
+std::string microseconds(double seconds) {
+  return llvm::formatv("{0:F3}", seconds * 1e6).str();
+}
+
+llvm::json::Object memoryJson(const MemorySummary &m) {
+  int64_t halfCopies = m.params - m.parameterBytes - m.stateBytes;
+  llvm::json::Array tensors;
+  for (const MemorySummary::Tensor &tensor : m.trainActivationTensors)
+    tensors.push_back(
+        llvm::json::Object{{"op", tensor.op},
+                           {"location", tensor.location},
+                           {"shape", llvm::json::Array(tensor.shape)},
+                           {"bytes", tensor.bytes}});
+  return llvm::json::Object{
+      {"train_activation_tensors", std::move(tensors)},
+      {"parameters_state_and_half_copies", m.params},
+      {"parameters", m.parameterBytes},
+      {"state", m.stateBytes},
+      {"half_copies_and_alignment", halfCopies},
+      {"gradients", m.gradients},
+      {"optimizer_state", m.optimizerState},
+      {"activations", m.activations},
+      {"train_activations", m.trainActivations},
+      {"train_activations_without_reuse", m.trainActivationsWithoutReuse},
+      {"eval_activations", m.evalActivations},
+      // cuBLASLt's workspace, part of both activation figures.
+      {"gemm_workspace", m.gemmWorkspace},
+      // What the library allocates, per arena, as its descriptor says.
+      {"arena_bytes", llvm::json::Array{m.params, m.gradients, m.optimizerState,
+                                        m.activations}},
+      {"total", m.params + m.gradients + m.optimizerState + m.activations}};
+}
+
+llvm::json::Object castJson(const CastCount &casts) {
+  return llvm::json::Object{{"count", casts.count}, {"bytes", casts.bytes}};
+}
+
+} // namespace
+
+int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
+                           llvm::raw_ostream &out) {
+  HalfType halfType = options.half.value_or(HalfType::F16);
+  const char *half = halfType == HalfType::F16 ? "f16" : "bf16";
+  const char *level = levelName(options.amp);
+  const GpuSpec *gpu = findGpu(options.reportGpu);
+  if (!gpu) {
+    llvm::errs() << "mpc compile: error: unknown GPU '" << options.reportGpu
+                 << "' for --report-gpu\n";
+    return 1;
+  }
+  PipelineOptions pipeline = makePipelineOptions(options);
+  FailureOr<LoweredModel> chosen =
+      lower(module, options.amp, halfType, pipeline);
+  if (failed(chosen))
+    return 1;
+  // The baseline's findings would repeat the chosen level's, or not apply.
+  PipelineOptions quiet = pipeline;
+  quiet.werrorNumerics = false;
+  quiet.staticLossScale = 0;
+  quiet.optimizerEps = 0;
+  FailureOr<LoweredModel> baseline =
+      lower(module, AmpLevel::O0, halfType, quiet);
+  if (failed(baseline))
+    return 1;
+  ModelOp forward = chosen->forwardModel();
+
+  // 1. Every forward op but the casts, in program order.
+  std::vector<std::vector<std::string>> opRows;
+  for (Operation &op : forward.getBody().front().without_terminator()) {
+    if (isa<CastOp>(op))
+      continue;
+    auto policy = dyn_cast<PrecisionPolicyOpInterface>(op);
+    opRows.push_back(
+        {fileLineCol(op.getLoc()), op.getName().getStringRef().str(),
+         policy ? stringifyPrecisionClass(policy.getPrecisionClass()).str()
+                : std::string("-"),
+         typeText(floatResultType(&op)), reason(&op, options.amp)});
+  }
+
+  // 2. Casts: the forward pass's, by what they copy, then the whole step's.
+  llvm::DenseSet<Value> params(forward.getParams().begin(),
+                               forward.getParams().end());
+  llvm::DenseSet<Value> inputs(forward.getInputs().begin(),
+                               forward.getInputs().end());
+  CastCount paramCasts, inputCasts, otherCasts, stepCasts;
+  forward.walk([&](CastOp cast) {
+    Value source = cast.getOperand();
+    (params.contains(source)   ? paramCasts
+     : inputs.contains(source) ? inputCasts
+                               : otherCasts)
+        .add(cast);
+  });
+  chosen->trainModel().walk([&](CastOp cast) { stepCasts.add(cast); });
+  int64_t forwardCount =
+      paramCasts.count + inputCasts.count + otherCasts.count;
+  int64_t forwardBytes =
+      paramCasts.bytes + inputCasts.bytes + otherCasts.bytes;
+
+  // 3. Memory, from the plans the generated library allocates.
+  // A --debug-nonfinite library materialises every op's output (no fusion)
+  // and launches the checks: the report describes that library.
+  bool fuse = options.fuse && !options.debugNonfinite;
+  // The cuda target reserves cuBLASLt's workspace for its architecture.
+  int64_t workspace =
+      options.target == Target::Cuda
+          ? gemmWorkspaceBytes(options.smVersion ? options.smVersion
+                                                 : defaultSmVersion)
+          : 0;
+  MemorySummary at =
+      planMemory(chosen->trainModel(), chosen->forwardModel(), fuse, workspace);
+  MemorySummary o0 = planMemory(baseline->trainModel(),
+                                baseline->forwardModel(), fuse, workspace);
+
+  // 4. The kernels of one training step, as the library launches them.
+  CodegenOptions codegen;
+  codegen.debugNonfinite = options.debugNonfinite;
+  codegen.fuse = options.fuse;
+  codegen.gemmWorkspaceBytes = workspace;
+  codegen.bucketBytes = options.bucketBytes;
+  FailureOr<GeneratedModel> generated =
+      generateModel(chosen->trainModel(), chosen->forwardModel(), codegen);
+  if (failed(generated))
+    return 1;
+  // The same step without kernel fusion (--no-fuse), for the before/after.
+  struct StepTotals {
+    int64_t kernels = 0;
+    KernelCost cost;
+    double seconds = 0;
+    int64_t activations = 0;
+  } unfused;
+  if (fuse) {
+    CodegenOptions plain = codegen;
+    plain.fuse = false;
+    FailureOr<GeneratedModel> separate =
+        generateModel(chosen->trainModel(), chosen->forwardModel(), plain);
+    if (failed(separate))
+      return 1;
+    for (const KernelRecord &record : separate->trainKernels) {
+      ++unfused.kernels;
+      unfused.cost += record.cost;
+      unfused.seconds += rooflineBound(record, *gpu).seconds;
+    }
+    unfused.activations = planMemory(chosen->trainModel(),
+                                     chosen->forwardModel(), false, workspace)
+                              .trainActivations;
+  }
+  llvm::DenseSet<Operation *> forwardOps = findForwardOps(chosen->trainModel());
+  std::vector<KernelRow> kernels;
+  KernelCost stepCost;
+  double stepSeconds = 0;
+  int64_t gemmCalls = 0;
+  // The optimizer step (mpc-fuse-optimizer): its kernels and their traffic.
+  KernelCost optimizerCost;
+  int64_t optimizerKernels = 0;
+  for (const KernelRecord &record : generated->trainKernels) {
+    KernelRow row{&record, phaseOf(record, forwardOps),
+                  rooflineBound(record, *gpu)};
+    if (row.phase == "optimizer") {
+      optimizerCost += record.cost;
+      ++optimizerKernels;
+    }
+    stepCost += record.cost;
+    stepSeconds += row.bound.seconds;
+    gemmCalls += record.kind == KernelKind::Gemm;
+    kernels.push_back(std::move(row));
+  }
+
+  auto optimizerAttr =
+      chosen->trainModel()->getAttrOfType<OptimizerAttr>(kOptimizerAttr);
+  StringRef optimizerName = stringifyOptimizerKind(optimizerAttr.getKind());
+  // What --nonfinite-updates=skip costs: without a loss scaler or clipping,
+  // the gradient statistics kernel is there for the inf/NaN check alone.
+  auto scaling =
+      chosen->trainModel()->getAttrOfType<LossScalingAttr>(kLossScalingAttr);
+  bool guardOnly = optimizerAttr.getSkipNonfinite() &&
+                   scaling.getMode() == LossScaleMode::None &&
+                   optimizerAttr.getClipNorm().convertToDouble() <= 0;
+  KernelCost guardCost;
+  double guardSeconds = 0;
+  for (const KernelRow &row : kernels)
+    if (guardOnly && row.phase == "optimizer" &&
+        StringRef(row.record->name).ends_with("_grad_stats")) {
+      guardCost += row.record->cost;
+      guardSeconds += row.bound.seconds;
+    }
+
+  // Data parallel: the gradient buckets and their all-reduce on each link.
+  const std::vector<GradientBucket> &buckets = generated->gradientBuckets;
+  std::vector<double> kernelSeconds;
+  for (const KernelRow &row : kernels)
+    kernelSeconds.push_back(row.bound.seconds);
+  std::vector<Communication> communication;
+  int64_t reducedBytes = 0;
+  for (const GradientBucket &bucket : buckets)
+    reducedBytes += bucket.bytes;
+  if (!buckets.empty())
+    for (const Link &link : kLinks)
+      communication.push_back(modelCommunication(buckets, kernelSeconds,
+                                                 options.reportRanks, link));
+  std::optional<ShardedOptimizer> sharded;
+  if (!buckets.empty() && options.shardOptimizer)
+    sharded = shardOptimizer(at, options.reportRanks);
+
+  if (options.reportJson) {
+    llvm::json::Array opArray;
+    for (const auto &row : opRows)
+      opArray.push_back(llvm::json::Object{{"location", row[0]},
+                                           {"op", row[1]},
+                                           {"category", row[2]},
+                                           {"type", row[3]},
+                                           {"reason", row[4]}});
+    llvm::json::Array kernelArray;
+    for (const KernelRow &row : kernels) {
+      const KernelRecord &record = *row.record;
+      llvm::json::Array ops;
+      for (Operation *op : record.ops)
+        ops.push_back(
+            llvm::json::Object{{"op", op->getName().getStringRef().str()},
+                               {"location", fileLineCol(op->getLoc())}});
+      kernelArray.push_back(llvm::json::Object{
+          {"name", record.name},
+          {"kind", record.kind == KernelKind::Gemm ? "gemm"
+                   : record.kind == KernelKind::TensorCoreKernel
+                       ? "tensor_core_kernel"
+                       : "kernel"},
+          {"phase", row.phase},
+          {"ops", std::move(ops)},
+          {"origin", record.origin},
+          {"flops", record.cost.flops},
+          {"bytes_read", record.cost.bytesRead},
+          {"bytes_written", record.cost.bytesWritten},
+          {"bytes", record.cost.bytes()},
+          {"bound_seconds", row.bound.seconds},
+          {"bound_by", row.bound.memoryBound ? "memory" : "compute"}});
+    }
+    llvm::json::Value dataParallel = nullptr;
+    if (!buckets.empty()) {
+      llvm::json::Array bucketArray, linkArray;
+      for (auto [index, bucket] : llvm::enumerate(buckets)) {
+        llvm::json::Array params, seconds;
+        for (const std::string &param : bucket.params)
+          params.push_back(param);
+        for (const Communication &link : communication)
+          seconds.push_back(link.bucketSeconds[index]);
+        bucketArray.push_back(llvm::json::Object{
+            {"params", std::move(params)},
+            {"offset", bucket.offset},
+            {"bytes", bucket.bytes},
+            {"after_kernel", int64_t(bucket.afterKernels) - 1},
+            {"ready_seconds", communication.front().readySeconds[index]},
+            {"allreduce_seconds", std::move(seconds)}});
+      }
+      for (auto [link, model] : llvm::zip(kLinks, communication))
+        linkArray.push_back(llvm::json::Object{
+            {"name", link.name},
+            {"gigabytes_per_second", link.gigabytesPerSecond},
+            {"latency_seconds", link.latencySeconds},
+            {"allreduce_seconds", model.totalSeconds},
+            {"backward_end_seconds", model.backwardEndSeconds},
+            {"exposed_seconds", model.exposedSeconds}});
+      llvm::json::Value shardJson = nullptr;
+      if (sharded) {
+        llvm::json::Array seconds;
+        for (const Link &link : kLinks)
+          seconds.push_back(allGatherSeconds(sharded->gatherBytes,
+                                             options.reportRanks, link));
+        shardJson =
+            llvm::json::Object{{"slots", sharded->slots},
+                               {"bytes_per_parameter", 4 * sharded->slots},
+                               {"bytes_per_parameter_sharded",
+                                4.0 * sharded->slots / options.reportRanks},
+                               {"optimizer_bytes", sharded->wholeBytes},
+                               {"optimizer_bytes_per_rank", sharded->rankBytes},
+                               {"gather_bytes", sharded->gatherBytes},
+                               {"gather_seconds", std::move(seconds)}};
+      }
+      dataParallel =
+          llvm::json::Object{{"ranks", options.reportRanks},
+                             {"bucket_cap_bytes", options.bucketBytes},
+                             {"shard_optimizer", std::move(shardJson)},
+                             {"bytes_per_step", reducedBytes},
+                             {"buckets", std::move(bucketArray)},
+                             {"links", std::move(linkArray)}};
+    }
+    llvm::json::Object report{
+        {"model", forward.getSymName().str()},
+        {"data_parallel", std::move(dataParallel)},
+        {"amp", level},
+        {"half", options.amp == AmpLevel::O0 ? llvm::json::Value(nullptr)
+                                             : llvm::json::Value(half)},
+        {"ops", std::move(opArray)},
+        {"casts",
+         llvm::json::Object{
+             {"forward", llvm::json::Object{{"count", forwardCount},
+                                            {"bytes", forwardBytes}}},
+             {"parameters", castJson(paramCasts)},
+             {"inputs", castJson(inputCasts)},
+             {"between_ops", castJson(otherCasts)},
+             {"training_step", castJson(stepCasts)}}},
+        {"memory", llvm::json::Object{{"chosen", memoryJson(at)},
+                                      {"O0", memoryJson(o0)}}},
+        {"gpu",
+         llvm::json::Object{{"name", gpu->name},
+                            {"description", gpu->description},
+                            {"half_tensor_tflops", gpu->halfTensorTflops},
+                            {"fp32_tflops", gpu->fp32Tflops},
+                            {"bandwidth_gbs", gpu->bandwidthGBs}}},
+        {"kernels", std::move(kernelArray)},
+        {"step", llvm::json::Object{{"kernels", int64_t(kernels.size())},
+                                    {"gemm_calls", gemmCalls},
+                                    {"flops", stepCost.flops},
+                                    {"bytes_read", stepCost.bytesRead},
+                                    {"bytes_written", stepCost.bytesWritten},
+                                    {"bytes", stepCost.bytes()},
+                                    {"bound_seconds", stepSeconds}}},
+        {"unfused_step", fuse ? llvm::json::Value(llvm::json::Object{
+                                    {"kernels", unfused.kernels},
+                                    {"bytes", unfused.cost.bytes()},
+                                    {"bound_seconds", unfused.seconds},
+                                    {"train_activations", unfused.activations}})
+                              : llvm::json::Value(nullptr)},
+        {"optimizer_step",
+         llvm::json::Object{{"optimizer", optimizerName.str()},
+                            {"kernels", optimizerKernels},
+                            {"bytes_read", optimizerCost.bytesRead},
+                            {"bytes_written", optimizerCost.bytesWritten},
+                            {"bytes", optimizerCost.bytes()},
+                            {"nonfinite_guard_bytes", guardCost.bytes()},
+                            {"nonfinite_guard_seconds", guardSeconds}}}};
+    out << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
+    return 0;
+  }
+
+  std::string config =
+      options.amp == AmpLevel::O0
+          ? std::string("--amp=O0")
+          : llvm::formatv("--amp={0} --half={1}", level, half).str();
+  out << "mpc precision report: model @" << forward.getSymName() << ", "
+      << config << "\n\n";
+
+  opRows.insert(opRows.begin(),
+                {"location", "op", "category", "type", "reason"});
+  out << "Forward ops after precision assignment (" << opRows.size() - 1
+      << "):\n";
+  printTable(out, opRows);
+
+  out << "\nCasts inserted in the forward pass: " << forwardCount
+      << ", writing " << forwardBytes << " bytes per step\n";
+  printTable(out,
+             {{"half copies of parameters", std::to_string(paramCasts.count),
+               std::to_string(paramCasts.bytes) + " bytes",
+               "(in the parameter arena)"},
+              {"copies of inputs", std::to_string(inputCasts.count),
+               std::to_string(inputCasts.bytes) + " bytes", ""},
+              {"between ops and to outputs", std::to_string(otherCasts.count),
+               std::to_string(otherCasts.bytes) + " bytes", ""}},
+             {false, true, true, false});
+  out << "Casts in the training step (forward and backward): "
+      << stepCasts.count << ", writing " << stepCasts.bytes
+      << " bytes per step\n";
+
+  auto row = [&](StringRef name, int64_t MemorySummary::*field) {
+    return std::vector<std::string>{name.str(), std::to_string(o0.*field),
+                                    std::to_string(at.*field),
+                                    percent(at.*field, o0.*field)};
+  };
+  auto total = [](const MemorySummary &m) {
+    return m.params + m.gradients + m.optimizerState + m.activations;
+  };
+  std::string label = options.amp == AmpLevel::O0
+                          ? std::string("O0")
+                          : llvm::formatv("{0} {1}", level, half).str();
+  out << "\nMemory (bytes), " << label << " beside O0:\n";
+  printTable(
+      out,
+      {{"arena", "O0", label, "of O0"},
+       row("parameters, state and half copies", &MemorySummary::params),
+       row("  parameters as stored", &MemorySummary::parameterBytes),
+       row("  state", &MemorySummary::stateBytes),
+       {"  half copies and alignment",
+        std::to_string(o0.params - o0.parameterBytes - o0.stateBytes),
+        std::to_string(at.params - at.parameterBytes - at.stateBytes),
+        percent(at.params - at.parameterBytes - at.stateBytes,
+                o0.params - o0.parameterBytes - o0.stateBytes)},
+       row("gradients", &MemorySummary::gradients),
+       row("optimizer state", &MemorySummary::optimizerState),
+       row("activations, train step peak", &MemorySummary::trainActivations),
+       row("activations, eval peak", &MemorySummary::evalActivations),
+       row("  of which GEMM workspace", &MemorySummary::gemmWorkspace),
+       {"total", std::to_string(total(o0)), std::to_string(total(at)),
+        percent(total(at), total(o0))}},
+      {false, true, true, true});
+  out << "\nActivations (train step peak, memory reused by liveness) at "
+      << label << ": " << percent(at.trainActivations, o0.trainActivations)
+      << " of O0 (" << at.trainActivations << " of " << o0.trainActivations
+      << " bytes)\n";
+
+  // 5. The kernels, each bounded by the roofline of the named GPU.
+  out << "\nKernels of one training step at " << label << " (" << kernels.size()
+      << " launches, " << gemmCalls << " of them GEMM calls), roofline on "
+      << gpu->description << ":\n";
+  std::vector<std::vector<std::string>> kernelRows = {
+      {"#", "kernel", "phase", "op", "location", "FLOPs", "bytes", "bound (us)",
+       "bound by"}};
+  for (auto [index, row] : llvm::enumerate(kernels)) {
+    const KernelRecord &record = *row.record;
+    kernelRows.push_back(
+        {std::to_string(index), record.name, row.phase, opsText(record),
+         record.ops.empty() ? "-" : fileLineCol(record.ops.front()->getLoc()),
+         std::to_string(record.cost.flops), std::to_string(record.cost.bytes()),
+         microseconds(row.bound.seconds),
+         row.bound.memoryBound ? "memory" : "compute"});
+  }
+  printTable(out, kernelRows,
+             {true, false, false, false, false, true, true, true, false});
+  out << "\nStep total: " << stepCost.flops << " FLOPs, " << stepCost.bytes()
+      << " bytes (" << stepCost.bytesRead << " read, " << stepCost.bytesWritten
+      << " written)\n";
+  if (fuse)
+    out << "Kernel fusion (mpc-form-kernels): " << kernels.size()
+        << " launches, " << stepCost.bytes() << " bytes, bound "
+        << microseconds(stepSeconds) << " us, activations "
+        << at.trainActivations
+        << " bytes; without (--no-fuse): " << unfused.kernels << " launches, "
+        << unfused.cost.bytes() << " bytes, bound "
+        << microseconds(unfused.seconds) << " us, activations "
+        << unfused.activations << " bytes\n";
+  out << "Optimizer step (" << optimizerName
+      << "): " << optimizerKernels << " kernels, " << optimizerCost.bytes()
+      << " bytes (" << optimizerCost.bytesRead << " read, "
+      << optimizerCost.bytesWritten
+      << " written), one update pass over the flat buffers\n";
+  if (guardCost.bytes() > 0)
+    out << "  of which the inf/NaN check of --nonfinite-updates=skip (no loss "
+           "scaler looks at the gradients): "
+        << guardCost.bytes() << " bytes, " << microseconds(guardSeconds)
+        << " us ("
+        << percent(static_cast<int64_t>(guardSeconds * 1e9),
+                   static_cast<int64_t>(stepSeconds * 1e9))
+        << " of the step's bound); --nonfinite-updates=apply saves it\n";
+  out << llvm::formatv("Roofline bound of the step on {0} (f16/bf16 tensor "
+                       "{1} TFLOP/s, fp32 {2} TFLOP/s, {3} GB/s): {4} us, the "
+                       "sum of the kernels' bounds\n",
+                       gpu->description, gpu->halfTensorTflops, gpu->fp32Tflops,
+                       gpu->bandwidthGBs, microseconds(stepSeconds));
+  if (!buckets.empty()) {
+    out << "\nData parallel (--data-parallel): " << buckets.size()
+        << " gradient buckets of at most " << options.bucketBytes
+        << " bytes (--bucket-mb), " << reducedBytes
+        << " bytes of f32 gradients per step, each summed over the ranks "
+           "once backward has finished it; a ring all-reduce over "
+        << options.reportRanks << " ranks, modelled on each link:\n";
+    std::vector<std::vector<std::string>> rows = {
+        {"#", "parameters", "bytes", "after kernel", "ready (us)"}};
+    for (const Link &link : kLinks)
+      rows.front().push_back(std::string(link.name) + " (us)");
+    for (auto [index, bucket] : llvm::enumerate(buckets)) {
+      std::string params = bucket.params.front();
+      if (bucket.params.size() > 1)
+        params += " .. " + bucket.params.back() + " (" +
+                  std::to_string(bucket.params.size()) + ")";
+      std::vector<std::string> row = {
+          std::to_string(index), params, std::to_string(bucket.bytes),
+          std::to_string(int64_t(bucket.afterKernels) - 1),
+          microseconds(communication.front().readySeconds[index])};
+      for (const Communication &link : communication)
+        row.push_back(microseconds(link.bucketSeconds[index]));
+      rows.push_back(std::move(row));
+    }
+    SmallVector<bool> rightAligned(rows.front().size(), true);
+    rightAligned[1] = false;
+    printTable(out, rows, rightAligned);
+    for (auto [link, model] : llvm::zip(kLinks, communication))
+      out << "  " << link.name << ": all-reduce "
+          << microseconds(model.totalSeconds)
+          << " us in all, exposed after backward "
+          << microseconds(model.exposedSeconds) << " us (backward ends at "
+          << microseconds(model.backwardEndSeconds)
+          << " us of the step's bound)\n";
+    if (sharded) {
+      int ranks = options.reportRanks;
+      out << llvm::formatv(
+          "Optimizer state sharded over {0} ranks (--shard-optimizer, "
+          "ZeRO-1): {1} f32 slots, {2} bytes per parameter, of which a rank "
+          "keeps {3:F2}: {4} bytes of optimizer state a rank instead of {5} "
+          "(saves {6:F2} bytes per parameter); the updated parameters are "
+          "gathered after every step, {7} bytes:\n",
+          ranks, sharded->slots, 4 * sharded->slots,
+          4.0 * sharded->slots / ranks, sharded->rankBytes, sharded->wholeBytes,
+          4.0 * sharded->slots * (ranks - 1) / ranks, sharded->gatherBytes);
+      for (const Link &link : kLinks)
+        out << "  " << link.name << ": all-gather "
+            << microseconds(allGatherSeconds(sharded->gatherBytes, ranks, link))
+            << " us\n";
+    }
+  }
+  return 0;
+}
