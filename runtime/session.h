@@ -1,7 +1,7 @@
 //===- session.h - what a session holds -------------------------*- C++ -*-===//
 //
 // Internal to libmpcrt: the definition behind the opaque mpc_session, shared
-// by mpc_runtime.cpp (create, steps, params) and checkpoint.cpp.
+// by mpc_runtime.cpp (create), steps.cpp (steps, params) and checkpoint.cpp.
 //
 //===----------------------------------------------------------------------===//
 
