@@ -1,4 +1,4 @@
-//===- Codegen.h - from a training step to kernels and host code --*- C++ -*-===//
+//===- Codegen.h - from a training step to kernels and host code *- C++ -*-===//
 //
 // This file declares code generation as the driver and the report use it:
 // a lowered model (its training step and its forward pass) becomes CUDA
@@ -124,16 +124,15 @@ struct MemorySummary {
   std::vector<Tensor> trainActivationTensors;
 };
 
-
 /// Plans `train` (the training step) and `eval` (the forward pass) as
 /// generateModel does (without fusion for --debug-nonfinite: `fuse` false)
 /// and returns their arena sizes.
 MemorySummary planMemory(ModelOp train, ModelOp eval, bool fuse = true,
                          int64_t gemmWorkspaceBytes = 0);
 
-/// Generates the sources of a model (cpu or cuda target) from a model whose `train` copy holds
-/// the training step (forward, backward and gradients on mpc.output) and
-/// whose `eval` copy holds the forward pass.
+/// Generates the sources of a model (cpu or cuda target) from a model whose
+/// `train` copy holds the training step (forward, backward and gradients on
+/// mpc.output) and whose `eval` copy holds the forward pass.
 FailureOr<GeneratedModel> generateModel(ModelOp train, ModelOp eval,
                                         const CodegenOptions &options);
 

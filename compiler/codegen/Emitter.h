@@ -1,4 +1,4 @@
-//===- Emitter.h - what the parts of code generation share --------*- C++ -*-===//
+//===- Emitter.h - what the parts of code generation share ------*- C++ -*-===//
 //
 // This file declares the pieces of code generation, for its own files
 // (Codegen.h is its interface to the driver and the report):
@@ -79,8 +79,6 @@ struct Buffer {
   int64_t offset = 0;
   int64_t bytes = 0;
 };
-
-
 
 class MemoryPlan {
 public:
@@ -194,8 +192,8 @@ public:
   /// Kernels are named after `modelName`, so that libraries of several
   /// models link into one program.
   StepEmitter(const MemoryPlan &plan, std::string modelName,
-              std::string functionName,
-              std::vector<std::string> &kernelSources, bool training);
+              std::string functionName, std::vector<std::string> &kernelSources,
+              bool training);
 
   /// A kernel-argument expression for a value's buffer, typed by its
   /// element type: `(float *)(arena3 + 1024)`.
@@ -496,7 +494,6 @@ LogicalResult emitOptimizerStep(ModelOp train, StepEmitter &emitter);
 /// nothing when the plan has none.
 void emitSyncHalfCopies(ModelOp train, StepEmitter &emitter);
 
-
 /// Buckets of at most `capBytes` (one parameter larger than that is a
 /// bucket of its own), in the order they become ready: parameters join the
 /// open bucket while they are adjacent to it in the gradient buffer.
@@ -505,7 +502,6 @@ std::vector<GradientBucket> planGradientBuckets(ModelOp train,
                                                 const MemoryPlan &plan,
                                                 ArrayRef<Value> gradients,
                                                 int64_t capBytes);
-
 
 /// The arena sizes of a model's train and eval plans.
 MemorySummary summarizeMemory(const MemoryPlan &trainPlan,

@@ -8,7 +8,7 @@
 #ifndef MPC_COMPILER_DRIVER_COMPILER_H
 #define MPC_COMPILER_DRIVER_COMPILER_H
 
-#include "compiler/driver/CompileOptions.h"
+#include "compiler/options/CompileOptions.h"
 
 namespace llvm {
 class raw_ostream;

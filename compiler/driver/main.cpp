@@ -7,10 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/driver/CompileOptions.h"
-#include "compiler/driver/Compiler.h"
 #include "compiler/cuda/Nvrtc.h"
+#include "compiler/driver/Compiler.h"
 #include "compiler/import/OnnxImport.h"
+#include "compiler/options/CompileOptions.h"
+#include "compiler/report/Roofline.h" // parseReportGpu
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"

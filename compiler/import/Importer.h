@@ -1,4 +1,4 @@
-//===- Importer.h - the ONNX importer's shared parts -------------*- C++ -*-===//
+//===- Importer.h - the ONNX importer's shared parts ------------*- C++ -*-===//
 //
 // What the parts of `mpc import` share (OnnxImport.h is its interface):
 // the tensors and attributes read from the protobuf (Reader.cpp) and the
@@ -33,7 +33,6 @@
 #include <vector>
 
 namespace mlir::mpc::onnx_import {
-
 
 /// The opsets whose operator semantics the translation follows: 13 made
 /// Split, Squeeze and Unsqueeze take tensors; 18 moves ReduceMean's axes to
@@ -73,8 +72,7 @@ struct Constant {
 };
 
 /// Reads an initializer or a Constant's tensor; the error says why not.
-std::optional<std::string> readTensor(const TensorProto &tensor,
-                                      Constant &out);
+std::optional<std::string> readTensor(const TensorProto &tensor, Constant &out);
 
 const onnx::AttributeProto *findAttribute(const NodeProto &node,
                                           StringRef name);

@@ -32,7 +32,6 @@ bool isFloatType(int32_t type) {
          type == TensorProto::BFLOAT16 || type == TensorProto::DOUBLE;
 }
 
-
 /// Reads an initializer or a Constant's tensor; the error says why not.
 std::optional<std::string> readTensor(const TensorProto &tensor,
                                       Constant &out) {

@@ -8,7 +8,7 @@
 #ifndef MPC_COMPILER_REPORT_REPORT_H
 #define MPC_COMPILER_REPORT_REPORT_H
 
-#include "compiler/driver/CompileOptions.h"
+#include "compiler/options/CompileOptions.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace llvm {

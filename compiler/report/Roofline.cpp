@@ -10,6 +10,9 @@
 
 #include "compiler/report/Roofline.h"
 
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+
 #include <algorithm>
 
 using namespace mlir;
@@ -53,4 +56,17 @@ KernelBound mlir::mpc::rooflineBound(const KernelRecord &kernel,
   double compute = double(kernel.cost.flops) / (tflops * 1e12);
   double memory = double(kernel.cost.bytes()) / (gpu.bandwidthGBs * 1e9);
   return {std::max(compute, memory), memory >= compute};
+}
+
+std::optional<std::string> mlir::mpc::parseReportGpu(const std::string &text,
+                                                     std::string &gpu) {
+  if (findGpu(llvm::StringRef(text).lower())) {
+    gpu = llvm::StringRef(text).lower();
+    return std::nullopt;
+  }
+  SmallVector<StringRef> names;
+  for (const GpuSpec &known : knownGpus())
+    names.push_back(known.name);
+  return "unknown --report-gpu='" + text + "': expected one of " +
+         llvm::join(names, ", ");
 }

@@ -14,6 +14,9 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <optional>
+#include <string>
+
 namespace mlir::mpc {
 
 /// Datasheet peaks of one GPU (dense, no structured sparsity).
@@ -30,6 +33,11 @@ llvm::ArrayRef<GpuSpec> knownGpus();
 
 /// The GPU named `name` (as --report-gpu spells it), or null.
 const GpuSpec *findGpu(llvm::StringRef name);
+
+/// Parses `--report-gpu=<name>` against the tool's GPU table; returns an
+/// error message naming the known GPUs, or nothing on success.
+std::optional<std::string> parseReportGpu(const std::string &text,
+                                          std::string &gpu);
 
 /// The roofline time bound of one kernel on `gpu`: GEMMs with half inputs
 /// run at the tensor-core peak, everything else at the fp32 peak.

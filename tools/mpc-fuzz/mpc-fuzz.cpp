@@ -23,7 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/driver/CompileOptions.h"
+#include "compiler/options/CompileOptions.h"
 #include "compiler/driver/Compiler.h"
 #include "compiler/cuda/Nvrtc.h"
 

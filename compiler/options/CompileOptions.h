@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MPC_COMPILER_DRIVER_COMPILEOPTIONS_H
-#define MPC_COMPILER_DRIVER_COMPILEOPTIONS_H
+#ifndef MPC_COMPILER_OPTIONS_COMPILEOPTIONS_H
+#define MPC_COMPILER_OPTIONS_COMPILEOPTIONS_H
 
 #include "compiler/codegen/Codegen.h" // defaultBucketMiB
 #include "passes/Passes.h"             // AmpLevel, HalfType
@@ -34,11 +34,6 @@ std::optional<std::string> parseLossScale(const std::string &text,
 
 /// Parses `--arch=sm_XY`; returns an error message, or nothing on success.
 std::optional<std::string> parseArch(const std::string &text, int &smVersion);
-
-/// Parses `--report-gpu=<name>` against the tool's GPU table; returns an
-/// error message naming the known GPUs, or nothing on success.
-std::optional<std::string> parseReportGpu(const std::string &text,
-                                          std::string &gpu);
 
 struct CompileOptions {
   std::string inputFile;
@@ -116,4 +111,4 @@ PipelineOptions makePipelineOptions(const CompileOptions &options);
 
 } // namespace mlir::mpc
 
-#endif // MPC_COMPILER_DRIVER_COMPILEOPTIONS_H
+#endif // MPC_COMPILER_OPTIONS_COMPILEOPTIONS_H

@@ -5,9 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/driver/CompileOptions.h"
+#include "compiler/options/CompileOptions.h"
 
-#include "compiler/report/Roofline.h"
 #include "dialect/MpcDialect.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -51,19 +50,6 @@ std::optional<std::string> parseArch(const std::string &text, int &smVersion) {
            "': mpc targets sm_75 (Turing) and newer";
   smVersion = static_cast<int>(version);
   return std::nullopt;
-}
-
-std::optional<std::string> parseReportGpu(const std::string &text,
-                                          std::string &gpu) {
-  if (findGpu(llvm::StringRef(text).lower())) {
-    gpu = llvm::StringRef(text).lower();
-    return std::nullopt;
-  }
-  SmallVector<StringRef> names;
-  for (const GpuSpec &known : knownGpus())
-    names.push_back(known.name);
-  return "unknown --report-gpu='" + text + "': expected one of " +
-         llvm::join(names, ", ");
 }
 
 std::optional<std::string> findUnimplemented(const CompileOptions &options) {
