@@ -6,39 +6,71 @@
 # gave a warning, that the image holds one entry per kernel of the source
 # and PTX for that architecture, and that every kernel declares its launch
 # bounds and has its resources in <name>_kernels.resources.
-#   kernels_compile.sh <mpc> <model.mlir> <sm_XX> [mpc options]
+#
+#   kernels_compile.sh build <dir> <mpc> <model.mlir> <sm_XX> [mpc options]
+#   kernels_compile.sh check <dir> <model.mlir> <sm_XX> [mpc options]
+#
+# `build` (run by the build, tests/cuda/CMakeLists.txt) compiles into <dir>
+# and keeps mpc's log and exit status there; it fails only when it cannot
+# write them. `check` (the test) checks what `build` left.
 set -eu
-mpc=$1 model=$2 arch=$3
-shift 3
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
-"$mpc" compile "$model" --target=cuda --arch="$arch" -o "$out" "$@" 2>"$out/log" ||
-  { cat "$out/log"; exit 1; }
+mode=$1 out=$2
+shift 2
+case $mode in
+build)
+  mpc=$1 model=$2 arch=$3
+  shift 3
+  rm -rf "$out"
+  mkdir -p "$out"
+  status=0
+  "$mpc" compile "$model" --target=cuda --arch="$arch" -o "$out/lib" "$@" \
+    2>"$out/log" || status=$?
+  echo "$status" > "$out/status"
+  exit 0 ;;
+check)
+  model=$1 arch=$2
+  shift 2 ;;
+*)
+  echo "kernels_compile.sh: unknown mode '$mode' (build or check)" >&2
+  exit 2 ;;
+esac
+
+[ -f "$out/status" ] ||
+  { echo "error: $out was not built (run the build first)"; exit 1; }
+status=$(cat "$out/status")
+if [ "$status" -ne 0 ]; then
+  cat "$out/log"
+  echo "error: mpc compile exited with $status"
+  exit 1
+fi
 # Generated kernels compile without a warning (as with nvcc -Werror before).
 if grep -q ": warning: \(NVRTC\|ptxas\)" "$out/log"; then
   cat "$out/log"
   exit 1
 fi
-name=$(basename "$out"/*_kernels.cu _kernels.cu)
-kernels=$(grep -c '^__global__ void ' "$out/${name}_kernels.cu")
-entries=$(grep -c '^  {"' "$out/${name}_cuda_image.cpp")
+lib=$out/lib
+name=$(basename "$lib"/*_kernels.cu _kernels.cu)
+kernels=$(grep -c '^__global__ void ' "$lib/${name}_kernels.cu")
+entries=$(grep -c '^  {"' "$lib/${name}_cuda_image.cpp")
 if [ "$kernels" -ne "$entries" ] || [ "$kernels" -eq 0 ]; then
   echo "error: $kernels kernels in the source, $entries in the image"
   exit 1
 fi
-bounded=$(grep -c '^__global__ void __launch_bounds__([0-9]*) ' "$out/${name}_kernels.cu")
+bounded=$(grep -c '^__global__ void __launch_bounds__([0-9]*) ' "$lib/${name}_kernels.cu")
 if [ "$bounded" -ne "$kernels" ]; then
   echo "error: $bounded of $kernels kernels declare __launch_bounds__"
   exit 1
 fi
 # A header, then one line per kernel with its bound and registers (ptxas's).
-resources=$(awk -F'\t' 'NR > 1 && $2 > 0 && $3 > 0' "$out/${name}_kernels.resources" | wc -l)
+resources=$(awk -F'\t' 'NR > 1 && $2 > 0 && $3 > 0' "$lib/${name}_kernels.resources" | wc -l)
 if [ "$resources" -ne "$kernels" ]; then
   echo "error: $resources of $kernels kernels have resources from ptxas"
-  cat "$out/${name}_kernels.resources"
+  cat "$lib/${name}_kernels.resources"
   exit 1
 fi
-grep -q "^\.target $arch\$" "$out/$name.ptx" ||
+grep -q "^\.target $arch\$" "$lib/$name.ptx" ||
   { echo "error: $name.ptx is not for $arch"; exit 1; }
-most=$(awk -F'\t' 'NR > 1 && $3 > r { r = $3; k = $1 } END { print r " registers (" k ")" }' "$out/${name}_kernels.resources")
+[ -f "$lib/lib$name.a" ] ||
+  { echo "error: no lib$name.a: the cuda host code did not build"; exit 1; }
+most=$(awk -F'\t' 'NR > 1 && $3 > r { r = $3; k = $1 } END { print r " registers (" k ")" }' "$lib/${name}_kernels.resources")
 echo "$(basename "$model") $* for $arch: $kernels kernels compiled by NVRTC, no spills or stack frames, at most $most"
