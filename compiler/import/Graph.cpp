@@ -13,6 +13,9 @@
 
 #include "runtime/safetensors.h"
 
+#include "onnx/defs/schema.h"
+#include "onnx/shape_inference/implementation.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Verifier.h"
@@ -28,17 +31,22 @@ namespace mlir::mpc::onnx_import {
 // The graph
 //===----------------------------------------------------------------------===//
 
-void Importer::indexGraph() {
-  for (const TensorProto &initializer : graph.initializer())
-    initializers[initializer.name()] = &initializer;
+void Importer::indexTypes() {
+  types.clear();
   for (const onnx::ValueInfoProto &info : graph.input())
     types[info.name()] = &info.type();
   for (const onnx::ValueInfoProto &info : graph.value_info())
     types[info.name()] = &info.type();
-  for (const onnx::ValueInfoProto &info : graph.output()) {
+  for (const onnx::ValueInfoProto &info : graph.output())
     types[info.name()] = &info.type();
+}
+
+void Importer::indexGraph() {
+  for (const TensorProto &initializer : graph.initializer())
+    initializers[initializer.name()] = &initializer;
+  indexTypes();
+  for (const onnx::ValueInfoProto &info : graph.output())
     graphOutputs.insert(info.name());
-  }
   for (int i = 0; i < graph.node_size(); ++i) {
     const NodeProto &node = graph.node(i);
     nodeIndex[&node] = i;
@@ -327,14 +335,8 @@ mpc::ModelOp Importer::translate() {
 
   // Constants first, so that a pattern can read a factor the exporter
   // defined after the pattern's first node.
-  for (int i = 0; i < graph.node_size(); ++i) {
-    location = locationOf(i);
-    if (std::optional<LogicalResult> folded = foldConstant(graph.node(i))) {
-      if (failed(*folded))
-        return nullptr;
-      done[i] = true;
-    }
-  }
+  if (failed(foldConstants()))
+    return nullptr;
   for (int i = 0; i < graph.node_size(); ++i) {
     if (done[i])
       continue;
@@ -380,6 +382,105 @@ mpc::ModelOp Importer::translate() {
   if (failed(verify(modelOp)))
     return nullptr;
   return owned.release();
+}
+
+LogicalResult Importer::foldConstants() {
+  while (true) {
+    bool folded = false;
+    for (int i = 0; i < graph.node_size(); ++i) {
+      if (done[i])
+        continue;
+      location = locationOf(i);
+      if (std::optional<LogicalResult> result = foldConstant(graph.node(i))) {
+        if (failed(*result))
+          return failure();
+        done[i] = folded = true;
+      }
+    }
+    // ONNX inferred shapes before any of this was known: a value computed
+    // from an evaluated one (a Slice whose ends come from Shape arithmetic,
+    // as nn.MultiheadAttention splits its packed projection) may have none.
+    auto lacksShape = [&](const std::string &name) {
+      auto it = types.find(name);
+      return it == types.end() || !it->second->has_tensor_type() ||
+             !it->second->tensor_type().has_shape();
+    };
+    bool unshaped = false;
+    for (int i = 0; i < graph.node_size() && !unshaped; ++i)
+      if (!done[i])
+        unshaped = llvm::any_of(graph.node(i).output(), lacksShape);
+    if (!folded || !unshaped)
+      return success();
+    if (failed(inferShapesFromConstants()))
+      return failure();
+  }
+}
+
+/// `known` as an ONNX tensor, or nothing for an element type the shape
+/// arithmetic does not produce.
+static std::optional<TensorProto> tensorOf(const Constant &known) {
+  TensorProto tensor;
+  tensor.set_data_type(known.type);
+  for (int64_t extent : known.shape)
+    tensor.add_dims(extent);
+  for (double value : known.values) {
+    switch (known.type) {
+    case TensorProto::INT64:
+      tensor.add_int64_data(static_cast<int64_t>(value));
+      break;
+    case TensorProto::INT32:
+    case TensorProto::BOOL:
+      tensor.add_int32_data(static_cast<int32_t>(value));
+      break;
+    case TensorProto::FLOAT:
+      tensor.add_float_data(static_cast<float>(value));
+      break;
+    case TensorProto::DOUBLE:
+      tensor.add_double_data(value);
+      break;
+    default:
+      return std::nullopt;
+    }
+  }
+  return tensor;
+}
+
+LogicalResult Importer::inferShapesFromConstants() {
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const NodeProto &node = graph.node(i);
+    if (!done[i] || node.op_type() == "Constant" || node.output_size() != 1)
+      continue;
+    const Constant *known = constant(node.output(0));
+    if (!known)
+      continue;
+    std::optional<TensorProto> value = tensorOf(*known);
+    if (!value)
+      continue;
+    // In place: node indices are the ops' locations.
+    NodeProto replacement;
+    replacement.set_name(node.name());
+    replacement.set_op_type("Constant");
+    replacement.add_output(node.output(0));
+    onnx::AttributeProto *attribute = replacement.add_attribute();
+    attribute->set_name("value");
+    attribute->set_type(onnx::AttributeProto::TENSOR);
+    *attribute->mutable_t() = std::move(*value);
+    graph.mutable_node(i)->CopyFrom(replacement);
+  }
+  try {
+    onnx::ShapeInferenceOptions inference(/*check_type=*/true,
+                                          /*error_mode=*/1,
+                                          /*enable_data_propagation=*/true);
+    onnx::shape_inference::InferShapes(
+        model, onnx::OpSchemaRegistry::Instance(), inference);
+  } catch (const std::exception &error) {
+    std::string message = error.what();
+    return fail("ONNX shape inference, run again with the evaluated "
+                "constants, rejects the graph: " +
+                StringRef(message).trim().split('\n').first);
+  }
+  indexTypes();
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

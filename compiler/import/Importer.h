@@ -107,8 +107,8 @@ class Importer {
 public:
   Importer(onnx::ModelProto &model, const mpc::ImportOptions &options,
            int64_t opset, MLIRContext &context)
-      : graph(*model.mutable_graph()), options(options), opset(opset),
-        context(context), builder(&context) {}
+      : model(model), graph(*model.mutable_graph()), options(options),
+        opset(opset), context(context), builder(&context) {}
 
   /// Builds the model; null after an error, which has been printed.
   mpc::ModelOp translate();
@@ -133,6 +133,14 @@ private:
 
   //===--- The graph -----------------------------------------------------===//
   void indexGraph();
+  /// Reads the value types ONNX shape inference left in the graph.
+  void indexTypes();
+  /// Evaluates every node that can be, again after shapes are inferred
+  /// again from what was evaluated, until nothing new is.
+  LogicalResult foldConstants();
+  /// Writes the nodes evaluated so far back as Constant nodes (same index,
+  /// same output) and runs ONNX shape inference again.
+  LogicalResult inferShapesFromConstants();
   LogicalResult classifyInitializers();
   LogicalResult buildModel();
   LogicalResult translateNode(int index);
@@ -210,6 +218,7 @@ private:
   LogicalResult translateReduce(const NodeProto &node);
   LogicalResult translateCrossEntropy(const NodeProto &node);
 
+  onnx::ModelProto &model;
   onnx::GraphProto &graph;
   const mpc::ImportOptions &options;
   int64_t opset;

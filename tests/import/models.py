@@ -113,6 +113,21 @@ class LlamaMlp(nn.Module):
         return ((out - y) ** 2).mean()
 
 
+class EncoderLayer(nn.Module):
+    """torch.nn.TransformerEncoderLayer (post-norm, ReLU, no dropout) as
+    nn.MultiheadAttention exports it: one packed projection split by Slice
+    nodes whose ends ONNX shape inference cannot know (they come from Shape
+    arithmetic), mean squared error."""
+
+    def __init__(self, dim=32, heads=4, hidden=64):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(dim, heads, hidden, dropout=0.0,
+                                                batch_first=True)
+
+    def forward(self, x, y):
+        return ((self.layer(x) - y) ** 2).mean()
+
+
 def _classes(shape, classes, seed):
     return torch.randint(0, classes, shape, generator=torch.Generator().manual_seed(seed))
 
@@ -126,4 +141,5 @@ MODELS = {
     "cnn": (Cnn, lambda seed: (_normal((4, 3, 16, 16), seed), _classes((4,), 10, seed + 1))),
     "gpt_block": (GptBlock, lambda seed: (_classes((2, 16), 64, seed), _classes((2, 16), 64, seed + 1))),
     "llama_mlp": (LlamaMlp, lambda seed: (_normal((8, 16), seed), _normal((8, 16), seed + 1))),
+    "encoder_layer": (EncoderLayer, lambda seed: (_normal((2, 8, 32), seed), _normal((2, 8, 32), seed + 1))),
 }
