@@ -1,4 +1,4 @@
-//===- Codegen.h - from a training step to kernels and host code *- C++ -*-===//
+//===- Codegen.h - a training step to kernels and host code -----*- C++ -*-===//
 //
 // This file declares code generation as the driver and the report use it:
 // a lowered model (its training step and its forward pass) becomes CUDA
