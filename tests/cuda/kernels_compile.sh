@@ -1,39 +1,20 @@
 #!/bin/sh
-# Builds a model's library for the cuda target, which compiles every
-# generated kernel with NVRTC for one architecture, and checks that neither
+# Checks a model's library for the cuda target, whose build compiled every
+# generated kernel with NVRTC for one architecture: that neither
 # NVRTC nor ptxas's resource report (mpc warns of spills, a stack frame, and
 # registers or shared memory beyond what the kernel's launch bounds allow)
 # gave a warning, that the image holds one entry per kernel of the source
 # and PTX for that architecture, and that every kernel declares its launch
 # bounds and has its resources in <name>_kernels.resources.
 #
-#   kernels_compile.sh build <dir> <mpc> <model.mlir> <sm_XX> [mpc options]
-#   kernels_compile.sh check <dir> <model.mlir> <sm_XX> [mpc options]
+#   kernels_compile.sh <dir> <model.mlir> <sm_XX> [mpc options]
 #
-# `build` (run by the build, tests/cuda/CMakeLists.txt) compiles into <dir>
-# and keeps mpc's log and exit status there; it fails only when it cannot
-# write them. `check` (the test) checks what `build` left.
+# The build compiles into <dir>/lib (tests/cuda/CMakeLists.txt), keeping
+# mpc's output and exit status with tests/record_status.sh; this script,
+# the test, checks what it left.
 set -eu
-mode=$1 out=$2
-shift 2
-case $mode in
-build)
-  mpc=$1 model=$2 arch=$3
-  shift 3
-  rm -rf "$out"
-  mkdir -p "$out"
-  status=0
-  "$mpc" compile "$model" --target=cuda --arch="$arch" -o "$out/lib" "$@" \
-    2>"$out/log" || status=$?
-  echo "$status" > "$out/status"
-  exit 0 ;;
-check)
-  model=$1 arch=$2
-  shift 2 ;;
-*)
-  echo "kernels_compile.sh: unknown mode '$mode' (build or check)" >&2
-  exit 2 ;;
-esac
+out=$1 model=$2 arch=$3
+shift 3
 
 [ -f "$out/status" ] ||
   { echo "error: $out was not built (run the build first)"; exit 1; }

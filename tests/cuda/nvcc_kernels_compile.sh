@@ -5,8 +5,8 @@
 #   nvcc_kernels_compile.sh build <dir> <mpc> <nvcc> <repo root> <model.mlir> <sm_XX> [mpc options]
 #   nvcc_kernels_compile.sh check <dir> <model.mlir> <sm_XX> [mpc options]
 #
-# As kernels_compile.sh: `build` (run by the build) compiles into <dir> and
-# keeps the log and exit status; `check` (the test) reads them.
+# The build runs `build` under tests/record_status.sh, which keeps its
+# output and exit status in <dir>; `check` (the test) reads them.
 set -eu
 mode=$1 out=$2
 shift 2
@@ -14,15 +14,9 @@ case $mode in
 build)
   mpc=$1 nvcc=$2 root=$3 model=$4 arch=$5
   shift 5
-  rm -rf "$out"
-  mkdir -p "$out"
-  status=0
-  { "$mpc" compile "$model" --emit=kernels "$@" > "$out/kernels.cu" &&
-    "$nvcc" -arch="$arch" -cubin -Werror all-warnings -I"$root" \
-      -o "$out/kernels.cubin" "$out/kernels.cu"; } >"$out/log" 2>&1 ||
-    status=$?
-  echo "$status" > "$out/status"
-  exit 0 ;;
+  "$mpc" compile "$model" --emit=kernels "$@" > "$out/kernels.cu"
+  exec "$nvcc" -arch="$arch" -cubin -Werror all-warnings -I"$root" \
+    -o "$out/kernels.cubin" "$out/kernels.cu" ;;
 check)
   model=$1 arch=$2
   shift 2 ;;
