@@ -35,7 +35,14 @@ Run by hand on a machine with a GPU, after building with the CUDA toolkit:
 Needs PyTorch with CUDA (`pip install torch`), and cuBLASLt on the loader's
 path (the script adds the toolkit's lib64).
 
-NOTE: written without a GPU at hand; it has never been run.
+A GPU machine without the MLIR toolchain can time programs built elsewhere:
+
+  gpu_step.py --build-only=DIR --arch=sm_90 [options]   (here: mpc, c++)
+  gpu_step.py --prebuilt=DIR [the same options]         (there: the GPU)
+
+The first compiles and links each configuration's program into DIR/<name>/
+and needs neither PyTorch nor a GPU; the second times those programs.
+
 """
 
 import argparse
@@ -154,8 +161,8 @@ def flops_per_token(vocab, context, width, heads, layers):
 # ----------------------------------------------------------------------------
 # mpc
 
-def time_mpc(args, name, config, arch, workdir):
-    """(ms/step, bytes) for kernel-by-kernel launches and for graphs."""
+def build_mpc(args, name, config, arch, workdir):
+    """Compiles and links the configuration's timing program; its path."""
     vocab, context, width, heads, layers, batch = config
     source = os.path.join(workdir, f"{name}.mlir")
     with open(source, "w") as f:
@@ -175,7 +182,12 @@ def time_mpc(args, name, config, arch, workdir):
                     os.path.join(REPO, "tests", "cuda", "train_steps.cpp"),
                     os.path.join(out, f"lib{name}.a"),
                     os.path.join(args.build_dir, "lib", "libmpcrt.a"),
-                    "-ldl", "-o", program], check=True)
+                    "-lz", "-ldl", "-o", program], check=True)
+    return program
+
+
+def time_mpc(args, program):
+    """(ms/step, bytes) for kernel-by-kernel launches and for graphs."""
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = args.cuda_lib + ":" + env.get("LD_LIBRARY_PATH", "")
     timings = []
@@ -285,7 +297,28 @@ def main():
     parser.add_argument("--torch-optimizer", choices=["adamw", "sgd"],
                         default="adamw")
     parser.add_argument("--peak-tflops", type=float, default=0)
+    parser.add_argument("--build-only", metavar="DIR",
+                        help="compile and link the programs into DIR, time "
+                             "nothing (no GPU or PyTorch needed)")
+    parser.add_argument("--arch", help="with --build-only: the GPU's sm_XY")
+    parser.add_argument("--prebuilt", metavar="DIR",
+                        help="time the programs that --build-only left in DIR")
     args = parser.parse_args()
+
+    def configurations():
+        for config_name in args.configs.split(","):
+            config = CONFIGS[config_name]
+            if config_name == "gpt2-small":
+                config = config[:5] + (args.batch_gpt2,)
+            yield config_name, "bench_" + config_name.replace("-", "_"), config
+
+    if args.build_only:
+        if not args.arch:
+            sys.exit("error: --build-only needs --arch=sm_XY")
+        os.makedirs(args.build_only, exist_ok=True)
+        for _, name, config in configurations():
+            print(build_mpc(args, name, config, args.arch, args.build_only))
+        return
 
     import torch
     if not torch.cuda.is_available():
@@ -305,15 +338,15 @@ def main():
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory() as workdir:
-        for config_name in args.configs.split(","):
-            config = CONFIGS[config_name]
-            if config_name == "gpt2-small":
-                config = config[:5] + (args.batch_gpt2,)
+        for config_name, name, config in configurations():
             vocab, context, width, heads, layers, batch = config
             tokens = batch * context
             flops = flops_per_token(vocab, context, width, heads, layers) * tokens
-            name = "bench_" + config_name.replace("-", "_")
-            launches, graphs = time_mpc(args, name, config, arch, workdir)
+            if args.prebuilt:
+                program = os.path.join(args.prebuilt, name, "bench")
+            else:
+                program = build_mpc(args, name, config, arch, workdir)
+            launches, graphs = time_mpc(args, program)
             results = [("mpc", *launches), ("mpc graphs", *graphs)]
             results.append(("torch AMP", *time_torch(args, config, False)))
             results.append(("torch.compile", *time_torch(args, config, True)))
