@@ -270,15 +270,44 @@ __device__ __forceinline__ void mpc_tile_gemm(SC &c, SA &a, SB &b) {
 
 /// Copies rows [row0, row0 + R) of one (batch, head) of a global tensor
 /// (sequence stride `seq`, `count` rows, `width` columns) into the shared
-/// R x W tile `s`, zero beyond the tensor. Ends with a barrier.
+/// R x W tile `s`, zero beyond the tensor. Each thread copies runs of 8
+/// elements, whose loads are issued together; on the GPU a run that is
+/// whole and 16-byte aligned is copied as 16-byte vectors. Ends with a
+/// barrier.
 template <typename T, int R, int W, typename S>
 __device__ __forceinline__ void mpc_tile_load(S &s, const T *base,
                                               long long seq, int row0,
                                               int count, int width) {
-  MPC_FOR_THREAD(e, (long long)R * W) {
-    int r = (int)(e / W), c = (int)(e % W);
-    s[e] = row0 + r < count && c < width ? base[(row0 + r) * seq + c]
-                                         : mpc_round(0.0f, base);
+  constexpr int Run = 8;
+  static_assert(W % Run == 0, "tile widths are padded to multiples of 16");
+#if defined(MPC_DEVICE_CUDA)
+  constexpr int Vectors = Run * (int)sizeof(T) / 16;
+  bool aligned =
+      reinterpret_cast<unsigned long long>(base) % 16 == 0 && seq % Run == 0;
+#endif
+  MPC_FOR_THREAD(run, (long long)R * (W / Run)) {
+    int r = (int)(run / (W / Run)), c0 = (int)(run % (W / Run)) * Run;
+    long long e0 = (long long)r * W + c0;
+    bool inside = row0 + r < count;
+#if defined(MPC_DEVICE_CUDA)
+    if (aligned && inside && c0 + Run <= width) {
+      const uint4 *from =
+          reinterpret_cast<const uint4 *>(base + (row0 + r) * seq + c0);
+      uint4 *to = reinterpret_cast<uint4 *>(&s[e0]);
+#pragma unroll
+      for (int i = 0; i < Vectors; ++i)
+        to[i] = from[i];
+      continue;
+    }
+#endif
+    T values[Run];
+#pragma unroll
+    for (int c = 0; c < Run; ++c)
+      values[c] = inside && c0 + c < width ? base[(row0 + r) * seq + c0 + c]
+                                           : mpc_round(0.0f, base);
+#pragma unroll
+    for (int c = 0; c < Run; ++c)
+      s[e0 + c] = values[c];
   }
   __syncthreads();
 }
@@ -298,6 +327,83 @@ mpc_attention_visible(const mpc_attention_shape &a, const Mask *mask, int i,
 //===----------------------------------------------------------------------===//
 // Forward
 //===----------------------------------------------------------------------===//
+
+/// One step of the online softmax over the scores of key tile `k0` (`ss`,
+/// unscaled): each row's maximum and sum of exponentials move on, its
+/// probabilities go to `ps` (rounded like `tag`'s pointee), and rowRescale
+/// says by how much the row's output accumulator shrinks. Ends with a
+/// barrier.
+template <int BQ, int BK, typename Mask, typename SS, typename SP, typename SR,
+          typename T>
+__device__ __forceinline__ void
+mpc_attention_online_softmax(const mpc_attention_shape &a, const Mask *mask,
+                             int q0, int k0, SS &ss, SP &ps, SR &rowMax,
+                             SR &rowSum, SR &rowRescale, const T *tag) {
+#if defined(MPC_DEVICE_BLOCKS)
+  // A warp per row, its lanes across the keys: the scores are read without
+  // bank conflicts and the row's maximum and sum are butterflies.
+  constexpr int PerLane = (BK + 31) / 32;
+  int lane = threadIdx.x % 32;
+  for (int r = threadIdx.x / 32; r < BQ; r += blockDim.x / 32) {
+    // Lane 0 alone reads and writes the row's running state: no lane reads
+    // what another writes between barriers.
+    float previous = __shfl_sync(
+              0xffffffffu, lane == 0 ? static_cast<float>(rowMax[r]) : 0, 0),
+          m = previous;
+    float scores[PerLane];
+    bool visible[PerLane];
+#pragma unroll
+    for (int j = 0; j < PerLane; ++j) {
+      int c = lane + 32 * j;
+      visible[j] = c < BK && mpc_attention_visible(a, mask, q0 + r, k0 + c);
+      scores[j] =
+          visible[j] ? static_cast<float>(ss[r * BK + c]) * a.scale : -INFINITY;
+      m = mpc_max(m, scores[j]);
+    }
+    m = mpc_warp_reduce<true>(m);
+    // No visible key yet: nothing to rescale, and exp(-inf - -inf) would
+    // be NaN.
+    bool none = m == -INFINITY;
+    float rescale = none ? 1.0f : expf(previous - m);
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < PerLane; ++j) {
+      int c = lane + 32 * j;
+      float p = !none && visible[j] ? expf(scores[j] - m) : 0.0f;
+      sum += p;
+      if (c < BK)
+        ps[r * BK + c] = mpc_round(p, tag);
+    }
+    sum = mpc_warp_reduce<false>(sum);
+    if (lane == 0) {
+      rowMax[r] = m;
+      rowSum[r] = static_cast<float>(rowSum[r]) * rescale + sum;
+      rowRescale[r] = rescale;
+    }
+  }
+#else
+  for (int r = 0; r < BQ; ++r) {
+    float previous = rowMax[r], m = previous;
+    for (int c = 0; c < BK; ++c)
+      if (mpc_attention_visible(a, mask, q0 + r, k0 + c))
+        m = mpc_max(m, static_cast<float>(ss[r * BK + c]) * a.scale);
+    bool none = m == -INFINITY; // as above
+    float rescale = none ? 1.0f : expf(previous - m);
+    float sum = 0.0f;
+    for (int c = 0; c < BK; ++c) {
+      float p = !none && mpc_attention_visible(a, mask, q0 + r, k0 + c)
+                    ? expf(static_cast<float>(ss[r * BK + c]) * a.scale - m)
+                    : 0.0f;
+      sum += p;
+      ps[r * BK + c] = mpc_round(p, tag);
+    }
+    rowMax[r] = m;
+    rowSum[r] = static_cast<float>(rowSum[r]) * rescale + sum;
+    rowRescale[r] = rescale;
+  }
+#endif
+  __syncthreads();
+}
 
 /// One block: BQ queries of one (batch, head). Grid: batch * heads *
 /// ceil(queries / BQ) blocks.
@@ -334,30 +440,8 @@ mpc_attention_forward(const mpc_attention_shape &a, const T *q, const T *k,
     mpc_tile_load<T, BK, D>(ks, kBase, a.k.seq, k0, a.keys, a.headDim);
     mpc_tile_load<T, BK, DV>(vs, vBase, a.v.seq, k0, a.keys, a.valueDim);
     mpc_tile_gemm<T, BQ, BK, D, false, true, false>(ss, qs, ks);
-    MPC_FOR_THREAD(r, BQ) {
-      float previous = rowMax[r], m = previous;
-#pragma unroll 1
-      for (int c = 0; c < BK; ++c)
-        if (mpc_attention_visible(a, mask, q0 + r, k0 + c))
-          m = mpc_max(m, static_cast<float>(ss[r * BK + c]) * a.scale);
-      // No visible key yet: nothing to rescale, and exp(-inf - -inf) would
-      // be NaN.
-      bool none = m == -INFINITY;
-      float rescale = none ? 1.0f : expf(previous - m);
-      float sum = 0.0f;
-#pragma unroll 1
-      for (int c = 0; c < BK; ++c) {
-        float p = !none && mpc_attention_visible(a, mask, q0 + r, k0 + c)
-                      ? expf(static_cast<float>(ss[r * BK + c]) * a.scale - m)
-                      : 0.0f;
-        sum += p;
-        ps[r * BK + c] = mpc_round(p, q);
-      }
-      rowMax[r] = m;
-      rowSum[r] = static_cast<float>(rowSum[r]) * rescale + sum;
-      rowRescale[r] = rescale;
-    }
-    __syncthreads();
+    mpc_attention_online_softmax<BQ, BK>(a, mask, q0, k0, ss, ps, rowMax,
+                                         rowSum, rowRescale, q);
     MPC_FOR_THREAD(e, (long long)BQ * DV)
     os[e] = static_cast<float>(os[e]) * static_cast<float>(rowRescale[e / DV]);
     __syncthreads();
@@ -412,7 +496,25 @@ __device__ __forceinline__ void
 mpc_attention_row_statistics(const mpc_attention_shape &a, int bh, int q0,
                              const T *oBase, const T *doBase, const float *lse,
                              SL &rowLse, SL &rowDelta) {
-  MPC_FOR_THREAD(r, BQ) {
+#if defined(MPC_DEVICE_BLOCKS)
+  // A warp per row, its lanes across the row: coalesced loads.
+  int lane = threadIdx.x % 32;
+  for (int r = threadIdx.x / 32; r < BQ; r += blockDim.x / 32) {
+    bool inside = q0 + r < a.queries;
+    float delta = 0.0f;
+    if (inside)
+      for (int c = lane; c < a.valueDim; c += 32)
+        delta += mpc_value(oBase[(q0 + r) * a.o.seq + c]) *
+                 mpc_value(doBase[(q0 + r) * a.o.seq + c]);
+    delta = mpc_warp_reduce<false>(delta);
+    if (lane == 0) {
+      // Padding rows: P = exp(-inf) = 0.
+      rowLse[r] = inside ? lse[(long long)bh * a.queries + q0 + r] : INFINITY;
+      rowDelta[r] = delta;
+    }
+  }
+#else
+  for (int r = 0; r < BQ; ++r) {
     float delta = 0.0f, l = INFINITY; // padding rows: P = exp(-inf) = 0
     if (q0 + r < a.queries) {
       for (int c = 0; c < a.valueDim; ++c)
@@ -423,6 +525,7 @@ mpc_attention_row_statistics(const mpc_attention_shape &a, int bh, int q0,
     rowLse[r] = l;
     rowDelta[r] = delta;
   }
+#endif
   __syncthreads();
 }
 

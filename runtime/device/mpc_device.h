@@ -419,13 +419,20 @@ __device__ __forceinline__ float mpc_max(float a, float b) {
 /// maximum: a butterfly within each warp, the warps' results through shared
 /// memory, then a butterfly over those; every thread gets the result. Block
 /// size must be a multiple of 32 and at most 1024 (launchers use 256).
+/// Combines one value per lane over the warp, a sum or (IsMax) a maximum,
+/// by a butterfly; every lane gets the result. All 32 lanes must call it.
 template <bool IsMax>
-__device__ __forceinline__ float mpc_block_reduce(float value) {
-  MPC_SHARED(float, partial, 32);
+__device__ __forceinline__ float mpc_warp_reduce(float value) {
   for (int offset = 16; offset > 0; offset >>= 1) {
     float other = __shfl_xor_sync(0xffffffffu, value, offset);
     value = IsMax ? mpc_max(value, other) : value + other;
   }
+  return value;
+}
+template <bool IsMax>
+__device__ __forceinline__ float mpc_block_reduce(float value) {
+  MPC_SHARED(float, partial, 32);
+  value = mpc_warp_reduce<IsMax>(value);
   int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   __syncthreads(); // partial[] may still be read by a previous call
   if (lane == 0)
@@ -434,11 +441,7 @@ __device__ __forceinline__ float mpc_block_reduce(float value) {
   int numWarps = (blockDim.x + 31) / 32;
   value = lane < numWarps ? static_cast<float>(partial[lane])
                           : (IsMax ? -INFINITY : 0.0f);
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    float other = __shfl_xor_sync(0xffffffffu, value, offset);
-    value = IsMax ? mpc_max(value, other) : value + other;
-  }
-  return value;
+  return mpc_warp_reduce<IsMax>(value);
 }
 /// Sum over the block; every thread gets the result.
 __device__ __forceinline__ float mpc_block_reduce_sum(float value) {
