@@ -420,8 +420,13 @@ void emitMseLoss(StepEmitter &emitter, const Step &step, MseLossOp op) {
                      .flopsPer(1, 1));
 }
 
-/// reduce_sum / reduce_mean / reduce_max: one block per output element; its
-/// threads stride over the reduced elements.
+/// Reductions of at most this many elements an output run on one thread
+/// each (a block would leave most of its threads idle).
+constexpr int64_t threadReductionLimit = 32;
+
+/// reduce_sum / reduce_mean / reduce_max: one block per output element, its
+/// threads striding over the reduced elements; or, for short reductions
+/// (the bias of a broadcast add: a few images), one thread per output.
 void emitReduce(StepEmitter &emitter, Operation *op, Value input, Value output,
                 ArrayRef<int64_t> dims, StringRef kind) {
   auto type = cast<RankedTensorType>(input.getType());
@@ -441,29 +446,38 @@ void emitReduce(StepEmitter &emitter, Operation *op, Value input, Value output,
   std::string finish = kind == "mean"
                            ? llvm::formatv("acc / {0}.0f", reduced).str()
                            : std::string("acc");
-  emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ in, {2} *__restrict__ "
-      "out) {{\n"
-      "  long long o = blockIdx.x;\n"
+  // Output `o` on one thread (its elements in order), or on a block (the
+  // threads' strided partial sums combined).
+  bool perThread = reduced <= threadReductionLimit;
+  std::string kernel =
+      std::string("__global__ void {0}(const {1} *__restrict__ in, {2} "
+                  "*__restrict__ out) {{\n") +
+      (perThread ? "  MPC_FOR_EACH(o, {11}LL) {{\n"
+                 : "  long long o = blockIdx.x;\n  {{\n") +
       "  long long base = 0;\n{3}"
-      "  {10} acc = {4};\n"
-      "  MPC_FOR_THREAD(t, {5}LL) {{\n"
+      "  {10} acc = {4};\n" +
+      (perThread ? "  for (long long t = 0; t < {5}LL; ++t) {{\n"
+                 : "  MPC_FOR_THREAD(t, {5}LL) {{\n") +
       "    long long offset = base;\n{6}"
       "    float v = mpc_load(in + offset);\n"
       "    {7}\n"
+      "  }\n" +
+      (perThread ? "  mpc_store(out + o, {9});\n"
+                 : "  acc = {8}(acc);\n"
+                   "  if (threadIdx.x == 0) mpc_store(out + o, {9});\n") +
       "  }\n"
-      "  acc = {8}(acc);\n"
-      "  if (threadIdx.x == 0) mpc_store(out + o, {9});\n"
-      "}\n",
-      name, elementCType(input), elementCType(output),
+      "}\n";
+  emitter.addKernel(llvm::formatv(
+      kernel.c_str(), name, elementCType(input), elementCType(output),
       offsetCode("base", "o", type.getShape(), kept),
       isMax ? "-INFINITY" : "0.0f", reduced,
       offsetCode("offset", "t", type.getShape(), sortedDims),
       // NaN wins a maximum, as torch.amax.
       isMax ? "acc = mpc_max(acc, v);" : "acc += v;",
       isMax ? "mpc_block_reduce_max" : "mpc_block_reduce_sum", finish,
-      isMax ? "float" : "mpc_sum"));
-  emitter.launch(name, outputs, rowBlockSize,
+      isMax ? "float" : "mpc_sum", outputs));
+  emitter.launch(name, perThread ? elementwiseGrid(outputs) : outputs,
+                 rowBlockSize,
                  {emitter.constPointer(input), emitter.pointer(output)},
                  // One add an element for sums and means (a divide per output
                  // for means); a maximum only compares.
