@@ -26,22 +26,35 @@ constexpr int64_t maxHeadDim = 128;
 
 int64_t roundUp16(int64_t n) { return (n + 15) / 16 * 16; }
 
-/// The shared memory of each kernel in mpc_attention.h (its MPC_SHARED
-/// arrays), for tiles of bq queries and bk keys, head dims padded to d and
-/// dv, operands of `bytes` bytes.
+/// The shared memory of each kernel in mpc_attention.h (its MPC_SHARED_TILE and
+/// MPC_SHARED arrays), for tiles of bq queries and bk keys, head dims
+/// padded to d and dv, operands of `bytes` bytes. Every tile's rows are
+/// padded by 16 bytes (MPC_LD).
 struct SharedBytes {
   int64_t bq, bk, d, dv, bytes;
+  /// A tile of `rows` rows of `width` elements of `size` bytes.
+  static int64_t tile(int64_t rows, int64_t width, int64_t size) {
+    return rows * (width * size + 16);
+  }
+  int64_t operands(int64_t rows, int64_t width) const {
+    return tile(rows, width, bytes);
+  }
+  static int64_t floats(int64_t rows, int64_t width) {
+    return tile(rows, width, 4);
+  }
   int64_t forward() const {
-    return bytes * (bq * d + bk * d + bk * dv + bq * bk) +
-           4 * (bq * bk + bq * dv + 3 * bq);
+    return operands(bq, d) + operands(bk, d) + operands(bk, dv) +
+           operands(bq, bk) + floats(bq, bk) + floats(bq, dv) + 4 * 3 * bq;
   }
   int64_t backwardKeyValue() const {
-    return bytes * (bk * d + bk * dv + bq * d + bq * dv + 2 * bq * bk) +
-           4 * (2 * bq * bk + bk * d + bk * dv + 2 * bq);
+    return operands(bk, d) + operands(bk, dv) + operands(bq, d) +
+           operands(bq, dv) + 2 * operands(bq, bk) + 2 * floats(bq, bk) +
+           floats(bk, d) + floats(bk, dv) + 4 * 2 * bq;
   }
   int64_t backwardQuery() const {
-    return bytes * (bq * d + bq * dv + bk * d + bk * dv + 2 * bq * bk) +
-           4 * (2 * bq * bk + bq * d + 2 * bq);
+    return operands(bq, d) + operands(bq, dv) + operands(bk, d) +
+           operands(bk, dv) + 2 * operands(bq, bk) + 2 * floats(bq, bk) +
+           floats(bq, d) + 4 * 2 * bq;
   }
 };
 
@@ -55,6 +68,9 @@ struct AttentionPlan {
   bool half;
   int64_t d, dv;  ///< head dims padded to 16
   int64_t bq, bk; ///< tile sizes
+  /// The query tile of the dK/dV kernel, which keeps two more key-sized
+  /// f32 tiles: bq, or smaller where those do not fit beside it.
+  int64_t bqKeyValue;
   /// Batch, head and sequence strides of q, k, v (possibly views of a
   /// larger tensor), of the output (and its gradient) and of the gradients.
   SmallVector<int64_t, 3> qStrides, kStrides, vStrides, oStrides, dqStrides,
@@ -86,10 +102,12 @@ struct AttentionPlan {
   /// The same for the dK/dV kernel, which walks query tiles per key tile.
   int64_t computedPairsByKeys() const {
     int64_t pairs = 0;
+    int64_t tile = bqKeyValue;
     for (int64_t k0 = 0; k0 < shape.keys; k0 += bk) {
       int64_t columns = std::min(bk, shape.keys - k0);
-      for (int64_t q0 = causal ? k0 / bq * bq : 0; q0 < shape.queries; q0 += bq)
-        pairs += columns * std::min(bq, shape.queries - q0);
+      for (int64_t q0 = causal ? k0 / tile * tile : 0; q0 < shape.queries;
+           q0 += tile)
+        pairs += columns * std::min(tile, shape.queries - q0);
     }
     return pairs * heads();
   }
@@ -109,9 +127,10 @@ struct AttentionPlan {
                          causal ? "true" : "false")
         .str();
   }
-  /// The template arguments of the kernel bodies.
-  std::string templateArguments() const {
-    return llvm::formatv("{0}, {1}, {2}, {3}, {4}", type, d, dv, bq, bk);
+  /// The template arguments of the kernel bodies, with query tiles of
+  /// `queryTile` rows.
+  std::string templateArguments(int64_t queryTile) const {
+    return llvm::formatv("{0}, {1}, {2}, {3}, {4}", type, d, dv, queryTile, bk);
   }
 };
 
@@ -174,7 +193,7 @@ FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
   int64_t bytes = plan.half ? 2 : 4;
   // The largest tiles whose three kernels fit the static shared memory, no
   // larger than the sequences.
-  plan.bq = plan.bk = 0;
+  plan.bq = plan.bk = plan.bqKeyValue = 0;
   // Half tiles are multiples of 16 for WMMA; f32 ones (no tensor cores)
   // may be smaller, as f32 head dims of 128 need.
   for (auto [bq, bk] : {std::pair<int64_t, int64_t>{64, 64},
@@ -189,11 +208,20 @@ FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
     SharedBytes shared{std::min(bq, roundUp16(shape.queries)),
                        std::min(bk, roundUp16(shape.keys)), plan.d, plan.dv,
                        bytes};
-    if (shared.forward() <= sharedMemoryLimit &&
-        shared.backwardKeyValue() <= sharedMemoryLimit &&
-        shared.backwardQuery() <= sharedMemoryLimit) {
+    if (shared.forward() > sharedMemoryLimit ||
+        shared.backwardQuery() > sharedMemoryLimit)
+      continue;
+    // The dK/dV kernel halves its query tile until it fits (down to 16
+    // rows, WMMA's, for half operands).
+    SharedBytes keyValue = shared;
+    int64_t smallest = plan.half ? 16 : 8;
+    while (keyValue.backwardKeyValue() > sharedMemoryLimit &&
+           keyValue.bq / 2 >= smallest && keyValue.bq % 2 == 0)
+      keyValue.bq /= 2;
+    if (keyValue.backwardKeyValue() <= sharedMemoryLimit) {
       plan.bq = shared.bq;
       plan.bk = shared.bk;
+      plan.bqKeyValue = keyValue.bq;
       break;
     }
   }
@@ -254,7 +282,7 @@ void emitForward(AttentionOp op, const AttentionPlan &plan,
       "  const mpc_attention_shape a = {2};\n"
       "  mpc_attention_forward<{3}>(a, q, k, v, mask, o, lse);\n"
       "}\n",
-      name, plan.type, plan.shapeLiteral(), plan.templateArguments()));
+      name, plan.type, plan.shapeLiteral(), plan.templateArguments(plan.bq)));
   int64_t pairs = plan.computedPairs();
   KernelCost cost =
       KernelCost()
@@ -309,7 +337,7 @@ void emitBackward(AttentionGradOp op, const AttentionPlan &plan,
       "dv);\n"
       "}\n",
       keyValue, parameters, plan.type, plan.shapeLiteral(),
-      plan.templateArguments()));
+      plan.templateArguments(plan.bqKeyValue)));
   // S and dP, then dV and dK; D_i once per query tile visited.
   KernelCost keyValueCost = readsInputs(KernelCost())
                                 .writes(op.getKeyGrad())
@@ -330,7 +358,7 @@ void emitBackward(AttentionGradOp op, const AttentionPlan &plan,
       "  mpc_attention_backward_q<{4}>(a, dout, q, k, v, o, lse, mask, dq);\n"
       "}\n",
       query, parameters, plan.type, plan.shapeLiteral(),
-      plan.templateArguments()));
+      plan.templateArguments(plan.bq)));
   // S, dP and dQ.
   KernelCost queryCost =
       readsInputs(KernelCost())

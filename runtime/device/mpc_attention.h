@@ -216,16 +216,35 @@ __device__ __forceinline__ void mpc_wmma_store(
 #endif
 
 //===----------------------------------------------------------------------===//
+// Shared tiles
+//===----------------------------------------------------------------------===//
+
+/// The row stride, in elements, of a shared tile W elements wide: its rows
+/// padded by 16 bytes. Rows of 128 or 256 bytes all start in the same
+/// bank, so the 16 rows that a WMMA load or store touches conflicted 4- to
+/// 6-way (Nsight Compute, on an H200); 16 more bytes a row spread them.
+template <typename T, int W> struct mpc_tile_row {
+  static constexpr int stride = W + 16 / (int)sizeof(T);
+};
+#define MPC_LD(T, W) (mpc_tile_row<T, W>::stride)
+/// A shared tile of `rows` rows of W elements (MPC_LD(type, W) apart).
+#define MPC_SHARED_TILE(type, name, rows, W)                                   \
+  MPC_SHARED_ALIGNED(type, name, (rows)*MPC_LD(type, W))
+
+//===----------------------------------------------------------------------===//
 // Products of shared tiles
 //===----------------------------------------------------------------------===//
 
 /// C (float, M x N, row-major) = or += op(A) op(B) over the block, where
 /// op(A) is M x K (stored K x M when TransA) and op(B) is K x N (stored
-/// N x K when TransB), A and B of type T in shared memory. Ends with a
-/// barrier.
+/// N x K when TransB), A and B of type T in shared memory; every tile's rows
+/// are MPC_LD apart. Ends with a barrier.
 template <typename T, int M, int N, int K, bool TransA, bool TransB,
           bool Accumulate, typename SC, typename SA, typename SB>
 __device__ __forceinline__ void mpc_tile_gemm(SC &c, SA &a, SB &b) {
+  constexpr int LDA = TransA ? MPC_LD(T, M) : MPC_LD(T, K);
+  constexpr int LDB = TransB ? MPC_LD(T, K) : MPC_LD(T, N);
+  constexpr int LDC = MPC_LD(float, N);
 #if defined(MPC_DEVICE_BLOCKS)
   if constexpr (mpc_use_wmma<T>::value) {
     typedef typename mpc_select<TransA, mpc_wmma::col_major,
@@ -237,32 +256,33 @@ __device__ __forceinline__ void mpc_tile_gemm(SC &c, SA &a, SB &b) {
       int i0 = tile / (N / 16) * 16, j0 = tile % (N / 16) * 16;
       mpc_wmma::fragment<mpc_wmma::accumulator, 16, 16, 16, float> acc;
       if (Accumulate)
-        mpc_wmma_load_accumulator(acc, c, (long long)i0 * N + j0, N);
+        mpc_wmma_load_accumulator(acc, c, (long long)i0 * LDC + j0, LDC);
       else
         mpc_wmma::fill_fragment(acc, 0.0f);
       for (int k0 = 0; k0 < K; k0 += 16) {
         mpc_wmma::fragment<mpc_wmma::matrix_a, 16, 16, 16, T, LayoutA> fa;
         mpc_wmma::fragment<mpc_wmma::matrix_b, 16, 16, 16, T, LayoutB> fb;
         mpc_wmma_load<TransA>(
-            fa, a, TransA ? (long long)k0 * M + i0 : (long long)i0 * K + k0,
-            TransA ? M : K);
+            fa, a, TransA ? (long long)k0 * LDA + i0 : (long long)i0 * LDA + k0,
+            LDA);
         mpc_wmma_load<TransB>(
-            fb, b, TransB ? (long long)j0 * K + k0 : (long long)k0 * N + j0,
-            TransB ? K : N);
+            fb, b, TransB ? (long long)j0 * LDB + k0 : (long long)k0 * LDB + j0,
+            LDB);
         mpc_wmma::mma_sync(acc, fa, fb, acc);
       }
-      mpc_wmma_store(c, (long long)i0 * N + j0, acc, N);
+      mpc_wmma_store(c, (long long)i0 * LDC + j0, acc, LDC);
     }
   } else
 #endif
   {
     MPC_FOR_THREAD(e, (long long)M * N) {
       int i = (int)(e / N), j = (int)(e % N);
-      float sum = Accumulate ? static_cast<float>(c[e]) : 0.0f;
+      float sum = Accumulate ? static_cast<float>(c[i * LDC + j]) : 0.0f;
       for (int k = 0; k < K; ++k)
-        sum += mpc_value(static_cast<T>(a[TransA ? k * M + i : i * K + k])) *
-               mpc_value(static_cast<T>(b[TransB ? j * K + k : k * N + j]));
-      c[e] = sum;
+        sum +=
+            mpc_value(static_cast<T>(a[TransA ? k * LDA + i : i * LDA + k])) *
+            mpc_value(static_cast<T>(b[TransB ? j * LDB + k : k * LDB + j]));
+      c[i * LDC + j] = sum;
     }
   }
   __syncthreads();
@@ -270,10 +290,10 @@ __device__ __forceinline__ void mpc_tile_gemm(SC &c, SA &a, SB &b) {
 
 /// Copies rows [row0, row0 + R) of one (batch, head) of a global tensor
 /// (sequence stride `seq`, `count` rows, `width` columns) into the shared
-/// R x W tile `s`, zero beyond the tensor. Each thread copies runs of 8
-/// elements, whose loads are issued together; on the GPU a run that is
-/// whole and 16-byte aligned is copied as 16-byte vectors. Ends with a
-/// barrier.
+/// R x W tile `s` (rows MPC_LD(T, W) apart), zero beyond the tensor. Each
+/// thread copies runs of 8 elements, whose loads are issued together; on the
+/// GPU a run that is whole and 16-byte aligned is copied as 16-byte vectors.
+/// Ends with a barrier.
 template <typename T, int R, int W, typename S>
 __device__ __forceinline__ void mpc_tile_load(S &s, const T *base,
                                               long long seq, int row0,
@@ -287,7 +307,7 @@ __device__ __forceinline__ void mpc_tile_load(S &s, const T *base,
 #endif
   MPC_FOR_THREAD(run, (long long)R * (W / Run)) {
     int r = (int)(run / (W / Run)), c0 = (int)(run % (W / Run)) * Run;
-    long long e0 = (long long)r * W + c0;
+    long long e0 = (long long)r * MPC_LD(T, W) + c0;
     bool inside = row0 + r < count;
 #if defined(MPC_DEVICE_CUDA)
     if (aligned && inside && c0 + Run <= width) {
@@ -357,7 +377,9 @@ mpc_attention_online_softmax(const mpc_attention_shape &a, const Mask *mask,
       int c = lane + 32 * j;
       visible[j] = c < BK && mpc_attention_visible(a, mask, q0 + r, k0 + c);
       scores[j] =
-          visible[j] ? static_cast<float>(ss[r * BK + c]) * a.scale : -INFINITY;
+          visible[j]
+              ? static_cast<float>(ss[r * MPC_LD(float, BK) + c]) * a.scale
+              : -INFINITY;
       m = mpc_max(m, scores[j]);
     }
     m = mpc_warp_reduce<true>(m);
@@ -372,7 +394,7 @@ mpc_attention_online_softmax(const mpc_attention_shape &a, const Mask *mask,
       float p = !none && visible[j] ? expf(scores[j] - m) : 0.0f;
       sum += p;
       if (c < BK)
-        ps[r * BK + c] = mpc_round(p, tag);
+        ps[r * MPC_LD(T, BK) + c] = mpc_round(p, tag);
     }
     sum = mpc_warp_reduce<false>(sum);
     if (lane == 0) {
@@ -386,16 +408,19 @@ mpc_attention_online_softmax(const mpc_attention_shape &a, const Mask *mask,
     float previous = rowMax[r], m = previous;
     for (int c = 0; c < BK; ++c)
       if (mpc_attention_visible(a, mask, q0 + r, k0 + c))
-        m = mpc_max(m, static_cast<float>(ss[r * BK + c]) * a.scale);
+        m = mpc_max(m, static_cast<float>(ss[r * MPC_LD(float, BK) + c]) *
+                           a.scale);
     bool none = m == -INFINITY; // as above
     float rescale = none ? 1.0f : expf(previous - m);
     float sum = 0.0f;
     for (int c = 0; c < BK; ++c) {
       float p = !none && mpc_attention_visible(a, mask, q0 + r, k0 + c)
-                    ? expf(static_cast<float>(ss[r * BK + c]) * a.scale - m)
+                    ? expf(static_cast<float>(ss[r * MPC_LD(float, BK) + c]) *
+                               a.scale -
+                           m)
                     : 0.0f;
       sum += p;
-      ps[r * BK + c] = mpc_round(p, tag);
+      ps[r * MPC_LD(T, BK) + c] = mpc_round(p, tag);
     }
     rowMax[r] = m;
     rowSum[r] = static_cast<float>(rowSum[r]) * rescale + sum;
@@ -411,12 +436,12 @@ template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_forward(const mpc_attention_shape &a, const T *q, const T *k,
                       const T *v, const Mask *mask, T *o, float *lse) {
-  MPC_SHARED_ALIGNED(T, qs, BQ * D);
-  MPC_SHARED_ALIGNED(T, ks, BK * D);
-  MPC_SHARED_ALIGNED(T, vs, BK * DV);
-  MPC_SHARED_ALIGNED(float, ss, (BQ * BK));
-  MPC_SHARED_ALIGNED(T, ps, BQ * BK);
-  MPC_SHARED_ALIGNED(float, os, (BQ * DV));
+  MPC_SHARED_TILE(T, qs, BQ, D);
+  MPC_SHARED_TILE(T, ks, BK, D);
+  MPC_SHARED_TILE(T, vs, BK, DV);
+  MPC_SHARED_TILE(float, ss, BQ, BK);
+  MPC_SHARED_TILE(T, ps, BQ, BK);
+  MPC_SHARED_TILE(float, os, BQ, DV);
   MPC_SHARED(float, rowMax, BQ);
   MPC_SHARED(float, rowSum, BQ);
   MPC_SHARED(float, rowRescale, BQ);
@@ -428,7 +453,7 @@ mpc_attention_forward(const mpc_attention_shape &a, const T *q, const T *k,
   const T *kBase = k + b * a.k.batch + h * a.k.head;
   const T *vBase = v + b * a.v.batch + h * a.v.head;
 
-  MPC_FOR_THREAD(e, (long long)BQ * DV) os[e] = 0.0f;
+  MPC_FOR_THREAD(e, (long long)BQ * MPC_LD(float, DV)) os[e] = 0.0f;
   MPC_FOR_THREAD(r, BQ) {
     rowMax[r] = -INFINITY;
     rowSum[r] = 0.0f;
@@ -442,8 +467,9 @@ mpc_attention_forward(const mpc_attention_shape &a, const T *q, const T *k,
     mpc_tile_gemm<T, BQ, BK, D, false, true, false>(ss, qs, ks);
     mpc_attention_online_softmax<BQ, BK>(a, mask, q0, k0, ss, ps, rowMax,
                                          rowSum, rowRescale, q);
-    MPC_FOR_THREAD(e, (long long)BQ * DV)
-    os[e] = static_cast<float>(os[e]) * static_cast<float>(rowRescale[e / DV]);
+    MPC_FOR_THREAD(e, (long long)BQ * MPC_LD(float, DV))
+    os[e] = static_cast<float>(os[e]) *
+            static_cast<float>(rowRescale[e / MPC_LD(float, DV)]);
     __syncthreads();
     mpc_tile_gemm<T, BQ, DV, BK, false, false, true>(os, ps, vs);
   }
@@ -452,9 +478,10 @@ mpc_attention_forward(const mpc_attention_shape &a, const T *q, const T *k,
     int r = (int)(e / a.valueDim), c = (int)(e % a.valueDim);
     if (q0 + r < a.queries)
       // A query that sees no key: 0 / 0, NaN, as the written-out softmax.
-      oBase[(q0 + r) * a.o.seq + c] = mpc_round(
-          static_cast<float>(os[r * DV + c]) / static_cast<float>(rowSum[r]),
-          o);
+      oBase[(q0 + r) * a.o.seq + c] =
+          mpc_round(static_cast<float>(os[r * MPC_LD(float, DV) + c]) /
+                        static_cast<float>(rowSum[r]),
+                    o);
   }
   MPC_FOR_THREAD(r, BQ) {
     if (q0 + r < a.queries)
@@ -477,15 +504,17 @@ mpc_attention_probabilities(const mpc_attention_shape &a, const Mask *mask,
                             SL &rowDelta, SP &ps, SH &dss, const T *tag) {
   MPC_FOR_THREAD(e, (long long)BQ * BK) {
     int r = (int)(e / BK), c = (int)(e % BK);
+    long long scores = (long long)r * MPC_LD(float, BK) + c,
+              halves = (long long)r * MPC_LD(T, BK) + c;
     float p =
         q0 + r < a.queries && mpc_attention_visible(a, mask, q0 + r, k0 + c)
-            ? expf(static_cast<float>(ss[e]) * a.scale -
+            ? expf(static_cast<float>(ss[scores]) * a.scale -
                    static_cast<float>(rowLse[r]))
             : 0.0f;
     float ds =
-        p * (static_cast<float>(dps[e]) - static_cast<float>(rowDelta[r]));
-    ps[e] = mpc_round(p, tag);
-    dss[e] = mpc_round(ds, tag);
+        p * (static_cast<float>(dps[scores]) - static_cast<float>(rowDelta[r]));
+    ps[halves] = mpc_round(p, tag);
+    dss[halves] = mpc_round(ds, tag);
   }
   __syncthreads();
 }
@@ -536,16 +565,16 @@ __device__ __forceinline__ void
 mpc_attention_backward_kv(const mpc_attention_shape &a, const T *dout,
                           const T *q, const T *k, const T *v, const T *o,
                           const float *lse, const Mask *mask, T *dk, T *dv) {
-  MPC_SHARED_ALIGNED(T, ks, BK * D);
-  MPC_SHARED_ALIGNED(T, vs, BK * DV);
-  MPC_SHARED_ALIGNED(T, qs, BQ * D);
-  MPC_SHARED_ALIGNED(T, dos, BQ * DV);
-  MPC_SHARED_ALIGNED(float, ss, (BQ * BK));
-  MPC_SHARED_ALIGNED(float, dps, (BQ * BK));
-  MPC_SHARED_ALIGNED(T, ps, BQ * BK);
-  MPC_SHARED_ALIGNED(T, dss, BQ * BK);
-  MPC_SHARED_ALIGNED(float, dks, (BK * D));
-  MPC_SHARED_ALIGNED(float, dvs, (BK * DV));
+  MPC_SHARED_TILE(T, ks, BK, D);
+  MPC_SHARED_TILE(T, vs, BK, DV);
+  MPC_SHARED_TILE(T, qs, BQ, D);
+  MPC_SHARED_TILE(T, dos, BQ, DV);
+  MPC_SHARED_TILE(float, ss, BQ, BK);
+  MPC_SHARED_TILE(float, dps, BQ, BK);
+  MPC_SHARED_TILE(T, ps, BQ, BK);
+  MPC_SHARED_TILE(T, dss, BQ, BK);
+  MPC_SHARED_TILE(float, dks, BK, D);
+  MPC_SHARED_TILE(float, dvs, BK, DV);
   MPC_SHARED(float, rowLse, BQ);
   MPC_SHARED(float, rowDelta, BQ);
 
@@ -556,8 +585,8 @@ mpc_attention_backward_kv(const mpc_attention_shape &a, const T *dout,
   const T *oBase = o + b * a.o.batch + h * a.o.head;
   const T *doBase = dout + b * a.o.batch + h * a.o.head;
 
-  MPC_FOR_THREAD(e, (long long)BK * D) dks[e] = 0.0f;
-  MPC_FOR_THREAD(e, (long long)BK * DV) dvs[e] = 0.0f;
+  MPC_FOR_THREAD(e, (long long)BK * MPC_LD(float, D)) dks[e] = 0.0f;
+  MPC_FOR_THREAD(e, (long long)BK * MPC_LD(float, DV)) dvs[e] = 0.0f;
   mpc_tile_load<T, BK, D>(ks, k + b * a.k.batch + h * a.k.head, a.k.seq, k0,
                           a.keys, a.headDim);
   mpc_tile_load<T, BK, DV>(vs, v + b * a.v.batch + h * a.v.head, a.v.seq, k0,
@@ -581,14 +610,14 @@ mpc_attention_backward_kv(const mpc_attention_shape &a, const T *dout,
   MPC_FOR_THREAD(e, (long long)BK * a.headDim) {
     int r = (int)(e / a.headDim), c = (int)(e % a.headDim);
     if (k0 + r < a.keys)
-      dkBase[(k0 + r) * a.dk.seq + c] =
-          mpc_round(static_cast<float>(dks[r * D + c]) * a.scale, dk);
+      dkBase[(k0 + r) * a.dk.seq + c] = mpc_round(
+          static_cast<float>(dks[r * MPC_LD(float, D) + c]) * a.scale, dk);
   }
   MPC_FOR_THREAD(e, (long long)BK * a.valueDim) {
     int r = (int)(e / a.valueDim), c = (int)(e % a.valueDim);
     if (k0 + r < a.keys)
       dvBase[(k0 + r) * a.dv.seq + c] =
-          mpc_round(static_cast<float>(dvs[r * DV + c]), dv);
+          mpc_round(static_cast<float>(dvs[r * MPC_LD(float, DV) + c]), dv);
   }
 }
 
@@ -599,15 +628,15 @@ __device__ __forceinline__ void
 mpc_attention_backward_q(const mpc_attention_shape &a, const T *dout,
                          const T *q, const T *k, const T *v, const T *o,
                          const float *lse, const Mask *mask, T *dq) {
-  MPC_SHARED_ALIGNED(T, qs, BQ * D);
-  MPC_SHARED_ALIGNED(T, dos, BQ * DV);
-  MPC_SHARED_ALIGNED(T, ks, BK * D);
-  MPC_SHARED_ALIGNED(T, vs, BK * DV);
-  MPC_SHARED_ALIGNED(float, ss, (BQ * BK));
-  MPC_SHARED_ALIGNED(float, dps, (BQ * BK));
-  MPC_SHARED_ALIGNED(T, ps, BQ * BK);
-  MPC_SHARED_ALIGNED(T, dss, BQ * BK);
-  MPC_SHARED_ALIGNED(float, dqs, (BQ * D));
+  MPC_SHARED_TILE(T, qs, BQ, D);
+  MPC_SHARED_TILE(T, dos, BQ, DV);
+  MPC_SHARED_TILE(T, ks, BK, D);
+  MPC_SHARED_TILE(T, vs, BK, DV);
+  MPC_SHARED_TILE(float, ss, BQ, BK);
+  MPC_SHARED_TILE(float, dps, BQ, BK);
+  MPC_SHARED_TILE(T, ps, BQ, BK);
+  MPC_SHARED_TILE(T, dss, BQ, BK);
+  MPC_SHARED_TILE(float, dqs, BQ, D);
   MPC_SHARED(float, rowLse, BQ);
   MPC_SHARED(float, rowDelta, BQ);
 
@@ -618,7 +647,7 @@ mpc_attention_backward_q(const mpc_attention_shape &a, const T *dout,
   const T *vBase = v + b * a.v.batch + h * a.v.head;
   const T *doBase = dout + b * a.o.batch + h * a.o.head;
 
-  MPC_FOR_THREAD(e, (long long)BQ * D) dqs[e] = 0.0f;
+  MPC_FOR_THREAD(e, (long long)BQ * MPC_LD(float, D)) dqs[e] = 0.0f;
   mpc_tile_load<T, BQ, D>(qs, q + b * a.q.batch + h * a.q.head, a.q.seq, q0,
                           a.queries, a.headDim);
   mpc_tile_load<T, BQ, DV>(dos, doBase, a.o.seq, q0, a.queries, a.valueDim);
@@ -638,8 +667,8 @@ mpc_attention_backward_q(const mpc_attention_shape &a, const T *dout,
   MPC_FOR_THREAD(e, (long long)BQ * a.headDim) {
     int r = (int)(e / a.headDim), c = (int)(e % a.headDim);
     if (q0 + r < a.queries)
-      dqBase[(q0 + r) * a.dq.seq + c] =
-          mpc_round(static_cast<float>(dqs[r * D + c]) * a.scale, dq);
+      dqBase[(q0 + r) * a.dq.seq + c] = mpc_round(
+          static_cast<float>(dqs[r * MPC_LD(float, D) + c]) * a.scale, dq);
   }
 }
 
