@@ -377,9 +377,12 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
     llvm::interleaveComma(parameters, os);
     os << ") {\n"
        << "  if (!control->applied) return;\n"
-       << "  const float multiplier = control->grad_multiplier;\n"
-       << "  const float lr = control->learning_rate;\n"
-       << "  const float weight_decay = control->values.weight_decay;\n";
+       << "  const float multiplier = control->grad_multiplier;\n";
+    // Adam's learning rate is in its step size (NVRTC warns of a constant
+    // that nothing reads).
+    if (optimizer.getKind() != OptimizerKind::Adam)
+      os << "  const float lr = control->learning_rate;\n";
+    os << "  const float weight_decay = control->values.weight_decay;\n";
     if (adam)
       os << "  const float step_size = control->step_size;\n"
          << "  const float bias_correction2_sqrt = "
