@@ -22,8 +22,9 @@
  * Every tile lives in shared memory, the head dims padded with zeros to a
  * multiple of 16 and each row by 16 bytes (MPC_LD: no bank conflicts in
  * WMMA's loads and stores). The softmax and the backward's row statistics
- * run a warp per row, its lanes across the row. The products of tiles (S = Q Kᵀ, O += P V, dV += Pᵀ dO,
- * dK += dSᵀ Q, dP = dO Vᵀ, dQ += dS K) run on the tensor cores for f16
+ * run a warp per row, its lanes across the row. The products of tiles
+ * (S = Q Kᵀ, O += P V, dV += Pᵀ dO, dK += dSᵀ Q, dP = dO Vᵀ,
+ * dQ += dS K) run on the tensor cores for f16
  * and bf16 (WMMA, 16x16x16, f32 accumulators), each warp taking 16x16
  * output tiles in turn, and as f32 loops over the block's threads
  * otherwise (f32 operands; the cpu target, whose blocks have one thread).
