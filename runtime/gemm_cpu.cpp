@@ -1,4 +1,4 @@
-//===- gemm_cpu.cpp - batched mixed-precision GEMM on one core --*- C++ -*-===//
+//===- gemm_cpu.cpp - batched mixed-precision GEMM on the host --*- C++ -*-===//
 //
 // This file implements mpc_rt_gemm (gemm.h) the way BLIS and GotoBLAS do:
 // blocks of op(A) and op(B) are packed into contiguous fp32 panels
@@ -13,6 +13,9 @@
 //   jr, ir                - one KC x NR sliver of B stays in L1 while the
 //                           micro-kernel sweeps the slivers of A
 //
+// Within a step of a session of several threads, a GEMM large enough is
+// split over them (gemm_on_threads), each thread packing its own panels.
+//
 // The kernel (gemm_kernel.inc) is compiled twice: with 8-lane vectors for
 // AVX2+FMA+F16C, and with 4-lane ones for baseline x86-64 (SSE2); each call
 // picks one from the CPU's features. No -march flag is needed, so the
@@ -24,7 +27,9 @@
 
 #include "runtime/error.h"
 #include "runtime/half.h"
+#include "runtime/thread_pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -217,6 +222,117 @@ mpc_status check_arguments(const char *entry, mpc_dtype a_type,
 
 } // namespace
 
+namespace {
+
+// Runs `args` on this thread with its packing buffers; false when they
+// cannot be allocated.
+bool gemm_on_this_thread(const gemm_args &args) {
+  float *packed_a = ensure_buffer(&workspace.packed_a, MC * KC);
+  float *packed_b = ensure_buffer(&workspace.packed_b, KC * NC);
+  float *c_tile = args.c_type == MPC_F32
+                      ? nullptr
+                      : ensure_buffer(&workspace.c_tile, TILE_M * TILE_N);
+  if (!packed_a || !packed_b || (args.c_type != MPC_F32 && !c_tile))
+    return false;
+#ifdef MPC_GEMM_HAVE_AVX2
+  if (cpu_has_avx2() && !force_baseline.load(std::memory_order_relaxed)) {
+    avx2::gemm_batched(args, packed_a, packed_b, c_tile);
+    return true;
+  }
+#endif
+  baseline::gemm_batched(args, packed_a, packed_b, c_tile);
+  return true;
+}
+
+// Below this many FLOPs a GEMM runs on the calling thread: handing it to
+// the workers costs a few microseconds, and each of them packs its own
+// panels. Measured with tools/bench/cpu_step.py (see the README).
+constexpr double parallel_gemm_flops = 1 << 18;
+
+// A GEMM split over a session's threads: by batch entries when there are
+// enough of them, else every matrix by rows of C (or by columns, when C is
+// wider than tall). Each part is a smaller GEMM whose every element of C is
+// accumulated exactly as in the whole (the same depth blocks, in the same
+// order), so the result does not depend on the split.
+struct gemm_split {
+  const gemm_args *whole;
+  int parts;
+  enum { BATCH, ROWS, COLUMNS } by;
+  std::atomic<bool> failed{false};
+};
+
+void run_gemm_part(void *data, int part) {
+  gemm_split &split = *static_cast<gemm_split *>(data);
+  const gemm_args &whole = *split.whole;
+  gemm_args args = whole;
+  int64_t a_size = static_cast<int64_t>(mpc_dtype_size(whole.a_type));
+  int64_t b_size = static_cast<int64_t>(mpc_dtype_size(whole.b_type));
+  int64_t c_size = static_cast<int64_t>(mpc_dtype_size(whole.c_type));
+  // Offsets in elements of each operand for the part's first element.
+  int64_t a_at = 0, b_at = 0, c_at = 0;
+  int64_t begin, end;
+  switch (split.by) {
+  case gemm_split::BATCH:
+    mpcrt::split_range(whole.batch, split.parts, part, &begin, &end);
+    args.batch = end - begin;
+    a_at = begin * whole.stride_a;
+    b_at = begin * whole.stride_b;
+    c_at = begin * whole.stride_c;
+    break;
+  case gemm_split::ROWS: // in whole micro-panels of MR rows
+    mpcrt::split_range((whole.m + MR - 1) / MR, split.parts, part, &begin,
+                       &end);
+    begin *= MR;
+    end = std::min(end * MR, whole.m);
+    args.m = end - begin;
+    a_at = begin * (whole.trans_a ? 1 : whole.lda);
+    c_at = begin * whole.ldc;
+    break;
+  case gemm_split::COLUMNS: { // in whole 16-column slivers
+    constexpr int64_t sliver = 16;
+    mpcrt::split_range((whole.n + sliver - 1) / sliver, split.parts, part,
+                       &begin, &end);
+    begin *= sliver;
+    end = std::min(end * sliver, whole.n);
+    args.n = end - begin;
+    b_at = begin * (whole.trans_b ? whole.ldb : 1);
+    c_at = begin;
+    break;
+  }
+  }
+  if (args.batch <= 0 || args.m <= 0 || args.n <= 0)
+    return;
+  if (args.a)
+    args.a = static_cast<const unsigned char *>(whole.a) + a_at * a_size;
+  if (args.b)
+    args.b = static_cast<const unsigned char *>(whole.b) + b_at * b_size;
+  args.c = static_cast<unsigned char *>(whole.c) + c_at * c_size;
+  if (!gemm_on_this_thread(args))
+    split.failed.store(true, std::memory_order_relaxed);
+}
+
+// Runs `args` on the current step's threads when it is worth it.
+bool gemm_on_threads(const gemm_args &args) {
+  mpcrt::thread_pool *pool = mpcrt::current_pool();
+  double flops = 2.0 * static_cast<double>(args.m) * args.n * args.k *
+                 args.batch;
+  if (!pool || args.alpha == 0.0f || flops < parallel_gemm_flops)
+    return gemm_on_this_thread(args);
+  gemm_split split;
+  split.whole = &args;
+  split.parts = pool->threads();
+  if (args.batch >= split.parts)
+    split.by = gemm_split::BATCH;
+  else if (args.m >= args.n)
+    split.by = gemm_split::ROWS;
+  else
+    split.by = gemm_split::COLUMNS;
+  pool->run(split.parts, run_gemm_part, &split);
+  return !split.failed.load(std::memory_order_relaxed);
+}
+
+} // namespace
+
 extern "C" mpc_status
 mpc_rt_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
             int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
@@ -233,15 +349,6 @@ mpc_rt_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
   if (empty)
     return MPC_OK;
   bool reads_ab = alpha != 0.0f && k > 0;
-
-  float *packed_a = ensure_buffer(&workspace.packed_a, MC * KC);
-  float *packed_b = ensure_buffer(&workspace.packed_b, KC * NC);
-  float *c_tile = c_type == MPC_F32
-                      ? nullptr
-                      : ensure_buffer(&workspace.c_tile, TILE_M * TILE_N);
-  if (!packed_a || !packed_b || (c_type != MPC_F32 && !c_tile))
-    return set_error(MPC_ERROR_OUT_OF_MEMORY,
-                     "mpc_rt_gemm: cannot allocate packing buffers");
 
   gemm_args args;
   args.a_type = a_type;
@@ -264,13 +371,9 @@ mpc_rt_gemm(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
   args.stride_b = stride_b;
   args.stride_c = stride_c;
   args.batch = batch;
-#ifdef MPC_GEMM_HAVE_AVX2
-  if (cpu_has_avx2() && !force_baseline.load(std::memory_order_relaxed)) {
-    avx2::gemm_batched(args, packed_a, packed_b, c_tile);
-    return MPC_OK;
-  }
-#endif
-  baseline::gemm_batched(args, packed_a, packed_b, c_tile);
+  if (!gemm_on_threads(args))
+    return set_error(MPC_ERROR_OUT_OF_MEMORY,
+                     "mpc_rt_gemm: cannot allocate packing buffers");
   return MPC_OK;
 }
 

@@ -20,6 +20,7 @@
 #include "runtime/model_desc.h"
 #include "runtime/process_group.h"
 #include "runtime/session.h"
+#include "runtime/thread_pool.h"
 
 #include <algorithm>
 #include <cmath>
@@ -75,11 +76,15 @@ mpc_status sync_half_copies(mpc_session *session) {
   context.step = session->step;
   context.index_error = &index_error;
   // On the cuda target the kernels run on the device arenas.
-  mpc_status status =
-      session->cuda ? mpcrt::cuda_run_step(session, model->sync_half_copies,
-                                           &context, /*values=*/nullptr,
-                                           /*loss=*/nullptr, &index_error)
-                    : model->sync_half_copies(&context);
+  mpc_status status;
+  if (session->cuda) {
+    status = mpcrt::cuda_run_step(session, model->sync_half_copies, &context,
+                                  /*values=*/nullptr, /*loss=*/nullptr,
+                                  &index_error);
+  } else {
+    mpcrt::current_pool_scope threads(session->pool);
+    status = model->sync_half_copies(&context);
+  }
   if (status != MPC_OK)
     return set_error(MPC_ERROR_INTERNAL,
                      "model '%s': sync_half_copies failed (status %d)",
@@ -217,6 +222,7 @@ extern "C" void mpc_session_options_init(mpc_session_options *options) {
   options->cuda_graphs = 0;
   options->data_parallel = 0;
   options->collective_timeout_seconds = 0;
+  options->threads = 0;
 }
 
 extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
@@ -253,7 +259,21 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   if (mpc_status status = check_model(model))
     return status;
 
+  if (options->threads < 0 || options->threads > 4096)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_session_create: threads is %d; expected 0 (the "
+                     "default) or a number of threads from 1 to 4096",
+                     options->threads);
+  int32_t threads = 1;
+  if (model_target == MPC_TARGET_CPU) {
+    threads = options->threads ? options->threads
+                               : mpcrt::default_thread_count();
+    if (threads == 0) // $MPC_THREADS is malformed: said why
+      return MPC_ERROR_INVALID_ARGUMENT;
+  }
+
   mpc_session fresh{}; // every field zero (weights_missing too) until set
+  fresh.threads = threads;
   fresh.model = model;
   fresh.seed = options->seed;
   fresh.step = 0;
@@ -284,6 +304,14 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
     return set_error(MPC_ERROR_OUT_OF_MEMORY,
                      "mpc_session_create: no memory for the session");
   *created = fresh;
+  if (threads > 1) {
+    created->pool = new (std::nothrow) mpcrt::thread_pool(threads);
+    if (!created->pool) {
+      mpc_session_destroy(created);
+      return set_error(MPC_ERROR_OUT_OF_MEMORY,
+                       "mpc_session_create: no memory for the thread pool");
+    }
+  }
   for (int a = 0; a < MPC_NUM_ARENAS; ++a) {
     // 64-byte aligned (a cache line, and enough for any vector load), at
     // least one line so that even an empty arena has an address.
@@ -377,6 +405,7 @@ extern "C" void mpc_session_destroy(mpc_session *session) {
     return;
   mpcrt::cuda_session_destroy(session->cuda);
   mpcrt::process_group_release(session->group);
+  delete session->pool;
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     std::free(session->arenas[a]);
   std::free(session->weights_missing);
@@ -402,6 +431,14 @@ extern "C" int32_t mpc_session_world_size(const mpc_session *session) {
                      "mpc_session_world_size: session is null"),
            -1;
   return session->group ? mpcrt::process_group_size(session->group) : 1;
+}
+
+extern "C" int32_t mpc_session_threads(const mpc_session *session) {
+  if (!session)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_session_threads: session is null"),
+           -1;
+  return session->threads;
 }
 
 extern "C" int64_t mpc_session_arena_bytes(const mpc_session *session,

@@ -115,7 +115,19 @@ typedef struct mpc_session_options {
    * (NCCL does not say which rank is missing) and the communicator is
    * aborted. 0 (the default): 600 s. */
   float collective_timeout_seconds;
+  /* cpu target: the threads that run each step's kernels (a launch's blocks
+   * split into one contiguous range a thread) and GEMMs (split by rows or
+   * columns of C). Every element is computed by the same operations in the
+   * same order whatever the split, so training is bit for bit the same for
+   * any number of threads. 0 (the default): $MPC_THREADS when set, else
+   * the cores this process may run on, divided among the ranks of a
+   * data-parallel job on this machine. Ignored on the cuda target. */
+  int32_t threads;
 } mpc_session_options;
+
+/* The threads a cpu-target session runs its steps on (options.threads
+ * resolved); 1 on the cuda target; -1 with a message for a null session. */
+int32_t mpc_session_threads(const mpc_session *session);
 
 /* Data parallel: this session's rank and the number of ranks (0 and 1 for a
  * session of one process); -1 with a message for a null session. */

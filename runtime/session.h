@@ -13,6 +13,7 @@
 namespace mpcrt {
 struct CudaSession;   // runtime/cuda/cuda_session.h
 struct process_group; // runtime/process_group.h
+class thread_pool;    // runtime/thread_pool.h
 } // namespace mpcrt
 
 struct mpc_session {
@@ -56,6 +57,10 @@ struct mpc_session {
   mpcrt::CudaSession *cuda;
   // The data-parallel job's ranks; null in a session of one process.
   mpcrt::process_group *group;
+  // cpu target: the threads its steps run on (mpc_session_options.threads,
+  // resolved); `pool` is null when that is 1, and on the cuda target.
+  int32_t threads;
+  mpcrt::thread_pool *pool;
   // The elements of the flat parameter buffer this rank's optimizer updates
   // and the elements each optimizer slot holds (mpc_step_context.shard_*):
   // all of them unless the model shards its optimizer state.

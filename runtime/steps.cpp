@@ -19,6 +19,7 @@
 #include "runtime/loss_scaler.h"
 #include "runtime/process_group.h"
 #include "runtime/session.h"
+#include "runtime/thread_pool.h"
 
 #include <algorithm>
 #include <cmath>
@@ -147,6 +148,7 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
                                     &index_error);
   } else {
     mpcrt::train_control(session)->values = values;
+    mpcrt::current_pool_scope threads(session->pool);
     returned = step(&context);
   }
   int32_t status = mpcrt::raw_enum(returned);

@@ -672,12 +672,37 @@ void StepEmitter::recordCall(StringRef function, KernelKind kind,
 void StepEmitter::launch(StringRef kernel, int64_t grid, int block,
                          ArrayRef<std::string> args, const KernelCost &cost,
                          KernelKind kind, bool halfInputs) {
+  emitLaunch(kernel, grid, block, args, cost, kind, halfInputs,
+             /*parallel=*/true);
+}
+
+void StepEmitter::launchInBlockOrder(StringRef kernel, int64_t grid, int block,
+                                     ArrayRef<std::string> args,
+                                     const KernelCost &cost) {
+  emitLaunch(kernel, grid, block, args, cost, KernelKind::Kernel,
+             /*halfInputs=*/false, /*parallel=*/false);
+}
+
+void StepEmitter::emitLaunch(StringRef kernel, int64_t grid, int block,
+                             ArrayRef<std::string> args,
+                             const KernelCost &cost, KernelKind kind,
+                             bool halfInputs, bool parallel) {
   recordCall(kernel, kind, halfInputs, cost);
   int &bound = launchBlocks[kernel.str()];
   bound = std::max(bound, block);
   std::string statement;
   llvm::raw_string_ostream os(statement);
-  os << "MPC_LAUNCH(" << kernel << ", " << grid << ", " << block;
+  if (parallel && grid > 1) {
+    // The work (bytes moved and FLOPs) decides on the cpu target whether
+    // the launch is worth spreading over threads.
+    int64_t work = cost.flops;
+    if (__builtin_add_overflow(work, cost.bytes(), &work))
+      work = INT64_MAX;
+    os << "MPC_LAUNCH_PARALLEL(" << kernel << ", " << grid << ", " << block
+       << ", " << work << "LL";
+  } else {
+    os << "MPC_LAUNCH(" << kernel << ", " << grid << ", " << block;
+  }
   for (const std::string &arg : args)
     os << ", " << arg;
   os << ");";

@@ -403,16 +403,17 @@ void emitEmbeddingGrad(StepEmitter &emitter, const Step &step,
       "}\n",
       name, elementCType(op.getGrad()), elementCType(op.getIndices()), n, width,
       rows));
-  emitter.launch(name, elementwiseGrid(n), 256,
-                 {emitter.constPointer(op.getGrad()),
-                  emitter.constPointer(op.getIndices()), accumulator},
-                 // Each atomicAdd reads and writes one fp32 table element.
-                 KernelCost()
-                     .reads(op.getGrad())
-                     .reads(op.getIndices())
-                     .readsBytes(n * 4)
-                     .writesBytes(n * 4)
-                     .flopsPer(n, 1));
+  emitter.launchInBlockOrder(
+      name, elementwiseGrid(n), 256,
+      {emitter.constPointer(op.getGrad()),
+       emitter.constPointer(op.getIndices()), accumulator},
+      // Each atomicAdd reads and writes one fp32 table element.
+      KernelCost()
+          .reads(op.getGrad())
+          .reads(op.getIndices())
+          .readsBytes(n * 4)
+          .writesBytes(n * 4)
+          .flopsPer(n, 1));
   if (direct)
     return;
 

@@ -166,7 +166,7 @@ void emitPool(StepEmitter &emitter, Operation *op, Value input, Value output,
       name, elementCType(input), elementCType(output), out.getNumElements(),
       oh * ow, ow, oh, h * w, isMax ? "-INFINITY" : "0.0f", kernel[0],
       kernel[1], stride[0], stride[1], padding[0], padding[1], h, w,
-      isMax ? "acc = ((v > acc) | (v != v)) ? v : acc;" : "acc += v;",
+      isMax ? "acc = mpc_max_nan(acc, v);" : "acc += v;",
       isMax ? std::string("acc")
             : llvm::formatv("acc / {0}.0f", kernel[0] * kernel[1]).str()));
   emitter.launch(

@@ -225,9 +225,16 @@ public:
   /// recorded against the ops being emitted (setSource).
   /// `kind` and `halfInputs` as for recordCall: a kernel whose products run
   /// on the tensor cores says so.
+  /// On the cpu target the blocks may run on several threads at once
+  /// (MPC_LAUNCH_PARALLEL), which is why blocks never depend on each other.
   void launch(StringRef kernel, int64_t grid, int block,
               ArrayRef<std::string> args, const KernelCost &cost,
               KernelKind kind = KernelKind::Kernel, bool halfInputs = false);
+  /// As launch, for a kernel whose blocks add into the same memory with
+  /// float atomics: the cpu target runs its blocks in order on one thread,
+  /// so the sums' order (and rounding) is the same for any thread count.
+  void launchInBlockOrder(StringRef kernel, int64_t grid, int block,
+                          ArrayRef<std::string> args, const KernelCost &cost);
   /// Records the cost of a runtime call the step makes (a GEMM), which
   /// `--report` lists beside the kernels.
   void recordCall(StringRef function, KernelKind kind, bool halfInputs,
@@ -252,6 +259,10 @@ public:
   std::string functionSource() const;
 
 private:
+  void emitLaunch(StringRef kernel, int64_t grid, int block,
+                  ArrayRef<std::string> args, const KernelCost &cost,
+                  KernelKind kind, bool halfInputs, bool parallel);
+
   const MemoryPlan &plan;
   std::string modelName;
   std::string functionName;

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <unistd.h>
 #include <vector>
 
@@ -42,6 +43,16 @@ inline const char *optionValue(const char *arg, const char *name) {
       arg[length + 1] != '\0')
     return arg + length + 1;
   return nullptr;
+}
+
+/// ", on N threads" for a cpu-target session (MPC_THREADS or the cores
+/// decide N), "" on the cuda target.
+inline std::string threadsNote(const mpc_session *session) {
+  if (MPC_APP_TARGET != MPC_TARGET_CPU)
+    return "";
+  int threads = mpc_session_threads(session);
+  return ", on " + std::to_string(threads) +
+         (threads == 1 ? " thread" : " threads");
 }
 
 /// Prints `what` and the runtime's message; returns the exit code 1.

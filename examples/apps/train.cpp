@@ -232,9 +232,10 @@ int main(int argc, char **argv) {
     return 1;
 
   std::printf("training %s: batch %lld, %lld features, %d classes, %d "
-              "steps\n",
+              "steps%s\n",
               mpc_model_name(model), static_cast<long long>(batch),
-              static_cast<long long>(width), classes, options.steps);
+              static_cast<long long>(width), classes, options.steps,
+              mpc_app::threadsNote(session).c_str());
   auto start = std::chrono::steady_clock::now();
   auto windowStart = start;
   float loss = 0, windowLoss = 0;

@@ -233,12 +233,13 @@ int main(int argc, char **argv) {
 
   std::printf("training %s: batch %lld x context %lld, vocabulary %lld (%zu "
               "used), corpus of %zu characters, %d steps, lr %g, momentum "
-              "%g\n",
+              "%g%s\n",
               mpc_model_name(model), static_cast<long long>(batch),
               static_cast<long long>(context), static_cast<long long>(vocab),
               tokenizer.alphabet.size(), text.size(), options.steps,
               static_cast<double>(options.learningRate),
-              static_cast<double>(options.momentum));
+              static_cast<double>(options.momentum),
+              mpc_app::threadsNote(session).c_str());
   auto start = std::chrono::steady_clock::now();
   auto windowStart = start;
   float loss = 0, windowLoss = 0;

@@ -114,7 +114,11 @@ struct mpc_dim3 {
   unsigned x = 0, y = 0, z = 0;
 };
 // One launch at a time per thread; the launch macro sets these per block.
-inline thread_local mpc_dim3 blockIdx, threadIdx, blockDim, gridDim;
+inline thread_local mpc_dim3 blockIdx, gridDim;
+// Blocks of one thread: constants, so that the host compiler sees the
+// loops over a block's elements (MPC_FOR_EACH, MPC_FOR_THREAD) step by one
+// and vectorises them.
+constexpr mpc_dim3 threadIdx{0, 0, 0}, blockDim{1, 1, 1};
 inline void __syncthreads() {}
 #endif
 
@@ -201,18 +205,55 @@ static inline int atomicExch(int *address, int value) {
   mpc_emu::launch(#kernel, static_cast<unsigned>(grid),                        \
                   static_cast<unsigned>(block), [&] { kernel(__VA_ARGS__); })
 #else
-/// Runs `kernel(args...)` once per block of a 1-d grid, one thread a block.
-/// The requested block size is ignored: kernels must not depend on it.
+/// Runs `kernel(args...)` once per block of a 1-d grid, one thread a block,
+/// in block order on the calling thread. The requested block size is
+/// ignored: kernels must not depend on it.
 #define MPC_LAUNCH(kernel, grid, block, ...)                                   \
   do {                                                                         \
     gridDim.x = static_cast<unsigned>(grid);                                   \
-    blockDim.x = 1;                                                            \
-    threadIdx.x = 0;                                                           \
     for (unsigned mpc_b = 0; mpc_b < gridDim.x; ++mpc_b) {                     \
       blockIdx.x = mpc_b;                                                      \
       kernel(__VA_ARGS__);                                                     \
     }                                                                          \
   } while (0)
+
+/// Runs blocks [begin, end) of a launch; libmpcrt's mpc_rt_run_blocks splits
+/// a grid into such ranges, one a thread of the session
+/// (runtime/thread_pool.cpp), or runs the whole grid on the calling thread
+/// when `work` (bytes moved plus FLOPs) is too small to be worth it.
+extern "C" void mpc_rt_run_blocks(unsigned grid, long long work,
+                                  void (*run)(void *body, unsigned begin,
+                                              unsigned end),
+                                  void *body);
+template <typename Blocks>
+void mpc_run_block_range(void *blocks, unsigned begin, unsigned end) {
+  (*static_cast<Blocks *>(blocks))(begin, end);
+}
+
+/// MPC_LAUNCH for a kernel whose blocks are independent (as CUDA blocks
+/// are: no float atomics into shared results), which the cpu target may run
+/// on several threads at once. blockIdx and friends are thread-local.
+#define MPC_LAUNCH_PARALLEL(kernel, grid, block, work, ...)                    \
+  do {                                                                         \
+    unsigned mpc_grid = static_cast<unsigned>(grid);                           \
+    auto mpc_blocks = [&](unsigned mpc_begin, unsigned mpc_end) {              \
+      gridDim.x = mpc_grid;                                                    \
+      for (unsigned mpc_b = mpc_begin; mpc_b < mpc_end; ++mpc_b) {             \
+        blockIdx.x = mpc_b;                                                    \
+        kernel(__VA_ARGS__);                                                   \
+      }                                                                        \
+    };                                                                         \
+    mpc_rt_run_blocks(mpc_grid, (work),                                        \
+                      mpc_run_block_range<decltype(mpc_blocks)>,               \
+                      &mpc_blocks);                                            \
+  } while (0)
+#endif
+
+#ifndef MPC_LAUNCH_PARALLEL
+/// Emulation, and the cuda target's host code (which redefines MPC_LAUNCH):
+/// every launch is one, in the emulator's or the GPU's order.
+#define MPC_LAUNCH_PARALLEL(kernel, grid, block, work, ...)                    \
+  MPC_LAUNCH(kernel, grid, block, __VA_ARGS__)
 #endif
 
 #endif // MPC_DEVICE_CPU
@@ -239,6 +280,15 @@ static inline int atomicExch(int *address, int value) {
 /// `for j in [0, n)` over the threads of one block (row kernels).
 #define MPC_FOR_THREAD(j, n)                                                   \
   for (long long j = threadIdx.x; j < (n); j += blockDim.x)
+
+/// max(acc, v) that lets a NaN in `v` through and keeps a NaN in `acc`, as
+/// torch's max pooling does. Two plain selects: the host compiler makes them
+/// a maxss and a conditional move, where one select on `v > acc || v != v`
+/// became a branch on the data, mispredicted half the time.
+__device__ __forceinline__ float mpc_max_nan(float acc, float v) {
+  acc = v > acc ? v : acc;
+  return v != v ? v : acc;
+}
 
 //===----------------------------------------------------------------------===//
 // Storage conversion

@@ -22,9 +22,9 @@
 // q, k and v are one buffer at three offsets; dk and dv land at 32 and 64
 // elements into the gradient's buffer, dq at its start.
 // HOST-LABEL: static mpc_status attn_train_step(
-//       HOST:   MPC_LAUNCH(attn_k{{[0-9]+}}_attention, 4, 128, (const __half *)(arena3 + [[QKV:[0-9]+]]), ((const __half *)(arena3 + [[QKV]]) + 32LL), ((const __half *)(arena3 + [[QKV]]) + 64LL), (const unsigned char *)0,
-//       HOST:   MPC_LAUNCH(attn_k{{[0-9]+}}_attention_grad_kv, 4, 128, {{.*}}, ((__half *)(arena3 + [[DQKV:[0-9]+]]) + 32LL), ((__half *)(arena3 + [[DQKV]]) + 64LL));
-//  HOST-NEXT:   MPC_LAUNCH(attn_k{{[0-9]+}}_attention_grad_q, 4, 128, {{.*}}, (__half *)(arena3 + [[DQKV]]));
+//       HOST:   MPC_LAUNCH_PARALLEL(attn_k{{[0-9]+}}_attention, 4, 128, {{[0-9]+}}LL, (const __half *)(arena3 + [[QKV:[0-9]+]]), ((const __half *)(arena3 + [[QKV]]) + 32LL), ((const __half *)(arena3 + [[QKV]]) + 64LL), (const unsigned char *)0,
+//       HOST:   MPC_LAUNCH_PARALLEL(attn_k{{[0-9]+}}_attention_grad_kv, 4, 128, {{.*}}, ((__half *)(arena3 + [[DQKV:[0-9]+]]) + 32LL), ((__half *)(arena3 + [[DQKV]]) + 64LL));
+//  HOST-NEXT:   MPC_LAUNCH_PARALLEL(attn_k{{[0-9]+}}_attention_grad_q, 4, 128, {{.*}}, (__half *)(arena3 + [[DQKV]]));
 mpc.model @attn inputs(%x: tensor<2x20x32xf32>)
     params(%w: tensor<96x32xf32> = normal(0.1)) {
   %qkv = mpc.linear %x, %w : tensor<2x20x32xf32>, tensor<96x32xf32>

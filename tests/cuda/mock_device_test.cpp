@@ -692,10 +692,12 @@ TEST_F(MockDevice, GeneratedStepLaunchesEveryKernelWithItsArguments) {
   size_t end = host.find("\n}\n", begin);
   ASSERT_NE(begin, std::string::npos);
   std::vector<std::string> expected;
-  for (size_t at = host.find("MPC_LAUNCH(", begin); at < end;
-       at = host.find("MPC_LAUNCH(", at + 1)) {
-    size_t comma = host.find(',', at);
-    expected.push_back(host.substr(at + 11, comma - at - 11));
+  // MPC_LAUNCH(name, ...) or MPC_LAUNCH_PARALLEL(name, ...).
+  for (size_t at = host.find("MPC_LAUNCH", begin); at < end;
+       at = host.find("MPC_LAUNCH", at + 1)) {
+    size_t open = host.find('(', at);
+    size_t comma = host.find(',', open);
+    expected.push_back(host.substr(open + 1, comma - open - 1));
   }
   ASSERT_FALSE(expected.empty());
   ASSERT_EQ(mock().numLaunches(), static_cast<int>(expected.size()));

@@ -11,6 +11,8 @@
 //   train_steps --steps=20 --checkpoint=out.safetensors [--cuda-graphs]
 //   train_steps --bench=50 --warmup=10     time steps on one batch instead
 //                                          (tools/bench/gpu_step.py)
+//   train_steps --threads=N                the cpu target on N threads
+//                                          (tests/e2e/same_for_any_threads.py)
 //   mpirun -np 2 train_steps --data-parallel ...
 //       every rank trains on the same batches (so N ranks end where one
 //       process ends: the sum over identical ranks is exact), rank 0 prints
@@ -262,7 +264,8 @@ bool checkSchedule(const std::vector<mock_cuda_op> &ops,
 } // namespace
 
 int main(int argc, char **argv) {
-  int steps = 20, bench = 0, warmup = 10, cudaGraphs = 0, dataParallel = 0;
+  int steps = 20, bench = 0, warmup = 10, cudaGraphs = 0, dataParallel = 0,
+      threads = 0;
   const char *checkpoint = nullptr;
   std::vector<PlannedBucket> plan;
   std::vector<int> checkSteps;
@@ -275,6 +278,8 @@ int main(int argc, char **argv) {
       bench = std::atoi(argv[i] + 8);
     } else if (std::strncmp(argv[i], "--warmup=", 9) == 0) {
       warmup = std::atoi(argv[i] + 9);
+    } else if (std::strncmp(argv[i], "--threads=", 10) == 0) {
+      threads = std::atoi(argv[i] + 10);
     } else if (std::strcmp(argv[i], "--cuda-graphs") == 0) {
       cudaGraphs = 1;
     } else if (std::strcmp(argv[i], "--data-parallel") == 0) {
@@ -290,7 +295,7 @@ int main(int argc, char **argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--steps=N] [--checkpoint=PATH] "
-                   "[--bench=N [--warmup=N]] [--cuda-graphs] "
+                   "[--bench=N [--warmup=N]] [--threads=N] [--cuda-graphs] "
                    "[--data-parallel] [--check-buckets=O:B:K,... "
                    "--check-steps=S,...]\n",
                    argv[0]);
@@ -304,6 +309,7 @@ int main(int argc, char **argv) {
   options.seed = 1;
   options.cuda_graphs = cudaGraphs;
   options.data_parallel = dataParallel;
+  options.threads = threads;
   mpc_session *session = nullptr;
   mpc_status status = mpc_session_create(model, &options, &session);
   if (status == MPC_ERROR_NO_DEVICE) {

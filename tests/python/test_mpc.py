@@ -67,6 +67,19 @@ class PythonPackage(unittest.TestCase):
                              f"step {step}: {got!r} from Python, {want!r} "
                              "from C")
 
+    def test_threads_change_nothing_but_the_threads(self):
+        data = batches(3, seed=5)
+        results = []
+        for threads in (1, 2):
+            with self.model.session(seed=4, threads=threads) as session:
+                self.assertEqual(session.threads, threads)
+                losses = [session.train_step(x, y) for x, y in data]
+                results.append((losses, session.param("fc1.weight")))
+        self.assertEqual(results[0][0], results[1][0])
+        np.testing.assert_array_equal(results[0][1], results[1][1])
+        with self.assertRaises(mpc.MpcError):
+            self.model.session(threads=-1)
+
     def test_parameters_gradients_eval_stats_and_checkpoints(self):
         (x, y), = batches(1, seed=11)
         with self.model.session(seed=1) as session:

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -156,6 +157,7 @@ TEST(ApiSession, OptionsInitDefaults) {
   EXPECT_TRUE(std::isnan(options.momentum));
   EXPECT_TRUE(std::isnan(options.weight_decay));
   EXPECT_EQ(options.cuda_graphs, 0) << "kernel-by-kernel launches by default";
+  EXPECT_EQ(options.threads, 0) << "$MPC_THREADS or the cores by default";
   mpc_session_options_init(nullptr); // no crash
   EXPECT_TRUE(error_mentions("options is null"));
 }
@@ -223,6 +225,44 @@ TEST(ApiSession, CreateRejectsBadArguments) {
             MPC_ERROR_INVALID_ARGUMENT);
   EXPECT_TRUE(error_mentions("weight_decay"));
   EXPECT_EQ(session, nullptr);
+}
+
+TEST(ApiSession, ThreadsFromTheOptionsElseMpcThreadsElseTheCores) {
+  mpc_session_options options;
+  mpc_session_options_init(&options);
+  mpc_session *session = nullptr;
+  options.threads = 3;
+  ASSERT_EQ(mpc_session_create(linear_model(), &options, &session), MPC_OK);
+  EXPECT_EQ(mpc_session_threads(session), 3);
+  mpc_session_destroy(session);
+
+  for (int32_t bad : {-1, 4097}) {
+    options.threads = bad;
+    EXPECT_EQ(mpc_session_create(linear_model(), &options, &session),
+              MPC_ERROR_INVALID_ARGUMENT);
+    EXPECT_TRUE(error_mentions("threads is " + std::to_string(bad)));
+    EXPECT_EQ(session, nullptr);
+  }
+
+  options.threads = 0;
+  ASSERT_EQ(setenv("MPC_THREADS", "2", 1), 0);
+  ASSERT_EQ(mpc_session_create(linear_model(), &options, &session), MPC_OK);
+  EXPECT_EQ(mpc_session_threads(session), 2);
+  mpc_session_destroy(session);
+  for (const char *bad : {"two", "0", "-3", "2x"}) {
+    ASSERT_EQ(setenv("MPC_THREADS", bad, 1), 0);
+    EXPECT_EQ(mpc_session_create(linear_model(), &options, &session),
+              MPC_ERROR_INVALID_ARGUMENT)
+        << bad;
+    EXPECT_TRUE(error_mentions(std::string("MPC_THREADS is '") + bad + "'"));
+  }
+  ASSERT_EQ(unsetenv("MPC_THREADS"), 0);
+  ASSERT_EQ(mpc_session_create(linear_model(), &options, &session), MPC_OK);
+  EXPECT_GE(mpc_session_threads(session), 1);
+  mpc_session_destroy(session);
+
+  EXPECT_EQ(mpc_session_threads(nullptr), -1);
+  EXPECT_TRUE(error_mentions("session is null"));
 }
 
 TEST(ApiSession, AbiVersionMismatch) {

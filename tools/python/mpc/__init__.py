@@ -61,7 +61,8 @@ class _SessionOptions(ctypes.Structure):
                 ("weight_decay", ctypes.c_float),
                 ("cuda_graphs", ctypes.c_int32),
                 ("data_parallel", ctypes.c_int32),
-                ("collective_timeout_seconds", ctypes.c_float)]
+                ("collective_timeout_seconds", ctypes.c_float),
+                ("threads", ctypes.c_int32)]
 
 
 class _TrainingStats(ctypes.Structure):
@@ -126,6 +127,7 @@ def _bind(lib):
         "mpc_session_step": ([P], I64),
         "mpc_session_rank": ([P], I32),
         "mpc_session_world_size": ([P], I32),
+        "mpc_session_threads": ([P], I32),
         "mpc_session_arena_bytes": ([P, I32], I64),
         "mpc_get_training_stats": ([P, ctypes.POINTER(_TrainingStats)], I32),
         "mpc_get_nonfinite_report": ([P, ctypes.POINTER(_NonfiniteReport)],
@@ -197,15 +199,17 @@ class Model:
 
     def session(self, seed=0, learning_rate=None, momentum=None,
                 weight_decay=None, target="cpu", device=0, cuda_graphs=False,
-                data_parallel=False, collective_timeout=None):
+                data_parallel=False, collective_timeout=None, threads=None):
         """A training session; hyper-parameters left None take the values
         the model was compiled with. data_parallel: join the MPI job this
         process runs in (mpirun; a model built with --data-parallel), whose
         exchanges fail after collective_timeout seconds (None: 600) naming
-        the ranks that did not arrive."""
+        the ranks that did not arrive. threads: how many threads a cpu
+        session's steps run on (None: $MPC_THREADS, else the cores); the
+        results are the same bit for bit for any number."""
         return Session(self, seed, learning_rate, momentum, weight_decay,
                        target, device, cuda_graphs, data_parallel,
-                       collective_timeout)
+                       collective_timeout, threads)
 
     def __repr__(self):
         return f"Model({self.name!r}, inputs={self.inputs})"
@@ -223,7 +227,7 @@ class Session:
 
     def __init__(self, model, seed, learning_rate, momentum, weight_decay,
                  target, device, cuda_graphs, data_parallel=False,
-                 collective_timeout=None):
+                 collective_timeout=None, threads=None):
         self.model = model
         self._lib = model._lib
         if target not in _TARGETS:
@@ -237,6 +241,8 @@ class Session:
         options.data_parallel = int(bool(data_parallel))
         if collective_timeout is not None:
             options.collective_timeout_seconds = collective_timeout
+        if threads is not None:
+            options.threads = threads
         for field, value in (("learning_rate", learning_rate),
                              ("momentum", momentum),
                              ("weight_decay", weight_decay)):
@@ -395,6 +401,12 @@ class Session:
         """Ranks of a data-parallel session (else 1)."""
         with self._lock:
             return self._lib.mpc_session_world_size(self._session())
+
+    @property
+    def threads(self):
+        """Threads a cpu session's steps run on (1 on the cuda target)."""
+        with self._lock:
+            return self._lib.mpc_session_threads(self._session())
 
     def arena_bytes(self, arena):
         """Bytes this session holds for an arena: "params", "grads",
