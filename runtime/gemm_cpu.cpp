@@ -331,6 +331,38 @@ bool gemm_on_threads(const gemm_args &args) {
   return !split.failed.load(std::memory_order_relaxed);
 }
 
+// Epilogues over at least this many elements of C (a GELU or its gradient
+// each, about 20 ns with tanhf) are split over the step's threads.
+constexpr int64_t parallel_epilogue_elements = 4096;
+
+// Calls body(begin, end) for contiguous ranges of rows [0, rows), one a
+// thread of the current step when there are `elements` enough, else for
+// all of them here. Rows are independent: the result does not depend on
+// the split.
+template <typename Body>
+void rows_on_threads(int64_t rows, int64_t elements, Body body) {
+  mpcrt::thread_pool *pool = mpcrt::current_pool();
+  if (!pool || rows < 2 || elements < parallel_epilogue_elements) {
+    body(int64_t(0), rows);
+    return;
+  }
+  struct job {
+    Body *body;
+    int64_t rows;
+    int parts;
+  } split{&body, rows,
+          static_cast<int>(std::min<int64_t>(pool->threads(), rows))};
+  pool->run(
+      split.parts,
+      [](void *data, int part) {
+        const job &split = *static_cast<const job *>(data);
+        int64_t begin, end;
+        mpcrt::split_range(split.rows, split.parts, part, &begin, &end);
+        (*split.body)(begin, end);
+      },
+      &split);
+}
+
 } // namespace
 
 extern "C" mpc_status
@@ -458,13 +490,17 @@ mpc_rt_gemm_bias_gelu(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
                 matrix * stride_b * static_cast<int64_t>(mpc_dtype_size(b_type)),
             ldb, 0, 1.0f, sums.data(), n, 0, 1))
       return status;
-    for (int64_t row = 0; row < m; ++row)
-      for (int64_t j = 0; j < n; ++j) {
-        int64_t at = matrix * stride_c + row * ldc + j;
-        float sum = sums[row * n + j];
-        mpc_store_from_f32(c_type, c, at, sum);
-        mpc_store_from_f32(c_type, gelu_out, at, gelu_tanh(sum));
-      }
+    // A thread_local names each thread's own: the workers take a pointer.
+    const float *products = sums.data();
+    rows_on_threads(m, m * n, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row)
+        for (int64_t j = 0; j < n; ++j) {
+          int64_t at = matrix * stride_c + row * ldc + j;
+          float sum = products[row * n + j];
+          mpc_store_from_f32(c_type, c, at, sum);
+          mpc_store_from_f32(c_type, gelu_out, at, gelu_tanh(sum));
+        }
+    });
   }
   return MPC_OK;
 }
@@ -506,13 +542,16 @@ extern "C" mpc_status mpc_rt_gemm_bgrad(mpc_dtype a_type, mpc_dtype b_type,
                         alpha, a, lda, 0, b, ldb, 0, 0.0f, c, ldc, 0, 1))
       return status;
   // Row i of op(A) is column i of A when trans_a: its k values, in f32.
-  thread_local std::vector<float> row;
-  row.resize(static_cast<size_t>(k));
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t p = 0; p < k; ++p)
-      row[p] = mpc_load_as_f32(a_type, a, trans_a ? p * lda + i : i * lda + p);
-    bias_grad[i] = pairwise_sum(row.data(), k);
-  }
+  rows_on_threads(m, m * k, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> row;
+    row.resize(static_cast<size_t>(k));
+    for (int64_t i = begin; i < end; ++i) {
+      for (int64_t p = 0; p < k; ++p)
+        row[p] =
+            mpc_load_as_f32(a_type, a, trans_a ? p * lda + i : i * lda + p);
+      bias_grad[i] = pairwise_sum(row.data(), k);
+    }
+  });
   return MPC_OK;
 }
 
@@ -555,11 +594,16 @@ extern "C" mpc_status mpc_rt_gemm_dgelu(mpc_dtype a_type, mpc_dtype b_type,
           mpc_rt_gemm(a_type, b_type, MPC_F32, trans_a, trans_b, m, n, k, alpha,
                       a, lda, 0, b, ldb, 0, 0.0f, sums.data(), n, 0, 1))
     return status;
-  for (int64_t row = 0; row < m; ++row)
-    for (int64_t j = 0; j < n; ++j) {
-      int64_t at = row * ldc + j;
-      float x = mpc_load_as_f32(c_type, gelu_input, at);
-      mpc_store_from_f32(c_type, c, at, sums[row * n + j] * gelu_tanh_grad(x));
-    }
+  // A thread_local names each thread's own: the workers take a pointer.
+  const float *products = sums.data();
+  rows_on_threads(m, m * n, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row)
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t at = row * ldc + j;
+        float x = mpc_load_as_f32(c_type, gelu_input, at);
+        mpc_store_from_f32(c_type, c, at,
+                           products[row * n + j] * gelu_tanh_grad(x));
+      }
+  });
   return MPC_OK;
 }

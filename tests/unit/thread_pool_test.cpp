@@ -158,4 +158,51 @@ TEST(ThreadPool, GemmSplitsGiveTheBitsOfOneThread) {
   }
 }
 
+// The fused epilogues (GELU, its gradient, the bias gradient's row sums)
+// split their rows over the threads: the same bits as on one thread.
+TEST(ThreadPool, GemmEpiloguesGiveTheBitsOfOneThread) {
+  const int64_t m = 67, n = 129, k = 40;
+  std::mt19937 generator(5);
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  auto values = [&](size_t count) {
+    std::vector<float> v(count);
+    for (float &x : v)
+      x = uniform(generator);
+    return v;
+  };
+  std::vector<float> a = values(m * k), b = values(k * n), bias = values(n),
+                     gelu_input = values(m * n);
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 2, 3}) {
+    mpcrt::thread_pool pool(threads);
+    mpcrt::current_pool_scope scope(&pool);
+    std::vector<float> c(m * n), gelu(m * n), dgelu(m * n), product(m * n),
+        bias_grad(m);
+    ASSERT_EQ(mpc_rt_gemm_bias_gelu(MPC_F32, MPC_F32, MPC_F32, 0, 0, m, n, k,
+                                    1.0f, a.data(), k, 0, b.data(), n, 0,
+                                    bias.data(), c.data(), n, 0, 1,
+                                    gelu.data()),
+              MPC_OK);
+    ASSERT_EQ(mpc_rt_gemm_dgelu(MPC_F32, MPC_F32, MPC_F32, 0, 0, m, n, k,
+                                1.0f, a.data(), k, b.data(), n,
+                                gelu_input.data(), dgelu.data(), n),
+              MPC_OK);
+    ASSERT_EQ(mpc_rt_gemm_bgrad(MPC_F32, MPC_F32, MPC_F32, 0, 0, m, n, k, 1.0f,
+                                a.data(), k, b.data(), n, product.data(), n,
+                                bias_grad.data()),
+              MPC_OK);
+    std::vector<float> all;
+    for (const std::vector<float> *part :
+         {&c, &gelu, &dgelu, &product, &bias_grad})
+      all.insert(all.end(), part->begin(), part->end());
+    results.push_back(all);
+  }
+  EXPECT_EQ(std::memcmp(results[1].data(), results[0].data(),
+                        results[0].size() * sizeof(float)),
+            0);
+  EXPECT_EQ(std::memcmp(results[2].data(), results[0].data(),
+                        results[0].size() * sizeof(float)),
+            0);
+}
+
 } // namespace

@@ -1,22 +1,25 @@
 #!/usr/bin/python3
 """Time one training step of each example on the cpu target, against PyTorch.
 
-For every example (mlp, gpt, resnet) this runs, in one go:
+For every example (mlp, gpt, resnet), on 1 thread and on every core this
+process may use (N), this runs:
 
-  mpc      build/examples/apps/train_<model> --bench=N --warmup=W: the
-           median wall time of mpc_train_step (forward, backward, SGD update)
-           over N steps on one batch, after W untimed ones;
+  mpc      MPC_THREADS=<t> build/examples/apps/train_<model> --bench=S
+           --warmup=W: the median wall time of mpc_train_step (forward,
+           backward, SGD update) over S steps on one batch, after W untimed
+           ones;
   PyTorch  the same model written with torch.nn, mirroring examples/<model>.mlir
            (same shapes, layers, loss and optimizer: SGD, lr 0.01, no
-           momentum, as `mpc compile` defaults), the same batch size; the median of N steps of zero_grad, forward,
-           backward and optimizer.step after W untimed ones.
+           momentum, as `mpc compile` defaults), the same batch size, on the
+           same number of threads (torch.set_num_threads(t), and
+           OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=t for the BLAS it calls): the
+           median of S steps of zero_grad, forward, backward and
+           optimizer.step after W untimed ones, in a fresh process each time.
 
-and prints both times and their ratio (mpc / PyTorch: below 1 means mpc is
-faster). The mpc cpu target runs on one core, so PyTorch is timed first on one
-thread (torch.set_num_threads(1), and OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=1
-for the BLAS it calls), then as it starts by default (nothing set), then with
-one thread per core. Each PyTorch measurement runs in a fresh process, so the
-settings cannot leak from one into the next.
+Each is measured --repeats times, alternating, and the smallest median counts
+(this machine's background load only ever adds time). It prints both times
+and their ratio (mpc / PyTorch: below 1 means mpc is faster) for each thread
+count, and each one's speed-up from 1 thread to N.
 
 Debian's python3-torch does its GEMMs through the system's libblas.so.3
 (BLAS_INFO=generic): the unoptimised reference BLAS unless an optimised one
@@ -30,7 +33,7 @@ Run by hand, not by ctest, after building (tools/setup.sh or
 `cmake -S . -B build -G Ninja && ninja -C build`):
 
   /usr/bin/python3 tools/bench/cpu_step.py [--build-dir=build] [--steps=50]
-      [--warmup=10] [--models=mlp,gpt,resnet] [--install-torch]
+      [--warmup=10] [--repeats=3] [--models=mlp,gpt,resnet] [--install-torch]
 
 PyTorch comes from Debian, which tools/setup.sh does not install:
 `apt-get install -y python3-torch libopenblas0-pthread`, or pass
@@ -56,6 +59,10 @@ def parse_args():
                         help="timed steps per measurement (default 50)")
     parser.add_argument("--warmup", type=int, default=10,
                         help="untimed steps first (default 10)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="measurements per configuration, alternating "
+                             "mpc and PyTorch; the best median counts "
+                             "(default 3)")
     parser.add_argument("--models", default="mlp,gpt,resnet",
                         help="comma-separated examples (default all)")
     parser.add_argument("--install-torch", action="store_true",
@@ -64,8 +71,8 @@ def parse_args():
     # Internal: time one PyTorch configuration in this (fresh) process.
     parser.add_argument("--torch-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.steps < 1 or args.warmup < 0:
-        parser.error("--steps must be >= 1 and --warmup >= 0")
+    if args.steps < 1 or args.warmup < 0 or args.repeats < 1:
+        parser.error("--steps and --repeats must be >= 1, --warmup >= 0")
     return args
 
 
@@ -246,13 +253,15 @@ def check_mirror(torch_model, model):
 # Timing
 
 
-def time_mpc(build_dir, model, steps, warmup):
+def time_mpc(build_dir, model, steps, warmup, threads):
     app = os.path.join(build_dir, "examples", "apps", "train_" + model)
     if not os.path.exists(app):
         sys.exit("error: %s does not exist; build first (ninja -C %s)"
                  % (app, build_dir))
+    env = dict(os.environ, MPC_THREADS=str(threads))
     out = subprocess.run([app, "--bench=%d" % steps, "--warmup=%d" % warmup],
-                         check=True, capture_output=True, text=True).stdout
+                         check=True, capture_output=True, text=True,
+                         env=env).stdout
     match = re.search(r"median step ([0-9.]+) ms", out)
     if not match:
         sys.exit("error: unexpected output from %s:\n%s" % (app, out))
@@ -324,45 +333,64 @@ def run_child(args, name, threads):
     return float(out[0]), int(out[1]), int(out[2]), out[3]
 
 
+def best_of(repeats, measure):
+    """The smallest of `repeats` medians: this machine's background load
+    only ever adds time."""
+    return min(measure() for _ in range(repeats))
+
+
 def main():
     args = parse_args()
     if args.torch_child:
         return child(args)
     torch = import_torch(args.install_torch)
     models = build_models(torch)
-    cores = os.cpu_count() or 1
-    settings = [1, "default", cores]
+    cores = len(os.sched_getaffinity(0)) or 1
+    settings = sorted({1, cores})
     names = args.models.split(",")
     for name in names:
         if name not in models:
             sys.exit("error: unknown model '%s' (mlp, gpt, resnet)" % name)
 
-    print("cpu step benchmark: median of %d steps after %d warm-up, "
-          "PyTorch %s, %d cores" % (args.steps, args.warmup,
-                                    torch.__version__, cores))
-    header = "%-7s %8s %9s" % ("model", "params", "mpc ms")
-    for setting in settings:
-        label = {1: "1 thread", "default": "default"}.get(
-            setting, "%s threads" % setting)
-        header += " | %-24s %6s" % ("torch ms, " + label, "ratio")
-    print(header)
+    print("cpu step benchmark: best of %d medians of %d steps after %d "
+          "warm-up, PyTorch %s, %d cores" % (args.repeats, args.steps,
+                                             args.warmup, torch.__version__,
+                                             cores))
+    header = "%-7s %8s" % ("model", "params")
+    for threads in settings:
+        header += " | %-8s %-10s %5s" % ("mpc ms", "torch ms", "ratio")
+    print("%-7s %8s" % ("", "") + "".join(
+        " | %-25s" % ("%d thread%s" % (t, "" if t == 1 else "s"))
+        for t in settings) + (" | speed-up %d/1 threads" % cores
+                              if cores > 1 else ""))
+    print(header + (" | %-6s %-6s" % ("mpc", "torch") if cores > 1 else ""))
     blas = set()
     for name in names:
         count = check_mirror(models[name](), name)
-        mpc_ms = time_mpc(args.build_dir, name, args.steps, args.warmup)
-        line = "%-7s %8d %9.3f" % (name, count, mpc_ms)
-        for setting in settings:
-            torch_ms, used, blas_used, library = run_child(args, name,
-                                                           setting)
-            blas.add(library)
-            shown = "%.3f" % torch_ms
-            if setting == "default":
-                shown += " (%dt, BLAS %dt)" % (used, blas_used)
-            line += " | %-24s %6.2f" % (shown, mpc_ms / torch_ms)
+        line = "%-7s %8d" % (name, count)
+        times = {}
+        for threads in settings:
+            mpc_ms = best_of(args.repeats, lambda: time_mpc(
+                args.build_dir, name, args.steps, args.warmup, threads))
+            libraries = []
+
+            def torch_once():
+                ms, _, _, library = run_child(args, name, threads)
+                libraries.append(library)
+                return ms
+            torch_ms = best_of(args.repeats, torch_once)
+            blas.update(libraries)
+            times[threads] = (mpc_ms, torch_ms)
+            line += " | %-8.3f %-10.3f %5.2f" % (mpc_ms, torch_ms,
+                                                 mpc_ms / torch_ms)
+        if cores > 1:
+            line += " | %-6.2f %-6.2f" % (times[1][0] / times[cores][0],
+                                          times[1][1] / times[cores][1])
         print(line)
         sys.stdout.flush()
-    print("ratio = mpc / PyTorch (below 1: mpc is faster); mpc runs on one "
-          "core; PyTorch's BLAS: %s" % ", ".join(sorted(blas)))
+    print("ratio = mpc / PyTorch on the same number of threads (below 1: mpc "
+          "is faster); speed-up = time on 1 thread / time on %d; PyTorch's "
+          "BLAS: %s" % (cores, ", ".join(sorted(blas))))
 
 
 if __name__ == "__main__":
