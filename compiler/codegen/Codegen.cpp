@@ -574,7 +574,10 @@ std::string mlir::mpc::floatLiteral(double value) {
 }
 
 int64_t mlir::mpc::elementwiseGrid(int64_t n) {
-  constexpr int64_t tile = 4096; // MPC_TILE in mpc_device.h
+  return tiledGrid(n, 4096); // MPC_TILE in mpc_device.h
+}
+
+int64_t mlir::mpc::tiledGrid(int64_t n, int64_t tile) {
   constexpr int64_t maxGrid = 65535;
   return std::max<int64_t>(1, std::min(maxGrid, (n + tile - 1) / tile));
 }

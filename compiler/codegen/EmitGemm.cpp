@@ -142,7 +142,7 @@ void mlir::mpc::emitIm2col(StepEmitter &emitter, Value input,
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const {1} *__restrict__ x, {1} *__restrict__ "
       "columns) {{\n"
-      "  MPC_FOR_EACH(r, {2}LL) {{\n"
+      "  MPC_FOR_EACH_TILED(r, {2}LL, {16}LL) {{\n"
       "    long long oy = r % {4}LL, kx = (r / {4}LL) % {6}LL;\n"
       "    long long ky = (r / ({4}LL * {6}LL)) % {7}LL;\n"
       "    long long plane = r / ({4}LL * {6}LL * {7}LL);\n"
@@ -162,10 +162,11 @@ void mlir::mpc::emitIm2col(StepEmitter &emitter, Value input,
       "}\n",
       name, element, rows, g.ow, g.oh, g.outputPixels(), g.kw, g.kh,
       g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0],
-      g.dilation[1], g.h, g.w));
+      g.dilation[1], g.h, g.w, imageRowTile));
   // Reads the input, writes every column element (padding included).
   emitter.launch(
-      name, elementwiseGrid(rows), 256, {emitter.constPointer(input), columns},
+      name, tiledGrid(rows, imageRowTile), 256,
+      {emitter.constPointer(input), columns},
       KernelCost().reads(input).writesBytes(
           g.columnElements() *
           storageBytes(RankedTensorType::get(

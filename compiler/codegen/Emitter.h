@@ -279,6 +279,13 @@ private:
 /// Grid size for an elementwise loop over `n` elements (MPC_FOR_EACH).
 int64_t elementwiseGrid(int64_t n);
 
+/// Elements a block per round of MPC_FOR_EACH_TILED for loops over image
+/// rows (im2col, col2im): one a thread, where MPC_TILE's 4096 would leave a
+/// batch's few thousand rows to one or two blocks.
+constexpr int64_t imageRowTile = 256;
+/// Grid size for MPC_FOR_EACH_TILED over `n` elements in tiles of `tile`.
+int64_t tiledGrid(int64_t n, int64_t tile);
+
 /// Block size of row kernels (one block per row, threads stride over it and
 /// combine with mpc_block_reduce_*); a multiple of 32.
 constexpr int rowBlockSize = 256;

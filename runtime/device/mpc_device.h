@@ -269,12 +269,17 @@ void mpc_run_block_range(void *blocks, unsigned begin, unsigned end) {
 /// `for i in [0, n)`, spread over the grid: each block takes contiguous tiles
 /// of MPC_TILE elements, and the threads of a block interleave inside a tile
 /// (coalesced on a GPU, sequential with the cpu target's one thread).
-#define MPC_FOR_EACH(i, n)                                                     \
-  for (long long mpc_base = (long long)blockIdx.x * MPC_TILE; mpc_base < (n);  \
-       mpc_base += (long long)gridDim.x * MPC_TILE)                            \
+#define MPC_FOR_EACH(i, n) MPC_FOR_EACH_TILED(i, n, MPC_TILE)
+
+/// MPC_FOR_EACH with tiles of `tile` elements, for loops whose elements are
+/// heavy (a row of an image: im2col, col2im), launched on
+/// ceil(n / tile) blocks so that every block has work.
+#define MPC_FOR_EACH_TILED(i, n, tile)                                         \
+  for (long long mpc_base = (long long)blockIdx.x * (tile); mpc_base < (n);    \
+       mpc_base += (long long)gridDim.x * (tile))                              \
     for (long long i = mpc_base + threadIdx.x,                                 \
-                   mpc_end = mpc_base + MPC_TILE < (n) ? mpc_base + MPC_TILE   \
-                                                       : (n);                  \
+                   mpc_end = mpc_base + (tile) < (n) ? mpc_base + (tile)       \
+                                                     : (n);                    \
          i < mpc_end; i += blockDim.x)
 
 /// `for j in [0, n)` over the threads of one block (row kernels).
