@@ -514,7 +514,7 @@ void emitMaxPoolGrad(StepEmitter &emitter, const Step &step,
     emitter.addKernel(llvm::formatv(
         "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
         "*__restrict__ argmax, float *__restrict__ dx) {{\n"
-        "  MPC_FOR_EACH(r, {3}LL) {{\n"
+        "  MPC_FOR_EACH_TILED(r, {3}LL, {12}LL) {{\n"
         "    long long plane = r / {4}LL, iy = r % {4}LL;\n"
         "    float *out = dx + r * {5}LL;\n"
         "    for (long long ix = 0; ix < {5}LL; ++ix) out[ix] = 0.0f;\n"
@@ -535,9 +535,10 @@ void emitMaxPoolGrad(StepEmitter &emitter, const Step &step,
         "  }\n"
         "}\n",
         name, elementCType(op.getGrad()), indexType, in.getNumElements() / w,
-        h, w, oh * ow, kernel[0], stride[0], padding[0], oh, ow));
+        h, w, oh * ow, kernel[0], stride[0], padding[0], oh, ow,
+        imageRowTile));
     emitter.launch(
-        name, elementwiseGrid(in.getNumElements() / w), 256,
+        name, tiledGrid(in.getNumElements() / w, imageRowTile), 256,
         {emitter.constPointer(op.getGrad()), argmax,
          emitter.pointer(op.getResult())},
         // Each window's dy is added once, at its maximum.

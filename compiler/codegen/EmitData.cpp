@@ -115,7 +115,7 @@ void emitEmbedding(StepEmitter &emitter, EmbeddingOp op) {
       "*__restrict__ indices, {1} *__restrict__ out, int *index_error) {{\n"
       "  MPC_FOR_EACH(i, {3}LL) {{\n"
       "    long long index = indices[i / {4}LL];\n"
-      "    if (index < 0 || index >= {5}LL) {{ *index_error = 1; out[i] = "
+      "    if (index < 0 || index >= {5}LL) {{ mpc_raise_flag(index_error); out[i] = "
       "table[0]; continue; }\n"
       "    out[i] = table[index * {4}LL + i % {4}LL];\n"
       "  }\n"

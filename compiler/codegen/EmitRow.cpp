@@ -150,7 +150,7 @@ std::string targetCheck(std::optional<int64_t> ignore, int64_t classes,
                            onSkip)
                  .str();
   check += llvm::formatv("  if (t < 0 || t >= {0}LL) {{\n"
-                         "    if (threadIdx.x == 0) *index_error = 1;\n"
+                         "    if (threadIdx.x == 0) mpc_raise_flag(index_error);\n"
                          "    {1} return;\n  }\n",
                          classes, onSkip)
                .str();

@@ -280,7 +280,7 @@ private:
 int64_t elementwiseGrid(int64_t n);
 
 /// Elements a block per round of MPC_FOR_EACH_TILED for loops over image
-/// rows (im2col, col2im): one a thread, where MPC_TILE's 4096 would leave a
+/// rows (im2col, col2im, max pooling's gradient): one a thread, where MPC_TILE's 4096 would leave a
 /// batch's few thousand rows to one or two blocks.
 constexpr int64_t imageRowTile = 256;
 /// Grid size for MPC_FOR_EACH_TILED over `n` elements in tiles of `tile`.

@@ -286,6 +286,17 @@ void mpc_run_block_range(void *blocks, unsigned begin, unsigned end) {
 #define MPC_FOR_THREAD(j, n)                                                   \
   for (long long j = threadIdx.x; j < (n); j += blockDim.x)
 
+/// Sets an error flag (ctx->index_error) to 1. Any number of blocks may
+/// raise it at once; on the cpu target they may be on different threads,
+/// where a plain store of the same value would still be a data race.
+__device__ __forceinline__ void mpc_raise_flag(int *flag) {
+#ifdef MPC_DEVICE_CUDA
+  *flag = 1;
+#else
+  __atomic_store_n(flag, 1, __ATOMIC_RELAXED);
+#endif
+}
+
 /// max(acc, v) that lets a NaN in `v` through and keeps a NaN in `acc`, as
 /// torch's max pooling does. Two plain selects: the host compiler makes them
 /// a maxss and a conditional move, where one select on `v > acc || v != v`
