@@ -154,10 +154,18 @@ void mlir::mpc::emitIm2col(StepEmitter &emitter, Value input,
       "    }\n"
       "    const {1} *src = x + (plane * {14}LL + iy) * {15}LL;\n"
       "    long long shift = kx * {13}LL - {11}LL;\n"
-      "    for (long long ox = 0; ox < {3}LL; ++ox) {{\n"
-      "      long long ix = ox * {9}LL + shift;\n"
-      "      out[ox] = ix >= 0 && ix < {15}LL ? src[ix] : {1}{{};\n"
-      "    }\n"
+      // ix = ox * stride + shift is inside the row for ox in [lo, hi): a
+      // plain copy there, which the host compiler vectorises, and padding
+      // on either side.
+      "    long long lo = shift >= 0 ? 0 : (-shift + {9}LL - 1) / {9}LL;\n"
+      "    long long last = {15}LL - 1 - shift;\n"
+      "    long long hi = last < 0 ? 0 : last / {9}LL + 1;\n"
+      "    if (hi > {3}LL) hi = {3}LL;\n"
+      "    if (lo > hi) lo = hi;\n"
+      "    for (long long ox = 0; ox < lo; ++ox) out[ox] = {1}{{};\n"
+      "    for (long long ox = lo; ox < hi; ++ox) out[ox] = src[ox * {9}LL + "
+      "shift];\n"
+      "    for (long long ox = hi; ox < {3}LL; ++ox) out[ox] = {1}{{};\n"
       "  }\n"
       "}\n",
       name, element, rows, g.ow, g.oh, g.outputPixels(), g.kw, g.kh,
