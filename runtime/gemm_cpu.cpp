@@ -349,21 +349,7 @@ void rows_on_threads(int64_t rows, int64_t elements, Body body) {
     body(int64_t(0), rows);
     return;
   }
-  struct job {
-    Body *body;
-    int64_t rows;
-    int parts;
-  } split{&body, rows,
-          static_cast<int>(std::min<int64_t>(pool->threads(), rows))};
-  pool->run(
-      split.parts,
-      [](void *data, int part) {
-        const job &split = *static_cast<const job *>(data);
-        int64_t begin, end;
-        mpcrt::split_range(split.rows, split.parts, part, &begin, &end);
-        (*split.body)(begin, end);
-      },
-      &split);
+  mpcrt::run_ranges(*pool, rows, body);
 }
 
 } // namespace

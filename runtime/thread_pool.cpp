@@ -183,22 +183,6 @@ namespace {
 // 1.42, ResNet 7.87 / 7.75 / 7.70 / 10.07 / 12.1 (1 thread: 1.40, 11.5).
 constexpr long long parallel_work_threshold = 1 << 16;
 
-struct block_job {
-  unsigned grid;
-  int parts;
-  void (*run)(void *, unsigned, unsigned);
-  void *body;
-};
-
-void run_block_part(void *data, int part) {
-  const block_job &job = *static_cast<const block_job *>(data);
-  int64_t begin, end;
-  mpcrt::split_range(job.grid, job.parts, part, &begin, &end);
-  if (begin < end)
-    job.run(job.body, static_cast<unsigned>(begin),
-            static_cast<unsigned>(end));
-}
-
 } // namespace
 
 extern "C" void mpc_rt_run_blocks(unsigned grid, long long work,
@@ -210,9 +194,7 @@ extern "C" void mpc_rt_run_blocks(unsigned grid, long long work,
     run(body, 0, grid);
     return;
   }
-  block_job job{grid, pool->threads() < static_cast<int>(grid)
-                          ? pool->threads()
-                          : static_cast<int>(grid),
-                run, body};
-  pool->run(job.parts, run_block_part, &job);
+  mpcrt::run_ranges(*pool, grid, [&](int64_t begin, int64_t end) {
+    run(body, static_cast<unsigned>(begin), static_cast<unsigned>(end));
+  });
 }

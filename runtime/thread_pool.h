@@ -86,6 +86,29 @@ inline void split_range(int64_t count, int parts, int part, int64_t *begin,
   *end = count * (part + 1) / parts;
 }
 
+/// Calls body(begin, end) over [0, count) split into contiguous ranges, one
+/// a thread of `pool` (fewer when count is smaller), and returns when all
+/// have returned.
+template <typename Body>
+void run_ranges(thread_pool &pool, int64_t count, Body body) {
+  struct job {
+    Body *body;
+    int64_t count;
+    int parts;
+  } split{&body, count,
+          static_cast<int>(count < pool.threads() ? count : pool.threads())};
+  pool.run(
+      split.parts,
+      [](void *data, int part) {
+        const job &split = *static_cast<const job *>(data);
+        int64_t begin, end;
+        split_range(split.count, split.parts, part, &begin, &end);
+        if (begin < end)
+          (*split.body)(begin, end);
+      },
+      &split);
+}
+
 } // namespace mpcrt
 
 #endif // MPC_RUNTIME_THREAD_POOL_H
