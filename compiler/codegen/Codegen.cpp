@@ -75,14 +75,7 @@ std::vector<Step> mlir::mpc::formSteps(ModelOp model, bool fuse) {
 
 static int64_t alignTo64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
-/// Where a size has no 64-bit value: far above maxAddressableBytes, and two
-/// of them still add without overflow.
-static constexpr int64_t saturatedBytes = int64_t(1) << 61;
-
-/// The product of `factors` (extents, then bytes an element), saturated at
-/// saturatedBytes: scratch sizes are products of extents of several
-/// tensors, which no verifier bounds together.
-static int64_t saturatingProduct(std::initializer_list<int64_t> factors) {
+int64_t mlir::mpc::saturatingProduct(std::initializer_list<int64_t> factors) {
   int64_t product = 1;
   for (int64_t factor : factors) {
     std::optional<int64_t> next = llvm::checkedMul(product, factor);
@@ -772,8 +765,8 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
     return emitLossScale(scale, emitter);
   if (step.isFusedElementwise())
     return emitFusedElementwise(step, emitter);
-  for (auto family : {emitGemmLike, emitRowOp, emitDataMovement, emitBackwardOp,
-                      emitAttention}) {
+  for (auto family : {emitGemmLike, emitConvolution, emitRowOp, emitDataMovement,
+                      emitBackwardOp, emitAttention}) {
     FailureOr<bool> handled = family(op, step, emitter);
     if (failed(handled))
       return failure();
@@ -788,25 +781,6 @@ std::string mlir::mpc::maxPoolIndexType(MaxPool2dGradOp op) {
   auto in = op.getInput().getType();
   return in.getDimSize(2) * in.getDimSize(3) <= INT32_MAX ? "int"
                                                           : "long long";
-}
-
-int64_t mlir::mpc::convGradWeightColumnBytes(Conv2dGradWeightOp op) {
-  auto input = op.getInput().getType();
-  auto weight = op.getResult().getType();
-  auto output = op.getGrad().getType();
-  return saturatingProduct(
-      {input.getDimSize(0), input.getDimSize(1), weight.getDimSize(2),
-       weight.getDimSize(3), output.getDimSize(2), output.getDimSize(3),
-       storageBytes(RankedTensorType::get({1}, input.getElementType()))});
-}
-
-std::optional<int64_t>
-mlir::mpc::convGradWeightSumOffset(Conv2dGradWeightOp op) {
-  // One image's GEMM writes dW directly; so does an f32 dW.
-  if (op.getResult().getType().getElementType().isF32() ||
-      op.getInput().getType().getDimSize(0) == 1)
-    return std::nullopt;
-  return llvm::alignTo(convGradWeightColumnBytes(op), 256);
 }
 
 int64_t mlir::mpc::mseLossBlocks(MseLossOp op) {
@@ -854,16 +828,8 @@ int64_t mlir::mpc::scratchBytes(const Step &step) {
     return 4; // count of targets that are not ignored
   if (auto loss = dyn_cast<MseLossOp>(op))
     return mseLossBlocks(loss) * 4; // the blocks' partial sums
-  if (auto conv = dyn_cast<Conv2dOp>(op)) {
-    // im2col columns: N * C * KH * KW * OH * OW input elements.
-    auto weight = conv.getWeight().getType();
-    auto output = conv.getResult().getType();
-    auto input = conv.getInput().getType();
-    return saturatingProduct(
-        {input.getDimSize(0), input.getDimSize(1), weight.getDimSize(2),
-         weight.getDimSize(3), output.getDimSize(2), output.getDimSize(3),
-         storageBytes(RankedTensorType::get({1}, input.getElementType()))});
-  }
+  if (isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradWeightOp>(op))
+    return convolutionScratchBytes(op);
   if (auto norm = dyn_cast<BatchNormOp>(op))
     // mean, rstd
     return saturatingProduct({2, norm.getGamma().getType().getNumElements(), 4});
@@ -893,24 +859,5 @@ int64_t mlir::mpc::scratchBytes(const Step &step) {
     // Each window's argmax, an index into its input plane.
     return saturatingProduct({grad.getGrad().getType().getNumElements(),
                               maxPoolIndexType(grad) == "int" ? 4 : 8});
-  if (auto grad = dyn_cast<Conv2dGradInputOp>(op)) {
-    // fp32 column gradients: N * C * KH * KW * OH * OW.
-    auto input = grad.getResult().getType();
-    auto weight = grad.getWeight().getType();
-    auto output = grad.getGrad().getType();
-    return saturatingProduct({input.getDimSize(0), input.getDimSize(1),
-                              weight.getDimSize(2), weight.getDimSize(3),
-                              output.getDimSize(2), output.getDimSize(3), 4});
-  }
-  if (auto grad = dyn_cast<Conv2dGradWeightOp>(op)) {
-    // Recomputed im2col columns, in the input's type, then the f32 sum of
-    // a half dW (convGradWeightSumOffset).
-    if (std::optional<int64_t> sum = convGradWeightSumOffset(grad))
-      return std::min(
-          saturatedBytes,
-          *sum + saturatingProduct(
-                     {grad.getResult().getType().getNumElements(), 4}));
-    return convGradWeightColumnBytes(grad);
-  }
   return 0;
 }

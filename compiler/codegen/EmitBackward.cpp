@@ -4,11 +4,11 @@
 // This file implements emitBackwardOp: code for the ops of MpcGradOps.td that
 // are neither elementwise (EmitElementwise.cpp) nor softmax / cross-entropy
 // rows (EmitRow.cpp): the gradients of layer_norm, batch_norm, embedding,
-// the pools, conv2d, reduce_max and slice.
+// the pools, reduce_max and slice (conv2d's are in EmitConv.cpp).
 //
 // The kernels are correct for any block size and deterministic on a GPU:
 // every output element is written by exactly one thread, as a gather over
-// what contributes to it (pool and col2im gradients) or as a block reduction
+// what contributes to it (pool gradients) or as a block reduction
 // (norm parameter gradients: one block per column or channel, never
 // atomics). The one exception is embedding_grad, a scatter-add whose rows
 // may repeat; it uses atomicAdd, as PyTorch's embedding backward does.
@@ -618,143 +618,6 @@ void emitAvgPoolGrad(StepEmitter &emitter, AvgPool2dGradOp op) {
 }
 
 //===----------------------------------------------------------------------===//
-// Convolution
-//===----------------------------------------------------------------------===//
-
-/// conv2d_grad_input: per group, the column gradient
-/// dcol[n, g] = W[g]ᵀ · dy[n, g] ([(C/groups)*KH*KW, OH*OW], fp32 scratch,
-/// one GEMM batched over images), then col2im as a gather: input pixel
-/// (n, c, iy, ix) sums the column entries of every tap (ky, kx) that reads
-/// it, i.e. iy = oy * stride - pad + ky * dilation for an output row oy.
-void emitConv2dGradInput(StepEmitter &emitter, const Step &step,
-                         Conv2dGradInputOp op) {
-  ConvGeometry g =
-      convGeometry(op.getResult().getType(), op.getWeight().getType(),
-                   op.getGrad().getType(), op.getStride(), op.getPadding(),
-                   op.getDilation(), op.getGroups());
-  std::string columns = emitter.scratchPointer(step, "float");
-  for (int64_t group = 0; group < g.groups; ++group) {
-    GemmCall call;
-    call.aType = gemmDtype(op.getWeight());
-    call.bType = gemmDtype(op.getGrad());
-    call.cType = "MPC_F32";
-    call.transA = true;
-    call.m = g.columnRows();
-    call.n = g.outputPixels();
-    call.k = g.outputsPerGroup();
-    // W[g] is stored [O/groups, columnRows]: op(A) = its transpose.
-    call.a = llvm::formatv("{0} + {1}LL", emitter.constPointer(op.getWeight()),
-                           group * g.outputsPerGroup() * g.columnRows());
-    call.lda = g.columnRows();
-    call.strideA = 0;
-    call.b = llvm::formatv("{0} + {1}LL", emitter.constPointer(op.getGrad()),
-                           group * g.outputsPerGroup() * g.outputPixels());
-    call.ldb = g.outputPixels();
-    call.strideB = g.o * g.outputPixels();
-    call.c = llvm::formatv("{0} + {1}LL", columns,
-                           group * g.columnRows() * g.outputPixels());
-    call.ldc = g.outputPixels();
-    call.strideC = g.c * g.kh * g.kw * g.outputPixels();
-    call.batch = g.n;
-    emitGemmCall(emitter, call);
-  }
-
-  // One loop iteration per input row (plane, iy): the column rows that
-  // tap (ky, ·) reads it from are found once, then the W pixels of the row
-  // are written in order, each summing its taps as before (ky, then kx).
-  int64_t rows = g.n * g.c * g.h;
-  std::string name = emitter.kernelName("col2im");
-  emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const float *__restrict__ columns, {1} "
-      "*__restrict__ dx) {{\n"
-      "  MPC_FOR_EACH_TILED(r, {2}LL, {16}LL) {{\n"
-      "    long long iy = r % {4}LL, plane = r / {4}LL;\n"
-      "    const float *planeColumns = columns + plane * {5}LL * {6}LL * "
-      "{15}LL;\n"
-      "    {1} *out = dx + r * {3}LL;\n"
-      "    for (long long ix = 0; ix < {3}LL; ++ix) {{\n"
-      "      float acc = 0.0f;\n"
-      "      for (long long ky = 0; ky < {5}LL; ++ky) {{\n"
-      "        long long ty = iy + {7}LL - ky * {9}LL;\n"
-      "        if (ty < 0 || ty % {11}LL != 0 || ty / {11}LL >= {13}LL) "
-      "continue;\n"
-      "        const float *tapRow = planeColumns + ky * {6}LL * {15}LL + "
-      "(ty / {11}LL) * {14}LL;\n"
-      "        for (long long kx = 0; kx < {6}LL; ++kx) {{\n"
-      "          long long tx = ix + {8}LL - kx * {10}LL;\n"
-      "          if (tx < 0 || tx % {12}LL != 0 || tx / {12}LL >= {14}LL) "
-      "continue;\n"
-      "          acc += tapRow[kx * {15}LL + tx / {12}LL];\n"
-      "        }\n"
-      "      }\n"
-      "      mpc_store(out + ix, acc);\n"
-      "    }\n"
-      "  }\n"
-      "}\n",
-      name, elementCType(op.getResult()), rows, g.w, g.h, g.kh, g.kw,
-      g.padding[0], g.padding[1], g.dilation[0], g.dilation[1], g.stride[0],
-      g.stride[1], g.oh, g.ow, g.outputPixels(), imageRowTile));
-  emitter.launch(name, tiledGrid(rows, imageRowTile), 256,
-                 {columns, emitter.pointer(op.getResult())},
-                 // Every fp32 column entry is added into its input pixel once.
-                 KernelCost()
-                     .readsBytes(g.columnElements() * 4)
-                     .writes(op.getResult())
-                     .flopsPer(g.columnElements(), 1));
-}
-
-/// conv2d_grad_weight: im2col of the input again (scratch), then per group
-/// dW[g] = sum_n dy[n, g] · col[n, g]ᵀ, one GEMM per image accumulating
-/// (beta = 1) after the first. The images' sum stays in f32 (GEMMs with
-/// half operands and an f32 C, into scratch) and a half dW is rounded once
-/// at the end, as one GEMM over the batch would: accumulating into the half
-/// result itself rounded the running sum after every image (a relative error
-/// of 0.105 at O2 bf16 on a batch of 256 in e2e.long_sums_conv_O2_bf16, 75
-/// times that of rounding once).
-void emitConv2dGradWeight(StepEmitter &emitter, const Step &step,
-                          Conv2dGradWeightOp op) {
-  ConvGeometry g = convGeometry(
-      op.getInput().getType(), op.getResult().getType(), op.getGrad().getType(),
-      op.getStride(), op.getPadding(), op.getDilation(), op.getGroups());
-  std::string columns =
-      emitter.scratchPointer(step, elementCType(op.getInput()));
-  emitIm2col(emitter, op.getInput(), g, columns);
-  std::optional<int64_t> sumOffset = convGradWeightSumOffset(op);
-  std::string result = emitter.pointer(op.getResult());
-  std::string sum =
-      sumOffset ? emitter.scratchPointer(step, "float", *sumOffset) : result;
-  for (int64_t group = 0; group < g.groups; ++group) {
-    for (int64_t image = 0; image < g.n; ++image) {
-      GemmCall call;
-      call.aType = gemmDtype(op.getGrad());
-      call.bType = gemmDtype(op.getInput());
-      call.cType = sumOffset ? "MPC_F32" : gemmDtype(op.getResult());
-      call.transB = true;
-      call.m = g.outputsPerGroup();
-      call.n = g.columnRows();
-      call.k = g.outputPixels();
-      call.a = llvm::formatv("{0} + {1}LL", emitter.constPointer(op.getGrad()),
-                             (image * g.o + group * g.outputsPerGroup()) *
-                                 g.outputPixels());
-      call.lda = g.outputPixels();
-      // col[n, g] is stored [columnRows, OH*OW]: op(B) = its transpose.
-      call.b =
-          llvm::formatv("{0} + {1}LL", columns,
-                        (image * g.c * g.kh * g.kw + group * g.columnRows()) *
-                            g.outputPixels());
-      call.ldb = g.outputPixels();
-      call.c = llvm::formatv("{0} + {1}LL", sum,
-                             group * g.outputsPerGroup() * g.columnRows());
-      call.ldc = g.columnRows();
-      call.accumulate = image > 0;
-      emitGemmCall(emitter, call);
-    }
-  }
-  if (sumOffset)
-    emitRoundOnce(emitter, "conv2d_grad_weight_round", sum, op.getResult());
-}
-
-//===----------------------------------------------------------------------===//
 // Reductions and data movement
 //===----------------------------------------------------------------------===//
 
@@ -908,14 +771,6 @@ FailureOr<bool> mlir::mpc::emitBackwardOp(Operation *op, const Step &step,
   }
   if (auto grad = dyn_cast<AvgPool2dGradOp>(op)) {
     emitAvgPoolGrad(emitter, grad);
-    return true;
-  }
-  if (auto grad = dyn_cast<Conv2dGradInputOp>(op)) {
-    emitConv2dGradInput(emitter, step, grad);
-    return true;
-  }
-  if (auto grad = dyn_cast<Conv2dGradWeightOp>(op)) {
-    emitConv2dGradWeight(emitter, step, grad);
     return true;
   }
   if (auto grad = dyn_cast<ReduceMaxGradOp>(op)) {

@@ -6,15 +6,14 @@
 // cuBLASLt on the cuda target). A linear's bias (one value per output
 // column, of the output's type) is fused into the GEMM: mpc_rt_gemm_bias,
 // cuBLASLt's bias epilogue on cuda, so C is written once and never read.
-// conv2d's bias, which runs along the other dimension (one value per output
-// channel, broadcast over pixels), and a bias of another type are broadcast
-// into the output by a bias_fill kernel first, and the GEMM accumulates onto
-// them (beta = 1). A tanh GELU of a biased linear's output is applied in
+// A bias of another type is broadcast into the output by a bias_fill kernel
+// first, and the GEMM accumulates onto it (beta = 1), as conv2d's bias is
+// (EmitConv.cpp). A tanh GELU of a biased linear's output is applied in
 // the same epilogue where mpc-form-kernels grouped it with the linear
 // (mpc_rt_gemm_bias_gelu, cuBLASLt's GELU_AUX_BIAS): the GEMM writes the
 // GELU's input, which the backward pass reads, and its output. The GEMM
-// call, the conv geometry and im2col are shared with EmitBackward.cpp
-// through Codegen.h.
+// call and bias_fill are shared with EmitBackward.cpp and EmitConv.cpp
+// through Emitter.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -110,75 +109,23 @@ void mlir::mpc::emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
       entry, hasGelu ? ", " + call.geluOut : std::string()));
 }
 
-ConvGeometry
-mlir::mpc::convGeometry(RankedTensorType input, RankedTensorType weight,
-                        RankedTensorType output, ArrayRef<int64_t> stride,
-                        ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
-                        int64_t groups) {
-  return {input.getDimSize(0),
-          input.getDimSize(1),
-          input.getDimSize(2),
-          input.getDimSize(3),
-          weight.getDimSize(0),
-          weight.getDimSize(2),
-          weight.getDimSize(3),
-          output.getDimSize(2),
-          output.getDimSize(3),
-          groups,
-          SmallVector<int64_t, 2>(stride),
-          SmallVector<int64_t, 2>(padding),
-          SmallVector<int64_t, 2>(dilation)};
-}
-
-void mlir::mpc::emitIm2col(StepEmitter &emitter, Value input,
-                           const ConvGeometry &g, const std::string &columns) {
-  // One loop iteration per column row segment (plane, ky, kx, oy): the
-  // input row iy and the range of ox whose ix falls inside the image are
-  // worked out once, then OW elements are written in order.
-  int64_t rows = g.n * g.c * g.kh * g.kw * g.oh;
-  std::string element =
-      cType(cast<RankedTensorType>(input.getType()).getElementType());
-  std::string name = emitter.kernelName("im2col");
+void mlir::mpc::emitBiasFill(StepEmitter &emitter, Value bias, Value out,
+                             int64_t rows, int64_t columns, int64_t inner) {
+  auto outType = cast<RankedTensorType>(out.getType());
+  std::string name = emitter.kernelName("bias_fill");
   emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ x, {1} *__restrict__ "
-      "columns) {{\n"
-      "  MPC_FOR_EACH_TILED(r, {2}LL, {16}LL) {{\n"
-      "    long long oy = r % {4}LL, kx = (r / {4}LL) % {6}LL;\n"
-      "    long long ky = (r / ({4}LL * {6}LL)) % {7}LL;\n"
-      "    long long plane = r / ({4}LL * {6}LL * {7}LL);\n"
-      "    {1} *out = columns + r * {3}LL;\n"
-      "    long long iy = oy * {8}LL - {10}LL + ky * {12}LL;\n"
-      "    if (iy < 0 || iy >= {14}LL) {{\n"
-      "      for (long long ox = 0; ox < {3}LL; ++ox) out[ox] = {1}{{};\n"
-      "      continue;\n"
-      "    }\n"
-      "    const {1} *src = x + (plane * {14}LL + iy) * {15}LL;\n"
-      "    long long shift = kx * {13}LL - {11}LL;\n"
-      // ix = ox * stride + shift is inside the row for ox in [lo, hi): a
-      // plain copy there, which the host compiler vectorises, and padding
-      // on either side.
-      "    long long lo = shift >= 0 ? 0 : (-shift + {9}LL - 1) / {9}LL;\n"
-      "    long long last = {15}LL - 1 - shift;\n"
-      "    long long hi = last < 0 ? 0 : last / {9}LL + 1;\n"
-      "    if (hi > {3}LL) hi = {3}LL;\n"
-      "    if (lo > hi) lo = hi;\n"
-      "    for (long long ox = 0; ox < lo; ++ox) out[ox] = {1}{{};\n"
-      "    for (long long ox = lo; ox < hi; ++ox) out[ox] = src[ox * {9}LL + "
-      "shift];\n"
-      "    for (long long ox = hi; ox < {3}LL; ++ox) out[ox] = {1}{{};\n"
-      "  }\n"
+      "__global__ void {0}(const {1} *__restrict__ bias, {2} *__restrict__ "
+      "out) {{\n"
+      "  MPC_FOR_EACH(i, {3}LL) mpc_store(out + i, mpc_load(bias + (i / "
+      "{5}LL) % {4}LL));\n"
       "}\n",
-      name, element, rows, g.ow, g.oh, g.outputPixels(), g.kw, g.kh,
-      g.stride[0], g.stride[1], g.padding[0], g.padding[1], g.dilation[0],
-      g.dilation[1], g.h, g.w, imageRowTile));
-  // Reads the input, writes every column element (padding included).
-  emitter.launch(
-      name, tiledGrid(rows, imageRowTile), 256,
-      {emitter.constPointer(input), columns},
-      KernelCost().reads(input).writesBytes(
-          g.columnElements() *
-          storageBytes(RankedTensorType::get(
-              {1}, cast<RankedTensorType>(input.getType()).getElementType()))));
+      name,
+      cType(cast<RankedTensorType>(bias.getType()).getElementType()),
+      cType(outType.getElementType()), rows * columns * inner, columns,
+      inner));
+  emitter.launch(name, elementwiseGrid(rows * columns * inner), 256,
+                 {emitter.constPointer(bias), emitter.pointer(out)},
+                 KernelCost().reads(bias).writes(out));
 }
 
 namespace {
@@ -234,63 +181,6 @@ void emitWholeGemm(StepEmitter &emitter, const Gemm &gemm) {
   emitGemmCall(emitter, call);
 }
 
-/// out[r, j, p] = bias[j] for every row r and inner position p: the GEMM
-/// then adds its product onto the bias.
-void emitBiasFill(StepEmitter &emitter, Value bias, Value out, int64_t rows,
-                  int64_t columns, int64_t inner = 1) {
-  auto outType = cast<RankedTensorType>(out.getType());
-  std::string name = emitter.kernelName("bias_fill");
-  emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ bias, {2} *__restrict__ "
-      "out) {{\n"
-      "  MPC_FOR_EACH(i, {3}LL) mpc_store(out + i, mpc_load(bias + (i / "
-      "{5}LL) % {4}LL));\n"
-      "}\n",
-      name,
-      cType(cast<RankedTensorType>(bias.getType()).getElementType()),
-      cType(outType.getElementType()), rows * columns * inner, columns,
-      inner));
-  emitter.launch(name, elementwiseGrid(rows * columns * inner), 256,
-                 {emitter.constPointer(bias), emitter.pointer(out)},
-                 KernelCost().reads(bias).writes(out));
-}
-
-void emitConv2d(StepEmitter &emitter, const Step &step, Conv2dOp op) {
-  ConvGeometry g =
-      convGeometry(op.getInput().getType(), op.getWeight().getType(),
-                   op.getResult().getType(), op.getStrideOrDefault(),
-                   op.getPaddingOrDefault(), op.getDilationOrDefault(),
-                   op.getGroupsOrDefault());
-  std::string element = cType(op.getInput().getType().getElementType());
-  std::string columns = emitter.scratchPointer(step, element);
-  emitIm2col(emitter, op.getInput(), g, columns);
-  if (Value bias = op.getBias())
-    emitBiasFill(emitter, bias, op.getResult(), g.n, g.o, g.outputPixels());
-  // out[n, group] = W[group] · columns[n, group], batched over n.
-  for (int64_t group = 0; group < g.groups; ++group) {
-    GemmCall call;
-    call.aType = call.bType = gemmDtype(op.getInput());
-    call.cType = gemmDtype(op.getResult());
-    call.m = g.outputsPerGroup();
-    call.n = g.outputPixels();
-    call.k = g.columnRows();
-    call.a = llvm::formatv("{0} + {1}LL", emitter.constPointer(op.getWeight()),
-                           group * g.outputsPerGroup() * g.columnRows());
-    call.lda = g.columnRows();
-    call.b = llvm::formatv("{0} + {1}LL", columns,
-                           group * g.columnRows() * g.outputPixels());
-    call.ldb = g.outputPixels();
-    call.strideB = g.c * g.kh * g.kw * g.outputPixels();
-    call.c = llvm::formatv("{0} + {1}LL", emitter.pointer(op.getResult()),
-                           group * g.outputsPerGroup() * g.outputPixels());
-    call.ldc = g.outputPixels();
-    call.strideC = g.o * g.outputPixels();
-    call.batch = g.n;
-    call.accumulate = static_cast<bool>(op.getBias());
-    emitGemmCall(emitter, call);
-  }
-}
-
 } // namespace
 
 FailureOr<bool> mlir::mpc::emitGemmLike(Operation *op, const Step &step,
@@ -319,10 +209,6 @@ FailureOr<bool> mlir::mpc::emitGemmLike(Operation *op, const Step &step,
       }
     }
     emitWholeGemm(emitter, gemm);
-    return true;
-  }
-  if (auto conv = dyn_cast<Conv2dOp>(op)) {
-    emitConv2d(emitter, step, conv);
     return true;
   }
   if (isa<MatmulOp, BatchMatmulOp>(op)) {

@@ -151,6 +151,14 @@ private:
   mutable bool missingEntry = false;
 };
 
+/// Where a size has no 64-bit value: far above maxAddressableBytes, and two
+/// of them still add without overflow.
+constexpr int64_t saturatedBytes = int64_t(1) << 61;
+/// The product of `factors` (extents, then bytes an element), saturated at
+/// saturatedBytes: scratch sizes are products of extents of several
+/// tensors, which no verifier bounds together.
+int64_t saturatingProduct(std::initializer_list<int64_t> factors);
+
 /// Scratch bytes a step needs while it runs (row statistics, im2col
 /// columns); 0 for most.
 int64_t scratchBytes(const Step &step);
@@ -159,11 +167,6 @@ int64_t scratchBytes(const Step &step);
 /// memory plan gives them one buffer when the operand is read by nothing
 /// after the step; the kernel is written so that either is correct.
 std::optional<std::pair<Value, Value>> inPlaceCandidate(const Step &step);
-/// conv2d_grad_weight's scratch: the recomputed im2col columns (bytes), and
-/// where the f32 sum over the batch of a half dW starts after them (none
-/// where the GEMMs can accumulate in dW itself: an f32 dW, one image).
-int64_t convGradWeightColumnBytes(Conv2dGradWeightOp op);
-std::optional<int64_t> convGradWeightSumOffset(Conv2dGradWeightOp op);
 
 /// Blocks of layer_norm_grad's first kernel, each summing its rows' share
 /// of dgamma and dbeta (its partials are the step's scratch): 256, about
@@ -351,31 +354,19 @@ struct GemmCall {
 /// `call`.
 void emitGemmCall(StepEmitter &emitter, const GemmCall &call);
 
-/// The shape bookkeeping of one conv2d, shared by forward and backward.
-struct ConvGeometry {
-  int64_t n, c, h, w, o, kh, kw, oh, ow, groups;
-  SmallVector<int64_t, 2> stride, padding, dilation;
-  int64_t channelsPerGroup() const { return c / groups; }
-  int64_t outputsPerGroup() const { return o / groups; }
-  /// Rows of the column matrix per group: (C / groups) * KH * KW.
-  int64_t columnRows() const { return channelsPerGroup() * kh * kw; }
-  int64_t outputPixels() const { return oh * ow; }
-  /// Elements of the whole column buffer: N * C * KH * KW * OH * OW.
-  int64_t columnElements() const { return n * c * kh * kw * oh * ow; }
-};
+/// out[r, j, p] = bias[j] for every row r, column j and inner position p
+/// (inner elements per column): a GEMM then adds its product onto the bias
+/// (accumulate), where its epilogue cannot add it.
+void emitBiasFill(StepEmitter &emitter, Value bias, Value out, int64_t rows,
+                  int64_t columns, int64_t inner = 1);
 
-ConvGeometry convGeometry(RankedTensorType input, RankedTensorType weight,
-                          RankedTensorType output, ArrayRef<int64_t> stride,
-                          ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
-                          int64_t groups);
+//===----------------------------------------------------------------------===//
+// Convolutions (EmitConv.cpp)
+//===----------------------------------------------------------------------===//
 
-/// Unfolds `input` into the column buffer `columns` (a pointer expression
-/// of the input's element type): element i, read as (n, c, ky, kx, oy, ox),
-/// is the input pixel that kernel tap (ky, kx) of output pixel (oy, ox) sees
-/// in channel c, or 0 in the padding. Per image and group this is the
-/// [(C/groups)*KH*KW, OH*OW] matrix the GEMMs multiply.
-void emitIm2col(StepEmitter &emitter, Value input, const ConvGeometry &g,
-                const std::string &columns);
+/// Scratch bytes of a conv2d, conv2d_grad_input or conv2d_grad_weight step
+/// (column matrices and regrouped operands; none for a depthwise one).
+int64_t convolutionScratchBytes(Operation *op);
 
 /// Emits one step. Fails with a diagnostic at the op for ops that have no
 /// kernel yet.
@@ -460,6 +451,9 @@ FailureOr<bool> emitDataMovement(Operation *op, const Step &step,
                                  StepEmitter &emitter);
 FailureOr<bool> emitBackwardOp(Operation *op, const Step &step,
                                StepEmitter &emitter);
+/// conv2d and its gradients (EmitConv.cpp).
+FailureOr<bool> emitConvolution(Operation *op, const Step &step,
+                                StepEmitter &emitter);
 /// mpc.attention and mpc.attention_grad (EmitAttention.cpp).
 FailureOr<bool> emitAttention(Operation *op, const Step &step,
                               StepEmitter &emitter);
