@@ -18,7 +18,9 @@
 // (one image's columns are every N*OH*OW-th stretch of OH*OW), which reads
 // NCHW tensors as they are and needs no regrouping; a grouped forward writes
 // its product [O, N*OH*OW] in f32 and a regrouping kernel adds the bias and
-// rounds once into NCHW.
+// rounds once into NCHW. A dense 1x1 convolution with stride 1 and no
+// padding (half of ResNet-50's) reads its input as its columns and writes
+// its input gradient straight from the GEMM: no im2col, no col2im.
 //
 // Depthwise convolutions (one input channel per group, MobileNet's and
 // EfficientNet's) are direct kernels: a GEMM with k = KH*KW would be all
@@ -70,6 +72,13 @@ struct ConvGeometry {
   int64_t outputsPerGroup() const { return o / groups; }
   /// One input channel per group: the direct kernels.
   bool depthwise() const { return groups > 1 && channelsPerGroup() == 1; }
+  /// A dense 1x1 convolution with stride 1 and no padding: each image is
+  /// already its own column matrix [C, H*W], so there is no im2col in the
+  /// forward pass and no col2im in grad input.
+  bool pointwise() const {
+    return groups == 1 && kh == 1 && kw == 1 && stride[0] == 1 &&
+           stride[1] == 1 && padding[0] == 0 && padding[1] == 0;
+  }
   int64_t taps() const { return kh * kw; }
   /// Rows of the column matrix per group: (C / groups) * KH * KW.
   int64_t columnRows() const { return channelsPerGroup() * taps(); }
@@ -102,8 +111,10 @@ struct ConvScratch {
 
 /// What each convolution op keeps in its step's scratch (nothing for a
 /// depthwise one):
-///   conv2d               columns (input's type); grouped, the f32 product
-///   conv2d_grad_input    f32 column gradients; grouped, dy by channel
+///   conv2d               columns (input's type; not pointwise); grouped,
+///                        the f32 product
+///   conv2d_grad_input    f32 column gradients (not pointwise); grouped, dy
+///                        by channel
 ///   conv2d_grad_weight   columns (input's type); dy by channel, N > 1
 ConvScratch convScratch(Operation *op) {
   ConvScratch scratch;
@@ -112,7 +123,7 @@ ConvScratch convScratch(Operation *op) {
   };
   if (auto conv = dyn_cast<Conv2dOp>(op)) {
     ConvGeometry g(conv);
-    if (g.depthwise())
+    if (g.depthwise() || g.pointwise())
       return scratch;
     scratch.firstBytes =
         bytes(g.columnElements(), elementBytes(conv.getInput()));
@@ -120,7 +131,7 @@ ConvScratch convScratch(Operation *op) {
       scratch.secondBytes = bytes(g.outputElements(), 4);
   } else if (auto grad = dyn_cast<Conv2dGradInputOp>(op)) {
     ConvGeometry g(grad);
-    if (g.depthwise())
+    if (g.depthwise() || g.pointwise())
       return scratch;
     scratch.firstBytes = bytes(g.columnElements(), 4);
     if (g.groups > 1 && g.n > 1)
@@ -256,15 +267,19 @@ void emitOutputFromProduct(StepEmitter &emitter, Conv2dOp op,
 void emitConv2d(StepEmitter &emitter, const Step &step, Conv2dOp op,
                 const ConvGeometry &g) {
   ConvScratch scratch = convScratch(op);
-  std::string columns =
-      emitter.scratchPointer(step, elementCType(op.getInput()));
-  emitIm2col(emitter, op.getInput(), g, columns);
   GemmCall call;
   call.aType = gemmDtype(op.getWeight());
   call.bType = gemmDtype(op.getInput());
   call.a = emitter.constPointer(op.getWeight());
-  call.b = columns;
-  call.ldb = g.columnWidth();
+  if (g.pointwise()) {
+    // Image n's columns are x[n] itself, [C, H*W].
+    call.b = emitter.constPointer(op.getInput());
+    call.ldb = g.outputPixels();
+  } else {
+    call.b = emitter.scratchPointer(step, elementCType(op.getInput()));
+    call.ldb = g.columnWidth();
+    emitIm2col(emitter, op.getInput(), g, call.b);
+  }
   if (g.groups == 1) {
     // y[n] = W · col[:, n*OH*OW : (n+1)*OH*OW], batched over images, into
     // the NCHW output itself; a bias is broadcast there first.
@@ -276,7 +291,7 @@ void emitConv2d(StepEmitter &emitter, const Step &step, Conv2dOp op,
     call.k = g.columnRows();
     call.lda = g.columnRows();
     call.strideA = 0;
-    call.strideB = g.outputPixels();
+    call.strideB = g.pointwise() ? g.c * g.outputPixels() : g.outputPixels();
     call.c = emitter.pointer(op.getResult());
     call.ldc = g.outputPixels();
     call.strideC = g.o * g.outputPixels();
@@ -311,7 +326,6 @@ void emitConv2d(StepEmitter &emitter, const Step &step, Conv2dOp op,
 void emitConv2dGradInput(StepEmitter &emitter, const Step &step,
                          Conv2dGradInputOp op, const ConvGeometry &g) {
   ConvScratch scratch = convScratch(op);
-  std::string columns = emitter.scratchPointer(step, "float");
   GemmCall call;
   call.aType = gemmDtype(op.getWeight());
   call.bType = gemmDtype(op.getGrad());
@@ -320,6 +334,24 @@ void emitConv2dGradInput(StepEmitter &emitter, const Step &step,
   call.a = emitter.constPointer(op.getWeight());
   call.lda = g.columnRows();
   call.m = g.columnRows();
+  if (g.pointwise()) {
+    // dx[n] = Wᵀ · dy[n], batched over images, straight into dx: its
+    // columns are its pixels.
+    call.cType = gemmDtype(op.getResult());
+    call.n = g.outputPixels();
+    call.k = g.o;
+    call.strideA = 0;
+    call.b = emitter.constPointer(op.getGrad());
+    call.ldb = g.outputPixels();
+    call.strideB = g.o * g.outputPixels();
+    call.c = emitter.pointer(op.getResult());
+    call.ldc = g.outputPixels();
+    call.strideC = g.c * g.outputPixels();
+    call.batch = g.n;
+    emitGemmCall(emitter, call);
+    return;
+  }
+  std::string columns = emitter.scratchPointer(step, "float");
   call.c = columns;
   call.ldc = g.columnWidth();
   if (g.groups == 1) {
