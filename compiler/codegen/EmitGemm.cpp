@@ -12,8 +12,7 @@
 // the same epilogue where mpc-form-kernels grouped it with the linear
 // (mpc_rt_gemm_bias_gelu, cuBLASLt's GELU_AUX_BIAS): the GEMM writes the
 // GELU's input, which the backward pass reads, and its output. The GEMM
-// call and bias_fill are shared with EmitBackward.cpp and EmitConv.cpp
-// through Emitter.h.
+// call and bias_fill are shared with EmitConv.cpp through Emitter.h.
 //
 //===----------------------------------------------------------------------===//
 
