@@ -32,11 +32,9 @@ tools/bench/gpu_step.py does:
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -92,16 +90,7 @@ def time_torch(args, channels_last):
         optimizer.step()
         return loss.item()  # ends the step on the host, as mpc's does
 
-    for _ in range(args.warmup):
-        step()
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats()
-    times = []
-    for _ in range(args.steps):
-        start = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times), torch.cuda.max_memory_allocated()
+    return gpu_step.time_torch_steps(args, step)
 
 
 def main():

@@ -271,6 +271,13 @@ def time_torch(args, config, compiled):
         scaler.update()
         return loss.item()  # ends the step on the host, as mpc's does
 
+    return time_torch_steps(args, step)
+
+
+def time_torch_steps(args, step):
+    """(median ms, peak bytes) of args.steps calls of `step` after
+    args.warmup untimed ones; each call ends with its loss on the host."""
+    import torch
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
