@@ -341,7 +341,7 @@ void emitBatchNormGrad(StepEmitter &emitter, const Step &step,
       elementCType(op.getGammaGrad()), elementCType(op.getBetaGrad()), count,
       at, eps, channels));
   emitter.launch(
-      statsName, channels, rowBlockSize,
+      statsName, channels, channelBlockSize,
       {emitter.constPointer(op.getGrad()), emitter.constPointer(op.getInput()),
        emitter.pointer(op.getGammaGrad()), emitter.pointer(op.getBetaGrad()),
        stats},

@@ -627,7 +627,7 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
         "}\n",
         statsName, element, param, count, spatial, channels * spatial,
         channels, eps, momentum, std::max<int64_t>(count - 1, 1)));
-    emitter.launch(statsName, channels, rowBlockSize,
+    emitter.launch(statsName, channels, channelBlockSize,
                    {emitter.constPointer(op.getInput()),
                     emitter.pointer(op.getRunningMean()),
                     emitter.pointer(op.getRunningVar()), stats,
