@@ -171,15 +171,15 @@ void emitIm2col(StepEmitter &emitter, Value input, const ConvGeometry &g,
   std::string element = elementCType(input);
   std::string name = emitter.kernelName("im2col");
   std::string segment = llvm::formatv(
-      "    long long oy = r % {1}LL, image = (r / {1}LL) % {2}LL;\n"
-      "    long long kx = (r / ({1}LL * {2}LL)) % {3}LL;\n"
-      "    long long ky = (r / ({1}LL * {2}LL * {3}LL)) % {4}LL;\n"
-      "    long long channel = r / ({1}LL * {2}LL * {3}LL * {4}LL);\n"
-      "    long long iy = oy * {5}LL - {6}LL + ky * {7}LL;\n"
-      "    long long shift = kx * {8}LL - {9}LL;\n"
-      "    long long plane = (image * {10}LL + channel) * {11}LL;\n",
-      element, g.oh, g.n, g.kw, g.kh, g.stride[0], g.padding[0],
-      g.dilation[0], g.dilation[1], g.padding[1], g.c, g.h);
+      "    long long oy = r % {0}LL, image = (r / {0}LL) % {1}LL;\n"
+      "    long long kx = (r / ({0}LL * {1}LL)) % {2}LL;\n"
+      "    long long ky = (r / ({0}LL * {1}LL * {2}LL)) % {3}LL;\n"
+      "    long long channel = r / ({0}LL * {1}LL * {2}LL * {3}LL);\n"
+      "    long long iy = oy * {4}LL - {5}LL + ky * {6}LL;\n"
+      "    long long shift = kx * {7}LL - {8}LL;\n"
+      "    long long plane = (image * {9}LL + channel) * {10}LL;\n",
+      g.oh, g.n, g.kw, g.kh, g.stride[0], g.padding[0], g.dilation[0],
+      g.dilation[1], g.padding[1], g.c, g.h);
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const {1} *__restrict__ x, {1} *__restrict__ "
       "columns) {{\n"

@@ -95,13 +95,7 @@ def time_torch(args, channels_last):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
-    parser.add_argument("--cuda-lib", default="/usr/local/cuda/lib64")
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--build-only", metavar="DIR")
-    parser.add_argument("--arch", help="with --build-only: the GPU's sm_XY")
-    parser.add_argument("--prebuilt", metavar="DIR")
+    gpu_step.add_common_arguments(parser, steps=30)
     args = parser.parse_args()
 
     if args.build_only:

@@ -292,24 +292,30 @@ def time_torch_steps(args, step):
 
 # ----------------------------------------------------------------------------
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_common_arguments(parser, steps):
+    """The options every GPU benchmark here takes: where mpc was built, the
+    steps timed, and the --build-only/--prebuilt halves."""
     parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
     parser.add_argument("--cuda-lib", default="/usr/local/cuda/lib64")
-    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--steps", type=int, default=steps)
     parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--configs", default="example,gpt2-small")
-    parser.add_argument("--batch-gpt2", type=int, default=8)
-    parser.add_argument("--half", choices=["f16", "bf16"], default="bf16")
-    parser.add_argument("--torch-optimizer", choices=["adamw", "sgd"],
-                        default="adamw")
-    parser.add_argument("--peak-tflops", type=float, default=0)
     parser.add_argument("--build-only", metavar="DIR",
                         help="compile and link the programs into DIR, time "
                              "nothing (no GPU or PyTorch needed)")
     parser.add_argument("--arch", help="with --build-only: the GPU's sm_XY")
     parser.add_argument("--prebuilt", metavar="DIR",
                         help="time the programs that --build-only left in DIR")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_common_arguments(parser, steps=50)
+    parser.add_argument("--configs", default="example,gpt2-small")
+    parser.add_argument("--batch-gpt2", type=int, default=8)
+    parser.add_argument("--half", choices=["f16", "bf16"], default="bf16")
+    parser.add_argument("--torch-optimizer", choices=["adamw", "sgd"],
+                        default="adamw")
+    parser.add_argument("--peak-tflops", type=float, default=0)
     args = parser.parse_args()
 
     def configurations():
