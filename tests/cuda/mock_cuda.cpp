@@ -69,6 +69,7 @@
 #include <cublasLt.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -856,7 +857,11 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
   bool ta = mock->transa != CUBLAS_OP_N, tb = mock->transb != CUBLAS_OP_N;
   int64_t m = lc->rows, n = lc->cols;
   int64_t k = ta ? la->rows : la->cols;
-  // Column-major: element (r, c) of a matrix is at r + c * ld.
+  // Column-major: element (r, c) of a matrix is at r + c * ld. The
+  // operands are unpacked to f32 once, op(A) by rows and op(B) by rows of
+  // k, so that the product runs over contiguous floats: each sum still adds
+  // its k products in order from 0.
+  std::vector<float> rowsA(m * k), rowsB(k * n), sums(n);
   for (int32_t batch = 0; batch < lc->batch; ++batch) {
     const char *ab = static_cast<const char *>(a) +
                      batch * la->stride * elementBytes(la->type);
@@ -865,14 +870,23 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
     char *db =
         static_cast<char *>(d) + batch * lc->stride * elementBytes(lc->type);
     for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = 0; p < k; ++p)
+        rowsA[i * k + p] =
+            loadAs(la->type, ab, ta ? p + i * la->ld : i + p * la->ld);
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j)
+        rowsB[p * n + j] =
+            loadAs(lb->type, bb, tb ? j + p * lb->ld : p + j * lb->ld);
+    for (int64_t i = 0; i < m; ++i) {
+      std::fill(sums.begin(), sums.end(), 0.0f);
+      for (int64_t p = 0; p < k; ++p) {
+        float x = rowsA[i * k + p];
+        const float *y = rowsB.data() + p * n;
+        for (int64_t j = 0; j < n; ++j)
+          sums[j] += x * y[j];
+      }
       for (int64_t j = 0; j < n; ++j) {
-        float sum = 0;
-        for (int64_t p = 0; p < k; ++p) {
-          float x = loadAs(la->type, ab, ta ? p + i * la->ld : i + p * la->ld);
-          float y = loadAs(lb->type, bb, tb ? j + p * lb->ld : p + j * lb->ld);
-          sum += x * y;
-        }
-        float result = alphaValue * sum;
+        float result = alphaValue * sums[j];
         if (betaValue != 0)
           result += betaValue * loadAs(lc->type, db, i + j * lc->ld);
         // One bias value per row of D, the same for every column and batch
@@ -895,6 +909,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
         }
         storeAs(lc->type, db, i + j * lc->ld, result);
       }
+    }
   }
   if (mock->epilogue == CUBLASLT_EPILOGUE_BGRADB) {
     if (!mock->bias || lc->batch != 1)
