@@ -61,6 +61,16 @@ def Mpc_SiluGradOp : Mpc_ElementwiseGradOp<"silu_grad", "silu",
   let assemblyFormat = "$grad `,` $input attr-dict `:` type($grad)";
 }
 
+def Mpc_ClampGradOp : Mpc_ElementwiseGradOp<"clamp_grad", "clamp",
+    "dx = min < input < max ? dy : 0 (a bound left out always holds)"> {
+  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$input,
+                       OptionalAttr<F64Attr>:$min, OptionalAttr<F64Attr>:$max);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input (`min` $min^)? (`max` $max^)? attr-dict `:` type($grad)
+  }];
+}
+
 def Mpc_SoftmaxGradOp : Mpc_PolicyOp<"softmax_grad", "KeepF32",
                                      [Pure, SameOperandsAndResultType]> {
   let summary = "Gradient of `mpc.softmax`: y * (dy - sum(dy * y))";

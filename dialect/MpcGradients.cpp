@@ -255,6 +255,14 @@ LogicalResult SiluOp::buildVjp(OpBuilder &b, Value dy, ArrayRef<bool> needed,
   return success();
 }
 
+LogicalResult ClampOp::buildVjp(OpBuilder &b, Value dy, ArrayRef<bool> needed,
+                                SmallVectorImpl<Value> &grads) {
+  resizeGrads(*this, grads);
+  grads[0] = ClampGradOp::create(b, getLoc(), dy, getInput(), getMinAttr(),
+                                 getMaxAttr());
+  return success();
+}
+
 LogicalResult TanhOp::buildVjp(OpBuilder &b, Value dy, ArrayRef<bool> needed,
                                SmallVectorImpl<Value> &grads) {
   resizeGrads(*this, grads);

@@ -575,9 +575,10 @@ bool mlir::mpc::isElementwise(Operation *op) {
   if (auto constant = dyn_cast<ConstantOp>(op))
     return isa<SplatElementsAttr>(constant.getValue());
   return isa<AddOp, SubOp, MulOp, DivOp, NegOp, ReluOp, TanhOp, SigmoidOp,
-             SiluOp, ExpOp, LogOp, SqrtOp, RsqrtOp, GeluOp, ScaleOp, WhereOp,
-             DropoutOp, CastOp, BroadcastOp, CausalMaskOp, ReluGradOp,
-             GeluGradOp, TanhGradOp, SigmoidGradOp, SiluGradOp>(op);
+             SiluOp, ExpOp, LogOp, SqrtOp, RsqrtOp, GeluOp, ScaleOp, ClampOp,
+             WhereOp, DropoutOp, CastOp, BroadcastOp, CausalMaskOp, ReluGradOp,
+             GeluGradOp, TanhGradOp, SigmoidGradOp, SiluGradOp, ClampGradOp>(
+      op);
 }
 
 llvm::DenseSet<Operation *> mlir::mpc::findForwardOps(ModelOp model) {
@@ -1025,6 +1026,25 @@ LogicalResult ScaleOp::verify() {
   if (!isFiniteAsF32(factor))
     return emitOpError() << "expects a factor that is finite in f32, got "
                          << formatDecimal(factor);
+  return success();
+}
+
+LogicalResult ClampOp::verify() {
+  // clamp_c1
+  if (!getMin() && !getMax())
+    return emitOpError() << "expects a min, a max or both";
+  // clamp_c2: kernels compare in f32, where 1e39 is inf.
+  for (auto [name, bound] : {std::pair{"min", getMin()}, {"max", getMax()}})
+    if (bound && !isFiniteAsF32(bound->convertToDouble()))
+      return emitOpError() << "expects a " << name
+                           << " that is finite in f32, got "
+                           << formatDecimal(bound->convertToDouble());
+  if (getMin() && getMax() &&
+      getMin()->convertToDouble() > getMax()->convertToDouble())
+    return emitOpError() << "expects min <= max, got min "
+                         << formatDecimal(getMin()->convertToDouble())
+                         << " and max "
+                         << formatDecimal(getMax()->convertToDouble());
   return success();
 }
 
@@ -1778,11 +1798,21 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
 // Pooling
 //===----------------------------------------------------------------------===//
 
-/// Shared by the pools: `(H + 2p - k) / s + 1` per spatial dim.
+int64_t mlir::mpc::pooledExtent(int64_t size, int64_t kernel, int64_t stride,
+                                int64_t padding, bool ceilMode) {
+  int64_t span = size + 2 * padding - kernel;
+  int64_t extent = span / stride + 1;
+  if (ceilMode && span % stride != 0 && extent * stride < size + padding)
+    ++extent;
+  return extent;
+}
+
+/// Shared by the pools: pooledExtent per spatial dim.
 static LogicalResult inferPool2d(std::optional<Location> loc, StringRef name,
                                  Value inputValue, ArrayRef<int64_t> kernel,
                                  std::optional<ArrayRef<int64_t>> strideAttr,
                                  std::optional<ArrayRef<int64_t>> paddingAttr,
+                                 bool ceilMode,
                                  SmallVectorImpl<Type> &inferred) {
   auto input = staticTensor(loc, name, inputValue, "the input");
   if (failed(input))
@@ -1813,20 +1843,20 @@ static LogicalResult inferPool2d(std::optional<Location> loc, StringRef name,
       return opError(loc, name, "expects a kernel that fits the padded "
                      "input, got kernel ", shapeString(kernel), " for ",
                      quoted(*input));
-    shape.push_back(span / stride[i] + 1);
+    shape.push_back(pooledExtent(input->getDimSize(2 + i), kernel[i], stride[i],
+                                 padding[i], ceilMode));
   }
   inferred.push_back(RankedTensorType::get(shape, input->getElementType()));
   return success();
 }
 
 #define MPC_POOL(OP)                                                           \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &inferred) {        \
+  LogicalResult OP::inferReturnTypes(                                          \
+      MLIRContext *, std::optional<Location> loc, Adaptor adaptor,             \
+      SmallVectorImpl<Type> &inferred) {                                       \
     return inferPool2d(loc, getOperationName(), adaptor.getInput(),            \
                        adaptor.getKernel(), adaptor.getStride(),               \
-                       adaptor.getPadding(), inferred);                        \
+                       adaptor.getPadding(), adaptor.getCeilMode(), inferred); \
   }                                                                            \
   SmallVector<int64_t, 2> OP::getStrideOrDefault() {                           \
     return pairOr(getStride(), getKernel());                                   \

@@ -81,6 +81,13 @@ bool isParamHalfCast(CastOp cast);
 bool isRowFusible(Operation *op);
 /// The ops whose result a GEMM's epilogue can compute in a `gemm` group.
 bool isGemmLike(Operation *op);
+
+/// A pool's output extent along one spatial dim of `size`, for a window
+/// that fits the padded input: `(size + 2 * padding - kernel) / stride + 1`,
+/// rounded up under `ceilMode` unless the last window would then start in
+/// the trailing padding (PyTorch's rule).
+int64_t pooledExtent(int64_t size, int64_t kernel, int64_t stride,
+                     int64_t padding, bool ceilMode);
 /// mpc.attention or its gradient: the centre of an `attention` group.
 bool isAttentionLike(Operation *op);
 

@@ -116,6 +116,12 @@ class Mpc_Pool2dOp<string mnemonic, string what>
     zeros on each side (default 0).}] # !if(!eq(mnemonic, "avg_pool2d"), [{
     Padding counts towards the divisor (PyTorch's `count_include_pad=True`).}],
     [{ Padding never wins the maximum.}]) # [{
+    Each output extent is `(H + 2 * padding - kernel) / stride + 1`, rounded
+    down, or with `ceil_mode` rounded up as PyTorch does: the last window may
+    run past the padding, but must start within the input or the leading
+    padding; }] # !if(!eq(mnemonic, "avg_pool2d"), [{its divisor counts only
+    what lies within input and padding.}], [{what lies past the input is
+    ignored.}]) # [{
 
     C1: `input` has rank 4.
     C2: `kernel`, `stride` and `padding` have two entries; kernel and stride
@@ -128,11 +134,12 @@ class Mpc_Pool2dOp<string mnemonic, string what>
   }];
   let arguments = (ins Mpc_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
                        OptionalAttr<DenseI64ArrayAttr>:$stride,
-                       OptionalAttr<DenseI64ArrayAttr>:$padding);
+                       OptionalAttr<DenseI64ArrayAttr>:$padding,
+                       UnitAttr:$ceil_mode);
   let results = (outs Mpc_FloatTensor:$result);
   let assemblyFormat = [{
     $input `kernel` $kernel (`stride` $stride^)? (`padding` $padding^)?
-    attr-dict `:` type($input)
+    (`ceil_mode` $ceil_mode^)? attr-dict `:` type($input)
   }];
   let extraClassDeclaration = [{
     /// The stride, defaulting to the kernel.
@@ -522,6 +529,33 @@ def Mpc_ScaleOp : Mpc_PolicyOp<"scale", "Follow",
   let arguments = (ins Mpc_FloatTensor:$input, F64Attr:$factor);
   let results = (outs Mpc_FloatTensor:$result);
   let assemblyFormat = "$input `by` $factor attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Mpc_ClampOp : Mpc_PolicyOp<"clamp", "Follow",
+                               [Differentiable, Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise clamp into [min, max] (ReLU6, hardtanh, ONNX Clip)";
+  let description = [{
+    `min(max(input, min), max)`, with either bound left out meaning none on
+    that side. A NaN input stays NaN, as `torch.clamp` keeps it. The gradient
+    passes where `min < input < max` and is 0 elsewhere, as PyTorch's
+    hardtanh (ReLU6) and `mpc.relu` at their kinks. The bounds are f64 so
+    that the numerics lint can see whether they survive in half precision.
+
+    C1: at least one of `min` and `max` is given.
+    C2: each bound is finite in f32 (kernels compare in f32), and
+        `min <= max`.
+
+    ```mlir
+    %0 = mpc.clamp %x min 0.0 max 6.0 : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, OptionalAttr<F64Attr>:$min,
+                       OptionalAttr<F64Attr>:$max);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`min` $min^)? (`max` $max^)? attr-dict `:` type($input)
+  }];
   let hasVerifier = 1;
 }
 

@@ -134,6 +134,24 @@ void NumericsChecker::check(Operation *op) {
     }
     return;
   }
+  if (auto clamp = dyn_cast<ClampOp>(op)) {
+    // The kernel compares in f32 and stores the bound itself where it
+    // clamps: a bound that does not survive the result type is not where
+    // the values end up.
+    FloatType type = floatElementOf(clamp.getResult());
+    for (auto [name, bound] :
+         {std::pair{"min", clamp.getMin()}, {"max", clamp.getMax()}}) {
+      if (!bound)
+        continue;
+      if (std::optional<std::string> message = describeRounding(*bound, type)) {
+        InFlightDiagnostic diag = report(op);
+        diag << "clamp " << name << " " << *message;
+        diag.attachNote() << "'mpc.clamp' runs on " << typeName(type)
+                          << " values here";
+      }
+    }
+    return;
+  }
   if (auto norm = dyn_cast<LayerNormOp>(op))
     checkNorm(op, norm.getInput(), norm.getGamma(),
               norm.getEps().convertToDouble());

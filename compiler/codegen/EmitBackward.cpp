@@ -631,6 +631,10 @@ void emitAvgPoolGrad(StepEmitter &emitter, AvgPool2dGradOp op) {
   int64_t h = in.getDimSize(2), w = in.getDimSize(3);
   int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
   ArrayRef<int64_t> kernel = op.getKernel();
+  // One divisor for every window is applied once a pixel; a window that
+  // ceil_mode clipped divides its own dy.
+  std::optional<std::string> clipped = clippedAvgPoolDivisor(
+      kernel, op.getStride(), op.getPadding(), h, w, oh, ow);
   std::string name = emitter.kernelName("avg_pool2d_grad");
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const {1} *__restrict__ dy, {2} *__restrict__ dx) "
@@ -640,15 +644,16 @@ void emitAvgPoolGrad(StepEmitter &emitter, AvgPool2dGradOp op) {
       "{5}LL;\n"
       "    const {1} *g = dy + plane * {7}LL;\n"
       "    float acc = 0.0f;\n{8}"
-      "        acc += mpc_load(g + oy * {9}LL + ox);\n"
+      "        acc += mpc_load(g + oy * {9}LL + ox){10};\n"
       "      }\n"
-      "    mpc_store(dx + i, acc / {10}.0f);\n"
+      "    mpc_store(dx + i, acc{11});\n"
       "  }\n"
       "}\n",
       name, elementCType(op.getGrad()), elementCType(op.getResult()),
       in.getNumElements(), h * w, w, h, oh * ow,
       windowsContaining(kernel, op.getStride(), op.getPadding(), oh, ow), ow,
-      kernel[0] * kernel[1]));
+      clipped ? " / " + *clipped : "",
+      clipped ? "" : llvm::formatv(" / {0}.0f", kernel[0] * kernel[1]).str()));
   emitter.launch(
       name, elementwiseGrid(in.getNumElements()), 256,
       {emitter.constPointer(op.getGrad()), emitter.pointer(op.getResult())},

@@ -142,6 +142,9 @@ void emitPool(StepEmitter &emitter, Operation *op, Value input, Value output,
   int64_t h = in.getDimSize(2), w = in.getDimSize(3);
   int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
   std::string name = emitter.kernelName(isMax ? "max_pool2d" : "avg_pool2d");
+  std::string divisor =
+      clippedAvgPoolDivisor(kernel, stride, padding, h, w, oh, ow)
+          .value_or(std::to_string(kernel[0] * kernel[1]) + ".0f");
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const {1} *__restrict__ x, {2} *__restrict__ y) "
       "{{\n"
@@ -167,8 +170,7 @@ void emitPool(StepEmitter &emitter, Operation *op, Value input, Value output,
       oh * ow, ow, oh, h * w, isMax ? "-INFINITY" : "0.0f", kernel[0],
       kernel[1], stride[0], stride[1], padding[0], padding[1], h, w,
       isMax ? "acc = mpc_max_nan(acc, v);" : "acc += v;",
-      isMax ? std::string("acc")
-            : llvm::formatv("acc / {0}.0f", kernel[0] * kernel[1]).str()));
+      isMax ? std::string("acc") : "acc / " + divisor));
   emitter.launch(
       name, elementwiseGrid(out.getNumElements()), 256,
       {emitter.constPointer(input), emitter.pointer(output)},
@@ -214,6 +216,31 @@ void emitDenseConstant(StepEmitter &emitter, ConstantOp op) {
 }
 
 } // namespace
+
+std::optional<std::string> mlir::mpc::clippedAvgPoolDivisor(
+    ArrayRef<int64_t> kernel, ArrayRef<int64_t> stride,
+    ArrayRef<int64_t> padding, int64_t h, int64_t w, int64_t oh, int64_t ow) {
+  int64_t extent[2] = {h, w}, windows[2] = {oh, ow};
+  const char *coordinate[2] = {"oy", "ox"};
+  bool clipped = false;
+  std::string factors[2];
+  for (int d = 0; d < 2; ++d) {
+    int64_t end = extent[d] + padding[d];
+    factors[d] = std::to_string(kernel[d]);
+    if ((windows[d] - 1) * stride[d] - padding[d] + kernel[d] <= end)
+      continue;
+    clipped = true;
+    // The window's extent up to the end of the padding.
+    factors[d] = llvm::formatv("({0} * {1}LL + {2}LL > {3}LL ? {3}LL - {0} * "
+                               "{1}LL + {4}LL : {2}LL)",
+                               coordinate[d], stride[d], kernel[d] - padding[d],
+                               end, padding[d])
+                     .str();
+  }
+  if (!clipped)
+    return std::nullopt;
+  return "(float)(" + factors[0] + " * " + factors[1] + ")";
+}
 
 FailureOr<bool> mlir::mpc::emitDataMovement(Operation *op, const Step &step,
                                             StepEmitter &emitter) {

@@ -368,6 +368,17 @@ FusedKernelBuilder::expression(Operation *op, ArrayRef<std::string> in,
         return "(" + in[0] + " * " +
                floatLiteral(scale.getFactor().convertToDouble()) + ")";
       })
+      .Case([&](ClampOp clamp) {
+        // Compares, not fminf/fmaxf: those would turn a NaN into a bound.
+        std::string x = in[0];
+        if (auto max = clamp.getMax())
+          x = "(" + x + " > " + floatLiteral(max->convertToDouble()) + " ? " +
+              floatLiteral(max->convertToDouble()) + " : " + x + ")";
+        if (auto min = clamp.getMin())
+          x = "(" + in[0] + " < " + floatLiteral(min->convertToDouble()) +
+              " ? " + floatLiteral(min->convertToDouble()) + " : " + x + ")";
+        return x;
+      })
       .Case([&](WhereOp) {
         return "(" + in[0] + " ? " + in[1] + " : " + in[2] + ")";
       })
@@ -413,6 +424,16 @@ FusedKernelBuilder::expression(Operation *op, ArrayRef<std::string> in,
       .Case([&](SiluGradOp) {
         // operands: grad, input
         return "(" + in[0] + " * mpc_silu_grad(" + in[1] + "))";
+      })
+      .Case([&](ClampGradOp grad) {
+        // operands: grad, input; strictly inside the bounds, as hardtanh.
+        std::string inside = "true";
+        if (auto min = grad.getMin())
+          inside = in[1] + " > " + floatLiteral(min->convertToDouble());
+        if (auto max = grad.getMax())
+          inside = (grad.getMin() ? inside + " && " : std::string()) + in[1] +
+                   " < " + floatLiteral(max->convertToDouble());
+        return "((" + inside + ") ? " + in[0] + " : 0.0f)";
       })
       .Case([&](SigmoidGradOp) {
         return "(" + in[0] + " * " + in[1] + " * (1.0f - " + in[1] + "))";

@@ -323,6 +323,16 @@ std::string offsetCode(StringRef name, StringRef linear,
 /// A float literal that C++ and NVRTC read back exactly (e.g. an eps).
 std::string floatLiteral(double value);
 
+/// Kernel code for the divisor of avg_pool2d's window (oy, ox) where
+/// ceil_mode made the last windows run past the padding: PyTorch counts only
+/// what lies within input and padding. None where every window divides by
+/// kernel height times width (padding included, count_include_pad).
+std::optional<std::string> clippedAvgPoolDivisor(ArrayRef<int64_t> kernel,
+                                                 ArrayRef<int64_t> stride,
+                                                 ArrayRef<int64_t> padding,
+                                                 int64_t h, int64_t w,
+                                                 int64_t oh, int64_t ow);
+
 //===----------------------------------------------------------------------===//
 // GEMM and convolution helpers (EmitGemm.cpp), shared with EmitBackward.cpp
 //===----------------------------------------------------------------------===//

@@ -204,6 +204,8 @@ private:
 
   //===--- Translations --------------------------------------------------===//
   LogicalResult translateBinary(const NodeProto &node);
+  LogicalResult translateClip(const NodeProto &node);
+  LogicalResult translateHardSigmoid(const NodeProto &node);
   LogicalResult translateMatMul(const NodeProto &node);
   LogicalResult translateGemm(const NodeProto &node);
   LogicalResult translateReshapeLike(const NodeProto &node);

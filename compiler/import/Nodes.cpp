@@ -55,6 +55,10 @@ LogicalResult Importer::translateNode(int index) {
     return unary(mpc::SqrtOp());
   if (type == "Neg")
     return unary(mpc::NegOp());
+  if (type == "Clip")
+    return translateClip(node);
+  if (type == "HardSigmoid" || type == "HardSwish")
+    return translateHardSigmoid(node);
   if (type == "Identity" ||
       (type == "Cast" && intAttribute(node, "to", 0) == TensorProto::FLOAT)) {
     Value input = operand(node, 0);
@@ -208,6 +212,60 @@ LogicalResult Importer::translateBinary(const NodeProto &node) {
     define(node, mpc::MulOp::create(builder, location, result, lhs, rhs));
   else
     define(node, mpc::DivOp::create(builder, location, result, lhs, rhs));
+  return success();
+}
+
+/// Clip (ReLU6, hardtanh, torch.clamp): its bounds are constant inputs
+/// from opset 11 on, attributes before; a bound left out is none.
+LogicalResult Importer::translateClip(const NodeProto &node) {
+  Value input = operand(node, 0);
+  if (!input)
+    return failure();
+  FloatAttr bounds[2];
+  for (int i = 0; i < 2; ++i) {
+    const char *name = i == 0 ? "min" : "max";
+    std::optional<double> bound;
+    if (opset < 11) {
+      if (findAttribute(node, name))
+        bound = floatAttribute(node, name, 0.0);
+    } else if (node.input_size() > i + 1 && !node.input(i + 1).empty()) {
+      bound = scalar(node.input(i + 1));
+      if (!bound)
+        return unsupported(node, Twine("a ") + name +
+                                     " that is not a constant scalar");
+    }
+    if (bound)
+      bounds[i] = builder.getF64FloatAttr(asWritten(*bound));
+  }
+  if (!bounds[0] && !bounds[1]) {
+    define(node, input);
+    return success();
+  }
+  define(node, mpc::ClampOp::create(builder, location, input.getType(), input,
+                                    bounds[0], bounds[1]));
+  return success();
+}
+
+/// HardSigmoid is clamp(alpha * x + beta, 0, 1); HardSwish is x times
+/// HardSigmoid with alpha 1/6 and beta 1/2 (torch.nn.Hardswish).
+LogicalResult Importer::translateHardSigmoid(const NodeProto &node) {
+  Value input = operand(node, 0);
+  if (!input)
+    return failure();
+  bool swish = node.op_type() == "HardSwish";
+  double alpha = swish ? 1.0 / 6.0 : floatAttribute(node, "alpha", 0.2);
+  double beta = swish ? 0.5 : floatAttribute(node, "beta", 0.5);
+  Type type = input.getType();
+  Value scaled = mpc::ScaleOp::create(builder, location, type, input,
+                                      builder.getF64FloatAttr(alpha));
+  Value shifted = mpc::AddOp::create(builder, location, type, scaled,
+                                     floatConstant({}, {beta}));
+  Value gate = mpc::ClampOp::create(builder, location, type, shifted,
+                                    builder.getF64FloatAttr(0.0),
+                                    builder.getF64FloatAttr(1.0));
+  if (swish)
+    gate = mpc::MulOp::create(builder, location, type, input, gate);
+  define(node, gate);
   return success();
 }
 
@@ -517,8 +575,6 @@ LogicalResult Importer::translatePool(const NodeProto &node) {
   }
   if (stringAttribute(node, "auto_pad", "NOTSET") != "NOTSET")
     return unsupported(node, "auto_pad");
-  if (intAttribute(node, "ceil_mode", 0))
-    return unsupported(node, "ceil_mode");
   if (node.output_size() > 1 && consumers.count(node.output(1)))
     return unsupported(node, "MaxPool's indices output");
   SmallVector<int64_t> kernel =
@@ -545,12 +601,25 @@ LogicalResult Importer::translatePool(const NodeProto &node) {
   auto strideAttr = builder.getDenseI64ArrayAttr(strides);
   auto padAttr = padded ? builder.getDenseI64ArrayAttr({pads[0], pads[1]})
                         : DenseI64ArrayAttr();
+  bool ceilMode = intAttribute(node, "ceil_mode", 0);
+  // ONNX before opset 19 keeps a last ceil_mode window that starts in the
+  // trailing padding; PyTorch, and mpc, drop it.
+  for (int d = 0; d < 2; ++d)
+    if (ceilMode && result.getRank() == 4 && strides[d] > 0 &&
+        result.getDimSize(2 + d) !=
+            mpc::pooledExtent(inputType.getDimSize(2 + d), kernel[d],
+                              strides[d], pads[d], true))
+      return unsupported(node, "a ceil_mode window that starts in the "
+                               "trailing padding");
+  UnitAttr ceilAttr = ceilMode ? builder.getUnitAttr() : UnitAttr();
   if (node.op_type() == "MaxPool")
-    define(node, mpc::MaxPool2dOp::create(builder, location, result, input,
-                                          kernelAttr, strideAttr, padAttr));
+    define(node,
+           mpc::MaxPool2dOp::create(builder, location, result, input,
+                                    kernelAttr, strideAttr, padAttr, ceilAttr));
   else
-    define(node, mpc::AvgPool2dOp::create(builder, location, result, input,
-                                          kernelAttr, strideAttr, padAttr));
+    define(node,
+           mpc::AvgPool2dOp::create(builder, location, result, input,
+                                    kernelAttr, strideAttr, padAttr, ceilAttr));
   return success();
 }
 

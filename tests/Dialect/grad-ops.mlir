@@ -12,6 +12,8 @@
 //       CHECK:   mpc.tanh_grad %{{.*}}, %{{.*}} : tensor<4x8xf32>
 //       CHECK:   mpc.sigmoid_grad %{{.*}}, %{{.*}} : tensor<4x8xf32>
 //       CHECK:   mpc.silu_grad %{{.*}}, %{{.*}} : tensor<4x8xf32>
+//       CHECK:   mpc.clamp_grad %{{.*}}, %{{.*}} min 0.000000e+00 max 6.000000e+00 : tensor<4x8xf32>
+//       CHECK:   mpc.clamp_grad %{{.*}}, %{{.*}} max 1.000000e+00 : tensor<4x8xf32>
 func.func @elementwise_grads(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>) {
   %0 = mpc.relu_grad %dy, %x : tensor<4x8xf32>
   %1 = mpc.gelu_grad %dy, %x : tensor<4x8xf32>
@@ -19,6 +21,8 @@ func.func @elementwise_grads(%dy: tensor<4x8xf32>, %x: tensor<4x8xf32>) {
   %3 = mpc.tanh_grad %dy, %x : tensor<4x8xf32>
   %4 = mpc.sigmoid_grad %dy, %x : tensor<4x8xf32>
   %5 = mpc.silu_grad %dy, %x : tensor<4x8xf32>
+  %6 = mpc.clamp_grad %dy, %x min 0.0 max 6.0 : tensor<4x8xf32>
+  %7 = mpc.clamp_grad %dy, %x max 1.0 : tensor<4x8xf32>
   return
 }
 

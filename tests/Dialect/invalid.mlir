@@ -1258,6 +1258,40 @@ func.func @gelu_integer(%x: tensor<4xi32>) {
 
 // -----
 
+// clamp_c1
+func.func @clamp_c1(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.clamp' op expects a min, a max or both}}
+  %0 = mpc.clamp %x : tensor<4xf32>
+  return
+}
+
+// -----
+
+// clamp_c2
+func.func @clamp_c2_inf(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.clamp' op expects a max that is finite in f32, got inf}}
+  %0 = mpc.clamp %x min 0.0 max 0x7FF0000000000000 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @clamp_c2_f32_overflow(%x: tensor<4xbf16>) {
+  // expected-error@+1 {{'mpc.clamp' op expects a min that is finite in f32, got -1.0e+39}}
+  %0 = mpc.clamp %x min -1.0e39 : tensor<4xbf16>
+  return
+}
+
+// -----
+
+func.func @clamp_c2_order(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'mpc.clamp' op expects min <= max, got min 6 and max 0}}
+  %0 = mpc.clamp %x min 6.0 max 0.0 : tensor<4xf32>
+  return
+}
+
+// -----
+
 // scale_c1
 func.func @scale_c1_inf(%x: tensor<4xf32>) {
   // expected-error@+1 {{'mpc.scale' op expects a factor that is finite in f32, got inf}}

@@ -348,7 +348,10 @@ func.func @div(%a: tensor<2x1x3xbf16>, %b: tensor<5x1xbf16>) -> tensor<2x5x3xbf1
 //       CHECK:   %[[LOG:.*]] = mpc.log %[[EXP]] : tensor<4x8xf32>
 //       CHECK:   %[[SQRT:.*]] = mpc.sqrt %[[LOG]] : tensor<4x8xf32>
 //       CHECK:   %[[RSQRT:.*]] = mpc.rsqrt %[[SQRT]] : tensor<4x8xf32>
-//       CHECK:   return %[[RSQRT]]
+//       CHECK:   %[[RELU6:.*]] = mpc.clamp %[[RSQRT]] min 0.000000e+00 max 6.000000e+00 : tensor<4x8xf32>
+//       CHECK:   %[[MIN:.*]] = mpc.clamp %[[RELU6]] min -1.000000e+00 : tensor<4x8xf32>
+//       CHECK:   %[[MAX:.*]] = mpc.clamp %[[MIN]] max 1.000000e+00 : tensor<4x8xf32>
+//       CHECK:   return %[[MAX]]
 func.func @unary(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %0 = mpc.neg %x : tensor<4x8xf32>
   %1 = mpc.relu %0 : tensor<4x8xf32>
@@ -359,7 +362,10 @@ func.func @unary(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %5 = mpc.log %4 : tensor<4x8xf32>
   %6 = mpc.sqrt %5 : tensor<4x8xf32>
   %7 = mpc.rsqrt %6 : tensor<4x8xf32>
-  return %7 : tensor<4x8xf32>
+  %8 = mpc.clamp %7 min 0.0 max 6.0 : tensor<4x8xf32>
+  %9 = mpc.clamp %8 min -1.0 : tensor<4x8xf32>
+  %10 = mpc.clamp %9 max 1.0 : tensor<4x8xf32>
+  return %10 : tensor<4x8xf32>
 }
 
 // Unary ops take every float type and 0-d tensors.
@@ -777,6 +783,28 @@ func.func @max_pool2d_stride_padding(%x: tensor<1x3x32x7xf16>) -> tensor<1x3x16x
 func.func @avg_pool2d(%x: tensor<2x4x7x7xbf16>) -> tensor<2x4x3x3xbf16> {
   %0 = mpc.avg_pool2d %x kernel [2, 2] : tensor<2x4x7x7xbf16>
   return %0 : tensor<2x4x3x3xbf16>
+}
+
+// ceil_mode rounds up: (7 - 2) / 2 + 1 = 3 becomes 4, the last window
+// holding one row and column of the input (squeezenet's MaxPool).
+// CHECK-LABEL: func.func @max_pool2d_ceil_mode
+//       CHECK:   mpc.max_pool2d %{{.*}} kernel [2, 2] ceil_mode : tensor<1x3x7x7xf32>
+// GENERIC-LABEL: sym_name = "max_pool2d_ceil_mode"
+//       GENERIC:   "mpc.max_pool2d"(%{{.*}}) <{ceil_mode, kernel = array<i64: 2, 2>}> : (tensor<1x3x7x7xf32>) -> tensor<1x3x4x4xf32>
+func.func @max_pool2d_ceil_mode(%x: tensor<1x3x7x7xf32>) -> tensor<1x3x4x4xf32> {
+  %0 = mpc.max_pool2d %x kernel [2, 2] ceil_mode : tensor<1x3x7x7xf32>
+  return %0 : tensor<1x3x4x4xf32>
+}
+
+// Rows: (6 + 2 - 3) / 2 + 1 rounds up to 4, the last window starting at
+// input row 5. Columns, stride 4: rounding up would add a window starting
+// at column 2 * 4 - 1 = 7, in the trailing padding, which ceil_mode drops
+// (PyTorch's rule): 2.
+// CHECK-LABEL: func.func @avg_pool2d_ceil_mode
+//       CHECK:   mpc.avg_pool2d %{{.*}} kernel [3, 3] stride [2, 4] padding [1, 1] ceil_mode : tensor<1x1x6x6xf32>
+func.func @avg_pool2d_ceil_mode(%x: tensor<1x1x6x6xf32>) -> tensor<1x1x4x2xf32> {
+  %0 = mpc.avg_pool2d %x kernel [3, 3] stride [2, 4] padding [1, 1] ceil_mode : tensor<1x1x6x6xf32>
+  return %0 : tensor<1x1x4x2xf32>
 }
 
 // CHECK-LABEL: func.func @avg_pool2d_stride

@@ -117,6 +117,21 @@ mpc.model @negative_scale_factor_in_f32 inputs(%x: tensor<4xf32>, %h: tensor<4xf
 
 // -----
 
+// A clamp bound in the type the op runs in: 70000 overflows f16, so the
+// values clamped to it would become inf; ReLU6's 6 is exact.
+mpc.model @clamp_bounds_in_half inputs(%x: tensor<4xf16>) params(%unused: tensor<1xf32> = zeros) {
+  // expected-warning@+2 {{clamp max 70000 overflows to inf in f16; largest finite value is 65504}}
+  // expected-note@+1 {{'mpc.clamp' runs on f16 values here}}
+  %y = mpc.clamp %x min 0.0 max 70000.0 : tensor<4xf16>
+  %z = mpc.clamp %x min 0.0 max 6.0 : tensor<4xf16>
+  %s = mpc.add %y, %z : tensor<4xf16>, tensor<4xf16>
+  %r = mpc.reduce_sum %s dims [0] : tensor<4xf16>
+  %l = mpc.cast %r : tensor<f16> to tensor<f32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
 // A layer norm whose input and parameters are half (keep-norm-fp32=false,
 // or an override) runs in half.
 mpc.model @layer_norm_eps_in_half inputs(%x: tensor<4x8xf16>) params(%g: tensor<8xf16> = ones, %b: tensor<8xf16> = zeros) {

@@ -64,6 +64,16 @@ def main(directory):
         n("Mul", ["h", "i"], ["hn"], name="/norm/Mul"),
         n("Mul", ["hn", "norm.weight"], ["y"], name="/norm/Mul_1")],
         extra_inits=[numpy_helper.from_array(np.ones(8, np.float32), "norm.weight")])
+    # nn.ReLU6 and torch.clamp(min=...): Clip with constant bounds.
+    model(os.path.join(directory, "relu6.onnx"), [
+        const("zero", 0.0), const("six", 6.0),
+        n("Clip", ["h", "zero", "six"], ["c"], name="/relu6/Clip"),
+        n("Clip", ["c", "zero"], ["y"], name="/clamp/Clip")])
+    # nn.Hardswish and nn.Hardsigmoid (alpha 1/6 as torch exports it).
+    model(os.path.join(directory, "hardswish.onnx"), [
+        n("HardSwish", ["h"], ["s"], name="/act/HardSwish"),
+        n("HardSigmoid", ["s"], ["y"], name="/gate/HardSigmoid",
+          alpha=1.0 / 6.0)])
     # Cross-entropy as F.nll_loss(F.log_softmax(h)) writes it.
     y = helper.make_tensor_value_info("y", TensorProto.INT64, [4])
     loss = helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])

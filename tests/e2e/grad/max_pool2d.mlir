@@ -1,18 +1,26 @@
 // Gradient check of mpc.max_pool2d with overlapping windows and padding:
 // kernel [3, 3], stride [2, 2], padding [1, 1] on [1, 2, 7, 7] -> [1, 2, 4, 4],
 // and kernel [2, 3], stride [1, 2], padding [1, 1] on [2, 1, 4, 5]
-// -> [2, 1, 5, 3].
+// -> [2, 1, 5, 3]; and with ceil_mode, kernel [3, 2], stride [2, 2], padding
+// [1, 0] on [1, 1, 6, 5] -> [1, 1, 4, 3], whose last windows run past the
+// padding.
 // Run with --distinct: no ties, and no perturbation changes a maximum.
 mpc.model @grad_max_pool2d
-    inputs(%r1: tensor<1x2x4x4xf32>, %r2: tensor<2x1x5x3xf32>)
+    inputs(%r1: tensor<1x2x4x4xf32>, %r2: tensor<2x1x5x3xf32>,
+           %r3: tensor<1x1x4x3xf32>)
     params(%x1: tensor<1x2x7x7xf32> = normal(1.0),
-           %x2: tensor<2x1x4x5xf32> = normal(1.0)) {
+           %x2: tensor<2x1x4x5xf32> = normal(1.0),
+           %x3: tensor<1x1x6x5xf32> = normal(1.0)) {
   %y1 = mpc.max_pool2d %x1 kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<1x2x7x7xf32>
   %y2 = mpc.max_pool2d %x2 kernel [2, 3] stride [1, 2] padding [1, 1] : tensor<2x1x4x5xf32>
+  %y3 = mpc.max_pool2d %x3 kernel [3, 2] stride [2, 2] padding [1, 0] ceil_mode : tensor<1x1x6x5xf32>
   %p1 = mpc.mul %y1, %r1 : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
   %p2 = mpc.mul %y2, %r2 : tensor<2x1x5x3xf32>, tensor<2x1x5x3xf32>
+  %p3 = mpc.mul %y3, %r3 : tensor<1x1x4x3xf32>, tensor<1x1x4x3xf32>
   %l1 = mpc.reduce_sum %p1 dims [0, 1, 2, 3] : tensor<1x2x4x4xf32>
   %l2 = mpc.reduce_sum %p2 dims [0, 1, 2, 3] : tensor<2x1x5x3xf32>
-  %loss = mpc.add %l1, %l2 : tensor<f32>, tensor<f32>
+  %l3 = mpc.reduce_sum %p3 dims [0, 1, 2, 3] : tensor<1x1x4x3xf32>
+  %l12 = mpc.add %l1, %l2 : tensor<f32>, tensor<f32>
+  %loss = mpc.add %l12, %l3 : tensor<f32>, tensor<f32>
   mpc.output loss(%loss : tensor<f32>)
 }
