@@ -123,6 +123,19 @@ bool isIdentifier(StringRef name) {
 
 } // namespace
 
+/// Inputs, parameters and state may also have '-' after the first
+/// character (torchvision's RegNet names blocks "block1-0"): MLIR value
+/// names allow it, and generated code only quotes them.
+bool mlir::mpc::isTensorName(StringRef name) {
+  if (name.empty() || !(llvm::isAlpha(name[0]) || name[0] == '_'))
+    return false;
+  return llvm::all_of(name, [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '.' || c == '-';
+  });
+}
+
+namespace {} // namespace
+
 bool mlir::mpc::hasElements(Type type) {
   auto shaped = dyn_cast<ShapedType>(type);
   return !shaped || !shaped.hasRank() || !llvm::is_contained(shaped.getShape(), 0);
@@ -367,10 +380,10 @@ LogicalResult ModelOp::verify() {
   llvm::StringMap<BlockArgument> seen;
   for (BlockArgument arg : getBody().front().getArguments()) {
     StringRef name = getArgName(arg);
-    if (!isIdentifier(name))
+    if (!isTensorName(name))
       return mlir::emitError(arg.getLoc())
-             << "'mpc.model' op expects names that are identifiers "
-                "([A-Za-z_][A-Za-z0-9_.]*), got '"
+             << "'mpc.model' op expects names of the form "
+                "[A-Za-z_][A-Za-z0-9_.-]*, got '"
              << name << "'";
     auto [it, inserted] = seen.try_emplace(name, arg);
     if (!inserted) {

@@ -82,6 +82,11 @@ bool isRowFusible(Operation *op);
 /// The ops whose result a GEMM's epilogue can compute in a `gemm` group.
 bool isGemmLike(Operation *op);
 
+/// Whether `name` can name a model's input, parameter or state:
+/// [A-Za-z_][A-Za-z0-9_.-]* (extra outputs, keywords in mpc.output, take no
+/// '-').
+bool isTensorName(StringRef name);
+
 /// A pool's output extent along one spatial dim of `size`, for a window
 /// that fits the padded input: `(size + 2 * padding - kernel) / stride + 1`,
 /// rounded up under `ceilMode` unless the last window would then start in

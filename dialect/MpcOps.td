@@ -176,7 +176,7 @@ def Mpc_ModelOp : Mpc_Op<"model", [IsolatedFromAbove, Symbol, SingleBlock,
 
     C1: there is one name per input, parameter and state argument, and one
         initialiser per parameter and state argument.
-    C2: names are identifiers (`[A-Za-z_][A-Za-z0-9_.]*`) and unique.
+    C2: names are of the form `[A-Za-z_][A-Za-z0-9_.-]*` and unique.
     C3: inputs are tensors of f32, f16, bf16, i32 or i64; parameters and
         state are float tensors; all have static shapes, no extent 0 and
         a byte count that fits in 64 bits.

@@ -103,10 +103,10 @@ LogicalResult Importer::classifyInitializers() {
                   typeName(initializer.data_type()) +
                   "; parameters and state must be FLOAT (export the module "
                   "in float32: mpc keeps f32 master weights)");
-    if (!isIdentifier(name))
+    if (!mpc::isTensorName(name))
       return fail("initializer '" + name +
-                  "' cannot name a parameter: names are identifiers "
-                  "([A-Za-z_][A-Za-z0-9_.]*); give the module a named "
+                  "' cannot name a parameter: names are of the form "
+                  "[A-Za-z_][A-Za-z0-9_.-]*; give the module a named "
                   "attribute instead of a bare nn.Sequential index");
     (isState ? stateNames : paramNames).push_back(name);
   }
@@ -230,10 +230,10 @@ LogicalResult Importer::buildModel() {
     const onnx::TypeProto &type = input.type();
     if (!type.has_tensor_type())
       return fail("graph input '" + input.name() + "' is not a tensor");
-    if (!isIdentifier(input.name()))
+    if (!mpc::isTensorName(input.name()))
       return fail("graph input '" + input.name() +
-                  "' cannot name a model input: names are identifiers "
-                  "([A-Za-z_][A-Za-z0-9_.]*); pass input_names to "
+                  "' cannot name a model input: names are of the form "
+                  "[A-Za-z_][A-Za-z0-9_.-]*; pass input_names to "
                   "torch.onnx.export");
     SmallVector<int64_t> shape;
     for (const auto &dim : type.tensor_type().shape().dim()) {

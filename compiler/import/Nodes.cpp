@@ -55,6 +55,21 @@ LogicalResult Importer::translateNode(int index) {
     return unary(mpc::SqrtOp());
   if (type == "Neg")
     return unary(mpc::NegOp());
+  if (type == "Pad") {
+    // What torch.onnx writes before an average pool (DenseNet's
+    // transitions): a constant Pad of zeros everywhere, which moves nothing.
+    const Constant *pads =
+        node.input_size() > 1 ? constant(node.input(1)) : nullptr;
+    if (stringAttribute(node, "mode", "constant") != "constant" || !pads ||
+        llvm::any_of(pads->values, [](double pad) { return pad != 0; }))
+      return unsupported(node, "Pad other than by zero elements (mpc pads "
+                               "only inside conv2d and pooling)");
+    Value input = operand(node, 0);
+    if (!input)
+      return failure();
+    define(node, input);
+    return success();
+  }
   if (type == "Clip")
     return translateClip(node);
   if (type == "HardSigmoid" || type == "HardSwish")

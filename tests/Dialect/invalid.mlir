@@ -38,7 +38,7 @@
 
 // model_c2: a name that is not an identifier (an SSA number).
 mpc.model @model_c2_number
-    // expected-error@+1 {{'mpc.model' op expects names that are identifiers ([A-Za-z_][A-Za-z0-9_.]*), got '0'}}
+    // expected-error@+1 {{'mpc.model' op expects names of the form [A-Za-z_][A-Za-z0-9_.-]*, got '0'}}
     inputs(%0: tensor<f32>) params() {
   mpc.output loss(%0 : tensor<f32>)
 }
@@ -47,7 +47,7 @@ mpc.model @model_c2_number
 
 // model_c2: `$` and `-` are valid in SSA names but not in tensor names.
 mpc.model @model_c2_dollar inputs(%x: tensor<f32>)
-    // expected-error@+1 {{'mpc.model' op expects names that are identifiers ([A-Za-z_][A-Za-z0-9_.]*), got 'w$1'}}
+    // expected-error@+1 {{'mpc.model' op expects names of the form [A-Za-z_][A-Za-z0-9_.-]*, got 'w$1'}}
     params(%w$1: tensor<f32> = zeros) {
   mpc.output loss(%x : tensor<f32>)
 }
@@ -55,7 +55,7 @@ mpc.model @model_c2_dollar inputs(%x: tensor<f32>)
 // -----
 
 mpc.model @model_c2_dash inputs(%x: tensor<f32>) params()
-    // expected-error@+1 {{'mpc.model' op expects names that are identifiers ([A-Za-z_][A-Za-z0-9_.]*), got '-s'}}
+    // expected-error@+1 {{'mpc.model' op expects names of the form [A-Za-z_][A-Za-z0-9_.-]*, got '-s'}}
     state(%-s: tensor<f32> = zeros) {
   mpc.output loss(%x : tensor<f32>)
 }

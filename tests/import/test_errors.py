@@ -61,6 +61,13 @@ def cases(work):
         "initializer '0.weight' cannot name a parameter"]
     yield "output not a scalar", linear_model(loss_shape=(8,)), [
         "must be the loss, a scalar FLOAT"]
+    padded = linear_model()
+    padded.graph.initializer.append(
+        numpy_helper.from_array(np.array([0, 1, 0, 1], np.int64), "pads"))
+    padded.graph.node[1].op_type = "Pad"
+    padded.graph.node[1].input.append("pads")
+    yield "nonzero pad", padded, [
+        "node '/act' (Pad, opset 17)", "Pad other than by zero elements"]
     undefined = linear_model()
     undefined.graph.node[1].input[0] = "nowhere"
     yield "undefined input", undefined, ["the ONNX checker rejects it"]
