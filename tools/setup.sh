@@ -35,7 +35,7 @@ packages=(
   python3-numpy pkg-config
   # `mpc import` (ONNX 1.12 and protobuf); its tests export PyTorch models
   # and check them with the onnx package
-  libonnx-dev libprotobuf-dev python3-onnx python3-torch
+  libonnx-dev libprotobuf-dev python3-onnx python3-torch python3-torchvision
   # data parallelism on the cpu target: libmpcrt loads libmpi with dlopen;
   # the tests start ranks with mpirun
   openmpi-bin
