@@ -409,6 +409,12 @@ LogicalResult ModelOp::verify() {
              << quoted(arg.getType());
   }
   for (BlockArgument arg : getBody().front().getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (type && type.getRank() > kMaxInterfaceRank)
+      return mlir::emitError(arg.getLoc())
+             << "'mpc.model' op expects '" << getArgName(arg)
+             << "' to have rank at most " << kMaxInterfaceRank << ", got "
+             << quoted(arg.getType());
     if (!hasElements(arg.getType()))
       return mlir::emitError(arg.getLoc())
              << "'mpc.model' op expects '" << getArgName(arg)
@@ -908,6 +914,13 @@ LogicalResult OutputOp::verify() {
       return emitOpError() << "expects output names other than 'loc', "
                               "which reads as the op's location";
   }
+  // output_c3
+  for (auto [name, output] : llvm::zip(getOutputNames(), getOutputs()))
+    if (cast<RankedTensorType>(output.getType()).getRank() > kMaxInterfaceRank)
+      return emitOpError() << "expects output '"
+                           << cast<StringAttr>(name).getValue()
+                           << "' to have rank at most " << kMaxInterfaceRank
+                           << ", got " << quoted(output.getType());
   // output_c2
   if (getGradients().empty())
     return success();

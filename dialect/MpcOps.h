@@ -87,6 +87,11 @@ bool isGemmLike(Operation *op);
 /// '-').
 bool isTensorName(StringRef name);
 
+/// The largest rank of a model's inputs, parameters, state and outputs: the
+/// runtime describes each in a fixed array (MPC_MAX_RANK in mpc_runtime.h,
+/// which EmitModel.cpp checks against this).
+constexpr int64_t kMaxInterfaceRank = 8;
+
 /// A pool's output extent along one spatial dim of `size`, for a window
 /// that fits the padded input: `(size + 2 * padding - kernel) / stride + 1`,
 /// rounded up under `ceilMode` unless the last window would then start in

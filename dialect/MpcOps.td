@@ -178,8 +178,9 @@ def Mpc_ModelOp : Mpc_Op<"model", [IsolatedFromAbove, Symbol, SingleBlock,
         initialiser per parameter and state argument.
     C2: names are of the form `[A-Za-z_][A-Za-z0-9_.-]*` and unique.
     C3: inputs are tensors of f32, f16, bf16, i32 or i64; parameters and
-        state are float tensors; all have static shapes, no extent 0 and
-        a byte count that fits in 64 bits.
+        state are float tensors; all have static shapes, no extent 0, a
+        byte count that fits in 64 bits and rank at most 8 (the runtime's
+        tensor descriptors).
     C4: each initialiser suits its tensor (`kaiming_*` and `xavier_*` need
         rank >= 2 to have fans).
     C5: state is used only as the running statistics (`running_mean`,
@@ -242,6 +243,8 @@ def Mpc_OutputOp : Mpc_Op<"output", [Pure, Terminator, HasParent<"ModelOp">,
         and not `loss` or `gradients`.
     C2: `gradients`, when present, has one value per parameter of the model,
         of the parameter's type.
+    C3: extra outputs have rank at most 8 (the runtime's tensor
+        descriptors).
   }];
   let arguments = (ins Mpc_ScalarFloatTensor:$loss,
                        Variadic<AnyStaticShapeTensor>:$outputs,

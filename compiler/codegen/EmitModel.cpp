@@ -17,6 +17,9 @@
 using namespace mlir;
 using namespace mlir::mpc;
 
+// The verifier's rank limit is what a descriptor holds.
+static_assert(kMaxInterfaceRank == MPC_MAX_RANK);
+
 namespace {
 
 const char *dtypeEnum(Type element) {

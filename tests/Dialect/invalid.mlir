@@ -146,6 +146,26 @@ mpc.model @model_c3_param_zero_extent inputs(%x: tensor<f32>)
 
 // -----
 
+// model_c3: rank at most 8, what the runtime's tensor descriptors hold
+// (regression: a rank-11 parameter verified, and the generated descriptor
+// did not compile).
+mpc.model @model_c3_param_rank11 inputs(%x: tensor<f32>)
+    // expected-error@+1 {{'mpc.model' op expects 'w' to have rank at most 8, got 'tensor<1x2x2x2x2x2x2x2x2x2x2xf32>'}}
+    params(%w: tensor<1x2x2x2x2x2x2x2x2x2x2xf32> = zeros) {
+  mpc.output loss(%x : tensor<f32>)
+}
+
+// -----
+
+mpc.model @model_c3_input_rank9
+    // expected-error@+1 {{'mpc.model' op expects 'x' to have rank at most 8, got 'tensor<1x1x1x1x1x1x1x1x2xf32>'}}
+    inputs(%x: tensor<1x1x1x1x1x1x1x1x2xf32>) params() {
+  %c = mpc.constant dense<0.0> : tensor<f32>
+  mpc.output loss(%c : tensor<f32>)
+}
+
+// -----
+
 // Every mpc op (Mpc_HasElements): a reduction over nothing, a GEMM with
 // k = 0, and a slice whose range is empty.
 func.func @has_elements_reduction(%x: tensor<0x8xf32>) -> tensor<8xf32> {
@@ -510,6 +530,16 @@ mpc.model @output_c1_identifier inputs(%x: tensor<f32>) params() {
   // expected-error@+1 {{'mpc.output' op expects output names other than 'loc', which reads as the op's location}}
   "mpc.output"(%x, %x) <{operandSegmentSizes = array<i32: 1, 1, 0>, output_names = ["loc"]}> : (tensor<f32>, tensor<f32>) -> ()
 }) : () -> ()
+
+// -----
+
+// output_c3: extra outputs have rank at most 8.
+mpc.model @output_c3_rank9 inputs(%x: tensor<2xf32>) params() {
+  %r = mpc.reshape %x : tensor<2xf32> to tensor<1x1x1x1x1x1x1x1x2xf32>
+  %c = mpc.constant dense<0.0> : tensor<f32>
+  // expected-error@+1 {{'mpc.output' op expects output 'deep' to have rank at most 8, got 'tensor<1x1x1x1x1x1x1x1x2xf32>'}}
+  mpc.output loss(%c : tensor<f32>) deep(%r : tensor<1x1x1x1x1x1x1x1x2xf32>)
+}
 
 // -----
 

@@ -1,6 +1,7 @@
-//===- mpc-fuzz.cpp - mutation fuzzer for the mpc compiler --------*- C++ -*-===//
+//===- mpc-fuzz.cpp - mutation fuzzer for the mpc compiler --------*- C++
+//-*-===//
 //
-// Mutates seed models as text (numbers, element types, shapes, op names,
+// Mutates seed models as text (numbers, element types, shapes, ranks, op names,
 // whole lines, single characters) and runs each mutant through the whole of
 // `mpc compile` in a forked child: the parser, the verifiers, the forward and
 // training pipelines, the report, code generation and, for a sample, the
@@ -277,7 +278,35 @@ private:
   }
 
   void mutateOnce(std::string &text) {
-    switch (below(10)) {
+    switch (below(11)) {
+    case 10: { // a tensor type's rank changes everywhere it is written
+      std::vector<Token> types;
+      for (size_t at = text.find("tensor<"); at != std::string::npos;
+           at = text.find("tensor<", at + 7)) {
+        size_t end = text.find('>', at);
+        if (end == std::string::npos)
+          break;
+        types.push_back({at, end + 1});
+      }
+      if (types.empty())
+        return;
+      Token pick = types[below(types.size())];
+      std::string from = text.substr(pick.begin, pick.end - pick.begin);
+      std::string dims = from.substr(7);
+      size_t x = dims.find('x');
+      if (chance(3) && x != std::string::npos) {
+        dims.erase(0, x + 1); // the leading dim goes
+      } else {
+        // Up to 10 leading dims come (past the runtime's rank 8).
+        for (size_t n = 1 + below(10); n > 0; --n)
+          dims.insert(0, chance(2) ? "1x" : "2x");
+      }
+      std::string to = "tensor<" + dims;
+      for (auto it = types.rbegin(); it != types.rend(); ++it)
+        if (text.compare(it->begin, it->end - it->begin, from) == 0)
+          replace(text, *it, to);
+      return;
+    }
     case 9: { // a number becomes another everywhere: shapes stay consistent
       std::vector<Token> numbers = numberTokens(text);
       if (numbers.empty())
