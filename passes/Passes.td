@@ -27,6 +27,14 @@ def MpcRecognizeAttentionPass
     ```
     `%neg_inf` is a splat -inf constant; `%mask` is `mpc.causal_mask`
     (becoming `causal`) or another `[T, S]` i1 value (becoming `mask`).
+
+    Also the form nn.MultiheadAttention exports (torch 1.13): `[B*H, T, D]`
+    operands (run as `[1, B*H, T, D]`); the query scaled before the scores
+    (`mpc.div` or `mpc.mul` by a scalar constant, or `mpc.scale`); kᵀ
+    written out as a transpose (the key is that transpose with its last two
+    dims swapped back); any chain of `mpc.scale` on the scores; and in
+    place of the `where`, `mpc.add` of a constant of zeros (no mask) or of
+    -inf exactly above the diagonal (`causal`).
     When `%q`, `%k` and `%v` are each a transpose `[0, 2, 1, 3]` of a
     `[B, T, H, D]` value and `%y` is read only by that transpose back, the
     attention reads and writes the `[B, T, H, D]` values directly (layout
@@ -34,7 +42,8 @@ def MpcRecognizeAttentionPass
 
     Not rewritten: a score, scaled score, masked score or probability read
     elsewhere (it would have to be stored anyway); a softmax over another
-    dim; a mask of another shape; a fill other than -inf; operands of
+    dim; a mask of another shape; a fill other than -inf; an added constant
+    with other values (a bias) or another pattern of -inf; operands of
     different element types.
   }];
   let statistics = [Statistic<"numRecognized", "num-recognized",

@@ -26,6 +26,15 @@ if config.mpc_have_nvrtc:
 if config.mpc_have_onnx:
     config.available_features.add("onnx")
 config.substitutions.append(("%debian_python", "/usr/bin/python3"))
+# Tests that export PyTorch models carry `REQUIRES: torch` (Debian's
+# python3-torch; found without importing it, which takes seconds).
+import subprocess
+if subprocess.run(["/usr/bin/python3", "-c",
+                   "import importlib.util, sys; "
+                   "sys.exit(importlib.util.find_spec('torch') is None)"],
+                  stdout=subprocess.DEVNULL,
+                  stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("torch")
 # Catch a FileCheck variable reused across CHECK-LABEL blocks.
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
 # The libraries the tests build are checked, rarely run: the host compiler

@@ -19,7 +19,7 @@ ALLOWED = {
     "dialect": [],
     "passes": ["dialect"],
     "compiler/cuda": [],
-    "compiler/import": ["dialect", "runtime"],
+    "compiler/import": ["dialect", "passes", "runtime"],
     "compiler/codegen": ["dialect", "passes", "compiler/cuda", "runtime"],
     "compiler/options": ["dialect", "passes", "compiler/codegen"],
     "compiler/report": ["dialect", "passes", "compiler/codegen",

@@ -34,6 +34,7 @@
 
 #include "dialect/MpcDialect.h"
 #include "dialect/MpcOps.h"
+#include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -41,6 +42,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -148,9 +150,22 @@ int mlir::mpc::runImport(const ImportOptions &options) {
   });
 
   Importer importer(model, options, opset, context);
-  OwningOpRef<mpc::ModelOp> result(importer.translate());
-  if (!result)
+  OwningOpRef<ModuleOp> module(ModuleOp::create(UnknownLoc::get(&context)));
+  if (mpc::ModelOp translated = importer.translate())
+    module->push_back(translated);
+  else
     return 1;
+  // Attention as the exporter writes it (nn.MultiheadAttention's, or one
+  // written out by hand) becomes mpc.attention in what the user reads, as
+  // `mpc compile` would make it.
+  PassManager passes(&context);
+  passes.addPass(mpc::createMpcRecognizeAttentionPass());
+  if (failed(passes.run(*module)))
+    return 1;
+  // Printed on its own, as it was built: its locations as aliases at the end.
+  OwningOpRef<mpc::ModelOp> result(
+      cast<mpc::ModelOp>(module->getBody()->front()));
+  result->getOperation()->remove();
   if (!options.weightsFile.empty() &&
       failed(importer.writeWeights(options.weightsFile)))
     return 1;

@@ -152,3 +152,74 @@ func.func @untransposed_key(%q: tensor<2x3x16x16xf32>) -> tensor<2x3x16x16xf32> 
   %y = mpc.batch_matmul %p, %q : tensor<2x3x16x16xf32>, tensor<2x3x16x16xf32>
   return %y : tensor<2x3x16x16xf32>
 }
+
+// -----
+
+// nn.MultiheadAttention as torch.onnx exports it (torch 1.13): heads merged
+// into the batch, [B*H, T, D]; the query divided by sqrt(D); kᵀ written out
+// as a transpose of the [T, B*H, D] key; a 0/-inf causal attn_mask added.
+// The attention runs on [1, B*H, T, D] views, the key transposed into
+// place; the division, the scores' scale and the mask go.
+// CHECK-LABEL: func.func @multihead_merged_causal
+//  CHECK-SAME:   (%[[Q:.*]]: tensor<8x4x8xf32>, %[[K:.*]]: tensor<8x4x8xf32>, %[[V:.*]]: tensor<8x4x8xf32>)
+//       CHECK:   %[[QT:.*]] = mpc.transpose %[[Q]] perm [1, 0, 2]
+//       CHECK:   %[[VT:.*]] = mpc.transpose %[[V]] perm [1, 0, 2]
+//       CHECK:   %[[KT:.*]] = mpc.transpose %[[K]] perm [1, 0, 2]
+//       CHECK:   %[[Q4:.*]] = mpc.reshape %[[QT]] : tensor<4x8x8xf32> to tensor<1x4x8x8xf32>
+//       CHECK:   %[[K4:.*]] = mpc.reshape %[[KT]] : tensor<4x8x8xf32> to tensor<1x4x8x8xf32>
+//       CHECK:   %[[V4:.*]] = mpc.reshape %[[VT]] : tensor<4x8x8xf32> to tensor<1x4x8x8xf32>
+//       CHECK:   %[[Y:.*]], %{{.*}} = mpc.attention %[[Q4]], %[[K4]], %[[V4]] scale 0.35355{{[0-9]*}} causal : tensor<1x4x8x8xf32>
+//       CHECK:   %[[Y3:.*]] = mpc.reshape %[[Y]] : tensor<1x4x8x8xf32> to tensor<4x8x8xf32>
+//       CHECK:   mpc.transpose %[[Y3]] perm [1, 0, 2]
+//   CHECK-NOT:   mpc.softmax
+//   CHECK-NOT:   mpc.div
+func.func @multihead_merged_causal(%q: tensor<8x4x8xf32>, %k: tensor<8x4x8xf32>, %v: tensor<8x4x8xf32>) -> tensor<8x4x8xf32> {
+  %qh = mpc.transpose %q perm [1, 0, 2] : tensor<8x4x8xf32>
+  %vh = mpc.transpose %v perm [1, 0, 2] : tensor<8x4x8xf32>
+  %root = mpc.constant dense<2.82842708> : tensor<f32>
+  %qs = mpc.div %qh, %root : tensor<4x8x8xf32>, tensor<f32>
+  %kt = mpc.transpose %k perm [1, 2, 0] : tensor<8x4x8xf32>
+  %s = mpc.batch_matmul %qs, %kt : tensor<4x8x8xf32>, tensor<4x8x8xf32>
+  %c = mpc.scale %s by 1.0 : tensor<4x8x8xf32>
+  %mask = mpc.constant dense<[[[0.0, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0.0, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0.0, 0.0, 0xFF800000, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]]]> : tensor<1x8x8xf32>
+  %m = mpc.add %c, %mask : tensor<4x8x8xf32>, tensor<1x8x8xf32>
+  %p = mpc.softmax %m dim 2 : tensor<4x8x8xf32>
+  %y = mpc.batch_matmul %p, %vh : tensor<4x8x8xf32>, tensor<4x8x8xf32>
+  %yt = mpc.transpose %y perm [1, 0, 2] : tensor<4x8x8xf32>
+  return %yt : tensor<8x4x8xf32>
+}
+
+// -----
+
+// Cross-attention (no mask), 3 queries to 5 keys, and a mask of zeros
+// added, which hides nothing.
+// CHECK-LABEL: func.func @multihead_merged_cross
+//       CHECK:   mpc.attention %{{.*}}, %{{.*}}, %{{.*}} scale 5.000000e-01 : tensor<1x4x3x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>
+//   CHECK-NOT:   mpc.softmax
+func.func @multihead_merged_cross(%q: tensor<4x3x8xf32>, %k: tensor<5x4x8xf32>, %v: tensor<4x5x8xf32>) -> tensor<4x3x8xf32> {
+  %two = mpc.constant dense<2.0> : tensor<f32>
+  %qs = mpc.div %q, %two : tensor<4x3x8xf32>, tensor<f32>
+  %kt = mpc.transpose %k perm [1, 2, 0] : tensor<5x4x8xf32>
+  %s = mpc.batch_matmul %qs, %kt : tensor<4x3x8xf32>, tensor<4x8x5xf32>
+  %zeros = mpc.constant dense<0.0> : tensor<3x5xf32>
+  %m = mpc.add %s, %zeros : tensor<4x3x5xf32>, tensor<3x5xf32>
+  %p = mpc.softmax %m dim 2 : tensor<4x3x5xf32>
+  %y = mpc.batch_matmul %p, %v : tensor<4x3x5xf32>, tensor<4x5x8xf32>
+  return %y : tensor<4x3x8xf32>
+}
+
+// -----
+
+// Not rewritten: an added mask with finite values (a bias such as ALiBi,
+// which mpc.attention has no operand for).
+// CHECK-LABEL: func.func @additive_bias
+//   CHECK-NOT:   mpc.attention
+func.func @additive_bias(%q: tensor<4x3x8xf32>) -> tensor<4x3x8xf32> {
+  %kt = mpc.transpose %q perm [0, 2, 1] : tensor<4x3x8xf32>
+  %s = mpc.batch_matmul %q, %kt : tensor<4x3x8xf32>, tensor<4x8x3xf32>
+  %bias = mpc.constant dense<[[0.0, -1.0, -2.0], [0.0, 0.0, -1.0], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
+  %m = mpc.add %s, %bias : tensor<4x3x3xf32>, tensor<3x3xf32>
+  %p = mpc.softmax %m dim 2 : tensor<4x3x3xf32>
+  %y = mpc.batch_matmul %p, %q : tensor<4x3x3xf32>, tensor<4x3x8xf32>
+  return %y : tensor<4x3x8xf32>
+}
