@@ -122,8 +122,9 @@ def main():
                                args.overflow_at)
                 if step == args.fail_at and session.rank == 1:
                     if args.fail_how == "hang":
-                        # Longer than the others wait, then gone.
-                        time.sleep(4 * (args.timeout or 5))
+                        # Longer than the others wait (they wait from the
+                        # same step's start), then gone.
+                        time.sleep(2 * (args.timeout or 5))
                         os._exit(3)
                     elif args.fail_how == "kill":
                         os.kill(os.getpid(), signal.SIGKILL)

@@ -7,19 +7,28 @@ Python, then
   - O0: the loss and every parameter gradient of one batch match PyTorch
     in float64 on the same weights. Per tensor, max |mpc - torch64| is at
     most the larger of 1e-4 times max(max |torch64|, 1e-3) and twice what
-    PyTorch in float32 gets (max |torch32 - torch64|): deep networks with
-    batch norm over few values amplify float32 rounding, and mpc is held to
-    what float32 can do there;
+    PyTorch in float32 gets (max |torch32 - torch64|, the larger of its
+    runs on 1 and 2 threads): deep networks with batch norm over few values
+    amplify float32 rounding, and mpc is held to what float32 can do there.
+    Where float64 puts an input of ReLU, ReLU6, Hardswish or Hardsigmoid
+    within 1e-5 of a kink, float32 may put it on the other side, and a
+    gradient moves by what that one element carries (3% of MobileNetV2's
+    at 2 images): such flips, computed in float64, may explain part of a
+    float32 result's difference, and the rest is held to the tolerance;
   - O2 bf16: 20 AdamW steps on one batch lower the loss.
 
 Dropout runs at rate 0 and stochastic depth at probability 0 (PyTorch's
 masks cannot be reproduced). Inputs are 2 images of 64x64, so that every
 batch norm normalises at least 8 values: over 2 (a 1x1 map at 32x32) its
 input gradient is 0 in exact arithmetic and rounding noise in float32.
-The ResNet, ResNeXt, RegNet, ConvNeXt and DenseNet families are built from
-torchvision's own classes at a small depth and width (the smallest named
-models take minutes to compile on 2 cores); the others are the named
-models.
+MobileNetV2, ShuffleNetV2, EfficientNet and MNASNet take 4: at 2, their
+batch norms over 8 values leave some gradients so ill-conditioned that
+float32 results in different summation orders differ by more than 2x
+against float64 (PyTorch's own, on 1 and 2 threads, by up to 3.5x).
+The ResNet, ResNeXt, MobileNetV2, ShuffleNetV2, EfficientNet, MNASNet,
+RegNet, ConvNeXt and DenseNet families are built from torchvision's own classes at a small
+depth and width (the smallest named models take minutes to compile on 2
+cores, or most of one); the others are the named models.
 
     test_torchvision.py --mpc build/bin/mpc --work DIR --model resnet
 """
@@ -131,12 +140,25 @@ MODELS = {
                            layers=[1, 1, 1, 1])),
     "resnext": vision(small(tv.ResNet, block=tv.resnet.Bottleneck,
                             layers=[1, 1, 1, 1], groups=4, width_per_group=8)),
-    "mobilenet_v2": vision(tv.mobilenet_v2, width_mult=0.25),
+    "mobilenet_v2": vision(small(
+        tv.MobileNetV2, width_mult=0.25,
+        inverted_residual_setting=[[1, 16, 1, 1], [6, 24, 2, 2],
+                                   [6, 32, 1, 2], [6, 64, 1, 2],
+                                   [6, 160, 2, 2]]), batch=4),
     "mobilenet_v3_small": vision(tv.mobilenet_v3_small),
-    "shufflenet_v2_x0_5": vision(tv.shufflenet_v2_x0_5),
+    "shufflenet_v2": vision(small(
+        tv.ShuffleNetV2, stages_repeats=[2, 2, 1],
+        stages_out_channels=[24, 48, 96, 192, 256]), batch=4),
     "squeezenet1_1": vision(tv.squeezenet1_1),
-    "efficientnet_b0": vision(tv.efficientnet_b0, stochastic_depth_prob=0.0),
-    "mnasnet0_5": vision(tv.mnasnet0_5),
+    "efficientnet": vision(small(
+        tv.EfficientNet, dropout=0.0, stochastic_depth_prob=0.0,
+        inverted_residual_setting=[
+            tv.efficientnet.MBConvConfig(*config, width_mult=0.5,
+                                         depth_mult=0.5)
+            for config in [(1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2),
+                           (6, 5, 2, 24, 40, 2), (6, 3, 2, 40, 80, 3),
+                           (6, 5, 1, 80, 112, 3)]]), batch=4),
+    "mnasnet": vision(small(tv.MNASNet, alpha=0.25), batch=4),
     "regnet": vision(small(
         tv.RegNet, block_params=tv.regnet.BlockParams.from_init_params(
             depth=4, w_0=16, w_a=8.0, w_m=2.0, group_width=8, se_ratio=0.25))),
@@ -146,6 +168,13 @@ MODELS = {
                                     tv.convnext.CNBlockConfig(64, None, 1)])),
     "densenet": vision(small(tv.DenseNet, growth_rate=8,
                              block_config=(2, 2, 2, 2), num_init_features=16)),
+    # The named models of the families above built small: by hand only
+    # (20 to 50 s each on 2 cores).
+    "mobilenet_v2_x0_25": vision(tv.mobilenet_v2, width_mult=0.25, batch=4),
+    "shufflenet_v2_x0_5": vision(tv.shufflenet_v2_x0_5, batch=4),
+    "efficientnet_b0": vision(tv.efficientnet_b0, stochastic_depth_prob=0.0,
+                              batch=4),
+    "mnasnet0_5": vision(tv.mnasnet0_5, batch=4),
     "transformer_encoder": transformer("encoder"),
     "transformer_decoder": transformer("decoder"),
     "transformer": transformer("encoder_decoder"),
@@ -164,21 +193,109 @@ def export(name, path):
     return module
 
 
-def reference_gradients(module, batch, dtype):
+# The kinks of the piecewise-linear activations torchvision uses: where
+# each one's derivative jumps, and by how much (right of it minus left).
+KINKS = {
+    nn.ReLU: lambda m: [(0.0, 1.0)],
+    nn.ReLU6: lambda m: [(0.0, 1.0), (6.0, -1.0)],
+    nn.Hardtanh: lambda m: [(m.min_val, 1.0), (m.max_val, -1.0)],
+    nn.Hardswish: lambda m: [(-3.0, -0.5), (3.0, -0.5)],
+    nn.Hardsigmoid: lambda m: [(-3.0, 1.0 / 6), (3.0, -1.0 / 6)],
+}
+# An activation input this close to a kink (relative to the input's
+# largest value) may fall on the other side of it in float32.
+KINK_MARGIN = 1e-5
+
+
+def reference_gradients(module, batch, dtype, kink_flips=False):
     """PyTorch's loss and parameter gradients in `dtype`, the module's
-    state (batch-norm statistics) left as it was."""
+    state (batch-norm statistics) left as it was. With kink_flips, also
+    what each activation input within KINK_MARGIN of a kink would change,
+    were it on the other side: the jump in the derivative times the
+    gradient arriving at the output, backpropagated alone to the
+    parameters (one {name: change} per such input)."""
     # A deep copy keeps the metadata MNASNet's loader reads.
     saved = copy.deepcopy(module.state_dict())
     module = module.to(dtype)
     module.zero_grad()
+    activations = []  # (module, input, output)
+    hooks = []
+    if kink_flips:
+        def keep(activation, inputs, output):
+            activations.append((activation, inputs[0], output))
+        for activation in module.modules():
+            if type(activation) in KINKS:
+                # In place, the input would be the output by backward.
+                activation.inplace = False
+                hooks.append(activation.register_forward_hook(keep))
     loss = module(*[t.to(dtype) if t.is_floating_point() else t
                     for t in batch])
-    loss.backward()
+    for hook in hooks:
+        hook.remove()
+    parameters = dict(module.named_parameters())
+    arriving = torch.autograd.grad(
+        loss, [output for _, _, output in activations],
+        retain_graph=True) if activations else []
+    loss.backward(retain_graph=bool(activations))
     result = {"loss": loss.detach().double().reshape(1)}
-    for name, parameter in module.named_parameters():
+    for name, parameter in parameters.items():
         result[name] = parameter.grad.detach().double()
+    flips = []
+    for (activation, x, _), upstream in zip(activations, arriving):
+        x_value = x.detach()
+        margin = KINK_MARGIN * max(x_value.abs().max().item(), 1.0)
+        for kink, jump in KINKS[type(activation)](activation):
+            for index in torch.nonzero((x_value - kink).abs() <= margin):
+                index = tuple(index.tolist())
+                change = torch.zeros_like(x)
+                side = -1.0 if x_value[index] > kink else 1.0
+                change[index] = side * jump * upstream[index]
+                moved = torch.autograd.grad(
+                    x, list(parameters.values()), change, retain_graph=True,
+                    allow_unused=True)
+                flips.append({name: delta.detach().double().numpy()
+                              for name, delta in zip(parameters, moved)
+                              if delta is not None})
     module.load_state_dict(saved)
+    if kink_flips:
+        return result, flips
     return result
+
+
+def float32_gradients(module, batch):
+    """PyTorch's float32 gradients on 1 thread and on 2, which split its
+    sums differently: their errors against float64 differ by up to 3.5x
+    for a tensor (EfficientNet-B0's first squeeze-and-excitation), so what
+    float32 gets is the larger, not one draw. (Its convolutions without
+    oneDNN are no reference: ShuffleNetV2 x0.5's gradients come out 17% off.)"""
+    runs = []
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        runs.append(reference_gradients(module, batch, torch.float32))
+    torch.set_num_threads(1)
+    return runs
+
+
+def explain_by_flips(differences, flips, allowed):
+    """Greedily the flips that, taken from mpc's differences from float64,
+    bring the worst (relative error / allowed) lowest. Returns the chosen
+    flips' indices and the differences left."""
+    def worst(left):
+        return max(np.abs(left[key]).max() / allowed[key] for key in left)
+    chosen, left = [], differences
+    while True:
+        best, best_left = worst(left), None
+        for i, flip in enumerate(flips):
+            if i in chosen:
+                continue
+            candidate = {key: value - flip[key] if key in flip else value
+                         for key, value in left.items()}
+            if worst(candidate) < best:
+                best, best_left, pick = worst(candidate), candidate, i
+        if best_left is None:
+            return chosen, left
+        chosen.append(pick)
+        left = best_left
 
 
 def check_o0(args, name, module, onnx_path):
@@ -193,9 +310,10 @@ def check_o0(args, name, module, onnx_path):
     state.update(read_safetensors(weights))
     module.load_state_dict(state)
     batch = MODELS[name][1](100)
-    exact = reference_gradients(module, batch, torch.float64)
-    single = reference_gradients(module, batch, torch.float32)
-    worst_error, worst_single, failures = 0.0, 0.0, []
+    exact, flips = reference_gradients(module, batch, torch.float64,
+                                       kink_flips=True)
+    singles = float32_gradients(module, batch)
+    differences, scales, allowed, own = {}, {}, {}, {}
     with model.session(seed=0) as session:
         missing, unexpected = session.load_weights(weights)
         assert not missing and not unexpected, (missing, unexpected)
@@ -203,20 +321,39 @@ def check_o0(args, name, module, onnx_path):
         for key, expected in exact.items():
             ours = np.array([loss]) if key == "loss" else session.gradient(key)
             expected = expected.numpy()
-            scale = max(np.abs(expected).max(), 1e-3)
-            error = np.abs(ours.astype(np.float64) - expected).max() / scale
-            own = np.abs(single[key].numpy() - expected).max() / scale
-            allowed = max(1e-4, 2 * own)
-            if not error <= allowed:
-                failures.append(f"d{key}: relative error {error:.3g} > "
-                                f"{allowed:.3g} (PyTorch f32: {own:.3g})")
-            worst_error = max(worst_error, error)
-            worst_single = max(worst_single, own)
+            scales[key] = max(np.abs(expected).max(), 1e-3)
+            differences[key] = ours.astype(np.float64) - expected
+    # float32 may put an activation input that float64 puts just beside a
+    # kink on its other side: the flips that account for a float32 run's
+    # differences come off them (PyTorch's and mpc's alike), and what is
+    # left is held to the tolerance.
+    for single in singles:
+        _, theirs = explain_by_flips(
+            {key: single[key].numpy() - exact[key].numpy() for key in exact},
+            flips, scales)
+        for key, difference in theirs.items():
+            own[key] = max(own.get(key, 0.0),
+                           np.abs(difference).max() / scales[key])
+    for key in exact:
+        # In units of the tensor's scale.
+        allowed[key] = max(1e-4, 2 * own[key]) * scales[key]
+    chosen, left = explain_by_flips(differences, flips, allowed)
+    failures, worst_error = [], 0.0
+    for key, difference in left.items():
+        error = np.abs(difference).max() / scales[key]
+        if not error <= allowed[key] / scales[key]:
+            failures.append(f"d{key}: relative error {error:.3g} > "
+                            f"{allowed[key] / scales[key]:.3g} (PyTorch f32: "
+                            f"{own[key]:.3g})")
+        worst_error = max(worst_error, error)
+    worst_single = max(own.values())
     if failures:
         sys.exit(f"FAIL: {name} O0: " + "\n  ".join(failures))
     print(f"{name} O0: loss and {len(exact) - 1} gradients match PyTorch "
           f"(float64); worst relative error {worst_error:.2e}, PyTorch "
-          f"float32's {worst_single:.2e}")
+          f"float32's {worst_single:.2e}; {len(chosen)} of the {len(flips)} "
+          f"activation inputs within {KINK_MARGIN:g} of a kink on its other "
+          "side")
 
 
 def check_o2_bf16(args, name, onnx_path):
