@@ -134,8 +134,6 @@ bool mlir::mpc::isTensorName(StringRef name) {
   });
 }
 
-namespace {} // namespace
-
 bool mlir::mpc::hasElements(Type type) {
   auto shaped = dyn_cast<ShapedType>(type);
   return !shaped || !shaped.hasRank() || !llvm::is_contained(shaped.getShape(), 0);

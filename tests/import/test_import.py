@@ -53,15 +53,20 @@ def run(*command):
     return result.stdout
 
 
-def export(name, path, opset=17):
-    constructor, batch = MODELS[name]
-    torch.manual_seed(0)
-    module = constructor()
-    torch.onnx.export(module, batch(0), path,
+def export_module(module, inputs, path, opset=17):
+    """torch.onnx.export in training mode, inputs named input and target."""
+    torch.onnx.export(module, inputs, path,
                       training=torch.onnx.TrainingMode.TRAINING,
                       do_constant_folding=False,
                       input_names=["input", "target"], output_names=["loss"],
                       opset_version=opset)
+
+
+def export(name, path, opset=17):
+    constructor, batch = MODELS[name]
+    torch.manual_seed(0)
+    module = constructor()
+    export_module(module, batch(0), path, opset)
     return module
 
 

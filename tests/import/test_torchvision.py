@@ -46,7 +46,7 @@ import torch.nn.functional as F
 import torchvision.models as tv
 
 import mpc
-from test_import import build, numpy_inputs, read_safetensors
+from test_import import build, export_module, numpy_inputs, read_safetensors
 
 CLASSES = 10
 STEPS = 20
@@ -185,11 +185,7 @@ def export(name, path):
     make, batch_of = MODELS[name]
     torch.manual_seed(0)
     module = make()
-    torch.onnx.export(module, batch_of(0), path,
-                      training=torch.onnx.TrainingMode.TRAINING,
-                      do_constant_folding=False,
-                      input_names=["input", "target"], output_names=["loss"],
-                      opset_version=17)
+    export_module(module, batch_of(0), path)
     return module
 
 
