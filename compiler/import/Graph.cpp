@@ -157,11 +157,54 @@ std::optional<Type> Importer::elementType(int32_t onnxType) {
   }
 }
 
+/// Why `node`'s output has no static shape when its float inputs have one:
+/// an integer input (a shape, a bound, an index) that the constant evaluator
+/// could not work out, because it is computed from the model's inputs.
+static std::string runTimeIntegerInputs(
+    const NodeProto &node,
+    const std::map<std::string, const onnx::TypeProto *> &types,
+    llvm::function_ref<bool(const std::string &)> known) {
+  std::string reasons;
+  for (const std::string &input : node.input()) {
+    auto it = types.find(input);
+    if (input.empty() || known(input) || it == types.end() ||
+        !it->second->has_tensor_type())
+      continue;
+    int32_t element = it->second->tensor_type().elem_type();
+    if (element != TensorProto::INT64 && element != TensorProto::INT32)
+      continue;
+    reasons += (reasons.empty() ? ": its input '" : ", '") + input + "' (" +
+               typeName(element) + ")";
+  }
+  if (!reasons.empty())
+    reasons += " is computed from the model's inputs at run time, not at "
+               "import";
+  return reasons;
+}
+
 RankedTensorType Importer::resultType(const NodeProto &node, int index) {
   const std::string &name = node.output(index);
   auto it = types.find(name);
-  if (it == types.end() || !it->second->has_tensor_type() ||
-      !it->second->tensor_type().has_shape()) {
+  auto isKnown = [&](const std::string &input) {
+    return constant(input) != nullptr;
+  };
+  bool shaped = it != types.end() && it->second->has_tensor_type() &&
+                it->second->tensor_type().has_shape();
+  bool staticExtents =
+      shaped && llvm::all_of(it->second->tensor_type().shape().dim(),
+                             [](const onnx::TensorShapeProto_Dimension &dim) {
+                               return dim.has_dim_value() &&
+                                      dim.dim_value() > 0;
+                             });
+  if (!staticExtents) {
+    std::string why = runTimeIntegerInputs(node, types, isKnown);
+    if (!why.empty()) {
+      (void)fail(node, "output '" + name + "' has no static shape" + why +
+                           "; mpc needs static shapes");
+      return nullptr;
+    }
+  }
+  if (!shaped) {
     (void)fail(node, "ONNX shape inference gave output '" + name +
                          "' no shape; export with static input shapes");
     return nullptr;
@@ -470,7 +513,7 @@ LogicalResult Importer::inferShapesFromConstants() {
   try {
     onnx::ShapeInferenceOptions inference(/*check_type=*/true,
                                           /*error_mode=*/1,
-                                          /*enable_data_propagation=*/true);
+                                          /*enable_data_propagation=*/false);
     onnx::shape_inference::InferShapes(
         model, onnx::OpSchemaRegistry::Instance(), inference);
   } catch (const std::exception &error) {

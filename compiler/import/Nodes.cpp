@@ -162,9 +162,10 @@ LogicalResult Importer::translateNode(int index) {
     if (*training == 0 || *ratio == 0)
       define(node, input);
     else
-      define(node, mpc::DropoutOp::create(
-                       builder, location, input.getType(), input,
-                       builder.getF64FloatAttr(*ratio), IntegerAttr()));
+      define(node,
+             mpc::DropoutOp::create(builder, location, input.getType(), input,
+                                    builder.getF64FloatAttr(asWritten(*ratio)),
+                                    IntegerAttr()));
     return success();
   }
   if (type == "Erf")

@@ -117,9 +117,12 @@ int mlir::mpc::runImport(const ImportOptions &options) {
 
   try {
     onnx::checker::check_model(model);
+    // Without ONNX's data propagation: the importer evaluates the integer
+    // subgraphs (Shape, Gather, Slice, Concat, ...) itself and infers again
+    // with their values written in (Importer::foldConstants).
     onnx::ShapeInferenceOptions inference(/*check_type=*/true,
                                           /*error_mode=*/1,
-                                          /*enable_data_propagation=*/true);
+                                          /*enable_data_propagation=*/false);
     onnx::shape_inference::InferShapes(
         model, onnx::OpSchemaRegistry::Instance(), inference);
   } catch (const std::exception &error) {

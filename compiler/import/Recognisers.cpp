@@ -2,7 +2,8 @@
 //
 // The decompositions torch.onnx.export writes, recognised back into mpc
 // ops: GELU, SiLU, RMSNorm, layer norm (before opset 17), the mean squared
-// error, cross-entropy, linear.
+// error, cross-entropy, linear, attention's k^T, and Bernoulli masks (as
+// mpc's dropout).
 //
 // Compiled with exceptions, as the rest of the importer: libonnx reports
 // through them.
@@ -310,6 +311,63 @@ std::optional<LogicalResult> Importer::recognise(int index) {
       done[indexOf(matmul)] = true;
       return success();
     }
+  }
+  // A Bernoulli mask of constant probability p, as torch.bernoulli(P) and
+  // `torch.rand_like(P) < p` export it, Cast(Less(RandomUniformLike(P), P)),
+  // or ONNX's own Bernoulli(P): stochastic depth's per-sample mask. mpc
+  // draws it as its dropout of ones at rate 1 - p (0 or 1/p, the mask
+  // regenerated in the backward pass from the seed and the step) times p.
+  if (type == "RandomUniformLike" || type == "Bernoulli") {
+    const NodeProto *less = nullptr, *toFloat = nullptr;
+    const Constant *probabilities = nullptr;
+    if (type == "RandomUniformLike") {
+      less = soleConsumer(out(&node));
+      if (isOp(less, "Less") && less->input(0) == out(&node) &&
+          floatAttribute(node, "low", 0) == 0 &&
+          floatAttribute(node, "high", 1) == 1)
+        probabilities = constant(less->input(1));
+      toFloat = probabilities ? soleConsumer(out(less)) : nullptr;
+      if (!isOp(toFloat, "Cast") ||
+          intAttribute(*toFloat, "to", 0) != TensorProto::FLOAT)
+        return fail(node, "a random draw other than a Bernoulli mask "
+                          "(Cast(Less(RandomUniformLike(P), P)) with P a "
+                          "constant) is not supported");
+    } else {
+      probabilities = constant(node.input(0));
+      if (!probabilities ||
+          intAttribute(node, "dtype", TensorProto::FLOAT) != TensorProto::FLOAT)
+        return fail(node, "a Bernoulli draw needs constant FLOAT "
+                          "probabilities");
+    }
+    double p = probabilities->values.empty()
+                   ? 0
+                   : asWritten(probabilities->values.front());
+    if (llvm::any_of(probabilities->values,
+                     [&](double value) { return asWritten(value) != p; }) ||
+        !(p >= 0 && p <= 1))
+      return fail(node, "a Bernoulli mask needs one probability in [0, 1] "
+                        "for every element (mpc draws it as a dropout)");
+    SmallVector<int64_t> shape(probabilities->shape);
+    Value mask;
+    if (p == 0 || p == 1) {
+      mask =
+          floatConstant(shape, SmallVector<double>(probabilities->size(), p));
+    } else {
+      Value ones =
+          floatConstant(shape, SmallVector<double>(probabilities->size(), 1));
+      Value kept = mpc::DropoutOp::create(
+          builder, location, ones.getType(), ones,
+          builder.getF64FloatAttr(asWritten(1 - p)), IntegerAttr());
+      mask = mpc::ScaleOp::create(builder, location, ones.getType(), kept,
+                                  builder.getF64FloatAttr(p));
+    }
+    const NodeProto &last = toFloat ? *toFloat : node;
+    values[out(&last)] = mask;
+    if (toFloat)
+      recognised(mask, "bernoulli", node, {less, toFloat});
+    else
+      done[index] = true;
+    return success();
   }
   return std::nullopt;
 }

@@ -68,6 +68,28 @@ def cases(work):
     padded.graph.node[1].input.append("pads")
     yield "nonzero pad", padded, [
         "node '/act' (Pad, opset 17)", "Pad other than by zero elements"]
+    # A bound no constant evaluation can reach: the model's own input.
+    run_time_bound = linear_model()
+    run_time_bound.graph.input.append(
+        helper.make_tensor_value_info("width", TensorProto.INT64, [1]))
+    run_time_bound.graph.initializer.extend([
+        numpy_helper.from_array(np.array([0], np.int64), "starts"),
+        numpy_helper.from_array(np.array([1], np.int64), "axes")])
+    run_time_bound.graph.node[1].op_type = "Slice"
+    run_time_bound.graph.node[1].name = "/cut"
+    run_time_bound.graph.node[1].input.extend(["starts", "width", "axes"])
+    yield "run-time slice bound", run_time_bound, [
+        "node '/cut' (Slice, opset 17)",
+        "output 'a' has no static shape: its input 'width' (INT64) is "
+        "computed from the model's inputs at run time"]
+    # Noise that is no Bernoulli mask: mpc draws only dropout's.
+    noisy = linear_model(op="Mul")
+    noisy.graph.node.insert(1, helper.make_node(
+        "RandomUniformLike", ["h"], ["noise"], name="/noise"))
+    noisy.graph.node[2].input.append("noise")
+    yield "uniform noise", noisy, [
+        "node '/noise' (RandomUniformLike, opset 17)",
+        "a random draw other than a Bernoulli mask"]
     undefined = linear_model()
     undefined.graph.node[1].input[0] = "nowhere"
     yield "undefined input", undefined, ["the ONNX checker rejects it"]

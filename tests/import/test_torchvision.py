@@ -18,7 +18,9 @@ Python, then
   - O2 bf16: 20 AdamW steps on one batch lower the loss.
 
 Dropout runs at rate 0 and stochastic depth at probability 0 (PyTorch's
-masks cannot be reproduced). Inputs are 2 images of 64x64, so that every
+masks cannot be reproduced), except in efficientnet_stochastic_depth,
+which is trained with both at 0.2 and checked to draw each as an
+mpc.dropout. Inputs are 2 images of 64x64, so that every
 batch norm normalises at least 8 values: over 2 (a 1x1 map at 32x32) its
 input gradient is 0 in exact arithmetic and rounding noise in float32.
 MobileNetV2, ShuffleNetV2, EfficientNet and MNASNet take 4: at 2, their
@@ -35,6 +37,7 @@ cores, or most of one); the others are the named models.
 
 import argparse
 import copy
+import importlib
 import os
 import shutil
 import sys
@@ -44,6 +47,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torchvision.models as tv
+from torchvision.ops import StochasticDepth
 
 import mpc
 from test_import import build, export_module, numpy_inputs, read_safetensors
@@ -105,11 +109,11 @@ class Transformer(nn.Module):
                                targets.reshape(-1))
 
 
-def vision(constructor, size=64, batch=2, **options):
+def vision(constructor, size=64, batch=2, keep_dropout=False, **options):
     def make():
         network = constructor(num_classes=CLASSES, **options)
         for module in network.modules():
-            if isinstance(module, nn.Dropout):
+            if isinstance(module, nn.Dropout) and not keep_dropout:
                 module.p = 0.0
         return Classifier(network)
 
@@ -158,6 +162,15 @@ MODELS = {
             for config in [(1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2),
                            (6, 5, 2, 24, 40, 2), (6, 3, 2, 40, 80, 3),
                            (6, 5, 1, 80, 112, 3)]]), batch=4),
+    # Dropout at 0.2 and stochastic depth up to 0.2, drawn by mpc: trained,
+    # not compared with PyTorch, whose masks mpc does not reproduce.
+    "efficientnet_stochastic_depth": vision(small(
+        tv.EfficientNet, dropout=0.2, stochastic_depth_prob=0.2,
+        inverted_residual_setting=[
+            tv.efficientnet.MBConvConfig(*config, width_mult=0.5,
+                                         depth_mult=1.0)
+            for config in [(1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2),
+                           (6, 5, 2, 24, 40, 2)]]), batch=4, keep_dropout=True),
     "mnasnet": vision(small(tv.MNASNet, alpha=0.25), batch=4),
     "regnet": vision(small(
         tv.RegNet, block_params=tv.regnet.BlockParams.from_init_params(
@@ -181,11 +194,40 @@ MODELS = {
 }
 
 
+# torchvision.ops.stochastic_depth is the function; its module by name.
+stochastic_depth_module = importlib.import_module(
+    "torchvision.ops.stochastic_depth")
+
+# The models whose dropout and stochastic depth draw masks: mpc draws its
+# own, so they are trained but not compared with PyTorch.
+RANDOM = {"efficientnet_stochastic_depth"}
+
+
+def exportable_stochastic_depth(input, p, mode, training=True):
+    """torchvision.ops.stochastic_depth as torch 1.13 can export it in
+    training mode: torchvision's own draws its mask with an in-place
+    bernoulli_, which the exporter refuses ("out parameter is not
+    supported"); torch.bernoulli exports as a Bernoulli mask that mpc
+    import draws as its dropout."""
+    if not training or p == 0.0:
+        return input
+    survival = 1.0 - p
+    size = ([input.shape[0]] + [1] * (input.ndim - 1) if mode == "row"
+            else [1] * input.ndim)
+    noise = torch.bernoulli(torch.full(size, survival, dtype=input.dtype))
+    return input * noise / survival
+
+
 def export(name, path):
     make, batch_of = MODELS[name]
     torch.manual_seed(0)
     module = make()
-    export_module(module, batch_of(0), path)
+    original = stochastic_depth_module.stochastic_depth
+    stochastic_depth_module.stochastic_depth = exportable_stochastic_depth
+    try:
+        export_module(module, batch_of(0), path)
+    finally:
+        stochastic_depth_module.stochastic_depth = original
     return module
 
 
@@ -354,9 +396,9 @@ def check_o0(args, name, module, onnx_path):
 
 def check_o2_bf16(args, name, onnx_path):
     directory = os.path.join(args.work, "O2_bf16")
-    _, weights, model = build(args, onnx_path, directory,
-                              ["--amp=O2", "--half=bf16", "--optimizer=adamw",
-                               "--lr=0.001"])
+    mlir, weights, model = build(args, onnx_path, directory,
+                                 ["--amp=O2", "--half=bf16",
+                                  "--optimizer=adamw", "--lr=0.001"])
     batch = numpy_inputs(MODELS[name][1](300))
     with model.session(seed=0) as session:
         session.load_weights(weights)
@@ -365,6 +407,31 @@ def check_o2_bf16(args, name, onnx_path):
         sys.exit(f"FAIL: {name} O2 bf16: the loss did not fall: {losses}")
     print(f"{name} O2 bf16: loss {losses[0]:.4f} -> {losses[-1]:.4f} in "
           f"{STEPS} AdamW steps")
+    return mlir
+
+
+def check_masks(name, module, mlir):
+    """Every dropout with a real rate and every block's stochastic depth
+    above 0 is an mpc.dropout in the imported model."""
+    # Those the forward pass runs: a block without a residual connection
+    # has a StochasticDepth it never calls.
+    masks = 0
+
+    def count(layer, inputs, output):
+        nonlocal masks
+        masks += layer.p > 0
+    hooks = [m.register_forward_hook(count) for m in module.modules()
+             if isinstance(m, (nn.Dropout, StochasticDepth))]
+    module(*MODELS[name][1](0))
+    for hook in hooks:
+        hook.remove()
+    with open(mlir) as file:
+        dropouts = file.read().count("mpc.dropout")
+    if dropouts != masks:
+        sys.exit(f"FAIL: {name}: {dropouts} mpc.dropout for {masks} dropouts "
+                 f"and stochastic depths")
+    print(f"{name}: {masks} dropouts and stochastic depths, each an "
+          f"mpc.dropout")
 
 
 def main():
@@ -381,8 +448,11 @@ def main():
     os.makedirs(args.work)
     onnx_path = os.path.join(args.work, f"{args.model}.onnx")
     module = export(args.model, onnx_path)
-    check_o0(args, args.model, module, onnx_path)
-    check_o2_bf16(args, args.model, onnx_path)
+    if args.model not in RANDOM:
+        check_o0(args, args.model, module, onnx_path)
+    mlir = check_o2_bf16(args, args.model, onnx_path)
+    if args.model in RANDOM:
+        check_masks(args.model, module, mlir)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,11 @@ def const(name, value):
                             value=numpy_helper.from_array(np.array(value, np.float32)))
 
 
+def iconst(name, value):
+    return helper.make_node("Constant", [], [name], name=f"/{name}",
+                            value=numpy_helper.from_array(np.array(value, np.int64)))
+
+
 def model(path, body, outputs=("y",), extra_inits=()):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])
     loss = helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])
@@ -74,6 +79,44 @@ def main(directory):
         n("HardSwish", ["h"], ["s"], name="/act/HardSwish"),
         n("HardSigmoid", ["s"], ["y"], name="/gate/HardSigmoid",
           alpha=1.0 / 6.0)])
+    # Shapes computed from shapes, as x.view(x.size(0), 2, -1) and
+    # nn.MultiheadAttention's split of its packed projection write them:
+    # ONNX shape inference without data propagation leaves the Slice and the
+    # Reshape unshaped; the importer's constant evaluator works them out.
+    model(os.path.join(directory, "shape_chain.onnx"), [
+        iconst("zero", 0), iconst("one", 1), iconst("two", 2),
+        iconst("axes0", [0]), iconst("axes1", [1]), iconst("starts", [0]),
+        iconst("pair", [2]), iconst("rest", [-1]),
+        n("Shape", ["h"], ["s"], name="/Shape"),
+        n("Gather", ["s", "zero"], ["rows"], name="/Gather", axis=0),
+        n("Gather", ["s", "one"], ["width"], name="/Gather_1", axis=0),
+        n("Div", ["width", "two"], ["half"], name="/Div"),
+        n("Unsqueeze", ["half", "axes0"], ["ends"], name="/Unsqueeze"),
+        n("Slice", ["h", "starts", "ends", "axes1"], ["q"], name="/Slice"),
+        n("Unsqueeze", ["rows", "axes0"], ["rows1"], name="/Unsqueeze_1"),
+        n("Concat", ["rows1", "pair", "rest"], ["shape"], name="/Concat",
+          axis=0),
+        n("Reshape", ["q", "shape"], ["y"], name="/Reshape")])
+    # nn.Dropout(0.3) exported in training mode, and in evaluation mode.
+    for mode, training in (("train", True), ("eval", False)):
+        model(os.path.join(directory, f"dropout_{mode}.onnx"), [
+            const("ratio", 0.3),
+            helper.make_node("Constant", [], ["training"], name="/training",
+                             value=numpy_helper.from_array(np.array(training))),
+            n("Dropout", ["h", "ratio", "training"], ["y", "mask"],
+              name="/drop/Dropout")])
+    # Stochastic depth's per-sample mask as torch.bernoulli exports it:
+    # h * Cast(Less(RandomUniformLike(P), P)) / 0.8, P = full([4, 1], 0.8).
+    survival = numpy_helper.from_array(np.full((4, 1), 0.8, np.float32))
+    model(os.path.join(directory, "stochastic_depth.onnx"), [
+        helper.make_node("Constant", [], ["p"], name="/full", value=survival),
+        const("survival", 0.8),
+        n("RandomUniformLike", ["p"], ["u"], name="/RandomUniformLike",
+          dtype=TensorProto.FLOAT, low=0.0, high=1.0),
+        n("Less", ["u", "p"], ["b"], name="/Less"),
+        n("Cast", ["b"], ["mask"], name="/Cast", to=TensorProto.FLOAT),
+        n("Mul", ["h", "mask"], ["m"], name="/Mul"),
+        n("Div", ["m", "survival"], ["y"], name="/Div")])
     # Cross-entropy as F.nll_loss(F.log_softmax(h)) writes it.
     y = helper.make_tensor_value_info("y", TensorProto.INT64, [4])
     loss = helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])
