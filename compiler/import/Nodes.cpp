@@ -475,26 +475,66 @@ LogicalResult Importer::translateGather(const NodeProto &node) {
   if (!result)
     return failure();
   auto tableType = cast<RankedTensorType>(table.getType());
-  if (axis(intAttribute(node, "axis", 0), tableType.getRank()) != 0 ||
-      tableType.getRank() != 2)
-    return unsupported(node, "Gather other than rows of a 2-d table "
-                             "(nn.Embedding)");
-  // Rows 0..n-1 of the table (a position embedding of arange) are a slice.
+  int64_t rank = tableType.getRank();
+  int64_t along = axis(intAttribute(node, "axis", 0), rank);
+  // Constant indices (ViT's class token x[:, 0], a position embedding of
+  // arange) are slices: one for a run of consecutive indices, else one per
+  // index joined along the axis.
   if (const Constant *indices = constant(node.input(1))) {
-    bool arange = indices->shape.size() == 1;
-    for (size_t i = 0; arange && i < indices->values.size(); ++i)
-      arange = indices->values[i] == static_cast<double>(i);
-    if (!arange)
-      return unsupported(node, "Gather of constant indices other than "
-                               "0, 1, ..., n-1");
-    define(node,
-           mpc::SliceOp::create(builder, location, result, table,
-                                builder.getDenseI64ArrayAttr({0, 0}),
-                                builder.getDenseI64ArrayAttr(
-                                    {indices->size(), tableType.getDimSize(1)}),
-                                DenseI64ArrayAttr()));
+    if (indices->shape.size() > 1)
+      return unsupported(node, "Gather of constant indices of rank " +
+                                   Twine(indices->shape.size()) +
+                                   " (only a scalar or a list)");
+    if (indices->size() == 0)
+      return unsupported(node, "Gather of no indices");
+    int64_t extent = tableType.getDimSize(along);
+    SmallVector<int64_t> picked;
+    for (double index : indices->values) {
+      int64_t i = static_cast<int64_t>(index);
+      if (i < -extent || i >= extent)
+        return fail(node, "index " + Twine(i) + " is outside the " +
+                              Twine(extent) + " entries of axis " +
+                              Twine(along));
+      picked.push_back(i < 0 ? i + extent : i);
+    }
+    auto sliceOf = [&](int64_t first, int64_t count) -> Value {
+      SmallVector<int64_t> starts(rank, 0), limits(tableType.getShape());
+      SmallVector<int64_t> shape(tableType.getShape());
+      starts[along] = first;
+      limits[along] = first + count;
+      shape[along] = count;
+      return mpc::SliceOp::create(
+          builder, location,
+          RankedTensorType::get(shape, tableType.getElementType()), table,
+          builder.getDenseI64ArrayAttr(starts),
+          builder.getDenseI64ArrayAttr(limits), DenseI64ArrayAttr());
+    };
+    SmallVector<Value> runs;
+    for (size_t i = 0; i < picked.size();) {
+      size_t end = i + 1;
+      while (end < picked.size() && picked[end] == picked[end - 1] + 1)
+        ++end;
+      runs.push_back(sliceOf(picked[i], end - i));
+      i = end;
+    }
+    SmallVector<int64_t> shape(tableType.getShape());
+    shape[along] = picked.size();
+    Value gathered =
+        runs.size() == 1
+            ? runs[0]
+            : mpc::ConcatOp::create(
+                  builder, location,
+                  RankedTensorType::get(shape, tableType.getElementType()),
+                  runs, along);
+    // A scalar index drops the axis.
+    if (gathered.getType() != result)
+      gathered = mpc::ReshapeOp::create(builder, location, result, gathered);
+    define(node, gathered);
     return success();
   }
+  if (along != 0 || rank != 2)
+    return unsupported(node, "Gather of indices computed at run time other "
+                             "than rows of a 2-d table (nn.Embedding)");
   auto indices = values.find(node.input(1));
   if (indices == values.end())
     return fail(node, "the indices are not defined before the node");

@@ -82,6 +82,15 @@ def cases(work):
         "node '/cut' (Slice, opset 17)",
         "output 'a' has no static shape: its input 'width' (INT64) is "
         "computed from the model's inputs at run time"]
+    out_of_range = linear_model(op="Gather")
+    out_of_range.graph.initializer.append(
+        numpy_helper.from_array(np.array([0, 3], np.int64), "columns"))
+    out_of_range.graph.node[1].input.append("columns")
+    out_of_range.graph.node[1].attribute.append(
+        helper.make_attribute("axis", 1))
+    yield "gather out of range", out_of_range, [
+        "node '/act' (Gather, opset 17)",
+        "index 3 is outside the 3 entries of axis 1"]
     # Noise that is no Bernoulli mask: mpc draws only dropout's.
     noisy = linear_model(op="Mul")
     noisy.graph.node.insert(1, helper.make_node(

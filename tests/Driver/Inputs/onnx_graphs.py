@@ -97,6 +97,14 @@ def main(directory):
         n("Concat", ["rows1", "pair", "rest"], ["shape"], name="/Concat",
           axis=0),
         n("Reshape", ["q", "shape"], ["y"], name="/Reshape")])
+    # Constant indices: ViT's class token x[:, 0] and a picked list.
+    model(os.path.join(directory, "gather_constant.onnx"), [
+        iconst("tokens", [4, 2, 4]), iconst("first", 0),
+        iconst("picked", [6, 7, 0]),
+        n("Reshape", ["h", "tokens"], ["t"], name="/Reshape"),
+        n("Gather", ["t", "first"], ["cls"], name="/Gather", axis=1),
+        n("Gather", ["h", "picked"], ["some"], name="/Gather_1", axis=1),
+        n("Concat", ["cls", "some"], ["y"], name="/Concat", axis=1)])
     # nn.Dropout(0.3) exported in training mode, and in evaluation mode.
     for mode, training in (("train", True), ("eval", False)):
         model(os.path.join(directory, f"dropout_{mode}.onnx"), [
