@@ -64,10 +64,13 @@ std::optional<LogicalResult> Importer::foldConstant(const NodeProto &node) {
       if (it == types.end() || !it->second->has_tensor_type() ||
           !it->second->tensor_type().has_shape())
         return std::nullopt;
+      // An extent ONNX could not infer yet may follow from what is
+      // evaluated now (Swin pads to a multiple of its window by amounts
+      // computed from shapes): inferred again after this round, or an
+      // error when the node is translated.
       for (const auto &dim : it->second->tensor_type().shape().dim()) {
         if (!dim.has_dim_value())
-          return fail(node, "the shape of '" + node.input(0) +
-                                "' is not static; mpc needs static shapes");
+          return std::nullopt;
         shape.push_back(dim.dim_value());
       }
     }
@@ -105,7 +108,7 @@ std::optional<LogicalResult> Importer::foldConstant(const NodeProto &node) {
     SmallVector<int64_t> out;
     if (known)
       for (double v : known->values)
-        out.push_back(static_cast<int64_t>(v));
+        out.push_back(saturatingInt64(v));
     return out;
   };
   // Elementwise with NumPy broadcasting.
@@ -156,25 +159,83 @@ std::optional<LogicalResult> Importer::foldConstant(const NodeProto &node) {
 
   if (type == "Identity")
     return finish((result = a, success()));
-  if (type == "Add" || type == "Sub" || type == "Mul" || type == "Div") {
+  if (type == "Add" || type == "Sub" || type == "Mul" || type == "Div" ||
+      type == "Pow") {
     if (inputs.size() != 2 || !inputs[1])
       return std::nullopt;
+    // Pow: Swin's head_dim ** -0.5 of a traced shape.
     char op = type == "Add"   ? '+'
               : type == "Sub" ? '-'
               : type == "Mul" ? '*'
-                              : '/';
+              : type == "Div" ? '/'
+                              : '^';
     return finish(broadcast(
         {&a, inputs[1]},
         [&](ArrayRef<double> x) {
           double value = op == '+'   ? x[0] + x[1]
                          : op == '-' ? x[0] - x[1]
                          : op == '*' ? x[0] * x[1]
-                                     : x[0] / x[1];
+                         : op == '/' ? x[0] / x[1]
+                                     : std::pow(x[0], x[1]);
+          // ONNX's integer Div truncates, as C's does.
           if (integer && op == '/')
-            value = std::floor(value);
+            value = std::trunc(value);
           return integer || a.type == TensorProto::DOUBLE
                      ? value
                      : static_cast<double>(static_cast<float>(value));
+        },
+        a.type));
+  }
+  if (type == "ScatterND") {
+    // Swin's shifted-window mask, written region by region into zeros.
+    if (inputs.size() != 3 || !inputs[1] || !inputs[2])
+      return std::nullopt;
+    if (stringAttribute(node, "reduction", "none") != "none")
+      return unsupported(node, "a constant ScatterND with a reduction");
+    const Constant &indices = *inputs[1], &updates = *inputs[2];
+    int64_t depth = indices.shape.empty() ? 0 : indices.shape.back();
+    int64_t rank = a.shape.size();
+    if (indices.shape.empty() || depth < 1 || depth > rank)
+      return fail(node, "ScatterND indices must end in a dimension of 1 to " +
+                            Twine(rank) + " entries");
+    // Each index tuple names a slice of data of this many elements.
+    int64_t slice = product(ArrayRef<int64_t>(a.shape).drop_front(depth));
+    int64_t tuples = indices.size() / depth;
+    if (updates.size() != tuples * slice)
+      return fail(node, "ScatterND updates hold " + Twine(updates.size()) +
+                            " elements, not " + Twine(tuples * slice));
+    SmallVector<int64_t> strides = a.strides();
+    result = a;
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t offset = 0;
+      for (int64_t d = 0; d < depth; ++d) {
+        int64_t i = saturatingInt64(indices.values[t * depth + d]);
+        if (i < -a.shape[d] || i >= a.shape[d])
+          return fail(node, "ScatterND index " + Twine(i) +
+                                " is outside axis " + Twine(d));
+        offset += (i < 0 ? i + a.shape[d] : i) * strides[d];
+      }
+      std::copy_n(updates.values.begin() + t * slice, slice,
+                  result.values.begin() + offset);
+    }
+    return finish(success());
+  }
+  if (type == "Mod") {
+    // Swin's padding to a multiple of its window: (w - W % w) % w.
+    if (inputs.size() != 2 || !inputs[1])
+      return std::nullopt;
+    bool cStyle = intAttribute(node, "fmod", 0);
+    if (llvm::is_contained(inputs[1]->values, 0.0))
+      return fail(node, "a Mod by zero");
+    return finish(broadcast(
+        {&a, inputs[1]},
+        [&](ArrayRef<double> x) {
+          // fmod=1: C's fmod, the dividend's sign; else Python's %, the
+          // divisor's.
+          double value = std::fmod(x[0], x[1]);
+          if (!cStyle && value != 0 && (value < 0) != (x[1] < 0))
+            value += x[1];
+          return value;
         },
         a.type));
   }
@@ -318,15 +379,20 @@ std::optional<LogicalResult> Importer::foldConstant(const NodeProto &node) {
     result.shape = a.shape;
     for (size_t k = 0; k < axes.size(); ++k) {
       int64_t d = axis(axes[k], rank), extent = a.shape[d];
-      if (steps[k] <= 0)
-        return unsupported(node, "a constant slice with a step <= 0");
+      if (steps[k] == 0)
+        return fail(node, "a slice with a step of 0");
+      // ONNX's clamping: to [0, extent] going forward; going backward
+      // (x[::-1]: start extent-1, end below 0) to [-1, extent-1].
       int64_t s = starts[k] < 0 ? starts[k] + extent : starts[k];
       int64_t e = ends[k] < 0 ? ends[k] + extent : ends[k];
-      s = std::clamp<int64_t>(s, 0, extent);
-      e = std::clamp<int64_t>(e, 0, extent);
+      bool forward = steps[k] > 0;
+      s = std::clamp<int64_t>(s, 0, forward ? extent : extent - 1);
+      e = std::clamp<int64_t>(e, forward ? 0 : -1,
+                              forward ? extent : extent - 1);
       begin[d] = s;
       step[d] = steps[k];
-      result.shape[d] = e > s ? (e - s + steps[k] - 1) / steps[k] : 0;
+      int64_t span = forward ? e - s : s - e, stride = std::abs(steps[k]);
+      result.shape[d] = span > 0 ? (span + stride - 1) / stride : 0;
     }
     SmallVector<int64_t> strides = a.strides(), index(rank, 0);
     for (int64_t flat = 0; flat < result.size(); ++flat) {

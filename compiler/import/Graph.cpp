@@ -446,7 +446,11 @@ LogicalResult Importer::foldConstants() {
     auto lacksShape = [&](const std::string &name) {
       auto it = types.find(name);
       return it == types.end() || !it->second->has_tensor_type() ||
-             !it->second->tensor_type().has_shape();
+             !it->second->tensor_type().has_shape() ||
+             llvm::any_of(it->second->tensor_type().shape().dim(),
+                          [](const onnx::TensorShapeProto_Dimension &dim) {
+                            return !dim.has_dim_value();
+                          });
     };
     bool unshaped = false;
     for (int i = 0; i < graph.node_size() && !unshaped; ++i)
@@ -469,7 +473,7 @@ static std::optional<TensorProto> tensorOf(const Constant &known) {
   for (double value : known.values) {
     switch (known.type) {
     case TensorProto::INT64:
-      tensor.add_int64_data(static_cast<int64_t>(value));
+      tensor.add_int64_data(saturatingInt64(value));
       break;
     case TensorProto::INT32:
     case TensorProto::BOOL:

@@ -26,6 +26,7 @@
 
 #include "onnx/onnx_pb.h"
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -78,6 +79,18 @@ const onnx::AttributeProto *findAttribute(const NodeProto &node,
                                           StringRef name);
 
 int64_t intAttribute(const NodeProto &node, StringRef name, int64_t otherwise);
+
+/// An integer constant, held as a double, back as an int64_t, saturated:
+/// the exporter's open-ended slice bounds are INT64_MAX and INT64_MIN, which
+/// a double rounds to +-2^63, past the range of int64_t.
+inline int64_t saturatingInt64(double value) {
+  constexpr double limit = 9223372036854775808.0; // 2^63
+  if (value >= limit)
+    return std::numeric_limits<int64_t>::max();
+  if (value <= -limit)
+    return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(value);
+}
 
 /// The shortest decimal that reads back as the same f32, as a double: an
 /// eps the user wrote as 1e-5 and ONNX stored as an f32 reads 1e-5 again.
@@ -214,7 +227,10 @@ private:
   LogicalResult translateGather(const NodeProto &node);
   LogicalResult translateWhere(const NodeProto &node);
   LogicalResult translateConv(const NodeProto &node);
-  LogicalResult translatePool(const NodeProto &node);
+  /// A pooling node; with `pad`, the Pad of zeros before an AveragePool,
+  /// which becomes the pool's padding.
+  LogicalResult translatePool(const NodeProto &node,
+                              const NodeProto *pad = nullptr);
   LogicalResult translateBatchNorm(const NodeProto &node);
   LogicalResult translateLayerNorm(const NodeProto &node);
   LogicalResult translateReduce(const NodeProto &node);

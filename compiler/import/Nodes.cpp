@@ -55,11 +55,25 @@ LogicalResult Importer::translateNode(int index) {
     return unary(mpc::SqrtOp());
   if (type == "Neg")
     return unary(mpc::NegOp());
+  if (type == "Shape")
+    return fail(node, "the shape of '" + node.input(0) +
+                          "' is not static; mpc needs static shapes");
   if (type == "Pad") {
     // What torch.onnx writes before an average pool (DenseNet's
     // transitions): a constant Pad of zeros everywhere, which moves nothing.
     const Constant *pads =
         node.input_size() > 1 ? constant(node.input(1)) : nullptr;
+    bool zeros = node.input_size() < 3 || node.input(2).empty() ||
+                 scalar(node.input(2)) == 0.0;
+    // Inception's avg_pool2d(x, 3, stride=1, padding=1), which counts the
+    // padding, is exported as a Pad of zeros and an unpadded AveragePool:
+    // mpc's avg_pool2d with that padding.
+    const NodeProto *pool = soleConsumer(node.output(0));
+    if (stringAttribute(node, "mode", "constant") == "constant" && pads &&
+        zeros && isOp(pool, "AveragePool") &&
+        pool->input(0) == node.output(0) && pads->size() == 8 &&
+        llvm::any_of(pads->values, [](double pad) { return pad != 0; }))
+      return translatePool(*pool, &node);
     if (stringAttribute(node, "mode", "constant") != "constant" || !pads ||
         llvm::any_of(pads->values, [](double pad) { return pad != 0; }))
       return unsupported(node, "Pad other than by zero elements (mpc pads "
@@ -408,8 +422,8 @@ LogicalResult Importer::translateSlice(const NodeProto &node) {
     const Constant *known = constant(node.input(index));
     if (!known)
       return std::nullopt;
-    return llvm::map_to_vector(
-        known->values, [](double v) { return static_cast<int64_t>(v); });
+    return llvm::map_to_vector(known->values,
+                               [](double v) { return saturatingInt64(v); });
   };
   std::optional<SmallVector<int64_t>> starts = ints(1), ends = ints(2),
                                       axes = ints(3), steps = ints(4);
@@ -467,6 +481,10 @@ LogicalResult Importer::translateSplit(const NodeProto &node) {
   return success();
 }
 
+/// Above this many runs of consecutive constant indices, a Gather of rows
+/// is a one-hot GEMM rather than slices.
+static constexpr size_t kMaxGatherSlices = 8;
+
 LogicalResult Importer::translateGather(const NodeProto &node) {
   Value table = operand(node, 0);
   if (!table)
@@ -509,23 +527,45 @@ LogicalResult Importer::translateGather(const NodeProto &node) {
           builder.getDenseI64ArrayAttr(starts),
           builder.getDenseI64ArrayAttr(limits), DenseI64ArrayAttr());
     };
-    SmallVector<Value> runs;
+    SmallVector<std::pair<int64_t, int64_t>> runs; // (first, count)
     for (size_t i = 0; i < picked.size();) {
       size_t end = i + 1;
       while (end < picked.size() && picked[end] == picked[end - 1] + 1)
         ++end;
-      runs.push_back(sliceOf(picked[i], end - i));
+      runs.push_back({picked[i], end - i});
       i = end;
+    }
+    // Many runs (Swin's relative position bias, table[index] with a
+    // constant index of window^4 entries): rows picked by a constant one-hot
+    // matrix, one GEMM whose backward is the scatter-add, not a slice per
+    // run (the generated code would grow with the index count).
+    if (runs.size() > kMaxGatherSlices && rank == 2 && along == 0) {
+      int64_t rows = picked.size();
+      SmallVector<double> oneHot(rows * extent, 0.0);
+      for (int64_t row = 0; row < rows; ++row)
+        oneHot[row * extent + picked[row]] = 1.0;
+      Value selector = floatConstant({rows, extent}, oneHot);
+      Value gathered = mpc::MatmulOp::create(
+          builder, location,
+          RankedTensorType::get({rows, tableType.getDimSize(1)},
+                                tableType.getElementType()),
+          selector, table, /*transpose_lhs=*/false, /*transpose_rhs=*/false);
+      if (gathered.getType() != result)
+        gathered = mpc::ReshapeOp::create(builder, location, result, gathered);
+      define(node, gathered);
+      return success();
     }
     SmallVector<int64_t> shape(tableType.getShape());
     shape[along] = picked.size();
+    SmallVector<Value> slices = llvm::map_to_vector(
+        runs, [&](auto run) { return sliceOf(run.first, run.second); });
     Value gathered =
-        runs.size() == 1
-            ? runs[0]
+        slices.size() == 1
+            ? slices[0]
             : mpc::ConcatOp::create(
                   builder, location,
                   RankedTensorType::get(shape, tableType.getElementType()),
-                  runs, along);
+                  slices, along);
     // A scalar index drops the axis.
     if (gathered.getType() != result)
       gathered = mpc::ReshapeOp::create(builder, location, result, gathered);
@@ -611,8 +651,9 @@ LogicalResult Importer::translateConv(const NodeProto &node) {
   return success();
 }
 
-LogicalResult Importer::translatePool(const NodeProto &node) {
-  Value input = operand(node, 0);
+LogicalResult Importer::translatePool(const NodeProto &node,
+                                      const NodeProto *pad) {
+  Value input = pad ? operand(*pad, 0) : operand(node, 0);
   if (!input)
     return failure();
   RankedTensorType result = resultType(node);
@@ -647,8 +688,24 @@ LogicalResult Importer::translatePool(const NodeProto &node) {
                              "symmetric padding");
   if (dilations != SmallVector<int64_t>{1, 1})
     return unsupported(node, "dilated pooling");
+  if (pad) {
+    // [N, C, H, W] begins, then ends: zeros, then the pool's own padding.
+    SmallVector<int64_t> amounts =
+        llvm::map_to_vector(constant(pad->input(1))->values, [](double amount) {
+          return static_cast<int64_t>(amount);
+        });
+    if (pads != SmallVector<int64_t>{0, 0, 0, 0} || amounts[0] || amounts[1] ||
+        amounts[4] || amounts[5] || amounts[2] != amounts[6] ||
+        amounts[3] != amounts[7] || 2 * amounts[2] > kernel[0] ||
+        2 * amounts[3] > kernel[1])
+      return unsupported(*pad, "Pad before an AveragePool other than the "
+                               "same zeros on each side of H and W, at most "
+                               "half the window");
+    pads = {amounts[2], amounts[3], amounts[2], amounts[3]};
+    done[indexOf(&node)] = true;
+  }
   bool padded = pads[0] || pads[1];
-  if (node.op_type() == "AveragePool" && padded &&
+  if (node.op_type() == "AveragePool" && padded && !pad &&
       !intAttribute(node, "count_include_pad", 0))
     return unsupported(node, "average pooling with padding that does not "
                              "count towards the divisor (count_include_pad="
@@ -745,8 +802,8 @@ LogicalResult Importer::translateReduce(const NodeProto &node) {
     const Constant *known = constant(node.input(1));
     if (!known)
       return fail(node, "the axes must be constants");
-    axes = llvm::map_to_vector(
-        known->values, [](double v) { return static_cast<int64_t>(v); });
+    axes = llvm::map_to_vector(known->values,
+                               [](double v) { return saturatingInt64(v); });
   }
   SmallVector<int64_t> dims;
   if (!axes || axes->empty())

@@ -202,8 +202,15 @@ MODELS = {
     "vision_transformer": vision(small(
         tv.VisionTransformer, image_size=32, patch_size=8, num_layers=2,
         num_heads=4, hidden_dim=32, mlp_dim=64), size=32),
-    # By hand: 18 s on 2 cores. Its BasicConv2d's F.relu as a module, for
-    # the kink check.
+    "swin": vision(small(
+        tv.SwinTransformer, patch_size=[4, 4], embed_dim=16, depths=[2, 2],
+        num_heads=[2, 4], window_size=[4, 4], stochastic_depth_prob=0.0),
+        size=32),
+    # By hand: 18 s on 2 cores (Inception v3 at its smallest input, 75x75,
+    # and 4 images: 60 s). Their BasicConv2d's F.relu as a module, for the
+    # kink check.
+    "inception_v3": vision(relu_as_module(tv.inception_v3), aux_logits=False,
+                           init_weights=True, size=96, batch=4),
     "googlenet": vision(relu_as_module(tv.googlenet), aux_logits=False,
                         init_weights=True, batch=4),
     # The named models of the families above built small: by hand only

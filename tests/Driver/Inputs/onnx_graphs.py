@@ -105,6 +105,34 @@ def main(directory):
         n("Gather", ["t", "first"], ["cls"], name="/Gather", axis=1),
         n("Gather", ["h", "picked"], ["some"], name="/Gather_1", axis=1),
         n("Concat", ["cls", "some"], ["y"], name="/Concat", axis=1)])
+    # table[index] with an index of many runs (Swin's relative position
+    # bias): a one-hot GEMM.
+    model(os.path.join(directory, "gather_rows.onnx"), [
+        iconst("rows", [3, 1, 3, 1, 3, 1, 3, 1, 3, 1]),
+        n("Gather", ["h", "rows"], ["y"], name="/Gather", axis=0)])
+    # The constant evaluator's integer arithmetic: x[..., ::-1] of a shape
+    # (the exporter's INT64_MIN end), x[:, 2:] (INT64_MAX), Mod as Swin pads
+    # to its window, and a mask written region by region (ScatterND).
+    big = np.iinfo(np.int64)
+    model(os.path.join(directory, "constant_ops.onnx"), [
+        iconst("last", [-1]), iconst("first", [big.min]), iconst("back", [-1]),
+        iconst("axis0", [0]), iconst("two", [2]), iconst("open", [big.max]),
+        iconst("axis1", [1]), iconst("window", [3, 5]),
+        iconst("rows", [[1], [3]]),
+        helper.make_node("Constant", [], ["zeros"], name="/zeros",
+                         value=numpy_helper.from_array(np.zeros((4, 6), np.float32))),
+        helper.make_node("Constant", [], ["ones"], name="/ones",
+                         value=numpy_helper.from_array(np.ones((2, 6), np.float32))),
+        n("Shape", ["h"], ["s"], name="/Shape"),
+        n("Slice", ["s", "last", "first", "axis0", "back"], ["flipped"],
+          name="/Slice"),
+        n("Mod", ["flipped", "window"], ["rest"], name="/Mod"),
+        n("Slice", ["h", "two", "open", "axis1"], ["tail"], name="/Slice_1"),
+        n("ScatterND", ["zeros", "rows", "ones"], ["mask"], name="/ScatterND"),
+        n("Add", ["tail", "mask"], ["masked"], name="/Add"),
+        # flipped = [8, 4]; rest = [8 % 3, 4 % 5] = [2, 4]: [2, 4, 3].
+        n("Concat", ["rest", "back"], ["target"], name="/Concat", axis=0),
+        n("Reshape", ["masked", "target"], ["y"], name="/Reshape")])
     # nn.Dropout(0.3) exported in training mode, and in evaluation mode.
     for mode, training in (("train", True), ("eval", False)):
         model(os.path.join(directory, f"dropout_{mode}.onnx"), [
