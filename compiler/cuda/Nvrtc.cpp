@@ -14,6 +14,7 @@
 #include "compiler/cuda/RuntimeHeaders.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -73,12 +74,20 @@ std::string
 mlir::mpc::formatResources(llvm::ArrayRef<KernelResources> resources) {
   std::string text =
       "kernel\tmax_threads\tregisters\tstack_bytes\tspill_store_bytes\t"
-      "spill_load_bytes\tshared_bytes\n";
+      "spill_load_bytes\tshared_bytes\tblocks_per_sm\toccupancy_percent\t"
+      "limited_by\n";
   llvm::raw_string_ostream os(text);
-  for (const KernelResources &kernel : resources)
+  for (const KernelResources &kernel : resources) {
     os << kernel.name << '\t' << kernel.maxThreads << '\t' << kernel.registers
        << '\t' << kernel.stackBytes << '\t' << kernel.spillStoreBytes << '\t'
-       << kernel.spillLoadBytes << '\t' << kernel.sharedBytes << '\n';
+       << kernel.spillLoadBytes << '\t' << kernel.sharedBytes << '\t';
+    if (const std::optional<KernelOccupancy> &occupancy = kernel.occupancy)
+      os << occupancy->blocksPerSm << '\t'
+         << llvm::format("%.1f", 100 * occupancy->fraction()) << '\t'
+         << occupancy->limitedBy << '\n';
+    else
+      os << "-\t-\t-\n";
+  }
   return text;
 }
 
@@ -413,12 +422,16 @@ bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
     KernelResources resources = findResources(log, lowered);
     resources.name = name;
     resources.maxThreads = declaration.maxThreads;
-    image.resources.push_back(resources);
     if (resources.registers < 0) {
       llvm::errs() << "mpc compile: error: ptxas reported no resources for "
                    << "kernel '" << name << "' (" << lowered << ")\n";
       return false;
     }
+    if (resources.maxThreads > 0)
+      resources.occupancy =
+          theoreticalOccupancy(smVersion, resources.maxThreads,
+                               resources.registers, resources.sharedBytes);
+    image.resources.push_back(resources);
     warnAboutResources(resources, text, smVersion, savedPath);
   }
   return true;

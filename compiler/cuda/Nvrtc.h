@@ -10,6 +10,8 @@
 #ifndef MPC_COMPILER_CUDA_NVRTC_H
 #define MPC_COMPILER_CUDA_NVRTC_H
 
+#include "compiler/cuda/Occupancy.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -36,6 +38,8 @@ struct KernelResources {
   int registers = -1; ///< per thread; -1 if ptxas did not say
   int stackBytes = 0, spillStoreBytes = 0, spillLoadBytes = 0;
   int sharedBytes = 0; ///< static shared memory per block
+  /// With blocks of maxThreads, on the architecture compiled for.
+  std::optional<KernelOccupancy> occupancy;
 };
 
 struct CudaImage {
@@ -59,7 +63,7 @@ std::vector<KernelDeclaration> findKernels(llvm::StringRef source);
 
 /// The resource table `mpc compile` writes beside a cuda image
 /// (<model>_kernels.resources): a header line, then one tab-separated line
-/// per kernel.
+/// per kernel, ending in its theoretical occupancy ("-" where unknown).
 std::string formatResources(llvm::ArrayRef<KernelResources> resources);
 
 /// Whether this mpc was built with NVRTC (the CUDA toolkit was found).
