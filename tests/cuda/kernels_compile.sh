@@ -5,7 +5,8 @@
 # registers or shared memory beyond what the kernel's launch bounds allow)
 # gave a warning, that the image holds one entry per kernel of the source
 # and PTX for that architecture, and that every kernel declares its launch
-# bounds and has its resources in <name>_kernels.resources.
+# bounds and has its resources and theoretical occupancy in
+# <name>_kernels.resources.
 #
 #   kernels_compile.sh <dir> <model.mlir> <sm_XX> [mpc options]
 #
@@ -49,9 +50,17 @@ if [ "$resources" -ne "$kernels" ]; then
   cat "$lib/${name}_kernels.resources"
   exit 1
 fi
+# And each one's theoretical occupancy (cuda_occupancy.h) for its bound.
+occupied=$(awk -F'\t' 'NR > 1 && $8 > 0 && $9 > 0' "$lib/${name}_kernels.resources" | wc -l)
+if [ "$occupied" -ne "$kernels" ]; then
+  echo "error: $occupied of $kernels kernels have a theoretical occupancy"
+  cat "$lib/${name}_kernels.resources"
+  exit 1
+fi
 grep -q "^\.target $arch\$" "$lib/$name.ptx" ||
   { echo "error: $name.ptx is not for $arch"; exit 1; }
 [ -f "$lib/lib$name.a" ] ||
   { echo "error: no lib$name.a: the cuda host code did not build"; exit 1; }
 most=$(awk -F'\t' 'NR > 1 && $3 > r { r = $3; k = $1 } END { print r " registers (" k ")" }' "$lib/${name}_kernels.resources")
-echo "$(basename "$model") $* for $arch: $kernels kernels compiled by NVRTC, no spills or stack frames, at most $most"
+least=$(awk -F'\t' 'NR > 1 && (l == "" || $9 < l) { l = $9; k = $1; why = $10 } END { print l "% occupancy (" k ", by " why ")" }' "$lib/${name}_kernels.resources")
+echo "$(basename "$model") $* for $arch: $kernels kernels compiled by NVRTC, no spills or stack frames, at most $most, at least $least"
