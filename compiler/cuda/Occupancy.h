@@ -1,5 +1,4 @@
-//===- Occupancy.h - a kernel's theoretical occupancy ------------*- C++
-//-*-===//
+//===- Occupancy.h - a kernel's theoretical occupancy -----*- C++ -*-===//
 //
 // How many blocks of a kernel an SM holds at once, and what stops it holding
 // more, as CUDA's own occupancy calculator (the toolkit's cuda_occupancy.h)

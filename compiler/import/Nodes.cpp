@@ -508,7 +508,7 @@ LogicalResult Importer::translateGather(const NodeProto &node) {
     int64_t extent = tableType.getDimSize(along);
     SmallVector<int64_t> picked;
     for (double index : indices->values) {
-      int64_t i = static_cast<int64_t>(index);
+      int64_t i = saturatingInt64(index);
       if (i < -extent || i >= extent)
         return fail(node, "index " + Twine(i) + " is outside the " +
                               Twine(extent) + " entries of axis " +

@@ -142,6 +142,16 @@ def small(constructor, **options):
     return lambda num_classes: constructor(num_classes=num_classes, **options)
 
 
+def small_efficientnet(stages, depth_mult, **options):
+    """EfficientNet-B0's first `stages` stages at half its width."""
+    b0 = [(1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2), (6, 5, 2, 24, 40, 2),
+          (6, 3, 2, 40, 80, 3), (6, 5, 1, 80, 112, 3)]
+    return small(tv.EfficientNet, inverted_residual_setting=[
+        tv.efficientnet.MBConvConfig(*config, width_mult=0.5,
+                                     depth_mult=depth_mult)
+        for config in b0[:stages]], **options)
+
+
 def relu_as_module(constructor):
     """GoogLeNet's BasicConv2d applies F.relu; the same ReLU as an nn.ReLU
     (it exports the same Relu node) so that the kink check sees its
@@ -172,23 +182,14 @@ MODELS = {
         tv.ShuffleNetV2, stages_repeats=[2, 2, 1],
         stages_out_channels=[24, 48, 96, 192, 256]), batch=4),
     "squeezenet1_1": vision(tv.squeezenet1_1),
-    "efficientnet": vision(small(
-        tv.EfficientNet, dropout=0.0, stochastic_depth_prob=0.0,
-        inverted_residual_setting=[
-            tv.efficientnet.MBConvConfig(*config, width_mult=0.5,
-                                         depth_mult=0.5)
-            for config in [(1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2),
-                           (6, 5, 2, 24, 40, 2), (6, 3, 2, 40, 80, 3),
-                           (6, 5, 1, 80, 112, 3)]]), batch=4),
+    "efficientnet": vision(small_efficientnet(
+        stages=5, depth_mult=0.5, dropout=0.0, stochastic_depth_prob=0.0),
+        batch=4),
     # Dropout at 0.2 and stochastic depth up to 0.2, drawn by mpc: trained,
     # not compared with PyTorch, whose masks mpc does not reproduce.
-    "efficientnet_stochastic_depth": vision(small(
-        tv.EfficientNet, dropout=0.2, stochastic_depth_prob=0.2,
-        inverted_residual_setting=[
-            tv.efficientnet.MBConvConfig(*config, width_mult=0.5,
-                                         depth_mult=1.0)
-            for config in [(1, 3, 1, 32, 16, 1), (6, 3, 2, 16, 24, 2),
-                           (6, 5, 2, 24, 40, 2)]]), batch=4, keep_dropout=True),
+    "efficientnet_stochastic_depth": vision(small_efficientnet(
+        stages=3, depth_mult=1.0, dropout=0.2, stochastic_depth_prob=0.2),
+        batch=4, keep_dropout=True),
     "mnasnet": vision(small(tv.MNASNet, alpha=0.25), batch=4),
     "regnet": vision(small(
         tv.RegNet, block_params=tv.regnet.BlockParams.from_init_params(
