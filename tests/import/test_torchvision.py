@@ -207,9 +207,10 @@ MODELS = {
         tv.SwinTransformer, patch_size=[4, 4], embed_dim=16, depths=[2, 2],
         num_heads=[2, 4], window_size=[4, 4], stochastic_depth_prob=0.0),
         size=32),
-    # By hand: 18 s on 2 cores (Inception v3 at its smallest input, 75x75,
-    # and 4 images: 60 s). Their BasicConv2d's F.relu as a module, for the
-    # kink check.
+    # By hand: GoogLeNet 18 s on 2 cores; Inception v3 53 s, whose
+    # gradients at 96x96 are not comparable (its batch norms over 4 values
+    # leave PyTorch float32 itself 5e-3 from float64). Their BasicConv2d's
+    # F.relu as a module, for the kink check.
     "inception_v3": vision(relu_as_module(tv.inception_v3), aux_logits=False,
                            init_weights=True, size=96, batch=4),
     "googlenet": vision(relu_as_module(tv.googlenet), aux_logits=False,
