@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/device/mpc_emulator.h"
+#include "runtime/emulator_counters.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -28,9 +29,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -194,6 +197,13 @@ struct Emulator {
   bool orderChosen = false;   // by set_order: the environment's is ignored
   unsigned blockOverride = 0; // $MPC_EMULATION_BLOCK
   bool lastLaunchUsedFloatAtomics = false;
+  // Counters (set_counting, $MPC_EMULATION_COUNTERS).
+  bool counting = false;
+  bool countingChosen = false; // by set_counting: the environment's is ignored
+  bool countingLaunch = false, countingBlock = false;
+  int uncountedDepth = 0;
+  detail::launch_count counts;
+  launch_counters lastCounters;
 };
 /// This OS thread's emulator, created on first use. Through a plain
 /// pointer: a thread_local object with a constructor costs a call to its
@@ -208,6 +218,28 @@ inline Emulator &state() {
   Emulator *instance = emulatorInstance;
   return instance ? *instance : createState();
 }
+
+/// Device memory: the allocations global accesses may touch (a cpu
+/// session's arenas, the mock driver's cuMemAlloc). Anything else a kernel
+/// reads (its stack, its parameters, the emulator's shared arrays and
+/// coordinates) is not global memory and is not counted.
+struct global_memory {
+  std::mutex mutex;
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges; // [begin, end)
+};
+global_memory &globalMemory() {
+  static global_memory *memory = new global_memory; // never destroyed
+  return *memory;
+}
+bool isGlobalMemory(uintptr_t address) {
+  global_memory &memory = globalMemory();
+  std::lock_guard<std::mutex> lock(memory.mutex);
+  for (const auto &[begin, end] : memory.ranges)
+    if (address >= begin && address < end)
+      return true;
+  return false;
+}
+std::atomic<bool> accessHooksPresent{false};
 
 const char *baseName(const char *path) {
   const char *slash = std::strrchr(path, '/');
@@ -547,6 +579,9 @@ bool releaseBarrier() {
   if (exited)
     return false; // reportStuck names the exited thread
   ++launch.epoch;
+  // Every thread has done its share of the requests before the barrier.
+  if (state().countingBlock)
+    state().counts.flush();
   for (unsigned t = 0; t < launch.block; ++t)
     fiberOf(t).state = State::Runnable;
   return true;
@@ -557,6 +592,10 @@ void runBlock(unsigned blockIndex) {
   launch.blockIndex = blockIndex;
   launch.epoch = 1;
   ++state().blockSerial;
+  Emulator &e = state();
+  e.countingBlock = e.countingLaunch && e.counts.counts_block(blockIndex);
+  if (e.countingBlock)
+    e.counts.begin_block();
   current.blockIdx = {blockIndex, 0, 0};
   for (unsigned t = 0; t < launch.block; ++t) {
     Fiber &fiber = fiberOf(t);
@@ -581,8 +620,12 @@ void runBlock(unsigned blockIndex) {
     bool done = true;
     for (unsigned t = 0; t < launch.block && done; ++t)
       done = fiberOf(t).state == State::Exited;
-    if (done)
+    if (done) {
+      if (e.countingBlock)
+        e.counts.end_block();
+      e.countingBlock = false;
       return;
+    }
     if (!releaseBarrier())
       reportStuck();
   }
@@ -595,6 +638,8 @@ void readEnvironment() {
   if (e.environmentRead)
     return;
   e.environmentRead = true;
+  if (!e.countingChosen && detail::counting_requested())
+    e.counting = true;
   if (const char *text = std::getenv("MPC_EMULATION_BLOCK")) {
     char *end = nullptr;
     unsigned long threads = std::strtoul(text, &end, 10);
@@ -718,9 +763,16 @@ void launch(const char *kernel, unsigned grid, unsigned block,
   state().active = true;
   current.blockDim = {block, 1, 1};
   current.gridDim = {grid, 1, 1};
+  Emulator &e = state();
+  e.countingLaunch = e.counting;
+  if (e.countingLaunch)
+    e.counts.begin(kernel, grid, block);
   for (unsigned b : permutation(grid, state().launches))
     runBlock(b);
   state().active = false;
+  e.lastCounters = e.countingLaunch ? e.counts.finish(accessHooksPresent)
+                                    : launch_counters();
+  e.countingLaunch = false;
   state().lastLaunchUsedFloatAtomics = state().launch.floatAtomics;
   state().launch.kernel = nullptr;
 }
@@ -850,6 +902,25 @@ uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
   return self.result;
 }
 
+namespace {
+/// A shared access by the running thread, for the counters. The site is
+/// the array and the source line (a line's several accesses to one array
+/// are told apart by their order, as a loop's iterations are).
+void countShared(const shared_header &header, long long offset,
+                 size_t elementBytes, bool write, const char *file, int line) {
+  Emulator &e = state();
+  if (!e.countingBlock || e.uncountedDepth)
+    return;
+  uint64_t site = reinterpret_cast<uintptr_t>(&header) * 1000003u ^
+                  reinterpret_cast<uintptr_t>(file) * 31u ^
+                  static_cast<uint64_t>(line);
+  e.counts.record(
+      e.running->thread, site,
+      write ? detail::space::shared_store : detail::space::shared_load,
+      static_cast<uint64_t>(offset), static_cast<unsigned>(elementBytes));
+}
+} // namespace
+
 void shared_access(shared_header &header, shadow_cell *shadow, void *data,
                    size_t elementBytes, long long index, bool write,
                    const char *file, int line) {
@@ -885,6 +956,7 @@ void shared_access(shared_header &header, shadow_cell *shadow, void *data,
            cell.reader < 0 ? "several threads" : "another thread");
     cell.writeEpoch = epoch;
     cell.writer = self;
+    countShared(header, index * elementBytes, elementBytes, true, file, line);
     return;
   }
   if (cell.writeEpoch == 0)
@@ -895,6 +967,43 @@ void shared_access(shared_header &header, shadow_cell *shadow, void *data,
     cell.reader = -1;
   else if (cell.readEpoch != epoch)
     cell.readEpoch = epoch, cell.reader = self;
+  countShared(header, index * elementBytes, elementBytes, false, file, line);
+}
+
+void set_counting(bool on) {
+  state().counting = on;
+  state().countingChosen = true;
+}
+
+const launch_counters &last_launch_counters() { return state().lastCounters; }
+
+void global_access(const void *site, const void *address, unsigned bytes,
+                   access_kind kind) {
+  // Not state(): the hooks run for every access of instrumented code, in
+  // and out of kernels, on every OS thread.
+  Emulator *e = emulatorInstance;
+  if (!e || !e->countingBlock || e->uncountedDepth || !e->running)
+    return;
+  auto at = reinterpret_cast<uintptr_t>(address);
+  if (!isGlobalMemory(at))
+    return;
+  detail::space space = kind == access_kind::load ? detail::space::global_load
+                        : kind == access_kind::store
+                            ? detail::space::global_store
+                            : detail::space::global_atomic;
+  e->counts.record(e->running->thread, reinterpret_cast<uintptr_t>(site), space,
+                   at, bytes);
+}
+
+void note_access_hooks() { accessHooksPresent = true; }
+
+uncounted_scope::uncounted_scope() { ++state().uncountedDepth; }
+uncounted_scope::~uncounted_scope() { --state().uncountedDepth; }
+
+void count_wmma_product() {
+  Emulator &e = state();
+  if (e.countingBlock)
+    e.counts.count_wmma();
 }
 
 } // namespace mpc_emu
@@ -924,7 +1033,27 @@ extern "C" void *mpc_emu_guarded_alloc(size_t bytes) {
   char *data = base + page + dataPages - rounded;
   GuardedHeader header{mapping, length};
   std::memcpy(data - sizeof(header), &header, sizeof(header));
+  mpc_emu_register_global_memory(data, bytes);
   return data;
+}
+
+extern "C" void mpc_emu_register_global_memory(const void *begin,
+                                               size_t bytes) {
+  auto at = reinterpret_cast<uintptr_t>(begin);
+  mpc_emu::global_memory &memory = mpc_emu::globalMemory();
+  std::lock_guard<std::mutex> lock(memory.mutex);
+  memory.ranges.emplace_back(at, at + bytes);
+}
+
+extern "C" void mpc_emu_unregister_global_memory(const void *begin) {
+  auto at = reinterpret_cast<uintptr_t>(begin);
+  mpc_emu::global_memory &memory = mpc_emu::globalMemory();
+  std::lock_guard<std::mutex> lock(memory.mutex);
+  auto found =
+      std::find_if(memory.ranges.begin(), memory.ranges.end(),
+                   [at](const auto &range) { return range.first == at; });
+  if (found != memory.ranges.end())
+    memory.ranges.erase(found);
 }
 
 extern "C" void mpc_emu_check_order_independence(
@@ -942,5 +1071,6 @@ extern "C" void mpc_emu_guarded_free(void *pointer) {
   GuardedHeader header;
   std::memcpy(&header, static_cast<char *>(pointer) - sizeof(header),
               sizeof(header));
+  mpc_emu_unregister_global_memory(pointer);
   munmap(header.mapping, header.length);
 }

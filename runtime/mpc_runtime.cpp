@@ -13,6 +13,7 @@
 #include "runtime/mpc_model.h"
 
 #include "runtime/cuda/cuda_session.h"
+#include "runtime/device/mpc_emulator.h"
 #include "runtime/error.h"
 #include "runtime/half.h"
 #include "runtime/init.h"
@@ -35,6 +36,30 @@ using mpcrt::check_model;
 using mpcrt::check_model_header;
 using mpcrt::set_error;
 namespace {
+
+/// A zeroed arena of `bytes` (at least one): 256-byte aligned as
+/// cuMemAlloc's memory is, and registered as device memory, so that the
+/// block emulator's counters see its sectors and lines as a GPU would.
+void *allocate_arena(uint64_t bytes) {
+  constexpr uint64_t alignment = 256;
+  uint64_t rounded =
+      (std::max<uint64_t>(bytes, 1) + alignment - 1) / alignment * alignment;
+  if (rounded < bytes)
+    return nullptr;
+  void *arena = std::aligned_alloc(alignment, rounded);
+  if (!arena)
+    return nullptr;
+  std::memset(arena, 0, rounded);
+  mpc_emu_register_global_memory(arena, rounded);
+  return arena;
+}
+
+void free_arena(void *arena) {
+  if (!arena)
+    return;
+  mpc_emu_unregister_global_memory(arena);
+  std::free(arena);
+}
 
 // A hyper-parameter option: NaN (the init value) means the model's default.
 mpc_status resolve_hyperparameter(const char *name, float option,
@@ -151,17 +176,16 @@ static mpc_status shard_optimizer_state(mpc_session *session) {
   // The control block stays where it is; the slots shrink to the shard.
   int64_t bytes =
       model->optimizer_slots_offset + model->optimizer_slots * capacity * 4;
-  uint64_t rounded = static_cast<uint64_t>(bytes + 63) / 64 * 64;
-  void *arena = std::aligned_alloc(64, rounded);
+  uint64_t rounded = static_cast<uint64_t>(bytes);
+  void *arena = allocate_arena(rounded);
   if (!arena)
     return set_error(MPC_ERROR_OUT_OF_MEMORY,
                      "mpc_session_create: cannot allocate the optimizer "
                      "arena's shard of model '%s' (%llu bytes)",
                      model->name, static_cast<unsigned long long>(rounded));
-  std::memset(arena, 0, rounded);
   std::memcpy(arena, session->arenas[MPC_ARENA_OPTIMIZER],
               static_cast<size_t>(model->optimizer_slots_offset));
-  std::free(session->arenas[MPC_ARENA_OPTIMIZER]);
+  free_arena(session->arenas[MPC_ARENA_OPTIMIZER]);
   session->arenas[MPC_ARENA_OPTIMIZER] = arena;
   return MPC_OK;
 }
@@ -313,17 +337,14 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
     }
   }
   for (int a = 0; a < MPC_NUM_ARENAS; ++a) {
-    // 64-byte aligned (a cache line, and enough for any vector load), at
-    // least one line so that even an empty arena has an address.
+    // Even an empty arena has an address.
     uint64_t bytes = static_cast<uint64_t>(model->arena_bytes[a]);
     // A cuda session's activations live on the device only: inputs go up
     // from the caller's buffers and the loss and outputs come straight
     // down, so its host copy of the arena would never be read.
     if (a == MPC_ARENA_ACTIVATIONS && model_target == MPC_TARGET_CUDA)
       bytes = 0;
-    uint64_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
-    created->arenas[a] =
-        rounded < bytes ? nullptr : std::aligned_alloc(64, rounded);
+    created->arenas[a] = allocate_arena(bytes);
     if (!created->arenas[a]) {
       mpc_session_destroy(created);
       return set_error(MPC_ERROR_OUT_OF_MEMORY,
@@ -332,7 +353,6 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
                        arena_name(a), model->name,
                        static_cast<unsigned long long>(bytes));
     }
-    std::memset(created->arenas[a], 0, rounded);
   }
   // Params are numbered 0.., states after them, so adding a state does not
   // change any parameter's initial value.
@@ -407,7 +427,7 @@ extern "C" void mpc_session_destroy(mpc_session *session) {
   mpcrt::process_group_release(session->group);
   delete session->pool;
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
-    std::free(session->arenas[a]);
+    free_arena(session->arenas[a]);
   std::free(session->weights_missing);
   std::free(session->full_slots);
   std::free(session->weights_unexpected);

@@ -157,6 +157,7 @@ inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
   __syncwarp(0xffffffffu, file, line);
   if (threadIdx.x % 32 != 0)
     return;
+  mpc_emu::count_wmma_product();
   float result[16 * 16];
   for (int i = 0; i < 16; ++i)
     for (int j = 0; j < 16; ++j) {
@@ -184,6 +185,7 @@ __device__ __forceinline__ void mpc_wmma_load(Fragment &f, Shared &s,
   __syncwarp();
   if (threadIdx.x % 32 != 0)
     return;
+  mpc_emu::uncounted_scope notTheWarpsRequests;
   for (int r = 0; r < 16; ++r)
     for (int c = 0; c < 16; ++c)
       f.x[r * 16 + c] =
@@ -211,6 +213,7 @@ __device__ __forceinline__ void mpc_wmma_store(
   __syncwarp();
   if (threadIdx.x % 32 != 0)
     return;
+  mpc_emu::uncounted_scope notTheWarpsRequests;
   for (int r = 0; r < 16; ++r)
     for (int c = 0; c < 16; ++c)
       s[offset + r * ldm + c] = f.x[r * 16 + c];

@@ -124,6 +124,85 @@ template <typename T> T from_bits(uint32_t bits) {
 }
 
 //===----------------------------------------------------------------------===//
+// Counters: what a kernel asks of the memory system, as Nsight Compute
+// counts it (runtime/emulator_counters.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Global-memory instructions of one kind, counted per warp: a request is
+/// one instruction executed by the lanes of a warp that were at it together
+/// (lanes group by the instruction and how many times each has executed it
+/// since the last barrier).
+struct global_counters {
+  unsigned long long requests = 0;
+  unsigned long long lanes = 0;   // lane accesses (active lanes summed)
+  unsigned long long bytes = 0;   // bytes the lanes asked for, summed
+  unsigned long long sectors = 0; // distinct 32-byte sectors per request
+  unsigned long long lines = 0;   // distinct 128-byte lines per request
+  /// The fewest sectors that hold the distinct bytes of each request: what
+  /// a perfectly coalesced access would cost. Efficiency = ideal / sectors.
+  unsigned long long ideal_sectors = 0;
+};
+/// Shared-memory instructions of one kind: a request is served in
+/// wavefronts, one per conflicting 4-byte word in the busiest of the 32
+/// banks (lanes reading one word share it), per phase (8-byte accesses run
+/// as two half warps, 16-byte as four quarter warps).
+struct shared_counters {
+  unsigned long long requests = 0;
+  unsigned long long lanes = 0;
+  unsigned long long wavefronts = 0;
+  /// The fewest wavefronts the request's distinct words need; wavefronts
+  /// beyond these are bank conflicts.
+  unsigned long long ideal_wavefronts = 0;
+};
+/// One launch, summed over the blocks counted: all of them for grids of up
+/// to 6 blocks, else the first two, two from the middle and the last two
+/// (scale by grid / counted_blocks for the whole grid).
+struct launch_counters {
+  const char *kernel = nullptr;
+  unsigned grid = 0, block = 0, counted_blocks = 0;
+  /// Whether global accesses were seen: only code built with the access
+  /// hooks reports them (mpc compile --profile-emulated).
+  bool global_instrumented = false;
+  global_counters global_load, global_store, global_atomic;
+  shared_counters shared_load, shared_store;
+  /// Sectors touched by the counted blocks, each counted once: the DRAM
+  /// traffic if the cache kept everything they share.
+  unsigned long long distinct_sectors = 0;
+  /// WMMA 16x16x16 products (mma_sync calls of a warp).
+  unsigned long long wmma_products = 0;
+};
+
+/// Turns counting on or off for later launches on this OS thread. Off by
+/// default; $MPC_EMULATION_COUNTERS=<file> turns it on for every thread and
+/// writes each kernel's counters, summed over its launches, to <file> as
+/// JSON when the process exits.
+void set_counting(bool on);
+/// The counters of the last launch on this OS thread (zero if it was not
+/// counted).
+const launch_counters &last_launch_counters();
+
+enum class access_kind { load, store, atomic };
+/// A global-memory access by the running CUDA thread, from the access
+/// hooks (runtime/device/mpc_access_hooks.h) the instrumented build calls
+/// at every load and store. `site` is the instruction's address. Accesses
+/// to the stacks, kernel parameters and shared arrays are not global and
+/// are ignored, as is everything outside a counted block.
+void global_access(const void *site, const void *address, unsigned bytes,
+                   access_kind kind);
+/// The instrumented code is in the process (its constructor says so).
+void note_access_hooks();
+/// The accesses a WMMA collective emulates on lane 0 for the whole warp are
+/// not the instructions a GPU runs: they are not counted while one of these
+/// lives; the product is counted by count_wmma_product.
+struct uncounted_scope {
+  uncounted_scope();
+  ~uncounted_scope();
+  uncounted_scope(const uncounted_scope &) = delete;
+  uncounted_scope &operator=(const uncounted_scope &) = delete;
+};
+void count_wmma_product();
+
+//===----------------------------------------------------------------------===//
 // Shared memory
 //===----------------------------------------------------------------------===//
 
@@ -209,6 +288,11 @@ extern "C" {
 /// For host stand-ins of cuMemAlloc (tests/cuda/mock_cuda.cpp) and tests.
 void *mpc_emu_guarded_alloc(size_t bytes);
 void mpc_emu_guarded_free(void *pointer);
+/// Device memory for the counters (mpc_emu::global_access): accesses
+/// elsewhere are not global. mpc_emu_guarded_alloc registers its own; a cpu
+/// session its arenas.
+void mpc_emu_register_global_memory(const void *begin, size_t bytes);
+void mpc_emu_unregister_global_memory(const void *begin);
 /// mpc_emu::check_order_independence for callers that find it with dlsym:
 /// `regions` holds `count` pairs of (pointer, bytes); `order` 1 is
 /// reverse, 2 shuffled with `seed`.
