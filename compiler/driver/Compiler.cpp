@@ -161,6 +161,23 @@ LogicalResult buildLibrary(const GeneratedModel &model, StringRef name,
       failed(writeFile(base + ".h", model.header)))
     return failure();
   std::vector<std::string> sources = {base + ".cpp"};
+  // --profile-emulated: the model's own code is instrumented; the hooks it
+  // calls are defined in a file of their own that is not.
+  std::string hooksSource = base + "_access_hooks.cpp";
+  if (options.profileEmulated) {
+    if (environmentOr("CXXFLAGS", "").find("-fsanitize") != std::string::npos) {
+      llvm::errs() << "mpc compile: error: --profile-emulated instruments the "
+                      "model with -fsanitize=thread's compiler pass, which "
+                      "cannot be combined with the sanitizers $CXXFLAGS asks "
+                      "for\n";
+      return failure();
+    }
+    if (failed(writeFile(hooksSource,
+                         "// The access hooks of --profile-emulated.\n"
+                         "#include \"runtime/device/mpc_access_hooks.h\"\n")))
+      return failure();
+    sources.push_back(hooksSource);
+  }
   if (options.target == Target::Cuda) {
     std::optional<std::string> imageSource = buildCudaImage(
         model, name, base,
@@ -182,6 +199,13 @@ LogicalResult buildLibrary(const GeneratedModel &model, StringRef name,
         "-mf16c",
 #endif
         "-c", source, "-o", object};
+    if (options.profileEmulated && source == base + ".cpp") {
+      SmallVector<StringRef> countingFlags;
+      StringRef(MPC_ACCESS_COUNTING_FLAGS)
+          .split(countingFlags, ' ', -1, /*KeepEmpty=*/false);
+      for (StringRef flag : countingFlags)
+        compileArgs.push_back(flag.str());
+    }
     // $CXXFLAGS last, so that they can override ours (-O, sanitizers).
     std::string userFlagText = environmentOr("CXXFLAGS", "");
     SmallVector<StringRef> userFlags;

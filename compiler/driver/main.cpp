@@ -122,6 +122,14 @@ cl::opt<bool> emulateBlocks(
              "shared-memory checks (slow; for testing the GPU code paths)"),
     cl::sub(compileCommand), cl::cat(targetCategory));
 
+cl::opt<bool> profileEmulated(
+    "profile-emulated",
+    cl::desc("cpu target: --emulate-blocks, with every load and store "
+             "instrumented, so that the emulator counts each kernel's memory "
+             "requests as Nsight Compute would (run with "
+             "MPC_EMULATION_COUNTERS=<file.json>; slow)"),
+    cl::sub(compileCommand), cl::cat(targetCategory));
+
 cl::opt<mlir::mpc::Target> target(
     "target", cl::desc("Where the model trains"), cl::sub(compileCommand),
     cl::init(mlir::mpc::Target::Cpu), cl::cat(targetCategory),
@@ -446,7 +454,8 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.shardOptimizer = shardOptimizer;
   options.werrorNumerics = werrorNumerics;
   options.debugNonfinite = debugNonfinite;
-  options.emulateBlocks = emulateBlocks;
+  options.emulateBlocks = emulateBlocks || profileEmulated;
+  options.profileEmulated = profileEmulated;
   options.shared = shared;
   options.foldCasts = !noFoldCasts;
   options.fuse = !noFuse;

@@ -64,6 +64,9 @@ std::optional<std::string> findUnimplemented(const CompileOptions &options) {
       !options.report)
     return std::string(
         "--shard-optimizer with --target=cuda is not implemented yet");
+  if (options.target == Target::Cuda && options.profileEmulated)
+    return std::string("--profile-emulated is for the cpu target (which it "
+                       "makes emulate blocks)");
   if (options.target == Target::Cuda && options.emulateBlocks)
     return std::string("--emulate-blocks is for the cpu target: the cuda "
                        "target's host builds of its kernels always emulate");

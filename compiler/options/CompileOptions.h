@@ -90,6 +90,10 @@ struct CompileOptions {
   /// `--emulate-blocks` (cpu target): run each kernel as the cuda target
   /// launches it, blockDim threads a block, under the block emulator.
   bool emulateBlocks = false;
+  /// `--profile-emulated` (cpu target, implies emulateBlocks): the host
+  /// build is instrumented so that the block emulator counts every global
+  /// access ($MPC_EMULATION_COUNTERS names where the counters go).
+  bool profileEmulated = false;
   /// Train as one rank of a data-parallel job (mpc-fuse-optimizer's
   /// data-parallel): gradients are summed over ranks after backward.
   bool dataParallel = false;

@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""Each kernel family's memory requests, counted by the block emulator.
+
+Compiles a model with `mpc compile --profile-emulated --shared` (the cpu
+target running every kernel with the cuda target's blocks, each load and
+store instrumented), trains it for --steps steps on made-up inputs in a
+child process with MPC_EMULATION_COUNTERS set, and prints what the
+emulator counted, grouped by kernel family (the kernel's name without the
+model's prefix and number), as Nsight Compute would name it:
+
+  requests   global load and store instructions, per warp
+  sect/req   32-byte sectors per request (4 for coalesced f32, 2 for bf16)
+  eff        sector efficiency: the fewest sectors the requested bytes need
+             over the sectors touched (100 % is perfectly coalesced)
+  L1 MB      sectors x 32 bytes: what the SMs ask of L1 (an upper bound of
+             the traffic to L2: a sector L1 still holds costs L2 nothing)
+  uniq MB    distinct sectors x 32: the DRAM traffic if L2 kept all reuse
+  wav/req    shared-memory wavefronts per request; conflicts = wavefronts
+             beyond the fewest the request needs, as a share of all
+
+Counts are scaled from the sampled blocks to whole grids and summed over
+the launches of --steps steps. GEMMs run on the host's BLAS-like kernel
+and are not counted (cuBLASLt's on the GPU); WMMA collectives count as
+products, not as the lane-0 loops that emulate them.
+
+  /usr/bin/python3 tools/bench/emulated_counters.py [--config=gpt2-layer]
+      [--build-dir=build] [--amp=O2] [--half=bf16] [--steps=1] [--json]
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_step import REPO, gpt_mlir  # noqa: E402
+
+# name: (vocab, context, width, heads, layers, batch). gpt2-layer is one
+# GPT-2-small layer (width 768, 12 heads of 64, the 50304-word classifier)
+# on 2 x 128 tokens: GPT-2 small's kernels at a size the cpu emulates in
+# seconds.
+CONFIGS = {
+    "example": (64, 16, 32, 2, 2, 4),
+    "gpt2-layer": (50304, 128, 768, 12, 1, 2),
+}
+
+# Trains the model in a process of its own, so that its counters are
+# written when it exits. Integer inputs are drawn below a bound that is
+# halved until the model accepts it (labels and token ids have one).
+TRAIN = r"""
+import sys
+import numpy as np
+import mpc
+model = mpc.load(sys.argv[1])
+steps = int(sys.argv[2])
+rng = np.random.default_rng(0)
+bound = 1 << 15
+with model.session(seed=1) as session:
+    for step in range(steps):
+        while True:
+            arrays = []
+            for info in model.inputs:
+                if np.issubdtype(info.numpy_dtype, np.integer):
+                    arrays.append(rng.integers(0, bound, info.shape)
+                                  .astype(info.numpy_dtype))
+                else:
+                    arrays.append(rng.uniform(-1, 1, info.shape)
+                                  .astype(info.numpy_dtype))
+            try:
+                loss = session.train_step(*arrays)
+                break
+            except mpc.MpcError as error:
+                if error.status != "MPC_ERROR_OUT_OF_RANGE" or bound == 1:
+                    raise
+                bound //= 2
+        print(f"step {step} loss {loss:.4f}", file=sys.stderr)
+"""
+
+
+def family(kernel):
+    """gpt_k12_layer_norm_grad_input -> layer_norm_grad_input."""
+    match = re.match(r"^.*?_k\d+_(.*)$", kernel)
+    return match.group(1) if match else kernel
+
+
+def count(args, workdir):
+    if args.model:
+        model_path, name = args.model, None
+    else:
+        name = "counted"
+        model_path = os.path.join(workdir, "model.mlir")
+        with open(model_path, "w") as out:
+            out.write(gpt_mlir(name, *CONFIGS[args.config]))
+    mpc = os.path.join(args.build_dir, "bin", "mpc")
+    outdir = os.path.join(workdir, "out")
+    command = [mpc, "compile", model_path, "--profile-emulated", "--shared",
+               f"--amp={args.amp}", f"--optimizer={args.optimizer}",
+               "-o", outdir]
+    if args.amp != "O0":
+        command.append(f"--half={args.half}")
+    compiled = subprocess.run(command, capture_output=True, text=True)
+    if compiled.returncode != 0:
+        sys.exit(f"emulated_counters.py: {' '.join(command)} failed:\n"
+                 f"{compiled.stderr}")
+    library = [f for f in os.listdir(outdir) if f.endswith(".so")][0]
+    counters = os.path.join(workdir, "counters.json")
+    # The emulator's thread-local state (its coordinates, each kernel's
+    # shared arrays) is static TLS, which a library loaded with dlopen
+    # gets only from glibc's reserve: make the reserve large enough.
+    env = dict(os.environ, MPC_EMULATION_COUNTERS=counters, MPC_THREADS="1",
+               PYTHONPATH=os.path.join(args.build_dir, "python"),
+               GLIBC_TUNABLES="glibc.rtld.optional_static_tls=16777216")
+    trained = subprocess.run(
+        [sys.executable, "-c", TRAIN, os.path.join(outdir, library),
+         str(args.steps)], env=env, capture_output=True, text=True)
+    if trained.returncode != 0:
+        sys.exit(f"emulated_counters.py: training failed:\n{trained.stderr}")
+    with open(counters) as f:
+        return json.load(f)
+
+
+def families(data):
+    rows = {}
+    for kernel in data["kernels"]:
+        row = rows.setdefault(family(kernel["kernel"]), {
+            "launches": 0, "requests": 0, "sectors": 0, "ideal_sectors": 0,
+            "distinct_sectors": 0, "shared_requests": 0, "wavefronts": 0,
+            "ideal_wavefronts": 0, "wmma_products": 0,
+            "load_requests": 0, "load_sectors": 0,
+            "store_requests": 0, "store_sectors": 0})
+        row["launches"] += kernel["launches"]
+        for kind in ("global_load", "global_store", "global_atomic"):
+            g = kernel[kind]
+            row["requests"] += g["requests"]
+            row["sectors"] += g["sectors"]
+            row["ideal_sectors"] += g["ideal_sectors"]
+        row["load_requests"] += kernel["global_load"]["requests"]
+        row["load_sectors"] += kernel["global_load"]["sectors"]
+        row["store_requests"] += kernel["global_store"]["requests"]
+        row["store_sectors"] += kernel["global_store"]["sectors"]
+        row["distinct_sectors"] += kernel["distinct_sectors"]
+        for kind in ("shared_load", "shared_store"):
+            s = kernel[kind]
+            row["shared_requests"] += s["requests"]
+            row["wavefronts"] += s["wavefronts"]
+            row["ideal_wavefronts"] += s["ideal_wavefronts"]
+        row["wmma_products"] += kernel["wmma_products"]
+    return rows
+
+
+def ratio(a, b):
+    return a / b if b else 0.0
+
+
+def print_table(rows):
+    print(f"{'family':<28} {'launch':>6} {'requests':>9} {'ld s/r':>6} "
+          f"{'st s/r':>6} {'eff':>5} {'L1 MB':>8} {'uniq MB':>8} "
+          f"{'wav/req':>7} {'confl':>6}")
+    total = {"sectors": 0, "ideal": 0, "distinct": 0}
+    for name, r in sorted(rows.items(), key=lambda kv: -kv[1]["sectors"]):
+        conflicts = ratio(r["wavefronts"] - r["ideal_wavefronts"],
+                          r["wavefronts"])
+        print(f"{name:<28} {r['launches']:>6} {r['requests']:>9} "
+              f"{ratio(r['load_sectors'], r['load_requests']):>6.1f} "
+              f"{ratio(r['store_sectors'], r['store_requests']):>6.1f} "
+              f"{100 * ratio(r['ideal_sectors'], r['sectors']):>4.0f}% "
+              f"{r['sectors'] * 32 / 1e6:>8.2f} "
+              f"{r['distinct_sectors'] * 32 / 1e6:>8.2f} "
+              f"{ratio(r['wavefronts'], r['shared_requests']):>7.2f} "
+              f"{100 * conflicts:>5.0f}%")
+        total["sectors"] += r["sectors"]
+        total["ideal"] += r["ideal_sectors"]
+        total["distinct"] += r["distinct_sectors"]
+    print(f"all: L1 {total['sectors'] * 32 / 1e6:.2f} MB, sector efficiency "
+          f"{100 * ratio(total['ideal'], total['sectors']):.1f} %, distinct "
+          f"{total['distinct'] * 32 / 1e6:.2f} MB")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
+    parser.add_argument("--config", choices=sorted(CONFIGS),
+                        default="gpt2-layer")
+    parser.add_argument("--model", help="an .mlir model instead of --config")
+    parser.add_argument("--amp", default="O2")
+    parser.add_argument("--half", default="bf16")
+    parser.add_argument("--optimizer", default="adamw")
+    parser.add_argument("--steps", type=int, default=1)
+    parser.add_argument("--json", action="store_true",
+                        help="print the emulator's counters as they are")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as workdir:
+        data = count(args, workdir)
+    if args.json:
+        print(json.dumps(data, indent=1))
+        return
+    what = args.model or f"{args.config} {CONFIGS[args.config]}"
+    print(f"{what}, --amp={args.amp} --half={args.half} "
+          f"--optimizer={args.optimizer}, {args.steps} step(s)")
+    print_table(families(data))
+
+
+if __name__ == "__main__":
+    main()
