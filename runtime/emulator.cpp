@@ -768,7 +768,8 @@ void launch(const char *kernel, unsigned grid, unsigned block,
   if (e.countingLaunch)
     e.counts.begin(kernel, grid, block);
   for (unsigned b : permutation(grid, state().launches))
-    runBlock(b);
+    if (!e.countingLaunch || !sampling_only() || e.counts.counts_block(b))
+      runBlock(b);
   state().active = false;
   e.lastCounters = e.countingLaunch ? e.counts.finish(accessHooksPresent)
                                     : launch_counters();
@@ -909,7 +910,10 @@ namespace {
 void countShared(const shared_header &header, long long offset,
                  size_t elementBytes, bool write, const char *file, int line) {
   Emulator &e = state();
-  if (!e.countingBlock || e.uncountedDepth)
+  if (!e.countingBlock)
+    return;
+  e.counts.note_shared_array(&header, header.count * elementBytes);
+  if (e.uncountedDepth)
     return;
   uint64_t site = reinterpret_cast<uintptr_t>(&header) * 1000003u ^
                   reinterpret_cast<uintptr_t>(file) * 31u ^
@@ -977,6 +981,14 @@ void set_counting(bool on) {
 
 const launch_counters &last_launch_counters() { return state().lastCounters; }
 
+bool sampling_only() {
+  static const bool sampleOnly = [] {
+    const char *text = std::getenv("MPC_EMULATION_SAMPLE_ONLY");
+    return text && std::strcmp(text, "1") == 0 && detail::counting_requested();
+  }();
+  return sampleOnly;
+}
+
 void global_access(const void *site, const void *address, unsigned bytes,
                    access_kind kind) {
   // Not state(): the hooks run for every access of instrumented code, in
@@ -999,6 +1011,12 @@ void note_access_hooks() { accessHooksPresent = true; }
 
 uncounted_scope::uncounted_scope() { ++state().uncountedDepth; }
 uncounted_scope::~uncounted_scope() { --state().uncountedDepth; }
+
+void count_wmma_tile(bool write, unsigned bytes) {
+  Emulator &e = state();
+  if (e.countingBlock)
+    e.counts.count_wmma_tile(write, bytes);
+}
 
 void count_wmma_product() {
   Emulator &e = state();

@@ -34,6 +34,7 @@ struct kernel_totals {
   unsigned long long launches = 0;
   unsigned grid = 0, block = 0, countedBlocks = 0;
   bool globalInstrumented = false;
+  unsigned long long sharedBytesPerBlock = 0;
   std::map<std::string, double> values;
 };
 
@@ -71,6 +72,8 @@ public:
     addShared("shared_store", c.shared_store);
     t.values["distinct_sectors"] += scale * c.distinct_sectors;
     t.values["wmma_products"] += scale * c.wmma_products;
+    t.sharedBytesPerBlock =
+        std::max(t.sharedBytesPerBlock, c.shared_bytes_per_block);
   }
 
   ~process_counters() {
@@ -86,6 +89,7 @@ public:
       entry["block"] = t.block;
       entry["counted_blocks"] = t.countedBlocks;
       entry["global_instrumented"] = t.globalInstrumented;
+      entry["shared_bytes_per_block"] = t.sharedBytesPerBlock;
       for (const auto &[key, value] : t.values) {
         size_t dot = key.find('.');
         auto rounded = static_cast<unsigned long long>(value + 0.5);
@@ -232,7 +236,23 @@ bool launch_count::counts_block(unsigned index) const {
   return std::find(sample, sample + sampleCount, index) != sample + sampleCount;
 }
 
-void launch_count::begin_block() { ++result.counted_blocks; }
+void launch_count::begin_block() {
+  ++result.counted_blocks;
+  blockSharedArrays.clear();
+  blockSharedBytes = 0;
+}
+
+void launch_count::end_block() {
+  flush();
+  result.shared_bytes_per_block =
+      std::max(result.shared_bytes_per_block, blockSharedBytes);
+}
+
+void launch_count::note_shared_array(const void *array,
+                                     unsigned long long bytes) {
+  if (blockSharedArrays.insert(array).second)
+    blockSharedBytes += bytes;
+}
 
 void launch_count::record(unsigned thread, uint64_t site, space kind,
                           uint64_t address, unsigned bytes) {

@@ -55,8 +55,17 @@ public:
   /// Prices every request recorded since the last flush: at a barrier
   /// and at the block's end, when each lane has done its share.
   void flush();
-  void end_block() { flush(); }
+  void end_block();
   void count_wmma() { ++result.wmma_products; }
+  void count_wmma_tile(bool write, unsigned bytes) {
+    shared_counters &s = write ? result.shared_store : result.shared_load;
+    ++s.requests;
+    s.lanes += 32;
+    s.wavefronts += (bytes + 127) / 128;
+    s.ideal_wavefronts += (bytes + 127) / 128;
+  }
+  /// A shared array of `bytes` the running block uses (each once a block).
+  void note_shared_array(const void *array, unsigned long long bytes);
   /// The launch's counters; publishes them for $MPC_EMULATION_COUNTERS.
   const launch_counters &finish(bool globalInstrumented);
 
@@ -76,6 +85,8 @@ private:
   launch_counters result;
   std::vector<warp_requests> warps;
   std::unordered_set<uint64_t> distinctSectors;
+  std::unordered_set<const void *> blockSharedArrays;
+  unsigned long long blockSharedBytes = 0;
   unsigned sample[6] = {};
   unsigned sampleCount = 0;
 };

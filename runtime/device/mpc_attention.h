@@ -185,6 +185,7 @@ __device__ __forceinline__ void mpc_wmma_load(Fragment &f, Shared &s,
   __syncwarp();
   if (threadIdx.x % 32 != 0)
     return;
+  mpc_emu::count_wmma_tile(false, 256 * sizeof(typename Shared::element_type));
   mpc_emu::uncounted_scope notTheWarpsRequests;
   for (int r = 0; r < 16; ++r)
     for (int c = 0; c < 16; ++c)
@@ -213,6 +214,7 @@ __device__ __forceinline__ void mpc_wmma_store(
   __syncwarp();
   if (threadIdx.x % 32 != 0)
     return;
+  mpc_emu::count_wmma_tile(true, 256 * sizeof(typename Shared::element_type));
   mpc_emu::uncounted_scope notTheWarpsRequests;
   for (int r = 0; r < 16; ++r)
     for (int c = 0; c < 16; ++c)

@@ -170,6 +170,9 @@ struct launch_counters {
   unsigned long long distinct_sectors = 0;
   /// WMMA 16x16x16 products (mma_sync calls of a warp).
   unsigned long long wmma_products = 0;
+  /// The shared arrays a counted block used, in bytes (the most of any
+  /// counted block): with the block size, what limits blocks per SM.
+  unsigned long long shared_bytes_per_block = 0;
 };
 
 /// Turns counting on or off for later launches on this OS thread. Off by
@@ -180,6 +183,11 @@ void set_counting(bool on);
 /// The counters of the last launch on this OS thread (zero if it was not
 /// counted).
 const launch_counters &last_launch_counters();
+/// $MPC_EMULATION_SAMPLE_ONLY=1 with counting on: each launch runs only the
+/// blocks it counts, and the cpu GEMMs (priced from their shapes, never
+/// counted) are skipped, so that a model of full size is counted in seconds.
+/// Nothing computed is meaningful then: for counting runs only.
+bool sampling_only();
 
 enum class access_kind { load, store, atomic };
 /// A global-memory access by the running CUDA thread, from the access
@@ -193,7 +201,8 @@ void global_access(const void *site, const void *address, unsigned bytes,
 void note_access_hooks();
 /// The accesses a WMMA collective emulates on lane 0 for the whole warp are
 /// not the instructions a GPU runs: they are not counted while one of these
-/// lives; the product is counted by count_wmma_product.
+/// lives; the product is counted by count_wmma_product, and the tile's
+/// shared-memory traffic by count_wmma_tile.
 struct uncounted_scope {
   uncounted_scope();
   ~uncounted_scope();
@@ -201,6 +210,11 @@ struct uncounted_scope {
   uncounted_scope &operator=(const uncounted_scope &) = delete;
 };
 void count_wmma_product();
+/// A WMMA load or store of a 16x16 tile of `bytes` in shared memory, as one
+/// request at its ideal wavefronts (128 bytes each): the kernels pad their
+/// tiles' rows so that these are conflict-free (mpc_tile_row), which the
+/// emulation cannot check since it does not run the GPU's ldmatrix.
+void count_wmma_tile(bool write, unsigned bytes);
 
 //===----------------------------------------------------------------------===//
 // Shared memory
@@ -240,6 +254,7 @@ struct shared_index {
 /// A `__shared__ T name[N]` of one block, checked.
 template <typename T, long long N> class shared_array {
 public:
+  using element_type = T;
   shared_array(const char *name, const char *file, int line)
       : header{name, file, line, N, 0} {}
 

@@ -312,6 +312,7 @@ TEST_F(Counting, SharedPhasesByWidth) {
   // double: 2 phases of 1; bf16: 16 words, 1.
   EXPECT_EQ(c.shared_load.wavefronts, 3u);
   EXPECT_EQ(c.shared_load.ideal_wavefronts, 3u);
+  EXPECT_EQ(c.shared_bytes_per_block, 64u * 8u + 64u * 2u);
 }
 
 } // namespace
