@@ -96,6 +96,14 @@ cl::opt<std::string> reportGpu(
              "h200, a100, l4; default h100)"),
     cl::value_desc("gpu"), cl::sub(compileCommand), cl::cat(compileCategory));
 
+cl::opt<std::string> reportCounters(
+    "report-counters",
+    cl::desc("The block emulator's counters of this model (the JSON file "
+             "MPC_EMULATION_COUNTERS names when a --profile-emulated build "
+             "of it trains): --report adds each kernel's modelled time and "
+             "what limits it (tools/bench/emulated_counters.py)"),
+    cl::value_desc("file"), cl::sub(compileCommand), cl::cat(compileCategory));
+
 cl::opt<int> reportRanks(
     "report-ranks",
     cl::desc("Ranks whose gradient all-reduce --report models for a "
@@ -348,6 +356,11 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
     if (std::optional<std::string> error =
             mlir::mpc::parseReportGpu(reportGpu, options.reportGpu))
       return fail(*error);
+  }
+  if (reportCounters.getNumOccurrences()) {
+    if (!options.report)
+      return fail("--report-counters applies to --report only");
+    options.reportCounters = reportCounters;
   }
   if (shardOptimizer && !dataParallel)
     return fail("--shard-optimizer shards the optimizer state over the ranks "

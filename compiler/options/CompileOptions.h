@@ -80,6 +80,10 @@ struct CompileOptions {
   bool reportJson = false;
   /// `--report-gpu`: the GPU whose roofline bounds the step's kernels.
   std::string reportGpu = "h100";
+  /// `--report-counters`: the block emulator's counters of this model
+  /// (MPC_EMULATION_COUNTERS of a --profile-emulated build), for a modelled
+  /// time beside the roofline bound; empty: none.
+  std::string reportCounters;
   /// --report of a --data-parallel model: the ranks its all-reduce models.
   int reportRanks = 8;
   /// `--debug-nonfinite`: check every op output for inf/NaN at run time.

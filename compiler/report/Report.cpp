@@ -13,6 +13,7 @@
 
 #include "compiler/codegen/Codegen.h"
 #include "compiler/cuda/Nvrtc.h"
+#include "compiler/report/KernelModel.h"
 #include "compiler/report/Roofline.h"
 #include "dialect/MpcOps.h"
 #include "passes/Passes.h"
@@ -185,7 +186,57 @@ struct KernelRow {
   const KernelRecord *record;
   std::string phase;
   KernelBound bound;
+  /// With --report-counters: the modelled time, and the counters it came
+  /// from (none for GEMMs and for kernels the file lacks).
+  ModelledTime modelled;
+  const EmulatedCounters *counters = nullptr;
 };
+
+/// The modelled time of `row` from `counters` (KernelModel.h): GEMMs from
+/// their shape, kernels from their counters, the bound where there are none.
+void modelRow(KernelRow &row, const llvm::StringMap<EmulatedCounters> &counters,
+              const GpuSpec &gpu) {
+  const KernelRecord &record = *row.record;
+  if (record.kind == KernelKind::Gemm) {
+    row.modelled = modelGemm(row.bound.seconds);
+    return;
+  }
+  auto found = counters.find(record.name);
+  if (found == counters.end()) {
+    row.modelled.seconds = row.bound.seconds;
+    row.modelled.limitedBy = "not counted";
+    return;
+  }
+  row.counters = &found->second;
+  row.modelled = modelKernel(double(record.cost.bytes()),
+                             double(record.cost.flops), found->second, gpu);
+}
+
+llvm::json::Object countersJson(const EmulatedCounters &c,
+                                const ModelledTime &t) {
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  return llvm::json::Object{
+      {"load_requests", c.loadRequests},
+      {"store_requests", c.storeRequests},
+      {"atomic_requests", c.atomicRequests},
+      {"sectors", c.sectors},
+      {"ideal_sectors", c.idealSectors},
+      {"sector_efficiency", ratio(c.idealSectors, c.sectors)},
+      {"lines", c.lines},
+      {"distinct_sectors", c.distinctSectors},
+      {"shared_requests", c.sharedRequests},
+      {"shared_wavefronts", c.sharedWavefronts},
+      {"shared_ideal_wavefronts", c.sharedIdealWavefronts},
+      {"wmma_products", c.wmmaProducts},
+      {"shared_bytes_per_block", c.sharedBytesPerBlock},
+      {"warps_per_sm", t.warpsPerSm},
+      {"terms_seconds", llvm::json::Object{{"dram", t.dram},
+                                           {"l2", t.l2},
+                                           {"l1", t.l1},
+                                           {"tensor", t.tensor},
+                                           {"fp32", t.fp32},
+                                           {"latency", t.latency}}}};
+}
 
 /// Which part of the step a kernel belongs to.
 std::string phaseOf(const KernelRecord &kernel,
@@ -345,6 +396,17 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
                  << "' for --report-gpu\n";
     return 1;
   }
+  std::optional<llvm::StringMap<EmulatedCounters>> counters;
+  if (!options.reportCounters.empty()) {
+    std::string message;
+    llvm::raw_string_ostream errors(message);
+    counters = readEmulatedCounters(options.reportCounters, errors);
+    if (!counters) {
+      llvm::errs() << "mpc compile: error: --report-counters: " << message
+                   << "\n";
+      return 1;
+    }
+  }
   PipelineOptions pipeline = makePipelineOptions(options);
   FailureOr<LoweredModel> chosen =
       lower(module, options.amp, halfType, pipeline);
@@ -444,14 +506,19 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   llvm::DenseSet<Operation *> forwardOps = findForwardOps(chosen->trainModel());
   std::vector<KernelRow> kernels;
   KernelCost stepCost;
-  double stepSeconds = 0;
-  int64_t gemmCalls = 0;
+  double stepSeconds = 0, modelledSeconds = 0;
+  int64_t gemmCalls = 0, countedKernels = 0;
   // The optimizer step (mpc-fuse-optimizer): its kernels and their traffic.
   KernelCost optimizerCost;
   int64_t optimizerKernels = 0;
   for (const KernelRecord &record : generated->trainKernels) {
     KernelRow row{&record, phaseOf(record, forwardOps),
                   rooflineBound(record, *gpu)};
+    if (counters) {
+      modelRow(row, *counters, *gpu);
+      modelledSeconds += row.modelled.seconds;
+      countedKernels += row.counters != nullptr;
+    }
     if (row.phase == "optimizer") {
       optimizerCost += record.cost;
       ++optimizerKernels;
@@ -529,6 +596,15 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
           {"bytes", record.cost.bytes()},
           {"bound_seconds", row.bound.seconds},
           {"bound_by", row.bound.memoryBound ? "memory" : "compute"}});
+      if (counters) {
+        llvm::json::Object &entry = *kernelArray.back().getAsObject();
+        entry["modelled_seconds"] = row.modelled.seconds;
+        entry["limited_by"] = row.modelled.limitedBy;
+        entry["counters"] =
+            row.counters
+                ? llvm::json::Value(countersJson(*row.counters, row.modelled))
+                : llvm::json::Value(nullptr);
+      }
     }
     llvm::json::Value dataParallel = nullptr;
     if (!buckets.empty()) {
@@ -603,13 +679,18 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
                             {"fp32_tflops", gpu->fp32Tflops},
                             {"bandwidth_gbs", gpu->bandwidthGBs}}},
         {"kernels", std::move(kernelArray)},
-        {"step", llvm::json::Object{{"kernels", int64_t(kernels.size())},
-                                    {"gemm_calls", gemmCalls},
-                                    {"flops", stepCost.flops},
-                                    {"bytes_read", stepCost.bytesRead},
-                                    {"bytes_written", stepCost.bytesWritten},
-                                    {"bytes", stepCost.bytes()},
-                                    {"bound_seconds", stepSeconds}}},
+        {"step",
+         llvm::json::Object{
+             {"kernels", int64_t(kernels.size())},
+             {"gemm_calls", gemmCalls},
+             {"flops", stepCost.flops},
+             {"bytes_read", stepCost.bytesRead},
+             {"bytes_written", stepCost.bytesWritten},
+             {"bytes", stepCost.bytes()},
+             {"bound_seconds", stepSeconds},
+             {"modelled_seconds", counters ? llvm::json::Value(modelledSeconds)
+                                           : llvm::json::Value(nullptr)},
+             {"counted_kernels", countedKernels}}},
         {"unfused_step", fuse ? llvm::json::Value(llvm::json::Object{
                                     {"kernels", unfused.kernels},
                                     {"bytes", unfused.cost.bytes()},
@@ -699,6 +780,9 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   std::vector<std::vector<std::string>> kernelRows = {
       {"#", "kernel", "phase", "op", "location", "FLOPs", "bytes", "bound (us)",
        "bound by"}};
+  if (counters)
+    kernelRows.front().insert(kernelRows.front().end(),
+                              {"modelled (us)", "limited by"});
   for (auto [index, row] : llvm::enumerate(kernels)) {
     const KernelRecord &record = *row.record;
     kernelRows.push_back(
@@ -707,9 +791,16 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
          std::to_string(record.cost.flops), std::to_string(record.cost.bytes()),
          microseconds(row.bound.seconds),
          row.bound.memoryBound ? "memory" : "compute"});
+    if (counters)
+      kernelRows.back().insert(
+          kernelRows.back().end(),
+          {microseconds(row.modelled.seconds), row.modelled.limitedBy});
   }
-  printTable(out, kernelRows,
-             {true, false, false, false, false, true, true, true, false});
+  SmallVector<bool> kernelAlignment = {true, false, false, false, false,
+                                       true, true,  true,  false};
+  if (counters)
+    kernelAlignment.append({true, false});
+  printTable(out, kernelRows, kernelAlignment);
   out << "\nStep total: " << stepCost.flops << " FLOPs, " << stepCost.bytes()
       << " bytes (" << stepCost.bytesRead << " read, " << stepCost.bytesWritten
       << " written)\n";
@@ -740,6 +831,13 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
                        "sum of the kernels' bounds\n",
                        gpu->description, gpu->halfTensorTflops, gpu->fp32Tflops,
                        gpu->bandwidthGBs, microseconds(stepSeconds));
+  if (counters)
+    out << "Modelled time of the step (--report-counters, "
+        << options.reportCounters << "): " << microseconds(modelledSeconds)
+        << " us; " << countedKernels << " kernels priced from their counters, "
+        << gemmCalls << " GEMMs at cuBLASLt's measured efficiency, "
+        << int64_t(kernels.size()) - countedKernels - gemmCalls
+        << " at their bound (no counters)\n";
   if (!buckets.empty()) {
     out << "\nData parallel (--data-parallel): " << buckets.size()
         << " gradient buckets of at most " << options.bucketBytes

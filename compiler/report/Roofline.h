@@ -26,6 +26,11 @@ struct GpuSpec {
   double halfTensorTflops; ///< f16/bf16 tensor cores, fp32 accumulation
   double fp32Tflops;       ///< fp32 on the CUDA cores (no TF32)
   double bandwidthGBs;     ///< memory bandwidth, 10^9 bytes per second
+  // What the modelled time needs besides (KernelModel.h).
+  int smVersion;         ///< compute capability, as --arch spells it (90)
+  int sms;               ///< streaming multiprocessors
+  double boostClockGHz;  ///< the SMs' boost clock
+  double l2BandwidthGBs; ///< L2 to SMs, 10^9 bytes per second (assumed)
 };
 
 /// Every GPU the tool knows, in the order its messages list them.

@@ -24,7 +24,12 @@ and are not counted (cuBLASLt's on the GPU); WMMA collectives count as
 products, not as the lane-0 loops that emulate them.
 
   /usr/bin/python3 tools/bench/emulated_counters.py [--config=gpt2-layer]
-      [--build-dir=build] [--amp=O2] [--half=bf16] [--steps=1] [--json]
+      [--model=M.mlir] [--build-dir=build] [--amp=O2] [--half=bf16]
+      [--steps=1] [--sample-only] [--json] [--save=counters.json]
+
+`mpc compile M.mlir --target=cuda --report --report-counters=counters.json`
+then prices each kernel from them (a modelled time beside the roofline
+bound); tools/bench/gpt2_static.py --modelled does both for GPT-2 small.
 """
 
 import argparse
@@ -90,21 +95,14 @@ def family(kernel):
     return match.group(1) if match else kernel
 
 
-def count(args, workdir):
-    if args.model:
-        model_path, name = args.model, None
-    else:
-        name = "counted"
-        model_path = os.path.join(workdir, "model.mlir")
-        with open(model_path, "w") as out:
-            out.write(gpt_mlir(name, *CONFIGS[args.config]))
-    mpc = os.path.join(args.build_dir, "bin", "mpc")
-    outdir = os.path.join(workdir, "out")
+def count_model(build_dir, model_path, flags, workdir, steps=1,
+                sample_only=False):
+    """Builds `model_path` with --profile-emulated and `flags`, trains it
+    `steps` steps under the emulator, and returns the counters' JSON."""
+    mpc = os.path.join(build_dir, "bin", "mpc")
+    outdir = os.path.join(workdir, "counted")
     command = [mpc, "compile", model_path, "--profile-emulated", "--shared",
-               f"--amp={args.amp}", f"--optimizer={args.optimizer}",
-               "-o", outdir]
-    if args.amp != "O0":
-        command.append(f"--half={args.half}")
+               "-o", outdir] + flags
     compiled = subprocess.run(command, capture_output=True, text=True)
     if compiled.returncode != 0:
         sys.exit(f"emulated_counters.py: {' '.join(command)} failed:\n"
@@ -115,17 +113,37 @@ def count(args, workdir):
     # shared arrays) is static TLS, which a library loaded with dlopen
     # gets only from glibc's reserve: make the reserve large enough.
     env = dict(os.environ, MPC_EMULATION_COUNTERS=counters, MPC_THREADS="1",
-               PYTHONPATH=os.path.join(args.build_dir, "python"),
+               PYTHONPATH=os.path.join(build_dir, "python"),
                GLIBC_TUNABLES="glibc.rtld.optional_static_tls=16777216")
-    if args.sample_only or (not args.model and args.config in SAMPLED):
+    if sample_only:
         env["MPC_EMULATION_SAMPLE_ONLY"] = "1"
     trained = subprocess.run(
         [sys.executable, "-c", TRAIN, os.path.join(outdir, library),
-         str(args.steps)], env=env, capture_output=True, text=True)
+         str(steps)], env=env, capture_output=True, text=True)
     if trained.returncode != 0:
         sys.exit(f"emulated_counters.py: training failed:\n{trained.stderr}")
     with open(counters) as f:
         return json.load(f)
+
+
+def model_flags(args):
+    flags = [f"--amp={args.amp}", f"--optimizer={args.optimizer}"]
+    if args.amp != "O0":
+        flags.append(f"--half={args.half}")
+    return flags
+
+
+def count(args, workdir):
+    if args.model:
+        model_path = args.model
+    else:
+        model_path = os.path.join(workdir, "model.mlir")
+        with open(model_path, "w") as out:
+            out.write(gpt_mlir("counted", *CONFIGS[args.config]))
+    sample_only = args.sample_only or (not args.model
+                                       and args.config in SAMPLED)
+    return count_model(args.build_dir, model_path, model_flags(args),
+                       workdir, args.steps, sample_only)
 
 
 def families(data):
@@ -200,9 +218,15 @@ def main():
                              "(always for gpt2-small)")
     parser.add_argument("--json", action="store_true",
                         help="print the emulator's counters as they are")
+    parser.add_argument("--save", metavar="FILE",
+                        help="also write them to FILE, for mpc compile "
+                             "--report --report-counters=FILE")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         data = count(args, workdir)
+    if args.save:
+        with open(args.save, "w") as out:
+            json.dump(data, out, indent=1)
     if args.json:
         print(json.dumps(data, indent=1))
         return

@@ -1,0 +1,69 @@
+//===- KernelModel.h - a kernel's modelled time from its counters -*- C++
+//-*-===//
+//
+// `mpc compile --report --report-counters=<file>`: what the block emulator
+// counted for each kernel (MPC_EMULATION_COUNTERS, from a build of the same
+// model with --profile-emulated) priced on the GPU of --report-gpu. The
+// roofline bound (Roofline.h) assumes every kernel perfect; the modelled
+// time adds what the counters show costs more: sectors fetched beyond the
+// bytes needed, shared-memory wavefronts and bank conflicts, and load
+// latency that too few resident warps cannot hide. KernelModel.cpp states
+// the model, its constants and what it cannot see.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MPC_COMPILER_REPORT_KERNELMODEL_H
+#define MPC_COMPILER_REPORT_KERNELMODEL_H
+
+#include "compiler/report/Roofline.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+
+namespace mlir::mpc {
+
+/// One kernel's counters, summed over its launches in the counted steps and
+/// scaled to whole grids (runtime/device/mpc_emulator.h, launch_counters).
+struct EmulatedCounters {
+  int64_t launches = 0;
+  unsigned grid = 0, block = 0;
+  double sharedBytesPerBlock = 0;
+  double loadRequests = 0, storeRequests = 0, atomicRequests = 0;
+  double loadSectors = 0;
+  /// Over loads, stores and atomics.
+  double sectors = 0, idealSectors = 0, lines = 0;
+  double distinctSectors = 0;
+  double sharedRequests = 0, sharedWavefronts = 0, sharedIdealWavefronts = 0;
+  double wmmaProducts = 0;
+};
+
+/// Reads the JSON that MPC_EMULATION_COUNTERS names, by kernel name; on
+/// failure says why on `errors` and returns nothing.
+std::optional<llvm::StringMap<EmulatedCounters>>
+readEmulatedCounters(llvm::StringRef path, llvm::raw_ostream &errors);
+
+/// A kernel's modelled time: the largest of its terms, each the time one
+/// resource needs for the kernel's work.
+struct ModelledTime {
+  double seconds = 0;
+  /// The largest term: "dram", "l2", "l1", "tensor", "fp32", "latency";
+  /// "gemm" for a cuBLASLt call; "not counted" when no counters came.
+  const char *limitedBy = "";
+  double dram = 0, l2 = 0, l1 = 0, tensor = 0, fp32 = 0, latency = 0;
+  /// Resident warps an SM runs the kernel with (the latency term's).
+  double warpsPerSm = 0;
+};
+
+/// The modelled time of a generated kernel that moves at least
+/// `idealBytes` and computes `flops` on the CUDA cores, from its counters.
+ModelledTime modelKernel(double idealBytes, double flops,
+                         const EmulatedCounters &counters, const GpuSpec &gpu);
+
+/// A cuBLASLt GEMM, from its shape alone: its roofline bound at the
+/// efficiency measured for cuBLASLt (KernelModel.cpp says where from).
+ModelledTime modelGemm(double boundSeconds);
+
+} // namespace mlir::mpc
+
+#endif // MPC_COMPILER_REPORT_KERNELMODEL_H
