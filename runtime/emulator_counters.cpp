@@ -71,6 +71,7 @@ public:
     addShared("shared_load", c.shared_load);
     addShared("shared_store", c.shared_store);
     t.values["distinct_sectors"] += scale * c.distinct_sectors;
+    t.values["distinct_load_sectors"] += scale * c.distinct_load_sectors;
     t.values["wmma_products"] += scale * c.wmma_products;
     t.sharedBytesPerBlock =
         std::max(t.sharedBytesPerBlock, c.shared_bytes_per_block);
@@ -165,14 +166,18 @@ unsigned long long distinctBytes(std::vector<lane_access> lanes) {
 }
 
 void priceGlobal(const std::vector<lane_access> &lanes, global_counters &g,
-                 std::unordered_set<uint64_t> &distinctSectors) {
+                 std::unordered_set<uint64_t> &distinctSectors,
+                 std::unordered_set<uint64_t> *distinctLoadSectors) {
   ++g.requests;
   g.lanes += lanes.size();
   for (const lane_access &a : lanes) {
     g.bytes += a.bytes;
     for (uint64_t s = firstUnit(a, sectorBytes); s <= lastUnit(a, sectorBytes);
-         ++s)
+         ++s) {
       distinctSectors.insert(s);
+      if (distinctLoadSectors)
+        distinctLoadSectors->insert(s);
+    }
   }
   g.sectors += distinctUnits(lanes, sectorBytes);
   g.lines += distinctUnits(lanes, lineBytes);
@@ -221,6 +226,7 @@ void launch_count::begin(const char *kernel, unsigned grid, unsigned block) {
   result.block = block;
   warps.assign((block + warpSize - 1) / warpSize, warp_requests());
   distinctSectors.clear();
+  distinctLoadSectors.clear();
   sampleCount = 0;
   if (grid <= 6) {
     for (unsigned b = 0; b < grid; ++b)
@@ -273,11 +279,12 @@ void launch_count::record(unsigned thread, uint64_t site, space kind,
 void launch_count::price(const request &r) {
   switch (r.kind) {
   case space::global_load:
-    return priceGlobal(r.lanes, result.global_load, distinctSectors);
+    return priceGlobal(r.lanes, result.global_load, distinctSectors,
+                       &distinctLoadSectors);
   case space::global_store:
-    return priceGlobal(r.lanes, result.global_store, distinctSectors);
+    return priceGlobal(r.lanes, result.global_store, distinctSectors, nullptr);
   case space::global_atomic:
-    return priceGlobal(r.lanes, result.global_atomic, distinctSectors);
+    return priceGlobal(r.lanes, result.global_atomic, distinctSectors, nullptr);
   case space::shared_load:
     return priceShared(r.lanes, result.shared_load);
   case space::shared_store:
@@ -300,6 +307,7 @@ void launch_count::flush() {
 const launch_counters &launch_count::finish(bool globalInstrumented) {
   result.global_instrumented = globalInstrumented;
   result.distinct_sectors = distinctSectors.size();
+  result.distinct_load_sectors = distinctLoadSectors.size();
   processCounters().add(result);
   return result;
 }

@@ -84,7 +84,7 @@ private:
 
   launch_counters result;
   std::vector<warp_requests> warps;
-  std::unordered_set<uint64_t> distinctSectors;
+  std::unordered_set<uint64_t> distinctSectors, distinctLoadSectors;
   std::unordered_set<const void *> blockSharedArrays;
   unsigned long long blockSharedBytes = 0;
   unsigned sample[6] = {};

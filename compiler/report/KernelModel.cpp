@@ -7,8 +7,10 @@
 //
 //   dram     the bytes the kernel must move (the roofline's) / memory
 //            bandwidth;
-//   l2       distinct 32-byte sectors its blocks fetch x 32 / L2 bandwidth
-//            (sectors a block touches but uses only in part cost whole);
+//   l2       32-byte sectors that reach L2 x 32 / L2 bandwidth: each
+//            distinct sector a block loads (L1 keeps what the block reads
+//            again), and every sector of every store and atomic (L1 does
+//            not keep writes); a sector used only in part costs whole;
 //   l1       L1 and shared-memory wavefronts / (SMs x 1 a clock): a global
 //            request costs one wavefront per 128-byte line it touches, a
 //            shared one its wavefronts, bank conflicts included (the L1 and
@@ -131,7 +133,10 @@ mlir::mpc::readEmulatedCounters(llvm::StringRef path,
       c.idealSectors += perLaunch(field(*kernel, kind, "ideal_sectors"));
       c.lines += perLaunch(field(*kernel, kind, "lines"));
     }
+    c.storeSectors = perLaunch(field(*kernel, "global_store", "sectors"));
+    c.atomicSectors = perLaunch(field(*kernel, "global_atomic", "sectors"));
     c.distinctSectors = perLaunch(number(*kernel, "distinct_sectors"));
+    c.distinctLoadSectors = perLaunch(number(*kernel, "distinct_load_sectors"));
     for (llvm::StringRef kind : {"shared_load", "shared_store"}) {
       c.sharedRequests += perLaunch(field(*kernel, kind, "requests"));
       c.sharedWavefronts += perLaunch(field(*kernel, kind, "wavefronts"));
@@ -150,7 +155,8 @@ ModelledTime mlir::mpc::modelKernel(double idealBytes, double flops,
   ModelledTime t;
   double clock = gpu.boostClockGHz * 1e9;
   t.dram = idealBytes / (gpu.bandwidthGBs * 1e9);
-  t.l2 = c.distinctSectors * 32 / (gpu.l2BandwidthGBs * 1e9);
+  t.l2 = (c.distinctLoadSectors + c.storeSectors + c.atomicSectors) * 32 /
+         (gpu.l2BandwidthGBs * 1e9);
   t.l1 = (c.lines + c.sharedWavefronts) / (gpu.sms * clock);
   t.tensor = c.wmmaProducts * wmmaFlops / (gpu.halfTensorTflops * 1e12);
   t.fp32 = c.wmmaProducts > 0 ? 0 : flops / (gpu.fp32Tflops * 1e12);

@@ -33,7 +33,8 @@ struct EmulatedCounters {
   double loadSectors = 0;
   /// Over loads, stores and atomics.
   double sectors = 0, idealSectors = 0, lines = 0;
-  double distinctSectors = 0;
+  double distinctSectors = 0, distinctLoadSectors = 0;
+  double storeSectors = 0, atomicSectors = 0;
   double sharedRequests = 0, sharedWavefronts = 0, sharedIdealWavefronts = 0;
   double wmmaProducts = 0;
 };

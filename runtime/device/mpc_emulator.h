@@ -168,6 +168,9 @@ struct launch_counters {
   /// Sectors touched by the counted blocks, each counted once: the DRAM
   /// traffic if the cache kept everything they share.
   unsigned long long distinct_sectors = 0;
+  /// The same for loads alone: what reaches L2 if L1 kept what a block
+  /// reads again (stores always go through to L2).
+  unsigned long long distinct_load_sectors = 0;
   /// WMMA 16x16x16 products (mma_sync calls of a warp).
   unsigned long long wmma_products = 0;
   /// The shared arrays a counted block used, in bytes (the most of any
