@@ -488,10 +488,6 @@ void emitReduce(StepEmitter &emitter, Operation *op, Value input, Value output,
                      .flopsPer(kind == "mean" ? outputs : 0, 1));
 }
 
-/// Elements of a row each thread of a row block keeps in registers, at
-/// most: 16 floats, rows up to 4096 wide.
-constexpr int64_t maxRowRegisters = 16;
-
 /// layer_norm over rows of `width` elements, one block a row: mean,
 /// variance, then the outputs. In a `row` group the input is computed by the
 /// group's prologue (a residual sum), which the first pass also stores when
@@ -530,7 +526,7 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
         "    float v[{0}];\n"
         "#pragma unroll\n"
         "    for (int k = 0; k < {0}; ++k) {{\n"
-        "      long long j = threadIdx.x + k * (long long)blockDim.x;\n"
+        "      int j = threadIdx.x + k * blockDim.x;\n"
         "      v[k] = j < {1}LL ? {2} : 0.0f;\n"
         "      if (j < {1}LL) {{ {3}sum += v[k]; }\n"
         "    }\n"
@@ -538,14 +534,14 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
         "    mpc_sum squares = 0.0f;\n"
         "#pragma unroll\n"
         "    for (int k = 0; k < {0}; ++k) {{\n"
-        "      long long j = threadIdx.x + k * (long long)blockDim.x;\n"
+        "      int j = threadIdx.x + k * blockDim.x;\n"
         "      if (j < {1}LL) {{ float d = v[k] - mean; squares += d * d; }\n"
         "    }\n"
         "    float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {1}.0f + "
         "{4});\n"
         "#pragma unroll\n"
         "    for (int k = 0; k < {0}; ++k) {{\n"
-        "      long long j = threadIdx.x + k * (long long)blockDim.x;\n"
+        "      int j = threadIdx.x + k * blockDim.x;\n"
         "      if (j < {1}LL) mpc_store(y + r * {1}LL + j, (v[k] - mean) * "
         "rstd * mpc_load(gamma + j) + mpc_load(beta + j));\n"
         "    }\n"

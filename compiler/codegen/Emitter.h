@@ -292,6 +292,9 @@ int64_t tiledGrid(int64_t n, int64_t tile);
 /// Block size of row kernels (one block per row, threads stride over it and
 /// combine with mpc_block_reduce_*); a multiple of 32.
 constexpr int rowBlockSize = 256;
+/// Elements of a row each thread of a row block keeps in registers at
+/// most (layer_norm and its gradient): 16 floats, rows up to 4096 wide.
+constexpr int64_t maxRowRegisters = 16;
 
 /// Block size of the batch norms' statistics kernels, a block a channel
 /// over N * H * W elements: the most a block may have, since a network's
