@@ -146,6 +146,64 @@ def count(args, workdir):
                        workdir, args.steps, sample_only)
 
 
+def modelled_step(build_dir, model_path, flags, train_flags, workdir, report):
+    """Counts the step of `model_path` built with `flags` + `train_flags`
+    (sampled blocks), then calls `report(flags)`, which must return `mpc
+    compile --report=json`'s object for the same model, with
+    --report-counters added to the flags; summarises its modelled time."""
+    counters = count_model(build_dir, model_path, flags + train_flags,
+                           workdir, sample_only=True)
+    counters_path = os.path.join(workdir, "counters.json")
+    with open(counters_path, "w") as out:
+        json.dump(counters, out)
+    data = report(flags + [f"--report-counters={counters_path}"])
+    step = data["step"]
+    families = {}
+    for kernel in data["kernels"]:
+        name = "GEMM (cuBLASLt)" if kernel["kind"] == "gemm" else \
+            family(kernel["name"])
+        entry = families.setdefault(name, {"launches": 0, "bound_ms": 0.0,
+                                           "modelled_ms": 0.0,
+                                           "limited_by": {}})
+        entry["launches"] += 1
+        entry["bound_ms"] += kernel["bound_seconds"] * 1e3
+        entry["modelled_ms"] += kernel["modelled_seconds"] * 1e3
+        limit = kernel["limited_by"]
+        entry["limited_by"][limit] = entry["limited_by"].get(limit, 0) + 1
+    worst = sorted((k for k in data["kernels"] if k["bound_seconds"] > 0),
+                   key=lambda k: -k["modelled_seconds"] / k["bound_seconds"])
+    return {
+        "bound_ms": step["bound_seconds"] * 1e3,
+        "modelled_ms": step["modelled_seconds"] * 1e3,
+        "counted_kernels": step["counted_kernels"],
+        "families": families,
+        "largest_ratio": [
+            {"kernel": k["name"], "bound_us": k["bound_seconds"] * 1e6,
+             "modelled_us": k["modelled_seconds"] * 1e6,
+             "ratio": k["modelled_seconds"] / k["bound_seconds"],
+             "limited_by": k["limited_by"]} for k in worst[:10]],
+    }
+
+
+def print_modelled(m):
+    print(f"modelled from the block emulator's counters: ideal bound "
+          f"{m['bound_ms']:.2f} ms, modelled {m['modelled_ms']:.2f} ms "
+          f"({m['modelled_ms'] / m['bound_ms']:.2f}x; "
+          f"{m['counted_kernels']} kernels counted)")
+    print(f"{'family':28} {'launches':>8} {'bound ms':>9} {'modelled ms':>12}"
+          f"  limited by")
+    for name, f in sorted(m["families"].items(),
+                          key=lambda kv: -kv[1]["modelled_ms"]):
+        limits = ", ".join(f"{k} {v}" for k, v in f["limited_by"].items())
+        print(f"{name:28} {f['launches']:8d} {f['bound_ms']:9.3f} "
+              f"{f['modelled_ms']:12.3f}  {limits}")
+    print("ten kernels with the largest modelled / ideal ratio:")
+    for k in m["largest_ratio"]:
+        print(f"  {k['kernel']:40} {k['bound_us']:10.2f} us "
+              f"{k['modelled_us']:10.2f} us {k['ratio']:8.1f}x  "
+              f"{k['limited_by']}")
+
+
 def families(data):
     rows = {}
     for kernel in data["kernels"]:

@@ -40,7 +40,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpu_step import CONFIGS, REPO, gpt_mlir  # noqa: E402
-from emulated_counters import count_model, family  # noqa: E402
+from emulated_counters import modelled_step, print_modelled  # noqa: E402
 
 VARIANTS = [("O2 bf16", ["--amp=O2", "--half=bf16"]),
             ("O2 f16 dynamic", ["--amp=O2", "--half=f16",
@@ -76,64 +76,6 @@ def figures(data):
     }
 
 
-def modelled(mpc, build_dir, model_path, workdir):
-    """The O2 bf16 step's report with its kernels priced from counters."""
-    flags = ["--amp=O2", "--half=bf16"]
-    counters = count_model(build_dir, model_path,
-                           flags + ["--optimizer=adamw"], workdir,
-                           sample_only=True)
-    counters_path = os.path.join(workdir, "counters.json")
-    with open(counters_path, "w") as out:
-        json.dump(counters, out)
-    data = report(mpc, model_path,
-                  flags + [f"--report-counters={counters_path}"])
-    step = data["step"]
-    families = {}
-    for kernel in data["kernels"]:
-        name = "GEMM (cuBLASLt)" if kernel["kind"] == "gemm" else \
-            family(kernel["name"])
-        entry = families.setdefault(name, {"launches": 0, "bound_ms": 0.0,
-                                           "modelled_ms": 0.0,
-                                           "limited_by": {}})
-        entry["launches"] += 1
-        entry["bound_ms"] += kernel["bound_seconds"] * 1e3
-        entry["modelled_ms"] += kernel["modelled_seconds"] * 1e3
-        limit = kernel["limited_by"]
-        entry["limited_by"][limit] = entry["limited_by"].get(limit, 0) + 1
-    worst = sorted((k for k in data["kernels"] if k["bound_seconds"] > 0),
-                   key=lambda k: -k["modelled_seconds"] / k["bound_seconds"])
-    return {
-        "bound_ms": step["bound_seconds"] * 1e3,
-        "modelled_ms": step["modelled_seconds"] * 1e3,
-        "counted_kernels": step["counted_kernels"],
-        "families": families,
-        "largest_ratio": [
-            {"kernel": k["name"], "bound_us": k["bound_seconds"] * 1e6,
-             "modelled_us": k["modelled_seconds"] * 1e6,
-             "ratio": k["modelled_seconds"] / k["bound_seconds"],
-             "limited_by": k["limited_by"]} for k in worst[:10]],
-    }
-
-
-def print_modelled(m):
-    print(f"\nO2 bf16, modelled from the block emulator's counters: ideal "
-          f"bound {m['bound_ms']:.2f} ms, modelled {m['modelled_ms']:.2f} ms "
-          f"({m['modelled_ms'] / m['bound_ms']:.2f}x; "
-          f"{m['counted_kernels']} kernels counted)")
-    print(f"{'family':28} {'launches':>8} {'bound ms':>9} {'modelled ms':>12}"
-          f"  limited by")
-    for name, f in sorted(m["families"].items(),
-                          key=lambda kv: -kv[1]["modelled_ms"]):
-        limits = ", ".join(f"{k} {v}" for k, v in f["limited_by"].items())
-        print(f"{name:28} {f['launches']:8d} {f['bound_ms']:9.3f} "
-              f"{f['modelled_ms']:12.3f}  {limits}")
-    print("ten kernels with the largest modelled / ideal ratio:")
-    for k in m["largest_ratio"]:
-        print(f"  {k['kernel']:40} {k['bound_us']:10.2f} us "
-              f"{k['modelled_us']:10.2f} us {k['ratio']:8.1f}x  "
-              f"{k['limited_by']}")
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
@@ -143,7 +85,7 @@ def main():
                         help="also the modelled time of the O2 bf16 step "
                              "(counts its kernels under the emulator)")
     args = parser.parse_args()
-    modelled_step = None
+    modelled = None
     mpc = os.path.join(args.build_dir, "bin", "mpc")
     vocab, context, width, heads, layers, batch = CONFIGS["gpt2-small"]
     results = {}
@@ -169,7 +111,10 @@ def main():
                           "--shard-optimizer", "--report-ranks=8"]
                          )["data_parallel"]["shard_optimizer"]
         if args.modelled:
-            modelled_step = modelled(mpc, args.build_dir, model_path, workdir)
+            modelled = modelled_step(
+                args.build_dir, model_path, ["--amp=O2", "--half=bf16"],
+                ["--optimizer=adamw"], workdir,
+                lambda flags: report(mpc, model_path, flags))
     buckets = parallel["buckets"]
     dp = {
         "ranks": parallel["ranks"],
@@ -196,7 +141,7 @@ def main():
         },
     }
     if args.json:
-        extra = {"modelled": modelled_step} if modelled_step else {}
+        extra = {"modelled": modelled} if modelled else {}
         print(json.dumps({**results, "data parallel": dp, **extra},
                          indent=2))
         return
@@ -232,8 +177,9 @@ def main():
           "gathered after every step:")
     for name, ms in shard["gather_ms"].items():
         print(f"  {name}: all-gather {ms:.2f} ms")
-    if modelled_step:
-        print_modelled(modelled_step)
+    if modelled:
+        print("\nO2 bf16, ", end="")
+        print_modelled(modelled)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,13 @@ Nothing runs on a GPU: these are the compiler's own accounting, the figures
 every change to convolutions quotes before and after, beside
 tools/bench/gpt2_static.py's.
 
+With --modelled, also the step's modelled time: the imported model built
+with --profile-emulated runs one step of its kernels' sampled blocks under
+the block emulator, and `--report --report-counters` prices each kernel
+from what was counted (tools/bench/emulated_counters.py).
+
   /usr/bin/python3 tools/bench/resnet50_static.py [--build-dir=build] [--json]
+      [--modelled]
 
 Needs Debian's python3-torch and python3-torchvision (tools/setup.sh does
 not install them: `apt-get install -y python3-torch python3-torchvision`).
@@ -28,6 +34,9 @@ import re
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from emulated_counters import modelled_step, print_modelled  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BATCH, IMAGE = 32, 224
@@ -72,16 +81,26 @@ def main():
     parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
     parser.add_argument("--json", action="store_true",
                         help="print the figures as JSON")
+    parser.add_argument("--modelled", action="store_true",
+                        help="also the step's modelled time (counts its "
+                             "kernels under the block emulator)")
     args = parser.parse_args()
+    modelled = None
     mpc = os.path.join(args.build_dir, "bin", "mpc")
     with tempfile.TemporaryDirectory() as workdir:
         onnx_path = os.path.join(workdir, "resnet50.onnx")
         model_path = os.path.join(workdir, "resnet50.mlir")
         convolutions = export(onnx_path)
         run([mpc, "import", onnx_path, "-o", model_path])
-        data = json.loads(run([mpc, "compile", model_path, "--target=cuda",
-                               "--arch=sm_90", "--report=json",
-                               "--report-gpu=h100"] + FLAGS))
+        def report(flags):
+            return json.loads(run([mpc, "compile", model_path,
+                                   "--target=cuda", "--arch=sm_90",
+                                   "--report=json", "--report-gpu=h100"]
+                                  + flags))
+        data = report(FLAGS)
+        if args.modelled:
+            modelled = modelled_step(args.build_dir, model_path, FLAGS, [],
+                                     workdir, report)
     step, gpu, memory = data["step"], data["gpu"], data["memory"]["chosen"]
     # GEMM calls made for convolutions and their gradients.
     conv_gemms = sum(1 for kernel in data["kernels"]
@@ -110,6 +129,8 @@ def main():
                      for name, (count, moved, seconds) in
                      sorted(families.items(), key=lambda item: -item[1][2])},
     }
+    if modelled:
+        figures["modelled"] = modelled
     if args.json:
         print(json.dumps(figures, indent=2))
         return
@@ -128,6 +149,9 @@ def main():
     for name, family in list(f["families"].items())[:12]:
         print(f"{name:32} {family['launches']:8d} {family['gbytes']:9.2f} "
               f"{family['bound_ms']:9.3f}")
+    if modelled:
+        print()
+        print_modelled(modelled)
 
 
 if __name__ == "__main__":
