@@ -308,7 +308,7 @@ __device__ __forceinline__ void mpc_tile_load(S &s, const T *base,
                                               int count, int width) {
   constexpr int Run = 8;
   static_assert(W % Run == 0, "tile widths are padded to multiples of 16");
-#if defined(MPC_DEVICE_CUDA)
+#if defined(MPC_DEVICE_CUDA) || defined(MPC_DEVICE_EMULATION)
   constexpr int Vectors = Run * (int)sizeof(T) / 16;
   bool aligned =
       reinterpret_cast<unsigned long long>(base) % 16 == 0 && seq % Run == 0;
@@ -325,6 +325,23 @@ __device__ __forceinline__ void mpc_tile_load(S &s, const T *base,
 #pragma unroll
       for (int i = 0; i < Vectors; ++i)
         to[i] = from[i];
+      continue;
+    }
+#elif defined(MPC_DEVICE_EMULATION)
+    // The same 16-byte loads from global memory as on the GPU, so that the
+    // emulator's counters see the GPU's requests (the shared array takes
+    // its elements one by one).
+    if (aligned && inside && c0 + Run <= width) {
+      typedef unsigned mpc_vector16 __attribute__((vector_size(16)));
+      const auto *from =
+          reinterpret_cast<const mpc_vector16 *>(base + (row0 + r) * seq + c0);
+      T values[Run];
+      for (int i = 0; i < Vectors; ++i) {
+        mpc_vector16 vector = from[i];
+        std::memcpy(values + i * (16 / (int)sizeof(T)), &vector, 16);
+      }
+      for (int c = 0; c < Run; ++c)
+        s[e0 + c] = values[c];
       continue;
     }
 #endif
