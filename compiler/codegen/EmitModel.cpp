@@ -8,6 +8,7 @@
 
 #include "compiler/codegen/Emitter.h"
 #include "compiler/cuda/CudaTarget.h"
+#include "compiler/cuda/Occupancy.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -360,10 +361,14 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
     // and a launch with more threads fails instead of running short of
     // registers.
     std::map<std::string, int> launchBlocks;
+    std::set<std::string> fullOccupancy;
     for (const StepEmitter *emitter :
-         {&trainEmitter, &syncEmitter, &evalEmitter})
+         {&trainEmitter, &syncEmitter, &evalEmitter}) {
       for (const auto &[kernel, block] : emitter->getLaunchBlocks())
         launchBlocks[kernel] = std::max(launchBlocks[kernel], block);
+      fullOccupancy.insert(emitter->getFullOccupancy().begin(),
+                           emitter->getFullOccupancy().end());
+    }
     for (std::string kernel : kernels) {
       for (const KernelDeclaration &declaration : findKernels(kernel)) {
         auto found = launchBlocks.find(declaration.name);
@@ -371,9 +376,17 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
         size_t at = kernel.find(head);
         if (found == launchBlocks.end() || at == std::string::npos)
           continue;
+        // A full SM: the blocks its threads allow (registers at 32 a
+        // thread, what that many threads may use), by CUDA's calculator.
+        std::string minBlocks;
+        if (fullOccupancy.count(declaration.name) && options.smVersion)
+          if (std::optional<KernelOccupancy> full = theoreticalOccupancy(
+                  options.smVersion, found->second, /*registers=*/32,
+                  /*sharedBytes=*/0))
+            minBlocks = ", " + std::to_string(full->blocksPerSm);
         kernel.replace(at, head.size(),
                        "__global__ void __launch_bounds__(" +
-                           std::to_string(found->second) + ") " +
+                           std::to_string(found->second) + minBlocks + ") " +
                            declaration.name + "(");
       }
       os << kernel << "\n";

@@ -27,6 +27,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -251,6 +252,15 @@ public:
   const std::map<std::string, int> &getLaunchBlocks() const {
     return launchBlocks;
   }
+  /// Asks ptxas to fit as many blocks of `kernel` on an SM as its threads
+  /// allow (the second argument of __launch_bounds__), spilling rather than
+  /// losing occupancy: for kernels that hold data in registers.
+  void requireFullOccupancy(StringRef kernel) {
+    fullOccupancy.insert(kernel.str());
+  }
+  const std::set<std::string> &getFullOccupancy() const {
+    return fullOccupancy;
+  }
   /// Adds a host statement (a runtime call, for example). Calls that return
   /// an mpc_status should be wrapped with checkedCall.
   void hostStatement(std::string statement);
@@ -270,6 +280,7 @@ private:
   std::string modelName;
   std::string functionName;
   std::map<std::string, int> launchBlocks;
+  std::set<std::string> fullOccupancy;
   std::vector<std::string> &kernelSources;
   std::vector<std::string> body;
   bool training;

@@ -34,12 +34,12 @@ namespace {
 constexpr StringRef kernelMarker = "__global__ void ";
 constexpr StringRef boundsMarker = "__launch_bounds__(";
 
-/// Reads `[__launch_bounds__(N) ]<name>` from what follows the marker.
+/// Reads `[__launch_bounds__(N[, M]) ]<name>` from what follows the marker.
 KernelDeclaration parseDeclaration(StringRef text) {
   KernelDeclaration declaration;
   if (text.consume_front(boundsMarker)) {
     StringRef bound = text.take_until([](char c) { return c == ')'; });
-    bound.trim().getAsInteger(10, declaration.maxThreads);
+    bound.split(',').first.trim().getAsInteger(10, declaration.maxThreads);
     text = text.drop_front(bound.size()).drop_front(1).ltrim();
   }
   declaration.name =

@@ -55,10 +55,10 @@ struct CudaImage {
 /// One `__global__` function of a kernel source.
 struct KernelDeclaration {
   std::string name;
-  int maxThreads = 0; ///< from `__launch_bounds__(N)`; 0 without
+  int maxThreads = 0; ///< from `__launch_bounds__(N[, M])`; 0 without
 };
 /// The kernels' `__global__` functions, in source order:
-/// `__global__ void [__launch_bounds__(N)] <name>(`.
+/// `__global__ void [__launch_bounds__(N[, M])] <name>(`.
 std::vector<KernelDeclaration> findKernels(llvm::StringRef source);
 
 /// The resource table `mpc compile` writes beside a cuda image

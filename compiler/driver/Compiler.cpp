@@ -315,9 +315,11 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   codegen.cuda = options.target == Target::Cuda;
   codegen.emulateBlocks = codegen.cuda || options.emulateBlocks;
   codegen.bucketBytes = options.bucketBytes;
-  if (codegen.cuda)
-    codegen.gemmWorkspaceBytes = gemmWorkspaceBytes(
-        options.smVersion ? options.smVersion : defaultSmVersion);
+  if (codegen.cuda) {
+    codegen.smVersion =
+        options.smVersion ? options.smVersion : defaultSmVersion;
+    codegen.gemmWorkspaceBytes = gemmWorkspaceBytes(codegen.smVersion);
+  }
   FailureOr<GeneratedModel> generated = generateModel(train, eval, codegen);
   if (failed(generated))
     return 1;

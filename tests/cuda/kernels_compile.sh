@@ -38,7 +38,9 @@ if [ "$kernels" -ne "$entries" ] || [ "$kernels" -eq 0 ]; then
   echo "error: $kernels kernels in the source, $entries in the image"
   exit 1
 fi
-bounded=$(grep -c '^__global__ void __launch_bounds__([0-9]*) ' "$lib/${name}_kernels.cu")
+# __launch_bounds__(N), or (N, M) where a kernel asks for M blocks an SM.
+bounded=$(grep -cE '^__global__ void __launch_bounds__\([0-9]+(, [0-9]+)?\) ' \
+  "$lib/${name}_kernels.cu")
 if [ "$bounded" -ne "$kernels" ]; then
   echo "error: $bounded of $kernels kernels declare __launch_bounds__"
   exit 1
