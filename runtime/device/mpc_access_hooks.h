@@ -100,20 +100,8 @@ __attribute__((noinline)) void __tsan_write_range(void *address,
   MPC_ATOMIC_RMW(bits, type, fetch_or, __atomic_fetch_or)                      \
   MPC_ATOMIC_RMW(bits, type, fetch_xor, __atomic_fetch_xor)                    \
   MPC_ATOMIC_RMW(bits, type, fetch_nand, __atomic_fetch_nand)                  \
-  __attribute__((noinline)) int __tsan_atomic##bits##_compare_exchange_strong( \
-      volatile type *a, type *expected, type desired, int, int) {              \
-    mpc_emu::global_access(MPC_HOOK_SITE, mpc_hook_address(a), sizeof(type),   \
-                           mpc_emu::access_kind::atomic);                      \
-    return __atomic_compare_exchange_n(a, expected, desired, false,            \
-                                       __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);    \
-  }                                                                            \
-  __attribute__((noinline)) int __tsan_atomic##bits##_compare_exchange_weak(   \
-      volatile type *a, type *expected, type desired, int, int) {              \
-    mpc_emu::global_access(MPC_HOOK_SITE, mpc_hook_address(a), sizeof(type),   \
-                           mpc_emu::access_kind::atomic);                      \
-    return __atomic_compare_exchange_n(a, expected, desired, false,            \
-                                       __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);    \
-  }                                                                            \
+  MPC_ATOMIC_CAS(bits, type, strong)                                           \
+  MPC_ATOMIC_CAS(bits, type, weak)                                             \
   __attribute__((noinline)) type __tsan_atomic##bits##_compare_exchange_val(   \
       volatile type *a, type expected, type desired, int, int) {               \
     mpc_emu::global_access(MPC_HOOK_SITE, mpc_hook_address(a), sizeof(type),   \
@@ -121,6 +109,17 @@ __attribute__((noinline)) void __tsan_write_range(void *address,
     __atomic_compare_exchange_n(a, &expected, desired, false,                  \
                                 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);           \
     return expected;                                                           \
+  }
+/// Both strengths as a strong exchange: nothing runs beside the emulated
+/// thread to make a weak one fail spuriously.
+#define MPC_ATOMIC_CAS(bits, type, strength)                                   \
+  __attribute__((noinline)) int                                                \
+      __tsan_atomic##bits##_compare_exchange_##strength(                       \
+          volatile type *a, type *expected, type desired, int, int) {          \
+    mpc_emu::global_access(MPC_HOOK_SITE, mpc_hook_address(a), sizeof(type),   \
+                           mpc_emu::access_kind::atomic);                      \
+    return __atomic_compare_exchange_n(a, expected, desired, false,            \
+                                       __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);    \
   }
 #define MPC_ATOMIC_RMW(bits, type, name, builtin)                              \
   __attribute__((noinline))                                                    \
@@ -134,6 +133,7 @@ MPC_ATOMIC_HOOKS(16, short)
 MPC_ATOMIC_HOOKS(32, int)
 MPC_ATOMIC_HOOKS(64, long)
 #undef MPC_ATOMIC_RMW
+#undef MPC_ATOMIC_CAS
 #undef MPC_ATOMIC_HOOKS
 
 void __tsan_atomic_thread_fence(int) {

@@ -286,6 +286,14 @@ void mpc_run_block_range(void *blocks, unsigned begin, unsigned end) {
 #define MPC_FOR_THREAD(j, n)                                                   \
   for (long long j = threadIdx.x; j < (n); j += blockDim.x)
 
+/// MPC_FOR_THREAD(j, n) as `K` unrolled steps, `k` counting them: for the
+/// elements of a row a thread keeps in registers (`v[k]`, a constant index
+/// once unrolled). It covers [0, n) only where blockDim.x * K >= n.
+#define MPC_FOR_THREAD_UNROLLED(k, j, n, K)                                    \
+  _Pragma("unroll") for (int k = 0; k < (K);                                   \
+                         ++k) if (int j = threadIdx.x + k * blockDim.x;        \
+                                  j < (n))
+
 /// Sets an error flag (ctx->index_error) to 1. Any number of blocks may
 /// raise it at once; on the cpu target they may be on different threads,
 /// where a plain store of the same value would still be a data race.
