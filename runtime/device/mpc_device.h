@@ -169,7 +169,11 @@ inline float __bfloat162float(__nv_bfloat16 value) {
 static inline float atomicAdd(float *address, float value) {
   mpc_emu::note_float_atomic();
   float old, sum;
-  __atomic_load(address, &old, __ATOMIC_RELAXED);
+  {
+    // Part of the one atomic request the GPU makes, not a load of its own.
+    mpc_emu::uncounted_scope partOfTheAtomic;
+    __atomic_load(address, &old, __ATOMIC_RELAXED);
+  }
   do
     sum = old + value;
   while (!__atomic_compare_exchange(address, &old, &sum, false,
