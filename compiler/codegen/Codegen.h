@@ -83,9 +83,9 @@ struct CodegenOptions {
   /// cuBLASLt's workspace, planned in the activation arena (cuda target:
   /// gemmWorkspaceBytes(arch); 0 on the cpu target, whose GEMM needs none).
   int64_t gemmWorkspaceBytes = 0;
-  /// The cuda target's architecture (--arch; 0 elsewhere): kernels that
-  /// ask ptxas for a full SM (StepEmitter::requireFullOccupancy) name in
-  /// their __launch_bounds__ how many blocks that is there.
+  /// The cuda target's architecture (--arch; 0 elsewhere): kernels with a
+  /// register budget (StepEmitter::limitRegisters) name in their
+  /// __launch_bounds__ how many blocks that is there.
   int smVersion = 0;
   /// Data parallel: the largest gradient bucket (--bucket-mb); a gradient
   /// larger than it is a bucket of its own.

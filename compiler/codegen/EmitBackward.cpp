@@ -252,7 +252,7 @@ LogicalResult emitLayerNormGrad(StepEmitter &emitter, const Step &step,
                 "rstd * (g - sg - xhat * sgx)"),
       accumulators, flush, inRegisters));
   if (!inRegisters.empty())
-    emitter.requireFullOccupancy(rowName);
+    emitter.limitRegisters(rowName, 32);
   SmallVector<std::string> arguments{emitter.constPointer(op.getGrad()),
                                      emitter.constPointer(op.getInput()),
                                      emitter.constPointer(op.getGamma())};

@@ -361,13 +361,13 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
     // and a launch with more threads fails instead of running short of
     // registers.
     std::map<std::string, int> launchBlocks;
-    std::set<std::string> fullOccupancy;
+    std::map<std::string, int> registerBudgets;
     for (const StepEmitter *emitter :
          {&trainEmitter, &syncEmitter, &evalEmitter}) {
       for (const auto &[kernel, block] : emitter->getLaunchBlocks())
         launchBlocks[kernel] = std::max(launchBlocks[kernel], block);
-      fullOccupancy.insert(emitter->getFullOccupancy().begin(),
-                           emitter->getFullOccupancy().end());
+      registerBudgets.insert(emitter->getRegisterBudgets().begin(),
+                             emitter->getRegisterBudgets().end());
     }
     for (std::string kernel : kernels) {
       for (const KernelDeclaration &declaration : findKernels(kernel)) {
@@ -376,14 +376,15 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
         size_t at = kernel.find(head);
         if (found == launchBlocks.end() || at == std::string::npos)
           continue;
-        // A full SM: the blocks its threads allow (registers at 32 a
-        // thread, what that many threads may use), by CUDA's calculator.
+        // The blocks an SM holds at the kernel's register budget, by
+        // CUDA's calculator (32 a thread: as many as its threads allow).
         std::string minBlocks;
-        if (fullOccupancy.count(declaration.name) && options.smVersion)
-          if (std::optional<KernelOccupancy> full = theoreticalOccupancy(
-                  options.smVersion, found->second, /*registers=*/32,
+        auto budget = registerBudgets.find(declaration.name);
+        if (budget != registerBudgets.end() && options.smVersion)
+          if (std::optional<KernelOccupancy> fit = theoreticalOccupancy(
+                  options.smVersion, found->second, budget->second,
                   /*sharedBytes=*/0))
-            minBlocks = ", " + std::to_string(full->blocksPerSm);
+            minBlocks = ", " + std::to_string(fit->blocksPerSm);
         kernel.replace(at, head.size(),
                        "__global__ void __launch_bounds__(" +
                            std::to_string(found->second) + minBlocks + ") " +

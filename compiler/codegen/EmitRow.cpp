@@ -488,18 +488,77 @@ void emitReduce(StepEmitter &emitter, Operation *op, Value input, Value output,
                      .flopsPer(kind == "mean" ? outputs : 0, 1));
 }
 
-/// layer_norm over rows of `width` elements, one block a row: mean,
-/// variance, then the outputs. In a `row` group the input is computed by the
-/// group's prologue (a residual sum), which the first pass also stores when
-/// it is read later.
+/// How a row kernel's threads share out its rows: a warp a row for rows
+/// that fit a warp's registers, else a block a row. Strings of the
+/// kernel's source.
+struct RowShape {
+  /// Opens the row `r` (a loop over the block's rows, or one row) and
+  /// closes it.
+  std::string open, close;
+  /// Leaves the row early.
+  std::string exit;
+  /// The loops over the row's elements `j` (MPC_FOR_LANE or
+  /// MPC_FOR_THREAD), with and without registers.
+  std::string forElements, forUnrolled;
+  /// The threads that share a row (mpc_row_lanes() or blockDim.x).
+  std::string sharers;
+  /// Combines the sharers' sums.
+  std::string reduce;
+  /// The index of element `j` of row `r` in the unrolled loops (`k` the
+  /// step): a warp's is the lane's first element plus a constant, which
+  /// the compiler folds into each access's offset (written as r * width +
+  /// j, it kept 24 64-bit offsets live from the first loop to the last:
+  /// 170 registers).
+  std::string unrolledIndex;
+  /// Elements each sharer holds in registers (0 where none).
+  int64_t registers;
+  int64_t grid;
+};
+
+static RowShape rowShape(int64_t rows, int64_t width) {
+  int64_t warpRegisters = (width + 31) / 32;
+  if (warpRegisters <= maxWarpRowRegisters)
+    return {llvm::formatv("  MPC_FOR_WARP_ROW(r, {0}LL, {1}) {{\n", rows,
+                          warpRowsPerBlock)
+                .str(),
+            "  }\n",
+            "continue;",
+            "MPC_FOR_LANE",
+            "MPC_FOR_LANE_UNROLLED",
+            "mpc_row_lanes()",
+            "mpc_row_reduce_sum",
+            llvm::formatv("(r * {0}LL + MPC_ROW_LANE) + k * (long long)"
+                          "MPC_ROW_LANES",
+                          width)
+                .str(),
+            warpRegisters,
+            (rows + warpRowsPerBlock - 1) / warpRowsPerBlock};
+  int64_t blockRegisters = (width + rowBlockSize - 1) / rowBlockSize;
+  return {"  {\n  long long r = blockIdx.x;\n",
+          "  }\n",
+          "return;",
+          "MPC_FOR_THREAD",
+          "MPC_FOR_THREAD_UNROLLED",
+          "blockDim.x",
+          "mpc_block_reduce_sum",
+          llvm::formatv("r * {0}LL + j", width).str(),
+          blockRegisters <= maxRowRegisters ? blockRegisters : 0,
+          rows};
+}
+
+/// layer_norm over rows of `width` elements: mean, variance, then the
+/// outputs, a warp a row (a block a row where a row is too wide for a
+/// warp's registers). In a `row` group the input is computed by the group's
+/// prologue (a residual sum), which the first pass also stores when it is
+/// read later.
 ///
 /// Each thread keeps its elements of the row in registers from the first
-/// pass (ceil(width / 256) of them, indexed by unrolled constants), so the
-/// row is read once, not three times. Where the block has fewer threads
-/// than that needs (the cpu target's one, an emulated 32) the passes read
-/// it again, in the same order, to the same bits. The emulator's counters
-/// showed the three reads (GPT-2 small: 3.8 GB of L1 sectors for 1.5 GB of
-/// rows) and the loads each thread waits on behind them.
+/// pass (indexed by unrolled constants), so the row is read once, not three
+/// times. Where there are fewer threads to a row than that needs (the cpu
+/// target's one) the passes read it again, in the same order, to the same
+/// bits. The emulator's counters showed the three reads (GPT-2 small: 3.8
+/// GB of L1 sectors for 1.5 GB of rows) and the loads each thread waits on
+/// behind them; ncu then showed a block a row issue-bound (MPC_FOR_WARP_ROW).
 LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
                             LayerNormOp op) {
   int64_t width = op.getGamma().getType().getNumElements();
@@ -511,56 +570,57 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
     return failure();
   std::string at = llvm::formatv("r * {0}LL + j", width).str();
   std::string element = x->load(at);
-  auto keep = [&](StringRef value) {
-    return x->stored ? "mpc_store(" + *x->stored + " + " + at + ", " +
+  RowShape shape = rowShape(rows, width);
+  auto keep = [&](StringRef value, StringRef index) {
+    return x->stored ? "mpc_store(" + *x->stored + " + " + index.str() + ", " +
                            value.str() + "); "
                      : std::string();
   };
   std::string eps = floatLiteral(op.getEps().convertToDouble());
-  int64_t registers = (width + rowBlockSize - 1) / rowBlockSize;
   std::string inRegisters;
-  if (registers <= maxRowRegisters)
+  if (shape.registers)
     inRegisters = llvm::formatv(
-        "  if (blockDim.x * {0}LL >= {1}LL) {{\n"
+        "  if ({5} * {0}LL >= {1}LL) {{\n"
         "    // The thread's elements of the row, read once.\n"
         "    float v[{0}];\n"
-        "    MPC_FOR_THREAD_UNROLLED(k, j, {1}LL, {0}) {{\n"
+        "    {6}(k, j, {1}LL, {0}) {{\n"
         "      v[k] = {2};\n"
         "      {3}sum += v[k];\n"
         "    }\n"
-        "    float mean = mpc_block_reduce_sum(sum) / {1}.0f;\n"
+        "    float mean = {7}(sum) / {1}.0f;\n"
         "    mpc_sum squares = 0.0f;\n"
-        "    MPC_FOR_THREAD_UNROLLED(k, j, {1}LL, {0}) {{\n"
+        "    {6}(k, j, {1}LL, {0}) {{\n"
         "      float d = v[k] - mean;\n"
         "      squares += d * d;\n"
         "    }\n"
-        "    float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {1}.0f + "
-        "{4});\n"
-        "    MPC_FOR_THREAD_UNROLLED(k, j, {1}LL, {0})\n"
-        "      mpc_store(y + r * {1}LL + j, (v[k] - mean) * rstd * "
+        "    float rstd = mpc_rsqrt({7}(squares) / {1}.0f + {4});\n"
+        "    {6}(k, j, {1}LL, {0})\n"
+        "      mpc_store(y + {9}, (v[k] - mean) * rstd * "
         "mpc_load(gamma + j) + mpc_load(beta + j));\n"
-        "    return;\n"
+        "    {8}\n"
         "  }\n",
-        registers, width, element, keep("v[k]"), eps);
+        shape.registers, width, x->load(shape.unrolledIndex),
+        keep("v[k]", shape.unrolledIndex), eps, shape.sharers,
+        shape.forUnrolled, shape.reduce, shape.exit, shape.unrolledIndex);
   emitter.addKernel(llvm::formatv(
       "{7}__global__ void {0}({1}, const {2} *__restrict__ gamma, const {2} "
       "*__restrict__ beta, {3} *__restrict__ y) {{\n"
-      "  long long r = blockIdx.x;\n"
+      "{10}"
       "  mpc_sum sum = 0.0f;\n"
       "{9}"
-      "  MPC_FOR_THREAD(j, {4}LL) {{ float v = {6}; {8}sum += v; }\n"
-      "  float mean = mpc_block_reduce_sum(sum) / {4}.0f;\n"
+      "  {11}(j, {4}LL) {{ float v = {6}; {8}sum += v; }\n"
+      "  float mean = {12}(sum) / {4}.0f;\n"
       "  mpc_sum squares = 0.0f;\n"
-      "  MPC_FOR_THREAD(j, {4}LL) {{ float d = {6} - mean; "
-      "squares += d * d; }\n"
-      "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {4}.0f + "
-      "{5});\n"
-      "  MPC_FOR_THREAD(j, {4}LL) mpc_store(y + r * {4}LL + j, ({6} - "
-      "mean) * rstd * mpc_load(gamma + j) + mpc_load(beta + j));\n"
+      "  {11}(j, {4}LL) {{ float d = {6} - mean; squares += d * d; }\n"
+      "  float rstd = mpc_rsqrt({12}(squares) / {4}.0f + {5});\n"
+      "  {11}(j, {4}LL) mpc_store(y + r * {4}LL + j, ({6} - mean) * rstd * "
+      "mpc_load(gamma + j) + mpc_load(beta + j));\n"
+      "{13}"
       "}\n",
       name, llvm::join(x->parameters, ", "), elementCType(op.getGamma()),
       elementCType(op.getResult()), width, eps, element, x->functions(),
-      keep("v"), inRegisters));
+      keep("v", at), inRegisters, shape.open, shape.forElements, shape.reduce,
+      shape.close));
   SmallVector<std::string> arguments(x->arguments);
   arguments.append({emitter.constPointer(op.getGamma()),
                     emitter.constPointer(op.getBeta()),
@@ -577,7 +637,9 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
     cost += x->fused->cost;
   else
     cost.reads(op.getInput());
-  emitter.launch(name, rows, rowBlockSize, arguments, cost);
+  emitter.launch(name, shape.grid, rowBlockSize, arguments, cost);
+  if (shape.registers)
+    emitter.limitRegisters(name, warpRowRegisterBudget);
   return success();
 }
 

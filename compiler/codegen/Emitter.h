@@ -252,14 +252,15 @@ public:
   const std::map<std::string, int> &getLaunchBlocks() const {
     return launchBlocks;
   }
-  /// Asks ptxas to fit as many blocks of `kernel` on an SM as its threads
-  /// allow (the second argument of __launch_bounds__), spilling rather than
-  /// losing occupancy: for kernels that hold data in registers.
-  void requireFullOccupancy(StringRef kernel) {
-    fullOccupancy.insert(kernel.str());
+  /// Asks ptxas to fit `kernel` in `registers` registers a thread (the
+  /// second argument of __launch_bounds__: the blocks an SM holds at that
+  /// budget), spilling rather than losing occupancy: for kernels that hold
+  /// data in registers. 32 is a full SM.
+  void limitRegisters(StringRef kernel, int registers) {
+    registerBudgets[kernel.str()] = registers;
   }
-  const std::set<std::string> &getFullOccupancy() const {
-    return fullOccupancy;
+  const std::map<std::string, int> &getRegisterBudgets() const {
+    return registerBudgets;
   }
   /// Adds a host statement (a runtime call, for example). Calls that return
   /// an mpc_status should be wrapped with checkedCall.
@@ -280,7 +281,7 @@ private:
   std::string modelName;
   std::string functionName;
   std::map<std::string, int> launchBlocks;
-  std::set<std::string> fullOccupancy;
+  std::map<std::string, int> registerBudgets;
   std::vector<std::string> &kernelSources;
   std::vector<std::string> body;
   bool training;
@@ -306,6 +307,19 @@ constexpr int rowBlockSize = 256;
 /// Elements of a row each thread of a row block keeps in registers at
 /// most (layer_norm and its gradient): 16 floats, rows up to 4096 wide.
 constexpr int64_t maxRowRegisters = 16;
+
+/// Rows a block of a warp-a-row kernel (MPC_FOR_WARP_ROW): a warp each.
+constexpr int64_t warpRowsPerBlock = rowBlockSize / 32;
+/// Elements of a row each lane of a warp-a-row kernel keeps in registers at
+/// most: rows up to 1024 wide take a warp, wider ones a block.
+constexpr int64_t maxWarpRowRegisters = 32;
+
+/// Registers a thread of a warp-a-row kernel may use (limitRegisters): left
+/// alone, ptxas gave GPT-2 small's layer norm 96 to 122 (the next loops'
+/// loads of gamma and beta hoisted above the reductions), a quarter of an
+/// SM; at 64 it spills nothing and half an SM's warps keep 24 loads each
+/// in flight. At 48 it spilled.
+constexpr int warpRowRegisterBudget = 64;
 
 /// Block size of the batch norms' statistics kernels, a block a channel
 /// over N * H * W elements: the most a block may have, since a network's
