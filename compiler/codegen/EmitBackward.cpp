@@ -114,7 +114,155 @@ void emitColumnSums(StepEmitter &emitter, const std::string &name,
                  arguments, cost);
 }
 
+/// Warps a block of layer_norm_grad_input a warp a row: each has its own
+/// partial sums of dgamma and dbeta in shared memory (2 * width floats),
+/// 24 KB at width 768.
+constexpr int64_t gradRowWarps = 4;
+/// Registers a thread of it may use: x and dy in registers (48 at width
+/// 768) spilled at 64 and 72 registers on sm_90, not at 80 (6 blocks, 24
+/// warps an SM, each with 48 loads in flight).
+constexpr int gradRowRegisterBudget = 80;
+
+/// layer_norm_grad's first kernel a warp a row, for rows up to 32 *
+/// maxWarpRowRegisters wide (the second is emitColumnSums). Its `sets`
+/// partial sums are those of the block-a-row form: set s takes rows s, s +
+/// sets, ..., and is warp s % gradRowWarps of block s / gradRowWarps (the
+/// cpu target's one thread a block takes its block's sets in turn), so
+/// the column sums add the same rows in the same order on every target.
+/// A lane keeps its elements of x and dy in registers (unrolled), and
+/// adds its own columns of the set's partials in shared memory: no barrier
+/// and no shared reduction (a block a row paid four block reductions a
+/// row, and ncu counted 2,200 warp instructions a row of GPT-2 small).
+void emitLayerNormGradInputByWarps(StepEmitter &emitter, LayerNormGradOp op,
+                                   const RowAccess &dx, const std::string &name,
+                                   const std::string &partials, int64_t sets) {
+  int64_t width = op.getGamma().getType().getNumElements();
+  int64_t rows = op.getInput().getType().getNumElements() / width;
+  int64_t registers = (width + 31) / 32;
+  std::string eps = floatLiteral(op.getEps().convertToDouble());
+  std::string unrolledAt =
+      llvm::formatv("(r * {0}LL + MPC_ROW_LANE) + k * (long long)"
+                    "MPC_ROW_LANES",
+                    width)
+          .str();
+  std::string at = llvm::formatv("r * {0}LL + j", width).str();
+  std::string dxValue = "rstd * (g - sg - xhat * sgx)";
+  emitter.addKernel(llvm::formatv(
+      "{8}__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ x, const {3} *__restrict__ gamma, {4}, "
+      "float *__restrict__ partials) {{\n"
+      "  MPC_SHARED(float, acc, {5}LL);\n"
+      "  for (int w = MPC_ROW_WARP; w < {6}; w += MPC_ROW_WARPS) {{\n"
+      "  long long set = (long long)blockIdx.x * {6} + w;\n"
+      "  if (set >= {7}LL) break;\n"
+      "  long long own = w * {9}LL; // the warp's partials in acc\n"
+      "  MPC_FOR_LANE(j, {10}LL) {{ acc[own + j] = 0.0f; acc[own + {10}LL + j] "
+      "= 0.0f; "
+      "}\n"
+      "  for (long long r = set; r < {11}LL; r += {7}LL) {{\n"
+      "  const {1} *dyr = dy + r * {10}LL;\n"
+      "  const {2} *xr = x + r * {10}LL;\n"
+      "  if (mpc_row_lanes() * {12}LL >= {10}LL) {{\n"
+      "    float xv[{12}], dv[{12}];\n"
+      "    mpc_sum sum = 0.0f;\n"
+      "    MPC_FOR_LANE_UNROLLED(k, j, {10}LL, {12}) {{\n"
+      "      xv[k] = mpc_load(xr + j);\n"
+      "      dv[k] = mpc_load(dyr + j);\n"
+      "      sum += xv[k];\n"
+      "    }\n"
+      "    float mean = mpc_row_reduce_sum(sum) / {10}.0f;\n"
+      "    mpc_sum squares = 0.0f;\n"
+      "    MPC_FOR_LANE_UNROLLED(k, j, {10}LL, {12}) {{\n"
+      "      float d = xv[k] - mean;\n"
+      "      squares += d * d;\n"
+      "    }\n"
+      "    float rstd = mpc_rsqrt(mpc_row_reduce_sum(squares) / {10}.0f + "
+      "{13});\n"
+      "    mpc_sum sg = 0.0f, sgx = 0.0f;\n"
+      "    // xv and dv become xhat and g: all the last loop needs.\n"
+      "    MPC_FOR_LANE_UNROLLED(k, j, {10}LL, {12}) {{\n"
+      "      float xhat = (xv[k] - mean) * rstd;\n"
+      "      float d = dv[k];\n"
+      "      float g = d * mpc_load(gamma + j);\n"
+      "      sg += g;\n"
+      "      sgx += g * xhat;\n"
+      "      acc[own + j] = static_cast<float>(acc[own + j]) + d * xhat;\n"
+      "      acc[own + {10}LL + j] = static_cast<float>(acc[own + {10}LL + j]) "
+      "+ d;\n"
+      "      xv[k] = xhat;\n"
+      "      dv[k] = g;\n"
+      "    }\n"
+      "    sg = mpc_row_reduce_sum(sg) / {10}.0f;\n"
+      "    sgx = mpc_row_reduce_sum(sgx) / {10}.0f;\n"
+      "    MPC_FOR_LANE_UNROLLED(k, j, {10}LL, {12}) {{\n"
+      "      float xhat = xv[k], g = dv[k];\n"
+      "      {14}\n"
+      "    }\n"
+      "    continue;\n"
+      "  }\n"
+      "  mpc_sum sum = 0.0f;\n"
+      "  MPC_FOR_LANE(j, {10}LL) sum += mpc_load(xr + j);\n"
+      "  float mean = mpc_row_reduce_sum(sum) / {10}.0f;\n"
+      "  mpc_sum squares = 0.0f;\n"
+      "  MPC_FOR_LANE(j, {10}LL) {{ float d = mpc_load(xr + j) - mean; "
+      "squares += d * d; }\n"
+      "  float rstd = mpc_rsqrt(mpc_row_reduce_sum(squares) / {10}.0f + "
+      "{13});\n"
+      "  mpc_sum sg = 0.0f, sgx = 0.0f;\n"
+      "  MPC_FOR_LANE(j, {10}LL) {{\n"
+      "    float xhat = (mpc_load(xr + j) - mean) * rstd;\n"
+      "    float g = mpc_load(dyr + j) * mpc_load(gamma + j);\n"
+      "    sg += g;\n"
+      "    sgx += g * xhat;\n"
+      "  }\n"
+      "  sg = mpc_row_reduce_sum(sg) / {10}.0f;\n"
+      "  sgx = mpc_row_reduce_sum(sgx) / {10}.0f;\n"
+      "  MPC_FOR_LANE(j, {10}LL) {{\n"
+      "    float xhat = (mpc_load(xr + j) - mean) * rstd;\n"
+      "    float d = mpc_load(dyr + j);\n"
+      "    float g = d * mpc_load(gamma + j);\n"
+      "    {15}\n"
+      "    acc[own + j] = static_cast<float>(acc[own + j]) + d * xhat;\n"
+      "    acc[own + {10}LL + j] = static_cast<float>(acc[own + {10}LL + j]) + "
+      "d;\n"
+      "  }\n"
+      "  }\n"
+      "  MPC_FOR_LANE(j, {10}LL) {{\n"
+      "    partials[set * {9}LL + j] = acc[own + j];\n"
+      "    partials[set * {9}LL + {10}LL + j] = acc[own + {10}LL + j];\n"
+      "  }\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(op.getGrad()), elementCType(op.getInput()),
+      elementCType(op.getGamma()), llvm::join(dx.parameters, ", "),
+      gradRowWarps * 2 * width, gradRowWarps, sets, dx.functions(), 2 * width,
+      width, rows, registers, eps, dx.store(unrolledAt, dxValue),
+      dx.store(at, dxValue)));
+  emitter.limitRegisters(name, gradRowRegisterBudget);
+  SmallVector<std::string> arguments{emitter.constPointer(op.getGrad()),
+                                     emitter.constPointer(op.getInput()),
+                                     emitter.constPointer(op.getGamma())};
+  llvm::append_range(arguments, dx.arguments);
+  arguments.push_back(partials);
+  // Mean and variance again (4 FLOPs an element), then the two sums (6),
+  // dx (7) and the partial sums (3).
+  KernelCost cost = KernelCost()
+                        .reads(op.getGrad())
+                        .reads(op.getInput())
+                        .reads(op.getGamma())
+                        .writes(dx.written)
+                        .writesBytes(sets * 2 * width * 4)
+                        .flopsPer(rows * width, 20)
+                        .flopsPer(rows, 7);
+  if (dx.fused)
+    cost += dx.fused->cost;
+  emitter.launch(name, (sets + gradRowWarps - 1) / gradRowWarps,
+                 gradRowWarps * 32, arguments, cost);
+}
+
 /// layer_norm_grad over rows of `width` elements (gamma's element count).
+/// Rows up to 32 * maxWarpRowRegisters wide take a warp each
+/// (emitLayerNormGradInputByWarps); wider ones a block, as follows.
 /// Kernel 1, layerNormGradBlocks blocks each taking every gridDim-th row:
 /// recomputes the row's mean and rstd and writes
 ///   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dy * gamma,
@@ -159,6 +307,14 @@ LogicalResult emitLayerNormGrad(StepEmitter &emitter, const Step &step,
       rowOutput(emitter, step, op, op.getInputGrad(), "dx", rowName);
   if (failed(dx))
     return failure();
+  if (width <= 32 * maxWarpRowRegisters) {
+    emitLayerNormGradInputByWarps(emitter, op, *dx, rowName, partials, blocks);
+    emitColumnSums(
+        emitter, emitter.kernelName("layer_norm_grad_params"), partials, blocks,
+        2 * width, width,
+        {{op.getGammaGrad(), 0, "dgamma"}, {op.getBetaGrad(), width, "dbeta"}});
+    return success();
+  }
   // Each thread keeps its elements of x and dy in registers from the first
   // pass, as layer_norm does (EmitRow.cpp): the row is read once, not four
   // times, where the block has the threads for it; the same sums in the
