@@ -829,6 +829,8 @@ uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
     return self.result;
   }
   lanesOf.arrived &= ~mask;
+  if (state().countingBlock)
+    state().counts.warp_synchronised(warp);
   for (unsigned other = 0; other < lanes; ++other) {
     if (!(mask >> other & 1))
       continue;

@@ -73,6 +73,7 @@ public:
     t.values["distinct_sectors"] += scale * c.distinct_sectors;
     t.values["distinct_load_sectors"] += scale * c.distinct_load_sectors;
     t.values["wmma_products"] += scale * c.wmma_products;
+    t.values["load_rounds"] += scale * c.load_rounds;
     t.sharedBytesPerBlock =
         std::max(t.sharedBytesPerBlock, c.shared_bytes_per_block);
   }
@@ -292,8 +293,26 @@ void launch_count::price(const request &r) {
   }
 }
 
+void launch_count::close_round(warp_requests &warp) {
+  size_t longest = 0;
+  for (auto &[key, requests] : warp.sites) {
+    if (requests.empty() || requests.front().kind != space::global_load)
+      continue;
+    size_t &start = warp.roundStart[key];
+    longest = std::max(longest, requests.size() - start);
+    start = requests.size();
+  }
+  result.load_rounds += (longest + loadsUnrolled - 1) / loadsUnrolled;
+}
+
+void launch_count::warp_synchronised(unsigned warp) {
+  close_round(warps[warp]);
+}
+
 void launch_count::flush() {
   for (warp_requests &warp : warps) {
+    close_round(warp);
+    warp.roundStart.clear();
     for (auto &[key, requests] : warp.sites)
       for (const request &r : requests)
         if (!r.lanes.empty())

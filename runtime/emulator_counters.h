@@ -55,6 +55,8 @@ public:
   /// Prices every request recorded since the last flush: at a barrier
   /// and at the block's end, when each lane has done its share.
   void flush();
+  /// Warp `warp` synchronised (a shuffle): its loads so far are a round.
+  void warp_synchronised(unsigned warp);
   void end_block();
   void count_wmma() { ++result.wmma_products; }
   void count_wmma_tile(bool write, unsigned bytes) {
@@ -79,7 +81,10 @@ private:
     std::unordered_map<uint64_t, std::vector<request>> sites;
     /// Per lane and site: how often the lane has executed it.
     std::unordered_map<uint64_t, uint32_t> executed[32];
+    /// Per load site: its requests when the current round began.
+    std::unordered_map<uint64_t, size_t> roundStart;
   };
+  void close_round(warp_requests &warp);
   void price(const request &r);
 
   launch_counters result;

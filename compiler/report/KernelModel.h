@@ -37,12 +37,38 @@ struct EmulatedCounters {
   double storeSectors = 0, atomicSectors = 0;
   double sharedRequests = 0, sharedWavefronts = 0, sharedIdealWavefronts = 0;
   double wmmaProducts = 0;
+  /// Global-load rounds summed over warps: the loads each warp waits for
+  /// one after another (launch_counters::load_rounds). Counters written
+  /// before it was counted give every load request a round.
+  double loadRounds = 0;
 };
 
 /// Reads the JSON that MPC_EMULATION_COUNTERS names, by kernel name; on
 /// failure says why on `errors` and returns nothing.
 std::optional<llvm::StringMap<EmulatedCounters>>
 readEmulatedCounters(llvm::StringRef path, llvm::raw_ostream &errors);
+
+/// What the compiled kernel adds to its counters (the cuda target, from
+/// NVRTC's PTX and ptxas): how many instructions it has for each memory
+/// instruction, and its registers.
+struct CompiledKernel {
+  /// PTX instructions over PTX memory instructions (global and shared
+  /// loads, stores and atomics, WMMA loads and stores): the emulator counts
+  /// the latter as requests, and a warp issues the former about this many
+  /// times as often (Nsight Compute on GPT-2 small: within 0.5x to 1.5x of
+  /// its warp instructions for every kernel family above 1 % of the step).
+  double instructionsPerRequest = 0;
+  /// ptxas's registers a thread (0: unknown, assumed 32).
+  int registers = 0;
+};
+
+/// Reads each kernel's CompiledKernel from a model's PTX, by the lowered
+/// names `kernels` maps source names to (CudaImage::kernels), with
+/// `registers` by source name.
+llvm::StringMap<CompiledKernel> analyseCompiledKernels(
+    llvm::StringRef ptx,
+    llvm::ArrayRef<std::pair<std::string, std::string>> kernels,
+    const llvm::StringMap<int> &registers);
 
 /// A kernel's modelled time: the largest of its terms, each the time one
 /// resource needs for the kernel's work.
@@ -52,14 +78,23 @@ struct ModelledTime {
   /// "gemm" for a cuBLASLt call; "not counted" when no counters came.
   const char *limitedBy = "";
   double dram = 0, l2 = 0, l1 = 0, tensor = 0, fp32 = 0, latency = 0;
+  /// Warp instructions / (SMs x 4 schedulers x clock): 0 without a
+  /// CompiledKernel.
+  double issue = 0;
+  /// issue + l1, the SM's pipes one after the other (0 without issue).
+  double sm = 0;
+  /// The warp instructions that assumes (requests x instructionsPerRequest).
+  double warpInstructions = 0;
   /// Resident warps an SM runs the kernel with (the latency term's).
   double warpsPerSm = 0;
 };
 
 /// The modelled time of a generated kernel that moves at least
 /// `idealBytes` and computes `flops` on the CUDA cores, from its counters.
+/// With `compiled`, also the issue term, and occupancy at its registers.
 ModelledTime modelKernel(double idealBytes, double flops,
-                         const EmulatedCounters &counters, const GpuSpec &gpu);
+                         const EmulatedCounters &counters, const GpuSpec &gpu,
+                         const CompiledKernel &compiled = {});
 
 /// A cuBLASLt GEMM, from its shape alone: its roofline bound at the
 /// efficiency measured for cuBLASLt (KernelModel.cpp says where from).

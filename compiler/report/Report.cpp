@@ -195,6 +195,7 @@ struct KernelRow {
 /// The modelled time of `row` from `counters` (KernelModel.h): GEMMs from
 /// their shape, kernels from their counters, the bound where there are none.
 void modelRow(KernelRow &row, const llvm::StringMap<EmulatedCounters> &counters,
+              const llvm::StringMap<CompiledKernel> &compiled,
               const GpuSpec &gpu) {
   const KernelRecord &record = *row.record;
   if (record.kind == KernelKind::Gemm) {
@@ -208,8 +209,10 @@ void modelRow(KernelRow &row, const llvm::StringMap<EmulatedCounters> &counters,
     return;
   }
   row.counters = &found->second;
-  row.modelled = modelKernel(double(record.cost.bytes()),
-                             double(record.cost.flops), found->second, gpu);
+  auto code = compiled.find(record.name);
+  row.modelled = modelKernel(
+      double(record.cost.bytes()), double(record.cost.flops), found->second,
+      gpu, code == compiled.end() ? CompiledKernel() : code->second);
 }
 
 llvm::json::Object countersJson(const EmulatedCounters &c,
@@ -217,6 +220,7 @@ llvm::json::Object countersJson(const EmulatedCounters &c,
   auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   return llvm::json::Object{
       {"load_requests", c.loadRequests},
+      {"load_rounds", c.loadRounds},
       {"store_requests", c.storeRequests},
       {"atomic_requests", c.atomicRequests},
       {"sectors", c.sectors},
@@ -235,7 +239,10 @@ llvm::json::Object countersJson(const EmulatedCounters &c,
                                            {"l1", t.l1},
                                            {"tensor", t.tensor},
                                            {"fp32", t.fp32},
-                                           {"latency", t.latency}}}};
+                                           {"latency", t.latency},
+                                           {"issue", t.issue},
+                                           {"issue+l1", t.sm}}},
+      {"warp_instructions", t.warpInstructions}};
 }
 
 /// Which part of the step a kernel belongs to.
@@ -476,10 +483,26 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   codegen.fuse = options.fuse;
   codegen.gemmWorkspaceBytes = workspace;
   codegen.bucketBytes = options.bucketBytes;
+  int smVersion = options.smVersion ? options.smVersion : defaultSmVersion;
+  if (options.target == Target::Cuda)
+    codegen.smVersion = smVersion;
   FailureOr<GeneratedModel> generated =
       generateModel(chosen->trainModel(), chosen->forwardModel(), codegen);
   if (failed(generated))
     return 1;
+  // The modelled times' issue term and registers come from the compiled
+  // kernels: the cuda target's, compiled here as `mpc compile` would.
+  llvm::StringMap<CompiledKernel> compiled;
+  if (counters && options.target == Target::Cuda) {
+    CudaImage image;
+    if (!compileWithNvrtc(generated->kernelSource, smVersion,
+                          "(the kernels --report compiled)", image))
+      return 1;
+    llvm::StringMap<int> registers;
+    for (const KernelResources &resources : image.resources)
+      registers[resources.name] = resources.registers;
+    compiled = analyseCompiledKernels(image.ptx, image.kernels, registers);
+  }
   // The same step without kernel fusion (--no-fuse), for the before/after.
   struct StepTotals {
     int64_t kernels = 0;
@@ -515,7 +538,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     KernelRow row{&record, phaseOf(record, forwardOps),
                   rooflineBound(record, *gpu)};
     if (counters) {
-      modelRow(row, *counters, *gpu);
+      modelRow(row, *counters, compiled, *gpu);
       modelledSeconds += row.modelled.seconds;
       countedKernels += row.counters != nullptr;
     }

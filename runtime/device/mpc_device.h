@@ -286,6 +286,17 @@ void mpc_run_block_range(void *blocks, unsigned begin, unsigned end) {
                                                      : (n);                    \
          i < mpc_end; i += blockDim.x)
 
+/// Unrolls the next loop whole (its trip count a constant, at most 64):
+/// nvcc's pragma on the GPU, GCC's on the host, where each unrolled access
+/// is then an instruction of its own as on the GPU (the emulator's load
+/// rounds tell an unrolled loop's loads, in flight together, from a
+/// rolled loop's by that).
+#ifdef MPC_DEVICE_CUDA
+#define MPC_UNROLL _Pragma("unroll")
+#else
+#define MPC_UNROLL _Pragma("GCC unroll 64")
+#endif
+
 /// `for j in [0, n)` over the threads of one block (row kernels).
 #define MPC_FOR_THREAD(j, n)                                                   \
   for (long long j = threadIdx.x; j < (n); j += blockDim.x)
@@ -294,9 +305,8 @@ void mpc_run_block_range(void *blocks, unsigned begin, unsigned end) {
 /// elements of a row a thread keeps in registers (`v[k]`, a constant index
 /// once unrolled). It covers [0, n) only where blockDim.x * K >= n.
 #define MPC_FOR_THREAD_UNROLLED(k, j, n, K)                                    \
-  _Pragma("unroll") for (int k = 0; k < (K);                                   \
-                         ++k) if (int j = threadIdx.x + k * blockDim.x;        \
-                                  j < (n))
+  MPC_UNROLL for (int k = 0; k < (K);                                          \
+                  ++k) if (int j = threadIdx.x + k * blockDim.x; j < (n))
 
 /// Row kernels with a warp a row (layer_norm and its gradient on rows of
 /// up to a thousand elements): block b takes rows [b * rowsPerBlock, (b +
@@ -336,10 +346,10 @@ __device__ __forceinline__ int mpc_row_lanes() { return MPC_ROW_LANES; }
 /// MPC_FOR_LANE as `K` unrolled steps (the row in registers, `v[k]`); it
 /// covers [0, n) only where MPC_ROW_LANES * K >= n.
 #define MPC_FOR_LANE_UNROLLED(k, j, n, K)                                      \
-  _Pragma("unroll") for (int k = 0; k < (K);                                   \
-                         ++k) if (long long j = MPC_ROW_LANE +                 \
-                                                (long long)k * MPC_ROW_LANES;  \
-                                  j < (n))
+  MPC_UNROLL for (int k = 0; k < (K);                                          \
+                  ++k) if (long long j =                                       \
+                               MPC_ROW_LANE + (long long)k * MPC_ROW_LANES;    \
+                           j < (n))
 
 /// Sets an error flag (ctx->index_error) to 1. Any number of blocks may
 /// raise it at once; on the cpu target they may be on different threads,

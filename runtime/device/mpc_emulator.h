@@ -173,6 +173,14 @@ struct launch_counters {
   unsigned long long distinct_load_sectors = 0;
   /// WMMA 16x16x16 products (mma_sync calls of a warp).
   unsigned long long wmma_products = 0;
+  /// Global-load rounds, summed over warps: the loads a warp has to wait
+  /// for one after another, each a memory latency (the critical path of
+  /// its loads). A warp's loads between two of its synchronisations (a
+  /// shuffle, a barrier) are one round, as a GPU issues them all before it
+  /// waits; but a load instruction that ran n times there (a loop) takes
+  /// ceil(n / loadsUnrolled) rounds, as the compiler overlaps only the
+  /// iterations it unrolls.
+  unsigned long long load_rounds = 0;
   /// The shared arrays a counted block used, in bytes (the most of any
   /// counted block): with the block size, what limits blocks per SM.
   unsigned long long shared_bytes_per_block = 0;
@@ -183,6 +191,9 @@ struct launch_counters {
 /// writes each kernel's counters, summed over its launches, to <file> as
 /// JSON when the process exits.
 void set_counting(bool on);
+/// Iterations of a loop whose loads count as one round (load_rounds): the
+/// unrolling nvcc gives a loop whose trip count it does not know.
+constexpr unsigned loadsUnrolled = 4;
 /// The counters of the last launch on this OS thread (zero if it was not
 /// counted).
 const launch_counters &last_launch_counters();

@@ -189,6 +189,54 @@ TEST_F(Counting, FloatAtomicsAreOneRequest) {
   EXPECT_EQ(c.global_load.requests, 0u);
 }
 
+//===----------------------------------------------------------------------===//
+// Load rounds: the loads a warp waits for one after another
+//===----------------------------------------------------------------------===//
+
+/// Loads a warp issues before it needs any of them: one round, however
+/// many (an unrolled loop, each load its own instruction).
+__global__ void independent_loads(const float *in, float *out) {
+  float v[8];
+  MPC_FOR_LANE_UNROLLED(k, j, 256, 8) v[k] = in[j];
+  float sum = 0.0f;
+  for (int k = 0; k < 8; ++k)
+    sum += v[k];
+  out[threadIdx.x] = sum;
+}
+
+/// The same eight loads from a rolled loop: one instruction run eight
+/// times, two rounds of loadsUnrolled (4) iterations.
+__global__ void looped_loads(const float *in, float *out) {
+  float sum = 0.0f;
+#pragma GCC unroll 1
+  for (int k = 0; k < 8; ++k)
+    sum += in[threadIdx.x + 32 * k];
+  out[threadIdx.x] = sum;
+}
+
+/// Loads on either side of a shuffle (a reduction the next loads wait
+/// for): two rounds.
+__global__ void loads_around_a_shuffle(const float *in, float *out) {
+  float first = mpc_warp_reduce<false>(in[threadIdx.x]);
+  out[threadIdx.x] = first + in[32 + threadIdx.x];
+}
+
+TEST_F(Counting, LoadRoundsAreTheWarpsDependentLoads) {
+  device_buffer in(4096), out(4096);
+  EXPECT_EQ(
+      launch(1, 32, [&] { independent_loads(in.as<float>(), out.as<float>()); })
+          .load_rounds,
+      1u);
+  EXPECT_EQ(
+      launch(1, 32, [&] { looped_loads(in.as<float>(), out.as<float>()); })
+          .load_rounds,
+      2u);
+  const auto &c = launch(
+      1, 64, [&] { loads_around_a_shuffle(in.as<float>(), out.as<float>()); });
+  EXPECT_EQ(c.global_load.requests, 4u);
+  EXPECT_EQ(c.load_rounds, 4u); // two a warp
+}
+
 /// The stack, the kernel's parameters and shared arrays are not global
 /// memory, and neither is host memory no allocation registered.
 __global__ void locals_only(const float *host, float *out) {
