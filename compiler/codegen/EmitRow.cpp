@@ -160,20 +160,13 @@ std::string targetCheck(std::optional<int64_t> ignore, int64_t classes,
 /// The row's maximum `m` and sum of exp(x - m) `s`, in the order every
 /// cross-entropy kernel uses (so that fused and unfused agree bit for bit).
 constexpr const char *rowSoftmaxStatistics =
-    "  float m = -INFINITY;\n"
-    "  MPC_FOR_THREAD(j, {0}LL) m = mpc_max(m, mpc_load(x + j));\n"
-    "  m = mpc_block_reduce_max(m);\n"
-    "  mpc_sum s = 0.0f;\n"
-    "  MPC_FOR_THREAD(j, {0}LL) s += expf(mpc_load(x + j) - m);\n"
-    "  s = mpc_block_reduce_sum(s);\n";
+    "  float m, s;\n"
+    "  mpc_softmax_row_statistics(x, {0}LL, m, s);\n";
 
 /// Writes each row's gradient (p - onehot(t)) * dloss / count.
 constexpr const char *rowGradientStore =
     "  float scale = dloss[0] / count[0];\n"
-    "  MPC_FOR_THREAD(j, {0}LL) {{\n"
-    "    float p = expf(mpc_load(x + j) - m) / s;\n"
-    "    mpc_store(dx + j, (p - (j == t ? 1.0f : 0.0f)) * scale);\n"
-    "  }\n";
+    "  mpc_softmax_row_gradient(x, dx, {0}LL, t, m, s, scale);\n";
 
 /// One block counts the targets that are not ignored into `count`.
 void emitTargetCount(StepEmitter &emitter, Value targets,
@@ -353,8 +346,9 @@ void emitClassifier(StepEmitter &emitter, const Step &step,
                   rowValid, emitter.pointer(grad.getResult()),
                   "ctx->index_error"},
                  // The gradient kernel's 8 FLOPs an element, and the loss's
-                 // 3 a row; the logits are read once from memory (the
-                 // second and third passes over a row hit the cache).
+                 // 3 a row; the logits are read once from memory at best
+                 // (two passes over a row: the second hits the cache where
+                 // the rows in flight fit it).
                  KernelCost()
                      .reads(grad.getGrad())
                      .reads(loss.getLogits())

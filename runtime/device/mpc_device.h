@@ -495,6 +495,15 @@ struct mpc_sum {
     return total;
   }
 
+  /// Multiplies the sum so far by `factor` (an online softmax's rescaling
+  /// when its running maximum grows).
+  void scale(float factor) {
+    current *= factor;
+    for (int level = 0; level < 64; ++level)
+      if (blocks >> level & 1)
+        levels[level] *= factor;
+  }
+
 private:
   /// `current` joins the completed blocks: levels[k] holds a sum of 2^k
   /// blocks of 8 while bit k of `blocks` is set.
@@ -513,6 +522,15 @@ private:
   unsigned long long blocks = 0;
   float levels[64];
 };
+#endif
+
+/// mpc_sum's scale on every target.
+#ifdef MPC_DEVICE_BLOCKS
+__device__ __forceinline__ void mpc_sum_scale(mpc_sum &sum, float factor) {
+  sum *= factor;
+}
+#else
+inline void mpc_sum_scale(mpc_sum &sum, float factor) { sum.scale(factor); }
 #endif
 
 //===----------------------------------------------------------------------===//
@@ -592,5 +610,112 @@ __device__ float mpc_row_reduce_sum(float value) { return value; }
 __device__ float mpc_block_reduce_sum(float value) { return value; }
 __device__ float mpc_block_reduce_max(float value) { return value; }
 #endif
+
+//===----------------------------------------------------------------------===//
+// Rows of logits: softmax statistics and the cross-entropy gradient
+//===----------------------------------------------------------------------===//
+
+/// A row's elements go in runs of 8: a block's threads take every
+/// blockDim-th run, so a warp reads 32 runs one after another.
+constexpr int mpc_run = 8;
+
+/// 16 bytes loaded or stored as one.
+#if defined(MPC_DEVICE_CUDA)
+typedef uint4 mpc_vector16;
+#elif defined(MPC_DEVICE_EMULATION)
+typedef unsigned mpc_vector16 __attribute__((vector_size(16)));
+#endif
+
+/// Elements [0, count) of the run at `p` as floats, -inf beyond. On the GPU
+/// (and under emulation, so that the counters see the same requests) a
+/// whole run at a 16-byte boundary is one 16-byte load (two for floats).
+template <typename T>
+__device__ __forceinline__ void mpc_load_run(const T *p, int count,
+                                             float v[mpc_run]) {
+#if defined(MPC_DEVICE_CUDA) || defined(MPC_DEVICE_EMULATION)
+  if (count == mpc_run && reinterpret_cast<unsigned long long>(p) % 16 == 0) {
+    mpc_vector16 raw[mpc_run * sizeof(T) / 16];
+    for (unsigned i = 0; i < mpc_run * sizeof(T) / 16; ++i)
+      raw[i] = reinterpret_cast<const mpc_vector16 *>(p)[i];
+    T elements[mpc_run]; // copied, not cast: the host compiler's aliasing
+    memcpy(elements, raw, sizeof(raw));
+    for (int k = 0; k < mpc_run; ++k)
+      v[k] = mpc_load(elements + k);
+    return;
+  }
+#endif
+  for (int k = 0; k < mpc_run; ++k)
+    v[k] = k < count ? mpc_load(p + k) : -INFINITY;
+}
+
+/// Stores elements [0, count) of `v` to the run at `p`, as mpc_load_run
+/// loads them.
+template <typename T>
+__device__ __forceinline__ void mpc_store_run(T *p, int count,
+                                              const float v[mpc_run]) {
+#if defined(MPC_DEVICE_CUDA) || defined(MPC_DEVICE_EMULATION)
+  if (count == mpc_run && reinterpret_cast<unsigned long long>(p) % 16 == 0) {
+    T elements[mpc_run];
+    for (int k = 0; k < mpc_run; ++k)
+      mpc_store(elements + k, v[k]);
+    mpc_vector16 raw[mpc_run * sizeof(T) / 16];
+    memcpy(raw, elements, sizeof(raw));
+    for (unsigned i = 0; i < mpc_run * sizeof(T) / 16; ++i)
+      reinterpret_cast<mpc_vector16 *>(p)[i] = raw[i];
+    return;
+  }
+#endif
+  for (int k = 0; k < count; ++k)
+    mpc_store(p + k, v[k]);
+}
+
+/// The maximum `m` of a row of `n` logits and the sum `s` of exp(x - m),
+/// over the block, in one pass (an online softmax: each thread's sum is
+/// rescaled when its running maximum grows, and the threads' sums to the
+/// row's maximum at the end). A NaN makes `s` NaN, as does an infinite
+/// logit. Where three passes read a GPT-2 row of 100 KB from DRAM three
+/// times (Nsight Compute: 3.28 GB for 0.82 GB of logits), two read it
+/// twice.
+template <typename T>
+__device__ void mpc_softmax_row_statistics(const T *x, long long n, float &m,
+                                           float &s) {
+  float runningMax = -INFINITY;
+  mpc_sum sum = 0.0f;
+  MPC_FOR_THREAD(c, (n + mpc_run - 1) / mpc_run) {
+    int count = n - c * mpc_run < mpc_run ? (int)(n - c * mpc_run) : mpc_run;
+    float v[mpc_run];
+    mpc_load_run(x + c * mpc_run, count, v);
+    float runMax = v[0];
+    for (int k = 1; k < mpc_run; ++k)
+      runMax = mpc_max(runMax, v[k]);
+    if (runMax > runningMax) {
+      mpc_sum_scale(sum, expf(runningMax - runMax));
+      runningMax = runMax;
+    }
+    for (int k = 0; k < count; ++k)
+      sum += expf(v[k] - runningMax);
+  }
+  m = mpc_block_reduce_max(runningMax);
+  s = mpc_block_reduce_sum(static_cast<float>(sum) * expf(runningMax - m));
+}
+
+/// dx = (softmax(x) - onehot(t)) * scale over a row of `n`, from its
+/// statistics. `dx` may be `x` itself: each thread reads a run before it
+/// writes it.
+template <typename T, typename D>
+__device__ void mpc_softmax_row_gradient(const T *x, D *dx, long long n,
+                                         long long t, float m, float s,
+                                         float scale) {
+  MPC_FOR_THREAD(c, (n + mpc_run - 1) / mpc_run) {
+    int count = n - c * mpc_run < mpc_run ? (int)(n - c * mpc_run) : mpc_run;
+    float v[mpc_run];
+    mpc_load_run(x + c * mpc_run, count, v);
+    for (int k = 0; k < mpc_run; ++k) {
+      long long j = c * mpc_run + k;
+      v[k] = (expf(v[k] - m) / s - (j == t ? 1.0f : 0.0f)) * scale;
+    }
+    mpc_store_run(dx + c * mpc_run, count, v);
+  }
+}
 
 #endif // MPC_RUNTIME_DEVICE_MPC_DEVICE_H
