@@ -45,6 +45,21 @@ __global__ void row_sum(const float *x, float *out, long long n) {
     out[blockIdx.x] = s;
 }
 
+/// A row's softmax statistics and its cross-entropy gradient, as the
+/// cross-entropy kernels compute them (EmitRow.cpp).
+template <typename T>
+__global__ void row_softmax(const T *x, float *stats, T *dx, long long n,
+                            long long t) {
+  const T *row = x + blockIdx.x * n;
+  float m, s;
+  mpc_softmax_row_statistics(row, n, m, s);
+  if (threadIdx.x == 0) {
+    stats[2 * blockIdx.x] = m;
+    stats[2 * blockIdx.x + 1] = s;
+  }
+  mpc_softmax_row_gradient(row, dx + blockIdx.x * n, n, t, m, s, 0.5f);
+}
+
 __global__ void fill_all(float *out, long long n, float value) {
   MPC_FOR_EACH(i, n) out[i] = value;
 }
@@ -199,6 +214,45 @@ TEST(Emulator, BlockMaxKeepsNaNAtEveryBlockSize) {
             << "block " << block << " n " << n << " NaN at " << at << ": got "
             << out.data[1];
       }
+    }
+  }
+}
+
+/// The online softmax (its running maximum grows along an ascending row,
+/// so each thread's sum is rescaled again and again) against a double
+/// reference, with tails that are not whole runs of 8, 16-byte loads and
+/// scalar ones (a row of 1001 bf16 starts off a 16-byte boundary every
+/// other row), and NaN making the sum NaN.
+TEST(Emulator, SoftmaxRowStatisticsOnline) {
+  for (unsigned block : blockSizes) {
+    for (long long n : {3LL, 8LL, 1001LL, 5000LL}) {
+      Buffer<__nv_bfloat16> x(3 * n), dx(3 * n);
+      Buffer<float> stats(6);
+      for (long long i = 0; i < 3 * n; ++i)
+        x.data[i] = __float2bfloat16_rn(
+            i < n ? 0.01f * float(i) : 3.0f * std::sin(0.37f * float(i)));
+      x.data[2 * n + n / 2] = __float2bfloat16_rn(NAN); // row 2
+      long long t = n - 1;
+      MPC_LAUNCH(row_softmax<__nv_bfloat16>, 3, block, x.data, stats.data,
+                 dx.data, n, t);
+      for (int r = 0; r < 2; ++r) {
+        double m = -INFINITY, s = 0;
+        for (long long j = 0; j < n; ++j)
+          m = std::max(m, double(__bfloat162float(x.data[r * n + j])));
+        for (long long j = 0; j < n; ++j)
+          s += std::exp(double(__bfloat162float(x.data[r * n + j])) - m);
+        EXPECT_EQ(stats.data[2 * r], float(m)) << "n " << n << " row " << r;
+        EXPECT_NEAR(stats.data[2 * r + 1], s, 1e-5 * s)
+            << "block " << block << " n " << n << " row " << r;
+        for (long long j : {0LL, n / 2, t}) {
+          double p =
+              std::exp(double(__bfloat162float(x.data[r * n + j])) - m) / s;
+          EXPECT_NEAR(__bfloat162float(dx.data[r * n + j]),
+                      (p - (j == t ? 1.0 : 0.0)) * 0.5, 4e-3)
+              << "n " << n << " row " << r << " j " << j;
+        }
+      }
+      EXPECT_TRUE(std::isnan(stats.data[5])) << "n " << n;
     }
   }
 }
