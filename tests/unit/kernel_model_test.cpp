@@ -67,7 +67,7 @@ TEST(KernelModel, TermsByHand) {
   EXPECT_DOUBLE_EQ(t.warpsPerSm, 64);
   EXPECT_NEAR(t.latency, 10 * 450e-9, 1e-12);
   EXPECT_NEAR(t.l1, 1000 / 1.98e9, 1e-12);
-  EXPECT_NEAR(t.dram, 1e-6, 1e-12);
+  EXPECT_NEAR(t.dram, 1e-6 / 0.9, 1e-12); // 90 % of the bandwidth
   EXPECT_NEAR(t.l2, c.loadRequests * 4 * 32 / 5.5e12, 1e-12);
   EXPECT_STREQ(t.limitedBy, "latency");
   EXPECT_DOUBLE_EQ(t.seconds, t.latency);
