@@ -566,6 +566,13 @@ std::string mlir::mpc::floatLiteral(double value) {
   return llvm::formatv("{0:e9}f", single).str();
 }
 
+std::string mlir::mpc::warpRowUnrolledIndex(int64_t width) {
+  return llvm::formatv("(r * {0}LL + MPC_ROW_LANE) + k * (long long)"
+                       "MPC_ROW_LANES",
+                       width)
+      .str();
+}
+
 int64_t mlir::mpc::elementwiseGrid(int64_t n) {
   return tiledGrid(n, 4096); // MPC_TILE in mpc_device.h
 }

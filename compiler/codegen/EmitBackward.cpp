@@ -123,6 +123,34 @@ constexpr int64_t gradRowWarps = 4;
 /// warps an SM, each with 48 loads in flight).
 constexpr int gradRowRegisterBudget = 80;
 
+/// Launches layer_norm_grad's first kernel (either shape) on `grid` blocks
+/// of `block` threads, leaving `sets` partial sums of dgamma and dbeta.
+void launchLayerNormGradInput(StepEmitter &emitter, LayerNormGradOp op,
+                              const RowAccess &dx, const std::string &name,
+                              const std::string &partials, int64_t sets,
+                              int64_t grid, int block) {
+  int64_t width = op.getGamma().getType().getNumElements();
+  int64_t rows = op.getInput().getType().getNumElements() / width;
+  SmallVector<std::string> arguments{emitter.constPointer(op.getGrad()),
+                                     emitter.constPointer(op.getInput()),
+                                     emitter.constPointer(op.getGamma())};
+  llvm::append_range(arguments, dx.arguments);
+  arguments.push_back(partials);
+  // Mean and variance again (4 FLOPs an element), then the two sums (6),
+  // dx (7) and the partial sums (3).
+  KernelCost cost = KernelCost()
+                        .reads(op.getGrad())
+                        .reads(op.getInput())
+                        .reads(op.getGamma())
+                        .writes(dx.written)
+                        .writesBytes(sets * 2 * width * 4)
+                        .flopsPer(rows * width, 20)
+                        .flopsPer(rows, 7);
+  if (dx.fused)
+    cost += dx.fused->cost;
+  emitter.launch(name, grid, block, arguments, cost);
+}
+
 /// layer_norm_grad's first kernel a warp a row, for rows up to 32 *
 /// maxWarpRowRegisters wide (the second is emitColumnSums). Its `sets`
 /// partial sums are those of the block-a-row form: set s takes rows s, s +
@@ -140,11 +168,7 @@ void emitLayerNormGradInputByWarps(StepEmitter &emitter, LayerNormGradOp op,
   int64_t rows = op.getInput().getType().getNumElements() / width;
   int64_t registers = (width + 31) / 32;
   std::string eps = floatLiteral(op.getEps().convertToDouble());
-  std::string unrolledAt =
-      llvm::formatv("(r * {0}LL + MPC_ROW_LANE) + k * (long long)"
-                    "MPC_ROW_LANES",
-                    width)
-          .str();
+  std::string unrolledAt = warpRowUnrolledIndex(width);
   std::string at = llvm::formatv("r * {0}LL + j", width).str();
   std::string dxValue = "rstd * (g - sg - xhat * sgx)";
   emitter.addKernel(llvm::formatv(
@@ -239,46 +263,22 @@ void emitLayerNormGradInputByWarps(StepEmitter &emitter, LayerNormGradOp op,
       width, rows, registers, eps, dx.store(unrolledAt, dxValue),
       dx.store(at, dxValue)));
   emitter.limitRegisters(name, gradRowRegisterBudget);
-  SmallVector<std::string> arguments{emitter.constPointer(op.getGrad()),
-                                     emitter.constPointer(op.getInput()),
-                                     emitter.constPointer(op.getGamma())};
-  llvm::append_range(arguments, dx.arguments);
-  arguments.push_back(partials);
-  // Mean and variance again (4 FLOPs an element), then the two sums (6),
-  // dx (7) and the partial sums (3).
-  KernelCost cost = KernelCost()
-                        .reads(op.getGrad())
-                        .reads(op.getInput())
-                        .reads(op.getGamma())
-                        .writes(dx.written)
-                        .writesBytes(sets * 2 * width * 4)
-                        .flopsPer(rows * width, 20)
-                        .flopsPer(rows, 7);
-  if (dx.fused)
-    cost += dx.fused->cost;
-  emitter.launch(name, (sets + gradRowWarps - 1) / gradRowWarps,
-                 gradRowWarps * 32, arguments, cost);
+  launchLayerNormGradInput(emitter, op, dx, name, partials, sets,
+                           (sets + gradRowWarps - 1) / gradRowWarps,
+                           gradRowWarps * 32);
 }
 
-/// layer_norm_grad over rows of `width` elements (gamma's element count).
-/// Rows up to 32 * maxWarpRowRegisters wide take a warp each
-/// (emitLayerNormGradInputByWarps); wider ones a block, as follows.
-/// Kernel 1, layerNormGradBlocks blocks each taking every gridDim-th row:
-/// recomputes the row's mean and rstd and writes
-///   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dy * gamma,
-/// and adds dy * xhat and dy to its block's per-column partial sums of
-/// dgamma and dbeta (each thread its own columns, in shared memory where
-/// they fit, else in the scratch itself), which it leaves in scratch.
-/// Kernel 2, per column: dgamma[j] and dbeta[j] are the sums of the blocks'
-/// partials, in block order. No pass over the activations but the first,
-/// and the same sums in the same order on every target (deterministic).
-LogicalResult emitLayerNormGrad(StepEmitter &emitter, const Step &step,
-                                LayerNormGradOp op) {
+/// layer_norm_grad's first kernel a block a row (rows wider than a warp
+/// takes): `blocks` blocks each take every gridDim-th row and leave their
+/// partial sums of dgamma and dbeta in `partials`.
+void emitLayerNormGradInputByBlocks(StepEmitter &emitter, LayerNormGradOp op,
+                                    const RowAccess &dx,
+                                    const std::string &rowName,
+                                    const std::string &partials,
+                                    int64_t blocks) {
   int64_t width = op.getGamma().getType().getNumElements();
   int64_t rows = op.getInput().getType().getNumElements() / width;
-  int64_t blocks = layerNormGradBlocks(op);
   std::string eps = floatLiteral(op.getEps().convertToDouble());
-  std::string partials = emitter.scratchPointer(step, "float");
   // Shared accumulators up to 32 KB (widths up to 4096). Thread j % blockDim
   // owns columns j and width + j from start to end: no barrier needed.
   bool shared = 2 * width * 4 <= 32 * 1024;
@@ -299,22 +299,6 @@ LogicalResult emitLayerNormGrad(StepEmitter &emitter, const Step &step,
                              width, 2 * width)
                    .str()
              : "";
-
-  std::string rowName = emitter.kernelName("layer_norm_grad_input");
-  // In a `row` group, dx goes through the group's epilogue (the residual
-  // gradient added to it) before it is stored.
-  FailureOr<RowAccess> dx =
-      rowOutput(emitter, step, op, op.getInputGrad(), "dx", rowName);
-  if (failed(dx))
-    return failure();
-  if (width <= 32 * maxWarpRowRegisters) {
-    emitLayerNormGradInputByWarps(emitter, op, *dx, rowName, partials, blocks);
-    emitColumnSums(
-        emitter, emitter.kernelName("layer_norm_grad_params"), partials, blocks,
-        2 * width, width,
-        {{op.getGammaGrad(), 0, "dgamma"}, {op.getBetaGrad(), width, "dbeta"}});
-    return success();
-  }
   // Each thread keeps its elements of x and dy in registers from the first
   // pass, as layer_norm does (EmitRow.cpp): the row is read once, not four
   // times, where the block has the threads for it; the same sums in the
@@ -361,7 +345,7 @@ LogicalResult emitLayerNormGrad(StepEmitter &emitter, const Step &step,
         "    }\n"
         "    continue;\n"
         "  }\n",
-        registers, width, eps, dx->store(at, "rstd * (g - sg - xhat * sgx)"));
+        registers, width, eps, dx.store(at, "rstd * (g - sg - xhat * sgx)"));
   emitter.addKernel(llvm::formatv(
       "{8}__global__ void {0}(const {1} *__restrict__ dy, const {2} "
       "*__restrict__ x, const {3} *__restrict__ gamma, {4}, "
@@ -402,32 +386,46 @@ LogicalResult emitLayerNormGrad(StepEmitter &emitter, const Step &step,
       "{11}"
       "}\n",
       rowName, elementCType(op.getGrad()), elementCType(op.getInput()),
-      elementCType(op.getGamma()), llvm::join(dx->parameters, ", "), width, eps,
-      rows, dx->functions(),
-      dx->store(llvm::formatv("r * {0}LL + j", width).str(),
-                "rstd * (g - sg - xhat * sgx)"),
+      elementCType(op.getGamma()), llvm::join(dx.parameters, ", "), width, eps,
+      rows, dx.functions(),
+      dx.store(llvm::formatv("r * {0}LL + j", width).str(),
+               "rstd * (g - sg - xhat * sgx)"),
       accumulators, flush, inRegisters));
   if (!inRegisters.empty())
     emitter.limitRegisters(rowName, 32);
-  SmallVector<std::string> arguments{emitter.constPointer(op.getGrad()),
-                                     emitter.constPointer(op.getInput()),
-                                     emitter.constPointer(op.getGamma())};
-  llvm::append_range(arguments, dx->arguments);
-  arguments.push_back(partials);
-  // Mean and variance again (4 FLOPs an element), then the two sums (6),
-  // dx (7) and the partial sums (3).
-  KernelCost cost = KernelCost()
-                        .reads(op.getGrad())
-                        .reads(op.getInput())
-                        .reads(op.getGamma())
-                        .writes(dx->written)
-                        .writesBytes(blocks * 2 * width * 4)
-                        .flopsPer(rows * width, 20)
-                        .flopsPer(rows, 7);
-  if (dx->fused)
-    cost += dx->fused->cost;
-  emitter.launch(rowName, blocks, rowBlockSize, arguments, cost);
+  launchLayerNormGradInput(emitter, op, dx, rowName, partials, blocks, blocks,
+                           rowBlockSize);
+}
 
+/// layer_norm_grad over rows of `width` elements (gamma's element count).
+/// Rows up to 32 * maxWarpRowRegisters wide take a warp each
+/// (emitLayerNormGradInputByWarps); wider ones a block, as follows.
+/// Kernel 1, layerNormGradBlocks blocks each taking every gridDim-th row:
+/// recomputes the row's mean and rstd and writes
+///   dx = rstd * (g - mean(g) - xhat * mean(g * xhat)),  g = dy * gamma,
+/// and adds dy * xhat and dy to its block's per-column partial sums of
+/// dgamma and dbeta (each thread its own columns, in shared memory where
+/// they fit, else in the scratch itself), which it leaves in scratch.
+/// Kernel 2, per column: dgamma[j] and dbeta[j] are the sums of the blocks'
+/// partials, in block order. No pass over the activations but the first,
+/// and the same sums in the same order on every target (deterministic).
+LogicalResult emitLayerNormGrad(StepEmitter &emitter, const Step &step,
+                                LayerNormGradOp op) {
+  int64_t width = op.getGamma().getType().getNumElements();
+  int64_t blocks = layerNormGradBlocks(op);
+  std::string partials = emitter.scratchPointer(step, "float");
+
+  std::string rowName = emitter.kernelName("layer_norm_grad_input");
+  // In a `row` group, dx goes through the group's epilogue (the residual
+  // gradient added to it) before it is stored.
+  FailureOr<RowAccess> dx =
+      rowOutput(emitter, step, op, op.getInputGrad(), "dx", rowName);
+  if (failed(dx))
+    return failure();
+  if (width <= 32 * maxWarpRowRegisters)
+    emitLayerNormGradInputByWarps(emitter, op, *dx, rowName, partials, blocks);
+  else
+    emitLayerNormGradInputByBlocks(emitter, op, *dx, rowName, partials, blocks);
   emitColumnSums(emitter, emitter.kernelName("layer_norm_grad_params"),
                  partials, blocks, 2 * width, width,
                  {{op.getGammaGrad(), 0, "dgamma"},

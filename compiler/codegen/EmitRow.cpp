@@ -499,10 +499,7 @@ struct RowShape {
   /// Combines the sharers' sums.
   std::string reduce;
   /// The index of element `j` of row `r` in the unrolled loops (`k` the
-  /// step): a warp's is the lane's first element plus a constant, which
-  /// the compiler folds into each access's offset (written as r * width +
-  /// j, it kept 24 64-bit offsets live from the first loop to the last:
-  /// 170 registers).
+  /// step; a warp's: warpRowUnrolledIndex).
   std::string unrolledIndex;
   /// Elements each sharer holds in registers (0 where none).
   int64_t registers;
@@ -521,10 +518,7 @@ static RowShape rowShape(int64_t rows, int64_t width) {
             "MPC_FOR_LANE_UNROLLED",
             "mpc_row_lanes()",
             "mpc_row_reduce_sum",
-            llvm::formatv("(r * {0}LL + MPC_ROW_LANE) + k * (long long)"
-                          "MPC_ROW_LANES",
-                          width)
-                .str(),
+            warpRowUnrolledIndex(width),
             warpRegisters,
             (rows + warpRowsPerBlock - 1) / warpRowsPerBlock};
   int64_t blockRegisters = (width + rowBlockSize - 1) / rowBlockSize;

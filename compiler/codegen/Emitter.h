@@ -321,6 +321,13 @@ constexpr int64_t maxWarpRowRegisters = 32;
 /// in flight. At 48 it spilled.
 constexpr int warpRowRegisterBudget = 64;
 
+/// The index of element `k` of lane MPC_ROW_LANE in row `r` of `width`, for
+/// the unrolled loops of a warp-a-row kernel: the lane's first element plus
+/// a constant, which the compiler folds into each access's offset (written
+/// as r * width + j, it kept 24 64-bit offsets live from the first loop to
+/// the last: 170 registers).
+std::string warpRowUnrolledIndex(int64_t width);
+
 /// Block size of the batch norms' statistics kernels, a block a channel
 /// over N * H * W elements: the most a block may have, since a network's
 /// first layers have few channels of many pixels (ResNet-50's stem: 64

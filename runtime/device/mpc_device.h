@@ -499,7 +499,7 @@ struct mpc_sum {
   /// when its running maximum grows).
   void scale(float factor) {
     current *= factor;
-    for (int level = 0; level < 64; ++level)
+    for (int level = 0; blocks >> level; ++level)
       if (blocks >> level & 1)
         levels[level] *= factor;
   }
