@@ -12,17 +12,20 @@
 // of the abandoned one may still be in flight.
 //
 // Without MPI, torchrun's environment variables (RANK, WORLD_SIZE,
-// MASTER_ADDR, MASTER_PORT) give the group: rank 0 listens on MASTER_PORT
-// and every other rank connects to it over TCP. Collectives go through
-// rank 0, which sums in rank order as every rank does under MPI, so the
-// bits are the same. A peer that closes its connection (it died) fails
-// the exchange at once, one that hangs after the timeout; either is named.
+// MASTER_ADDR, MASTER_PORT) give the group, and Gloo carries it: the ranks
+// meet at rank 0's rendezvous store on MASTER_PORT and connect in a full
+// mesh (runtime/gloo/mpc_gloo.cpp, a plugin loaded with dlopen). Both
+// transports sum gradients the same way: an all-gather of every rank's
+// piece, then a sum in rank order on every rank, so the bits are the same.
+// A peer that closes its connection (it died) fails the collective at
+// once, one that hangs after the timeout; either is named.
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/process_group.h"
 
 #include "runtime/error.h"
+#include "runtime/gloo/mpc_gloo.h"
 
 #include <algorithm>
 #include <chrono>
@@ -34,13 +37,7 @@
 #include <thread>
 #include <vector>
 
-#include <arpa/inet.h>
 #include <dlfcn.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -67,6 +64,15 @@ struct Mpi {
   int (*cancel)(Handle *) = nullptr;
   int (*requestFree)(Handle *) = nullptr;
   int (*errorString)(int, char *, int *) = nullptr;
+};
+
+/// libmpc_gloo.so's functions (runtime/gloo/mpc_gloo.h).
+struct Gloo {
+  void *library = nullptr;
+  decltype(&mpc_gloo_join) join = nullptr;
+  decltype(&mpc_gloo_broadcast) broadcast = nullptr;
+  decltype(&mpc_gloo_all_gather) allGather = nullptr;
+  decltype(&mpc_gloo_release) release = nullptr;
 };
 
 // MPI_THREAD_SERIALIZED: sessions may train from several threads, one call
@@ -139,40 +145,37 @@ mpc_status mpiError(Mpi &mpi, const char *what, int code) {
 } // namespace
 
 struct process_group {
-  Mpi *mpi; // null: the TCP group of torchrun's variables
+  Mpi *mpi;   // an MPI job (mpirun), else null
+  Gloo *gloo; // a job of torchrun's variables, else null
+  mpc_gloo_group *glooGroup;
   int32_t rank;
   int32_t size;
   double timeoutSeconds;
   bool broken = false;
   std::vector<float> gathered; // scratch: every rank's gradients
-  // TCP: rank 0 holds a connection to each rank (sockets[r]), every other
-  // rank one to rank 0 (sockets[0]); -1 elsewhere.
-  std::vector<int> sockets;
 
   ~process_group() {
-    for (int fd : sockets)
-      if (fd >= 0)
-        ::close(fd);
+    if (glooGroup)
+      gloo->release(glooGroup);
   }
 
-  /// TCP: sends or receives `bytes` with rank `peer` before the deadline.
-  mpc_status transfer(const char *what, int peer, void *data, int64_t bytes,
-                      bool sending,
-                      std::chrono::steady_clock::time_point deadline);
-  /// TCP: the exchanges of the collectives, through rank 0.
-  mpc_status tcpBroadcast(const char *what, void *data, int64_t bytes);
-  mpc_status tcpSum(float *data, int64_t count);
-  mpc_status tcpAllGather(unsigned char *data, int64_t pieceBytes,
-                          int64_t totalBytes);
-  std::chrono::steady_clock::time_point deadline() const {
-    return std::chrono::steady_clock::now() +
-           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-               std::chrono::duration<double>(timeoutSeconds));
+  /// Every rank's `bytes` at `mine` into `all`, rank r's at r * bytes.
+  mpc_status gather(const char *what, const void *mine, void *all, int bytes);
+  /// Gloo failed with `code` and `message` while this rank waited on
+  /// `who` (Gloo does not say which connection broke; the caller knows
+  /// the pattern): the group is broken, and the status says so.
+  mpc_status glooFailed(const char *what, int code, const char *message,
+                        const std::string &who);
+  mpc_status brokenAlready(const char *what) const {
+    return set_error(MPC_ERROR_COMMUNICATION,
+                     "data parallel: %s: an earlier exchange failed, so the "
+                     "ranks are no longer in step; start the job again",
+                     what);
   }
 
-  /// One exchange: receives `count` bytes from each rank in `from` into
-  /// `into(rank)` and sends `bytes` at `data` to each rank in `to`; waits
-  /// for all of it until the timeout.
+  /// MPI: one exchange: receives `count` bytes from each rank in `from`
+  /// into `into(rank)` and sends `bytes` at `data` to each rank in `to`;
+  /// waits for all of it until the timeout.
   template <typename Into>
   mpc_status exchange(const char *what, const void *data, int bytes,
                       const std::vector<int> &to, const std::vector<int> &from,
@@ -184,10 +187,7 @@ mpc_status process_group::exchange(const char *what, const void *data,
                                    int bytes, const std::vector<int> &to,
                                    const std::vector<int> &from, Into into) {
   if (broken)
-    return set_error(MPC_ERROR_COMMUNICATION,
-                     "data parallel: %s: an earlier exchange failed, so the "
-                     "ranks are no longer in step; start the job again",
-                     what);
+    return brokenAlready(what);
   // A failed call leaves messages in flight: the group is no longer usable.
   auto breaks = [&](int code) {
     broken = true;
@@ -252,18 +252,9 @@ mpc_status process_group::exchange(const char *what, const void *data,
 }
 
 // ----------------------------------------------------------------------------
-// TCP, for jobs started the torchrun way.
+// Gloo, for jobs started the torchrun way.
 
 namespace {
-
-/// A peer is gone: the group is broken, and the message names the peer.
-mpc_status peerFailed(process_group *group, const char *what, int peer,
-                      const char *how) {
-  group->broken = true;
-  return set_error(MPC_ERROR_COMMUNICATION,
-                   "data parallel: %s: rank %d %s; this is rank %d of %d", what,
-                   peer, how, group->rank, group->size);
-}
 
 const char *environment(const char *name) {
   const char *value = std::getenv(name);
@@ -279,123 +270,77 @@ bool parseRank(const char *text, int32_t *value) {
   return true;
 }
 
-/// Rank `rank` of `size` introduces itself to rank 0 with these.
-struct Hello {
-  uint32_t magic, rank, size;
-};
-constexpr uint32_t kHelloMagic = 0x6d706331; // "mpc1"
+/// Where libmpc_gloo.so may be, in the order tried: $MPC_GLOO_PLUGIN, the
+/// build tree's and the install prefix's lib directories (both known when
+/// libmpcrt is built), then the loader's search path.
+std::vector<std::string> glooPluginPaths() {
+  std::vector<std::string> paths;
+  if (const char *chosen = environment("MPC_GLOO_PLUGIN"))
+    paths.push_back(chosen);
+#ifdef MPC_GLOO_BUILD_PATH
+  paths.push_back(MPC_GLOO_BUILD_PATH);
+#endif
+#ifdef MPC_GLOO_INSTALL_PATH
+  paths.push_back(MPC_GLOO_INSTALL_PATH);
+#endif
+  paths.push_back("libmpc_gloo.so");
+  return paths;
+}
+
+/// Loads the plugin once; null with `why` set when none could be loaded.
+Gloo *loadGloo(std::string *why) {
+  static Gloo gloo;
+  static std::string failure;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    for (const std::string &path : glooPluginPaths()) {
+      void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!library) {
+        // A path that exists but does not load (libgloo.so.0 missing) is
+        // the reason worth reporting; keep the first such.
+        const char *error = dlerror();
+        if (failure.empty() && path.find('/') != std::string::npos &&
+            ::access(path.c_str(), F_OK) == 0)
+          failure = error ? error : path;
+        continue;
+      }
+      int (*version)() = nullptr;
+      bind(library, "mpc_gloo_abi_version", version);
+      bind(library, "mpc_gloo_join", gloo.join);
+      bind(library, "mpc_gloo_broadcast", gloo.broadcast);
+      bind(library, "mpc_gloo_all_gather", gloo.allGather);
+      bind(library, "mpc_gloo_release", gloo.release);
+      if (version && version() == MPC_GLOO_ABI_VERSION && gloo.join &&
+          gloo.broadcast && gloo.allGather && gloo.release) {
+        gloo.library = library;
+        break;
+      }
+      failure = path + " is not this version of mpc's Gloo plugin";
+      dlclose(library);
+    }
+  }
+  if (!gloo.library)
+    *why = failure.empty() ? "libmpc_gloo.so was not found" : failure;
+  return gloo.library ? &gloo : nullptr;
+}
 
 } // namespace
 
-mpc_status
-process_group::transfer(const char *what, int peer, void *data, int64_t bytes,
-                        bool sending,
-                        std::chrono::steady_clock::time_point deadline) {
-  if (broken)
+mpc_status process_group::glooFailed(const char *what, int code,
+                                     const char *message,
+                                     const std::string &who) {
+  broken = true;
+  if (code == MPC_GLOO_TIMED_OUT)
     return set_error(MPC_ERROR_COMMUNICATION,
-                     "data parallel: %s: an earlier exchange failed, so the "
-                     "ranks are no longer in step; start the job again",
-                     what);
-  int fd = sockets[peer];
-  auto *cursor = static_cast<unsigned char *>(data);
-  while (bytes > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    deadline - std::chrono::steady_clock::now())
-                    .count();
-    pollfd ready{fd, static_cast<short>(sending ? POLLOUT : POLLIN), 0};
-    int polled =
-        left > 0
-            ? ::poll(&ready, 1, static_cast<int>(std::min<int64_t>(left, 1000)))
-            : 0;
-    if (polled < 0 && errno == EINTR)
-      continue;
-    if (polled == 0) {
-      if (std::chrono::steady_clock::now() < deadline)
-        continue;
-      broken = true;
-      return set_error(MPC_ERROR_COMMUNICATION,
-                       "data parallel: %s: rank %d did not arrive within %g s "
-                       "(it failed, hung or was killed); this is rank %d of "
-                       "%d",
-                       what, peer, timeoutSeconds, rank, size);
-    }
-    ssize_t moved =
-        sending ? ::send(fd, cursor, static_cast<size_t>(bytes), MSG_NOSIGNAL)
-                : ::recv(fd, cursor, static_cast<size_t>(bytes), 0);
-    if (moved < 0 && (errno == EINTR || errno == EAGAIN))
-      continue;
-    if (moved <= 0)
-      return peerFailed(this, what, peer,
-                        "closed its connection (it failed or was killed)");
-    cursor += moved;
-    bytes -= moved;
-  }
-  return MPC_OK;
-}
-
-mpc_status process_group::tcpBroadcast(const char *what, void *data,
-                                       int64_t bytes) {
-  auto until = deadline();
-  if (rank != 0)
-    return transfer(what, 0, data, bytes, false, until);
-  for (int r = 1; r < size; ++r)
-    if (mpc_status status = transfer(what, r, data, bytes, true, until))
-      return status;
-  return MPC_OK;
-}
-
-mpc_status process_group::tcpSum(float *data, int64_t count) {
-  const char *what = "summing the gradients";
-  int64_t bytes = count * static_cast<int64_t>(sizeof(float));
-  auto until = deadline();
-  if (rank != 0) {
-    if (mpc_status status = transfer(what, 0, data, bytes, true, until))
-      return status;
-    return transfer(what, 0, data, bytes, false, until);
-  }
-  // Rank 0 sums in rank order, as every rank does under MPI.
-  size_t scratch = static_cast<size_t>(count * size);
-  if (gathered.size() < scratch)
-    gathered.resize(scratch);
-  std::copy(data, data + count, gathered.begin());
-  for (int r = 1; r < size; ++r)
-    if (mpc_status status =
-            transfer(what, r, gathered.data() + r * count, bytes, false, until))
-      return status;
-  for (int64_t i = 0; i < count; ++i) {
-    float sum = 0.0f;
-    for (int32_t r = 0; r < size; ++r)
-      sum += gathered[r * count + i];
-    data[i] = sum;
-  }
-  for (int r = 1; r < size; ++r)
-    if (mpc_status status = transfer(what, r, data, bytes, true, until))
-      return status;
-  return MPC_OK;
-}
-
-mpc_status process_group::tcpAllGather(unsigned char *data, int64_t pieceBytes,
-                                       int64_t totalBytes) {
-  const char *what = "gathering the optimizer's shards";
-  auto until = deadline();
-  auto valid = [&](int r) {
-    return std::max<int64_t>(0,
-                             std::min(pieceBytes, totalBytes - r * pieceBytes));
-  };
-  if (rank != 0) {
-    if (mpc_status status = transfer(what, 0, data + rank * pieceBytes,
-                                     valid(rank), true, until))
-      return status;
-    return transfer(what, 0, data, totalBytes, false, until);
-  }
-  for (int r = 1; r < size; ++r)
-    if (mpc_status status =
-            transfer(what, r, data + r * pieceBytes, valid(r), false, until))
-      return status;
-  for (int r = 1; r < size; ++r)
-    if (mpc_status status = transfer(what, r, data, totalBytes, true, until))
-      return status;
-  return MPC_OK;
+                     "data parallel: %s: %s did not arrive within %g s (it "
+                     "failed, hung or was killed); this is rank %d of %d "
+                     "[Gloo: %s]",
+                     what, who.c_str(), timeoutSeconds, rank, size, message);
+  return set_error(MPC_ERROR_COMMUNICATION,
+                   "data parallel: %s: %s closed its connection (it failed "
+                   "or was killed); this is rank %d of %d [Gloo: %s]",
+                   what, who.c_str(), rank, size, message);
 }
 
 bool torchrun_environment() {
@@ -415,107 +360,29 @@ mpc_status process_group_join_environment(process_group **group,
                      "data parallel: RANK=%s and WORLD_SIZE=%s are not a rank "
                      "and a world size (0 <= RANK < WORLD_SIZE)",
                      environment("RANK"), environment("WORLD_SIZE"));
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = rank == 0 ? AI_PASSIVE : 0;
-  addrinfo *found = nullptr;
-  if (int code =
-          ::getaddrinfo(rank == 0 ? nullptr : address, port, &hints, &found))
+  std::string why;
+  Gloo *gloo = loadGloo(&why);
+  if (!gloo)
     return set_error(MPC_ERROR_COMMUNICATION,
-                     "data parallel: MASTER_ADDR=%s MASTER_PORT=%s: %s",
-                     address, port, ::gai_strerror(code));
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses(
-      found, ::freeaddrinfo);
-  auto *created =
-      new (std::nothrow) process_group{nullptr, rank, size, timeout_seconds};
+                     "data parallel: a job started with RANK and WORLD_SIZE "
+                     "runs on Gloo, through mpc's plugin, which cannot be "
+                     "loaded: %s (Debian: apt-get install libgloo0; or set "
+                     "MPC_GLOO_PLUGIN to libmpc_gloo.so's path); or start "
+                     "the ranks with mpirun",
+                     why.c_str());
+  auto *created = new (std::nothrow)
+      process_group{nullptr, gloo, nullptr, rank, size, timeout_seconds};
   if (!created)
     return set_error(MPC_ERROR_OUT_OF_MEMORY,
                      "data parallel: no memory for the process group");
   std::unique_ptr<process_group> made(created);
-  made->sockets.assign(static_cast<size_t>(size), -1);
-  auto until = made->deadline();
-  auto expired = [&] { return std::chrono::steady_clock::now() > until; };
-  auto configure = [](int fd) {
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  };
-  if (rank == 0) {
-    int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (listener < 0 ||
-        ::bind(listener, addresses->ai_addr, addresses->ai_addrlen) != 0 ||
-        ::listen(listener, size) != 0) {
-      int error = errno;
-      if (listener >= 0)
-        ::close(listener);
-      return set_error(MPC_ERROR_COMMUNICATION,
-                       "data parallel: rank 0 cannot listen on port %s: %s",
-                       port, std::strerror(error));
-    }
-    for (int joined = 1; joined < size;) {
-      pollfd ready{listener, POLLIN, 0};
-      if (::poll(&ready, 1, 100) <= 0) {
-        if (!expired())
-          continue;
-        ::close(listener);
-        std::string missing;
-        for (int r = 1; r < size; ++r)
-          if (made->sockets[r] < 0)
-            missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-        return set_error(MPC_ERROR_COMMUNICATION,
-                         "data parallel: rank %s did not join within %g s "
-                         "(MASTER_PORT=%s); this is rank 0 of %d",
-                         missing.c_str(), timeout_seconds, port, size);
-      }
-      int fd = ::accept(listener, nullptr, nullptr);
-      if (fd < 0)
-        continue;
-      configure(fd);
-      // Blocking with a timeout for the few bytes of the introduction.
-      timeval wait{1, 0};
-      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
-      Hello hello{};
-      if (::recv(fd, &hello, sizeof(hello), MSG_WAITALL) !=
-              static_cast<ssize_t>(sizeof(hello)) ||
-          hello.magic != kHelloMagic || hello.size != uint32_t(size) ||
-          hello.rank == 0 || hello.rank >= uint32_t(size) ||
-          made->sockets[hello.rank] >= 0) {
-        ::close(fd); // not one of ours
-        continue;
-      }
-      timeval none{0, 0};
-      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
-      made->sockets[hello.rank] = fd;
-      ++joined;
-    }
-    ::close(listener);
-  } else {
-    // Rank 0 may not listen yet: try until the timeout.
-    for (;;) {
-      int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-      if (fd >= 0 &&
-          ::connect(fd, addresses->ai_addr, addresses->ai_addrlen) == 0) {
-        configure(fd);
-        Hello hello{kHelloMagic, uint32_t(rank), uint32_t(size)};
-        if (::send(fd, &hello, sizeof(hello), MSG_NOSIGNAL) ==
-            static_cast<ssize_t>(sizeof(hello))) {
-          made->sockets[0] = fd;
-          break;
-        }
-      }
-      if (fd >= 0)
-        ::close(fd);
-      if (expired())
-        return set_error(MPC_ERROR_COMMUNICATION,
-                         "data parallel: rank 0 did not arrive within %g s "
-                         "at MASTER_ADDR=%s MASTER_PORT=%s; this is rank %d "
-                         "of %d",
-                         timeout_seconds, address, port, rank, size);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
+  char message[1024] = "";
+  if (gloo->join(rank, size, address, port, timeout_seconds, &made->glooGroup,
+                 message, sizeof(message)) != MPC_GLOO_OK)
+    return set_error(MPC_ERROR_COMMUNICATION,
+                     "data parallel: joining the ranks at MASTER_ADDR=%s "
+                     "MASTER_PORT=%s: %s; this is rank %d of %d",
+                     address, port, message, rank, size);
   *group = made.release();
   return MPC_OK;
 }
@@ -544,8 +411,8 @@ mpc_status process_group_join_mpi(process_group **group,
     return mpiError(*mpi, "MPI_Comm_rank", code);
   if (int code = mpi->commSize(mpi->world, &size))
     return mpiError(*mpi, "MPI_Comm_size", code);
-  auto *created =
-      new (std::nothrow) process_group{mpi, rank, size, timeout_seconds};
+  auto *created = new (std::nothrow)
+      process_group{mpi, nullptr, nullptr, rank, size, timeout_seconds};
   if (!created)
     return set_error(MPC_ERROR_OUT_OF_MEMORY,
                      "data parallel: no memory for the process group");
@@ -566,10 +433,65 @@ int32_t local_rank() {
   return 0;
 }
 
+mpc_status process_group::gather(const char *what, const void *mine, void *all,
+                                 int bytes) {
+  auto *pieces = static_cast<unsigned char *>(all);
+  if (gloo) {
+    if (broken)
+      return brokenAlready(what);
+    char message[1024] = "";
+    if (int code =
+            gloo->allGather(glooGroup, mine, all, static_cast<size_t>(bytes),
+                            message, sizeof(message))) {
+      // Gloo's ring all-gather sends to the rank after this one and
+      // receives from the one before. Its timeouts say which waited, and a
+      // receive also waits on the ranks before the sender; a closed
+      // connection is named by address only.
+      int after = (rank + 1) % size, before = (rank + size - 1) % size;
+      std::string who;
+      if (after == before)
+        who = "rank " + std::to_string(after);
+      else if (code != MPC_GLOO_TIMED_OUT)
+        who = "rank " + std::to_string(before) + " or " +
+              std::to_string(after) +
+              " (this rank's neighbours in Gloo's "
+              "ring)";
+      else if (std::strstr(message, "for send operation"))
+        who = "rank " + std::to_string(after);
+      else
+        who = "rank " + std::to_string(before) +
+              " (or a rank before it in Gloo's ring)";
+      return glooFailed(what, code, message, who);
+    }
+    return MPC_OK;
+  }
+  std::vector<int> others;
+  for (int r = 0; r < size; ++r)
+    if (r != rank)
+      others.push_back(r);
+  if (mpc_status status =
+          exchange(what, mine, bytes, others, others, [&](int r) {
+            return static_cast<void *>(pieces + int64_t(r) * bytes);
+          }))
+    return status;
+  std::memmove(pieces + int64_t(rank) * bytes, mine, size_t(bytes));
+  return MPC_OK;
+}
+
 mpc_status process_group_broadcast(process_group *group, void *data,
                                    int64_t bytes) {
-  if (!group->mpi)
-    return group->tcpBroadcast("broadcasting rank 0's parameters", data, bytes);
+  const char *what = "broadcasting rank 0's parameters";
+  if (group->gloo) {
+    if (group->broken)
+      return group->brokenAlready(what);
+    char message[1024] = "";
+    if (int code = group->gloo->broadcast(group->glooGroup, data,
+                                          static_cast<size_t>(bytes), message,
+                                          sizeof(message)))
+      return group->glooFailed(what, code, message,
+                               group->rank == 0 ? "a rank" : "rank 0");
+    return MPC_OK;
+  }
   std::vector<int> others;
   for (int r = 1; r < group->size; ++r)
     others.push_back(r);
@@ -578,8 +500,7 @@ mpc_status process_group_broadcast(process_group *group, void *data,
     int count = static_cast<int>(std::min(kChunkBytes, bytes - done));
     bool root = group->rank == 0;
     if (mpc_status status = group->exchange(
-            "broadcasting rank 0's parameters", cursor + done, count,
-            root ? others : std::vector<int>{},
+            what, cursor + done, count, root ? others : std::vector<int>{},
             root ? std::vector<int>{} : std::vector<int>{0},
             [&](int) { return static_cast<void *>(cursor + done); }))
       return status;
@@ -591,13 +512,6 @@ mpc_status process_group_all_gather(process_group *group, void *data,
                                     int64_t piece_bytes, int64_t total_bytes) {
   if (group->size == 1)
     return MPC_OK;
-  if (!group->mpi)
-    return group->tcpAllGather(static_cast<unsigned char *>(data), piece_bytes,
-                               total_bytes);
-  std::vector<int> others;
-  for (int r = 0; r < group->size; ++r)
-    if (r != group->rank)
-      others.push_back(r);
   auto *bytes = static_cast<unsigned char *>(data);
   // Every rank's piece in chunks of one length, so that every exchange
   // sends and receives the same count; past total_bytes they are padding.
@@ -614,15 +528,14 @@ mpc_status process_group_all_gather(process_group *group, void *data,
     std::fill(mine.begin(), mine.end(), 0);
     std::copy_n(bytes + group->rank * piece_bytes + at, valid(group->rank),
                 mine.begin());
-    if (mpc_status status = group->exchange(
-            "gathering the optimizer's shards", mine.data(),
-            static_cast<int>(length), others, others, [&](int r) {
-              return static_cast<void *>(received.data() + r * length);
-            }))
+    if (mpc_status status =
+            group->gather("gathering the optimizer's shards", mine.data(),
+                          received.data(), static_cast<int>(length)))
       return status;
-    for (int r : others)
-      std::copy_n(received.data() + r * length, valid(r),
-                  bytes + r * piece_bytes + at);
+    for (int r = 0; r < group->size; ++r)
+      if (r != group->rank)
+        std::copy_n(received.data() + r * length, valid(r),
+                    bytes + r * piece_bytes + at);
   }
   return MPC_OK;
 }
@@ -631,14 +544,10 @@ mpc_status process_group_sum_in_rank_order(process_group *group, float *data,
                                            int64_t count) {
   if (group->size == 1)
     return MPC_OK;
-  if (!group->mpi)
-    return group->tcpSum(data, count);
-  std::vector<int> others;
-  for (int r = 0; r < group->size; ++r)
-    if (r != group->rank)
-      others.push_back(r);
-  // Piece by piece: each rank's piece goes to every rank, which sums the
-  // pieces in rank order, so every rank computes the same bits.
+  // Piece by piece: each rank's piece goes to every rank (an all-gather),
+  // which sums the pieces in rank order, so every rank computes the same
+  // bits as one process accumulating the ranks' micro-batches in order.
+  // (A ring all-reduce would add in an order that depends on the rank.)
   int64_t piece =
       kChunkBytes / static_cast<int64_t>(sizeof(float)) / group->size;
   size_t scratch = static_cast<size_t>(std::min(piece, count) * group->size);
@@ -647,12 +556,10 @@ mpc_status process_group_sum_in_rank_order(process_group *group, float *data,
   for (int64_t begin = 0; begin < count; begin += piece) {
     int64_t n = std::min(piece, count - begin);
     float *gathered = group->gathered.data();
-    if (mpc_status status = group->exchange(
-            "summing the gradients", data + begin,
-            static_cast<int>(n * sizeof(float)), others, others,
-            [&](int r) { return static_cast<void *>(gathered + r * n); }))
+    if (mpc_status status =
+            group->gather("summing the gradients", data + begin, gathered,
+                          static_cast<int>(n * sizeof(float))))
       return status;
-    std::copy(data + begin, data + begin + n, gathered + group->rank * n);
     for (int64_t i = 0; i < n; ++i) {
       float sum = 0.0f;
       for (int32_t r = 0; r < group->size; ++r)

@@ -4,8 +4,8 @@
 // job its process was started in (mpirun); Open MPI's libmpi is loaded with
 // dlopen, as libcuda is, so that programs without data parallelism start
 // where MPI is not installed. A job started the torchrun way (RANK,
-// WORLD_SIZE, MASTER_ADDR, MASTER_PORT) needs no MPI: its ranks meet over
-// TCP at rank 0.
+// WORLD_SIZE, MASTER_ADDR, MASTER_PORT) needs no MPI: its ranks talk
+// through Gloo (runtime/gloo/mpc_gloo.h), loaded with dlopen too.
 //
 // Gradients are summed in rank order, starting from 0: rank r's gradient
 // is added where micro-batch r's would be under --accumulate, so N ranks
@@ -34,9 +34,9 @@ mpc_status process_group_join_mpi(process_group **group,
 /// Whether torchrun's variables describe the job (RANK, WORLD_SIZE,
 /// MASTER_ADDR, MASTER_PORT set, and not started by mpirun).
 bool torchrun_environment();
-/// Joins the job they describe: rank 0 listens on MASTER_PORT and the
-/// others connect to MASTER_ADDR:MASTER_PORT over TCP, within
-/// `timeout_seconds`; collectives then go through rank 0.
+/// Joins the job they describe over Gloo: the ranks meet at rank 0's
+/// rendezvous store on MASTER_ADDR:MASTER_PORT within `timeout_seconds`,
+/// which then bounds every collective too.
 mpc_status process_group_join_environment(process_group **group,
                                           double timeout_seconds);
 void process_group_release(process_group *group);

@@ -37,8 +37,9 @@ packages=(
   # and check them with the onnx package
   libonnx-dev libprotobuf-dev python3-onnx python3-torch python3-torchvision
   # data parallelism on the cpu target: libmpcrt loads libmpi with dlopen;
-  # the tests start ranks with mpirun
-  openmpi-bin
+  # the tests start ranks with mpirun; jobs started the torchrun way
+  # (RANK, WORLD_SIZE) run on Gloo, through a plugin libmpcrt loads
+  openmpi-bin libgloo-dev
 )
 
 missing=()

@@ -35,6 +35,7 @@ mpirun ranks end, and fail the same way.
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -208,15 +209,16 @@ def free_port():
         return probe.getsockname()[1]
 
 
-def torchrun(ranks, command, timeout=300):
+def torchrun(ranks, command, timeout=300, world_size=None):
     """Starts `ranks` processes of `command` as torchrun would: RANK,
-    WORLD_SIZE, MASTER_ADDR and MASTER_PORT, no MPI. Their outputs."""
+    WORLD_SIZE (`ranks` unless given), MASTER_ADDR and MASTER_PORT, no MPI.
+    Their outputs."""
     port = str(free_port())
     processes = []
     for rank in range(ranks):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks),
-                   LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=port)
+        env = dict(os.environ, RANK=str(rank),
+                   WORLD_SIZE=str(world_size or ranks), LOCAL_RANK=str(rank),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
         env.pop("OMPI_COMM_WORLD_SIZE", None)
         processes.append(subprocess.Popen(
             command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -226,9 +228,12 @@ def torchrun(ranks, command, timeout=300):
 
 
 def check_torchrun(args, worker, runs, work):
-    """Ranks started the torchrun way (environment variables, TCP through
-    rank 0, no MPI) end byte for byte where the mpirun ranks end, sharded
-    or not; a rank that dies or hangs makes rank 0 fail naming it."""
+    """Ranks started the torchrun way (environment variables, Gloo, no MPI)
+    end byte for byte where the mpirun ranks end, sharded or not; a rank
+    that dies or hangs makes rank 0 fail within the timeout naming it (in
+    a ring of 3, a dead rank as one of rank 0's two neighbours: Gloo names
+    a closed connection by address only), and a rank that never starts
+    makes the others fail joining, naming it."""
     failures = 0
     for label, ranks, shard in [("3 ranks", 3, ""),
                                 ("2 ranks, sharded", 2, " sharded")]:
@@ -250,30 +255,57 @@ def check_torchrun(args, worker, runs, work):
             print(f"FAIL: torchrun-style {label}: {', '.join(problems)}")
         else:
             print(f"ok: torchrun-style {label} (RANK, WORLD_SIZE, MASTER_ADDR, "
-                  "MASTER_PORT; no MPI): the checkpoint is mpirun's, byte for "
-                  "byte")
-    for how, expected in [("kill", "rank 1 closed its connection"),
-                          ("hang", "rank 1 did not arrive within 3 s")]:
-        checkpoint = work(f"torchrun_failing_{how}")
-        results = torchrun(2, [*worker, "--lib", runs.library(
-            "sgd", "O0", "dp"), "--out", checkpoint,
-            "--ranks", "2", "--fail-at", "3", "--fail-how", how,
-            "--timeout", "3"], timeout=120)
-        output = results[0][0]
+                  "MASTER_PORT; Gloo, no MPI): the checkpoint is mpirun's, "
+                  "byte for byte")
+    sgd = runs.library("sgd", "O0", "dp")
+    cases = [("kill", 2, "rank 1 closed its connection"),
+             ("hang", 2, "rank 1 did not arrive within 3 s"),
+             ("kill", 3, "rank 2 or 1 (this rank's neighbours in Gloo's "
+                         "ring) closed its connection"),
+             ("hang", 3, "rank 1 did not arrive within 3 s")]
+    # Every case mostly waits: they run at once.
+    jobs = {}
+    with concurrent.futures.ThreadPoolExecutor(len(cases)) as pool:
+        for how, ranks, expected in cases:
+            checkpoint = work(f"torchrun_failing_{how}_{ranks}")
+            jobs[how, ranks] = (checkpoint, pool.submit(
+                torchrun, ranks, [*worker, "--lib", sgd, "--out", checkpoint,
+                                  "--ranks", str(ranks), "--fail-at", "3",
+                                  "--fail-how", how, "--timeout", "3"],
+                timeout=120))
+    for how, ranks, expected in cases:
+        checkpoint, job = jobs[how, ranks]
+        output = job.result()[0][0]
         waited = re.search(r"rank 0: .* \(after ([0-9.]+) s\)", output)
         problems = [] if expected in output else [f"no '{expected}'"]
         if not waited or float(waited.group(1)) > 3 + 2:
             problems.append("rank 0 did not fail within the timeout")
         if read_checkpoint(checkpoint)[1].get("step") != "3":
             problems.append("its checkpoint is not that of step 3")
+        what = "is killed" if how == "kill" else "hangs"
         if problems:
             failures += 1
-            print(f"FAIL: torchrun-style, rank 1 {how}: {', '.join(problems)}"
-                  f"\n{output}")
+            print(f"FAIL: torchrun-style, {ranks} ranks, rank 1 {what}: "
+                  f"{', '.join(problems)}\n{output}")
         else:
-            what = "is killed" if how == "kill" else "hangs"
-            print(f"ok: torchrun-style, rank 1 {what} at step 3: rank 0 fails "
-                  f"in {float(waited.group(1)):.1f} s: {expected}")
+            print(f"ok: torchrun-style, {ranks} ranks, rank 1 {what} at step "
+                  f"3: rank 0 fails in {float(waited.group(1)):.1f} s: "
+                  f"{expected}")
+    # WORLD_SIZE=3, but rank 2 never starts.
+    results = torchrun(2, [*worker, "--lib", sgd, "--out",
+                           work("torchrun_missing"), "--ranks", "3",
+                           "--timeout", "3"], timeout=120, world_size=3)
+    expected = "rank 2 did not join within 3 s"
+    problems = [f"rank {rank} exited {code}, not failing with "
+                f"'{expected}':\n{output}"
+                for rank, (output, code) in enumerate(results)
+                if code == 0 or expected not in output]
+    if problems:
+        failures += 1
+        print(f"FAIL: torchrun-style, rank 2 never starts: {problems}")
+    else:
+        print(f"ok: torchrun-style, rank 2 never starts: ranks 0 and 1 fail: "
+              f"{expected}")
     return failures
 
 
