@@ -718,9 +718,40 @@ void emitMaxPoolGrad(StepEmitter &emitter, const Step &step,
   std::string argmax = emitter.scratchPointer(step, indexType);
 
   std::string argmaxName = emitter.kernelName("max_pool2d_argmax");
+  int64_t argmaxGrid = elementwiseGrid(out.getNumElements());
+  PoolShape shape{in.getDimSize(0) * in.getDimSize(1),
+                  h,
+                  w,
+                  oh,
+                  ow,
+                  kernel,
+                  stride,
+                  padding};
+  // The forward's comparison, so that both pick the same element (the first
+  // maximum; the last NaN, which wins). Arithmetic, not an `if`: a branch on
+  // the data is mispredicted half the time on a CPU.
+  std::string onCpu =
+      poolRowsOnCpu(
+          shape, elementCType(op.getInput()), argmaxGrid,
+          llvm::formatv("    float bestValue[{0}];\n"
+                        "    long long best[{0}];\n"
+                        "    for (long long ox = 0; ox < {0}LL; ++ox) {{ "
+                        "bestValue[ox] = -INFINITY; best[ox] = -1; }\n",
+                        ow)
+              .str(),
+          "          long long take = (long long)((best[ox] < 0) | (v > "
+          "bestValue[ox]) | (v != v));\n"
+          "          best[ox] += take * (index - best[ox]);\n"
+          "          bestValue[ox] = mpc_max_nan(bestValue[ox], v);\n",
+          llvm::formatv("    for (long long ox = 0; ox < {0}LL; ++ox) "
+                        "argmax[r * {0}LL + ox] = ({1})best[ox];\n",
+                        ow, indexType)
+              .str())
+          .value_or("");
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const {1} *__restrict__ x, {2} *__restrict__ "
       "argmax) {{\n"
+      "{16}"
       "  MPC_FOR_EACH(o, {3}LL) {{\n"
       "    long long plane = o / {4}LL, oy = (o / {5}LL) % {6}LL, ox = o % "
       "{5}LL;\n"
@@ -734,9 +765,6 @@ void emitMaxPoolGrad(StepEmitter &emitter, const Step &step,
       "        long long xx = ox * {11}LL - {14}LL + kx;\n"
       "        if (xx < 0 || xx >= {15}LL) continue;\n"
       "        float v = mpc_load(src + y * {15}LL + xx);\n"
-      // The forward's comparison, so that both pick the same element
-      // (the first maximum; the last NaN, which wins). Arithmetic, not an
-      // `if`: a branch on the data is mispredicted half the time on a CPU.
       "        long long take = (long long)((best < 0) | (v > bestValue) | "
       "(v != v));\n"
       "        best += take * (y * {15}LL + xx - best);\n"
@@ -745,12 +773,15 @@ void emitMaxPoolGrad(StepEmitter &emitter, const Step &step,
       "    }\n"
       "    argmax[o] = ({2})best;\n"
       "  }\n"
+      "{17}"
       "}\n",
-      argmaxName, elementCType(op.getInput()), indexType,
-      out.getNumElements(), oh * ow, ow, oh, h * w, kernel[0], kernel[1],
-      stride[0], stride[1], padding[0], h, padding[1], w));
+      argmaxName, elementCType(op.getInput()), indexType, out.getNumElements(),
+      oh * ow, ow, oh, h * w, kernel[0], kernel[1], stride[0], stride[1],
+      padding[0], h, padding[1], w,
+      onCpu.empty() ? "" : "#ifdef MPC_DEVICE_BLOCKS\n",
+      onCpu.empty() ? "" : "#else\n" + onCpu + "#endif\n"));
   emitter.launch(
-      argmaxName, elementwiseGrid(out.getNumElements()), 256,
+      argmaxName, argmaxGrid, 256,
       {emitter.constPointer(op.getInput()), argmax},
       KernelCost()
           .reads(op.getInput())
@@ -763,9 +794,26 @@ void emitMaxPoolGrad(StepEmitter &emitter, const Step &step,
     // visited in order (oy, then ox) and add their dy to the pixel of the
     // row that is their argmax. Each pixel thus sums its windows in the same
     // order, and from 0, as the per-pixel gather below.
+    // The cpu target scatters instead, a plane at a time: each window in
+    // turn adds its dy to its argmax, so each pixel sums the same windows
+    // in the same order, without a row's scan of windows that miss it.
+    int64_t planes = in.getDimSize(0) * in.getDimSize(1);
+    int64_t grid = tiledGrid(in.getNumElements() / w, imageRowTile);
     emitter.addKernel(llvm::formatv(
         "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
         "*__restrict__ argmax, float *__restrict__ dx) {{\n"
+        "#ifndef MPC_DEVICE_BLOCKS\n"
+        "  MPC_FOR_EACH_TILED(plane, {13}LL, {14}LL) {{\n"
+        "    float *out = dx + plane * {15}LL;\n"
+        "    for (long long i = 0; i < {15}LL; ++i) out[i] = 0.0f;\n"
+        "    const {1} *g = dy + plane * {6}LL;\n"
+        "    const {2} *best = argmax + plane * {6}LL;\n"
+        "    for (long long o = 0; o < {6}LL; ++o) {{\n"
+        "      long long a = (long long)best[o];\n"
+        "      if (a >= 0) out[a] += mpc_load(g + o);\n"
+        "    }\n"
+        "  }\n"
+        "#else\n"
         "  MPC_FOR_EACH_TILED(r, {3}LL, {12}LL) {{\n"
         "    long long plane = r / {4}LL, iy = r % {4}LL;\n"
         "    float *out = dx + r * {5}LL;\n"
@@ -785,12 +833,13 @@ void emitMaxPoolGrad(StepEmitter &emitter, const Step &step,
         "ox);\n"
         "      }\n"
         "  }\n"
+        "#endif\n"
         "}\n",
-        name, elementCType(op.getGrad()), indexType, in.getNumElements() / w,
-        h, w, oh * ow, kernel[0], stride[0], padding[0], oh, ow,
-        imageRowTile));
+        name, elementCType(op.getGrad()), indexType, in.getNumElements() / w, h,
+        w, oh * ow, kernel[0], stride[0], padding[0], oh, ow, imageRowTile,
+        planes, (planes + grid - 1) / grid, h * w));
     emitter.launch(
-        name, tiledGrid(in.getNumElements() / w, imageRowTile), 256,
+        name, grid, 256,
         {emitter.constPointer(op.getGrad()), argmax,
          emitter.pointer(op.getResult())},
         // Each window's dy is added once, at its maximum.

@@ -132,6 +132,52 @@ void emitEmbedding(StepEmitter &emitter, EmbeddingOp op) {
                      .writes(op.getResult()));
 }
 
+} // namespace
+
+std::optional<std::string>
+mlir::mpc::poolRowsOnCpu(const PoolShape &shape, StringRef elementType,
+                         int64_t grid, StringRef state, StringRef tap,
+                         StringRef finish) {
+  // A row's state lives on the stack: a few KB at most.
+  constexpr int64_t widestRow = 1024;
+  if (shape.ow > widestRow)
+    return std::nullopt;
+  int64_t rows = shape.planes * shape.oh;
+  return llvm::formatv(
+             "  MPC_FOR_EACH_TILED(r, {0}LL, {1}LL) {{\n"
+             "    long long plane = r / {2}LL, oy = r % {2}LL;\n"
+             "    const {3} *src = x + plane * {4}LL;\n"
+             "{5}"
+             "    for (long long ky = 0; ky < {6}LL; ++ky) {{\n"
+             "      long long iy = oy * {7}LL - {8}LL + ky;\n"
+             "      if (iy < 0 || iy >= {9}LL) continue;\n"
+             "      for (long long kx = 0; kx < {10}LL; ++kx) {{\n"
+             // The outputs whose tap kx lies inside the row:
+             // 0 <= ox * stride + shift < W.
+             "        long long shift = kx - {11}LL;\n"
+             "        long long lo = shift >= 0 ? 0 : (-shift + {12}LL - 1) / "
+             "{12}LL;\n"
+             "        long long hi = {13}LL - 1 - shift < 0 ? 0 : ({13}LL - 1 "
+             "- shift) / {12}LL + 1;\n"
+             "        if (hi > {14}LL) hi = {14}LL;\n"
+             "        for (long long ox = lo; ox < hi; ++ox) {{\n"
+             "          long long index = iy * {13}LL + ox * {12}LL + shift;\n"
+             "          float v = mpc_load(src + index);\n"
+             "{15}"
+             "        }\n"
+             "      }\n"
+             "    }\n"
+             "{16}"
+             "  }\n",
+             rows, (rows + grid - 1) / grid, shape.oh, elementType,
+             shape.h * shape.w, state, shape.kernel[0], shape.stride[0],
+             shape.padding[0], shape.h, shape.kernel[1], shape.padding[1],
+             shape.stride[1], shape.w, shape.ow, tap, finish)
+      .str();
+}
+
+namespace {
+
 /// Max or average pooling of NCHW; padding never wins a maximum and counts
 /// towards an average's divisor (count_include_pad).
 void emitPool(StepEmitter &emitter, Operation *op, Value input, Value output,
@@ -145,9 +191,29 @@ void emitPool(StepEmitter &emitter, Operation *op, Value input, Value output,
   std::string divisor =
       clippedAvgPoolDivisor(kernel, stride, padding, h, w, oh, ow)
           .value_or(std::to_string(kernel[0] * kernel[1]) + ".0f");
+  int64_t grid = elementwiseGrid(out.getNumElements());
+  std::string onCpu =
+      poolRowsOnCpu(
+          PoolShape{in.getDimSize(0) * in.getDimSize(1), h, w, oh, ow, kernel,
+                    stride, padding},
+          elementCType(input), grid,
+          llvm::formatv("    float acc[{0}];\n"
+                        "    for (long long ox = 0; ox < {0}LL; ++ox) acc[ox] "
+                        "= {1};\n",
+                        ow, isMax ? "-INFINITY" : "0.0f")
+              .str(),
+          isMax ? "          acc[ox] = mpc_max_nan(acc[ox], v);\n"
+                : "          acc[ox] += v;\n",
+          llvm::formatv("    for (long long ox = 0; ox < {0}LL; ++ox) "
+                        "mpc_store(y + r * {0}LL + ox, {1});\n",
+                        ow,
+                        isMax ? std::string("acc[ox]") : "acc[ox] / " + divisor)
+              .str())
+          .value_or("");
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const {1} *__restrict__ x, {2} *__restrict__ y) "
       "{{\n"
+      "{19}"
       "  MPC_FOR_EACH(i, {3}LL) {{\n"
       "    long long plane = i / {4}LL, oy = (i / {5}LL) % {6}LL, ox = i % "
       "{5}LL;\n"
@@ -165,15 +231,17 @@ void emitPool(StepEmitter &emitter, Operation *op, Value input, Value output,
       "    }\n"
       "    mpc_store(y + i, {18});\n"
       "  }\n"
+      "{20}"
       "}\n",
       name, elementCType(input), elementCType(output), out.getNumElements(),
       oh * ow, ow, oh, h * w, isMax ? "-INFINITY" : "0.0f", kernel[0],
       kernel[1], stride[0], stride[1], padding[0], padding[1], h, w,
       isMax ? "acc = mpc_max_nan(acc, v);" : "acc += v;",
-      isMax ? std::string("acc") : "acc / " + divisor));
+      isMax ? std::string("acc") : "acc / " + divisor,
+      onCpu.empty() ? "" : "#ifdef MPC_DEVICE_BLOCKS\n",
+      onCpu.empty() ? "" : "#else\n" + onCpu + "#endif\n"));
   emitter.launch(
-      name, elementwiseGrid(out.getNumElements()), 256,
-      {emitter.constPointer(input), emitter.pointer(output)},
+      name, grid, 256, {emitter.constPointer(input), emitter.pointer(output)},
       // An average adds each window element and divides once.
       KernelCost().reads(input).writes(output).flopsPer(
           isMax ? 0 : out.getNumElements(), kernel[0] * kernel[1] + 1));

@@ -183,6 +183,25 @@ int64_t mseLossBlocks(MseLossOp op);
 /// input plane, kept in scratch): int where the plane allows it.
 std::string maxPoolIndexType(MaxPool2dGradOp op);
 
+/// A pooling window's geometry over NCHW planes.
+struct PoolShape {
+  int64_t planes, h, w, oh, ow;
+  ArrayRef<int64_t> kernel, stride, padding;
+};
+/// The cpu target's body of a pooling scan kernel over `x` (element type
+/// `elementType`), for a grid of `grid` blocks: a block takes whole output
+/// rows (plane, oy), and each output visits its window's taps in the GPU
+/// form's order (ky, then kx; padding skipped), but with the row's outputs
+/// innermost, so bounds are found once per tap, not per output, and the
+/// outputs' dependency chains overlap. `state` declares arrays indexed by
+/// ox (the row's OW outputs); `tap` uses `ox`, `v` (the tap's value) and
+/// `index` (its offset in the plane); `finish` stores the row, output r *
+/// OW + ox. Null where the row is too wide for the stack.
+std::optional<std::string> poolRowsOnCpu(const PoolShape &shape,
+                                         StringRef elementType, int64_t grid,
+                                         StringRef state, StringRef tap,
+                                         StringRef finish);
+
 //===----------------------------------------------------------------------===//
 // Emission
 //===----------------------------------------------------------------------===//
