@@ -511,9 +511,9 @@ void emitBatchNormGrad(StepEmitter &emitter, const Step &step,
   int64_t count = batch * spatial;
   std::string eps = floatLiteral(op.getEps().convertToDouble());
   std::string stats = emitter.scratchPointer(step, "float");
-  // Element t of channel c, t in [0, m): image t / spatial, pixel t % spatial.
-  std::string at = llvm::formatv("(t / {0}LL) * {1}LL + c * {0}LL + t % {0}LL",
-                                 spatial, channels * spatial);
+  // The channel's elements for MPC_SUM_CHANNEL: `at` from its first.
+  std::string channel = llvm::formatv("{0}LL, {1}LL, {2}LL, at", batch, spatial,
+                                      channels * spatial);
 
   std::string statsName = emitter.kernelName("batch_norm_grad_params");
   emitter.addKernel(llvm::formatv(
@@ -521,20 +521,19 @@ void emitBatchNormGrad(StepEmitter &emitter, const Step &step,
       "*__restrict__ x, {3} *__restrict__ dgamma, {4} *__restrict__ dbeta, "
       "float *__restrict__ stats) {{\n"
       "  long long c = blockIdx.x;\n"
+      "  const {2} *xc = x + c * {9}LL;\n"
+      "  const {1} *dyc = dy + c * {9}LL;\n"
       "  mpc_sum sum = 0.0f;\n"
-      "  MPC_FOR_THREAD(t, {5}LL) sum += mpc_load(x + {6});\n"
+      "  MPC_SUM_CHANNEL({6}, sum, mpc_load(xc + at));\n"
       "  float mean = mpc_block_reduce_sum(sum) / {5}.0f;\n"
       "  mpc_sum squares = 0.0f;\n"
-      "  MPC_FOR_THREAD(t, {5}LL) {{ float d = mpc_load(x + {6}) - mean; "
-      "squares += d * d; }\n"
+      "  MPC_SUM_CHANNEL({6}, squares, (mpc_load(xc + at) - mean) * "
+      "(mpc_load(xc + at) - mean));\n"
       "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {5}.0f + "
       "{7});\n"
       "  mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
-      "  MPC_FOR_THREAD(t, {5}LL) {{\n"
-      "    float d = mpc_load(dy + {6});\n"
-      "    sdy += d;\n"
-      "    sdyx += d * (mpc_load(x + {6}) - mean) * rstd;\n"
-      "  }\n"
+      "  MPC_SUM_CHANNEL2({6}, sdy, mpc_load(dyc + at), sdyx, mpc_load(dyc + "
+      "at) * (mpc_load(xc + at) - mean) * rstd);\n"
       "  sdy = mpc_block_reduce_sum(sdy);\n"
       "  sdyx = mpc_block_reduce_sum(sdyx);\n"
       "  if (threadIdx.x == 0) {{\n"
@@ -548,7 +547,7 @@ void emitBatchNormGrad(StepEmitter &emitter, const Step &step,
       "}\n",
       statsName, elementCType(op.getGrad()), elementCType(op.getInput()),
       elementCType(op.getGammaGrad()), elementCType(op.getBetaGrad()), count,
-      at, eps, channels));
+      channel, eps, channels, spatial));
   emitter.launch(
       statsName, channels, channelBlockSize,
       {emitter.constPointer(op.getGrad()), emitter.constPointer(op.getInput()),

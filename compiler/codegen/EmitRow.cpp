@@ -691,13 +691,14 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
         "running_mean, {2} *__restrict__ running_var, float *__restrict__ "
         "stats, int update) {{\n"
         "  long long c = blockIdx.x;\n"
+        "  const {1} *xc = x + c * {4}LL;\n"
         "  mpc_sum sum = 0.0f;\n"
-        "  MPC_FOR_THREAD(t, {3}LL) sum += mpc_load(x + (t / {4}LL) * {5}LL + "
-        "c * {4}LL + t % {4}LL);\n"
+        "  MPC_SUM_CHANNEL({10}LL, {4}LL, {5}LL, at, sum, mpc_load(xc + "
+        "at));\n"
         "  float mean = mpc_block_reduce_sum(sum) / {3}.0f;\n"
         "  mpc_sum squares = 0.0f;\n"
-        "  MPC_FOR_THREAD(t, {3}LL) {{ float d = mpc_load(x + (t / {4}LL) * "
-        "{5}LL + c * {4}LL + t % {4}LL) - mean; squares += d * d; }\n"
+        "  MPC_SUM_CHANNEL({10}LL, {4}LL, {5}LL, at, squares, (mpc_load(xc + "
+        "at) - mean) * (mpc_load(xc + at) - mean));\n"
         "  float var = mpc_block_reduce_sum(squares) / {3}.0f;\n"
         "  if (threadIdx.x == 0) {{\n"
         "    stats[c] = mean;\n"
@@ -711,8 +712,8 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
         "    }\n"
         "  }\n"
         "}\n",
-        statsName, element, param, count, spatial, channels * spatial,
-        channels, eps, momentum, std::max<int64_t>(count - 1, 1)));
+        statsName, element, param, count, spatial, channels * spatial, channels,
+        eps, momentum, std::max<int64_t>(count - 1, 1), batch));
     emitter.launch(statsName, channels, channelBlockSize,
                    {emitter.constPointer(op.getInput()),
                     emitter.pointer(op.getRunningMean()),

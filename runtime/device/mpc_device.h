@@ -486,6 +486,29 @@ struct mpc_sum {
       carry();
     return *this;
   }
+  /// Adds term(0), ..., term(n - 1) in turn: the bits of n `+=`, but the
+  /// whole blocks of 8 are summed 8 blocks at a time, whose chains of
+  /// additions do not wait on each other as one running sum's do.
+  template <typename Term> void add_run(long long n, Term term) {
+    long long i = 0;
+    for (; count != 0 && i < n; ++i)
+      *this += term(i);
+    for (; i + 64 <= n; i += 64) {
+      // Block b is current + term(i + 8b) + ... + term(i + 8b + 7), where
+      // current is 0 but before a sum's first term.
+      // Unrolled whole, so that the blocks stay in registers.
+      float block[8] = {current, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+      MPC_UNROLL for (int j = 0; j < 8; ++j)
+          MPC_UNROLL for (int b = 0; b < 8; ++b) block[b] +=
+          term(i + 8 * b + j);
+      for (int b = 0; b < 8; ++b) {
+        current = block[b];
+        carry();
+      }
+    }
+    for (; i < n; ++i)
+      *this += term(i);
+  }
   operator float() const {
     float total = current;
     int level = 0;
@@ -522,6 +545,37 @@ private:
   unsigned long long blocks = 0;
   float levels[64];
 };
+#endif
+
+/// `sum += term` for the elements of one channel of NCHW data, `images`
+/// planes of `plane` elements `stride` apart, in order: image by image,
+/// each plane's `at` from 0 (the offset of the element from the channel's
+/// first). A block's threads stride over them on the GPU; the cpu target
+/// adds each plane as a run (mpc_sum::add_run), to the same bits as one
+/// `+=` after another. MPC_SUM_CHANNEL2 takes two sums in one pass on the
+/// GPU (one after the other on the cpu).
+#ifdef MPC_DEVICE_BLOCKS
+#define MPC_SUM_CHANNEL2(images, plane, stride, at, sum, term, sum2, term2)    \
+  MPC_FOR_THREAD(mpc_t, (images) * (plane)) {                                  \
+    long long at = mpc_t / (plane) * (stride) + mpc_t % (plane);               \
+    sum += (term);                                                             \
+    sum2 += (term2);                                                           \
+  }
+#define MPC_SUM_CHANNEL(images, plane, stride, at, sum, term)                  \
+  MPC_FOR_THREAD(mpc_t, (images) * (plane)) {                                  \
+    long long at = mpc_t / (plane) * (stride) + mpc_t % (plane);               \
+    sum += (term);                                                             \
+  }
+#else
+#define MPC_SUM_CHANNEL(images, plane, stride, at, sum, term)                  \
+  for (long long mpc_image = 0; mpc_image < (images); ++mpc_image)             \
+  sum.add_run((plane), [&](long long mpc_j) {                                  \
+    long long at = mpc_image * (stride) + mpc_j;                               \
+    return static_cast<float>(term);                                           \
+  })
+#define MPC_SUM_CHANNEL2(images, plane, stride, at, sum, term, sum2, term2)    \
+  MPC_SUM_CHANNEL(images, plane, stride, at, sum, term);                       \
+  MPC_SUM_CHANNEL(images, plane, stride, at, sum2, term2)
 #endif
 
 /// mpc_sum's scale on every target.
