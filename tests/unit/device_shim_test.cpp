@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace {
 
@@ -84,3 +85,41 @@ TEST(DeviceShim, TrickyValues) {
 }
 
 } // namespace
+
+/// mpc_sum::add_run is one `+=` after another, bit for bit, whatever the
+/// run's length and wherever in the cascade's blocks of 8 it starts: runs
+/// of every length to 200 after a first run of every length to 20, over
+/// values of mixed magnitude and sign (so that the order shows), and with
+/// a NaN, an infinity and a sum that starts from a value.
+TEST(DeviceShim, SumRunsGiveTheBitsOfOneAddAfterAnother) {
+  std::vector<float> values(420);
+  uint32_t state = 12345u;
+  for (float &value : values) {
+    state = state * 1664525u + 1013904223u;
+    value = std::ldexp(static_cast<float>(static_cast<int32_t>(state) >> 8),
+                       static_cast<int>(state % 40u) - 40);
+  }
+  auto term = [&](long long i) { return values[static_cast<size_t>(i)]; };
+  for (long long first = 0; first <= 20; ++first)
+    for (long long second = 0; second <= 200; ++second) {
+      mpc_sum one = 0.0f, runs = 0.0f;
+      for (long long i = 0; i < first + second; ++i)
+        one += term(i);
+      runs.add_run(first, term);
+      runs.add_run(second, [&](long long i) { return term(first + i); });
+      ASSERT_EQ(bitsOf(static_cast<float>(one)),
+                bitsOf(static_cast<float>(runs)))
+          << first << " then " << second;
+    }
+  for (float special : {NAN, INFINITY}) {
+    std::vector<float> with = values;
+    with[130] = special;
+    mpc_sum one = 1.5f, run = 1.5f;
+    for (float value : with)
+      one += value;
+    run.add_run(static_cast<long long>(with.size()), [&](long long i) {
+      return with[static_cast<size_t>(i)];
+    });
+    EXPECT_EQ(bitsOf(static_cast<float>(one)), bitsOf(static_cast<float>(run)));
+  }
+}
