@@ -103,9 +103,13 @@ mpc_status mpc_rt_gemm_dgelu(mpc_dtype a_type, mpc_dtype b_type,
 } /* extern "C" */
 
 namespace mpcrt {
-/* For tests: run the baseline (SSE2) micro-kernel even where AVX2 is
- * available, so that both are checked on one machine. */
-void gemm_use_baseline(bool baseline);
+/* The builds of the GEMM's kernel, widest last. */
+enum class gemm_isa { baseline, avx2, avx512 };
+/* For tests: run at most the `widest` build of the kernel, so that each
+ * the CPU has is checked on one machine (gemm_isa::avx512: the best). */
+void gemm_limit_isa(gemm_isa widest);
+/* The build a GEMM runs now: the widest the CPU has, within the limit. */
+gemm_isa gemm_current_isa();
 } // namespace mpcrt
 #endif
 

@@ -16,10 +16,11 @@
 // Within a step of a session of several threads, a GEMM large enough is
 // split over them (gemm_on_threads), each thread packing its own panels.
 //
-// The kernel (gemm_kernel.inc) is compiled twice: with 8-lane vectors for
-// AVX2+FMA+F16C, and with 4-lane ones for baseline x86-64 (SSE2); each call
-// picks one from the CPU's features. No -march flag is needed, so the
-// library runs on any x86-64 and is fast on those of the last decade.
+// The kernel (gemm_kernel.inc) is compiled three times: with 16-lane
+// vectors for AVX-512F, 8-lane ones for AVX2+FMA+F16C, and 4-lane ones for
+// baseline x86-64 (SSE2); each call picks the widest the CPU has. No -march
+// flag is needed, so the library runs on any x86-64 and is fast on those of the
+// last decade.
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,9 +119,9 @@ struct gemm_workspace {
 
 thread_local gemm_workspace workspace;
 
-// Set by tests (mpcrt::gemm_use_baseline) to run the SSE2 kernel on an AVX2
-// machine.
-std::atomic<bool> force_baseline{false};
+// Set by tests (mpcrt::gemm_limit_isa) to run a narrower kernel than the
+// CPU allows.
+std::atomic<mpcrt::gemm_isa> widest_allowed{mpcrt::gemm_isa::avx512};
 
 float *ensure_buffer(float **buffer, int64_t elements) {
   if (!*buffer)
@@ -149,17 +150,42 @@ namespace avx2 {
 } // namespace avx2
 #pragma GCC pop_options
 
-bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2") &&
-                          __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c");
-  return has;
-}
+// 16 lanes: each element of C is still one fused multiply-add per depth in
+// the same order, so its bits are the AVX2 kernel's (gemm_test checks).
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma,f16c")
+namespace avx512 {
+#define MPC_GEMM_LANES 16
+#include "runtime/gemm_kernel.inc"
+#undef MPC_GEMM_LANES
+} // namespace avx512
+#pragma GCC pop_options
 #endif
+
+/// The widest build this CPU runs.
+mpcrt::gemm_isa cpu_isa() {
+  static const mpcrt::gemm_isa isa = [] {
+#ifdef MPC_GEMM_HAVE_AVX2
+    __builtin_cpu_init();
+    bool avx2 = __builtin_cpu_supports("avx2") &&
+                __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    if (avx2 && __builtin_cpu_supports("avx512f"))
+      return mpcrt::gemm_isa::avx512;
+    if (avx2)
+      return mpcrt::gemm_isa::avx2;
+#endif
+    return mpcrt::gemm_isa::baseline;
+  }();
+  return isa;
+}
 
 } // namespace
 
-void mpcrt::gemm_use_baseline(bool baseline) { force_baseline = baseline; }
+void mpcrt::gemm_limit_isa(gemm_isa widest) { widest_allowed = widest; }
+
+mpcrt::gemm_isa mpcrt::gemm_current_isa() {
+  return std::min(cpu_isa(), widest_allowed.load(std::memory_order_relaxed));
+}
 
 // ----------------------------------------------------------------------------
 // C API
@@ -235,14 +261,19 @@ bool gemm_on_this_thread(const gemm_args &args) {
                       : ensure_buffer(&workspace.c_tile, TILE_M * TILE_N);
   if (!packed_a || !packed_b || (args.c_type != MPC_F32 && !c_tile))
     return false;
+  switch (mpcrt::gemm_current_isa()) {
 #ifdef MPC_GEMM_HAVE_AVX2
-  if (cpu_has_avx2() && !force_baseline.load(std::memory_order_relaxed)) {
+  case mpcrt::gemm_isa::avx512:
+    avx512::gemm_batched(args, packed_a, packed_b, c_tile);
+    return true;
+  case mpcrt::gemm_isa::avx2:
     avx2::gemm_batched(args, packed_a, packed_b, c_tile);
     return true;
-  }
 #endif
-  baseline::gemm_batched(args, packed_a, packed_b, c_tile);
-  return true;
+  default:
+    baseline::gemm_batched(args, packed_a, packed_b, c_tile);
+    return true;
+  }
 }
 
 // Below this many FLOPs a GEMM runs on the calling thread: handing it to

@@ -192,15 +192,69 @@ void run_case(const gemm_case &test, uint32_t seed = 7) {
 // ----------------------------------------------------------------------------
 // Tests
 
-// Runs `body` with the AVX2 kernel (where the CPU has it) and with the
-// baseline SSE2 one.
-template <typename Body> void for_each_kernel(Body body) {
-  for (bool baseline : {false, true}) {
-    SCOPED_TRACE(baseline ? "baseline kernel" : "native kernel");
-    mpcrt::gemm_use_baseline(baseline);
-    body();
-    mpcrt::gemm_use_baseline(false);
+const char *isa_name(mpcrt::gemm_isa isa) {
+  switch (isa) {
+  case mpcrt::gemm_isa::avx512:
+    return "avx512";
+  case mpcrt::gemm_isa::avx2:
+    return "avx2";
+  default:
+    return "baseline";
   }
+}
+
+// Runs `body` with each build of the kernel the CPU runs (AVX-512, AVX2,
+// the baseline SSE2 one).
+template <typename Body> void for_each_kernel(Body body) {
+  for (mpcrt::gemm_isa isa : {mpcrt::gemm_isa::avx512, mpcrt::gemm_isa::avx2,
+                              mpcrt::gemm_isa::baseline}) {
+    mpcrt::gemm_limit_isa(isa);
+    if (mpcrt::gemm_current_isa() == isa) {
+      SCOPED_TRACE(isa_name(isa));
+      body();
+    }
+  }
+  mpcrt::gemm_limit_isa(mpcrt::gemm_isa::avx512);
+}
+
+// The AVX-512 kernel accumulates each element of C as the AVX2 one does
+// (one fused multiply-add per depth, the same depth blocks), so models
+// train to the same bits on either machine: every output byte agrees, over
+// edge panels, depths across KC, f16/bf16 operands and outputs, beta.
+TEST(Gemm, Avx512GivesTheBitsOfAvx2) {
+  mpcrt::gemm_limit_isa(mpcrt::gemm_isa::avx512);
+  if (mpcrt::gemm_current_isa() != mpcrt::gemm_isa::avx512)
+    GTEST_SKIP() << "this CPU has no AVX-512";
+  const int64_t shapes[][3] = {{1, 1, 1},   {7, 33, 65},   {65, 7, 300},
+                               {33, 65, 7}, {13, 95, 513}, {130, 70, 300},
+                               {6, 32, 256}};
+  std::mt19937 generator(11);
+  for (mpc_dtype in : {MPC_F32, MPC_F16, MPC_BF16})
+    for (mpc_dtype out : {MPC_F32, MPC_BF16})
+      for (const auto &shape : shapes)
+        for (int transposes = 0; transposes < 4; ++transposes) {
+          int64_t m = shape[0], n = shape[1], k = shape[2];
+          bool ta = transposes & 1, tb = transposes & 2;
+          typed_buffer a(in, size_t(m * k)), b(in, size_t(k * n));
+          fill_random(a, generator);
+          fill_random(b, generator);
+          typed_buffer c0(out, size_t(m * n));
+          fill_random(c0, generator);
+          std::vector<unsigned char> results[2];
+          for (int wide = 0; wide < 2; ++wide) {
+            mpcrt::gemm_limit_isa(wide ? mpcrt::gemm_isa::avx512
+                                       : mpcrt::gemm_isa::avx2);
+            typed_buffer c = c0;
+            mpc_rt_gemm(in, in, out, ta, tb, m, n, k, 1.0f, a.data(),
+                        ta ? m : k, 0, b.data(), tb ? k : n, 0, 0.5f, c.data(),
+                        n, 0, 1);
+            results[wide] = c.bytes;
+          }
+          ASSERT_EQ(results[0], results[1])
+              << type_name(in) << "->" << type_name(out) << " " << m << "x" << n
+              << "x" << k << " transposes " << transposes;
+        }
+  mpcrt::gemm_limit_isa(mpcrt::gemm_isa::avx512);
 }
 
 TEST(Gemm, AllTransposesOddSizes) {
@@ -714,9 +768,12 @@ double gflops(int64_t m, int64_t n, int64_t k, mpc_dtype type, int reps) {
 }
 
 TEST(GemmBenchmark, DISABLED_Square512) {
-  for (bool baseline : {false, true}) {
-    mpcrt::gemm_use_baseline(baseline);
-    const char *kernel = baseline ? "baseline" : "native";
+  for (mpcrt::gemm_isa isa : {mpcrt::gemm_isa::avx512, mpcrt::gemm_isa::avx2,
+                              mpcrt::gemm_isa::baseline}) {
+    mpcrt::gemm_limit_isa(isa);
+    if (mpcrt::gemm_current_isa() != isa)
+      continue;
+    const char *kernel = isa_name(isa);
     for (mpc_dtype type : {MPC_F32, MPC_F16, MPC_BF16})
       std::printf("gemm (%s) %s 512x512x512 -> f32: %.1f GFLOP/s (best of "
                   "10)\n",
@@ -724,7 +781,7 @@ TEST(GemmBenchmark, DISABLED_Square512) {
     std::printf("gemm (%s) f32 1024x1024x1024: %.1f GFLOP/s (best of 3)\n",
                 kernel, gflops(1024, 1024, 1024, MPC_F32, 3));
   }
-  mpcrt::gemm_use_baseline(false);
+  mpcrt::gemm_limit_isa(mpcrt::gemm_isa::avx512);
 }
 
 } // namespace
