@@ -145,6 +145,27 @@ std::optional<std::string> buildCudaImage(const GeneratedModel &model,
   return imagePath;
 }
 
+/// The host compiler's -march for `--cpu` (CompileOptions.cpp refuses the
+/// x86-64 levels elsewhere).
+std::optional<std::string> hostCpuFlag(HostCpu cpu) {
+  switch (cpu) {
+  case HostCpu::X86_64_V3:
+    return "-march=x86-64-v3";
+  case HostCpu::X86_64_V4:
+    return "-march=x86-64-v4";
+  case HostCpu::Native:
+    return "-march=native";
+  case HostCpu::Generic:
+    break;
+  }
+#if defined(__x86_64__)
+  // Hardware f16 conversion; every x86-64 CPU since 2012 has F16C.
+  return "-mf16c";
+#else
+  return std::nullopt;
+#endif
+}
+
 /// Writes the sources into `dir` and builds lib<model>.a with the host
 /// compiler ($CXX, default c++) and archiver ($AR, default ar). On the cuda
 /// target the kernels are compiled by NVRTC first and embedded.
@@ -194,11 +215,11 @@ LogicalResult buildLibrary(const GeneratedModel &model, StringRef name,
     std::vector<std::string> compileArgs = {
         "-std=c++17", "-O2", "-fPIC", "-I" + runtimeIncludeRoot(),
         "-I" + dir.str(),
-#if defined(__x86_64__)
-        // Hardware f16 conversion; every x86-64 CPU since 2012 has F16C.
-        "-mf16c",
-#endif
-        "-c", source, "-o", object};
+        // GCC contracts a * b + c into an FMA wherever the ISA has one,
+        // which would make the bits depend on --cpu; never.
+        "-ffp-contract=off", "-c", source, "-o", object};
+    if (std::optional<std::string> march = hostCpuFlag(options.hostCpu))
+      compileArgs.push_back(*march);
     if (options.profileEmulated && source == base + ".cpp") {
       SmallVector<StringRef> countingFlags;
       StringRef(MPC_ACCESS_COUNTING_FLAGS)

@@ -145,6 +145,24 @@ cl::opt<mlir::mpc::Target> target(
                           "host compiler; the kernels run block by block"),
                clEnumValN(mlir::mpc::Target::Cuda, "cuda",
                           "NVRTC kernels and cuBLASLt GEMMs")));
+cl::opt<mlir::mpc::HostCpu> hostCpu(
+    "cpu",
+    cl::desc("The x86-64 the model's host code (the cpu target's kernels, "
+             "every target's step) is compiled for; any choice trains to the "
+             "same bits (no FMA contraction), and libmpcrt's GEMM picks "
+             "AVX2 or AVX-512 at run time whatever this is"),
+    cl::sub(compileCommand), cl::init(mlir::mpc::HostCpu::Generic),
+    cl::cat(targetCategory),
+    cl::values(
+        clEnumValN(mlir::mpc::HostCpu::Generic, "generic",
+                   "any x86-64 with F16C (2012 on): runs everywhere"),
+        clEnumValN(mlir::mpc::HostCpu::X86_64_V3, "x86-64-v3",
+                   "AVX2, FMA, BMI2 (Haswell, Zen 1 and later)"),
+        clEnumValN(mlir::mpc::HostCpu::X86_64_V4, "x86-64-v4",
+                   "AVX-512 F/BW/CD/DQ/VL (Skylake-X, Zen 4 and later)"),
+        clEnumValN(mlir::mpc::HostCpu::Native, "native",
+                   "this machine's (-march=native); the library may not run "
+                   "elsewhere")));
 cl::opt<std::string> arch("arch",
                           cl::desc("GPU architecture for --target=cuda "
                                    "(default: sm_80; PTX runs on newer GPUs)"),
@@ -467,6 +485,7 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.shardOptimizer = shardOptimizer;
   options.werrorNumerics = werrorNumerics;
   options.debugNonfinite = debugNonfinite;
+  options.hostCpu = hostCpu;
   options.emulateBlocks = emulateBlocks || profileEmulated;
   options.profileEmulated = profileEmulated;
   options.shared = shared;

@@ -67,6 +67,12 @@ std::optional<std::string> findUnimplemented(const CompileOptions &options) {
   if (options.target == Target::Cuda && options.profileEmulated)
     return std::string("--profile-emulated is for the cpu target (which it "
                        "makes emulate blocks)");
+#if !defined(__x86_64__)
+  if (options.hostCpu == HostCpu::X86_64_V3 ||
+      options.hostCpu == HostCpu::X86_64_V4)
+    return std::string("--cpu=x86-64-v3 and x86-64-v4 are for x86-64 hosts; "
+                       "use --cpu=native or generic");
+#endif
   if (options.target == Target::Cuda && options.emulateBlocks)
     return std::string("--emulate-blocks is for the cpu target: the cuda "
                        "target's host builds of its kernels always emulate");

@@ -18,6 +18,8 @@
 namespace mlir::mpc {
 
 enum class Target { Cpu, Cuda };
+/// `--cpu=`: the instruction set the model's host code is compiled for.
+enum class HostCpu { Generic, X86_64_V3, X86_64_V4, Native };
 /// Stages `--emit` can stop at, in pipeline order (as Toy's `-emit=`).
 enum class EmitStage { Mlir, TrainingStep, Kernels, Host, Library };
 
@@ -91,6 +93,10 @@ struct CompileOptions {
   /// `--no-fuse` clears it: every op its own kernel, every result in
   /// memory (no mpc-form-kernels), for debugging and equivalence tests.
   bool fuse = true;
+  /// `--cpu=`: which x86-64 the model's host code is compiled for (the
+  /// -march it gets). Never a numerical choice: contraction into FMAs is
+  /// off, so every choice trains to the same bits.
+  HostCpu hostCpu = HostCpu::Generic;
   /// `--emulate-blocks` (cpu target): run each kernel as the cuda target
   /// launches it, blockDim threads a block, under the block emulator.
   bool emulateBlocks = false;
