@@ -209,14 +209,18 @@ void emitIm2col(StepEmitter &emitter, Value input, const ConvGeometry &g,
       "    if (hi > {3}LL) hi = {3}LL;\n"
       "    if (lo > hi) lo = hi;\n"
       "    for (long long ox = 0; ox < lo; ++ox) out[ox] = {1}{{};\n"
-      "    for (long long ox = lo; ox < hi; ++ox) out[ox] = src[ox * {5}LL + "
-      "shift];\n"
+      "{9}"
       "    for (long long ox = hi; ox < {3}LL; ++ox) out[ox] = {1}{{};\n"
       "  }\n"
       "#endif\n"
       "}\n",
-      name, element, rows, g.ow, segment, g.stride[1], g.h, g.w,
-      imageRowTile));
+      name, element, rows, g.ow, segment, g.stride[1], g.h, g.w, imageRowTile,
+      g.stride[1] == 1
+          ? "    mpc_copy_run(out + lo, src + lo + shift, hi - lo);\n"
+          : llvm::formatv("    for (long long ox = lo; ox < hi; ++ox) out[ox] "
+                          "= src[ox * {0}LL + shift];\n",
+                          g.stride[1])
+                .str()));
   // Reads the input, writes every column element (padding included).
   emitter.launch(name, tiledGrid(rows, imageRowTile), 256,
                  {emitter.constPointer(input), columns},
@@ -430,6 +434,49 @@ void emitConv2dGradInput(StepEmitter &emitter, const Step &step,
       "      }\n",
       g.kh, g.kw, g.padding[0], g.padding[1], g.dilation[0], g.dilation[1],
       g.stride[0], g.stride[1], g.oh, g.ow, g.columnWidth());
+  // The cpu target keeps a row's W sums in an array and visits the taps
+  // outside: for each (ky, kx), the pixels it reaches (tx = ix + pad - kx *
+  // dilation a multiple of the stride, inside the output row) in a strided
+  // run, bounds found once a tap instead of a branch a pixel and tap. Each
+  // pixel still adds its taps in (ky, kx) order from 0. Rows wider than
+  // the stack allows keep the pixel loop.
+  constexpr int64_t widestRow = 1024;
+  std::string rowOnCpu =
+      g.w > widestRow
+          ? llvm::formatv("    for (long long ix = 0; ix < {0}LL; ++ix) {{\n"
+                          "{1}"
+                          "      mpc_store(out + ix, acc);\n"
+                          "    }\n",
+                          g.w, pixel)
+                .str()
+          : llvm::formatv(
+                "    float acc[{0}];\n"
+                "    for (long long ix = 0; ix < {0}LL; ++ix) acc[ix] = 0.0f;\n"
+                "    for (long long ky = 0; ky < {1}LL; ++ky) {{\n"
+                "      long long ty = iy + {3}LL - ky * {5}LL;\n"
+                "      if (ty < 0 || ty % {7}LL != 0 || ty / {7}LL >= {9}LL) "
+                "continue;\n"
+                "      const float *tapRow = pixels + ky * {2}LL * {11}LL + "
+                "(ty / {7}LL) * {10}LL;\n"
+                "      for (long long kx = 0; kx < {2}LL; ++kx) {{\n"
+                "        long long offset = {4}LL - kx * {6}LL;\n"
+                // The first ix with tx >= 0 and tx a multiple of the
+                // stride; tx / stride < OW is tx < OW * stride.
+                "        long long first = offset >= 0 ? 0 : -offset;\n"
+                "        first += ({8}LL - (first + offset) % {8}LL) % {8}LL;\n"
+                "        long long end = {10}LL * {8}LL - offset;\n"
+                "        if (end > {0}LL) end = {0}LL;\n"
+                "        const float *tap = tapRow + kx * {11}LL;\n"
+                "        for (long long ix = first; ix < end; ix += {8}LL) "
+                "acc[ix] += tap[(ix + offset) / {8}LL];\n"
+                "      }\n"
+                "    }\n"
+                "    for (long long ix = 0; ix < {0}LL; ++ix) mpc_store(out + "
+                "ix, acc[ix]);\n",
+                g.w, g.kh, g.kw, g.padding[0], g.padding[1], g.dilation[0],
+                g.dilation[1], g.stride[0], g.stride[1], g.oh, g.ow,
+                g.columnWidth())
+                .str();
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const float *__restrict__ columns, {1} "
       "*__restrict__ dx) {{\n"
@@ -444,15 +491,12 @@ void emitConv2dGradInput(StepEmitter &emitter, const Step &step,
       "  MPC_FOR_EACH_TILED(r, {2}LL, {6}LL) {{\n"
       "{4}"
       "    {1} *out = dx + r * {3}LL;\n"
-      "    for (long long ix = 0; ix < {3}LL; ++ix) {{\n"
-      "{5}"
-      "      mpc_store(out + ix, acc);\n"
-      "    }\n"
+      "{7}"
       "  }\n"
       "#endif\n"
       "}\n",
-      name, elementCType(op.getResult()), rows, g.w, row, pixel,
-      imageRowTile));
+      name, elementCType(op.getResult()), rows, g.w, row, pixel, imageRowTile,
+      rowOnCpu));
   emitter.launch(name, tiledGrid(rows, imageRowTile), 256,
                  {columns, emitter.pointer(op.getResult())},
                  // Every fp32 column entry is added into its input pixel once.
