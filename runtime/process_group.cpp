@@ -1,24 +1,21 @@
 //===- process_group.cpp - the ranks of a data-parallel job ---------------===//
 //
-// MPI through dlopen: Open MPI's libmpi.so.40 (Debian's openmpi-bin). Its
-// handles (MPI_COMM_WORLD, MPI_BYTE, MPI_ERRORS_RETURN) are the addresses
-// of the library's predefined objects, looked up by their symbol names.
+// Every collective runs on Gloo (runtime/gloo/mpc_gloo.cpp, a plugin
+// loaded with dlopen): the ranks meet at rank 0's rendezvous store and
+// connect in a full mesh. Where they meet comes from torchrun's variables
+// (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT), or, for ranks started by
+// mpirun, from rank 0 through MPI: Open MPI's libmpi.so.40 (Debian's
+// openmpi-bin), loaded with dlopen too, whose handles (MPI_COMM_WORLD,
+// MPI_BYTE, MPI_ERRORS_RETURN) are the addresses of the library's
+// predefined objects, looked up by their symbol names. MPI carries nothing
+// else.
 //
-// Every exchange is point to point and non-blocking, polled against a
-// deadline: a rank that does not arrive (it hung, or failed before the
-// exchange and returned its own status) makes the others fail with
-// MPC_ERROR_COMMUNICATION naming it, instead of waiting forever. After
-// that the group is broken: later exchanges fail at once, since messages
-// of the abandoned one may still be in flight.
-//
-// Without MPI, torchrun's environment variables (RANK, WORLD_SIZE,
-// MASTER_ADDR, MASTER_PORT) give the group, and Gloo carries it: the ranks
-// meet at rank 0's rendezvous store on MASTER_PORT and connect in a full
-// mesh (runtime/gloo/mpc_gloo.cpp, a plugin loaded with dlopen). Both
-// transports sum gradients the same way: an all-gather of every rank's
-// piece, then a sum in rank order on every rank, so the bits are the same.
-// A peer that closes its connection (it died) fails the collective at
-// once, one that hangs after the timeout; either is named.
+// Gradients are summed by an all-gather of every rank's piece (Gloo's
+// ring), then a sum in rank order on every rank, so the bits are those of
+// one process accumulating the ranks' micro-batches. A peer that closes
+// its connection (it died) fails the collective at once, one that hangs
+// after the timeout; either is named where Gloo allows. After that the
+// group is broken: later collectives fail at once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,7 +34,10 @@
 #include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -58,11 +58,8 @@ struct Mpi {
   int (*commRank)(Handle, int *) = nullptr;
   int (*commSize)(Handle, int *) = nullptr;
   int (*commSetErrhandler)(Handle, Handle) = nullptr;
-  int (*isend)(const void *, int, Handle, int, int, Handle, Handle *) = nullptr;
-  int (*irecv)(void *, int, Handle, int, int, Handle, Handle *) = nullptr;
+  int (*ibcast)(void *, int, Handle, int, Handle, Handle *) = nullptr;
   int (*test)(Handle *, int *, void *) = nullptr;
-  int (*cancel)(Handle *) = nullptr;
-  int (*requestFree)(Handle *) = nullptr;
   int (*errorString)(int, char *, int *) = nullptr;
 };
 
@@ -78,11 +75,9 @@ struct Gloo {
 // MPI_THREAD_SERIALIZED: sessions may train from several threads, one call
 // at a time per session.
 constexpr int kThreadSerialized = 2;
-// The largest count one MPI call takes is an int; bigger buffers go in
-// pieces of this many bytes.
+// Gradients and shards are gathered in pieces of at most this many bytes
+// from every rank, which bounds the scratch that holds them.
 constexpr int64_t kChunkBytes = int64_t(1) << 30;
-// One tag for mpc's messages: between two ranks they arrive in order.
-constexpr int kTag = 0x6d70;
 
 template <typename T> void bind(void *library, const char *name, T &slot) {
   slot = reinterpret_cast<T>(dlsym(library, name));
@@ -109,16 +104,13 @@ Mpi *loadMpi() {
   bind(library, "MPI_Comm_rank", mpi.commRank);
   bind(library, "MPI_Comm_size", mpi.commSize);
   bind(library, "MPI_Comm_set_errhandler", mpi.commSetErrhandler);
-  bind(library, "MPI_Isend", mpi.isend);
-  bind(library, "MPI_Irecv", mpi.irecv);
+  bind(library, "MPI_Ibcast", mpi.ibcast);
   bind(library, "MPI_Test", mpi.test);
-  bind(library, "MPI_Cancel", mpi.cancel);
-  bind(library, "MPI_Request_free", mpi.requestFree);
   bind(library, "MPI_Error_string", mpi.errorString);
   if (!mpi.world || !mpi.byte || !mpi.errorsReturn || !mpi.initialized ||
       !mpi.finalized || !mpi.initThread || !mpi.finalize || !mpi.commRank ||
-      !mpi.commSize || !mpi.commSetErrhandler || !mpi.isend || !mpi.irecv ||
-      !mpi.test || !mpi.cancel || !mpi.requestFree || !mpi.errorString) {
+      !mpi.commSize || !mpi.commSetErrhandler || !mpi.ibcast || !mpi.test ||
+      !mpi.errorString) {
     dlclose(library);
     return nullptr;
   }
@@ -145,9 +137,8 @@ mpc_status mpiError(Mpi &mpi, const char *what, int code) {
 } // namespace
 
 struct process_group {
-  Mpi *mpi;   // an MPI job (mpirun), else null
-  Gloo *gloo; // a job of torchrun's variables, else null
-  mpc_gloo_group *glooGroup;
+  Gloo *gloo;
+  mpc_gloo_group *glooGroup; // null for a job of one rank
   int32_t rank;
   int32_t size;
   double timeoutSeconds;
@@ -172,87 +163,10 @@ struct process_group {
                      "ranks are no longer in step; start the job again",
                      what);
   }
-
-  /// MPI: one exchange: receives `count` bytes from each rank in `from`
-  /// into `into(rank)` and sends `bytes` at `data` to each rank in `to`;
-  /// waits for all of it until the timeout.
-  template <typename Into>
-  mpc_status exchange(const char *what, const void *data, int bytes,
-                      const std::vector<int> &to, const std::vector<int> &from,
-                      Into into);
 };
 
-template <typename Into>
-mpc_status process_group::exchange(const char *what, const void *data,
-                                   int bytes, const std::vector<int> &to,
-                                   const std::vector<int> &from, Into into) {
-  if (broken)
-    return brokenAlready(what);
-  // A failed call leaves messages in flight: the group is no longer usable.
-  auto breaks = [&](int code) {
-    broken = true;
-    return mpiError(*mpi, what, code);
-  };
-  std::vector<Handle> receives(from.size(), nullptr), sends(to.size(), nullptr);
-  for (size_t k = 0; k < from.size(); ++k)
-    if (int code = mpi->irecv(into(from[k]), bytes, mpi->byte, from[k], kTag,
-                              mpi->world, &receives[k]))
-      return breaks(code);
-  for (size_t k = 0; k < to.size(); ++k)
-    if (int code = mpi->isend(data, bytes, mpi->byte, to[k], kTag, mpi->world,
-                              &sends[k]))
-      return breaks(code);
-
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::duration<double>(timeoutSeconds);
-  std::vector<bool> received(from.size(), false), sent(to.size(), false);
-  auto pending = [](const std::vector<bool> &done) {
-    return std::count(done.begin(), done.end(), false);
-  };
-  for (int spins = 0; pending(received) || pending(sent); ++spins) {
-    for (int pass = 0; pass < 2; ++pass) {
-      std::vector<Handle> &requests = pass == 0 ? receives : sends;
-      std::vector<bool> &done = pass == 0 ? received : sent;
-      for (size_t k = 0; k < requests.size(); ++k) {
-        if (done[k])
-          continue;
-        int flag = 0;
-        if (int code = mpi->test(&requests[k], &flag, nullptr))
-          return breaks(code);
-        done[k] = flag != 0;
-      }
-    }
-    if (!pending(received) && !pending(sent))
-      break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      std::string missing;
-      for (size_t k = 0; k < from.size(); ++k)
-        if (!received[k]) {
-          missing += (missing.empty() ? "" : ", ") + std::to_string(from[k]);
-          mpi->cancel(&receives[k]);
-          mpi->requestFree(&receives[k]);
-        }
-      for (size_t k = 0; k < to.size(); ++k)
-        if (!sent[k])
-          mpi->requestFree(&sends[k]);
-      broken = true;
-      if (missing.empty())
-        missing = "a rank this one sends to";
-      return set_error(MPC_ERROR_COMMUNICATION,
-                       "data parallel: %s: rank %s did not arrive within "
-                       "%g s (it failed, hung or was killed); this is rank "
-                       "%d of %d",
-                       what, missing.c_str(), timeoutSeconds, rank, size);
-    }
-    // Spin briefly (a step's ranks arrive together), then yield the core.
-    if (spins > 1000)
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  return MPC_OK;
-}
-
 // ----------------------------------------------------------------------------
-// Gloo, for jobs started the torchrun way.
+// Gloo
 
 namespace {
 
@@ -349,6 +263,90 @@ bool torchrun_environment() {
          !environment("OMPI_COMM_WORLD_SIZE");
 }
 
+namespace {
+
+/// The group of rank `rank` of `size`, its collectives on Gloo; the ranks
+/// meet at `address`:`port` (how the job said so in `where`, for messages).
+mpc_status joinGloo(process_group **group, int32_t rank, int32_t size,
+                    const char *address, const char *port,
+                    const std::string &where, double timeoutSeconds) {
+  std::string why;
+  Gloo *gloo = size > 1 ? loadGloo(&why) : nullptr;
+  if (size > 1 && !gloo)
+    return set_error(MPC_ERROR_COMMUNICATION,
+                     "data parallel: the ranks talk through Gloo, with mpc's "
+                     "plugin, which cannot be loaded: %s (Debian: apt-get "
+                     "install libgloo0; or set MPC_GLOO_PLUGIN to "
+                     "libmpc_gloo.so's path)",
+                     why.c_str());
+  auto *created = new (std::nothrow)
+      process_group{gloo, nullptr, rank, size, timeoutSeconds};
+  if (!created)
+    return set_error(MPC_ERROR_OUT_OF_MEMORY,
+                     "data parallel: no memory for the process group");
+  std::unique_ptr<process_group> made(created);
+  char message[1024] = "";
+  if (gloo &&
+      gloo->join(rank, size, address, port, timeoutSeconds, &made->glooGroup,
+                 message, sizeof(message)) != MPC_GLOO_OK)
+    return set_error(MPC_ERROR_COMMUNICATION,
+                     "data parallel: joining the ranks at %s: %s; this is "
+                     "rank %d of %d",
+                     where.c_str(), message, rank, size);
+  *group = made.release();
+  return MPC_OK;
+}
+
+/// Where rank 0 of an mpirun job serves the rendezvous: $MASTER_ADDR and
+/// $MASTER_PORT where set, else the address of the interface this machine
+/// reaches the world through (127.0.0.1 without one) and a free port.
+std::pair<std::string, std::string> mpiRendezvous() {
+  std::string address = "127.0.0.1";
+  if (const char *chosen = environment("MASTER_ADDR")) {
+    address = chosen;
+  } else {
+    // A UDP socket "connected" to a public address sends nothing; its
+    // local address is the outward interface's.
+    int probe = ::socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in outside{};
+    outside.sin_family = AF_INET;
+    outside.sin_port = htons(53);
+    ::inet_pton(AF_INET, "192.0.2.1", &outside.sin_addr); // TEST-NET-1
+    sockaddr_in local{};
+    socklen_t length = sizeof(local);
+    char text[INET_ADDRSTRLEN];
+    if (probe >= 0 &&
+        ::connect(probe, reinterpret_cast<sockaddr *>(&outside),
+                  sizeof(outside)) == 0 &&
+        ::getsockname(probe, reinterpret_cast<sockaddr *>(&local), &length) ==
+            0 &&
+        ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text)))
+      address = text;
+    if (probe >= 0)
+      ::close(probe);
+  }
+  std::string port = "0";
+  if (const char *chosen = environment("MASTER_PORT")) {
+    port = chosen;
+  } else {
+    // A port the kernel says is free now; rank 0 binds it again at once.
+    int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in any{};
+    any.sin_family = AF_INET;
+    any.sin_addr.s_addr = htonl(INADDR_ANY);
+    socklen_t length = sizeof(any);
+    if (probe >= 0 &&
+        ::bind(probe, reinterpret_cast<sockaddr *>(&any), sizeof(any)) == 0 &&
+        ::getsockname(probe, reinterpret_cast<sockaddr *>(&any), &length) == 0)
+      port = std::to_string(ntohs(any.sin_port));
+    if (probe >= 0)
+      ::close(probe);
+  }
+  return {address, port};
+}
+
+} // namespace
+
 mpc_status process_group_join_environment(process_group **group,
                                           double timeout_seconds) {
   int32_t rank = 0, size = 0;
@@ -360,31 +358,10 @@ mpc_status process_group_join_environment(process_group **group,
                      "data parallel: RANK=%s and WORLD_SIZE=%s are not a rank "
                      "and a world size (0 <= RANK < WORLD_SIZE)",
                      environment("RANK"), environment("WORLD_SIZE"));
-  std::string why;
-  Gloo *gloo = loadGloo(&why);
-  if (!gloo)
-    return set_error(MPC_ERROR_COMMUNICATION,
-                     "data parallel: a job started with RANK and WORLD_SIZE "
-                     "runs on Gloo, through mpc's plugin, which cannot be "
-                     "loaded: %s (Debian: apt-get install libgloo0; or set "
-                     "MPC_GLOO_PLUGIN to libmpc_gloo.so's path); or start "
-                     "the ranks with mpirun",
-                     why.c_str());
-  auto *created = new (std::nothrow)
-      process_group{nullptr, gloo, nullptr, rank, size, timeout_seconds};
-  if (!created)
-    return set_error(MPC_ERROR_OUT_OF_MEMORY,
-                     "data parallel: no memory for the process group");
-  std::unique_ptr<process_group> made(created);
-  char message[1024] = "";
-  if (gloo->join(rank, size, address, port, timeout_seconds, &made->glooGroup,
-                 message, sizeof(message)) != MPC_GLOO_OK)
-    return set_error(MPC_ERROR_COMMUNICATION,
-                     "data parallel: joining the ranks at MASTER_ADDR=%s "
-                     "MASTER_PORT=%s: %s; this is rank %d of %d",
-                     address, port, message, rank, size);
-  *group = made.release();
-  return MPC_OK;
+  return joinGloo(group, rank, size, address, port,
+                  std::string("MASTER_ADDR=") + address +
+                      " MASTER_PORT=" + port,
+                  timeout_seconds);
 }
 
 mpc_status process_group_join_mpi(process_group **group,
@@ -411,13 +388,41 @@ mpc_status process_group_join_mpi(process_group **group,
     return mpiError(*mpi, "MPI_Comm_rank", code);
   if (int code = mpi->commSize(mpi->world, &size))
     return mpiError(*mpi, "MPI_Comm_size", code);
-  auto *created = new (std::nothrow)
-      process_group{mpi, nullptr, nullptr, rank, size, timeout_seconds};
-  if (!created)
-    return set_error(MPC_ERROR_OUT_OF_MEMORY,
-                     "data parallel: no memory for the process group");
-  *group = created;
-  return MPC_OK;
+  // Rank 0 tells the others through MPI where to meet: "address port".
+  char meeting[256] = "";
+  if (size > 1) {
+    if (rank == 0) {
+      auto [address, port] = mpiRendezvous();
+      std::snprintf(meeting, sizeof(meeting), "%s %s", address.c_str(),
+                    port.c_str());
+    }
+    Handle request = nullptr;
+    if (int code = mpi->ibcast(meeting, sizeof(meeting), mpi->byte, 0,
+                               mpi->world, &request))
+      return mpiError(*mpi, "MPI_Ibcast", code);
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration<double>(timeout_seconds);
+    for (int done = 0, spins = 0; !done; ++spins) {
+      if (int code = mpi->test(&request, &done, nullptr))
+        return mpiError(*mpi, "MPI_Test", code);
+      if (done)
+        break;
+      if (std::chrono::steady_clock::now() > deadline)
+        return set_error(MPC_ERROR_COMMUNICATION,
+                         "data parallel: %s did not arrive within %g s to "
+                         "say where the ranks meet; this is rank %d of %d",
+                         rank == 0 ? "a rank" : "rank 0", timeout_seconds, rank,
+                         size);
+      if (spins > 1000)
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  char address[256] = "", port[32] = "";
+  std::sscanf(meeting, "%255s %31s", address, port);
+  return joinGloo(group, rank, size, address, port,
+                  std::string(address) + ":" + port +
+                      " (rank 0's rendezvous, told through MPI)",
+                  timeout_seconds);
 }
 
 void process_group_release(process_group *group) { delete group; }
@@ -435,76 +440,46 @@ int32_t local_rank() {
 
 mpc_status process_group::gather(const char *what, const void *mine, void *all,
                                  int bytes) {
-  auto *pieces = static_cast<unsigned char *>(all);
-  if (gloo) {
-    if (broken)
-      return brokenAlready(what);
-    char message[1024] = "";
-    if (int code =
-            gloo->allGather(glooGroup, mine, all, static_cast<size_t>(bytes),
-                            message, sizeof(message))) {
-      // Gloo's ring all-gather sends to the rank after this one and
-      // receives from the one before. Its timeouts say which waited, and a
-      // receive also waits on the ranks before the sender; a closed
-      // connection is named by address only.
-      int after = (rank + 1) % size, before = (rank + size - 1) % size;
-      std::string who;
-      if (after == before)
-        who = "rank " + std::to_string(after);
-      else if (code != MPC_GLOO_TIMED_OUT)
-        who = "rank " + std::to_string(before) + " or " +
-              std::to_string(after) +
-              " (this rank's neighbours in Gloo's "
-              "ring)";
-      else if (std::strstr(message, "for send operation"))
-        who = "rank " + std::to_string(after);
-      else
-        who = "rank " + std::to_string(before) +
-              " (or a rank before it in Gloo's ring)";
-      return glooFailed(what, code, message, who);
-    }
-    return MPC_OK;
+  if (broken)
+    return brokenAlready(what);
+  char message[1024] = "";
+  if (int code =
+          gloo->allGather(glooGroup, mine, all, static_cast<size_t>(bytes),
+                          message, sizeof(message))) {
+    // Gloo's ring all-gather sends to the rank after this one and receives
+    // from the one before. Its timeouts say which waited, and a receive
+    // also waits on the ranks before the sender; a closed connection is
+    // named by address only.
+    int after = (rank + 1) % size, before = (rank + size - 1) % size;
+    std::string who;
+    if (after == before)
+      who = "rank " + std::to_string(after);
+    else if (code != MPC_GLOO_TIMED_OUT)
+      who = "rank " + std::to_string(before) + " or " + std::to_string(after) +
+            " (this rank's neighbours in Gloo's ring)";
+    else if (std::strstr(message, "for send operation"))
+      who = "rank " + std::to_string(after);
+    else
+      who = "rank " + std::to_string(before) +
+            " (or a rank before it in Gloo's ring)";
+    return glooFailed(what, code, message, who);
   }
-  std::vector<int> others;
-  for (int r = 0; r < size; ++r)
-    if (r != rank)
-      others.push_back(r);
-  if (mpc_status status =
-          exchange(what, mine, bytes, others, others, [&](int r) {
-            return static_cast<void *>(pieces + int64_t(r) * bytes);
-          }))
-    return status;
-  std::memmove(pieces + int64_t(rank) * bytes, mine, size_t(bytes));
   return MPC_OK;
 }
 
 mpc_status process_group_broadcast(process_group *group, void *data,
                                    int64_t bytes) {
   const char *what = "broadcasting rank 0's parameters";
-  if (group->gloo) {
-    if (group->broken)
-      return group->brokenAlready(what);
-    char message[1024] = "";
-    if (int code = group->gloo->broadcast(group->glooGroup, data,
-                                          static_cast<size_t>(bytes), message,
-                                          sizeof(message)))
-      return group->glooFailed(what, code, message,
-                               group->rank == 0 ? "a rank" : "rank 0");
+  if (group->size == 1)
     return MPC_OK;
-  }
-  std::vector<int> others;
-  for (int r = 1; r < group->size; ++r)
-    others.push_back(r);
-  auto *cursor = static_cast<unsigned char *>(data);
-  for (int64_t done = 0; done < bytes; done += kChunkBytes) {
-    int count = static_cast<int>(std::min(kChunkBytes, bytes - done));
-    bool root = group->rank == 0;
-    if (mpc_status status = group->exchange(
-            what, cursor + done, count, root ? others : std::vector<int>{},
-            root ? std::vector<int>{} : std::vector<int>{0},
-            [&](int) { return static_cast<void *>(cursor + done); }))
-      return status;
-  }
+  if (group->broken)
+    return group->brokenAlready(what);
+  char message[1024] = "";
+  if (int code = group->gloo->broadcast(group->glooGroup, data,
+                                        static_cast<size_t>(bytes), message,
+                                        sizeof(message)))
+    return group->glooFailed(what, code, message,
+                             group->rank == 0 ? "a rank" : "rank 0");
   return MPC_OK;
 }
 

@@ -1,11 +1,13 @@
 //===- process_group.h - the ranks of a data-parallel job -------*- C++ -*-===//
 //
-// Internal to libmpcrt. A session created with data_parallel joins the MPI
-// job its process was started in (mpirun); Open MPI's libmpi is loaded with
-// dlopen, as libcuda is, so that programs without data parallelism start
-// where MPI is not installed. A job started the torchrun way (RANK,
-// WORLD_SIZE, MASTER_ADDR, MASTER_PORT) needs no MPI: its ranks talk
-// through Gloo (runtime/gloo/mpc_gloo.h), loaded with dlopen too.
+// Internal to libmpcrt. A session created with data_parallel joins the job
+// its process was started in, and its collectives run on Gloo
+// (runtime/gloo/mpc_gloo.h, a plugin loaded with dlopen). A job started by
+// mpirun learns from rank 0, through MPI, where the ranks meet; Open MPI's
+// libmpi is loaded with dlopen, as libcuda is, so that programs without
+// data parallelism start where MPI or Gloo is not installed. A job started
+// the torchrun way (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) needs no
+// MPI.
 //
 // Gradients are summed in rank order, starting from 0: rank r's gradient
 // is added where micro-batch r's would be under --accumulate, so N ranks
@@ -26,9 +28,12 @@ namespace mpcrt {
 struct process_group;
 
 /// Joins the MPI job (MPI_Init_thread when nobody initialised MPI yet, and
-/// MPI_Finalize at exit then). MPC_ERROR_COMMUNICATION with a message when
-/// libmpi cannot be loaded. Every exchange waits at most `timeout_seconds`
-/// for the other ranks, then fails naming those that did not arrive.
+/// MPI_Finalize at exit then): rank 0 serves Gloo's rendezvous at
+/// $MASTER_ADDR:$MASTER_PORT where set, else at its outward address and a
+/// free port, and tells the others with MPI_Ibcast. MPC_ERROR_COMMUNICATION
+/// with a message when libmpi or Gloo cannot be loaded. Every collective
+/// waits at most `timeout_seconds` for the other ranks, then fails naming
+/// those that did not arrive where Gloo allows.
 mpc_status process_group_join_mpi(process_group **group,
                                   double timeout_seconds);
 /// Whether torchrun's variables describe the job (RANK, WORLD_SIZE,
