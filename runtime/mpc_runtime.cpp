@@ -479,18 +479,23 @@ extern "C" int64_t mpc_session_arena_bytes(const mpc_session *session,
   return model->arena_bytes[arena];
 }
 
+// On the cpu target a bucket cannot overlap backward (the step runs on
+// the calling thread's pool), so the buckets are summed together once
+// backward has issued them all: one collective a step, not one a bucket.
 extern "C" mpc_status mpc_rt_reduce_gradients(mpc_step_context *context,
                                               float *grads, long long count) {
-  if (!context->process_group)
-    return MPC_OK;
-  return mpcrt::process_group_sum_in_rank_order(
-      static_cast<mpcrt::process_group *>(context->process_group), grads,
-      count);
+  if (context->process_group)
+    mpcrt::process_group_defer_sum(
+        static_cast<mpcrt::process_group *>(context->process_group), grads,
+        count);
+  return MPC_OK;
 }
 
-// On the cpu target every bucket is summed when it is issued.
-extern "C" mpc_status mpc_rt_gradients_reduced(mpc_step_context *) {
-  return MPC_OK;
+extern "C" mpc_status mpc_rt_gradients_reduced(mpc_step_context *context) {
+  if (!context->process_group)
+    return MPC_OK;
+  return mpcrt::process_group_sum_deferred(
+      static_cast<mpcrt::process_group *>(context->process_group));
 }
 
 extern "C" mpc_status mpc_rt_gather_shards(mpc_step_context *context,

@@ -144,6 +144,9 @@ struct process_group {
   double timeoutSeconds;
   bool broken = false;
   std::vector<float> gathered; // scratch: every rank's gradients
+  // process_group_defer_sum's buffers, and where they are packed.
+  std::vector<std::pair<float *, int64_t>> deferred;
+  std::vector<float> packed;
 
   ~process_group() {
     if (glooGroup)
@@ -541,6 +544,41 @@ mpc_status process_group_sum_in_rank_order(process_group *group, float *data,
         sum += gathered[r * n + i];
       data[begin + i] = sum;
     }
+  }
+  return MPC_OK;
+}
+
+void process_group_defer_sum(process_group *group, float *data, int64_t count) {
+  if (group->size > 1 && count > 0)
+    group->deferred.emplace_back(data, count);
+}
+
+void process_group_discard_deferred(process_group *group) {
+  group->deferred.clear();
+}
+
+mpc_status process_group_sum_deferred(process_group *group) {
+  std::vector<std::pair<float *, int64_t>> buffers;
+  buffers.swap(group->deferred);
+  if (buffers.empty())
+    return MPC_OK;
+  if (buffers.size() == 1)
+    return process_group_sum_in_rank_order(group, buffers[0].first,
+                                           buffers[0].second);
+  int64_t total = 0;
+  for (const auto &[data, count] : buffers)
+    total += count;
+  group->packed.resize(static_cast<size_t>(total));
+  float *cursor = group->packed.data();
+  for (const auto &[data, count] : buffers)
+    cursor = std::copy(data, data + count, cursor);
+  if (mpc_status status =
+          process_group_sum_in_rank_order(group, group->packed.data(), total))
+    return status;
+  const float *summed = group->packed.data();
+  for (const auto &[data, count] : buffers) {
+    std::copy(summed, summed + count, data);
+    summed += count;
   }
   return MPC_OK;
 }

@@ -119,6 +119,8 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
       static_cast<int32_t>(session->step % model->accumulate_steps);
   context.index_error = &index_error;
   context.process_group = session->group;
+  if (session->group) // what a failed step left
+    mpcrt::process_group_discard_deferred(session->group);
   context.shard_begin = session->shard_begin;
   context.shard_count = session->shard_count;
   context.shard_capacity = session->shard_capacity;
