@@ -160,7 +160,7 @@ mlir::mpc::poolRowsOnCpu(const PoolShape &shape, StringRef elementType,
              "        long long hi = {13}LL - 1 - shift < 0 ? 0 : ({13}LL - 1 "
              "- shift) / {12}LL + 1;\n"
              "        if (hi > {14}LL) hi = {14}LL;\n"
-             "        for (long long ox = lo; ox < hi; ++ox) {{\n"
+             "        MPC_SIMD for (long long ox = lo; ox < hi; ++ox) {{\n"
              "          long long index = iy * {13}LL + ox * {12}LL + shift;\n"
              "          float v = mpc_load(src + index);\n"
              "{15}"

@@ -217,7 +217,10 @@ LogicalResult buildLibrary(const GeneratedModel &model, StringRef name,
         "-I" + dir.str(),
         // GCC contracts a * b + c into an FMA wherever the ISA has one,
         // which would make the bits depend on --cpu; never.
-        "-ffp-contract=off", "-c", source, "-o", object};
+        "-ffp-contract=off",
+        // MPC_SIMD's `omp simd` (runtime/device/mpc_device.h); no OpenMP
+        // runtime.
+        "-fopenmp-simd", "-c", source, "-o", object};
     if (std::optional<std::string> march = hostCpuFlag(options.hostCpu))
       compileArgs.push_back(*march);
     if (options.profileEmulated && source == base + ".cpp") {
