@@ -201,7 +201,7 @@ void emitIm2col(StepEmitter &emitter, Value input, const ConvGeometry &g,
       "    }\n"
       "    const {1} *src = x + (plane + iy) * {7}LL;\n"
       // ix = ox * stride + shift is inside the row for ox in [lo, hi): a
-      // plain copy there, which the host compiler vectorises, and padding
+      // plain copy there (memcpy's, mpc_copy_run, at stride 1), and padding
       // on either side.
       "    long long lo = shift >= 0 ? 0 : (-shift + {5}LL - 1) / {5}LL;\n"
       "    long long last = {7}LL - 1 - shift;\n"
