@@ -161,6 +161,9 @@ struct Fiber {
   unsigned mask = 0;
   uint32_t value = 0, result = 0;
   int operand = 0, width = warpSize;
+  // Its part in a warp collective (warp_op::collective).
+  void *collectiveData = nullptr;
+  void (*collectiveComplete)(void *const *lanes) = nullptr;
 };
 
 struct Launch {
@@ -289,6 +292,8 @@ const char *describe(warp_op op) {
     return "__all_sync";
   case warp_op::sync:
     return "__syncwarp";
+  case warp_op::collective:
+    return "a warp collective (mma.sync or ldmatrix)";
   }
   return "?";
 }
@@ -844,6 +849,12 @@ uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
            describe(op), mask, other, peer.thread, describe(peer.op), peer.mask,
            baseName(peer.file), peer.line);
   }
+  if (op == warp_op::collective) {
+    void *laneData[warpSize];
+    for (unsigned other = 0; other < warpSize; ++other)
+      laneData[other] = fiberOf(warpBase + other).collectiveData;
+    self.collectiveComplete(laneData);
+  }
   uint32_t ballot = 0;
   for (unsigned other = 0; other < lanes; ++other)
     if ((mask >> other & 1) && fiberOf(warpBase + other).value != 0)
@@ -883,6 +894,7 @@ uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
       peer.result = ballot == mask;
       break;
     case warp_op::sync:
+    case warp_op::collective:
       peer.result = 0;
       break;
     }
@@ -903,6 +915,14 @@ uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
       fiberOf(warpBase + other).state = State::Runnable;
   state().running = &self;
   return self.result;
+}
+
+void warp_collective(void *laneData, void (*complete)(void *const *lanes),
+                     const char *file, int line) {
+  Fiber &self = *state().running;
+  self.collectiveData = laneData;
+  self.collectiveComplete = complete;
+  warp_exchange(warp_op::collective, 0xffffffffu, 0, 0, warpSize, file, line);
 }
 
 namespace {
@@ -974,6 +994,18 @@ void shared_access(shared_header &header, shadow_cell *shadow, void *data,
   else if (cell.readEpoch != epoch)
     cell.readEpoch = epoch, cell.reader = self;
   countShared(header, index * elementBytes, elementBytes, false, file, line);
+}
+
+void count_shared_vector(const shared_header &header, long long byteOffset,
+                         unsigned bytes, bool write, const char *file,
+                         int line) {
+  countShared(header, byteOffset, bytes, write, file, line);
+}
+
+void count_mma() {
+  Emulator &e = state();
+  if (e.countingBlock)
+    e.counts.count_mma();
 }
 
 void set_counting(bool on) {

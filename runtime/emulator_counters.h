@@ -59,6 +59,7 @@ public:
   void warp_synchronised(unsigned warp);
   void end_block();
   void count_wmma() { ++result.wmma_products; }
+  void count_mma() { ++result.mma_products; }
   void count_wmma_tile(bool write, unsigned bytes) {
     shared_counters &s = write ? result.shared_store : result.shared_load;
     ++s.requests;

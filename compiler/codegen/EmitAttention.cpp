@@ -16,8 +16,9 @@ using namespace mlir::mpc;
 
 namespace {
 
-/// Threads per attention block: four warps, each taking 16x16 output tiles
-/// of every product in turn.
+/// Threads per attention block of the f32 kernels: four warps, each taking
+/// elements of every product in turn. The tensor-core kernels (f16, bf16)
+/// have a warp per 16 rows of their tile instead (attentionBlock).
 constexpr int attentionBlockSize = 128;
 /// The static shared memory a block may use without opting in to more.
 constexpr int64_t sharedMemoryLimit = 48 * 1024;
@@ -56,6 +57,24 @@ struct SharedBytes {
            operands(bk, dv) + 2 * operands(bq, bk) + 2 * floats(bq, bk) +
            floats(bq, d) + 4 * 2 * bq;
   }
+  /// The tensor-core kernels (the *_mma bodies), whose S, P, dP and dS
+  /// tiles are registers.
+  int64_t forwardMma() const {
+    return operands(bq, std::max(d, dv)) + operands(bk, d) + operands(bk, dv);
+  }
+  int64_t backwardKeyValueMma() const {
+    return operands(bk, d) + operands(bk, dv) + operands(bq, d) +
+           operands(bq, dv) + 4 * 2 * bq;
+  }
+  int64_t backwardQueryMma() const { return backwardKeyValueMma(); }
+  bool fits(bool mma, int64_t limit) const {
+    if (mma)
+      return forwardMma() <= limit && backwardQueryMma() <= limit;
+    return forward() <= limit && backwardQuery() <= limit;
+  }
+  int64_t keyValue(bool mma) const {
+    return mma ? backwardKeyValueMma() : backwardKeyValue();
+  }
 };
 
 /// What the three kernels of one attention share: its shape, strides and
@@ -82,6 +101,10 @@ struct AttentionPlan {
   std::string dqPointer, dkPointer, dvPointer;
   std::string mask; ///< a pointer expression, or a null pointer
 
+  /// Threads a block of a kernel whose warps own `rows` rows of its tile.
+  int64_t attentionBlock(int64_t rows) const {
+    return half ? std::max<int64_t>(32, rows / 16 * 32) : attentionBlockSize;
+  }
   int64_t queryTiles() const { return (shape.queries + bq - 1) / bq; }
   int64_t keyTiles() const { return (shape.keys + bk - 1) / bk; }
   int64_t heads() const { return shape.batch * shape.heads; }
@@ -194,8 +217,8 @@ FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
   // The largest tiles whose three kernels fit the static shared memory, no
   // larger than the sequences.
   plan.bq = plan.bk = plan.bqKeyValue = 0;
-  // Half tiles are multiples of 16 for WMMA; f32 ones (no tensor cores)
-  // may be smaller, as f32 head dims of 128 need.
+  // Half tiles are multiples of 16 for mma.sync; f32 ones (no tensor
+  // cores) may be smaller, as f32 head dims of 128 need.
   for (auto [bq, bk] : {std::pair<int64_t, int64_t>{64, 64},
                         {64, 32},
                         {32, 32},
@@ -208,17 +231,16 @@ FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
     SharedBytes shared{std::min(bq, roundUp16(shape.queries)),
                        std::min(bk, roundUp16(shape.keys)), plan.d, plan.dv,
                        bytes};
-    if (shared.forward() > sharedMemoryLimit ||
-        shared.backwardQuery() > sharedMemoryLimit)
+    if (!shared.fits(plan.half, sharedMemoryLimit))
       continue;
     // The dK/dV kernel halves its query tile until it fits (down to 16
-    // rows, WMMA's, for half operands).
+    // rows, mma.sync's, for half operands).
     SharedBytes keyValue = shared;
     int64_t smallest = plan.half ? 16 : 8;
-    while (keyValue.backwardKeyValue() > sharedMemoryLimit &&
+    while (keyValue.keyValue(plan.half) > sharedMemoryLimit &&
            keyValue.bq / 2 >= smallest && keyValue.bq % 2 == 0)
       keyValue.bq /= 2;
-    if (keyValue.backwardKeyValue() <= sharedMemoryLimit) {
+    if (keyValue.keyValue(plan.half) <= sharedMemoryLimit) {
       plan.bq = shared.bq;
       plan.bk = shared.bk;
       plan.bqKeyValue = keyValue.bq;
@@ -295,7 +317,8 @@ void emitForward(AttentionOp op, const AttentionPlan &plan,
                                softmaxFlopsPerPair);
   if (op.getMask())
     cost.reads(op.getMask());
-  emitter.launch(name, plan.heads() * plan.queryTiles(), attentionBlockSize,
+  emitter.launch(name, plan.heads() * plan.queryTiles(),
+                 plan.attentionBlock(plan.bq),
                  {plan.q, plan.k, plan.v, plan.mask,
                   emitter.pointer(op.getResult()),
                   emitter.pointer(op.getLse())},
@@ -347,8 +370,8 @@ void emitBackward(AttentionGradOp op, const AttentionPlan &plan,
   SmallVector<std::string> arguments(inputs);
   arguments.push_back(plan.dkPointer);
   arguments.push_back(plan.dvPointer);
-  emitter.launch(keyValue, plan.heads() * plan.keyTiles(), attentionBlockSize,
-                 arguments, keyValueCost, KernelKind::TensorCoreKernel,
+  emitter.launch(keyValue, plan.heads() * plan.keyTiles(),
+                 plan.attentionBlock(plan.bk), arguments, keyValueCost, KernelKind::TensorCoreKernel,
                  plan.half);
 
   std::string query = emitter.kernelName("attention_grad_q");
@@ -366,8 +389,8 @@ void emitBackward(AttentionGradOp op, const AttentionPlan &plan,
           .flopsPer(plan.computedPairs(), 4 * d + 2 * dv + softmaxFlopsPerPair);
   arguments.assign(inputs.begin(), inputs.end());
   arguments.push_back(plan.dqPointer);
-  emitter.launch(query, plan.heads() * plan.queryTiles(), attentionBlockSize,
-                 arguments, queryCost, KernelKind::TensorCoreKernel, plan.half);
+  emitter.launch(query, plan.heads() * plan.queryTiles(),
+                 plan.attentionBlock(plan.bq), arguments, queryCost, KernelKind::TensorCoreKernel, plan.half);
 }
 
 } // namespace

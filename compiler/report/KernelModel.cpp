@@ -80,6 +80,7 @@ constexpr double gemmEfficiency = 0.51;
 /// this workplace, and AdamW's update 2.8 TB/s (Nsight Compute).
 constexpr double dramEfficiency = 0.9;
 constexpr double wmmaFlops = 16.0 * 16.0 * 16.0 * 2.0;
+constexpr double mmaFlops = 16.0 * 8.0 * 16.0 * 2.0; // m16n8k16
 /// Registers per thread for the occupancy where ptxas did not say.
 constexpr int assumedRegisters = 32;
 /// Warp schedulers an SM has, each issuing one warp instruction a clock
@@ -163,6 +164,8 @@ mlir::mpc::readEmulatedCounters(llvm::StringRef path,
           perLaunch(field(*kernel, kind, "ideal_wavefronts"));
     }
     c.wmmaProducts = perLaunch(number(*kernel, "wmma_products"));
+    if (kernel->getNumber("mma_products"))
+      c.mmaProducts = perLaunch(number(*kernel, "mma_products"));
     c.loadRounds = kernel->getNumber("load_rounds")
                        ? perLaunch(number(*kernel, "load_rounds"))
                        : c.loadRequests;
@@ -241,8 +244,11 @@ ModelledTime mlir::mpc::modelKernel(double idealBytes, double flops,
   t.l2 = (c.distinctLoadSectors + c.storeSectors + c.atomicSectors) * 32 /
          (gpu.l2BandwidthGBs * 1e9);
   t.l1 = (c.lines + c.sharedWavefronts) / (gpu.sms * clock);
-  t.tensor = c.wmmaProducts * wmmaFlops / (gpu.halfTensorTflops * 1e12);
-  t.fp32 = c.wmmaProducts > 0 ? 0 : flops / (gpu.fp32Tflops * 1e12);
+  t.tensor = (c.wmmaProducts * wmmaFlops + c.mmaProducts * mmaFlops) /
+             (gpu.halfTensorTflops * 1e12);
+  t.fp32 = c.wmmaProducts + c.mmaProducts > 0
+               ? 0
+               : flops / (gpu.fp32Tflops * 1e12);
 
   // Resident warps: what occupancy allows, and no more than the grid has.
   double warpsPerBlock = std::ceil(c.block / 32.0);

@@ -37,6 +37,8 @@ struct EmulatedCounters {
   double storeSectors = 0, atomicSectors = 0;
   double sharedRequests = 0, sharedWavefronts = 0, sharedIdealWavefronts = 0;
   double wmmaProducts = 0;
+  /// mma.sync m16n8k16 products (half a WMMA product each).
+  double mmaProducts = 0;
   /// Global-load rounds summed over warps: the loads each warp waits for
   /// one after another (launch_counters::load_rounds). Counters written
   /// before it was counted give every load request a round.

@@ -42,10 +42,6 @@
 #ifndef MPC_RUNTIME_DEVICE_MPC_ATTENTION_H
 #define MPC_RUNTIME_DEVICE_MPC_ATTENTION_H
 
-#if defined(MPC_DEVICE_CUDA)
-#include <mma.h>
-#endif
-
 /// Where the rows of one tensor are: element (b, h, t, d) at
 /// b * batch + h * head + t * seq + d (the head dim is contiguous).
 struct mpc_attention_strides {
@@ -101,125 +97,345 @@ template <typename A, typename B> struct mpc_select<false, A, B> {
   using type = B;
 };
 
-/// Whether products of T tiles run on WMMA: f16 and bf16 on the GPU (bf16
-/// from sm_80) and under emulation; never on the cpu target.
-template <typename T> struct mpc_use_wmma {
-#if defined(MPC_DEVICE_EMULATION)
+/// Whether products of T tiles run on mma.sync (f16 and bf16, on the GPU
+/// and under emulation), or as f32 loops (f32 operands; the cpu target,
+/// whose blocks have one thread).
+template <typename T> struct mpc_use_mma {
+#if defined(MPC_DEVICE_BLOCKS)
   static constexpr bool value = !mpc_is_float<T>::value;
-#elif defined(MPC_DEVICE_CUDA) && __CUDA_ARCH__ >= 800
-  static constexpr bool value = !mpc_is_float<T>::value;
-#elif defined(MPC_DEVICE_CUDA)
-  static constexpr bool value =
-      !mpc_is_float<T>::value && !mpc_is_bf16<T>::value;
 #else
   static constexpr bool value = false;
 #endif
 };
 
 //===----------------------------------------------------------------------===//
-// WMMA, and its emulation
+// mma.sync and ldmatrix, and their emulation
 //===----------------------------------------------------------------------===//
+//
+// The tensor-core instructions of the PTX ISA ("Warp-level matrix
+// multiply-accumulate instructions"), whose operands are registers of the
+// warp's 32 lanes in documented layouts. With g = lane / 4 (the group) and
+// t = lane % 4 (its thread), mma.sync.aligned.m16n8k16.row.col.f32 holds
+//   A (16 x 16): a[0] = A[g][2t, 2t+1],   a[1] = A[g+8][2t, 2t+1],
+//                a[2] = A[g][2t+8, +9],   a[3] = A[g+8][2t+8, +9];
+//   B (16 x 8):  b[0] = B[2t, 2t+1][g],   b[1] = B[2t+8, 2t+9][g];
+//   C, D (16 x 8, f32): c[0], c[1] = C[g][2t, 2t+1], c[2], c[3] = C[g+8][..],
+// two 16-bit elements to a register, the first in the low half. An
+// accumulator tile is therefore, rounded and paired, the A operand of the
+// next product: P = softmax(S) never leaves the registers.
+//
+// ldmatrix.sync.aligned.m8n8.x4 loads four 8x8 matrices of 16-bit
+// elements: lane L gives the address of row L % 8 of matrix L / 8 (16
+// contiguous bytes), and register j of lane L gets row L / 4, elements
+// 2(L % 4) and 2(L % 4) + 1, of matrix j; with .trans, column L / 4, rows
+// 2(L % 4) and 2(L % 4) + 1.
+//
+// Under emulation each is a warp collective (mpc_emu::warp_collective):
+// every lane brings its own registers (ldmatrix: the row it addresses, read
+// through the checked shared array), and the result is computed from all
+// 32 lanes' registers by those layouts, so a wrong fragment index gives a
+// wrong product, as on the GPU.
 
+#if defined(MPC_DEVICE_BLOCKS)
+/// The 16 bits of a half value, and back.
+__device__ __forceinline__ unsigned mpc_bits16(__half v) {
 #if defined(MPC_DEVICE_CUDA)
-namespace mpc_wmma = nvcuda::wmma;
-#elif defined(MPC_DEVICE_EMULATION)
-/// The part of nvcuda::wmma the kernels use, for 16x16x16 tiles. A
-/// fragment holds its whole tile, row-major; lane 0 of the warp does the
-/// collective's memory accesses and arithmetic for all 32, after every lane
-/// has arrived (a __syncwarp), so a lane that does not call it, or calls
-/// another, stops the emulation as on the GPU it would be undefined.
-namespace mpc_wmma {
-struct matrix_a {};
-struct matrix_b {};
-struct accumulator {};
-struct row_major {};
-struct col_major {};
-enum layout_t { mem_row_major, mem_col_major };
-template <typename Use, int M, int N, int K, typename T, typename Layout = void>
-struct fragment {
-  float x[16 * 16];
+  return __half_as_ushort(v);
+#else
+  return v.bits;
+#endif
+}
+__device__ __forceinline__ unsigned mpc_bits16(__nv_bfloat16 v) {
+#if defined(MPC_DEVICE_CUDA)
+  return __bfloat16_as_ushort(v);
+#else
+  return v.bits;
+#endif
+}
+template <typename T> __device__ __forceinline__ T mpc_from_bits16(unsigned b) {
+#if defined(MPC_DEVICE_CUDA)
+  if constexpr (mpc_is_bf16<T>::value)
+    return __ushort_as_bfloat16(static_cast<unsigned short>(b));
+  else
+    return __ushort_as_half(static_cast<unsigned short>(b));
+#else
+  T v;
+  v.bits = static_cast<uint16_t>(b);
+  return v;
+#endif
+}
+/// Two values rounded to T and packed as an operand register holds them.
+template <typename T>
+__device__ __forceinline__ unsigned mpc_pack2(float low, float high) {
+  return mpc_bits16(mpc_round(low, (const T *)nullptr)) |
+         mpc_bits16(mpc_round(high, (const T *)nullptr)) << 16;
+}
+/// Element `i` (0: the low half) of a packed register of T.
+template <typename T>
+__device__ __forceinline__ float mpc_unpack(unsigned bits, int i) {
+  return mpc_value(mpc_from_bits16<T>(i ? bits >> 16 : bits & 0xffffu));
+}
+#endif
+
+#if defined(MPC_DEVICE_EMULATION)
+/// One lane's registers in an emulated mma.sync.
+struct mpc_mma_lane {
+  unsigned a[4], b[2];
+  float d[4];
 };
-template <typename Use, typename T, typename Layout>
-inline void fill_fragment(fragment<Use, 16, 16, 16, T, Layout> &f, float v,
-                          const char *file = __builtin_FILE(),
-                          int line = __builtin_LINE()) {
-  __syncwarp(0xffffffffu, file, line);
-  for (float &e : f.x)
-    e = v;
-}
-template <typename T, typename LA, typename LB>
-inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
-                     const fragment<matrix_a, 16, 16, 16, T, LA> &a,
-                     const fragment<matrix_b, 16, 16, 16, T, LB> &b,
-                     const fragment<accumulator, 16, 16, 16, float> &c,
-                     const char *file = __builtin_FILE(),
-                     int line = __builtin_LINE()) {
-  __syncwarp(0xffffffffu, file, line);
-  if (threadIdx.x % 32 != 0)
-    return;
-  mpc_emu::count_wmma_product();
-  float result[16 * 16];
-  for (int i = 0; i < 16; ++i)
-    for (int j = 0; j < 16; ++j) {
-      float sum = c.x[i * 16 + j];
-      for (int k = 0; k < 16; ++k)
-        sum += a.x[i * 16 + k] * b.x[k * 16 + j];
-      result[i * 16 + j] = sum;
+template <typename T> void mpc_mma_complete(void *const *lanes) {
+  float A[16][16], B[16][8];
+  for (int lane = 0; lane < 32; ++lane) {
+    const mpc_mma_lane &l = *static_cast<const mpc_mma_lane *>(lanes[lane]);
+    int g = lane / 4, t = lane % 4;
+    for (int e = 0; e < 2; ++e) {
+      A[g][2 * t + e] = mpc_unpack<T>(l.a[0], e);
+      A[g + 8][2 * t + e] = mpc_unpack<T>(l.a[1], e);
+      A[g][2 * t + 8 + e] = mpc_unpack<T>(l.a[2], e);
+      A[g + 8][2 * t + 8 + e] = mpc_unpack<T>(l.a[3], e);
+      B[2 * t + e][g] = mpc_unpack<T>(l.b[0], e);
+      B[2 * t + 8 + e][g] = mpc_unpack<T>(l.b[1], e);
     }
-  for (int e = 0; e < 16 * 16; ++e)
-    d.x[e] = result[e];
+  }
+  for (int lane = 0; lane < 32; ++lane) {
+    mpc_mma_lane &l = *static_cast<mpc_mma_lane *>(lanes[lane]);
+    int g = lane / 4, t = lane % 4;
+    for (int i = 0; i < 4; ++i) {
+      int row = g + 8 * (i / 2), column = 2 * t + i % 2;
+      float sum = l.d[i];
+      for (int k = 0; k < 16; ++k)
+        sum += A[row][k] * B[k][column];
+      l.d[i] = sum;
+    }
+  }
+  mpc_emu::count_mma();
 }
-} // namespace mpc_wmma
+
+/// One lane's part in an emulated ldmatrix: the row it addresses, and
+/// what it gets.
+struct mpc_ldmatrix_lane {
+  unsigned row[4], r[4];
+};
+template <bool Trans> void mpc_ldmatrix_complete(void *const *lanes) {
+  auto lane = [&](int i) -> mpc_ldmatrix_lane & {
+    return *static_cast<mpc_ldmatrix_lane *>(lanes[i]);
+  };
+  for (int L = 0; L < 32; ++L)
+    for (int j = 0; j < 4; ++j) {
+      if (!Trans) {
+        lane(L).r[j] = lane(8 * j + L / 4).row[L % 4];
+        continue;
+      }
+      // Column L / 4 of rows 2(L % 4) and 2(L % 4) + 1.
+      unsigned halves[2];
+      for (int e = 0; e < 2; ++e) {
+        unsigned word = lane(8 * j + 2 * (L % 4) + e).row[L / 4 / 2];
+        halves[e] = L / 4 % 2 ? word >> 16 : word & 0xffffu;
+      }
+      lane(L).r[j] = halves[0] | halves[1] << 16;
+    }
+}
 #endif
 
 #if defined(MPC_DEVICE_BLOCKS)
-/// Loads a 16x16 tile of T (an operand) or float (an accumulator) from the
-/// shared array `s` at element `offset`, leading dimension `ldm`;
-/// `ColMajor`: stored column by column.
-template <bool ColMajor, typename Fragment, typename Shared>
-__device__ __forceinline__ void mpc_wmma_load(Fragment &f, Shared &s,
-                                              long long offset, int ldm) {
-#if defined(MPC_DEVICE_CUDA)
-  mpc_wmma::load_matrix_sync(f, &s[offset], ldm);
+/// d += A B, one m16n8k16 product of the warp (all 32 lanes, together).
+template <typename T>
+__device__ __forceinline__ void
+mpc_mma_16816(float d[4], const unsigned a[4], const unsigned b[2],
+              const char *file = __builtin_FILE(),
+              int line = __builtin_LINE()) {
+#if defined(MPC_DEVICE_EMULATION)
+  mpc_mma_lane self;
+  std::memcpy(self.a, a, sizeof self.a);
+  std::memcpy(self.b, b, sizeof self.b);
+  std::memcpy(self.d, d, sizeof self.d);
+  mpc_emu::warp_collective(&self, mpc_mma_complete<T>, file, line);
+  std::memcpy(d, self.d, sizeof self.d);
+#elif __CUDA_ARCH__ >= 800
+  (void)file, (void)line;
+  if constexpr (mpc_is_bf16<T>::value)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
+                   "r"(b[1]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]),
+                   "r"(b[1]));
 #else
-  __syncwarp();
-  if (threadIdx.x % 32 != 0)
-    return;
-  mpc_emu::count_wmma_tile(false, 256 * sizeof(typename Shared::element_type));
-  mpc_emu::uncounted_scope notTheWarpsRequests;
-  for (int r = 0; r < 16; ++r)
-    for (int c = 0; c < 16; ++c)
-      f.x[r * 16 + c] =
-          mpc_value(s[offset + (ColMajor ? c * ldm + r : r * ldm + c)]);
+  (void)file, (void)line;
+  if constexpr (!mpc_is_bf16<T>::value) {
+    // Turing: two m16n8k8 products, the k halves of this one.
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[2]), "r"(a[3]), "r"(b[1]));
+  } else {
+    // Turing has no bf16 tensor cores: the same product from the same
+    // registers, each lane gathering its rows of A and columns of B.
+    int g = threadIdx.x % 32 / 4, t = threadIdx.x % 4;
+    float sum[4] = {d[0], d[1], d[2], d[3]};
+#pragma unroll
+    for (int from = 0; from < 4; ++from) {
+      int rowLane = 4 * g + from;
+      unsigned rowLow = __shfl_sync(0xffffffffu, a[0], rowLane),
+               rowHigh = __shfl_sync(0xffffffffu, a[1], rowLane),
+               rowLow8 = __shfl_sync(0xffffffffu, a[2], rowLane),
+               rowHigh8 = __shfl_sync(0xffffffffu, a[3], rowLane);
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        int columnLane = 4 * (2 * t + c) + from;
+        unsigned b0 = __shfl_sync(0xffffffffu, b[0], columnLane),
+                 b1 = __shfl_sync(0xffffffffu, b[1], columnLane);
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          sum[c] += mpc_unpack<T>(rowLow, e) * mpc_unpack<T>(b0, e) +
+                    mpc_unpack<T>(rowLow8, e) * mpc_unpack<T>(b1, e);
+          sum[2 + c] += mpc_unpack<T>(rowHigh, e) * mpc_unpack<T>(b0, e) +
+                        mpc_unpack<T>(rowHigh8, e) * mpc_unpack<T>(b1, e);
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      d[i] = sum[i];
+  }
 #endif
 }
-template <typename Shared>
-__device__ __forceinline__ void mpc_wmma_load_accumulator(
-    mpc_wmma::fragment<mpc_wmma::accumulator, 16, 16, 16, float> &f, Shared &s,
-    long long offset, int ldm) {
-#if defined(MPC_DEVICE_CUDA)
-  mpc_wmma::load_matrix_sync(f, &s[offset], ldm, mpc_wmma::mem_row_major);
+
+/// ldmatrix.x4 (Trans: .trans) from shared tile `s`: this lane addresses
+/// the 8 elements from `index` (16-byte aligned).
+template <bool Trans, typename S>
+__device__ __forceinline__ void
+mpc_ldmatrix_x4(unsigned r[4], S &s, long long index,
+                const char *file = __builtin_FILE(),
+                int line = __builtin_LINE()) {
+#if defined(MPC_DEVICE_EMULATION)
+  typedef typename S::element_type T;
+  static_assert(sizeof(T) == 2, "ldmatrix loads 16-bit elements");
+  if (index % 8 != 0)
+    mpc_emu::fail(file, line,
+                  "ldmatrix row address at element %lld: rows must be "
+                  "16-byte aligned",
+                  index);
+  mpc_ldmatrix_lane self;
+  {
+    mpc_emu::uncounted_scope oneVectorRequest;
+    T row[8];
+    for (int c = 0; c < 8; ++c)
+      row[c] = s[mpc_emu::shared_index(index + c, file, line)];
+    std::memcpy(self.row, row, 16);
+  }
+  s.count_vector(index, 8, /*write=*/false, file, line);
+  mpc_emu::warp_collective(&self, mpc_ldmatrix_complete<Trans>, file, line);
+  std::memcpy(r, self.r, sizeof self.r);
 #else
-  mpc_wmma_load<false>(f, s, offset, ldm);
+  (void)file, (void)line;
+  unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(&s[index]));
+  if constexpr (Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 "
+                 "{%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 "
+                 "{%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
 #endif
 }
-template <typename Shared>
-__device__ __forceinline__ void mpc_wmma_store(
-    Shared &s, long long offset,
-    const mpc_wmma::fragment<mpc_wmma::accumulator, 16, 16, 16, float> &f,
-    int ldm) {
-#if defined(MPC_DEVICE_CUDA)
-  mpc_wmma::store_matrix_sync(&s[offset], f, ldm, mpc_wmma::mem_row_major);
-#else
-  __syncwarp();
-  if (threadIdx.x % 32 != 0)
-    return;
-  mpc_emu::count_wmma_tile(true, 256 * sizeof(typename Shared::element_type));
-  mpc_emu::uncounted_scope notTheWarpsRequests;
-  for (int r = 0; r < 16; ++r)
-    for (int c = 0; c < 16; ++c)
-      s[offset + r * ldm + c] = f.x[r * 16 + c];
-#endif
+
+//===----------------------------------------------------------------------===//
+// Products of a warp
+//===----------------------------------------------------------------------===//
+
+/// The A operand (16 x 16) of one product from rows of a shared tile: row
+/// i, column k at element `offset + i * ld + k`.
+template <typename S>
+__device__ __forceinline__ void mpc_warp_load_a(unsigned a[4], S &s,
+                                                long long offset, int ld) {
+  int lane = threadIdx.x % 32;
+  // Matrices: rows 0-7 and 8-15 of columns 0-7, then of columns 8-15.
+  mpc_ldmatrix_x4<false>(a, s, offset + (long long)(lane % 16) * ld +
+                                   lane / 16 * 8);
+}
+
+/// acc += A B over one k step of 16, for N columns (N / 8 accumulator
+/// tiles): B from a shared tile, stored as N rows of its k (BRowsAreN: the
+/// tile is Bᵀ, as K is in Q Kᵀ) or as 16 rows of N (as V is in P V), from
+/// element `offset` (the step's first k), rows `ld` apart.
+template <typename T, int N, bool BRowsAreN, typename S>
+__device__ __forceinline__ void mpc_warp_mma_b(float (&acc)[N / 8][4],
+                                               const unsigned a[4], S &s,
+                                               long long offset, int ld) {
+  static_assert(N % 16 == 0, "B is loaded two accumulator tiles at a time");
+  int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int j = 0; j < N / 8; j += 2) {
+    // Matrices: k 0-7 and 8-15 of columns 8j..8j+7, then of the next 8.
+    unsigned b[4];
+    int k = lane / 8 % 2 * 8, n = (j + lane / 16) * 8;
+    if (BRowsAreN)
+      mpc_ldmatrix_x4<false>(b, s, offset + (long long)(n + lane % 8) * ld + k);
+    else
+      mpc_ldmatrix_x4<true>(b, s, offset + (long long)(k + lane % 8) * ld + n);
+    mpc_mma_16816<T>(acc[j], a, b);
+    mpc_mma_16816<T>(acc[j + 1], a, b + 2);
+  }
+}
+
+/// acc = or += A B for one warp's 16 rows: A the rows of a shared tile
+/// from element `aOffset` (K columns, rows `lda` apart), B as for
+/// mpc_warp_mma_b.
+template <typename T, int N, int K, bool BRowsAreN, typename SA, typename SB>
+__device__ __forceinline__ void
+mpc_warp_product(float (&acc)[N / 8][4], SA &as, long long aOffset, int lda,
+                 SB &bs, int ldb) {
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    unsigned a[4];
+    mpc_warp_load_a(a, as, aOffset + k0, lda);
+    mpc_warp_mma_b<T, N, BRowsAreN>(
+        acc, a, bs, BRowsAreN ? (long long)k0 : (long long)k0 * ldb, ldb);
+  }
+}
+
+/// acc += A B for one warp's 16 rows, A in registers as accumulator tiles
+/// (16 x K: K / 8 tiles, e.g. P), rounded to T; B as for mpc_warp_mma_b,
+/// its K rows (or columns) from the tile's first.
+template <typename T, int N, int K, bool BRowsAreN, typename SB>
+__device__ __forceinline__ void
+mpc_warp_product_registers(float (&acc)[N / 8][4], const float (&p)[K / 8][4],
+                           SB &bs, int ldb) {
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    const float *low = p[k0 / 8], *high = p[k0 / 8 + 1];
+    unsigned a[4] = {mpc_pack2<T>(low[0], low[1]),
+                     mpc_pack2<T>(low[2], low[3]),
+                     mpc_pack2<T>(high[0], high[1]),
+                     mpc_pack2<T>(high[2], high[3])};
+    mpc_warp_mma_b<T, N, BRowsAreN>(
+        acc, a, bs, BRowsAreN ? (long long)k0 : (long long)k0 * ldb, ldb);
+  }
+}
+
+/// Sets every accumulator of `acc` to zero.
+template <int Tiles>
+__device__ __forceinline__ void mpc_zero(float (&acc)[Tiles][4]) {
+#pragma unroll
+  for (int j = 0; j < Tiles; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      acc[j][i] = 0.0f;
 }
 #endif
 
@@ -253,45 +469,13 @@ __device__ __forceinline__ void mpc_tile_gemm(SC &c, SA &a, SB &b) {
   constexpr int LDA = TransA ? MPC_LD(T, M) : MPC_LD(T, K);
   constexpr int LDB = TransB ? MPC_LD(T, K) : MPC_LD(T, N);
   constexpr int LDC = MPC_LD(float, N);
-#if defined(MPC_DEVICE_BLOCKS)
-  if constexpr (mpc_use_wmma<T>::value) {
-    typedef typename mpc_select<TransA, mpc_wmma::col_major,
-                                mpc_wmma::row_major>::type LayoutA;
-    typedef typename mpc_select<TransB, mpc_wmma::col_major,
-                                mpc_wmma::row_major>::type LayoutB;
-    int warp = threadIdx.x / 32, warps = blockDim.x / 32;
-    for (int tile = warp; tile < (M / 16) * (N / 16); tile += warps) {
-      int i0 = tile / (N / 16) * 16, j0 = tile % (N / 16) * 16;
-      mpc_wmma::fragment<mpc_wmma::accumulator, 16, 16, 16, float> acc;
-      if (Accumulate)
-        mpc_wmma_load_accumulator(acc, c, (long long)i0 * LDC + j0, LDC);
-      else
-        mpc_wmma::fill_fragment(acc, 0.0f);
-      for (int k0 = 0; k0 < K; k0 += 16) {
-        mpc_wmma::fragment<mpc_wmma::matrix_a, 16, 16, 16, T, LayoutA> fa;
-        mpc_wmma::fragment<mpc_wmma::matrix_b, 16, 16, 16, T, LayoutB> fb;
-        mpc_wmma_load<TransA>(
-            fa, a, TransA ? (long long)k0 * LDA + i0 : (long long)i0 * LDA + k0,
-            LDA);
-        mpc_wmma_load<TransB>(
-            fb, b, TransB ? (long long)j0 * LDB + k0 : (long long)k0 * LDB + j0,
-            LDB);
-        mpc_wmma::mma_sync(acc, fa, fb, acc);
-      }
-      mpc_wmma_store(c, (long long)i0 * LDC + j0, acc, LDC);
-    }
-  } else
-#endif
-  {
-    MPC_FOR_THREAD(e, (long long)M * N) {
-      int i = (int)(e / N), j = (int)(e % N);
-      float sum = Accumulate ? static_cast<float>(c[i * LDC + j]) : 0.0f;
-      for (int k = 0; k < K; ++k)
-        sum +=
-            mpc_value(static_cast<T>(a[TransA ? k * LDA + i : i * LDA + k])) *
-            mpc_value(static_cast<T>(b[TransB ? j * LDB + k : k * LDB + j]));
-      c[i * LDC + j] = sum;
-    }
+  MPC_FOR_THREAD(e, (long long)M * N) {
+    int i = (int)(e / N), j = (int)(e % N);
+    float sum = Accumulate ? static_cast<float>(c[i * LDC + j]) : 0.0f;
+    for (int k = 0; k < K; ++k)
+      sum += mpc_value(static_cast<T>(a[TransA ? k * LDA + i : i * LDA + k])) *
+             mpc_value(static_cast<T>(b[TransB ? j * LDB + k : k * LDB + j]));
+    c[i * LDC + j] = sum;
   }
   __syncthreads();
 }
@@ -355,6 +539,58 @@ __device__ __forceinline__ void mpc_tile_load(S &s, const T *base,
       s[e0 + c] = values[c];
   }
   __syncthreads();
+}
+
+/// Copies the shared R x W tile `s` (rows MPC_LD(T, W) apart) to rows
+/// [row0, row0 + R) of one (batch, head) of a global tensor (sequence
+/// stride `seq`), its first `width` columns, rows before `count` only: the
+/// reverse of mpc_tile_load, with 16-byte stores where a run is whole and
+/// aligned. Starts after the caller's barrier.
+template <typename T, int R, int W, typename S>
+__device__ __forceinline__ void mpc_tile_store(T *base, long long seq,
+                                               int row0, int count, int width,
+                                               S &s) {
+  constexpr int Run = 8;
+  static_assert(W % Run == 0, "tile widths are padded to multiples of 16");
+#if defined(MPC_DEVICE_CUDA) || defined(MPC_DEVICE_EMULATION)
+  constexpr int Vectors = Run * (int)sizeof(T) / 16;
+  bool aligned =
+      reinterpret_cast<unsigned long long>(base) % 16 == 0 && seq % Run == 0;
+#endif
+  MPC_FOR_THREAD(run, (long long)R * (W / Run)) {
+    int r = (int)(run / (W / Run)), c0 = (int)(run % (W / Run)) * Run;
+    if (row0 + r >= count || c0 >= width)
+      continue;
+    long long e0 = (long long)r * MPC_LD(T, W) + c0;
+    T *to = base + (row0 + r) * seq + c0;
+#if defined(MPC_DEVICE_CUDA)
+    if (aligned && c0 + Run <= width) {
+      const uint4 *from = reinterpret_cast<const uint4 *>(&s[e0]);
+#pragma unroll
+      for (int i = 0; i < Vectors; ++i)
+        reinterpret_cast<uint4 *>(to)[i] = from[i];
+      continue;
+    }
+#endif
+    T values[Run];
+#pragma unroll
+    for (int c = 0; c < Run; ++c)
+      values[c] = s[e0 + c];
+#if defined(MPC_DEVICE_EMULATION)
+    // The GPU's 16-byte stores, for the counters.
+    if (aligned && c0 + Run <= width) {
+      typedef unsigned mpc_vector16 __attribute__((vector_size(16)));
+      for (int i = 0; i < Vectors; ++i) {
+        mpc_vector16 vector;
+        std::memcpy(&vector, values + i * (16 / (int)sizeof(T)), 16);
+        reinterpret_cast<mpc_vector16 *>(to)[i] = vector;
+      }
+      continue;
+    }
+#endif
+    for (int c = 0; c < Run && c0 + c < width; ++c)
+      to[c] = values[c];
+  }
 }
 
 /// Whether query `i` sees key `j`.
@@ -459,7 +695,7 @@ mpc_attention_online_softmax(const mpc_attention_shape &a, const Mask *mask,
 /// ceil(queries / BQ) blocks.
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
-mpc_attention_forward(const mpc_attention_shape &a, const T *q, const T *k,
+mpc_attention_forward_tiles(const mpc_attention_shape &a, const T *q, const T *k,
                       const T *v, const Mask *mask, T *o, float *lse) {
   MPC_SHARED_TILE(T, qs, BQ, D);
   MPC_SHARED_TILE(T, ks, BK, D);
@@ -587,7 +823,7 @@ mpc_attention_row_statistics(const mpc_attention_shape &a, int bh, int q0,
 /// heads * ceil(keys / BK) blocks.
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
-mpc_attention_backward_kv(const mpc_attention_shape &a, const T *dout,
+mpc_attention_backward_kv_tiles(const mpc_attention_shape &a, const T *dout,
                           const T *q, const T *k, const T *v, const T *o,
                           const float *lse, const Mask *mask, T *dk, T *dv) {
   MPC_SHARED_TILE(T, ks, BK, D);
@@ -650,7 +886,7 @@ mpc_attention_backward_kv(const mpc_attention_shape &a, const T *dout,
 /// heads * ceil(queries / BQ) blocks.
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
-mpc_attention_backward_q(const mpc_attention_shape &a, const T *dout,
+mpc_attention_backward_q_tiles(const mpc_attention_shape &a, const T *dout,
                          const T *q, const T *k, const T *v, const T *o,
                          const float *lse, const Mask *mask, T *dq) {
   MPC_SHARED_TILE(T, qs, BQ, D);
@@ -695,6 +931,372 @@ mpc_attention_backward_q(const mpc_attention_shape &a, const T *dout,
       dqBase[(q0 + r) * a.dq.seq + c] = mpc_round(
           static_cast<float>(dqs[r * MPC_LD(float, D) + c]) * a.scale, dq);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// The kernels on the tensor cores (f16 and bf16 on the GPU and under
+// emulation)
+//===----------------------------------------------------------------------===//
+//
+// FlashAttention-2's register tiling: a warp owns 16 rows of the block's
+// tile (queries; keys in the dK/dV kernel), and the warps take the tile's
+// 16-row slices in rounds (one round at the launch's block size, more
+// where the emulator runs the block with fewer warps). Every product's A
+// operand is the warp's own rows (ldmatrix from shared memory) or an
+// accumulator of the previous product (registers), its B operand a tile
+// the block shares; S, P, dP and dS live in registers only. The f32
+// statistics of a row are in the 4 lanes that hold it (a quad), and reduce
+// with two shuffles. The results are staged in the warp's own rows of a
+// tile it alone read, and stored as 16-byte vectors.
+
+#if defined(MPC_DEVICE_BLOCKS)
+/// The row (of the warp's 16) and the column (of its N) of element `i` of
+/// accumulator tile `j` in this lane.
+__device__ __forceinline__ int mpc_mma_row(int i) {
+  return threadIdx.x % 32 / 4 + 8 * (i / 2);
+}
+__device__ __forceinline__ int mpc_mma_column(int j, int i) {
+  return 8 * j + 2 * (threadIdx.x % 4) + i % 2;
+}
+
+/// The maximum (Max) or sum of `v` over the quad of lanes that hold a row.
+template <bool Max> __device__ __forceinline__ float mpc_quad_reduce(float v) {
+#pragma unroll
+  for (int offset = 1; offset < 4; offset *= 2) {
+    float other = __shfl_xor_sync(0xffffffffu, v, offset);
+    v = Max ? mpc_max(v, other) : v + other;
+  }
+  return v;
+}
+
+/// Writes accumulator tiles (16 x N, times `factor`) to the warp's rows of
+/// a shared tile from element `offset`, rows `ld` apart, rounded like
+/// `tag`'s pointee.
+template <int N, typename S, typename T>
+__device__ __forceinline__ void mpc_warp_stage(S &s, long long offset, int ld,
+                                               const float (&acc)[N / 8][4],
+                                               float factor, const T *tag) {
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      s[offset + (long long)mpc_mma_row(i) * ld + mpc_mma_column(j, i)] =
+          mpc_round(acc[j][i] * factor, tag);
+}
+
+/// The forward kernel: see mpc_attention_forward.
+template <typename T, int D, int DV, int BQ, int BK, typename Mask>
+__device__ __forceinline__ void
+mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q,
+                          const T *k, const T *v, const Mask *mask, T *o,
+                          float *lse) {
+  // The queries, then the output's staging tile.
+  constexpr int DQ = D > DV ? D : DV;
+  constexpr int LDQ = MPC_LD(T, DQ), LDK = MPC_LD(T, D), LDV = MPC_LD(T, DV);
+  MPC_SHARED_TILE(T, qs, BQ, DQ);
+  MPC_SHARED_TILE(T, ks, BK, D);
+  MPC_SHARED_TILE(T, vs, BK, DV);
+
+  int tiles = (a.queries + BQ - 1) / BQ;
+  int bh = blockIdx.x / tiles, q0 = blockIdx.x % tiles * BQ;
+  int b = bh / a.heads, h = bh % a.heads;
+  const T *kBase = k + b * a.k.batch + h * a.k.head;
+  const T *vBase = v + b * a.v.batch + h * a.v.head;
+  mpc_tile_load<T, BQ, DQ>(qs, q + b * a.q.batch + h * a.q.head, a.q.seq, q0,
+                           a.queries, a.headDim);
+  // Causal: key tiles wholly after the last query of this tile are skipped.
+  int keyEnd = a.causal && q0 + BQ < a.keys ? q0 + BQ : a.keys;
+  int warps = blockDim.x / 32;
+  for (int first = 0; first < BQ / 16; first += warps) {
+    int row0 = 16 * (first + (int)threadIdx.x / 32);
+    bool active = row0 < BQ;
+    float acc[DV / 8][4];
+    mpc_zero(acc);
+    // The running maximum and (this lane's part of the) sum of rows g and
+    // g + 8.
+    float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.0f, 0.0f};
+    for (int k0 = 0; k0 < keyEnd; k0 += BK) {
+      mpc_tile_load<T, BK, D>(ks, kBase, a.k.seq, k0, a.keys, a.headDim);
+      mpc_tile_load<T, BK, DV>(vs, vBase, a.v.seq, k0, a.keys, a.valueDim);
+      if (active) {
+        float p[BK / 8][4];
+        mpc_zero(p);
+        mpc_warp_product<T, BK, D, true>(p, qs, (long long)row0 * LDQ, LDQ,
+                                         ks, LDK);
+        float tileMax[2] = {rowMax[0], rowMax[1]};
+#pragma unroll
+        for (int j = 0; j < BK / 8; ++j)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            int query = q0 + row0 + mpc_mma_row(i),
+                key = k0 + mpc_mma_column(j, i);
+            p[j][i] = query < a.queries &&
+                              mpc_attention_visible(a, mask, query, key)
+                          ? p[j][i] * a.scale
+                          : -INFINITY;
+            tileMax[i / 2] = mpc_max(tileMax[i / 2], p[j][i]);
+          }
+        float rescale[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          float m = mpc_quad_reduce<true>(tileMax[r]);
+          // No visible key yet: nothing to rescale, and exp(-inf - -inf)
+          // would be NaN.
+          rescale[r] = m == -INFINITY ? 1.0f : expf(rowMax[r] - m);
+          rowMax[r] = m;
+          rowSum[r] *= rescale[r];
+        }
+#pragma unroll
+        for (int j = 0; j < BK / 8; ++j)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            p[j][i] =
+                p[j][i] == -INFINITY ? 0.0f : expf(p[j][i] - rowMax[i / 2]);
+            rowSum[i / 2] += p[j][i];
+          }
+#pragma unroll
+        for (int j = 0; j < DV / 8; ++j)
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            acc[j][i] *= rescale[i / 2];
+        mpc_warp_product_registers<T, DV, BK, false>(acc, p, vs, LDV);
+      }
+      __syncthreads(); // before the next tiles replace these
+    }
+    if (active) {
+      float sum[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        sum[r] = mpc_quad_reduce<false>(rowSum[r]);
+      // A query that sees no key: 0 / 0, NaN, as the written-out softmax.
+#pragma unroll
+      for (int j = 0; j < DV / 8; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          qs[(long long)(row0 + mpc_mma_row(i)) * LDQ + mpc_mma_column(j, i)] =
+              mpc_round(acc[j][i] / sum[i / 2], o);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        int query = q0 + row0 + mpc_mma_row(2 * r);
+        if (threadIdx.x % 4 == 0 && query < a.queries)
+          lse[(long long)bh * a.queries + query] = rowMax[r] + logf(sum[r]);
+      }
+    }
+  }
+  __syncthreads();
+  mpc_tile_store<T, BQ, DQ>(o + b * a.o.batch + h * a.o.head, a.o.seq, q0,
+                            a.queries, a.valueDim, qs);
+}
+
+/// The dK/dV kernel: see mpc_attention_backward_kv. Its warps own keys:
+/// they compute Sᵀ = K Qᵀ and dPᵀ = V dOᵀ, so that Pᵀ and dSᵀ are the A
+/// operands of dV += Pᵀ dO and dK += dSᵀ Q.
+template <typename T, int D, int DV, int BQ, int BK, typename Mask>
+__device__ __forceinline__ void
+mpc_attention_backward_kv_mma(const mpc_attention_shape &a, const T *dout,
+                              const T *q, const T *k, const T *v, const T *o,
+                              const float *lse, const Mask *mask, T *dk,
+                              T *dv) {
+  constexpr int LDK = MPC_LD(T, D), LDV = MPC_LD(T, DV);
+  // The keys and values, then the staging tiles of dK and dV.
+  MPC_SHARED_TILE(T, ks, BK, D);
+  MPC_SHARED_TILE(T, vs, BK, DV);
+  MPC_SHARED_TILE(T, qs, BQ, D);
+  MPC_SHARED_TILE(T, dos, BQ, DV);
+  MPC_SHARED(float, rowLse, BQ);
+  MPC_SHARED(float, rowDelta, BQ);
+
+  int tiles = (a.keys + BK - 1) / BK;
+  int bh = blockIdx.x / tiles, k0 = blockIdx.x % tiles * BK;
+  int b = bh / a.heads, h = bh % a.heads;
+  const T *qBase = q + b * a.q.batch + h * a.q.head;
+  const T *oBase = o + b * a.o.batch + h * a.o.head;
+  const T *doBase = dout + b * a.o.batch + h * a.o.head;
+  mpc_tile_load<T, BK, D>(ks, k + b * a.k.batch + h * a.k.head, a.k.seq, k0,
+                          a.keys, a.headDim);
+  mpc_tile_load<T, BK, DV>(vs, v + b * a.v.batch + h * a.v.head, a.v.seq, k0,
+                           a.keys, a.valueDim);
+  // Causal: query tiles wholly before the first key of this tile see none.
+  int queryStart = a.causal ? k0 / BQ * BQ : 0;
+  int warps = blockDim.x / 32;
+  for (int first = 0; first < BK / 16; first += warps) {
+    int row0 = 16 * (first + (int)threadIdx.x / 32);
+    bool active = row0 < BK;
+    float dkAcc[D / 8][4], dvAcc[DV / 8][4];
+    mpc_zero(dkAcc);
+    mpc_zero(dvAcc);
+    for (int q0 = queryStart; q0 < a.queries; q0 += BQ) {
+      mpc_tile_load<T, BQ, D>(qs, qBase, a.q.seq, q0, a.queries, a.headDim);
+      mpc_tile_load<T, BQ, DV>(dos, doBase, a.o.seq, q0, a.queries,
+                               a.valueDim);
+      mpc_attention_row_statistics<BQ>(a, bh, q0, oBase, doBase, lse, rowLse,
+                                       rowDelta);
+      if (active) {
+        float p[BQ / 8][4], ds[BQ / 8][4];
+        mpc_zero(p);
+        mpc_zero(ds);
+        mpc_warp_product<T, BQ, D, true>(p, ks, (long long)row0 * LDK, LDK, qs,
+                                         LDK);
+        mpc_warp_product<T, BQ, DV, true>(ds, vs, (long long)row0 * LDV, LDV,
+                                          dos, LDV);
+#pragma unroll
+        for (int j = 0; j < BQ / 8; ++j)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            int c = mpc_mma_column(j, i), query = q0 + c,
+                key = k0 + row0 + mpc_mma_row(i);
+            float pe = query < a.queries &&
+                               mpc_attention_visible(a, mask, query, key)
+                           ? expf(p[j][i] * a.scale -
+                                  static_cast<float>(rowLse[c]))
+                           : 0.0f;
+            ds[j][i] = pe * (ds[j][i] - static_cast<float>(rowDelta[c]));
+            p[j][i] = pe;
+          }
+        mpc_warp_product_registers<T, DV, BQ, false>(dvAcc, p, dos, LDV);
+        mpc_warp_product_registers<T, D, BQ, false>(dkAcc, ds, qs, LDK);
+      }
+      __syncthreads(); // before the next tiles replace these
+    }
+    // The loop's last barrier follows the warp's last reads of these rows.
+    if (active) {
+      mpc_warp_stage<D>(ks, (long long)row0 * LDK, LDK, dkAcc, a.scale, dk);
+      mpc_warp_stage<DV>(vs, (long long)row0 * LDV, LDV, dvAcc, 1.0f, dv);
+    }
+  }
+  __syncthreads();
+  mpc_tile_store<T, BK, D>(dk + b * a.dk.batch + h * a.dk.head, a.dk.seq, k0,
+                           a.keys, a.headDim, ks);
+  mpc_tile_store<T, BK, DV>(dv + b * a.dv.batch + h * a.dv.head, a.dv.seq,
+                            k0, a.keys, a.valueDim, vs);
+}
+
+/// The dQ kernel: see mpc_attention_backward_q.
+template <typename T, int D, int DV, int BQ, int BK, typename Mask>
+__device__ __forceinline__ void
+mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
+                             const T *q, const T *k, const T *v, const T *o,
+                             const float *lse, const Mask *mask, T *dq) {
+  constexpr int LDK = MPC_LD(T, D), LDV = MPC_LD(T, DV);
+  // The queries, then dQ's staging tile.
+  MPC_SHARED_TILE(T, qs, BQ, D);
+  MPC_SHARED_TILE(T, dos, BQ, DV);
+  MPC_SHARED_TILE(T, ks, BK, D);
+  MPC_SHARED_TILE(T, vs, BK, DV);
+  MPC_SHARED(float, rowLse, BQ);
+  MPC_SHARED(float, rowDelta, BQ);
+
+  int tiles = (a.queries + BQ - 1) / BQ;
+  int bh = blockIdx.x / tiles, q0 = blockIdx.x % tiles * BQ;
+  int b = bh / a.heads, h = bh % a.heads;
+  const T *kBase = k + b * a.k.batch + h * a.k.head;
+  const T *vBase = v + b * a.v.batch + h * a.v.head;
+  const T *doBase = dout + b * a.o.batch + h * a.o.head;
+  mpc_tile_load<T, BQ, D>(qs, q + b * a.q.batch + h * a.q.head, a.q.seq, q0,
+                          a.queries, a.headDim);
+  mpc_tile_load<T, BQ, DV>(dos, doBase, a.o.seq, q0, a.queries, a.valueDim);
+  mpc_attention_row_statistics<BQ>(a, bh, q0, o + b * a.o.batch + h * a.o.head,
+                                   doBase, lse, rowLse, rowDelta);
+  int keyEnd = a.causal && q0 + BQ < a.keys ? q0 + BQ : a.keys;
+  int warps = blockDim.x / 32;
+  for (int first = 0; first < BQ / 16; first += warps) {
+    int row0 = 16 * (first + (int)threadIdx.x / 32);
+    bool active = row0 < BQ;
+    float dqAcc[D / 8][4];
+    mpc_zero(dqAcc);
+    float rowL[2] = {0.0f, 0.0f}, rowD[2] = {0.0f, 0.0f};
+    if (active) {
+      for (int r = 0; r < 2; ++r) {
+        rowL[r] = rowLse[row0 + mpc_mma_row(2 * r)];
+        rowD[r] = rowDelta[row0 + mpc_mma_row(2 * r)];
+      }
+    }
+    for (int k0 = 0; k0 < keyEnd; k0 += BK) {
+      mpc_tile_load<T, BK, D>(ks, kBase, a.k.seq, k0, a.keys, a.headDim);
+      mpc_tile_load<T, BK, DV>(vs, vBase, a.v.seq, k0, a.keys, a.valueDim);
+      if (active) {
+        float ds[BK / 8][4], dp[BK / 8][4];
+        mpc_zero(ds);
+        mpc_zero(dp);
+        mpc_warp_product<T, BK, D, true>(ds, qs, (long long)row0 * LDK, LDK,
+                                         ks, LDK);
+        mpc_warp_product<T, BK, DV, true>(dp, dos, (long long)row0 * LDV, LDV,
+                                          vs, LDV);
+#pragma unroll
+        for (int j = 0; j < BK / 8; ++j)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            int query = q0 + row0 + mpc_mma_row(i),
+                key = k0 + mpc_mma_column(j, i);
+            float pe = query < a.queries &&
+                               mpc_attention_visible(a, mask, query, key)
+                           ? expf(ds[j][i] * a.scale - rowL[i / 2])
+                           : 0.0f;
+            ds[j][i] = pe * (dp[j][i] - rowD[i / 2]);
+          }
+        mpc_warp_product_registers<T, D, BK, false>(dqAcc, ds, ks, LDK);
+      }
+      __syncthreads(); // before the next tiles replace these
+    }
+    if (active)
+      mpc_warp_stage<D>(qs, (long long)row0 * LDK, LDK, dqAcc, a.scale, dq);
+  }
+  __syncthreads();
+  mpc_tile_store<T, BQ, D>(dq + b * a.dq.batch + h * a.dq.head, a.dq.seq, q0,
+                           a.queries, a.headDim, qs);
+}
+#endif
+
+//===----------------------------------------------------------------------===//
+// The kernels
+//===----------------------------------------------------------------------===//
+
+/// One block: BQ queries of one (batch, head), their output and
+/// logsumexp. Grid: batch * heads * ceil(queries / BQ) blocks.
+template <typename T, int D, int DV, int BQ, int BK, typename Mask>
+__device__ __forceinline__ void
+mpc_attention_forward(const mpc_attention_shape &a, const T *q, const T *k,
+                      const T *v, const Mask *mask, T *o, float *lse) {
+#if defined(MPC_DEVICE_BLOCKS)
+  if constexpr (mpc_use_mma<T>::value)
+    mpc_attention_forward_mma<T, D, DV, BQ, BK>(a, q, k, v, mask, o, lse);
+  else
+#endif
+    mpc_attention_forward_tiles<T, D, DV, BQ, BK>(a, q, k, v, mask, o, lse);
+}
+
+/// One block: BK keys of one (batch, head), their dK and dV. Grid: batch *
+/// heads * ceil(keys / BK) blocks.
+template <typename T, int D, int DV, int BQ, int BK, typename Mask>
+__device__ __forceinline__ void
+mpc_attention_backward_kv(const mpc_attention_shape &a, const T *dout,
+                          const T *q, const T *k, const T *v, const T *o,
+                          const float *lse, const Mask *mask, T *dk, T *dv) {
+#if defined(MPC_DEVICE_BLOCKS)
+  if constexpr (mpc_use_mma<T>::value)
+    mpc_attention_backward_kv_mma<T, D, DV, BQ, BK>(a, dout, q, k, v, o, lse,
+                                                    mask, dk, dv);
+  else
+#endif
+    mpc_attention_backward_kv_tiles<T, D, DV, BQ, BK>(a, dout, q, k, v, o, lse,
+                                                      mask, dk, dv);
+}
+
+/// One block: BQ queries of one (batch, head), their dQ. Grid: batch *
+/// heads * ceil(queries / BQ) blocks.
+template <typename T, int D, int DV, int BQ, int BK, typename Mask>
+__device__ __forceinline__ void
+mpc_attention_backward_q(const mpc_attention_shape &a, const T *dout,
+                         const T *q, const T *k, const T *v, const T *o,
+                         const float *lse, const Mask *mask, T *dq) {
+#if defined(MPC_DEVICE_BLOCKS)
+  if constexpr (mpc_use_mma<T>::value)
+    mpc_attention_backward_q_mma<T, D, DV, BQ, BK>(a, dout, q, k, v, o, lse,
+                                                   mask, dq);
+  else
+#endif
+    mpc_attention_backward_q_tiles<T, D, DV, BQ, BK>(a, dout, q, k, v, o, lse,
+                                                     mask, dq);
 }
 
 #endif // MPC_RUNTIME_DEVICE_MPC_ATTENTION_H

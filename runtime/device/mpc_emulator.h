@@ -105,11 +105,20 @@ enum class warp_op {
   ballot,
   any,
   all,
-  sync
+  sync,
+  collective
 };
 /// One lane's part in a warp-wide operation; returns what the lane gets.
 uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
                        int width, const char *file, int line);
+
+/// A collective of the whole warp (mma.sync, ldmatrix): every lane of the
+/// warp arrives at the same call with `laneData`, its registers; when the
+/// last has, `complete` runs once with the 32 lanes' pointers in lane order
+/// and computes every lane's results in place; then all go on. The block
+/// must give the warp all 32 lanes, as these instructions need.
+void warp_collective(void *laneData, void (*complete)(void *const *lanes),
+                     const char *file, int line);
 
 template <typename T> uint32_t to_bits(T value) {
   static_assert(sizeof(T) == 4, "shuffles move 32-bit values here");
@@ -173,6 +182,8 @@ struct launch_counters {
   unsigned long long distinct_load_sectors = 0;
   /// WMMA 16x16x16 products (mma_sync calls of a warp).
   unsigned long long wmma_products = 0;
+  /// mma.sync m16n8k16 products of a warp (half of a WMMA product's work).
+  unsigned long long mma_products = 0;
   /// Global-load rounds, summed over warps: the loads a warp has to wait
   /// for one after another, each a memory latency (the critical path of
   /// its loads). A warp's loads between two of its synchronisations (a
@@ -224,6 +235,7 @@ struct uncounted_scope {
   uncounted_scope &operator=(const uncounted_scope &) = delete;
 };
 void count_wmma_product();
+void count_mma();
 /// A WMMA load or store of a 16x16 tile of `bytes` in shared memory, as one
 /// request at its ideal wavefronts (128 bytes each): the kernels pad their
 /// tiles' rows so that these are conflict-free (mpc_tile_row), which the
@@ -254,6 +266,12 @@ struct shared_header {
 void shared_access(shared_header &header, shadow_cell *shadow, void *data,
                    size_t elementBytes, long long index, bool write,
                    const char *file, int line);
+
+/// One lane's vector access of `bytes` at `byteOffset` in a shared array,
+/// for the counters (an ldmatrix row: its elements are read uncounted).
+void count_shared_vector(const shared_header &header, long long byteOffset,
+                         unsigned bytes, bool write, const char *file,
+                         int line);
 
 /// An index into a shared array, with the line of the expression.
 struct shared_index {
@@ -296,6 +314,13 @@ public:
   };
   reference operator[](const shared_index &index) {
     return reference(*this, index);
+  }
+  /// Counts one vector access of `count` elements from `index` (whose
+  /// elements the caller reads or writes uncounted).
+  void count_vector(long long index, unsigned count, bool write,
+                    const char *file, int line) const {
+    count_shared_vector(header, index * (long long)sizeof(T),
+                        count * (unsigned)sizeof(T), write, file, line);
   }
 
 private:

@@ -210,7 +210,7 @@ def families(data):
         row = rows.setdefault(family(kernel["kernel"]), {
             "launches": 0, "requests": 0, "sectors": 0, "ideal_sectors": 0,
             "distinct_sectors": 0, "shared_requests": 0, "wavefronts": 0,
-            "ideal_wavefronts": 0, "wmma_products": 0,
+            "ideal_wavefronts": 0, "wmma_products": 0, "mma_products": 0,
             "load_requests": 0, "load_sectors": 0,
             "store_requests": 0, "store_sectors": 0})
         row["launches"] += kernel["launches"]
@@ -230,6 +230,7 @@ def families(data):
             row["wavefronts"] += s["wavefronts"]
             row["ideal_wavefronts"] += s["ideal_wavefronts"]
         row["wmma_products"] += kernel["wmma_products"]
+        row["mma_products"] += kernel.get("mma_products", 0)
     return rows
 
 
