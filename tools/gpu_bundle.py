@@ -7,8 +7,8 @@ MLIR toolchain: built here, run there.
       run into DIR/bin and writes their commands to DIR/tests.json, with
       paths into the build replaced by the bundle's and paths into the
       source tree by the checkout's; with --bench, also builds the
-      programs of tools/bench/gpu_step.py and gpu_resnet50.py into
-      DIR/bench (their --build-only).
+      programs of tools/bench/gpu_step.py (with and without --attention)
+      and gpu_resnet50.py into DIR/bench (their --build-only).
   tools/gpu_bundle.py run DIR [--jobs=4] [--log-dir=DIR]
       (there, from a checkout of the same commit) runs those tests, a few
       at a time, each under its ctest TIMEOUT, and prints one line a test
@@ -65,11 +65,13 @@ def pack(args):
     print(f"{len(tests)} tests into {args.dir}")
     if args.bench:
         bench = os.path.join(os.path.abspath(args.dir), "bench")
-        for script in ("gpu_step.py", "gpu_resnet50.py"):
+        for script, *options in (("gpu_step.py",),
+                                 ("gpu_step.py", "--attention"),
+                                 ("gpu_resnet50.py",)):
             subprocess.run([sys.executable,
                             os.path.join(REPO, "tools", "bench", script),
                             f"--build-dir={build}", f"--build-only={bench}",
-                            f"--arch={args.arch}"], check=True)
+                            f"--arch={args.arch}", *options], check=True)
 
 
 def run(args):

@@ -831,6 +831,13 @@ mlir::mpc::inPlaceCandidate(const Step &step) {
 }
 
 int64_t mlir::mpc::scratchBytes(const Step &step) {
+  // D_i per query, from the dQ kernel to the dK/dV kernel (EmitAttention):
+  // an attention group's views come before its op.
+  for (Operation *member : step.ops)
+    if (auto grad = dyn_cast<AttentionGradOp>(member)) {
+      AttentionShape shape = grad.getShape();
+      return saturatingProduct({shape.batch, shape.heads, shape.queries, 4});
+    }
   Operation *op = step.ops.front();
   if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
     auto logits = loss.getLogits().getType();

@@ -325,8 +325,8 @@ void emitForward(AttentionOp op, const AttentionPlan &plan,
                  cost, KernelKind::TensorCoreKernel, plan.half);
 }
 
-void emitBackward(AttentionGradOp op, const AttentionPlan &plan,
-                  StepEmitter &emitter) {
+void emitBackward(AttentionGradOp op, const Step &step,
+                  const AttentionPlan &plan, StepEmitter &emitter) {
   std::string parameters =
       llvm::formatv("const {0} *__restrict__ dout, const {0} *__restrict__ q, "
                     "const {0} *__restrict__ k, const {0} *__restrict__ v, "
@@ -351,34 +351,18 @@ void emitBackward(AttentionGradOp op, const AttentionPlan &plan,
   };
   int64_t d = plan.shape.headDim, dv = plan.shape.valueDim;
 
-  std::string keyValue = emitter.kernelName("attention_grad_kv");
-  emitter.addKernel(llvm::formatv(
-      "__global__ void {0}({1}, {2} *__restrict__ dk, {2} *__restrict__ dv) "
-      "{{\n"
-      "  const mpc_attention_shape a = {3};\n"
-      "  mpc_attention_backward_kv<{4}>(a, dout, q, k, v, o, lse, mask, dk, "
-      "dv);\n"
-      "}\n",
-      keyValue, parameters, plan.type, plan.shapeLiteral(),
-      plan.templateArguments(plan.bqKeyValue)));
-  // S and dP, then dV and dK; D_i once per query tile visited.
-  KernelCost keyValueCost = readsInputs(KernelCost())
-                                .writes(op.getKeyGrad())
-                                .writes(op.getValueGrad())
-                                .flopsPer(plan.computedPairsByKeys(),
-                                          4 * d + 4 * dv + softmaxFlopsPerPair);
-  SmallVector<std::string> arguments(inputs);
-  arguments.push_back(plan.dkPointer);
-  arguments.push_back(plan.dvPointer);
-  emitter.launch(keyValue, plan.heads() * plan.keyTiles(),
-                 plan.attentionBlock(plan.bk), arguments, keyValueCost, KernelKind::TensorCoreKernel,
-                 plan.half);
+  // D_i = sum_j dO_ij O_ij per query: the dQ kernel computes it once per
+  // query and leaves it in the step's scratch for the dK/dV kernel, which
+  // runs after it.
+  std::string delta = emitter.scratchPointer(step, "float", 0);
 
   std::string query = emitter.kernelName("attention_grad_q");
   emitter.addKernel(llvm::formatv(
-      "__global__ void {0}({1}, {2} *__restrict__ dq) {{\n"
+      "__global__ void {0}({1}, {2} *__restrict__ dq, float *__restrict__ "
+      "delta) {{\n"
       "  const mpc_attention_shape a = {3};\n"
-      "  mpc_attention_backward_q<{4}>(a, dout, q, k, v, o, lse, mask, dq);\n"
+      "  mpc_attention_backward_q<{4}>(a, dout, q, k, v, o, lse, mask, dq, "
+      "delta);\n"
       "}\n",
       query, parameters, plan.type, plan.shapeLiteral(),
       plan.templateArguments(plan.bq)));
@@ -387,10 +371,36 @@ void emitBackward(AttentionGradOp op, const AttentionPlan &plan,
       readsInputs(KernelCost())
           .writes(op.getQueryGrad())
           .flopsPer(plan.computedPairs(), 4 * d + 2 * dv + softmaxFlopsPerPair);
-  arguments.assign(inputs.begin(), inputs.end());
+  SmallVector<std::string> arguments(inputs);
   arguments.push_back(plan.dqPointer);
+  arguments.push_back(delta);
   emitter.launch(query, plan.heads() * plan.queryTiles(),
-                 plan.attentionBlock(plan.bq), arguments, queryCost, KernelKind::TensorCoreKernel, plan.half);
+                 plan.attentionBlock(plan.bq), arguments, queryCost,
+                 KernelKind::TensorCoreKernel, plan.half);
+
+  std::string keyValue = emitter.kernelName("attention_grad_kv");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}({1}, const float *__restrict__ delta, {2} "
+      "*__restrict__ dk, {2} *__restrict__ dv) {{\n"
+      "  const mpc_attention_shape a = {3};\n"
+      "  mpc_attention_backward_kv<{4}>(a, dout, q, k, v, o, lse, delta, mask, "
+      "dk, dv);\n"
+      "}\n",
+      keyValue, parameters, plan.type, plan.shapeLiteral(),
+      plan.templateArguments(plan.bqKeyValue)));
+  // S and dP, then dV and dK.
+  KernelCost keyValueCost = readsInputs(KernelCost())
+                                .writes(op.getKeyGrad())
+                                .writes(op.getValueGrad())
+                                .flopsPer(plan.computedPairsByKeys(),
+                                          4 * d + 4 * dv + softmaxFlopsPerPair);
+  arguments.assign(inputs.begin(), inputs.end());
+  arguments.push_back(delta);
+  arguments.push_back(plan.dkPointer);
+  arguments.push_back(plan.dvPointer);
+  emitter.launch(keyValue, plan.heads() * plan.keyTiles(),
+                 plan.attentionBlock(plan.bk), arguments, keyValueCost,
+                 KernelKind::TensorCoreKernel, plan.half);
 }
 
 } // namespace
@@ -416,7 +426,7 @@ FailureOr<bool> mlir::mpc::emitAttention(Operation *op, const Step &step,
         emitter);
     if (failed(plan))
       return failure();
-    emitBackward(grad, *plan, emitter);
+    emitBackward(grad, step, *plan, emitter);
     return true;
   }
   return false;

@@ -780,42 +780,65 @@ mpc_attention_probabilities(const mpc_attention_shape &a, const Mask *mask,
   __syncthreads();
 }
 
-/// The logsumexp and D_i = sum_j dO_ij O_ij of BQ queries from `q0`.
+/// The logsumexp and D_i = sum_j dO_ij O_ij of BQ queries from `q0`, into
+/// shared memory and (D_i) into `delta` ([batch * heads, queries]), which
+/// the dK/dV kernel reads instead of computing them again for each of its
+/// key tiles.
 template <int BQ, typename T, typename SL>
 __device__ __forceinline__ void
 mpc_attention_row_statistics(const mpc_attention_shape &a, int bh, int q0,
                              const T *oBase, const T *doBase, const float *lse,
-                             SL &rowLse, SL &rowDelta) {
+                             float *delta, SL &rowLse, SL &rowDelta) {
 #if defined(MPC_DEVICE_BLOCKS)
   // A warp per row, its lanes across the row: coalesced loads.
   int lane = threadIdx.x % 32;
   for (int r = threadIdx.x / 32; r < BQ; r += blockDim.x / 32) {
     bool inside = q0 + r < a.queries;
-    float delta = 0.0f;
+    float sum = 0.0f;
     if (inside)
       for (int c = lane; c < a.valueDim; c += 32)
-        delta += mpc_value(oBase[(q0 + r) * a.o.seq + c]) *
-                 mpc_value(doBase[(q0 + r) * a.o.seq + c]);
-    delta = mpc_warp_reduce<false>(delta);
+        sum += mpc_value(oBase[(q0 + r) * a.o.seq + c]) *
+               mpc_value(doBase[(q0 + r) * a.o.seq + c]);
+    sum = mpc_warp_reduce<false>(sum);
     if (lane == 0) {
       // Padding rows: P = exp(-inf) = 0.
       rowLse[r] = inside ? lse[(long long)bh * a.queries + q0 + r] : INFINITY;
-      rowDelta[r] = delta;
+      rowDelta[r] = sum;
+      if (inside)
+        delta[(long long)bh * a.queries + q0 + r] = sum;
     }
   }
 #else
   for (int r = 0; r < BQ; ++r) {
-    float delta = 0.0f, l = INFINITY; // padding rows: P = exp(-inf) = 0
+    float sum = 0.0f, l = INFINITY; // padding rows: P = exp(-inf) = 0
     if (q0 + r < a.queries) {
       for (int c = 0; c < a.valueDim; ++c)
-        delta += mpc_value(oBase[(q0 + r) * a.o.seq + c]) *
-                 mpc_value(doBase[(q0 + r) * a.o.seq + c]);
+        sum += mpc_value(oBase[(q0 + r) * a.o.seq + c]) *
+               mpc_value(doBase[(q0 + r) * a.o.seq + c]);
       l = lse[(long long)bh * a.queries + q0 + r];
+      delta[(long long)bh * a.queries + q0 + r] = sum;
     }
     rowLse[r] = l;
-    rowDelta[r] = delta;
+    rowDelta[r] = sum;
   }
 #endif
+  __syncthreads();
+}
+
+/// The logsumexp and D_i of BQ queries from `q0`, as the dQ kernel left
+/// them (mpc_attention_row_statistics).
+template <int BQ, typename SL>
+__device__ __forceinline__ void
+mpc_attention_load_statistics(const mpc_attention_shape &a, int bh, int q0,
+                              const float *lse, const float *delta,
+                              SL &rowLse, SL &rowDelta) {
+  MPC_FOR_THREAD(r, BQ) {
+    bool inside = q0 + r < a.queries;
+    long long at = (long long)bh * a.queries + q0 + r;
+    // Padding rows: P = exp(-inf) = 0.
+    rowLse[r] = inside ? lse[at] : INFINITY;
+    rowDelta[r] = inside ? delta[at] : 0.0f;
+  }
   __syncthreads();
 }
 
@@ -825,7 +848,8 @@ template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_backward_kv_tiles(const mpc_attention_shape &a, const T *dout,
                           const T *q, const T *k, const T *v, const T *o,
-                          const float *lse, const Mask *mask, T *dk, T *dv) {
+                          const float *lse, const float *delta,
+                          const Mask *mask, T *dk, T *dv) {
   MPC_SHARED_TILE(T, ks, BK, D);
   MPC_SHARED_TILE(T, vs, BK, DV);
   MPC_SHARED_TILE(T, qs, BQ, D);
@@ -843,7 +867,6 @@ mpc_attention_backward_kv_tiles(const mpc_attention_shape &a, const T *dout,
   int bh = blockIdx.x / tiles, k0 = blockIdx.x % tiles * BK;
   int b = bh / a.heads, h = bh % a.heads;
   const T *qBase = q + b * a.q.batch + h * a.q.head;
-  const T *oBase = o + b * a.o.batch + h * a.o.head;
   const T *doBase = dout + b * a.o.batch + h * a.o.head;
 
   MPC_FOR_THREAD(e, (long long)BK * MPC_LD(float, D)) dks[e] = 0.0f;
@@ -857,8 +880,8 @@ mpc_attention_backward_kv_tiles(const mpc_attention_shape &a, const T *dout,
   for (int q0 = queryStart; q0 < a.queries; q0 += BQ) {
     mpc_tile_load<T, BQ, D>(qs, qBase, a.q.seq, q0, a.queries, a.headDim);
     mpc_tile_load<T, BQ, DV>(dos, doBase, a.o.seq, q0, a.queries, a.valueDim);
-    mpc_attention_row_statistics<BQ>(a, bh, q0, oBase, doBase, lse, rowLse,
-                                     rowDelta);
+    mpc_attention_load_statistics<BQ>(a, bh, q0, lse, delta, rowLse,
+                                      rowDelta);
     mpc_tile_gemm<T, BQ, BK, D, false, true, false>(ss, qs, ks);
     mpc_tile_gemm<T, BQ, BK, DV, false, true, false>(dps, dos, vs);
     mpc_attention_probabilities<T, BQ, BK>(a, mask, q0, k0, ss, dps, rowLse,
@@ -888,7 +911,8 @@ template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_backward_q_tiles(const mpc_attention_shape &a, const T *dout,
                          const T *q, const T *k, const T *v, const T *o,
-                         const float *lse, const Mask *mask, T *dq) {
+                         const float *lse, const Mask *mask, T *dq,
+                             float *delta) {
   MPC_SHARED_TILE(T, qs, BQ, D);
   MPC_SHARED_TILE(T, dos, BQ, DV);
   MPC_SHARED_TILE(T, ks, BK, D);
@@ -913,7 +937,7 @@ mpc_attention_backward_q_tiles(const mpc_attention_shape &a, const T *dout,
                           a.queries, a.headDim);
   mpc_tile_load<T, BQ, DV>(dos, doBase, a.o.seq, q0, a.queries, a.valueDim);
   mpc_attention_row_statistics<BQ>(a, bh, q0, o + b * a.o.batch + h * a.o.head,
-                                   doBase, lse, rowLse, rowDelta);
+                                   doBase, lse, delta, rowLse, rowDelta);
   int keyEnd = a.causal && q0 + BQ < a.keys ? q0 + BQ : a.keys;
   for (int k0 = 0; k0 < keyEnd; k0 += BK) {
     mpc_tile_load<T, BK, D>(ks, kBase, a.k.seq, k0, a.keys, a.headDim);
@@ -1095,8 +1119,8 @@ template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_backward_kv_mma(const mpc_attention_shape &a, const T *dout,
                               const T *q, const T *k, const T *v, const T *o,
-                              const float *lse, const Mask *mask, T *dk,
-                              T *dv) {
+                              const float *lse, const float *delta,
+                              const Mask *mask, T *dk, T *dv) {
   constexpr int LDK = MPC_LD(T, D), LDV = MPC_LD(T, DV);
   // The keys and values, then the staging tiles of dK and dV.
   MPC_SHARED_TILE(T, ks, BK, D);
@@ -1110,7 +1134,6 @@ mpc_attention_backward_kv_mma(const mpc_attention_shape &a, const T *dout,
   int bh = blockIdx.x / tiles, k0 = blockIdx.x % tiles * BK;
   int b = bh / a.heads, h = bh % a.heads;
   const T *qBase = q + b * a.q.batch + h * a.q.head;
-  const T *oBase = o + b * a.o.batch + h * a.o.head;
   const T *doBase = dout + b * a.o.batch + h * a.o.head;
   mpc_tile_load<T, BK, D>(ks, k + b * a.k.batch + h * a.k.head, a.k.seq, k0,
                           a.keys, a.headDim);
@@ -1129,8 +1152,8 @@ mpc_attention_backward_kv_mma(const mpc_attention_shape &a, const T *dout,
       mpc_tile_load<T, BQ, D>(qs, qBase, a.q.seq, q0, a.queries, a.headDim);
       mpc_tile_load<T, BQ, DV>(dos, doBase, a.o.seq, q0, a.queries,
                                a.valueDim);
-      mpc_attention_row_statistics<BQ>(a, bh, q0, oBase, doBase, lse, rowLse,
-                                       rowDelta);
+      mpc_attention_load_statistics<BQ>(a, bh, q0, lse, delta, rowLse,
+                                        rowDelta);
       if (active) {
         float p[BQ / 8][4], ds[BQ / 8][4];
         mpc_zero(p);
@@ -1176,7 +1199,8 @@ template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
                              const T *q, const T *k, const T *v, const T *o,
-                             const float *lse, const Mask *mask, T *dq) {
+                             const float *lse, const Mask *mask, T *dq,
+                             float *delta) {
   constexpr int LDK = MPC_LD(T, D), LDV = MPC_LD(T, DV);
   // The queries, then dQ's staging tile.
   MPC_SHARED_TILE(T, qs, BQ, D);
@@ -1196,7 +1220,7 @@ mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
                           a.queries, a.headDim);
   mpc_tile_load<T, BQ, DV>(dos, doBase, a.o.seq, q0, a.queries, a.valueDim);
   mpc_attention_row_statistics<BQ>(a, bh, q0, o + b * a.o.batch + h * a.o.head,
-                                   doBase, lse, rowLse, rowDelta);
+                                   doBase, lse, delta, rowLse, rowDelta);
   int keyEnd = a.causal && q0 + BQ < a.keys ? q0 + BQ : a.keys;
   int warps = blockDim.x / 32;
   for (int first = 0; first < BQ / 16; first += warps) {
@@ -1271,15 +1295,16 @@ template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_backward_kv(const mpc_attention_shape &a, const T *dout,
                           const T *q, const T *k, const T *v, const T *o,
-                          const float *lse, const Mask *mask, T *dk, T *dv) {
+                          const float *lse, const float *delta,
+                          const Mask *mask, T *dk, T *dv) {
 #if defined(MPC_DEVICE_BLOCKS)
   if constexpr (mpc_use_mma<T>::value)
     mpc_attention_backward_kv_mma<T, D, DV, BQ, BK>(a, dout, q, k, v, o, lse,
-                                                    mask, dk, dv);
+                                                    delta, mask, dk, dv);
   else
 #endif
     mpc_attention_backward_kv_tiles<T, D, DV, BQ, BK>(a, dout, q, k, v, o, lse,
-                                                      mask, dk, dv);
+                                                      delta, mask, dk, dv);
 }
 
 /// One block: BQ queries of one (batch, head), their dQ. Grid: batch *
@@ -1288,15 +1313,16 @@ template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_backward_q(const mpc_attention_shape &a, const T *dout,
                          const T *q, const T *k, const T *v, const T *o,
-                         const float *lse, const Mask *mask, T *dq) {
+                         const float *lse, const Mask *mask, T *dq,
+                             float *delta) {
 #if defined(MPC_DEVICE_BLOCKS)
   if constexpr (mpc_use_mma<T>::value)
     mpc_attention_backward_q_mma<T, D, DV, BQ, BK>(a, dout, q, k, v, o, lse,
-                                                   mask, dq);
+                                                   mask, dq, delta);
   else
 #endif
     mpc_attention_backward_q_tiles<T, D, DV, BQ, BK>(a, dout, q, k, v, o, lse,
-                                                     mask, dq);
+                                                     mask, dq, delta);
 }
 
 #endif // MPC_RUNTIME_DEVICE_MPC_ATTENTION_H

@@ -201,7 +201,7 @@ void checkAttention(const Case &c, unsigned block, double tolerance) {
                             c.causal};
   Buffer<T> q(elements), k(elements), v(elements), o(elements),
       dout(elements), dq(elements), dk(elements), dv(elements);
-  Buffer<float> lse((long long)B * H * S);
+  Buffer<float> lse((long long)B * H * S), delta((long long)B * H * S);
   Buffer<unsigned char> mask((long long)S * S);
   std::mt19937 random(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -216,12 +216,13 @@ void checkAttention(const Case &c, unsigned block, double tolerance) {
   MPC_LAUNCH((mpc_attention_forward<T, D, D, BQ, BK, unsigned char>),
              B * H * queryTiles, block, shape, q.data, k.data, v.data,
              maskPointer, o.data, lse.data);
-  MPC_LAUNCH((mpc_attention_backward_kv<T, D, D, BQ, BK, unsigned char>),
-             B * H * keyTiles, block, shape, dout.data, q.data, k.data, v.data,
-             o.data, lse.data, maskPointer, dk.data, dv.data);
+  // dQ first: it leaves D_i in `delta` for the dK/dV kernel.
   MPC_LAUNCH((mpc_attention_backward_q<T, D, D, BQ, BK, unsigned char>),
              B * H * queryTiles, block, shape, dout.data, q.data, k.data,
-             v.data, o.data, lse.data, maskPointer, dq.data);
+             v.data, o.data, lse.data, maskPointer, dq.data, delta.data);
+  MPC_LAUNCH((mpc_attention_backward_kv<T, D, D, BQ, BK, unsigned char>),
+             B * H * keyTiles, block, shape, dout.data, q.data, k.data, v.data,
+             o.data, lse.data, delta.data, maskPointer, dk.data, dv.data);
 
   // The reference, per (batch, head).
   std::vector<double> refO(elements), refDq(elements), refDk(elements),

@@ -31,6 +31,17 @@ Run by hand on a machine with a GPU, after building with the CUDA toolkit:
   /usr/bin/python3 tools/bench/gpu_step.py [--build-dir=build] [--steps=50]
       [--warmup=10] [--configs=example,gpt2-small] [--batch-gpt2=8]
       [--half=bf16] [--torch-optimizer=adamw] [--peak-tflops=989]
+      [--mpc-only] [--attention [--attention-shape=8,12,1024,64]]
+
+With --attention, the attention kernels alone instead, at GPT-2 small's
+shape (batch 8, 12 heads, 1024 tokens, head dim 64, causal; --attention-
+shape=B,H,T,D to change it): mpc's forward, dK/dV and dQ kernels (a model
+of one mpc.attention whose parameters are q, k and v, its step's
+attention kernels timed by Nsight Compute's `ncu --clock-control none`,
+the median of --steps steps) against PyTorch's
+F.scaled_dot_product_attention forward and backward (CUDA events, median
+of as many calls), in TFLOP/s by FlashAttention-2's count (forward 4 B H
+T² D, halved when causal; backward 2.5 times the forward).
 
 Needs PyTorch with CUDA (`pip install torch`), and cuBLASLt on the loader's
 path (the script adds the toolkit's lib64).
@@ -46,8 +57,11 @@ and needs neither PyTorch nor a GPU; the second times those programs.
 """
 
 import argparse
+import csv
+import io
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -158,15 +172,43 @@ def flops_per_token(vocab, context, width, heads, layers):
         12 * layers * context * width
 
 
+def attention_mlir(name, batch, heads, tokens, dim, causal=True):
+    """One mpc.attention whose parameters are q, k and v ([B, H, T, D]);
+    the loss weighs each output element by an input, so that every
+    gradient is computed."""
+    t = f"tensor<{batch}x{heads}x{tokens}x{dim}xf32>"
+    scale = 1.0 / dim ** 0.5
+    return f"""mpc.model @{name}
+    inputs(%r: {t})
+    params(%q: {t} = normal(0.5), %k: {t} = normal(0.5),
+           %v: {t} = normal(1.0)) {{
+  %y, %lse = mpc.attention %q, %k, %v scale {scale!r}{' causal' if causal else ''}
+      : {t}, {t}, {t}
+  %p = mpc.mul %y, %r : {t}, {t}
+  %loss = mpc.reduce_sum %p dims [0, 1, 2, 3] : {t}
+  mpc.output loss(%loss : tensor<f32>)
+}}
+"""
+
+
+def attention_flops(batch, heads, tokens, dim, causal=True):
+    """FlashAttention-2's count: (forward, backward) FLOPs."""
+    forward = 4 * batch * heads * tokens * tokens * dim / (2 if causal else 1)
+    return forward, 2.5 * forward
+
+
 # ----------------------------------------------------------------------------
 # mpc
 
-def build_mpc(args, name, config, arch, workdir):
+def build_mpc(args, name, config, arch, workdir, source_text=None):
     """Compiles and links the configuration's timing program; its path."""
-    vocab, context, width, heads, layers, batch = config
     source = os.path.join(workdir, f"{name}.mlir")
+    if source_text is None:
+        vocab, context, width, heads, layers, batch = config
+        source_text = gpt_mlir(name, vocab, context, width, heads, layers,
+                               batch)
     with open(source, "w") as f:
-        f.write(gpt_mlir(name, vocab, context, width, heads, layers, batch))
+        f.write(source_text)
     out = os.path.join(workdir, name)
     mpc = os.path.join(args.build_dir, "bin", "mpc")
     # The same optimizer as PyTorch's (fused into one pass either way).
@@ -201,6 +243,104 @@ def time_mpc(args, program):
                           result.stdout)
         timings.append((float(match.group(1)), int(match.group(2))))
     return timings
+
+
+# ----------------------------------------------------------------------------
+# The attention kernels alone (--attention)
+
+def ncu_attention_times(args, program):
+    """Median ms of mpc's forward, dK/dV and dQ attention kernels over
+    args.steps steps, from Nsight Compute at the GPU's own clocks; None
+    without ncu."""
+    ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
+    if not os.path.exists(ncu):
+        return None
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = args.cuda_lib + ":" + env.get("LD_LIBRARY_PATH", "")
+    result = subprocess.run(
+        [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
+         "--kernel-name", "regex:attention", "--csv", "--print-units", "base",
+         program, f"--bench={args.steps}", "--warmup=2"],
+        env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"error: ncu {program}: {result.stdout}{result.stderr}")
+    times = {"forward": [], "dK/dV": [], "dQ": []}
+    text = result.stdout[result.stdout.index('"ID"'):]
+    for row in csv.DictReader(io.StringIO(text)):
+        kernel = row["Kernel Name"]
+        kind = ("dK/dV" if "grad_kv" in kernel else
+                "dQ" if "grad_q" in kernel else "forward")
+        times[kind].append(float(row["Metric Value"]) * 1e-6)  # ns -> ms
+    return {kind: statistics.median(values) for kind, values in times.items()}
+
+
+def time_torch_attention(args, shape):
+    """Median ms of F.scaled_dot_product_attention's forward and backward
+    on bf16/f16 [B, H, T, D] tensors, causal, from CUDA events."""
+    import torch
+    import torch.nn.functional as F
+    half = torch.bfloat16 if args.half == "bf16" else torch.float16
+    q, k, v = (torch.randn(shape, device="cuda", dtype=half,
+                           requires_grad=True) for _ in range(3))
+    dout = torch.randn(shape, device="cuda", dtype=half)
+    forward, backward = [], []
+    for step in range(args.warmup + args.steps):
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+        events[0].record()
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        events[1].record()
+        y.backward(dout)
+        events[2].record()
+        torch.cuda.synchronize()
+        if step >= args.warmup:
+            forward.append(events[0].elapsed_time(events[1]))
+            backward.append(events[1].elapsed_time(events[2]))
+        q.grad = k.grad = v.grad = None
+    return statistics.median(forward), statistics.median(backward)
+
+
+def attention_main(args):
+    shape = tuple(int(n) for n in args.attention_shape.split(","))
+    name = "bench_attention"
+    if args.build_only:
+        if not args.arch:
+            sys.exit("error: --build-only needs --arch=sm_XY")
+        os.makedirs(args.build_only, exist_ok=True)
+        print(build_mpc(args, name, None, args.arch, args.build_only,
+                        attention_mlir(name, *shape)))
+        return
+    import torch
+    major, minor = torch.cuda.get_device_capability()
+    arch = f"sm_{major}{minor}"
+    print(f"device: {torch.cuda.get_device_name()} ({arch}); attention "
+          f"[B, H, T, D] = {list(shape)}, causal, {args.half}; PyTorch "
+          f"{torch.__version__}")
+    with tempfile.TemporaryDirectory() as workdir:
+        if args.prebuilt:
+            program = os.path.join(args.prebuilt, name, "bench")
+        else:
+            program = build_mpc(args, name, None, arch, workdir,
+                                attention_mlir(name, *shape))
+        step_ms = time_mpc(args, program)[0][0]
+        kernels = ncu_attention_times(args, program)
+    forward_flops, backward_flops = attention_flops(*shape)
+    print(f"mpc step (attention, loss, AdamW on q, k, v): {step_ms:.3f} ms")
+    print(f"{'runner':<22} {'forward ms':>10} {'TFLOP/s':>8} "
+          f"{'backward ms':>11} {'TFLOP/s':>8}")
+    rows = []
+    if not args.mpc_only:
+        rows.append(("torch SDPA", *time_torch_attention(args, shape)))
+    if kernels:
+        rows.insert(0, ("mpc kernels (ncu)", kernels["forward"],
+                        kernels["dK/dV"] + kernels["dQ"]))
+        print(f"  (mpc dK/dV {kernels['dK/dV']:.3f} ms, dQ "
+              f"{kernels['dQ']:.3f} ms)")
+    else:
+        print("  (no ncu: mpc's kernels are not timed alone)")
+    for runner, forward, backward in rows:
+        print(f"{runner:<22} {forward:>10.3f} "
+              f"{forward_flops / forward / 1e9:>8.1f} {backward:>11.3f} "
+              f"{backward_flops / backward / 1e9:>8.1f}")
 
 
 # ----------------------------------------------------------------------------
@@ -316,7 +456,16 @@ def main():
     parser.add_argument("--torch-optimizer", choices=["adamw", "sgd"],
                         default="adamw")
     parser.add_argument("--peak-tflops", type=float, default=0)
+    parser.add_argument("--mpc-only", action="store_true",
+                        help="time mpc alone (e.g. an earlier build's "
+                             "programs beside this one's)")
+    parser.add_argument("--attention", action="store_true",
+                        help="time the attention kernels alone")
+    parser.add_argument("--attention-shape", default="8,12,1024,64",
+                        metavar="B,H,T,D")
     args = parser.parse_args()
+    if args.attention:
+        return attention_main(args)
 
     def configurations():
         for config_name in args.configs.split(","):
@@ -361,8 +510,10 @@ def main():
                 program = build_mpc(args, name, config, arch, workdir)
             launches, graphs = time_mpc(args, program)
             results = [("mpc", *launches), ("mpc graphs", *graphs)]
-            results.append(("torch AMP", *time_torch(args, config, False)))
-            results.append(("torch.compile", *time_torch(args, config, True)))
+            if not args.mpc_only:
+                results.append(("torch AMP", *time_torch(args, config, False)))
+                results.append(("torch.compile",
+                                *time_torch(args, config, True)))
             mpc_ms = results[0][1]
             for runner, ms, memory in results:
                 mfu = flops / (ms / 1e3) / peak if peak else float("nan")
