@@ -31,7 +31,8 @@ Run by hand on a machine with a GPU, after building with the CUDA toolkit:
   /usr/bin/python3 tools/bench/gpu_step.py [--build-dir=build] [--steps=50]
       [--warmup=10] [--configs=example,gpt2-small] [--batch-gpt2=8]
       [--half=bf16] [--torch-optimizer=adamw] [--peak-tflops=989]
-      [--mpc-only] [--attention [--attention-shape=8,12,1024,64]]
+      [--mpc-only] [--no-torch-compile]
+      [--attention [--attention-shape=8,12,1024,64]]
 
 With --attention, the attention kernels alone instead, at GPT-2 small's
 shape (batch 8, 12 heads, 1024 tokens, head dim 64, causal; --attention-
@@ -57,6 +58,7 @@ and needs neither PyTorch nor a GPU; the second times those programs.
 """
 
 import argparse
+import collections
 import csv
 import io
 import os
@@ -249,9 +251,9 @@ def time_mpc(args, program):
 # The attention kernels alone (--attention)
 
 def ncu_attention_times(args, program):
-    """Median ms of mpc's forward, dK/dV and dQ attention kernels over
-    args.steps steps, from Nsight Compute at the GPU's own clocks; None
-    without ncu."""
+    """Median ms a step of mpc's forward, dK/dV and dQ attention kernels,
+    and of the step's other kernels, over args.steps steps, from Nsight
+    Compute at the GPU's own clocks; None without ncu."""
     ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
     if not os.path.exists(ncu):
         return None
@@ -259,19 +261,22 @@ def ncu_attention_times(args, program):
     env["LD_LIBRARY_PATH"] = args.cuda_lib + ":" + env.get("LD_LIBRARY_PATH", "")
     result = subprocess.run(
         [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum",
-         "--kernel-name", "regex:attention", "--csv", "--print-units", "base",
-         program, f"--bench={args.steps}", "--warmup=2"],
-        env=env, capture_output=True, text=True)
+         "--csv", "--print-units", "base", program, f"--bench={args.steps}",
+         "--warmup=2"], env=env, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"error: ncu {program}: {result.stdout}{result.stderr}")
-    times = {"forward": [], "dK/dV": [], "dQ": []}
+    per_kernel = collections.defaultdict(list)
     text = result.stdout[result.stdout.index('"ID"'):]
     for row in csv.DictReader(io.StringIO(text)):
-        kernel = row["Kernel Name"]
-        kind = ("dK/dV" if "grad_kv" in kernel else
-                "dQ" if "grad_q" in kernel else "forward")
-        times[kind].append(float(row["Metric Value"]) * 1e-6)  # ns -> ms
-    return {kind: statistics.median(values) for kind, values in times.items()}
+        value = float(row["Metric Value"].replace(",", ""))
+        # The model's name less: its kernels are <model>_k<N>_<kind>.
+        kind = re.sub(r"^.*_k\d+_", "", row["Kernel Name"])
+        per_kernel[kind].append(value * 1e-6)  # ns -> ms
+    steps = len(per_kernel["attention"])
+    times = {kind: sum(values) / steps for kind, values in per_kernel.items()}
+    return {"forward": times.pop("attention"),
+            "dK/dV": times.pop("attention_grad_kv"),
+            "dQ": times.pop("attention_grad_q"), "other": times}
 
 
 def time_torch_attention(args, shape):
@@ -333,8 +338,11 @@ def attention_main(args):
     if kernels:
         rows.insert(0, ("mpc kernels (ncu)", kernels["forward"],
                         kernels["dK/dV"] + kernels["dQ"]))
+        others = sorted(kernels["other"].items(), key=lambda kv: -kv[1])
         print(f"  (mpc dK/dV {kernels['dK/dV']:.3f} ms, dQ "
-              f"{kernels['dQ']:.3f} ms)")
+              f"{kernels['dQ']:.3f} ms; the step's other kernels "
+              f"{sum(kernels['other'].values()):.3f} ms: " +
+              ", ".join(f"{kind} {ms:.3f}" for kind, ms in others[:4]) + ")")
     else:
         print("  (no ncu: mpc's kernels are not timed alone)")
     for runner, forward, backward in rows:
@@ -459,6 +467,9 @@ def main():
     parser.add_argument("--mpc-only", action="store_true",
                         help="time mpc alone (e.g. an earlier build's "
                              "programs beside this one's)")
+    parser.add_argument("--no-torch-compile", action="store_true",
+                        help="leave torch.compile out (it compiles for a "
+                             "minute or more)")
     parser.add_argument("--attention", action="store_true",
                         help="time the attention kernels alone")
     parser.add_argument("--attention-shape", default="8,12,1024,64",
@@ -512,8 +523,9 @@ def main():
             results = [("mpc", *launches), ("mpc graphs", *graphs)]
             if not args.mpc_only:
                 results.append(("torch AMP", *time_torch(args, config, False)))
-                results.append(("torch.compile",
-                                *time_torch(args, config, True)))
+                if not args.no_torch_compile:
+                    results.append(("torch.compile",
+                                    *time_torch(args, config, True)))
             mpc_ms = results[0][1]
             for runner, ms, memory in results:
                 mfu = flops / (ms / 1e3) / peak if peak else float("nan")
