@@ -58,21 +58,28 @@ struct SharedBytes {
            floats(bq, d) + 4 * 2 * bq;
   }
   /// The tensor-core kernels (the *_mma bodies), whose S, P, dP and dS
-  /// tiles are registers.
+  /// tiles are registers and whose streamed tiles are double-buffered:
+  /// keys and values in the forward and dQ kernels, queries, dO and their
+  /// row statistics in the dK/dV kernel.
   int64_t forwardMma() const {
-    return operands(bq, std::max(d, dv)) + operands(bk, d) + operands(bk, dv);
+    return operands(bq, std::max(d, dv)) + 2 * operands(bk, d) +
+           2 * operands(bk, dv);
+  }
+  int64_t backwardQueryMma() const {
+    return operands(bq, d) + operands(bq, dv) + 2 * operands(bk, d) +
+           2 * operands(bk, dv) + 4 * 2 * bq;
   }
   int64_t backwardKeyValueMma() const {
-    return operands(bk, d) + operands(bk, dv) + operands(bq, d) +
-           operands(bq, dv) + 4 * 2 * bq;
+    return operands(bk, d) + operands(bk, dv) + 2 * operands(bq, d) +
+           2 * operands(bq, dv) + 4 * 2 * 2 * bq;
   }
-  int64_t backwardQueryMma() const { return backwardKeyValueMma(); }
-  bool fits(bool mma, int64_t limit) const {
-    if (mma)
-      return forwardMma() <= limit && backwardQueryMma() <= limit;
-    return forward() <= limit && backwardQuery() <= limit;
+  int64_t forwardBytes(bool mma) const {
+    return mma ? forwardMma() : forward();
   }
-  int64_t keyValue(bool mma) const {
+  int64_t queryBytes(bool mma) const {
+    return mma ? backwardQueryMma() : backwardQuery();
+  }
+  int64_t keyValueBytes(bool mma) const {
     return mma ? backwardKeyValueMma() : backwardKeyValue();
   }
 };
@@ -87,9 +94,10 @@ struct AttentionPlan {
   bool half;
   int64_t d, dv;  ///< head dims padded to 16
   int64_t bq, bk; ///< tile sizes
-  /// The query tile of the dK/dV kernel, which keeps two more key-sized
-  /// f32 tiles: bq, or smaller where those do not fit beside it.
-  int64_t bqKeyValue;
+  /// The key tile of the dQ kernel and the query tile of the dK/dV
+  /// kernel, which keep more tiles than the forward kernel: bk and bq, or
+  /// smaller where those do not fit beside them.
+  int64_t bkQuery, bqKeyValue;
   /// Batch, head and sequence strides of q, k, v (possibly views of a
   /// larger tensor), of the output (and its gradient) and of the gradients.
   SmallVector<int64_t, 3> qStrides, kStrides, vStrides, oStrides, dqStrides,
@@ -150,10 +158,11 @@ struct AttentionPlan {
                          causal ? "true" : "false")
         .str();
   }
-  /// The template arguments of the kernel bodies, with query tiles of
-  /// `queryTile` rows.
-  std::string templateArguments(int64_t queryTile) const {
-    return llvm::formatv("{0}, {1}, {2}, {3}, {4}", type, d, dv, queryTile, bk);
+  /// The template arguments of the kernel bodies, with tiles of
+  /// `queryTile` queries and `keyTile` keys.
+  std::string templateArguments(int64_t queryTile, int64_t keyTile) const {
+    return llvm::formatv("{0}, {1}, {2}, {3}, {4}", type, d, dv, queryTile,
+                         keyTile);
   }
 };
 
@@ -216,7 +225,7 @@ FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
   int64_t bytes = plan.half ? 2 : 4;
   // The largest tiles whose three kernels fit the static shared memory, no
   // larger than the sequences.
-  plan.bq = plan.bk = plan.bqKeyValue = 0;
+  plan.bq = plan.bk = plan.bkQuery = plan.bqKeyValue = 0;
   // Half tiles are multiples of 16 for mma.sync; f32 ones (no tensor
   // cores) may be smaller, as f32 head dims of 128 need.
   for (auto [bq, bk] : {std::pair<int64_t, int64_t>{64, 64},
@@ -231,18 +240,25 @@ FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
     SharedBytes shared{std::min(bq, roundUp16(shape.queries)),
                        std::min(bk, roundUp16(shape.keys)), plan.d, plan.dv,
                        bytes};
-    if (!shared.fits(plan.half, sharedMemoryLimit))
+    if (shared.forwardBytes(plan.half) > sharedMemoryLimit)
       continue;
-    // The dK/dV kernel halves its query tile until it fits (down to 16
-    // rows, mma.sync's, for half operands).
-    SharedBytes keyValue = shared;
+    // The backward kernels halve the tile they stream (the dQ kernel its
+    // key tile, the dK/dV kernel its query tile) until they fit, down to
+    // 16 rows, mma.sync's, for half operands; the f32 dQ kernel keeps the
+    // forward kernel's tiles.
     int64_t smallest = plan.half ? 16 : 8;
-    while (keyValue.keyValue(plan.half) > sharedMemoryLimit &&
+    SharedBytes query = shared, keyValue = shared;
+    while (plan.half && query.queryBytes(plan.half) > sharedMemoryLimit &&
+           query.bk / 2 >= smallest && query.bk % 2 == 0)
+      query.bk /= 2;
+    while (keyValue.keyValueBytes(plan.half) > sharedMemoryLimit &&
            keyValue.bq / 2 >= smallest && keyValue.bq % 2 == 0)
       keyValue.bq /= 2;
-    if (keyValue.keyValue(plan.half) <= sharedMemoryLimit) {
+    if (query.queryBytes(plan.half) <= sharedMemoryLimit &&
+        keyValue.keyValueBytes(plan.half) <= sharedMemoryLimit) {
       plan.bq = shared.bq;
       plan.bk = shared.bk;
+      plan.bkQuery = query.bk;
       plan.bqKeyValue = keyValue.bq;
       break;
     }
@@ -304,7 +320,8 @@ void emitForward(AttentionOp op, const AttentionPlan &plan,
       "  const mpc_attention_shape a = {2};\n"
       "  mpc_attention_forward<{3}>(a, q, k, v, mask, o, lse);\n"
       "}\n",
-      name, plan.type, plan.shapeLiteral(), plan.templateArguments(plan.bq)));
+      name, plan.type, plan.shapeLiteral(),
+      plan.templateArguments(plan.bq, plan.bk)));
   int64_t pairs = plan.computedPairs();
   KernelCost cost =
       KernelCost()
@@ -365,7 +382,7 @@ void emitBackward(AttentionGradOp op, const Step &step,
       "delta);\n"
       "}\n",
       query, parameters, plan.type, plan.shapeLiteral(),
-      plan.templateArguments(plan.bq)));
+      plan.templateArguments(plan.bq, plan.bkQuery)));
   // S, dP and dQ.
   KernelCost queryCost =
       readsInputs(KernelCost())
@@ -387,7 +404,7 @@ void emitBackward(AttentionGradOp op, const Step &step,
       "dk, dv);\n"
       "}\n",
       keyValue, parameters, plan.type, plan.shapeLiteral(),
-      plan.templateArguments(plan.bqKeyValue)));
+      plan.templateArguments(plan.bqKeyValue, plan.bk)));
   // S and dP, then dV and dK.
   KernelCost keyValueCost = readsInputs(KernelCost())
                                 .writes(op.getKeyGrad())

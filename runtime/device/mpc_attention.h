@@ -395,27 +395,28 @@ __device__ __forceinline__ void mpc_warp_mma_b(float (&acc)[N / 8][4],
 
 /// acc = or += A B for one warp's 16 rows: A the rows of a shared tile
 /// from element `aOffset` (K columns, rows `lda` apart), B as for
-/// mpc_warp_mma_b.
+/// mpc_warp_mma_b from element `bOffset`.
 template <typename T, int N, int K, bool BRowsAreN, typename SA, typename SB>
 __device__ __forceinline__ void
 mpc_warp_product(float (&acc)[N / 8][4], SA &as, long long aOffset, int lda,
-                 SB &bs, int ldb) {
+                 SB &bs, long long bOffset, int ldb) {
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
     unsigned a[4];
     mpc_warp_load_a(a, as, aOffset + k0, lda);
     mpc_warp_mma_b<T, N, BRowsAreN>(
-        acc, a, bs, BRowsAreN ? (long long)k0 : (long long)k0 * ldb, ldb);
+        acc, a, bs,
+        bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb), ldb);
   }
 }
 
 /// acc += A B for one warp's 16 rows, A in registers as accumulator tiles
 /// (16 x K: K / 8 tiles, e.g. P), rounded to T; B as for mpc_warp_mma_b,
-/// its K rows (or columns) from the tile's first.
+/// its K rows (or columns) from element `bOffset`.
 template <typename T, int N, int K, bool BRowsAreN, typename SB>
 __device__ __forceinline__ void
 mpc_warp_product_registers(float (&acc)[N / 8][4], const float (&p)[K / 8][4],
-                           SB &bs, int ldb) {
+                           SB &bs, long long bOffset, int ldb) {
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
     const float *low = p[k0 / 8], *high = p[k0 / 8 + 1];
@@ -424,7 +425,8 @@ mpc_warp_product_registers(float (&acc)[N / 8][4], const float (&p)[K / 8][4],
                      mpc_pack2<T>(high[0], high[1]),
                      mpc_pack2<T>(high[2], high[3])};
     mpc_warp_mma_b<T, N, BRowsAreN>(
-        acc, a, bs, BRowsAreN ? (long long)k0 : (long long)k0 * ldb, ldb);
+        acc, a, bs,
+        bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb), ldb);
   }
 }
 
@@ -540,6 +542,156 @@ __device__ __forceinline__ void mpc_tile_load(S &s, const T *base,
   }
   __syncthreads();
 }
+
+#if defined(MPC_DEVICE_BLOCKS)
+// Under emulation __device__ is `static inline`, which members cannot be.
+#if defined(MPC_DEVICE_CUDA)
+#define MPC_ASYNC_METHOD __device__ __forceinline__
+#else
+#define MPC_ASYNC_METHOD inline
+#endif
+/// This thread's asynchronous copies from global to shared memory
+/// (cp.async, sm_80 and later): issued, committed as a group, and waited
+/// for with all but the N most recent groups complete, after which (and a
+/// barrier) the block may read them. Before sm_80 each copy is a load and
+/// a store at once. Under emulation the copies are kept and performed at
+/// the wait (their global reads at the issue, as the counters see them):
+/// a thread that reads a tile before its wait and barrier finds it
+/// unwritten or stale, as it could on the GPU.
+class mpc_async_copies {
+public:
+  /// 16 bytes (one vector of 8 half values), 16-byte aligned at both ends.
+  template <typename S, typename T>
+  MPC_ASYNC_METHOD void copy16(S &s, long long index, const T *from) {
+    static_assert(sizeof(T) == 2, "16 bytes are 8 half values");
+#if defined(MPC_DEVICE_EMULATION)
+    typedef unsigned mpc_vector16 __attribute__((vector_size(16)));
+    mpc_vector16 vector = *reinterpret_cast<const mpc_vector16 *>(from);
+    T values[8];
+    std::memcpy(values, &vector, 16);
+    add(&s, index, 8, values, sizeof values, write_shared<S, T>);
+#elif __CUDA_ARCH__ >= 800
+    unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(&s[index]));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to),
+                 "l"(from));
+#else
+    *reinterpret_cast<uint4 *>(&s[index]) =
+        *reinterpret_cast<const uint4 *>(from);
+#endif
+  }
+  /// One float.
+  template <typename S>
+  MPC_ASYNC_METHOD void copy4(S &s, long long index,
+                                        const float *from) {
+#if defined(MPC_DEVICE_EMULATION)
+    float value = *from;
+    add(&s, index, 1, &value, sizeof value, write_shared<S, float>);
+#elif __CUDA_ARCH__ >= 800
+    unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(&s[index]));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(to),
+                 "l"(from));
+#else
+    s[index] = *from;
+#endif
+  }
+  /// Closes the group of the copies issued since the last commit.
+  MPC_ASYNC_METHOD void commit() {
+#if defined(MPC_DEVICE_EMULATION)
+    ++groups;
+#elif __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+  }
+  /// Waits until at most the N most recent groups are incomplete.
+  template <int N> MPC_ASYNC_METHOD void wait() {
+#if defined(MPC_DEVICE_EMULATION)
+    int kept = 0;
+    for (int i = 0; i < count; ++i) {
+      if (pending[i].group < groups - N) {
+        pending[i].write(pending[i].array, pending[i].index, pending[i].values,
+                         pending[i].elements);
+        continue;
+      }
+      pending[kept++] = pending[i];
+    }
+    count = kept;
+#elif __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+  }
+
+#if defined(MPC_DEVICE_EMULATION)
+private:
+  typedef void (*writer)(void *array, long long index, const void *values,
+                         int elements);
+  template <typename S, typename T>
+  static void write_shared(void *array, long long index, const void *values,
+                           int elements) {
+    S &s = *static_cast<S *>(array);
+    const T *typed = static_cast<const T *>(values);
+    for (int i = 0; i < elements; ++i)
+      s[index + i] = typed[i];
+  }
+  void add(void *array, long long index, int elements, const void *values,
+           size_t bytes, writer write) {
+    if (count == capacity)
+      mpc_emu::fail(__FILE__, __LINE__,
+                    "more than %d asynchronous copies outstanding in one "
+                    "thread",
+                    capacity);
+    copy &c = pending[count++];
+    c.array = array;
+    c.index = index;
+    c.elements = elements;
+    c.group = groups;
+    c.write = write;
+    std::memcpy(c.values, values, bytes);
+  }
+  struct copy {
+    void *array;
+    long long index;
+    int elements, group;
+    writer write;
+    unsigned char values[16];
+  };
+  static constexpr int capacity = 64;
+  copy pending[capacity];
+  int count = 0, groups = 0;
+#endif
+};
+
+/// mpc_tile_load without its barrier, into the tile's rows from element
+/// `offset`, the whole aligned runs of 8 copied asynchronously (`copies`;
+/// the caller commits and waits), the rest (zeros, ragged edges) at once.
+template <typename T, int R, int W, typename S>
+__device__ __forceinline__ void
+mpc_tile_load_async(mpc_async_copies &copies, S &s, long long offset,
+                    const T *base, long long seq, int row0, int count,
+                    int width) {
+  constexpr int Run = 8;
+  static_assert(W % Run == 0, "tile widths are padded to multiples of 16");
+  static_assert(sizeof(T) == 2, "runs of 8 half values are 16 bytes");
+  bool aligned =
+      reinterpret_cast<unsigned long long>(base) % 16 == 0 && seq % Run == 0;
+  MPC_FOR_THREAD(run, (long long)R * (W / Run)) {
+    int r = (int)(run / (W / Run)), c0 = (int)(run % (W / Run)) * Run;
+    long long e0 = offset + (long long)r * MPC_LD(T, W) + c0;
+    bool inside = row0 + r < count;
+    if (aligned && inside && c0 + Run <= width) {
+      copies.copy16(s, e0, base + (row0 + r) * seq + c0);
+      continue;
+    }
+    T values[Run];
+#pragma unroll
+    for (int c = 0; c < Run; ++c)
+      values[c] = inside && c0 + c < width ? base[(row0 + r) * seq + c0 + c]
+                                           : mpc_round(0.0f, base);
+#pragma unroll
+    for (int c = 0; c < Run; ++c)
+      s[e0 + c] = values[c];
+  }
+}
+#endif
 
 /// Copies the shared R x W tile `s` (rows MPC_LD(T, W) apart) to rows
 /// [row0, row0 + R) of one (batch, head) of a global tensor (sequence
@@ -1008,7 +1160,31 @@ __device__ __forceinline__ void mpc_warp_stage(S &s, long long offset, int ld,
           mpc_round(acc[j][i] * factor, tag);
 }
 
-/// The forward kernel: see mpc_attention_forward.
+/// Loads the logsumexp and D_i of BQ queries from `q0` into element
+/// `offset` on of rowLse and rowDelta, asynchronously where the rows exist
+/// (and exp(-inf) = 0 for the others).
+template <int BQ, typename SL>
+__device__ __forceinline__ void
+mpc_attention_load_statistics_async(mpc_async_copies &copies,
+                                    const mpc_attention_shape &a, int bh,
+                                    int q0, const float *lse,
+                                    const float *delta, SL &rowLse,
+                                    SL &rowDelta, int offset) {
+  MPC_FOR_THREAD(r, BQ) {
+    long long at = (long long)bh * a.queries + q0 + r;
+    if (q0 + r < a.queries) {
+      copies.copy4(rowLse, offset + r, lse + at);
+      copies.copy4(rowDelta, offset + r, delta + at);
+    } else {
+      rowLse[offset + r] = INFINITY;
+      rowDelta[offset + r] = 0.0f;
+    }
+  }
+}
+
+/// The forward kernel: see mpc_attention_forward. The key and value tiles
+/// are double-buffered: the next pair is on its way (cp.async) while the
+/// warps multiply the current one.
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q,
@@ -1018,18 +1194,28 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q,
   constexpr int DQ = D > DV ? D : DV;
   constexpr int LDQ = MPC_LD(T, DQ), LDK = MPC_LD(T, D), LDV = MPC_LD(T, DV);
   MPC_SHARED_TILE(T, qs, BQ, DQ);
-  MPC_SHARED_TILE(T, ks, BK, D);
-  MPC_SHARED_TILE(T, vs, BK, DV);
+  MPC_SHARED_TILE(T, ks, 2 * BK, D);
+  MPC_SHARED_TILE(T, vs, 2 * BK, DV);
 
   int tiles = (a.queries + BQ - 1) / BQ;
   int bh = blockIdx.x / tiles, q0 = blockIdx.x % tiles * BQ;
   int b = bh / a.heads, h = bh % a.heads;
   const T *kBase = k + b * a.k.batch + h * a.k.head;
   const T *vBase = v + b * a.v.batch + h * a.v.head;
+  mpc_async_copies copies;
   mpc_tile_load<T, BQ, DQ>(qs, q + b * a.q.batch + h * a.q.head, a.q.seq, q0,
                            a.queries, a.headDim);
   // Causal: key tiles wholly after the last query of this tile are skipped.
   int keyEnd = a.causal && q0 + BQ < a.keys ? q0 + BQ : a.keys;
+  int keyTiles = (keyEnd + BK - 1) / BK;
+  auto loadKeys = [&](int tile) {
+    long long buffer = tile % 2 * BK;
+    mpc_tile_load_async<T, BK, D>(copies, ks, buffer * LDK, kBase, a.k.seq,
+                                  tile * BK, a.keys, a.headDim);
+    mpc_tile_load_async<T, BK, DV>(copies, vs, buffer * LDV, vBase, a.v.seq,
+                                   tile * BK, a.keys, a.valueDim);
+    copies.commit();
+  };
   int warps = blockDim.x / 32;
   for (int first = 0; first < BQ / 16; first += warps) {
     int row0 = 16 * (first + (int)threadIdx.x / 32);
@@ -1039,14 +1225,25 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q,
     // The running maximum and (this lane's part of the) sum of rows g and
     // g + 8.
     float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.0f, 0.0f};
-    for (int k0 = 0; k0 < keyEnd; k0 += BK) {
-      mpc_tile_load<T, BK, D>(ks, kBase, a.k.seq, k0, a.keys, a.headDim);
-      mpc_tile_load<T, BK, DV>(vs, vBase, a.v.seq, k0, a.keys, a.valueDim);
+    loadKeys(0);
+    for (int tile = 0; tile < keyTiles; ++tile) {
+      if (tile + 1 < keyTiles)
+        loadKeys(tile + 1);
+      else
+        copies.commit(); // an empty group: the wait below is the same
+      copies.wait<1>();
+      __syncthreads();
+      int k0 = tile * BK;
+      long long buffer = tile % 2 * BK;
       if (active) {
         float p[BK / 8][4];
         mpc_zero(p);
         mpc_warp_product<T, BK, D, true>(p, qs, (long long)row0 * LDQ, LDQ,
-                                         ks, LDK);
+                                         ks, buffer * LDK, LDK);
+        // Only tiles on the diagonal or an edge, or masked, hide scores.
+        bool whole = !mask && k0 + BK <= a.keys &&
+                     q0 + row0 + 16 <= a.queries &&
+                     (!a.causal || k0 + BK - 1 <= q0 + row0);
         float tileMax[2] = {rowMax[0], rowMax[1]};
 #pragma unroll
         for (int j = 0; j < BK / 8; ++j)
@@ -1054,8 +1251,8 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q,
           for (int i = 0; i < 4; ++i) {
             int query = q0 + row0 + mpc_mma_row(i),
                 key = k0 + mpc_mma_column(j, i);
-            p[j][i] = query < a.queries &&
-                              mpc_attention_visible(a, mask, query, key)
+            p[j][i] = whole || (query < a.queries &&
+                                mpc_attention_visible(a, mask, query, key))
                           ? p[j][i] * a.scale
                           : -INFINITY;
             tileMax[i / 2] = mpc_max(tileMax[i / 2], p[j][i]);
@@ -1083,9 +1280,10 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q,
 #pragma unroll
           for (int i = 0; i < 4; ++i)
             acc[j][i] *= rescale[i / 2];
-        mpc_warp_product_registers<T, DV, BK, false>(acc, p, vs, LDV);
+        mpc_warp_product_registers<T, DV, BK, false>(acc, p, vs, buffer * LDV,
+                                                     LDV);
       }
-      __syncthreads(); // before the next tiles replace these
+      __syncthreads(); // before the next loads replace this buffer
     }
     if (active) {
       float sum[2];
@@ -1114,7 +1312,8 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q,
 
 /// The dK/dV kernel: see mpc_attention_backward_kv. Its warps own keys:
 /// they compute Sᵀ = K Qᵀ and dPᵀ = V dOᵀ, so that Pᵀ and dSᵀ are the A
-/// operands of dV += Pᵀ dO and dK += dSᵀ Q.
+/// operands of dV += Pᵀ dO and dK += dSᵀ Q. The query-side tiles (Q, dO
+/// and the row statistics) are double-buffered.
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_backward_kv_mma(const mpc_attention_shape &a, const T *dout,
@@ -1125,22 +1324,36 @@ mpc_attention_backward_kv_mma(const mpc_attention_shape &a, const T *dout,
   // The keys and values, then the staging tiles of dK and dV.
   MPC_SHARED_TILE(T, ks, BK, D);
   MPC_SHARED_TILE(T, vs, BK, DV);
-  MPC_SHARED_TILE(T, qs, BQ, D);
-  MPC_SHARED_TILE(T, dos, BQ, DV);
-  MPC_SHARED(float, rowLse, BQ);
-  MPC_SHARED(float, rowDelta, BQ);
+  MPC_SHARED_TILE(T, qs, 2 * BQ, D);
+  MPC_SHARED_TILE(T, dos, 2 * BQ, DV);
+  MPC_SHARED(float, rowLse, 2 * BQ);
+  MPC_SHARED(float, rowDelta, 2 * BQ);
 
   int tiles = (a.keys + BK - 1) / BK;
   int bh = blockIdx.x / tiles, k0 = blockIdx.x % tiles * BK;
   int b = bh / a.heads, h = bh % a.heads;
   const T *qBase = q + b * a.q.batch + h * a.q.head;
   const T *doBase = dout + b * a.o.batch + h * a.o.head;
-  mpc_tile_load<T, BK, D>(ks, k + b * a.k.batch + h * a.k.head, a.k.seq, k0,
-                          a.keys, a.headDim);
-  mpc_tile_load<T, BK, DV>(vs, v + b * a.v.batch + h * a.v.head, a.v.seq, k0,
-                           a.keys, a.valueDim);
+  mpc_async_copies copies;
+  mpc_tile_load_async<T, BK, D>(copies, ks, 0, k + b * a.k.batch + h * a.k.head,
+                                a.k.seq, k0, a.keys, a.headDim);
+  mpc_tile_load_async<T, BK, DV>(copies, vs, 0,
+                                 v + b * a.v.batch + h * a.v.head, a.v.seq, k0,
+                                 a.keys, a.valueDim);
+  copies.commit();
   // Causal: query tiles wholly before the first key of this tile see none.
   int queryStart = a.causal ? k0 / BQ * BQ : 0;
+  int queryTiles = (a.queries - queryStart + BQ - 1) / BQ;
+  auto loadQueries = [&](int tile) {
+    int q0 = queryStart + tile * BQ, buffer = tile % 2 * BQ;
+    mpc_tile_load_async<T, BQ, D>(copies, qs, (long long)buffer * LDK, qBase,
+                                  a.q.seq, q0, a.queries, a.headDim);
+    mpc_tile_load_async<T, BQ, DV>(copies, dos, (long long)buffer * LDV,
+                                   doBase, a.o.seq, q0, a.queries, a.valueDim);
+    mpc_attention_load_statistics_async<BQ>(copies, a, bh, q0, lse, delta,
+                                            rowLse, rowDelta, buffer);
+    copies.commit();
+  };
   int warps = blockDim.x / 32;
   for (int first = 0; first < BK / 16; first += warps) {
     int row0 = 16 * (first + (int)threadIdx.x / 32);
@@ -1148,40 +1361,54 @@ mpc_attention_backward_kv_mma(const mpc_attention_shape &a, const T *dout,
     float dkAcc[D / 8][4], dvAcc[DV / 8][4];
     mpc_zero(dkAcc);
     mpc_zero(dvAcc);
-    for (int q0 = queryStart; q0 < a.queries; q0 += BQ) {
-      mpc_tile_load<T, BQ, D>(qs, qBase, a.q.seq, q0, a.queries, a.headDim);
-      mpc_tile_load<T, BQ, DV>(dos, doBase, a.o.seq, q0, a.queries,
-                               a.valueDim);
-      mpc_attention_load_statistics<BQ>(a, bh, q0, lse, delta, rowLse,
-                                        rowDelta);
+    if (queryTiles > 0)
+      loadQueries(0);
+    for (int tile = 0; tile < queryTiles; ++tile) {
+      if (tile + 1 < queryTiles)
+        loadQueries(tile + 1);
+      else
+        copies.commit();
+      copies.wait<1>();
+      __syncthreads();
+      int q0 = queryStart + tile * BQ, buffer = tile % 2 * BQ;
       if (active) {
         float p[BQ / 8][4], ds[BQ / 8][4];
         mpc_zero(p);
         mpc_zero(ds);
         mpc_warp_product<T, BQ, D, true>(p, ks, (long long)row0 * LDK, LDK, qs,
-                                         LDK);
+                                         (long long)buffer * LDK, LDK);
         mpc_warp_product<T, BQ, DV, true>(ds, vs, (long long)row0 * LDV, LDV,
-                                          dos, LDV);
+                                          dos, (long long)buffer * LDV, LDV);
+        bool whole = !mask && q0 + BQ <= a.queries &&
+                     k0 + row0 + 16 <= a.keys &&
+                     (!a.causal || k0 + row0 + 15 <= q0);
 #pragma unroll
         for (int j = 0; j < BQ / 8; ++j)
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             int c = mpc_mma_column(j, i), query = q0 + c,
                 key = k0 + row0 + mpc_mma_row(i);
-            float pe = query < a.queries &&
-                               mpc_attention_visible(a, mask, query, key)
+            float pe = whole || (query < a.queries &&
+                                 mpc_attention_visible(a, mask, query, key))
                            ? expf(p[j][i] * a.scale -
-                                  static_cast<float>(rowLse[c]))
+                                  static_cast<float>(rowLse[buffer + c]))
                            : 0.0f;
-            ds[j][i] = pe * (ds[j][i] - static_cast<float>(rowDelta[c]));
+            ds[j][i] =
+                pe * (ds[j][i] - static_cast<float>(rowDelta[buffer + c]));
             p[j][i] = pe;
           }
-        mpc_warp_product_registers<T, DV, BQ, false>(dvAcc, p, dos, LDV);
-        mpc_warp_product_registers<T, D, BQ, false>(dkAcc, ds, qs, LDK);
+        mpc_warp_product_registers<T, DV, BQ, false>(
+            dvAcc, p, dos, (long long)buffer * LDV, LDV);
+        mpc_warp_product_registers<T, D, BQ, false>(
+            dkAcc, ds, qs, (long long)buffer * LDK, LDK);
       }
-      __syncthreads(); // before the next tiles replace these
+      __syncthreads(); // before the next loads replace this buffer
     }
-    // The loop's last barrier follows the warp's last reads of these rows.
+    if (queryTiles == 0) {
+      copies.wait<0>(); // the key and value tiles, never read
+      __syncthreads();
+    }
+    // The last barrier follows the warp's last reads of these rows.
     if (active) {
       mpc_warp_stage<D>(ks, (long long)row0 * LDK, LDK, dkAcc, a.scale, dk);
       mpc_warp_stage<DV>(vs, (long long)row0 * LDV, LDV, dvAcc, 1.0f, dv);
@@ -1194,7 +1421,8 @@ mpc_attention_backward_kv_mma(const mpc_attention_shape &a, const T *dout,
                             k0, a.keys, a.valueDim, vs);
 }
 
-/// The dQ kernel: see mpc_attention_backward_q.
+/// The dQ kernel: see mpc_attention_backward_q. The key and value tiles
+/// are double-buffered, as in the forward kernel.
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
@@ -1205,8 +1433,8 @@ mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
   // The queries, then dQ's staging tile.
   MPC_SHARED_TILE(T, qs, BQ, D);
   MPC_SHARED_TILE(T, dos, BQ, DV);
-  MPC_SHARED_TILE(T, ks, BK, D);
-  MPC_SHARED_TILE(T, vs, BK, DV);
+  MPC_SHARED_TILE(T, ks, 2 * BK, D);
+  MPC_SHARED_TILE(T, vs, 2 * BK, DV);
   MPC_SHARED(float, rowLse, BQ);
   MPC_SHARED(float, rowDelta, BQ);
 
@@ -1216,12 +1444,22 @@ mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
   const T *kBase = k + b * a.k.batch + h * a.k.head;
   const T *vBase = v + b * a.v.batch + h * a.v.head;
   const T *doBase = dout + b * a.o.batch + h * a.o.head;
+  mpc_async_copies copies;
   mpc_tile_load<T, BQ, D>(qs, q + b * a.q.batch + h * a.q.head, a.q.seq, q0,
                           a.queries, a.headDim);
   mpc_tile_load<T, BQ, DV>(dos, doBase, a.o.seq, q0, a.queries, a.valueDim);
   mpc_attention_row_statistics<BQ>(a, bh, q0, o + b * a.o.batch + h * a.o.head,
                                    doBase, lse, delta, rowLse, rowDelta);
   int keyEnd = a.causal && q0 + BQ < a.keys ? q0 + BQ : a.keys;
+  int keyTiles = (keyEnd + BK - 1) / BK;
+  auto loadKeys = [&](int tile) {
+    long long buffer = tile % 2 * BK;
+    mpc_tile_load_async<T, BK, D>(copies, ks, buffer * LDK, kBase, a.k.seq,
+                                  tile * BK, a.keys, a.headDim);
+    mpc_tile_load_async<T, BK, DV>(copies, vs, buffer * LDV, vBase, a.v.seq,
+                                   tile * BK, a.keys, a.valueDim);
+    copies.commit();
+  };
   int warps = blockDim.x / 32;
   for (int first = 0; first < BQ / 16; first += warps) {
     int row0 = 16 * (first + (int)threadIdx.x / 32);
@@ -1235,32 +1473,43 @@ mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
         rowD[r] = rowDelta[row0 + mpc_mma_row(2 * r)];
       }
     }
-    for (int k0 = 0; k0 < keyEnd; k0 += BK) {
-      mpc_tile_load<T, BK, D>(ks, kBase, a.k.seq, k0, a.keys, a.headDim);
-      mpc_tile_load<T, BK, DV>(vs, vBase, a.v.seq, k0, a.keys, a.valueDim);
+    loadKeys(0);
+    for (int tile = 0; tile < keyTiles; ++tile) {
+      if (tile + 1 < keyTiles)
+        loadKeys(tile + 1);
+      else
+        copies.commit();
+      copies.wait<1>();
+      __syncthreads();
+      int k0 = tile * BK;
+      long long buffer = tile % 2 * BK;
       if (active) {
         float ds[BK / 8][4], dp[BK / 8][4];
         mpc_zero(ds);
         mpc_zero(dp);
         mpc_warp_product<T, BK, D, true>(ds, qs, (long long)row0 * LDK, LDK,
-                                         ks, LDK);
+                                         ks, buffer * LDK, LDK);
         mpc_warp_product<T, BK, DV, true>(dp, dos, (long long)row0 * LDV, LDV,
-                                          vs, LDV);
+                                          vs, buffer * LDV, LDV);
+        bool whole = !mask && k0 + BK <= a.keys &&
+                     q0 + row0 + 16 <= a.queries &&
+                     (!a.causal || k0 + BK - 1 <= q0 + row0);
 #pragma unroll
         for (int j = 0; j < BK / 8; ++j)
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             int query = q0 + row0 + mpc_mma_row(i),
                 key = k0 + mpc_mma_column(j, i);
-            float pe = query < a.queries &&
-                               mpc_attention_visible(a, mask, query, key)
+            float pe = whole || (query < a.queries &&
+                                 mpc_attention_visible(a, mask, query, key))
                            ? expf(ds[j][i] * a.scale - rowL[i / 2])
                            : 0.0f;
             ds[j][i] = pe * (dp[j][i] - rowD[i / 2]);
           }
-        mpc_warp_product_registers<T, D, BK, false>(dqAcc, ds, ks, LDK);
+        mpc_warp_product_registers<T, D, BK, false>(dqAcc, ds, ks,
+                                                    buffer * LDK, LDK);
       }
-      __syncthreads(); // before the next tiles replace these
+      __syncthreads(); // before the next loads replace this buffer
     }
     if (active)
       mpc_warp_stage<D>(qs, (long long)row0 * LDK, LDK, dqAcc, a.scale, dq);

@@ -69,7 +69,7 @@ __global__ void warp_product(const T *a, const T *b, float *c,
   float acc[2][4];
   mpc_zero(acc);
   if (corrupt == Corruption::none) {
-    mpc_warp_product<T, 16, 32, BRowsAreN>(acc, as, 0, LD, bs, LD);
+    mpc_warp_product<T, 16, 32, BRowsAreN>(acc, as, 0, LD, bs, 0, LD);
   } else {
     for (int k0 = 0; k0 < 32; k0 += 16) {
       unsigned fa[4];
@@ -152,6 +152,47 @@ TEST(MmaDeathTest, LdmatrixNeedsAlignedRows) {
                "rows must be 16-byte aligned");
 }
 
+/// Two groups of asynchronous copies, 8 half values a thread each: the
+/// first into `first`, the second into `second`; then wait<Waits> (all but
+/// the Waits most recent groups complete), a barrier, and every thread
+/// reads its neighbour's values of `first` (ReadSecond: of `second`).
+template <int Waits, bool ReadSecond>
+__global__ void async_copies(const __half *x, float *out) {
+  MPC_SHARED_ALIGNED(__half, first, 32 * 8);
+  MPC_SHARED_ALIGNED(__half, second, 32 * 8);
+  mpc_async_copies copies;
+  copies.copy16(first, threadIdx.x * 8, x + threadIdx.x * 8);
+  copies.commit();
+  copies.copy16(second, threadIdx.x * 8, x + 256 + threadIdx.x * 8);
+  copies.commit();
+  copies.wait<Waits>();
+  __syncthreads();
+  int neighbour = (threadIdx.x + 1) % 32 * 8;
+  out[threadIdx.x] = __half2float(ReadSecond ? second[neighbour]
+                                             : first[neighbour]);
+}
+
+TEST(AsyncCopies, LandAtTheirWait) {
+  Buffer<__half> x(512);
+  Buffer<float> out(32);
+  for (int i = 0; i < 512; ++i)
+    x.data[i] = __float2half_rn(float(i % 256 + i / 256));
+  MPC_LAUNCH((async_copies<1, false>), 1, 32, x.data, out.data);
+  for (int t = 0; t < 32; ++t)
+    EXPECT_EQ(out.data[t], float((t + 1) % 32 * 8));
+  MPC_LAUNCH((async_copies<0, true>), 1, 32, x.data, out.data);
+  for (int t = 0; t < 32; ++t)
+    EXPECT_EQ(out.data[t], float((t + 1) % 32 * 8 + 1));
+}
+
+TEST(AsyncCopiesDeathTest, AGroupNotWaitedForIsNotThere) {
+  Buffer<__half> x(512);
+  Buffer<float> out(32);
+  EXPECT_DEATH((MPC_LAUNCH((async_copies<1, true>), 1, 32, x.data, out.data)),
+               "read of shared second\\[.*\\], which no thread of this "
+               "block wrote");
+}
+
 /// The counters see an ldmatrix as one request of four conflict-free
 /// wavefronts (rows padded by 16 bytes), and two mma.sync products.
 TEST(Mma, CountersSeeLdmatrixWavefrontsAndProducts) {
@@ -183,10 +224,11 @@ std::string describe(const Case &c, unsigned block) {
          (c.bthd ? " bthd" : " bhtd") + " block " + std::to_string(block);
 }
 
-/// Runs the three kernels at tiles BQ x BK on `c` and compares them with
-/// a double-precision reference; `tolerance` is relative to the largest
-/// magnitude of each result.
-template <typename T, int D, int BQ, int BK>
+/// Runs the three kernels on `c` (tiles BQ x BK forward, BQ x BKQ for dQ,
+/// BQKV x BK for dK and dV) and compares them with a double-precision
+/// reference; `tolerance` is relative to the largest magnitude of each
+/// result.
+template <typename T, int D, int BQ, int BK, int BKQ = BK, int BQKV = BQ>
 void checkAttention(const Case &c, unsigned block, double tolerance) {
   SCOPED_TRACE(describe(c, block));
   const int B = c.batch, H = c.heads, S = c.seq, d = c.dim;
@@ -213,14 +255,17 @@ void checkAttention(const Case &c, unsigned block, double tolerance) {
   const unsigned char *maskPointer = c.masked ? mask.data : nullptr;
 
   int queryTiles = (S + BQ - 1) / BQ, keyTiles = (S + BK - 1) / BK;
+  SCOPED_TRACE("tiles " + std::to_string(BQ) + "x" + std::to_string(BK) +
+               ", dQ " + std::to_string(BQ) + "x" + std::to_string(BKQ) +
+               ", dK/dV " + std::to_string(BQKV) + "x" + std::to_string(BK));
   MPC_LAUNCH((mpc_attention_forward<T, D, D, BQ, BK, unsigned char>),
              B * H * queryTiles, block, shape, q.data, k.data, v.data,
              maskPointer, o.data, lse.data);
   // dQ first: it leaves D_i in `delta` for the dK/dV kernel.
-  MPC_LAUNCH((mpc_attention_backward_q<T, D, D, BQ, BK, unsigned char>),
+  MPC_LAUNCH((mpc_attention_backward_q<T, D, D, BQ, BKQ, unsigned char>),
              B * H * queryTiles, block, shape, dout.data, q.data, k.data,
              v.data, o.data, lse.data, maskPointer, dq.data, delta.data);
-  MPC_LAUNCH((mpc_attention_backward_kv<T, D, D, BQ, BK, unsigned char>),
+  MPC_LAUNCH((mpc_attention_backward_kv<T, D, D, BQKV, BK, unsigned char>),
              B * H * keyTiles, block, shape, dout.data, q.data, k.data, v.data,
              o.data, lse.data, delta.data, maskPointer, dk.data, dv.data);
 
@@ -319,8 +364,9 @@ TEST(Attention, HeadDim64MatchesTheReference) {
   for (bool causal : {false, true})
     for (bool bthd : {false, true}) {
       Case c{2, 2, 75, 64, causal, false, bthd};
-      checkAttention<__half, 64, 64, 64>(c, 128, f16Tolerance);
-      checkAttention<__nv_bfloat16, 64, 64, 64>(c, 128, bf16Tolerance);
+      checkAttention<__half, 64, 64, 64, 32, 32>(c, 128, f16Tolerance);
+      checkAttention<__nv_bfloat16, 64, 64, 64, 32, 32>(c, 128,
+                                                         bf16Tolerance);
     }
 }
 
