@@ -92,12 +92,11 @@ struct AttentionPlan {
   double scale;
   std::string type; ///< the operands' C type
   bool half;
-  int64_t d, dv;  ///< head dims padded to 16
-  int64_t bq, bk; ///< tile sizes
-  /// The key tile of the dQ kernel and the query tile of the dK/dV
-  /// kernel, which keep more tiles than the forward kernel: bk and bq, or
-  /// smaller where those do not fit beside them.
-  int64_t bkQuery, bqKeyValue;
+  int64_t d, dv; ///< head dims padded to 16
+  /// Each kernel's tiles: queries by keys.
+  struct Tiles {
+    int64_t queries = 0, keys = 0;
+  } forward, query, keyValue;
   /// Batch, head and sequence strides of q, k, v (possibly views of a
   /// larger tensor), of the output (and its gradient) and of the gradients.
   SmallVector<int64_t, 3> qStrides, kStrides, vStrides, oStrides, dqStrides,
@@ -109,19 +108,27 @@ struct AttentionPlan {
   std::string dqPointer, dkPointer, dvPointer;
   std::string mask; ///< a pointer expression, or a null pointer
 
-  /// Threads a block of a kernel whose warps own `rows` rows of its tile.
-  int64_t attentionBlock(int64_t rows) const {
-    return half ? std::max<int64_t>(32, rows / 16 * 32) : attentionBlockSize;
+  /// Threads a block of a kernel whose warps own `rows` rows of its tile,
+  /// `rowsPerWarp` each.
+  int64_t attentionBlock(int64_t rows, int64_t rowsPerWarp = 16) const {
+    return half ? std::max<int64_t>(32, rows / rowsPerWarp * 32)
+                : attentionBlockSize;
   }
-  int64_t queryTiles() const { return (shape.queries + bq - 1) / bq; }
-  int64_t keyTiles() const { return (shape.keys + bk - 1) / bk; }
+  /// The forward kernel's warps own 32 rows of query tiles of 128
+  /// (mpc_attention_forward_rows).
+  int64_t forwardRowsPerWarp() const {
+    return forward.queries >= 128 ? 32 : 16;
+  }
   int64_t heads() const { return shape.batch * shape.heads; }
+  static int64_t tilesOf(int64_t n, int64_t tile) {
+    return (n + tile - 1) / tile;
+  }
 
   /// The (query, key) pairs of the tiles a kernel computes: a causal
   /// attention skips the tiles above the diagonal and computes the
   /// diagonal ones whole.
-  int64_t computedPairs() const {
-    int64_t pairs = 0;
+  int64_t computedPairs(Tiles tiles) const {
+    int64_t bq = tiles.queries, bk = tiles.keys, pairs = 0;
     for (int64_t q0 = 0; q0 < shape.queries; q0 += bq) {
       int64_t rows = std::min(bq, shape.queries - q0);
       int64_t keyEnd = causal ? std::min(q0 + bq, shape.keys) : shape.keys;
@@ -132,13 +139,12 @@ struct AttentionPlan {
   }
   /// The same for the dK/dV kernel, which walks query tiles per key tile.
   int64_t computedPairsByKeys() const {
-    int64_t pairs = 0;
-    int64_t tile = bqKeyValue;
+    int64_t bq = keyValue.queries, bk = keyValue.keys, pairs = 0;
     for (int64_t k0 = 0; k0 < shape.keys; k0 += bk) {
       int64_t columns = std::min(bk, shape.keys - k0);
-      for (int64_t q0 = causal ? k0 / tile * tile : 0; q0 < shape.queries;
-           q0 += tile)
-        pairs += columns * std::min(tile, shape.queries - q0);
+      for (int64_t q0 = causal ? k0 / bq * bq : 0; q0 < shape.queries;
+           q0 += bq)
+        pairs += columns * std::min(bq, shape.queries - q0);
     }
     return pairs * heads();
   }
@@ -158,11 +164,10 @@ struct AttentionPlan {
                          causal ? "true" : "false")
         .str();
   }
-  /// The template arguments of the kernel bodies, with tiles of
-  /// `queryTile` queries and `keyTile` keys.
-  std::string templateArguments(int64_t queryTile, int64_t keyTile) const {
-    return llvm::formatv("{0}, {1}, {2}, {3}, {4}", type, d, dv, queryTile,
-                         keyTile);
+  /// The template arguments of a kernel body with tiles `tiles`.
+  std::string templateArguments(Tiles tiles) const {
+    return llvm::formatv("{0}, {1}, {2}, {3}, {4}", type, d, dv,
+                         tiles.queries, tiles.keys);
   }
 };
 
@@ -223,47 +228,67 @@ FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
   plan.d = roundUp16(shape.headDim);
   plan.dv = roundUp16(shape.valueDim);
   int64_t bytes = plan.half ? 2 : 4;
-  // The largest tiles whose three kernels fit the static shared memory, no
+  // Each kernel's largest tiles that fit the static shared memory, no
   // larger than the sequences.
-  plan.bq = plan.bk = plan.bkQuery = plan.bqKeyValue = 0;
-  // Half tiles are multiples of 16 for mma.sync; f32 ones (no tensor
-  // cores) may be smaller, as f32 head dims of 128 need.
-  for (auto [bq, bk] : {std::pair<int64_t, int64_t>{64, 64},
-                        {64, 32},
-                        {32, 32},
-                        {32, 16},
-                        {16, 16},
-                        {16, 8},
-                        {8, 8}}) {
-    if (plan.half && bk < 16)
-      break;
-    SharedBytes shared{std::min(bq, roundUp16(shape.queries)),
-                       std::min(bk, roundUp16(shape.keys)), plan.d, plan.dv,
-                       bytes};
-    if (shared.forwardBytes(plan.half) > sharedMemoryLimit)
-      continue;
-    // The backward kernels halve the tile they stream (the dQ kernel its
-    // key tile, the dK/dV kernel its query tile) until they fit, down to
-    // 16 rows, mma.sync's, for half operands; the f32 dQ kernel keeps the
-    // forward kernel's tiles.
-    int64_t smallest = plan.half ? 16 : 8;
-    SharedBytes query = shared, keyValue = shared;
-    while (plan.half && query.queryBytes(plan.half) > sharedMemoryLimit &&
-           query.bk / 2 >= smallest && query.bk % 2 == 0)
-      query.bk /= 2;
-    while (keyValue.keyValueBytes(plan.half) > sharedMemoryLimit &&
-           keyValue.bq / 2 >= smallest && keyValue.bq % 2 == 0)
-      keyValue.bq /= 2;
-    if (query.queryBytes(plan.half) <= sharedMemoryLimit &&
-        keyValue.keyValueBytes(plan.half) <= sharedMemoryLimit) {
-      plan.bq = shared.bq;
-      plan.bk = shared.bk;
-      plan.bkQuery = query.bk;
-      plan.bqKeyValue = keyValue.bq;
-      break;
+  auto clamp = [&](std::pair<int64_t, int64_t> tiles) {
+    return SharedBytes{std::min(tiles.first, roundUp16(shape.queries)),
+                       std::min(tiles.second, roundUp16(shape.keys)), plan.d,
+                       plan.dv, bytes};
+  };
+  auto choose = [&](ArrayRef<std::pair<int64_t, int64_t>> candidates,
+                    int64_t (SharedBytes::*footprint)(bool) const,
+                    AttentionPlan::Tiles &tiles) {
+    for (std::pair<int64_t, int64_t> candidate : candidates) {
+      SharedBytes shared = clamp(candidate);
+      if ((shared.*footprint)(plan.half) <= sharedMemoryLimit) {
+        tiles = {shared.bq, shared.bk};
+        return true;
+      }
+    }
+    return false;
+  };
+  bool fits;
+  if (plan.half) {
+    // The tensor-core kernels: tiles of multiples of 16 rows, a warp per
+    // 16 (the forward kernel's: 32 of tiles of 128 queries, so that each
+    // K and V fragment serves two products). The backward kernels' tiles
+    // are those their streamed operands fit double-buffered beside.
+    fits = choose({{128, 32}, {64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}},
+                  &SharedBytes::forwardBytes, plan.forward) &&
+           choose({{64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}},
+                  &SharedBytes::queryBytes, plan.query) &&
+           choose({{64, 64}, {32, 64}, {32, 32}, {16, 32}, {16, 16}},
+                  &SharedBytes::keyValueBytes, plan.keyValue);
+  } else {
+    // The f32 kernels: the forward and dQ kernels share their tiles, and
+    // the dK/dV kernel halves its query tile until its two more key-sized
+    // f32 tiles fit.
+    fits = false;
+    for (std::pair<int64_t, int64_t> candidate :
+         {std::pair<int64_t, int64_t>{64, 64},
+          {64, 32},
+          {32, 32},
+          {32, 16},
+          {16, 16},
+          {16, 8},
+          {8, 8}}) {
+      SharedBytes shared = clamp(candidate);
+      if (shared.forward() > sharedMemoryLimit ||
+          shared.backwardQuery() > sharedMemoryLimit)
+        continue;
+      SharedBytes keyValue = shared;
+      while (keyValue.backwardKeyValue() > sharedMemoryLimit &&
+             keyValue.bq / 2 >= 8 && keyValue.bq % 2 == 0)
+        keyValue.bq /= 2;
+      if (keyValue.backwardKeyValue() <= sharedMemoryLimit) {
+        plan.forward = plan.query = {shared.bq, shared.bk};
+        plan.keyValue = {keyValue.bq, keyValue.bk};
+        fits = true;
+        break;
+      }
     }
   }
-  if (!plan.bq)
+  if (!fits)
     return op->emitError() << "the attention kernels' tiles do not fit "
                            << sharedMemoryLimit
                            << " bytes of shared memory for head dims "
@@ -321,8 +346,8 @@ void emitForward(AttentionOp op, const AttentionPlan &plan,
       "  mpc_attention_forward<{3}>(a, q, k, v, mask, o, lse);\n"
       "}\n",
       name, plan.type, plan.shapeLiteral(),
-      plan.templateArguments(plan.bq, plan.bk)));
-  int64_t pairs = plan.computedPairs();
+      plan.templateArguments(plan.forward)));
+  int64_t pairs = plan.computedPairs(plan.forward);
   KernelCost cost =
       KernelCost()
           .reads(op.getQuery())
@@ -334,8 +359,11 @@ void emitForward(AttentionOp op, const AttentionPlan &plan,
                                softmaxFlopsPerPair);
   if (op.getMask())
     cost.reads(op.getMask());
-  emitter.launch(name, plan.heads() * plan.queryTiles(),
-                 plan.attentionBlock(plan.bq),
+  emitter.launch(name,
+                 plan.heads() *
+                     plan.tilesOf(plan.shape.queries, plan.forward.queries),
+                 plan.attentionBlock(plan.forward.queries,
+                                     plan.forwardRowsPerWarp()),
                  {plan.q, plan.k, plan.v, plan.mask,
                   emitter.pointer(op.getResult()),
                   emitter.pointer(op.getLse())},
@@ -382,17 +410,20 @@ void emitBackward(AttentionGradOp op, const Step &step,
       "delta);\n"
       "}\n",
       query, parameters, plan.type, plan.shapeLiteral(),
-      plan.templateArguments(plan.bq, plan.bkQuery)));
+      plan.templateArguments(plan.query)));
   // S, dP and dQ.
   KernelCost queryCost =
       readsInputs(KernelCost())
           .writes(op.getQueryGrad())
-          .flopsPer(plan.computedPairs(), 4 * d + 2 * dv + softmaxFlopsPerPair);
+          .flopsPer(plan.computedPairs(plan.query),
+                    4 * d + 2 * dv + softmaxFlopsPerPair);
   SmallVector<std::string> arguments(inputs);
   arguments.push_back(plan.dqPointer);
   arguments.push_back(delta);
-  emitter.launch(query, plan.heads() * plan.queryTiles(),
-                 plan.attentionBlock(plan.bq), arguments, queryCost,
+  emitter.launch(query,
+                 plan.heads() *
+                     plan.tilesOf(plan.shape.queries, plan.query.queries),
+                 plan.attentionBlock(plan.query.queries), arguments, queryCost,
                  KernelKind::TensorCoreKernel, plan.half);
 
   std::string keyValue = emitter.kernelName("attention_grad_kv");
@@ -404,7 +435,7 @@ void emitBackward(AttentionGradOp op, const Step &step,
       "dk, dv);\n"
       "}\n",
       keyValue, parameters, plan.type, plan.shapeLiteral(),
-      plan.templateArguments(plan.bqKeyValue, plan.bk)));
+      plan.templateArguments(plan.keyValue)));
   // S and dP, then dV and dK.
   KernelCost keyValueCost = readsInputs(KernelCost())
                                 .writes(op.getKeyGrad())
@@ -415,8 +446,11 @@ void emitBackward(AttentionGradOp op, const Step &step,
   arguments.push_back(delta);
   arguments.push_back(plan.dkPointer);
   arguments.push_back(plan.dvPointer);
-  emitter.launch(keyValue, plan.heads() * plan.keyTiles(),
-                 plan.attentionBlock(plan.bk), arguments, keyValueCost,
+  emitter.launch(keyValue,
+                 plan.heads() *
+                     plan.tilesOf(plan.shape.keys, plan.keyValue.keys),
+                 plan.attentionBlock(plan.keyValue.keys), arguments,
+                 keyValueCost,
                  KernelKind::TensorCoreKernel, plan.half);
 }
 

@@ -42,6 +42,10 @@
 #ifndef MPC_RUNTIME_DEVICE_MPC_ATTENTION_H
 #define MPC_RUNTIME_DEVICE_MPC_ATTENTION_H
 
+#if defined(MPC_DEVICE_EMULATION)
+#include <vector>
+#endif
+
 /// Where the rows of one tensor are: element (b, h, t, d) at
 /// b * batch + h * head + t * seq + d (the head dim is contiguous).
 struct mpc_attention_strides {
@@ -430,6 +434,74 @@ mpc_warp_product_registers(float (&acc)[N / 8][4], const float (&p)[K / 8][4],
   }
 }
 
+/// mpc_warp_mma_b for MT row tiles of 16 (a warp's 16 * MT rows): each B
+/// fragment, loaded once, is multiplied by the A fragments of every row
+/// tile, which is MT times fewer shared-memory loads a product and MT
+/// independent chains of them.
+template <typename T, int MT, int N, bool BRowsAreN, typename S>
+__device__ __forceinline__ void
+mpc_warp_mma_b_rows(float (&acc)[MT][N / 8][4], const unsigned (&a)[MT][4],
+                    S &s, long long offset, int ld) {
+  static_assert(N % 16 == 0, "B is loaded two accumulator tiles at a time");
+  int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int j = 0; j < N / 8; j += 2) {
+    unsigned b[4];
+    int k = lane / 8 % 2 * 8, n = (j + lane / 16) * 8;
+    if (BRowsAreN)
+      mpc_ldmatrix_x4<false>(b, s, offset + (long long)(n + lane % 8) * ld + k);
+    else
+      mpc_ldmatrix_x4<true>(b, s, offset + (long long)(k + lane % 8) * ld + n);
+#pragma unroll
+    for (int m = 0; m < MT; ++m) {
+      mpc_mma_16816<T>(acc[m][j], a[m], b);
+      mpc_mma_16816<T>(acc[m][j + 1], a[m], b + 2);
+    }
+  }
+}
+
+/// mpc_warp_product for MT row tiles: A the 16 * MT rows from element
+/// `aOffset`.
+template <typename T, int MT, int N, int K, bool BRowsAreN, typename SA,
+          typename SB>
+__device__ __forceinline__ void
+mpc_warp_product_rows(float (&acc)[MT][N / 8][4], SA &as, long long aOffset,
+                      int lda, SB &bs, long long bOffset, int ldb) {
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    unsigned a[MT][4];
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+      mpc_warp_load_a(a[m], as, aOffset + (long long)m * 16 * lda + k0, lda);
+    mpc_warp_mma_b_rows<T, MT, N, BRowsAreN>(
+        acc, a, bs,
+        bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb), ldb);
+  }
+}
+
+/// mpc_warp_product_registers for MT row tiles.
+template <typename T, int MT, int N, int K, bool BRowsAreN, typename SB>
+__device__ __forceinline__ void
+mpc_warp_product_registers_rows(float (&acc)[MT][N / 8][4],
+                                const float (&p)[MT][K / 8][4], SB &bs,
+                                long long bOffset, int ldb) {
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    unsigned a[MT][4];
+#pragma unroll
+    for (int m = 0; m < MT; ++m) {
+      const float *low = p[m][k0 / 8], *high = p[m][k0 / 8 + 1];
+      a[m][0] = mpc_pack2<T>(low[0], low[1]);
+      a[m][1] = mpc_pack2<T>(low[2], low[3]);
+      a[m][2] = mpc_pack2<T>(high[0], high[1]);
+      a[m][3] = mpc_pack2<T>(high[2], high[3]);
+    }
+    mpc_warp_mma_b_rows<T, MT, N, BRowsAreN>(
+        acc, a, bs,
+        bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb), ldb);
+  }
+}
+
 /// Sets every accumulator of `acc` to zero.
 template <int Tiles>
 __device__ __forceinline__ void mpc_zero(float (&acc)[Tiles][4]) {
@@ -605,16 +677,14 @@ public:
   /// Waits until at most the N most recent groups are incomplete.
   template <int N> MPC_ASYNC_METHOD void wait() {
 #if defined(MPC_DEVICE_EMULATION)
-    int kept = 0;
-    for (int i = 0; i < count; ++i) {
-      if (pending[i].group < groups - N) {
-        pending[i].write(pending[i].array, pending[i].index, pending[i].values,
-                         pending[i].elements);
-        continue;
-      }
-      pending[kept++] = pending[i];
+    size_t kept = 0;
+    for (const copy &c : pending) {
+      if (c.group < groups - N)
+        c.write(c.array, c.index, c.values, c.elements);
+      else
+        pending[kept++] = c;
     }
-    count = kept;
+    pending.resize(kept);
 #elif __CUDA_ARCH__ >= 800
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 #endif
@@ -634,12 +704,7 @@ private:
   }
   void add(void *array, long long index, int elements, const void *values,
            size_t bytes, writer write) {
-    if (count == capacity)
-      mpc_emu::fail(__FILE__, __LINE__,
-                    "more than %d asynchronous copies outstanding in one "
-                    "thread",
-                    capacity);
-    copy &c = pending[count++];
+    copy &c = pending.emplace_back();
     c.array = array;
     c.index = index;
     c.elements = elements;
@@ -654,9 +719,8 @@ private:
     writer write;
     unsigned char values[16];
   };
-  static constexpr int capacity = 64;
-  copy pending[capacity];
-  int count = 0, groups = 0;
+  std::vector<copy> pending;
+  int groups = 0;
 #endif
 };
 
@@ -1182,14 +1246,22 @@ mpc_attention_load_statistics_async(mpc_async_copies &copies,
   }
 }
 
-/// The forward kernel: see mpc_attention_forward. The key and value tiles
-/// are double-buffered: the next pair is on its way (cp.async) while the
-/// warps multiply the current one.
+/// Row tiles of 16 a warp of the forward kernel owns: two from query
+/// tiles of 128 (EmitAttention.cpp launches BQ / (16 * MT) warps).
+template <int BQ> struct mpc_attention_forward_rows {
+  static constexpr int tiles = BQ >= 128 ? 2 : 1;
+};
+
+/// The forward kernel: see mpc_attention_forward. A warp owns 16 * MT
+/// query rows, so each K or V fragment it loads serves MT products. The
+/// key and value tiles are double-buffered: the next pair is on its way
+/// (cp.async) while the warps multiply the current one.
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q,
                           const T *k, const T *v, const Mask *mask, T *o,
                           float *lse) {
+  constexpr int MT = mpc_attention_forward_rows<BQ>::tiles;
   // The queries, then the output's staging tile.
   constexpr int DQ = D > DV ? D : DV;
   constexpr int LDQ = MPC_LD(T, DQ), LDK = MPC_LD(T, D), LDV = MPC_LD(T, DV);
@@ -1217,14 +1289,19 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q,
     copies.commit();
   };
   int warps = blockDim.x / 32;
-  for (int first = 0; first < BQ / 16; first += warps) {
-    int row0 = 16 * (first + (int)threadIdx.x / 32);
+  for (int first = 0; first < BQ / (16 * MT); first += warps) {
+    int row0 = 16 * MT * (first + (int)threadIdx.x / 32);
     bool active = row0 < BQ;
-    float acc[DV / 8][4];
-    mpc_zero(acc);
+    float acc[MT][DV / 8][4];
     // The running maximum and (this lane's part of the) sum of rows g and
-    // g + 8.
-    float rowMax[2] = {-INFINITY, -INFINITY}, rowSum[2] = {0.0f, 0.0f};
+    // g + 8 of each row tile.
+    float rowMax[MT][2], rowSum[MT][2];
+#pragma unroll
+    for (int m = 0; m < MT; ++m) {
+      mpc_zero(acc[m]);
+      rowMax[m][0] = rowMax[m][1] = -INFINITY;
+      rowSum[m][0] = rowSum[m][1] = 0.0f;
+    }
     loadKeys(0);
     for (int tile = 0; tile < keyTiles; ++tile) {
       if (tile + 1 < keyTiles)
@@ -1236,72 +1313,84 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q,
       int k0 = tile * BK;
       long long buffer = tile % 2 * BK;
       if (active) {
-        float p[BK / 8][4];
-        mpc_zero(p);
-        mpc_warp_product<T, BK, D, true>(p, qs, (long long)row0 * LDQ, LDQ,
-                                         ks, buffer * LDK, LDK);
+        float p[MT][BK / 8][4];
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+          mpc_zero(p[m]);
+        mpc_warp_product_rows<T, MT, BK, D, true>(
+            p, qs, (long long)row0 * LDQ, LDQ, ks, buffer * LDK, LDK);
         // Only tiles on the diagonal or an edge, or masked, hide scores.
         bool whole = !mask && k0 + BK <= a.keys &&
-                     q0 + row0 + 16 <= a.queries &&
+                     q0 + row0 + 16 * MT <= a.queries &&
                      (!a.causal || k0 + BK - 1 <= q0 + row0);
-        float tileMax[2] = {rowMax[0], rowMax[1]};
 #pragma unroll
-        for (int j = 0; j < BK / 8; ++j)
+        for (int m = 0; m < MT; ++m) {
+          float tileMax[2] = {rowMax[m][0], rowMax[m][1]};
 #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            int query = q0 + row0 + mpc_mma_row(i),
-                key = k0 + mpc_mma_column(j, i);
-            p[j][i] = whole || (query < a.queries &&
-                                mpc_attention_visible(a, mask, query, key))
-                          ? p[j][i] * a.scale
-                          : -INFINITY;
-            tileMax[i / 2] = mpc_max(tileMax[i / 2], p[j][i]);
+          for (int j = 0; j < BK / 8; ++j)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              int query = q0 + row0 + 16 * m + mpc_mma_row(i),
+                  key = k0 + mpc_mma_column(j, i);
+              p[m][j][i] = whole || (query < a.queries &&
+                                     mpc_attention_visible(a, mask, query, key))
+                               ? p[m][j][i] * a.scale
+                               : -INFINITY;
+              tileMax[i / 2] = mpc_max(tileMax[i / 2], p[m][j][i]);
+            }
+          float rescale[2];
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            float rowMaximum = mpc_quad_reduce<true>(tileMax[r]);
+            // No visible key yet: nothing to rescale, and exp(-inf - -inf)
+            // would be NaN.
+            rescale[r] = rowMaximum == -INFINITY
+                             ? 1.0f
+                             : expf(rowMax[m][r] - rowMaximum);
+            rowMax[m][r] = rowMaximum;
+            rowSum[m][r] *= rescale[r];
           }
-        float rescale[2];
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          float m = mpc_quad_reduce<true>(tileMax[r]);
-          // No visible key yet: nothing to rescale, and exp(-inf - -inf)
-          // would be NaN.
-          rescale[r] = m == -INFINITY ? 1.0f : expf(rowMax[r] - m);
-          rowMax[r] = m;
-          rowSum[r] *= rescale[r];
+          for (int j = 0; j < BK / 8; ++j)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              p[m][j][i] = p[m][j][i] == -INFINITY
+                               ? 0.0f
+                               : expf(p[m][j][i] - rowMax[m][i / 2]);
+              rowSum[m][i / 2] += p[m][j][i];
+            }
+#pragma unroll
+          for (int j = 0; j < DV / 8; ++j)
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+              acc[m][j][i] *= rescale[i / 2];
         }
-#pragma unroll
-        for (int j = 0; j < BK / 8; ++j)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            p[j][i] =
-                p[j][i] == -INFINITY ? 0.0f : expf(p[j][i] - rowMax[i / 2]);
-            rowSum[i / 2] += p[j][i];
-          }
-#pragma unroll
-        for (int j = 0; j < DV / 8; ++j)
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-            acc[j][i] *= rescale[i / 2];
-        mpc_warp_product_registers<T, DV, BK, false>(acc, p, vs, buffer * LDV,
-                                                     LDV);
+        mpc_warp_product_registers_rows<T, MT, DV, BK, false>(
+            acc, p, vs, buffer * LDV, LDV);
       }
       __syncthreads(); // before the next loads replace this buffer
     }
     if (active) {
-      float sum[2];
 #pragma unroll
-      for (int r = 0; r < 2; ++r)
-        sum[r] = mpc_quad_reduce<false>(rowSum[r]);
-      // A query that sees no key: 0 / 0, NaN, as the written-out softmax.
+      for (int m = 0; m < MT; ++m) {
+        float sum[2];
 #pragma unroll
-      for (int j = 0; j < DV / 8; ++j)
+        for (int r = 0; r < 2; ++r)
+          sum[r] = mpc_quad_reduce<false>(rowSum[m][r]);
+        // A query that sees no key: 0 / 0, NaN, as the written-out softmax.
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
-          qs[(long long)(row0 + mpc_mma_row(i)) * LDQ + mpc_mma_column(j, i)] =
-              mpc_round(acc[j][i] / sum[i / 2], o);
+        for (int j = 0; j < DV / 8; ++j)
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        int query = q0 + row0 + mpc_mma_row(2 * r);
-        if (threadIdx.x % 4 == 0 && query < a.queries)
-          lse[(long long)bh * a.queries + query] = rowMax[r] + logf(sum[r]);
+          for (int i = 0; i < 4; ++i)
+            qs[(long long)(row0 + 16 * m + mpc_mma_row(i)) * LDQ +
+               mpc_mma_column(j, i)] = mpc_round(acc[m][j][i] / sum[i / 2], o);
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          int query = q0 + row0 + 16 * m + mpc_mma_row(2 * r);
+          if (threadIdx.x % 4 == 0 && query < a.queries)
+            lse[(long long)bh * a.queries + query] =
+                rowMax[m][r] + logf(sum[r]);
+        }
       }
     }
   }

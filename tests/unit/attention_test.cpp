@@ -224,11 +224,12 @@ std::string describe(const Case &c, unsigned block) {
          (c.bthd ? " bthd" : " bhtd") + " block " + std::to_string(block);
 }
 
-/// Runs the three kernels on `c` (tiles BQ x BK forward, BQ x BKQ for dQ,
-/// BQKV x BK for dK and dV) and compares them with a double-precision
-/// reference; `tolerance` is relative to the largest magnitude of each
-/// result.
-template <typename T, int D, int BQ, int BK, int BKQ = BK, int BQKV = BQ>
+/// Runs the three kernels on `c` (tiles of BQ queries by BK keys forward,
+/// BQQ x BKQ for dQ, BQKV x BKKV for dK and dV) and compares them with a
+/// double-precision reference; `tolerance` is relative to the largest
+/// magnitude of each result.
+template <typename T, int D, int BQ, int BK, int BQQ = BQ, int BKQ = BK,
+          int BQKV = BQ, int BKKV = BK>
 void checkAttention(const Case &c, unsigned block, double tolerance) {
   SCOPED_TRACE(describe(c, block));
   const int B = c.batch, H = c.heads, S = c.seq, d = c.dim;
@@ -254,19 +255,20 @@ void checkAttention(const Case &c, unsigned block, double tolerance) {
     mask.data[e] = (e % S == e / S) || random() % 3 != 0; // each row sees one
   const unsigned char *maskPointer = c.masked ? mask.data : nullptr;
 
-  int queryTiles = (S + BQ - 1) / BQ, keyTiles = (S + BK - 1) / BK;
+  auto tiles = [](int n, int tile) { return (n + tile - 1) / tile; };
   SCOPED_TRACE("tiles " + std::to_string(BQ) + "x" + std::to_string(BK) +
-               ", dQ " + std::to_string(BQ) + "x" + std::to_string(BKQ) +
-               ", dK/dV " + std::to_string(BQKV) + "x" + std::to_string(BK));
+               ", dQ " + std::to_string(BQQ) + "x" + std::to_string(BKQ) +
+               ", dK/dV " + std::to_string(BQKV) + "x" +
+               std::to_string(BKKV));
   MPC_LAUNCH((mpc_attention_forward<T, D, D, BQ, BK, unsigned char>),
-             B * H * queryTiles, block, shape, q.data, k.data, v.data,
+             B * H * tiles(S, BQ), block, shape, q.data, k.data, v.data,
              maskPointer, o.data, lse.data);
   // dQ first: it leaves D_i in `delta` for the dK/dV kernel.
-  MPC_LAUNCH((mpc_attention_backward_q<T, D, D, BQ, BKQ, unsigned char>),
-             B * H * queryTiles, block, shape, dout.data, q.data, k.data,
+  MPC_LAUNCH((mpc_attention_backward_q<T, D, D, BQQ, BKQ, unsigned char>),
+             B * H * tiles(S, BQQ), block, shape, dout.data, q.data, k.data,
              v.data, o.data, lse.data, maskPointer, dq.data, delta.data);
-  MPC_LAUNCH((mpc_attention_backward_kv<T, D, D, BQKV, BK, unsigned char>),
-             B * H * keyTiles, block, shape, dout.data, q.data, k.data, v.data,
+  MPC_LAUNCH((mpc_attention_backward_kv<T, D, D, BQKV, BKKV, unsigned char>),
+             B * H * tiles(S, BKKV), block, shape, dout.data, q.data, k.data, v.data,
              o.data, lse.data, delta.data, maskPointer, dk.data, dv.data);
 
   // The reference, per (batch, head).
@@ -364,9 +366,10 @@ TEST(Attention, HeadDim64MatchesTheReference) {
   for (bool causal : {false, true})
     for (bool bthd : {false, true}) {
       Case c{2, 2, 75, 64, causal, false, bthd};
-      checkAttention<__half, 64, 64, 64, 32, 32>(c, 128, f16Tolerance);
-      checkAttention<__nv_bfloat16, 64, 64, 64, 32, 32>(c, 128,
-                                                         bf16Tolerance);
+      checkAttention<__half, 64, 128, 32, 64, 32, 32, 64>(c, 128,
+                                                           f16Tolerance);
+      checkAttention<__nv_bfloat16, 64, 128, 32, 64, 32, 32, 64>(
+          c, 128, bf16Tolerance);
     }
 }
 
@@ -390,6 +393,9 @@ TEST(Attention, FewerWarpsTakeTheRowsInRounds) {
   Case c{1, 2, 40, 64, true, false, false};
   checkAttention<__half, 64, 64, 64>(c, 32, f16Tolerance);
   checkAttention<__half, 64, 64, 64>(c, 64, f16Tolerance);
+  Case longer{1, 1, 150, 64, true, false, false};
+  checkAttention<__half, 64, 128, 32, 64, 32, 32, 64>(longer, 32,
+                                                      f16Tolerance);
 }
 
 } // namespace

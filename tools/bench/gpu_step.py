@@ -269,10 +269,14 @@ def ncu_attention_times(args, program):
     text = result.stdout[result.stdout.index('"ID"'):]
     for row in csv.DictReader(io.StringIO(text)):
         value = float(row["Metric Value"].replace(",", ""))
-        # The model's name less: its kernels are <model>_k<N>_<kind>.
-        kind = re.sub(r"^.*_k\d+_", "", row["Kernel Name"])
+        # mpc's kernels are <model>_k<N>_<kind> (mangled or not).
+        match = re.search(r"_k\d+_([a-z_]+\d*)", row["Kernel Name"])
+        kind = match.group(1) if match else row["Kernel Name"]
         per_kernel[kind].append(value * 1e-6)  # ns -> ms
     steps = len(per_kernel["attention"])
+    if not steps:
+        sys.exit("error: ncu saw no forward attention kernel among " +
+                 ", ".join(sorted(per_kernel)))
     times = {kind: sum(values) / steps for kind, values in per_kernel.items()}
     return {"forward": times.pop("attention"),
             "dK/dV": times.pop("attention_grad_kv"),
