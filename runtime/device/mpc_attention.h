@@ -19,23 +19,31 @@
  * order of the blocks; these two are deterministic, at the price of
  * computing S and dP twice.
  *
- * Every tile lives in shared memory, the head dims padded with zeros to a
- * multiple of 16 and each row by 16 bytes (MPC_LD: no bank conflicts in
- * WMMA's loads and stores). The softmax and the backward's row statistics
- * run a warp per row, its lanes across the row. The products of tiles
- * (S = Q Kᵀ, O += P V, dV += Pᵀ dO, dK += dSᵀ Q, dP = dO Vᵀ,
- * dQ += dS K) run on the tensor cores for f16
- * and bf16 (WMMA, 16x16x16, f32 accumulators), each warp taking 16x16
- * output tiles in turn, and as f32 loops over the block's threads
- * otherwise (f32 operands; the cpu target, whose blocks have one thread).
- * P and dS are rounded to the operands' type for their products, as
- * FlashAttention does; everything else is f32.
+ * The dQ kernel runs first and leaves D_i in the step's scratch for the
+ * dK/dV kernel.
  *
- * Under emulation WMMA is emulated (below): a fragment holds its whole
- * tile in every lane (the real distribution over lanes is unspecified, and
- * the kernels only load, multiply and store fragments), loads and stores go
- * through the checked shared arrays, and every WMMA call is a warp-wide
- * exchange, so all 32 lanes must reach it together, as on the GPU.
+ * Two implementations of the same tiles:
+ *   - f16 and bf16 on the GPU and under emulation (the *_mma bodies):
+ *     the tensor cores through mma.sync.m16n8k16 with ldmatrix operands
+ *     (two m16n8k8 on Turing for f16; shuffles and FMAs for Turing's
+ *     bf16), a warp owning 16 rows of the block's tile. S, P, dP and dS
+ *     never leave the registers: an accumulator tile, rounded and paired,
+ *     is the A operand of the next product. The online softmax and the
+ *     backward's probabilities run on the accumulator fragments, a row's
+ *     statistics reduced over the 4 lanes that hold it. The tiles a kernel
+ *     streams (K and V; Q, dO and their statistics in the dK/dV kernel)
+ *     are double-buffered with cp.async.
+ *   - f32 operands, and the cpu target (whose blocks have one thread):
+ *     every tile in shared memory and the products as f32 loops over the
+ *     block's threads (the *_tiles bodies).
+ * Shared tiles have the head dims padded with zeros to a multiple of 16 and
+ * each row by 16 bytes (MPC_LD), so that the 8 rows of an ldmatrix phase
+ * fall in different banks. P and dS are rounded to the operands' type for
+ * their products, as FlashAttention does; everything else is f32.
+ *
+ * Under emulation mma.sync and ldmatrix are warp collectives computed from
+ * every lane's registers by the PTX ISA's fragment layouts (below), and
+ * cp.async copies land at their wait.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -586,9 +594,8 @@ __device__ __forceinline__ void mpc_tile_load(S &s, const T *base,
       continue;
     }
 #elif defined(MPC_DEVICE_EMULATION)
-    // The same 16-byte loads from global memory as on the GPU, so that the
-    // emulator's counters see the GPU's requests (the shared array takes
-    // its elements one by one).
+    // The same 16-byte loads and stores as on the GPU, so that the
+    // emulator's counters see the GPU's requests.
     if (aligned && inside && c0 + Run <= width) {
       typedef unsigned mpc_vector16 __attribute__((vector_size(16)));
       const auto *from =
@@ -598,8 +605,14 @@ __device__ __forceinline__ void mpc_tile_load(S &s, const T *base,
         mpc_vector16 vector = from[i];
         std::memcpy(values + i * (16 / (int)sizeof(T)), &vector, 16);
       }
-      for (int c = 0; c < Run; ++c)
-        s[e0 + c] = values[c];
+      {
+        mpc_emu::uncounted_scope vectorStores;
+        for (int c = 0; c < Run; ++c)
+          s[e0 + c] = values[c];
+      }
+      for (int i = 0; i < Vectors; ++i)
+        s.count_vector(e0 + i * (16 / (int)sizeof(T)), 16 / (int)sizeof(T),
+                       /*write=*/true, __FILE__, __LINE__);
       continue;
     }
 #endif
@@ -694,13 +707,19 @@ public:
 private:
   typedef void (*writer)(void *array, long long index, const void *values,
                          int elements);
+  // Each copy is one store of its bytes for the counters, as the GPU's
+  // LDGSTS is.
   template <typename S, typename T>
   static void write_shared(void *array, long long index, const void *values,
                            int elements) {
     S &s = *static_cast<S *>(array);
     const T *typed = static_cast<const T *>(values);
-    for (int i = 0; i < elements; ++i)
-      s[index + i] = typed[i];
+    {
+      mpc_emu::uncounted_scope oneStore;
+      for (int i = 0; i < elements; ++i)
+        s[index + i] = typed[i];
+    }
+    s.count_vector(index, elements, /*write=*/true, __FILE__, __LINE__);
   }
   void add(void *array, long long index, int elements, const void *values,
            size_t bytes, writer write) {
@@ -789,12 +808,15 @@ __device__ __forceinline__ void mpc_tile_store(T *base, long long seq,
     }
 #endif
     T values[Run];
-#pragma unroll
-    for (int c = 0; c < Run; ++c)
-      values[c] = s[e0 + c];
 #if defined(MPC_DEVICE_EMULATION)
-    // The GPU's 16-byte stores, for the counters.
+    // The GPU's 16-byte loads and stores, for the counters.
     if (aligned && c0 + Run <= width) {
+      {
+        mpc_emu::uncounted_scope oneLoad;
+        for (int c = 0; c < Run; ++c)
+          values[c] = s[e0 + c];
+      }
+      s.count_vector(e0, Run, /*write=*/false, __FILE__, __LINE__);
       typedef unsigned mpc_vector16 __attribute__((vector_size(16)));
       for (int i = 0; i < Vectors; ++i) {
         mpc_vector16 vector;
@@ -804,6 +826,9 @@ __device__ __forceinline__ void mpc_tile_store(T *base, long long seq,
       continue;
     }
 #endif
+#pragma unroll
+    for (int c = 0; c < Run; ++c)
+      values[c] = s[e0 + c];
     for (int c = 0; c < Run && c0 + c < width; ++c)
       to[c] = values[c];
   }
