@@ -142,8 +142,7 @@ struct AttentionPlan {
     int64_t bq = keyValue.queries, bk = keyValue.keys, pairs = 0;
     for (int64_t k0 = 0; k0 < shape.keys; k0 += bk) {
       int64_t columns = std::min(bk, shape.keys - k0);
-      for (int64_t q0 = causal ? k0 / bq * bq : 0; q0 < shape.queries;
-           q0 += bq)
+      for (int64_t q0 = causal ? k0 / bq * bq : 0; q0 < shape.queries; q0 += bq)
         pairs += columns * std::min(bq, shape.queries - q0);
     }
     return pairs * heads();
@@ -166,8 +165,8 @@ struct AttentionPlan {
   }
   /// The template arguments of a kernel body with tiles `tiles`.
   std::string templateArguments(Tiles tiles) const {
-    return llvm::formatv("{0}, {1}, {2}, {3}, {4}", type, d, dv,
-                         tiles.queries, tiles.keys);
+    return llvm::formatv("{0}, {1}, {2}, {3}, {4}", type, d, dv, tiles.queries,
+                         tiles.keys);
   }
 };
 
@@ -361,15 +360,13 @@ void emitForward(AttentionOp op, const AttentionPlan &plan,
                                softmaxFlopsPerPair);
   if (op.getMask())
     cost.reads(op.getMask());
-  emitter.launch(name,
-                 plan.heads() *
-                     plan.tilesOf(plan.shape.queries, plan.forward.queries),
-                 plan.attentionBlock(plan.forward.queries,
-                                     plan.forwardRowsPerWarp()),
-                 {plan.q, plan.k, plan.v, plan.mask,
-                  emitter.pointer(op.getResult()),
-                  emitter.pointer(op.getLse())},
-                 cost, KernelKind::TensorCoreKernel, plan.half);
+  emitter.launch(
+      name,
+      plan.heads() * plan.tilesOf(plan.shape.queries, plan.forward.queries),
+      plan.attentionBlock(plan.forward.queries, plan.forwardRowsPerWarp()),
+      {plan.q, plan.k, plan.v, plan.mask, emitter.pointer(op.getResult()),
+       emitter.pointer(op.getLse())},
+      cost, KernelKind::TensorCoreKernel, plan.half);
 }
 
 void emitBackward(AttentionGradOp op, const Step &step,
@@ -414,11 +411,10 @@ void emitBackward(AttentionGradOp op, const Step &step,
       query, parameters, plan.type, plan.shapeLiteral(),
       plan.templateArguments(plan.query)));
   // S, dP and dQ.
-  KernelCost queryCost =
-      readsInputs(KernelCost())
-          .writes(op.getQueryGrad())
-          .flopsPer(plan.computedPairs(plan.query),
-                    4 * d + 2 * dv + softmaxFlopsPerPair);
+  KernelCost queryCost = readsInputs(KernelCost())
+                             .writes(op.getQueryGrad())
+                             .flopsPer(plan.computedPairs(plan.query),
+                                       4 * d + 2 * dv + softmaxFlopsPerPair);
   SmallVector<std::string> arguments(inputs);
   arguments.push_back(plan.dqPointer);
   arguments.push_back(delta);
@@ -452,8 +448,7 @@ void emitBackward(AttentionGradOp op, const Step &step,
                  plan.heads() *
                      plan.tilesOf(plan.shape.keys, plan.keyValue.keys),
                  plan.attentionBlock(plan.keyValue.keys), arguments,
-                 keyValueCost,
-                 KernelKind::TensorCoreKernel, plan.half);
+                 keyValueCost, KernelKind::TensorCoreKernel, plan.half);
 }
 
 } // namespace

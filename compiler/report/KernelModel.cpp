@@ -246,9 +246,8 @@ ModelledTime mlir::mpc::modelKernel(double idealBytes, double flops,
   t.l1 = (c.lines + c.sharedWavefronts) / (gpu.sms * clock);
   t.tensor = (c.wmmaProducts * wmmaFlops + c.mmaProducts * mmaFlops) /
              (gpu.halfTensorTflops * 1e12);
-  t.fp32 = c.wmmaProducts + c.mmaProducts > 0
-               ? 0
-               : flops / (gpu.fp32Tflops * 1e12);
+  t.fp32 =
+      c.wmmaProducts + c.mmaProducts > 0 ? 0 : flops / (gpu.fp32Tflops * 1e12);
 
   // Resident warps: what occupancy allows, and no more than the grid has.
   double warpsPerBlock = std::ceil(c.block / 32.0);

@@ -377,8 +377,8 @@ __device__ __forceinline__ void mpc_warp_load_a(unsigned a[4], S &s,
                                                 long long offset, int ld) {
   int lane = threadIdx.x % 32;
   // Matrices: rows 0-7 and 8-15 of columns 0-7, then of columns 8-15.
-  mpc_ldmatrix_x4<false>(a, s, offset + (long long)(lane % 16) * ld +
-                                   lane / 16 * 8);
+  mpc_ldmatrix_x4<false>(a, s,
+                         offset + (long long)(lane % 16) * ld + lane / 16 * 8);
 }
 
 /// acc += A B over one k step of 16, for N columns (N / 8 accumulator
@@ -417,8 +417,8 @@ mpc_warp_product(float (&acc)[N / 8][4], SA &as, long long aOffset, int lda,
     unsigned a[4];
     mpc_warp_load_a(a, as, aOffset + k0, lda);
     mpc_warp_mma_b<T, N, BRowsAreN>(
-        acc, a, bs,
-        bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb), ldb);
+        acc, a, bs, bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb),
+        ldb);
   }
 }
 
@@ -432,13 +432,12 @@ mpc_warp_product_registers(float (&acc)[N / 8][4], const float (&p)[K / 8][4],
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
     const float *low = p[k0 / 8], *high = p[k0 / 8 + 1];
-    unsigned a[4] = {mpc_pack2<T>(low[0], low[1]),
-                     mpc_pack2<T>(low[2], low[3]),
+    unsigned a[4] = {mpc_pack2<T>(low[0], low[1]), mpc_pack2<T>(low[2], low[3]),
                      mpc_pack2<T>(high[0], high[1]),
                      mpc_pack2<T>(high[2], high[3])};
     mpc_warp_mma_b<T, N, BRowsAreN>(
-        acc, a, bs,
-        bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb), ldb);
+        acc, a, bs, bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb),
+        ldb);
   }
 }
 
@@ -482,8 +481,8 @@ mpc_warp_product_rows(float (&acc)[MT][N / 8][4], SA &as, long long aOffset,
     for (int m = 0; m < MT; ++m)
       mpc_warp_load_a(a[m], as, aOffset + (long long)m * 16 * lda + k0, lda);
     mpc_warp_mma_b_rows<T, MT, N, BRowsAreN>(
-        acc, a, bs,
-        bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb), ldb);
+        acc, a, bs, bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb),
+        ldb);
   }
 }
 
@@ -505,8 +504,8 @@ mpc_warp_product_registers_rows(float (&acc)[MT][N / 8][4],
       a[m][3] = mpc_pack2<T>(high[2], high[3]);
     }
     mpc_warp_mma_b_rows<T, MT, N, BRowsAreN>(
-        acc, a, bs,
-        bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb), ldb);
+        acc, a, bs, bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb),
+        ldb);
   }
 }
 
@@ -666,8 +665,7 @@ public:
   }
   /// One float.
   template <typename S>
-  MPC_ASYNC_METHOD void copy4(S &s, long long index,
-                                        const float *from) {
+  MPC_ASYNC_METHOD void copy4(S &s, long long index, const float *from) {
 #if defined(MPC_DEVICE_EMULATION)
     float value = *from;
     add(&s, index, 1, &value, sizeof value, write_shared<S, float>);
@@ -782,9 +780,8 @@ mpc_tile_load_async(mpc_async_copies &copies, S &s, long long offset,
 /// reverse of mpc_tile_load, with 16-byte stores where a run is whole and
 /// aligned. Starts after the caller's barrier.
 template <typename T, int R, int W, typename S>
-__device__ __forceinline__ void mpc_tile_store(T *base, long long seq,
-                                               int row0, int count, int width,
-                                               S &s) {
+__device__ __forceinline__ void mpc_tile_store(T *base, long long seq, int row0,
+                                               int count, int width, S &s) {
   constexpr int Run = 8;
   static_assert(W % Run == 0, "tile widths are padded to multiples of 16");
 #if defined(MPC_DEVICE_CUDA) || defined(MPC_DEVICE_EMULATION)
@@ -936,8 +933,9 @@ mpc_attention_online_softmax(const mpc_attention_shape &a, const Mask *mask,
 /// ceil(queries / BQ) blocks.
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
-mpc_attention_forward_tiles(const mpc_attention_shape &a, const T *q, const T *k,
-                      const T *v, const Mask *mask, T *o, float *lse) {
+mpc_attention_forward_tiles(const mpc_attention_shape &a, const T *q,
+                            const T *k, const T *v, const Mask *mask, T *o,
+                            float *lse) {
   MPC_SHARED_TILE(T, qs, BQ, D);
   MPC_SHARED_TILE(T, ks, BK, D);
   MPC_SHARED_TILE(T, vs, BK, DV);
@@ -1071,8 +1069,8 @@ mpc_attention_row_statistics(const mpc_attention_shape &a, int bh, int q0,
 template <int BQ, typename SL>
 __device__ __forceinline__ void
 mpc_attention_load_statistics(const mpc_attention_shape &a, int bh, int q0,
-                              const float *lse, const float *delta,
-                              SL &rowLse, SL &rowDelta) {
+                              const float *lse, const float *delta, SL &rowLse,
+                              SL &rowDelta) {
   MPC_FOR_THREAD(r, BQ) {
     bool inside = q0 + r < a.queries;
     long long at = (long long)bh * a.queries + q0 + r;
@@ -1088,9 +1086,9 @@ mpc_attention_load_statistics(const mpc_attention_shape &a, int bh, int q0,
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_backward_kv_tiles(const mpc_attention_shape &a, const T *dout,
-                          const T *q, const T *k, const T *v, const T *o,
-                          const float *lse, const float *delta,
-                          const Mask *mask, T *dk, T *dv) {
+                                const T *q, const T *k, const T *v, const T *o,
+                                const float *lse, const float *delta,
+                                const Mask *mask, T *dk, T *dv) {
   MPC_SHARED_TILE(T, ks, BK, D);
   MPC_SHARED_TILE(T, vs, BK, DV);
   MPC_SHARED_TILE(T, qs, BQ, D);
@@ -1121,8 +1119,7 @@ mpc_attention_backward_kv_tiles(const mpc_attention_shape &a, const T *dout,
   for (int q0 = queryStart; q0 < a.queries; q0 += BQ) {
     mpc_tile_load<T, BQ, D>(qs, qBase, a.q.seq, q0, a.queries, a.headDim);
     mpc_tile_load<T, BQ, DV>(dos, doBase, a.o.seq, q0, a.queries, a.valueDim);
-    mpc_attention_load_statistics<BQ>(a, bh, q0, lse, delta, rowLse,
-                                      rowDelta);
+    mpc_attention_load_statistics<BQ>(a, bh, q0, lse, delta, rowLse, rowDelta);
     mpc_tile_gemm<T, BQ, BK, D, false, true, false>(ss, qs, ks);
     mpc_tile_gemm<T, BQ, BK, DV, false, true, false>(dps, dos, vs);
     mpc_attention_probabilities<T, BQ, BK>(a, mask, q0, k0, ss, dps, rowLse,
@@ -1151,9 +1148,9 @@ mpc_attention_backward_kv_tiles(const mpc_attention_shape &a, const T *dout,
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_backward_q_tiles(const mpc_attention_shape &a, const T *dout,
-                         const T *q, const T *k, const T *v, const T *o,
-                         const float *lse, const Mask *mask, T *dq,
-                             float *delta) {
+                               const T *q, const T *k, const T *v, const T *o,
+                               const float *lse, const Mask *mask, T *dq,
+                               float *delta) {
   MPC_SHARED_TILE(T, qs, BQ, D);
   MPC_SHARED_TILE(T, dos, BQ, DV);
   MPC_SHARED_TILE(T, ks, BK, D);
@@ -1253,12 +1250,10 @@ __device__ __forceinline__ void mpc_warp_stage(S &s, long long offset, int ld,
 /// `offset` on of rowLse and rowDelta, asynchronously where the rows exist
 /// (and exp(-inf) = 0 for the others).
 template <int BQ, typename SL>
-__device__ __forceinline__ void
-mpc_attention_load_statistics_async(mpc_async_copies &copies,
-                                    const mpc_attention_shape &a, int bh,
-                                    int q0, const float *lse,
-                                    const float *delta, SL &rowLse,
-                                    SL &rowDelta, int offset) {
+__device__ __forceinline__ void mpc_attention_load_statistics_async(
+    mpc_async_copies &copies, const mpc_attention_shape &a, int bh, int q0,
+    const float *lse, const float *delta, SL &rowLse, SL &rowDelta,
+    int offset) {
   MPC_FOR_THREAD(r, BQ) {
     long long at = (long long)bh * a.queries + q0 + r;
     if (q0 + r < a.queries) {
@@ -1283,9 +1278,8 @@ template <int BQ> struct mpc_attention_forward_rows {
 /// (cp.async) while the warps multiply the current one.
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
-mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q,
-                          const T *k, const T *v, const Mask *mask, T *o,
-                          float *lse) {
+mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q, const T *k,
+                          const T *v, const Mask *mask, T *o, float *lse) {
   constexpr int MT = mpc_attention_forward_rows<BQ>::tiles;
   // The queries, then the output's staging tile.
   constexpr int DQ = D > DV ? D : DV;
@@ -1342,8 +1336,8 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q,
 #pragma unroll
         for (int m = 0; m < MT; ++m)
           mpc_zero(p[m]);
-        mpc_warp_product_rows<T, MT, BK, D, true>(
-            p, qs, (long long)row0 * LDQ, LDQ, ks, buffer * LDK, LDK);
+        mpc_warp_product_rows<T, MT, BK, D, true>(p, qs, (long long)row0 * LDQ,
+                                                  LDQ, ks, buffer * LDK, LDK);
         // Only tiles on the diagonal or an edge, or masked, hide scores.
         bool whole = !mask && k0 + BK <= a.keys &&
                      q0 + row0 + 16 * MT <= a.queries &&
@@ -1402,7 +1396,7 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q,
 #pragma unroll
         for (int r = 0; r < 2; ++r)
           sum[r] = mpc_quad_reduce<false>(rowSum[m][r]);
-        // A query that sees no key: 0 / 0, NaN, as the written-out softmax.
+          // A query that sees no key: 0 / 0, NaN, as the written-out softmax.
 #pragma unroll
         for (int j = 0; j < DV / 8; ++j)
 #pragma unroll
@@ -1462,8 +1456,8 @@ mpc_attention_backward_kv_mma(const mpc_attention_shape &a, const T *dout,
     int q0 = queryStart + tile * BQ, buffer = tile % 2 * BQ;
     mpc_tile_load_async<T, BQ, D>(copies, qs, (long long)buffer * LDK, qBase,
                                   a.q.seq, q0, a.queries, a.headDim);
-    mpc_tile_load_async<T, BQ, DV>(copies, dos, (long long)buffer * LDV,
-                                   doBase, a.o.seq, q0, a.queries, a.valueDim);
+    mpc_tile_load_async<T, BQ, DV>(copies, dos, (long long)buffer * LDV, doBase,
+                                   a.o.seq, q0, a.queries, a.valueDim);
     mpc_attention_load_statistics_async<BQ>(copies, a, bh, q0, lse, delta,
                                             rowLse, rowDelta, buffer);
     copies.commit();
@@ -1531,8 +1525,8 @@ mpc_attention_backward_kv_mma(const mpc_attention_shape &a, const T *dout,
   __syncthreads();
   mpc_tile_store<T, BK, D>(dk + b * a.dk.batch + h * a.dk.head, a.dk.seq, k0,
                            a.keys, a.headDim, ks);
-  mpc_tile_store<T, BK, DV>(dv + b * a.dv.batch + h * a.dv.head, a.dv.seq,
-                            k0, a.keys, a.valueDim, vs);
+  mpc_tile_store<T, BK, DV>(dv + b * a.dv.batch + h * a.dv.head, a.dv.seq, k0,
+                            a.keys, a.valueDim, vs);
 }
 
 /// The dQ kernel: see mpc_attention_backward_q. The key and value tiles
@@ -1601,8 +1595,8 @@ mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
         float ds[BK / 8][4], dp[BK / 8][4];
         mpc_zero(ds);
         mpc_zero(dp);
-        mpc_warp_product<T, BK, D, true>(ds, qs, (long long)row0 * LDK, LDK,
-                                         ks, buffer * LDK, LDK);
+        mpc_warp_product<T, BK, D, true>(ds, qs, (long long)row0 * LDK, LDK, ks,
+                                         buffer * LDK, LDK);
         mpc_warp_product<T, BK, DV, true>(dp, dos, (long long)row0 * LDV, LDV,
                                           vs, buffer * LDV, LDV);
         bool whole = !mask && k0 + BK <= a.keys &&
@@ -1620,8 +1614,8 @@ mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
                            : 0.0f;
             ds[j][i] = pe * (dp[j][i] - rowD[i / 2]);
           }
-        mpc_warp_product_registers<T, D, BK, false>(dqAcc, ds, ks,
-                                                    buffer * LDK, LDK);
+        mpc_warp_product_registers<T, D, BK, false>(dqAcc, ds, ks, buffer * LDK,
+                                                    LDK);
       }
       __syncthreads(); // before the next loads replace this buffer
     }
@@ -1677,7 +1671,7 @@ __device__ __forceinline__ void
 mpc_attention_backward_q(const mpc_attention_shape &a, const T *dout,
                          const T *q, const T *k, const T *v, const T *o,
                          const float *lse, const Mask *mask, T *dq,
-                             float *delta) {
+                         float *delta) {
 #if defined(MPC_DEVICE_BLOCKS)
   if constexpr (mpc_use_mma<T>::value)
     mpc_attention_backward_q_mma<T, D, DV, BQ, BK>(a, dout, q, k, v, o, lse,

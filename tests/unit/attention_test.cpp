@@ -13,6 +13,7 @@
 
 #define MPC_DEVICE_EMULATION 1
 #include "runtime/device/mpc_device.h"
+// After mpc_device.h, as generated kernels include it.
 #include "runtime/device/mpc_attention.h"
 
 #include <gtest/gtest.h>
@@ -168,8 +169,8 @@ __global__ void async_copies(const __half *x, float *out) {
   copies.wait<Waits>();
   __syncthreads();
   int neighbour = (threadIdx.x + 1) % 32 * 8;
-  out[threadIdx.x] = __half2float(ReadSecond ? second[neighbour]
-                                             : first[neighbour]);
+  out[threadIdx.x] =
+      __half2float(ReadSecond ? second[neighbour] : first[neighbour]);
 }
 
 TEST(AsyncCopies, LandAtTheirWait) {
@@ -218,8 +219,8 @@ struct Case {
 };
 
 std::string describe(const Case &c, unsigned block) {
-  return "B" + std::to_string(c.batch) + " H" + std::to_string(c.heads) +
-         " T" + std::to_string(c.seq) + " D" + std::to_string(c.dim) +
+  return "B" + std::to_string(c.batch) + " H" + std::to_string(c.heads) + " T" +
+         std::to_string(c.seq) + " D" + std::to_string(c.dim) +
          (c.causal ? " causal" : "") + (c.masked ? " masked" : "") +
          (c.bthd ? " bthd" : " bhtd") + " block " + std::to_string(block);
 }
@@ -236,14 +237,23 @@ void checkAttention(const Case &c, unsigned block, double tolerance) {
   const long long elements = (long long)B * H * S * d;
   mpc_attention_strides strides =
       c.bthd ? mpc_attention_strides{(long long)S * H * d, d, (long long)H * d}
-             : mpc_attention_strides{(long long)H * S * d, (long long)S * d,
-                                     d};
-  mpc_attention_shape shape{H,       S,       S,       d,       d,
-                            strides, strides, strides, strides, strides,
-                            strides, strides, float(1.0 / std::sqrt(d)),
+             : mpc_attention_strides{(long long)H * S * d, (long long)S * d, d};
+  mpc_attention_shape shape{H,
+                            S,
+                            S,
+                            d,
+                            d,
+                            strides,
+                            strides,
+                            strides,
+                            strides,
+                            strides,
+                            strides,
+                            strides,
+                            float(1.0 / std::sqrt(d)),
                             c.causal};
-  Buffer<T> q(elements), k(elements), v(elements), o(elements),
-      dout(elements), dq(elements), dk(elements), dv(elements);
+  Buffer<T> q(elements), k(elements), v(elements), o(elements), dout(elements),
+      dq(elements), dk(elements), dv(elements);
   Buffer<float> lse((long long)B * H * S), delta((long long)B * H * S);
   Buffer<unsigned char> mask((long long)S * S);
   std::mt19937 random(7);
@@ -258,8 +268,7 @@ void checkAttention(const Case &c, unsigned block, double tolerance) {
   auto tiles = [](int n, int tile) { return (n + tile - 1) / tile; };
   SCOPED_TRACE("tiles " + std::to_string(BQ) + "x" + std::to_string(BK) +
                ", dQ " + std::to_string(BQQ) + "x" + std::to_string(BKQ) +
-               ", dK/dV " + std::to_string(BQKV) + "x" +
-               std::to_string(BKKV));
+               ", dK/dV " + std::to_string(BQKV) + "x" + std::to_string(BKKV));
   MPC_LAUNCH((mpc_attention_forward<T, D, D, BQ, BK, unsigned char>),
              B * H * tiles(S, BQ), block, shape, q.data, k.data, v.data,
              maskPointer, o.data, lse.data);
@@ -268,8 +277,9 @@ void checkAttention(const Case &c, unsigned block, double tolerance) {
              B * H * tiles(S, BQQ), block, shape, dout.data, q.data, k.data,
              v.data, o.data, lse.data, maskPointer, dq.data, delta.data);
   MPC_LAUNCH((mpc_attention_backward_kv<T, D, D, BQKV, BKKV, unsigned char>),
-             B * H * tiles(S, BKKV), block, shape, dout.data, q.data, k.data, v.data,
-             o.data, lse.data, delta.data, maskPointer, dk.data, dv.data);
+             B * H * tiles(S, BKKV), block, shape, dout.data, q.data, k.data,
+             v.data, o.data, lse.data, delta.data, maskPointer, dk.data,
+             dv.data);
 
   // The reference, per (batch, head).
   std::vector<double> refO(elements), refDq(elements), refDk(elements),
@@ -345,8 +355,7 @@ void checkAttention(const Case &c, unsigned block, double tolerance) {
     }
     EXPECT_LE(worst, tolerance * largest)
         << name << ": element " << worstAt << " is " << value(got, worstAt)
-        << ", expected " << expected[worstAt] << " (largest " << largest
-        << ")";
+        << ", expected " << expected[worstAt] << " (largest " << largest << ")";
   };
   compare("O", o, refO);
   compare("dQ", dq, refDq);
@@ -366,10 +375,9 @@ TEST(Attention, HeadDim64MatchesTheReference) {
   for (bool causal : {false, true})
     for (bool bthd : {false, true}) {
       Case c{2, 2, 75, 64, causal, false, bthd};
-      checkAttention<__half, 64, 128, 32, 64, 32, 32, 64>(c, 128,
-                                                           f16Tolerance);
-      checkAttention<__nv_bfloat16, 64, 128, 32, 64, 32, 32, 64>(
-          c, 128, bf16Tolerance);
+      checkAttention<__half, 64, 128, 32, 64, 32, 32, 64>(c, 128, f16Tolerance);
+      checkAttention<__nv_bfloat16, 64, 128, 32, 64, 32, 32, 64>(c, 128,
+                                                                 bf16Tolerance);
     }
 }
 
@@ -381,8 +389,8 @@ TEST(Attention, MaskedAndCausalMatchTheReference) {
 }
 
 TEST(Attention, HeadDims16And128MatchTheReference) {
-  checkAttention<__half, 16, 64, 64>(Case{1, 3, 70, 16, true, false, true},
-                                     128, f16Tolerance);
+  checkAttention<__half, 16, 64, 64>(Case{1, 3, 70, 16, true, false, true}, 128,
+                                     f16Tolerance);
   checkAttention<__nv_bfloat16, 128, 64, 32>(
       Case{1, 2, 45, 128, true, false, false}, 128, bf16Tolerance);
 }
@@ -394,8 +402,7 @@ TEST(Attention, FewerWarpsTakeTheRowsInRounds) {
   checkAttention<__half, 64, 64, 64>(c, 32, f16Tolerance);
   checkAttention<__half, 64, 64, 64>(c, 64, f16Tolerance);
   Case longer{1, 1, 150, 64, true, false, false};
-  checkAttention<__half, 64, 128, 32, 64, 32, 32, 64>(longer, 32,
-                                                      f16Tolerance);
+  checkAttention<__half, 64, 128, 32, 64, 32, 32, 64>(longer, 32, f16Tolerance);
 }
 
 } // namespace
