@@ -1266,6 +1266,22 @@ __device__ __forceinline__ void mpc_attention_load_statistics_async(
   }
 }
 
+/// Key tile `tile` of K and V (of one batch and head) into buffer tile % 2
+/// of the double-buffered tiles `ks` and `vs`, as one group of
+/// asynchronous copies: the forward and dQ kernels' stream.
+template <typename T, int D, int DV, int BK, typename SK, typename SV>
+__device__ __forceinline__ void
+mpc_attention_load_keys_async(mpc_async_copies &copies,
+                              const mpc_attention_shape &a, const T *kBase,
+                              const T *vBase, int tile, SK &ks, SV &vs) {
+  long long buffer = tile % 2 * BK;
+  mpc_tile_load_async<T, BK, D>(copies, ks, buffer * MPC_LD(T, D), kBase,
+                                a.k.seq, tile * BK, a.keys, a.headDim);
+  mpc_tile_load_async<T, BK, DV>(copies, vs, buffer * MPC_LD(T, DV), vBase,
+                                 a.v.seq, tile * BK, a.keys, a.valueDim);
+  copies.commit();
+}
+
 /// Row tiles of 16 a warp of the forward kernel owns: two from query
 /// tiles of 128 (EmitAttention.cpp launches BQ / (16 * MT) warps).
 template <int BQ> struct mpc_attention_forward_rows {
@@ -1300,12 +1316,8 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q, const T *k,
   int keyEnd = a.causal && q0 + BQ < a.keys ? q0 + BQ : a.keys;
   int keyTiles = (keyEnd + BK - 1) / BK;
   auto loadKeys = [&](int tile) {
-    long long buffer = tile % 2 * BK;
-    mpc_tile_load_async<T, BK, D>(copies, ks, buffer * LDK, kBase, a.k.seq,
-                                  tile * BK, a.keys, a.headDim);
-    mpc_tile_load_async<T, BK, DV>(copies, vs, buffer * LDV, vBase, a.v.seq,
-                                   tile * BK, a.keys, a.valueDim);
-    copies.commit();
+    mpc_attention_load_keys_async<T, D, DV, BK>(copies, a, kBase, vBase, tile,
+                                                ks, vs);
   };
   int warps = blockDim.x / 32;
   for (int first = 0; first < BQ / (16 * MT); first += warps) {
@@ -1561,12 +1573,8 @@ mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
   int keyEnd = a.causal && q0 + BQ < a.keys ? q0 + BQ : a.keys;
   int keyTiles = (keyEnd + BK - 1) / BK;
   auto loadKeys = [&](int tile) {
-    long long buffer = tile % 2 * BK;
-    mpc_tile_load_async<T, BK, D>(copies, ks, buffer * LDK, kBase, a.k.seq,
-                                  tile * BK, a.keys, a.headDim);
-    mpc_tile_load_async<T, BK, DV>(copies, vs, buffer * LDV, vBase, a.v.seq,
-                                   tile * BK, a.keys, a.valueDim);
-    copies.commit();
+    mpc_attention_load_keys_async<T, D, DV, BK>(copies, a, kBase, vBase, tile,
+                                                ks, vs);
   };
   int warps = blockDim.x / 32;
   for (int first = 0; first < BQ / 16; first += warps) {
