@@ -839,6 +839,16 @@ int64_t mlir::mpc::scratchBytes(const Step &step) {
       return saturatingProduct({shape.batch, shape.heads, shape.queries, 4});
     }
   Operation *op = step.ops.front();
+  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
+    // The partial results of a split reduction (EmitRow.cpp).
+    int64_t outputs =
+        cast<RankedTensorType>(op->getResult(0).getType()).getNumElements();
+    int64_t reduced =
+        cast<RankedTensorType>(op->getOperand(0).getType()).getNumElements() /
+        std::max<int64_t>(outputs, 1);
+    int64_t splits = reductionSplits(outputs, reduced);
+    return splits > 1 ? saturatingProduct({outputs, splits, 4}) : 0;
+  }
   if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
     auto logits = loss.getLogits().getType();
     int64_t rows = logits.getNumElements() / logits.getShape().back();

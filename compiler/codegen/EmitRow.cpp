@@ -20,6 +20,15 @@
 using namespace mlir;
 using namespace mlir::mpc;
 
+int64_t mlir::mpc::reductionSplits(int64_t outputs, int64_t reduced) {
+  // About 1024 blocks in all fill a GPU several times over.
+  constexpr int64_t targetBlocks = 1024;
+  if (reduced < 2 * reductionSlice || outputs * 2 > targetBlocks)
+    return 1;
+  return std::min((reduced + reductionSlice - 1) / reductionSlice,
+                  targetBlocks / outputs);
+}
+
 namespace {
 
 struct RowView {
@@ -419,10 +428,14 @@ void emitMseLoss(StepEmitter &emitter, const Step &step, MseLossOp op) {
 constexpr int64_t threadReductionLimit = 32;
 
 /// reduce_sum / reduce_mean / reduce_max: one block per output element, its
-/// threads striding over the reduced elements; or, for short reductions
-/// (the bias of a broadcast add: a few images), one thread per output.
-void emitReduce(StepEmitter &emitter, Operation *op, Value input, Value output,
-                ArrayRef<int64_t> dims, StringRef kind) {
+/// threads striding over the reduced elements; for short reductions (the
+/// bias of a broadcast add: a few images), one thread per output; for long
+/// ones with few outputs, reductionSplits blocks an output, each over a
+/// slice, then one thread an output combining the slices' results in
+/// order (deterministic).
+void emitReduce(StepEmitter &emitter, const Step &step, Operation *op,
+                Value input, Value output, ArrayRef<int64_t> dims,
+                StringRef kind) {
   auto type = cast<RankedTensorType>(input.getType());
   SmallVector<int64_t> kept;
   int64_t reduced = 1;
@@ -436,10 +449,71 @@ void emitReduce(StepEmitter &emitter, Operation *op, Value input, Value output,
   llvm::sort(sortedDims);
   int64_t outputs = type.getNumElements() / reduced;
   bool isMax = kind == "max";
-  std::string name = emitter.kernelName(("reduce_" + kind).str());
   std::string finish = kind == "mean"
                            ? llvm::formatv("acc / {0}.0f", reduced).str()
                            : std::string("acc");
+  int64_t splits = reductionSplits(outputs, reduced);
+  if (splits > 1) {
+    int64_t slice = (reduced + splits - 1) / splits;
+    // Reduced dims that are the trailing ones are contiguous: the reduced
+    // index is the offset (a loss summed over a whole tensor).
+    bool trailing = true;
+    for (auto [i, d] : llvm::enumerate(sortedDims))
+      trailing &= d == type.getRank() - (int64_t)sortedDims.size() + (int64_t)i;
+    std::string partialName =
+        emitter.kernelName(("reduce_" + kind + "_slices").str());
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const {1} *__restrict__ in, float *__restrict__ "
+        "partial) {{\n"
+        "  long long o = blockIdx.x / {2}LL, begin = blockIdx.x % {2}LL * "
+        "{3}LL;\n"
+        "  long long count = {4}LL - begin < {3}LL ? {4}LL - begin : {3}LL;\n"
+        "  long long base = 0;\n{5}"
+        "  {6} acc = {7};\n"
+        "  MPC_FOR_THREAD(u, count) {{\n"
+        "    long long t = begin + u, offset = base;\n{8}"
+        "    float v = mpc_load(in + offset);\n"
+        "    {9}\n"
+        "  }\n"
+        "  acc = {10}(acc);\n"
+        "  if (threadIdx.x == 0) partial[blockIdx.x] = acc;\n"
+        "}\n",
+        partialName, elementCType(input), splits, slice, reduced,
+        offsetCode("base", "o", type.getShape(), kept),
+        isMax ? "float" : "mpc_sum", isMax ? "-INFINITY" : "0.0f",
+        trailing ? std::string("    offset += t;\n")
+                 : offsetCode("offset", "t", type.getShape(), sortedDims),
+        isMax ? "acc = mpc_max(acc, v);" : "acc += v;",
+        isMax ? "mpc_block_reduce_max" : "mpc_block_reduce_sum"));
+    std::string partial = emitter.scratchPointer(step, "float");
+    emitter.launch(partialName, outputs * splits, rowBlockSize,
+                   {emitter.constPointer(input), partial},
+                   KernelCost()
+                       .reads(input)
+                       .flopsPer(isMax ? 0 : type.getNumElements(), 1));
+    std::string name = emitter.kernelName(("reduce_" + kind).str());
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const float *__restrict__ partial, {1} "
+        "*__restrict__ out) {{\n"
+        "  MPC_FOR_EACH(o, {2}LL) {{\n"
+        "    {3} acc = {4};\n"
+        "    for (long long s = 0; s < {5}LL; ++s) {{\n"
+        "      float v = partial[o * {5}LL + s];\n"
+        "      {6}\n"
+        "    }\n"
+        "    mpc_store(out + o, {7});\n"
+        "  }\n"
+        "}\n",
+        name, elementCType(output), outputs, isMax ? "float" : "mpc_sum",
+        isMax ? "-INFINITY" : "0.0f", splits,
+        isMax ? "acc = mpc_max(acc, v);" : "acc += v;", finish));
+    emitter.launch(name, elementwiseGrid(outputs), rowBlockSize,
+                   {partial, emitter.pointer(output)},
+                   KernelCost().writes(output).flopsPer(
+                       outputs * splits + (kind == "mean" ? outputs : 0), 1));
+    return;
+  }
+  std::string name = emitter.kernelName(("reduce_" + kind).str());
   // Output `o` on one thread (its elements in order), or on a block (the
   // threads' strided partial sums combined).
   bool perThread = reduced <= threadReductionLimit;
@@ -873,17 +947,17 @@ FailureOr<bool> mlir::mpc::emitRowOp(Operation *op, const Step &step,
                                    grad.getOutput(), grad.getResult(),
                                    grad.getDim(), /*logarithm=*/true));
   if (auto reduce = dyn_cast<ReduceSumOp>(op)) {
-    emitReduce(emitter, op, reduce.getInput(), writtenResult(step),
+    emitReduce(emitter, step, op, reduce.getInput(), writtenResult(step),
                reduce.getDims(), "sum");
     return true;
   }
   if (auto reduce = dyn_cast<ReduceMeanOp>(op)) {
-    emitReduce(emitter, op, reduce.getInput(), reduce.getResult(),
+    emitReduce(emitter, step, op, reduce.getInput(), reduce.getResult(),
                reduce.getDims(), "mean");
     return true;
   }
   if (auto reduce = dyn_cast<ReduceMaxOp>(op)) {
-    emitReduce(emitter, op, reduce.getInput(), reduce.getResult(),
+    emitReduce(emitter, step, op, reduce.getInput(), reduce.getResult(),
                reduce.getDims(), "max");
     return true;
   }

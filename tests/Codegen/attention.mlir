@@ -7,24 +7,28 @@
 // offsets 0, 32 and 64 elements), writes its output [2, 20, 2, 16] (640,
 // 16, 32) and, backward, dq, dk and dv into the projection's gradient with
 // the projection's strides. Tiles of 32 queries and 32 keys (20 rounded up
-// to 16s), head dims 16: one block per (batch, head).
+// to 16s), head dims 16: one block per (batch, head), a warp per 16 rows
+// (64 threads). The dQ kernel runs first and leaves each query's D_i in
+// the step's scratch for the dK/dV kernel.
 
-// KERNELS-LABEL: __global__ void __launch_bounds__(128) attn_k{{[0-9]+}}_attention(
+// KERNELS-LABEL: __global__ void __launch_bounds__(64) attn_k{{[0-9]+}}_attention(
 //  KERNELS-NEXT:   const mpc_attention_shape a = {2, 20, 20, 16, 16, {1920LL, 16LL, 96LL}, {1920LL, 16LL, 96LL}, {1920LL, 16LL, 96LL}, {640LL, 16LL, 32LL}, {640LL, 16LL, 32LL}, {640LL, 16LL, 32LL}, {640LL, 16LL, 32LL}, (float)2.500000000e-01f, true};
 //  KERNELS-NEXT:   mpc_attention_forward<__half, 16, 16, 32, 32>(a, q, k, v, mask, o, lse);
-// KERNELS-LABEL: __global__ void __launch_bounds__(128) attn_k{{[0-9]+}}_attention_grad_kv(
-//  KERNELS-NEXT:   const mpc_attention_shape a = {2, 20, 20, 16, 16, {1920LL, 16LL, 96LL}, {1920LL, 16LL, 96LL}, {1920LL, 16LL, 96LL}, {640LL, 16LL, 32LL}, {1920LL, 16LL, 96LL}, {1920LL, 16LL, 96LL}, {1920LL, 16LL, 96LL}, (float)2.500000000e-01f, true};
-//  KERNELS-NEXT:   mpc_attention_backward_kv<__half, 16, 16, 32, 32>(a, dout, q, k, v, o, lse, mask, dk, dv);
-// KERNELS-LABEL: __global__ void __launch_bounds__(128) attn_k{{[0-9]+}}_attention_grad_q(
+// KERNELS-LABEL: __global__ void __launch_bounds__(64) attn_k{{[0-9]+}}_attention_grad_q(
+//  KERNELS-SAME:   __half *__restrict__ dq, float *__restrict__ delta) {
 //  KERNELS-NEXT:   const mpc_attention_shape a = {2, 20, 20, 16, 16,
-//  KERNELS-NEXT:   mpc_attention_backward_q<__half, 16, 16, 32, 32>(a, dout, q, k, v, o, lse, mask, dq);
+//  KERNELS-NEXT:   mpc_attention_backward_q<__half, 16, 16, 32, 32>(a, dout, q, k, v, o, lse, mask, dq, delta);
+// KERNELS-LABEL: __global__ void __launch_bounds__(64) attn_k{{[0-9]+}}_attention_grad_kv(
+//  KERNELS-NEXT:   const mpc_attention_shape a = {2, 20, 20, 16, 16, {1920LL, 16LL, 96LL}, {1920LL, 16LL, 96LL}, {1920LL, 16LL, 96LL}, {640LL, 16LL, 32LL}, {1920LL, 16LL, 96LL}, {1920LL, 16LL, 96LL}, {1920LL, 16LL, 96LL}, (float)2.500000000e-01f, true};
+//  KERNELS-NEXT:   mpc_attention_backward_kv<__half, 16, 16, 32, 32>(a, dout, q, k, v, o, lse, delta, mask, dk, dv);
 
 // q, k and v are one buffer at three offsets; dk and dv land at 32 and 64
-// elements into the gradient's buffer, dq at its start.
+// elements into the gradient's buffer, dq at its start; D_i is passed from
+// the dQ kernel to the dK/dV kernel.
 // HOST-LABEL: static mpc_status attn_train_step(
-//       HOST:   MPC_LAUNCH_PARALLEL(attn_k{{[0-9]+}}_attention, 4, 128, {{[0-9]+}}LL, (const __half *)(arena3 + [[QKV:[0-9]+]]), ((const __half *)(arena3 + [[QKV]]) + 32LL), ((const __half *)(arena3 + [[QKV]]) + 64LL), (const unsigned char *)0,
-//       HOST:   MPC_LAUNCH_PARALLEL(attn_k{{[0-9]+}}_attention_grad_kv, 4, 128, {{.*}}, ((__half *)(arena3 + [[DQKV:[0-9]+]]) + 32LL), ((__half *)(arena3 + [[DQKV]]) + 64LL));
-//  HOST-NEXT:   MPC_LAUNCH_PARALLEL(attn_k{{[0-9]+}}_attention_grad_q, 4, 128, {{.*}}, (__half *)(arena3 + [[DQKV]]));
+//       HOST:   MPC_LAUNCH_PARALLEL(attn_k{{[0-9]+}}_attention, 4, 64, {{[0-9]+}}LL, (const __half *)(arena3 + [[QKV:[0-9]+]]), ((const __half *)(arena3 + [[QKV]]) + 32LL), ((const __half *)(arena3 + [[QKV]]) + 64LL), (const unsigned char *)0,
+//       HOST:   MPC_LAUNCH_PARALLEL(attn_k{{[0-9]+}}_attention_grad_q, 4, 64, {{.*}}, (__half *)(arena3 + [[DQKV:[0-9]+]]), (float *)(arena3 + [[DELTA:[0-9]+]]));
+//  HOST-NEXT:   MPC_LAUNCH_PARALLEL(attn_k{{[0-9]+}}_attention_grad_kv, 4, 64, {{.*}}, (float *)(arena3 + [[DELTA]]), ((__half *)(arena3 + [[DQKV]]) + 32LL), ((__half *)(arena3 + [[DQKV]]) + 64LL));
 mpc.model @attn inputs(%x: tensor<2x20x32xf32>)
     params(%w: tensor<96x32xf32> = normal(0.1)) {
   %qkv = mpc.linear %x, %w : tensor<2x20x32xf32>, tensor<96x32xf32>

@@ -1,7 +1,8 @@
 //===- long_sums_test.cpp - long f32 sums on the cpu target ---------------===//
 //
 // Built once per model (-DMPC_MODEL): tests/e2e/models/conv_weight_sum.mlir
-// at O2 bf16 and O1 f16, and bias_sum.mlir at O0.
+// at O2 bf16 and O1 f16, bias_sum.mlir at O0, and tensor_sums.mlir at O0
+// on the cpu target and under the block emulator.
 //
 // ConvWeightSum: dW of a convolution over 256 images sums 16384 products per
 // element. Its relative error against an fp64 reference must be within 2x
@@ -13,6 +14,9 @@
 // BiasSum: the mean cross-entropy and the bias gradient are each a
 // 9216-term sum of equal f32 values, which must come out within 1e-6 of the
 // exact result (a sequential f32 sum was 1.1e-4 off).
+//
+// TensorSums: reductions of 40000 to 100000 terms to one to three outputs,
+// split over blocks, give exact sums of integers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,5 +144,54 @@ TEST(BiasSum, EqualTermsSumWithinOneMillionth) {
   mpc_session_destroy(session);
 }
 #endif // MPC_E2E_BIAS_SUM
+
+#ifdef MPC_E2E_TENSOR_SUMS
+/// Long reductions to few outputs, split over blocks: every slice must be
+/// summed once, into its own output. Integer terms keep every sum exact in
+/// f32, so the loss must be exact but for the mean's rounding.
+TEST(TensorSums, SplitReductionsSumEverySliceOnce) {
+  mpc_session *session = createSession();
+  ASSERT_NE(session, nullptr);
+  const int64_t rows = 3, columns = 40000, count = 100000;
+  std::vector<float> x(rows * columns), y(columns * rows), z(count);
+  double exact = 0, total = 0;
+  const float r[3] = {1.0f, 2.0f, 4.0f};
+  double sums[3] = {0, 0, 0};
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < columns; ++j) {
+      x[i * columns + j] = float((i * 7 + j * 3) % 3 + (j % 5 == 0)); // 0-3
+      y[j * rows + i] = float((i + j * 5) % 4 == 0);
+      sums[i] += x[i * columns + j] + y[j * rows + i];
+      total += x[i * columns + j];
+    }
+  for (int64_t k = 0; k < count; ++k)
+    z[k] = float((k * 7919) % 100003) / 1000.0f; // distinct, largest inside
+  double largest = 0;
+  int64_t argmax = 0;
+  for (int64_t k = 0; k < count; ++k)
+    if (z[k] > largest)
+      largest = z[k], argmax = k;
+  for (int i = 0; i < 3; ++i)
+    exact += r[i] * sums[i];
+  exact += largest + 65536.0 * total / double(rows * columns);
+  ASSERT_EQ(mpc_set_param(session, "x", x.data(), x.size()), MPC_OK);
+  ASSERT_EQ(mpc_set_param(session, "y", y.data(), y.size()), MPC_OK);
+  ASSERT_EQ(mpc_set_param(session, "z", z.data(), z.size()), MPC_OK);
+  const void *inputs[] = {r};
+  float loss = 0;
+  ASSERT_EQ(mpc_compute_gradients(session, inputs, &loss), MPC_OK)
+      << mpc_last_error();
+  std::printf("loss %.9g, exact %.9g (sums %g %g %g, max %g at %lld)\n", loss,
+              exact, sums[0], sums[1], sums[2], largest, (long long)argmax);
+  // Within 2 ulps: a slice missed or counted twice moves it by hundreds.
+  EXPECT_NEAR(loss, exact, 2.5e-7 * std::fabs(exact));
+  // d loss / dz: 1 at the maximum, 0 elsewhere.
+  std::vector<float> dz(count);
+  ASSERT_EQ(mpc_get_gradient(session, "z", dz.data(), dz.size()), MPC_OK);
+  for (int64_t k = 0; k < count; ++k)
+    ASSERT_EQ(dz[k], k == argmax ? 1.0f : 0.0f) << "z[" << k << "]";
+  mpc_session_destroy(session);
+}
+#endif // MPC_E2E_TENSOR_SUMS
 
 } // namespace
