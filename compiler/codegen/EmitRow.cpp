@@ -488,9 +488,8 @@ void emitReduce(StepEmitter &emitter, const Step &step, Operation *op,
     std::string partial = emitter.scratchPointer(step, "float");
     emitter.launch(partialName, outputs * splits, rowBlockSize,
                    {emitter.constPointer(input), partial},
-                   KernelCost()
-                       .reads(input)
-                       .flopsPer(isMax ? 0 : type.getNumElements(), 1));
+                   KernelCost().reads(input).flopsPer(
+                       isMax ? 0 : type.getNumElements(), 1));
     std::string name = emitter.kernelName(("reduce_" + kind).str());
     emitter.addKernel(llvm::formatv(
         "__global__ void {0}(const float *__restrict__ partial, {1} "
