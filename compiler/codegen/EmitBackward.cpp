@@ -568,6 +568,7 @@ void emitBatchNormGrad(StepEmitter &emitter, const Step &step,
       "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
       "*__restrict__ x, const {3} *__restrict__ gamma, const float "
       "*__restrict__ stats, {4} *__restrict__ dx) {{\n"
+      "#ifdef MPC_DEVICE_BLOCKS\n"
       "  MPC_FOR_EACH(i, {5}LL) {{\n"
       "    long long c = (i / {6}LL) % {7}LL;\n"
       "    float rstd = stats[{7}LL + c];\n"
@@ -576,6 +577,20 @@ void emitBatchNormGrad(StepEmitter &emitter, const Step &step,
       "stats[3LL * {7}LL + c];\n"
       "    mpc_store(dx + i, mpc_load(gamma + c) * rstd * g);\n"
       "  }\n"
+      "#else\n"
+      // The same arithmetic, a channel's values loaded once a run.
+      "  MPC_FOR_EACH_PLANE_RUN(i0, i1, {5}LL, {6}LL) {{\n"
+      "    long long c = (i0 / {6}LL) % {7}LL;\n"
+      "    float mean = stats[c], rstd = stats[{7}LL + c], meanDy = "
+      "stats[2LL * {7}LL + c], meanDyXhat = stats[3LL * {7}LL + c], gamma_c "
+      "= mpc_load(gamma + c);\n"
+      "    MPC_SIMD for (long long i = i0; i < i1; ++i) {{\n"
+      "      float xhat = (mpc_load(x + i) - mean) * rstd;\n"
+      "      float g = mpc_load(dy + i) - meanDy - xhat * meanDyXhat;\n"
+      "      mpc_store(dx + i, gamma_c * rstd * g);\n"
+      "    }\n"
+      "  }\n"
+      "#endif\n"
       "}\n",
       name, elementCType(op.getGrad()), elementCType(op.getInput()),
       elementCType(op.getGamma()), elementCType(op.getInputGrad()),

@@ -307,6 +307,29 @@ void mpc_run_block_range(void *blocks, unsigned begin, unsigned end) {
 #define MPC_SIMD _Pragma("omp simd")
 #endif
 
+#ifndef MPC_DEVICE_BLOCKS
+/// The end of the run from `i0` within its plane of `plane` elements, at
+/// most `end`.
+inline long long mpc_plane_run_end(long long i0, long long plane,
+                                   long long end) {
+  long long planeEnd = (i0 / plane + 1) * plane;
+  return planeEnd < end ? planeEnd : end;
+}
+/// The cpu target's MPC_FOR_EACH(i, n) as runs [i0, i1) of the block's
+/// elements that stay within one plane of `plane` elements, for kernels
+/// whose values per plane (a channel's statistics) are then loaded once a
+/// run and whose loop over the run vectorises (MPC_SIMD).
+#define MPC_FOR_EACH_PLANE_RUN(i0, i1, n, plane)                               \
+  for (long long mpc_base = (long long)blockIdx.x * MPC_TILE; mpc_base < (n); \
+       mpc_base += (long long)gridDim.x * MPC_TILE)                            \
+    for (long long mpc_end = mpc_base + MPC_TILE < (n) ? mpc_base + MPC_TILE  \
+                                                       : (n),                  \
+                   i0 = mpc_base,                                              \
+                   i1 = mpc_plane_run_end(i0, (plane), mpc_end);               \
+         i0 < mpc_end;                                                         \
+         i0 = i1, i1 = mpc_plane_run_end(i0, (plane), mpc_end))
+#endif
+
 /// `for j in [0, n)` over the threads of one block (row kernels).
 #define MPC_FOR_THREAD(j, n)                                                   \
   for (long long j = threadIdx.x; j < (n); j += blockDim.x)
