@@ -381,70 +381,13 @@ __device__ __forceinline__ void mpc_warp_load_a(unsigned a[4], S &s,
                          offset + (long long)(lane % 16) * ld + lane / 16 * 8);
 }
 
-/// acc += A B over one k step of 16, for N columns (N / 8 accumulator
-/// tiles): B from a shared tile, stored as N rows of its k (BRowsAreN: the
-/// tile is Bᵀ, as K is in Q Kᵀ) or as 16 rows of N (as V is in P V), from
-/// element `offset` (the step's first k), rows `ld` apart.
-template <typename T, int N, bool BRowsAreN, typename S>
-__device__ __forceinline__ void mpc_warp_mma_b(float (&acc)[N / 8][4],
-                                               const unsigned a[4], S &s,
-                                               long long offset, int ld) {
-  static_assert(N % 16 == 0, "B is loaded two accumulator tiles at a time");
-  int lane = threadIdx.x % 32;
-#pragma unroll
-  for (int j = 0; j < N / 8; j += 2) {
-    // Matrices: k 0-7 and 8-15 of columns 8j..8j+7, then of the next 8.
-    unsigned b[4];
-    int k = lane / 8 % 2 * 8, n = (j + lane / 16) * 8;
-    if (BRowsAreN)
-      mpc_ldmatrix_x4<false>(b, s, offset + (long long)(n + lane % 8) * ld + k);
-    else
-      mpc_ldmatrix_x4<true>(b, s, offset + (long long)(k + lane % 8) * ld + n);
-    mpc_mma_16816<T>(acc[j], a, b);
-    mpc_mma_16816<T>(acc[j + 1], a, b + 2);
-  }
-}
-
-/// acc = or += A B for one warp's 16 rows: A the rows of a shared tile
-/// from element `aOffset` (K columns, rows `lda` apart), B as for
-/// mpc_warp_mma_b from element `bOffset`.
-template <typename T, int N, int K, bool BRowsAreN, typename SA, typename SB>
-__device__ __forceinline__ void
-mpc_warp_product(float (&acc)[N / 8][4], SA &as, long long aOffset, int lda,
-                 SB &bs, long long bOffset, int ldb) {
-#pragma unroll
-  for (int k0 = 0; k0 < K; k0 += 16) {
-    unsigned a[4];
-    mpc_warp_load_a(a, as, aOffset + k0, lda);
-    mpc_warp_mma_b<T, N, BRowsAreN>(
-        acc, a, bs, bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb),
-        ldb);
-  }
-}
-
-/// acc += A B for one warp's 16 rows, A in registers as accumulator tiles
-/// (16 x K: K / 8 tiles, e.g. P), rounded to T; B as for mpc_warp_mma_b,
-/// its K rows (or columns) from element `bOffset`.
-template <typename T, int N, int K, bool BRowsAreN, typename SB>
-__device__ __forceinline__ void
-mpc_warp_product_registers(float (&acc)[N / 8][4], const float (&p)[K / 8][4],
-                           SB &bs, long long bOffset, int ldb) {
-#pragma unroll
-  for (int k0 = 0; k0 < K; k0 += 16) {
-    const float *low = p[k0 / 8], *high = p[k0 / 8 + 1];
-    unsigned a[4] = {mpc_pack2<T>(low[0], low[1]), mpc_pack2<T>(low[2], low[3]),
-                     mpc_pack2<T>(high[0], high[1]),
-                     mpc_pack2<T>(high[2], high[3])};
-    mpc_warp_mma_b<T, N, BRowsAreN>(
-        acc, a, bs, bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb),
-        ldb);
-  }
-}
-
-/// mpc_warp_mma_b for MT row tiles of 16 (a warp's 16 * MT rows): each B
-/// fragment, loaded once, is multiplied by the A fragments of every row
-/// tile, which is MT times fewer shared-memory loads a product and MT
-/// independent chains of them.
+/// acc += A B over one k step of 16 for a warp's MT row tiles of 16, each
+/// N columns wide (N / 8 accumulator tiles), A the row tiles' fragments:
+/// B from a shared tile, stored as N rows of its k (BRowsAreN: the tile is
+/// Bᵀ, as K is in Q Kᵀ) or as 16 rows of N (as V is in P V), from element
+/// `offset` (the step's first k), rows `ld` apart. Each B fragment, loaded
+/// once, serves every row tile: MT times fewer shared-memory loads a
+/// product, and MT independent chains of them.
 template <typename T, int MT, int N, bool BRowsAreN, typename S>
 __device__ __forceinline__ void
 mpc_warp_mma_b_rows(float (&acc)[MT][N / 8][4], const unsigned (&a)[MT][4],
@@ -453,6 +396,7 @@ mpc_warp_mma_b_rows(float (&acc)[MT][N / 8][4], const unsigned (&a)[MT][4],
   int lane = threadIdx.x % 32;
 #pragma unroll
   for (int j = 0; j < N / 8; j += 2) {
+    // Matrices: k 0-7 and 8-15 of columns 8j..8j+7, then of the next 8.
     unsigned b[4];
     int k = lane / 8 % 2 * 8, n = (j + lane / 16) * 8;
     if (BRowsAreN)
@@ -467,8 +411,9 @@ mpc_warp_mma_b_rows(float (&acc)[MT][N / 8][4], const unsigned (&a)[MT][4],
   }
 }
 
-/// mpc_warp_product for MT row tiles: A the 16 * MT rows from element
-/// `aOffset`.
+/// acc += A B for a warp's 16 * MT rows: A those rows of a shared tile
+/// from element `aOffset` (K columns, rows `lda` apart), B as for
+/// mpc_warp_mma_b_rows from element `bOffset`.
 template <typename T, int MT, int N, int K, bool BRowsAreN, typename SA,
           typename SB>
 __device__ __forceinline__ void
@@ -486,7 +431,9 @@ mpc_warp_product_rows(float (&acc)[MT][N / 8][4], SA &as, long long aOffset,
   }
 }
 
-/// mpc_warp_product_registers for MT row tiles.
+/// acc += A B for a warp's 16 * MT rows, A in registers as accumulator
+/// tiles (16 x K a row tile: K / 8 tiles, e.g. P), rounded to T; B as for
+/// mpc_warp_mma_b_rows, its K rows (or columns) from element `bOffset`.
 template <typename T, int MT, int N, int K, bool BRowsAreN, typename SB>
 __device__ __forceinline__ void
 mpc_warp_product_registers_rows(float (&acc)[MT][N / 8][4],
@@ -507,6 +454,27 @@ mpc_warp_product_registers_rows(float (&acc)[MT][N / 8][4],
         acc, a, bs, bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb),
         ldb);
   }
+}
+
+/// mpc_warp_product_rows and mpc_warp_product_registers_rows for one row
+/// tile (16 rows), as the backward kernels' warps own: the accumulators
+/// viewed as a single row tile's.
+template <int Tiles> using mpc_one_row_tile = float[1][Tiles][4];
+template <typename T, int N, int K, bool BRowsAreN, typename SA, typename SB>
+__device__ __forceinline__ void
+mpc_warp_product(float (&acc)[N / 8][4], SA &as, long long aOffset, int lda,
+                 SB &bs, long long bOffset, int ldb) {
+  mpc_warp_product_rows<T, 1, N, K, BRowsAreN>(
+      reinterpret_cast<mpc_one_row_tile<N / 8> &>(acc), as, aOffset, lda, bs,
+      bOffset, ldb);
+}
+template <typename T, int N, int K, bool BRowsAreN, typename SB>
+__device__ __forceinline__ void
+mpc_warp_product_registers(float (&acc)[N / 8][4], const float (&p)[K / 8][4],
+                           SB &bs, long long bOffset, int ldb) {
+  mpc_warp_product_registers_rows<T, 1, N, K, BRowsAreN>(
+      reinterpret_cast<mpc_one_row_tile<N / 8> &>(acc),
+      reinterpret_cast<const mpc_one_row_tile<K / 8> &>(p), bs, bOffset, ldb);
 }
 
 /// Sets every accumulator of `acc` to zero.

@@ -16,6 +16,8 @@
 // After mpc_device.h, as generated kernels include it.
 #include "runtime/device/mpc_attention.h"
 
+#include "tests/unit/guarded_buffer.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,18 +26,6 @@
 #include <vector>
 
 namespace {
-
-/// Guarded device-like memory of `count` values.
-template <typename T> struct Buffer {
-  explicit Buffer(size_t count)
-      : count(count),
-        data(static_cast<T *>(mpc_emu_guarded_alloc(count * sizeof(T)))) {}
-  ~Buffer() { mpc_emu_guarded_free(data); }
-  Buffer(const Buffer &) = delete;
-  Buffer &operator=(const Buffer &) = delete;
-  size_t count;
-  T *data;
-};
 
 template <typename T> float toFloat(T v) { return mpc_value(v); }
 template <typename T> T fromFloat(float v) {

@@ -13,6 +13,8 @@
 #define MPC_DEVICE_EMULATION 1
 #include "runtime/device/mpc_device.h"
 
+#include "tests/unit/guarded_buffer.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -177,18 +179,6 @@ __global__ void last_writer_wins(float *out) {
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
-
-/// Guarded device-like memory of `count` values.
-template <typename T> struct Buffer {
-  explicit Buffer(size_t count)
-      : count(count),
-        data(static_cast<T *>(mpc_emu_guarded_alloc(count * sizeof(T)))) {}
-  ~Buffer() { mpc_emu_guarded_free(data); }
-  Buffer(const Buffer &) = delete;
-  Buffer &operator=(const Buffer &) = delete;
-  size_t count;
-  T *data;
-};
 
 const unsigned blockSizes[] = {32, 64, 256, 1024};
 
