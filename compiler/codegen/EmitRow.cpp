@@ -465,8 +465,7 @@ void emitReduce(StepEmitter &emitter, const Step &step, Operation *op,
     emitter.addKernel(llvm::formatv(
         "__global__ void {0}(const {1} *__restrict__ in, float *__restrict__ "
         "partial) {{\n"
-        "  long long o = blockIdx.x / {2}LL, begin = blockIdx.x % {2}LL * "
-        "{3}LL;\n"
+        "  long long begin = blockIdx.x % {2}LL * {3}LL;\n"
         "  long long count = {4}LL - begin < {3}LL ? {4}LL - begin : {3}LL;\n"
         "  long long base = 0;\n{5}"
         "  {6} acc = {7};\n"
@@ -479,7 +478,9 @@ void emitReduce(StepEmitter &emitter, const Step &step, Operation *op,
         "  if (threadIdx.x == 0) partial[blockIdx.x] = acc;\n"
         "}\n",
         partialName, elementCType(input), splits, slice, reduced,
-        offsetCode("base", "o", type.getShape(), kept),
+        // The block's output: blockIdx.x / splits.
+        offsetCode("base", llvm::formatv("blockIdx.x / {0}LL", splits).str(),
+                   type.getShape(), kept),
         isMax ? "float" : "mpc_sum", isMax ? "-INFINITY" : "0.0f",
         trailing ? std::string("    offset += t;\n")
                  : offsetCode("offset", "t", type.getShape(), sortedDims),
