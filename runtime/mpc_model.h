@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define MPC_MODEL_ABI_VERSION 5
+#define MPC_MODEL_ABI_VERSION 6
 
 /* Flat buffers of the memory plan. Offsets in tensor descriptors are byte
  * offsets into one of these, each aligned to its dtype's size. The runtime
@@ -93,6 +93,34 @@ typedef struct mpc_debug_site {
   const char *location; /* "model.mlir:12:8", or "-" */
   int32_t backward;     /* 1: the op computes gradients (backward pass) */
 } mpc_debug_site;
+
+/* A convolution the cuda target runs through cuDNN: its direction, with
+ * the three tensors named as the forward pass names them, so that
+ * mpc_rt_cuda_conv(index, x, w, y) reads and writes
+ *   MPC_CONV_FORWARD          x and w, writes y;
+ *   MPC_CONV_BACKWARD_DATA    y (dy) and w, writes x (dx);
+ *   MPC_CONV_BACKWARD_FILTER  x and y (dy), writes w (dw).
+ * Tensors are dense NCHW; the filter is [K, C / groups, R, S]. The session
+ * builds an execution plan for each when it is created, so that a shape
+ * cuDNN has no engine for is an error there, naming `origin`. */
+typedef enum mpc_conv_direction {
+  MPC_CONV_FORWARD = 0,
+  MPC_CONV_BACKWARD_DATA = 1,
+  MPC_CONV_BACKWARD_FILTER = 2,
+} mpc_conv_direction;
+
+typedef struct mpc_conv_desc {
+  const char *origin; /* "mpc.conv2d_grad_input at model.mlir:12:8" */
+  int32_t direction;  /* mpc_conv_direction */
+  mpc_dtype x_dtype, w_dtype, y_dtype;
+  int64_t x[4]; /* N, C, H, W */
+  int64_t w[4]; /* K, C / groups, R, S */
+  int64_t y[4]; /* N, K, P, Q */
+  int64_t stride[2], padding[2], dilation[2];
+  /* 1: the result is added to what its buffer holds (cuDNN's beta = 1),
+   * as a forward convolution with a bias adds onto the broadcast bias. */
+  int32_t accumulate;
+} mpc_conv_desc;
 
 /* What a step function sees. A step function returns MPC_OK, or a status
  * the runtime passes on (with a message naming the model and the step); it
@@ -209,6 +237,11 @@ struct mpc_model_desc {
    * shard; arena_bytes[MPC_ARENA_OPTIMIZER] is its size for one rank. */
   int32_t shard_optimizer;
   int64_t optimizer_slots_offset;
+  /* The cuda target's convolutions (cuDNN), by the index the step passes
+   * to mpc_rt_cuda_conv; their workspace is gemm_workspace's. None on the
+   * cpu target. */
+  int32_t num_convolutions;
+  const mpc_conv_desc *convolutions;
 };
 
 #ifdef __cplusplus

@@ -195,7 +195,9 @@ static bool isMaterialisedResult(Value result, const Step &step) {
 }
 
 MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
-                       ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes) {
+                       ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes,
+                       bool cudnnConvolutions)
+    : cudnnConvolutions(cudnnConvolutions) {
   // Reshapes that are a step of their own share their operand's buffer; in
   // a kernel group they are index arithmetic.
   llvm::DenseSet<Operation *> aliases;
@@ -394,7 +396,7 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
              nullptr});
       }
     }
-    if (int64_t bytes = scratchBytes(step))
+    if (int64_t bytes = scratchBytes(step, cudnnConvolutions))
       intervals.push_back({static_cast<int64_t>(index),
                            static_cast<int64_t>(index), bytes, Value(),
                            step.ops.front()});
@@ -661,6 +663,15 @@ void StepEmitter::addKernel(std::string source) {
   kernelSources.push_back(std::move(source));
 }
 
+int StepEmitter::convolutionIndex(const std::string &descriptor) {
+  assert(convolutionTable && "a cuda step emitter has the model's table");
+  auto found = llvm::find(*convolutionTable, descriptor);
+  if (found != convolutionTable->end())
+    return static_cast<int>(found - convolutionTable->begin());
+  convolutionTable->push_back(descriptor);
+  return static_cast<int>(convolutionTable->size() - 1);
+}
+
 void StepEmitter::setSource(ArrayRef<Operation *> ops, StringRef origin) {
   sourceOps.assign(ops.begin(), ops.end());
   sourceOrigin = origin.str();
@@ -830,7 +841,7 @@ mlir::mpc::inPlaceCandidate(const Step &step) {
   return std::make_pair(grad.getResult(), grad.getLogits());
 }
 
-int64_t mlir::mpc::scratchBytes(const Step &step) {
+int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
   // D_i per query, from the dQ kernel to the dK/dV kernel (EmitAttention):
   // an attention group's views come before its op.
   for (Operation *member : step.ops)
@@ -861,7 +872,7 @@ int64_t mlir::mpc::scratchBytes(const Step &step) {
   if (auto loss = dyn_cast<MseLossOp>(op))
     return mseLossBlocks(loss) * 4; // the blocks' partial sums
   if (isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradWeightOp>(op))
-    return convolutionScratchBytes(op);
+    return convolutionScratchBytes(op, cudnnConvolutions);
   if (auto norm = dyn_cast<BatchNormOp>(op))
     // mean, rstd
     return saturatingProduct({2, norm.getGamma().getType().getNumElements(), 4});

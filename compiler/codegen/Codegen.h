@@ -75,6 +75,9 @@ struct CodegenOptions {
   /// The cuda target: the host code launches the kernels from the image
   /// NVRTC builds (CudaTarget.h) instead of running them on the host.
   bool cuda = false;
+  /// The cuda target calls cuDNN for convolutions (runsOnCudnn); without,
+  /// they are im2col and GEMMs as on the cpu target (--no-cudnn).
+  bool cudnnConvolutions = false;
   /// The host build of the kernels runs blocks of blockDim threads under the
   /// block emulator (runtime/device/mpc_emulator.h): always on the cuda
   /// target (for host stand-ins of the driver), on the cpu target with
@@ -132,7 +135,8 @@ struct MemorySummary {
 /// generateModel does (without fusion for --debug-nonfinite: `fuse` false)
 /// and returns their arena sizes.
 MemorySummary planMemory(ModelOp train, ModelOp eval, bool fuse = true,
-                         int64_t gemmWorkspaceBytes = 0);
+                         int64_t gemmWorkspaceBytes = 0,
+                         bool cudnnConvolutions = false);
 
 /// Generates the sources of a model (cpu or cuda target) from a model whose
 /// `train` copy holds the training step (forward, backward and gradients on

@@ -27,6 +27,13 @@
 // overhead. Their weight gradient is a block reduction per weight, so its
 // sums have one order for any block count and thread count.
 //
+// On the cuda target every direction of every convolution whose tensors
+// share an element type is one cuDNN call instead (mpc_rt_cuda_conv, an
+// execution plan the session builds at creation from the model's table of
+// mpc_conv_desc): cuDNN's implicit-GEMM engines read the input where it
+// is, so no column matrix, regrouped gradient or scratch exists, and
+// groups and depthwise convolutions are cuDNN's own.
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/codegen/Emitter.h"
@@ -116,8 +123,10 @@ struct ConvScratch {
 ///   conv2d_grad_input    f32 column gradients (not pointwise); grouped, dy
 ///                        by channel
 ///   conv2d_grad_weight   columns (input's type); dy by channel, N > 1
-ConvScratch convScratch(Operation *op) {
+ConvScratch convScratch(Operation *op, bool cudnnConvolutions) {
   ConvScratch scratch;
+  if (runsOnCudnn(op, cudnnConvolutions))
+    return scratch;
   auto bytes = [](int64_t elements, int64_t size) {
     return saturatingProduct({elements, size});
   };
@@ -287,7 +296,7 @@ void emitOutputFromProduct(StepEmitter &emitter, Conv2dOp op,
 
 void emitConv2d(StepEmitter &emitter, const Step &step, Conv2dOp op,
                 const ConvGeometry &g) {
-  ConvScratch scratch = convScratch(op);
+  ConvScratch scratch = convScratch(op, false);
   GemmCall call;
   call.aType = gemmDtype(op.getWeight());
   call.bType = gemmDtype(op.getInput());
@@ -346,7 +355,7 @@ void emitConv2d(StepEmitter &emitter, const Step &step, Conv2dOp op,
 /// + ky * dilation for an output row oy.
 void emitConv2dGradInput(StepEmitter &emitter, const Step &step,
                          Conv2dGradInputOp op, const ConvGeometry &g) {
-  ConvScratch scratch = convScratch(op);
+  ConvScratch scratch = convScratch(op, false);
   GemmCall call;
   call.aType = gemmDtype(op.getWeight());
   call.bType = gemmDtype(op.getGrad());
@@ -515,7 +524,7 @@ void emitConv2dGradInput(StepEmitter &emitter, const Step &step,
 /// times that of rounding once.)
 void emitConv2dGradWeight(StepEmitter &emitter, const Step &step,
                           Conv2dGradWeightOp op, const ConvGeometry &g) {
-  ConvScratch scratch = convScratch(op);
+  ConvScratch scratch = convScratch(op, false);
   std::string columns =
       emitter.scratchPointer(step, elementCType(op.getInput()));
   emitIm2col(emitter, op.getInput(), g, columns);
@@ -704,14 +713,104 @@ void emitDepthwiseConv2dGradWeight(StepEmitter &emitter,
                      .flopsPer(g.outputElements(), 2 * g.taps()));
 }
 
+//===----------------------------------------------------------------------===//
+// cuDNN (cuda target)
+//===----------------------------------------------------------------------===//
+
+/// One direction of a convolution as a cuDNN call: the model's table gets
+/// its mpc_conv_desc (runtime/mpc_model.h), the step calls
+/// mpc_rt_cuda_conv(index, x, w, y) with the three tensors as the forward
+/// pass names them. A forward convolution with a bias adds onto the bias
+/// broadcast into its output (cuDNN's beta = 1), as the GEMM path does.
+void emitCudnnConvolution(StepEmitter &emitter, Operation *op) {
+  Value x, w, y;
+  StringRef direction;
+  std::optional<ConvGeometry> geometry;
+  Value bias;
+  if (auto conv = dyn_cast<Conv2dOp>(op)) {
+    x = conv.getInput(), w = conv.getWeight(), y = conv.getResult();
+    bias = conv.getBias();
+    direction = "MPC_CONV_FORWARD";
+    geometry.emplace(conv);
+  } else if (auto grad = dyn_cast<Conv2dGradInputOp>(op)) {
+    x = grad.getResult(), w = grad.getWeight(), y = grad.getGrad();
+    direction = "MPC_CONV_BACKWARD_DATA";
+    geometry.emplace(grad);
+  } else {
+    auto filter = cast<Conv2dGradWeightOp>(op);
+    x = filter.getInput(), w = filter.getResult(), y = filter.getGrad();
+    direction = "MPC_CONV_BACKWARD_FILTER";
+    geometry.emplace(filter);
+  }
+  const ConvGeometry &g = *geometry;
+  if (bias)
+    emitBiasFill(emitter, bias, y, g.n, g.o, g.outputPixels());
+  std::string origin =
+      (op->getName().getStringRef() + " at " + fileLineCol(op->getLoc())).str();
+  std::string quoted;
+  for (char c : origin) {
+    if (c == '"' || c == '\\')
+      quoted += '\\';
+    quoted += c;
+  }
+  int index = emitter.convolutionIndex(llvm::formatv(
+      "{{\"{0}\", {1}, {2}, {3}, {4}, {{{5}LL, {6}LL, {7}LL, {8}LL}, "
+      "{{{9}LL, {10}LL, {11}LL, {12}LL}, {{{5}LL, {9}LL, {13}LL, {14}LL}, "
+      "{{{15}LL, {16}LL}, {{{17}LL, {18}LL}, {{{19}LL, {20}LL}, {21}}",
+      quoted, direction, gemmDtype(x), gemmDtype(w), gemmDtype(y), g.n, g.c,
+      g.h, g.w, g.o, g.channelsPerGroup(), g.kh, g.kw, g.oh, g.ow, g.stride[0],
+      g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1],
+      bias ? 1 : 0));
+  // 2 FLOPs per tap of every output pixel and output channel, in every
+  // direction; the ideal bytes read the two operands once and write the
+  // result once (implicit GEMM: no column matrix), plus the bias read back.
+  KernelCost cost;
+  cost.flopsPer(g.outputElements(), 2 * g.columnRows());
+  Value result = op->getResult(0);
+  for (Value operand : {x, w, y})
+    if (operand != result)
+      cost.reads(operand);
+  cost.writes(result);
+  if (bias)
+    cost.reads(result);
+  emitter.recordCall("mpc_rt_cuda_conv", KernelKind::Gemm,
+                     gemmDtype(result) != StringRef("MPC_F32"), cost);
+  emitter.checkedCall(llvm::formatv(
+      "mpc_rt_cuda_conv({0}, {1}, {2}, {3})", index,
+      direction == "MPC_CONV_BACKWARD_DATA" ? emitter.pointer(x)
+                                            : emitter.constPointer(x),
+      direction == "MPC_CONV_BACKWARD_FILTER" ? emitter.pointer(w)
+                                              : emitter.constPointer(w),
+      direction == "MPC_CONV_FORWARD" ? emitter.pointer(y)
+                                      : emitter.constPointer(y)));
+}
+
 } // namespace
 
-int64_t mlir::mpc::convolutionScratchBytes(Operation *op) {
-  return convScratch(op).total();
+int64_t mlir::mpc::convolutionScratchBytes(Operation *op,
+                                           bool cudnnConvolutions) {
+  return convScratch(op, cudnnConvolutions).total();
+}
+
+bool mlir::mpc::runsOnCudnn(Operation *op, bool cudnnConvolutions) {
+  if (!cudnnConvolutions)
+    return false;
+  auto elementType = [](Value value) {
+    return cast<RankedTensorType>(value.getType()).getElementType();
+  };
+  Type result = elementType(op->getResult(0));
+  return llvm::all_of(op->getOperands().take_front(2), [&](Value operand) {
+    return elementType(operand) == result;
+  });
 }
 
 FailureOr<bool> mlir::mpc::emitConvolution(Operation *op, const Step &step,
                                            StepEmitter &emitter) {
+  if (isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradWeightOp>(op) &&
+      runsOnCudnn(op, emitter.getPlan().cudnnConvolutions)) {
+    emitCudnnConvolution(emitter, op);
+    return true;
+  }
   if (auto conv = dyn_cast<Conv2dOp>(op)) {
     ConvGeometry g(conv);
     if (g.depthwise())

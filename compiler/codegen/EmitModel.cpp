@@ -277,12 +277,15 @@ MemorySummary mlir::mpc::summarizeMemory(const MemoryPlan &trainPlan,
 }
 
 MemorySummary mlir::mpc::planMemory(ModelOp train, ModelOp eval, bool fuse,
-                                    int64_t gemmWorkspaceBytes) {
+                                    int64_t gemmWorkspaceBytes,
+                                    bool cudnnConvolutions) {
   SmallVector<Value> gradients(train.getOutputOp().getGradients());
   std::vector<Step> trainSteps = formSteps(train, fuse);
-  MemoryPlan trainPlan(train, trainSteps, gradients, gemmWorkspaceBytes);
+  MemoryPlan trainPlan(train, trainSteps, gradients, gemmWorkspaceBytes,
+                       cudnnConvolutions);
   std::vector<Step> evalSteps = formSteps(eval, fuse);
-  MemoryPlan evalPlan(eval, evalSteps, {}, gemmWorkspaceBytes);
+  MemoryPlan evalPlan(eval, evalSteps, {}, gemmWorkspaceBytes,
+                      cudnnConvolutions);
   return summarizeMemory(trainPlan, evalPlan);
 }
 
@@ -297,10 +300,13 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   // --debug-nonfinite checks every op's output: nothing stays in registers.
   bool fuse = options.fuse && !options.debugNonfinite;
   std::vector<Step> trainSteps = formSteps(train, fuse);
-  MemoryPlan trainPlan(train, trainSteps, gradients,
-                       options.gemmWorkspaceBytes);
+  MemoryPlan trainPlan(train, trainSteps, gradients, options.gemmWorkspaceBytes,
+                       options.cudnnConvolutions);
   StepEmitter trainEmitter(trainPlan, name, name + "_train_step", kernels,
                            /*training=*/true);
+  // The cuda target's cuDNN convolutions, one table for both steps.
+  std::vector<std::string> convolutions;
+  trainEmitter.setConvolutionTable(&convolutions);
   NonfiniteSites nonfinite;
   llvm::DenseSet<Operation *> forwardOps = findForwardOps(train);
   nonfinite.forwardOps = &forwardOps;
@@ -323,9 +329,11 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   emitSyncHalfCopies(train, syncEmitter);
 
   std::vector<Step> evalSteps = formSteps(eval, fuse);
-  MemoryPlan evalPlan(eval, evalSteps, {}, options.gemmWorkspaceBytes);
+  MemoryPlan evalPlan(eval, evalSteps, {}, options.gemmWorkspaceBytes,
+                      options.cudnnConvolutions);
   StepEmitter evalEmitter(evalPlan, name, name + "_eval", kernels,
                           /*training=*/false);
+  evalEmitter.setConvolutionTable(&convolutions);
   nonfinite.forwardOps = nullptr; // evaluation is all forward
   if (failed(emitBody(eval, evalSteps, evalPlan, evalEmitter, {}, checks)))
     return failure();
@@ -474,6 +482,10 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
       os << "  {" << quoted(site.op) << ", " << quoted(site.location) << ", "
          << (site.backward ? 1 : 0) << "},\n";
     os << "  {0}};\n\n";
+    os << "static const mpc_conv_desc " << name << "_convolutions[] = {\n";
+    for (const std::string &convolution : convolutions)
+      os << "  " << convolution << ",\n";
+    os << "  {0}};\n\n";
 
     MemorySummary memory = summarizeMemory(trainPlan, evalPlan);
     os << "// Memory plan (bytes): parameters, state and half copies "
@@ -513,6 +525,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << "  " << (optimizer.getDataParallel() ? 1 : 0) << ",\n"
        << "  " << (optimizer.getShardOptimizer() ? 1 : 0) << ", "
        << trainPlan.slotsOffset << ",\n"
+       << "  " << convolutions.size() << ", " << name << "_convolutions,\n"
        << "};\n\n"
        << "extern \"C\" const mpc_model_desc *mpc_model_" << name
        << "(void) { return &" << name << "_desc; }\n";

@@ -91,8 +91,11 @@ public:
   /// `gemmWorkspaceBytes` (cuda target) reserves cuBLASLt's workspace in
   /// the activation arena, right after the pinned tensors, so that both
   /// plans of a model put it at one offset.
+  /// `cudnnConvolutions` (cuda target): convolutions are cuDNN calls
+  /// (runsOnCudnn), which need no scratch of their own.
   MemoryPlan(ModelOp model, const std::vector<Step> &steps,
-             ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes = 0);
+             ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes = 0,
+             bool cudnnConvolutions = false);
 
   /// The buffer of a value. A value the plan has no place for, read by
   /// emitted code, is a bug in code generation, not in the model: it is
@@ -135,8 +138,11 @@ public:
   int64_t controlOffset = 0;
   bool shardedSlots = false;
   /// cuBLASLt's workspace, live for the whole step (GEMMs run throughout);
-  /// gemmWorkspaceAlignment-aligned, 0 bytes without one.
+  /// gemmWorkspaceAlignment-aligned, 0 bytes without one. cuDNN's
+  /// convolutions share it (they run on the same stream).
   Buffer gemmWorkspace;
+  /// Convolutions are cuDNN calls where runsOnCudnn says so (cuda target).
+  bool cudnnConvolutions = false;
   /// What the activation arena would need without reuse: every materialised
   /// value and scratch buffer side by side.
   int64_t activationBytesWithoutReuse = 0;
@@ -162,7 +168,7 @@ int64_t saturatingProduct(std::initializer_list<int64_t> factors);
 
 /// Scratch bytes a step needs while it runs (row statistics, im2col
 /// columns); 0 for most.
-int64_t scratchBytes(const Step &step);
+int64_t scratchBytes(const Step &step, bool cudnnConvolutions = false);
 /// A result the step's kernel can write over one of its operands, as
 /// (result, operand): a classifier's logit gradient over the logits. The
 /// memory plan gives them one buffer when the operand is read by nothing
@@ -281,6 +287,13 @@ public:
   const std::map<std::string, int> &getRegisterBudgets() const {
     return registerBudgets;
   }
+  /// The index of a convolution in the model's table (mpc_conv_desc
+  /// initialisers, shared by the model's steps: see setConvolutionTable),
+  /// adding it where no equal one is there yet.
+  int convolutionIndex(const std::string &descriptor);
+  void setConvolutionTable(std::vector<std::string> *table) {
+    convolutionTable = table;
+  }
   /// Adds a host statement (a runtime call, for example). Calls that return
   /// an mpc_status should be wrapped with checkedCall.
   void hostStatement(std::string statement);
@@ -302,6 +315,7 @@ private:
   std::map<std::string, int> launchBlocks;
   std::map<std::string, int> registerBudgets;
   std::vector<std::string> &kernelSources;
+  std::vector<std::string> *convolutionTable = nullptr;
   std::vector<std::string> body;
   bool training;
   std::vector<KernelRecord> records;
@@ -445,7 +459,11 @@ void emitBiasFill(StepEmitter &emitter, Value bias, Value out, int64_t rows,
 
 /// Scratch bytes of a conv2d, conv2d_grad_input or conv2d_grad_weight step
 /// (column matrices and regrouped operands; none for a depthwise one).
-int64_t convolutionScratchBytes(Operation *op);
+int64_t convolutionScratchBytes(Operation *op, bool cudnnConvolutions);
+/// Whether a convolution op (conv2d or its gradients) is one cuDNN call
+/// where the target has cuDNN: when its three tensors share one element
+/// type (cuDNN's engines take one data type, computing in f32).
+bool runsOnCudnn(Operation *op, bool cudnnConvolutions);
 
 /// Emits one step. Fails with a diagnostic at the op for ops that have no
 /// kernel yet.

@@ -337,6 +337,7 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   codegen.debugNonfinite = options.debugNonfinite;
   codegen.fuse = options.fuse;
   codegen.cuda = options.target == Target::Cuda;
+  codegen.cudnnConvolutions = codegen.cuda && options.cudnn;
   codegen.emulateBlocks = codegen.cuda || options.emulateBlocks;
   codegen.bucketBytes = options.bucketBytes;
   if (codegen.cuda) {

@@ -141,10 +141,11 @@ cl::opt<bool> profileEmulated(
 cl::opt<mlir::mpc::Target> target(
     "target", cl::desc("Where the model trains"), cl::sub(compileCommand),
     cl::init(mlir::mpc::Target::Cpu), cl::cat(targetCategory),
-    cl::values(clEnumValN(mlir::mpc::Target::Cpu, "cpu",
-                          "host compiler; the kernels run block by block"),
-               clEnumValN(mlir::mpc::Target::Cuda, "cuda",
-                          "NVRTC kernels and cuBLASLt GEMMs")));
+    cl::values(
+        clEnumValN(mlir::mpc::Target::Cpu, "cpu",
+                   "host compiler; the kernels run block by block"),
+        clEnumValN(mlir::mpc::Target::Cuda, "cuda",
+                   "NVRTC kernels, cuBLASLt GEMMs, cuDNN convolutions")));
 cl::opt<mlir::mpc::HostCpu> hostCpu(
     "cpu",
     cl::desc("The x86-64 the model's host code (the cpu target's kernels, "
@@ -229,6 +230,12 @@ cl::list<std::string> recompute(
              "of keeping them (gelu): a lower activation peak for more "
              "bytes moved (mpc-recompute)"),
     cl::CommaSeparated, cl::sub(compileCommand), cl::cat(compileCategory));
+cl::opt<bool> noCudnn(
+    "no-cudnn",
+    cl::desc("cuda target: lower convolutions to im2col and cuBLASLt GEMMs, "
+             "as the cpu target does, instead of calling cuDNN"),
+    cl::sub(compileCommand), cl::cat(targetCategory));
+
 cl::opt<bool> noFuse(
     "no-fuse",
     cl::desc("Emit one kernel per op and keep every result in memory (no "
@@ -491,6 +498,7 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.shared = shared;
   options.foldCasts = !noFoldCasts;
   options.fuse = !noFuse;
+  options.cudnn = !noCudnn;
   for (const std::string &op : recompute) {
     if (op != "gelu")
       return fail("--recompute=" + op + ": only gelu can be recomputed");

@@ -73,6 +73,9 @@ std::optional<std::string> findUnimplemented(const CompileOptions &options) {
     return std::string("--cpu=x86-64-v3 and x86-64-v4 are for x86-64 hosts; "
                        "use --cpu=native or generic");
 #endif
+  if (options.target != Target::Cuda && !options.cudnn)
+    return std::string("--no-cudnn is for the cuda target: the cpu target's "
+                       "convolutions are always im2col and GEMMs");
   if (options.target == Target::Cuda && options.emulateBlocks)
     return std::string("--emulate-blocks is for the cpu target: the cuda "
                        "target's host builds of its kernels always emulate");

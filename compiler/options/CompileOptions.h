@@ -93,6 +93,9 @@ struct CompileOptions {
   /// `--no-fuse` clears it: every op its own kernel, every result in
   /// memory (no mpc-form-kernels), for debugging and equivalence tests.
   bool fuse = true;
+  /// `--no-cudnn` clears it: the cuda target lowers convolutions to im2col
+  /// and cuBLASLt GEMMs as the cpu target does, instead of calling cuDNN.
+  bool cudnn = true;
   /// `--cpu=`: which x86-64 the model's host code is compiled for (the
   /// -march it gets). Never a numerical choice: contraction into FMAs is
   /// off, so every choice trains to the same bits.

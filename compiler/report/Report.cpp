@@ -473,16 +473,21 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
           ? gemmWorkspaceBytes(options.smVersion ? options.smVersion
                                                  : defaultSmVersion)
           : 0;
-  MemorySummary at =
-      planMemory(chosen->trainModel(), chosen->forwardModel(), fuse, workspace);
-  MemorySummary o0 = planMemory(baseline->trainModel(),
-                                baseline->forwardModel(), fuse, workspace);
+  // Its convolutions are cuDNN calls, which need no scratch.
+  bool cuda = options.target == Target::Cuda;
+  bool cudnn = cuda && options.cudnn;
+  MemorySummary at = planMemory(chosen->trainModel(), chosen->forwardModel(),
+                                fuse, workspace, cudnn);
+  MemorySummary o0 = planMemory(
+      baseline->trainModel(), baseline->forwardModel(), fuse, workspace, cudnn);
 
   // 4. The kernels of one training step, as the library launches them.
   CodegenOptions codegen;
   codegen.debugNonfinite = options.debugNonfinite;
   codegen.fuse = options.fuse;
   codegen.gemmWorkspaceBytes = workspace;
+  codegen.cuda = cuda;
+  codegen.cudnnConvolutions = cudnn;
   codegen.bucketBytes = options.bucketBytes;
   int smVersion = options.smVersion ? options.smVersion : defaultSmVersion;
   if (options.target == Target::Cuda)
@@ -523,9 +528,10 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
       unfused.cost += record.cost;
       unfused.seconds += rooflineBound(record, *gpu).seconds;
     }
-    unfused.activations = planMemory(chosen->trainModel(),
-                                     chosen->forwardModel(), false, workspace)
-                              .trainActivations;
+    unfused.activations =
+        planMemory(chosen->trainModel(), chosen->forwardModel(), false,
+                   workspace, cudnn)
+            .trainActivations;
   }
   llvm::DenseSet<Operation *> forwardOps = findForwardOps(chosen->trainModel());
   std::vector<KernelRow> kernels;

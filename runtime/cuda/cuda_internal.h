@@ -28,6 +28,9 @@
 #ifdef MPC_HAVE_CUBLASLT
 #include <cublasLt.h>
 #endif
+#ifdef MPC_HAVE_CUDNN
+#include <cudnn_graph.h>
+#endif
 
 namespace mpcrt {
 
@@ -157,6 +160,63 @@ using GemmKey = std::tuple<int, int, int, int, int, int64_t, int64_t, int64_t,
 #endif // MPC_HAVE_CUBLASLT
 
 // ----------------------------------------------------------------------------
+// cuDNN's graph API (libcudnn_graph), loaded with dlopen for the same
+// reason, by sessions of models with convolutions.
+
+#ifdef MPC_HAVE_CUDNN
+struct Dnn {
+  decltype(&cudnnGetVersion) getVersion;
+  decltype(&cudnnGetErrorString) errorString;
+  decltype(&cudnnGetLastErrorString) lastErrorString;
+  decltype(&cudnnCreate) create;
+  decltype(&cudnnDestroy) destroy;
+  decltype(&cudnnSetStream) setStream;
+  decltype(&cudnnBackendCreateDescriptor) createDescriptor;
+  decltype(&cudnnBackendDestroyDescriptor) destroyDescriptor;
+  decltype(&cudnnBackendSetAttribute) setAttribute;
+  decltype(&cudnnBackendGetAttribute) getAttribute;
+  decltype(&cudnnBackendFinalize) finalize;
+  decltype(&cudnnBackendExecute) execute;
+};
+
+struct LoadedDnn {
+  Dnn api{};
+  std::string error;
+};
+
+/// cuDNN, loaded once per process ($MPC_CUDNN_LIBRARY replaces it).
+const LoadedDnn &dnn();
+
+/// A convolution's execution plan, built once per distinct mpc_conv_desc
+/// (cuda_conv.cpp), and a call of the model's table that runs it.
+struct ConvPlan {
+  cudnnBackendDescriptor_t plan = nullptr;
+  int64_t workspace_bytes = 0;
+  std::string engine; // "engine 12", for messages
+};
+struct ConvCall {
+  ConvPlan *plan = nullptr;
+  /// A variant pack per set of pointers the call was made with (the train
+  /// step's and evaluation's buffers differ), built on first use.
+  struct Pack {
+    const void *pointers[3];
+    cudnnBackendDescriptor_t descriptor;
+  };
+  std::vector<Pack> packs;
+};
+
+/// Builds cuDNN's operation graph of one direction of `desc` (tensors,
+/// convolution, operation, graph; no handle needed), every descriptor
+/// finalised and appended to `owned`, the graph last; on failure, says why
+/// in `why` (cuDNN's own words where it has some). What cuda sessions plan
+/// from, and what the tests check against the real library on machines
+/// without a GPU.
+bool describe_convolution(const Dnn &api, const mpc_conv_desc &desc,
+                          std::vector<cudnnBackendDescriptor_t> &owned,
+                          std::string &why);
+#endif // MPC_HAVE_CUDNN
+
+// ----------------------------------------------------------------------------
 // NCCL, loaded with dlopen too: programs that never train data parallel on
 // a GPU start where it is missing. Declared here (a stable C ABI, the
 // toolkit's nccl.h is not needed to build).
@@ -244,7 +304,23 @@ struct CudaSession {
   cublasLtHandle_t blas = nullptr;
   std::map<GemmKey, GemmPlan> gemms;
 #endif
+#ifdef MPC_HAVE_CUDNN
+  // Models with convolutions: one plan per distinct descriptor (keyed by
+  // its bytes, origin left out), and each table entry's call.
+  cudnnHandle_t dnn = nullptr;
+  std::map<std::string, ConvPlan> conv_plans;
+  std::vector<ConvCall> convs;
+  // Every descriptor the plans were built from, in creation order.
+  std::vector<cudnnBackendDescriptor_t> conv_owned;
+#endif
 };
+
+/// Builds the execution plans of the session's model's convolutions
+/// (cuda_conv.cpp); an error names the first convolution cuDNN has no
+/// engine for. Nothing to do for models without convolutions.
+mpc_status cuda_plan_convolutions(mpc_session *session);
+/// Releases what cuda_plan_convolutions made.
+void cuda_release_convolutions(CudaSession *cuda);
 
 /// The session whose step runs on this thread: generated step functions
 /// reach it through mpc_rt_cuda_launch / mpc_rt_cuda_gemm.

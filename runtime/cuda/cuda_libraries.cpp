@@ -2,8 +2,9 @@
 //
 // This file loads the cuda target's libraries with dlopen, each once per
 // process, so that libmpcrt links none of them and programs that never
-// use the cuda target start where they are missing. $MPC_CUDA_DRIVER_LIBRARY
-// and $MPC_NCCL_LIBRARY replace the driver and NCCL (the tests' mocks).
+// use the cuda target start where they are missing. $MPC_CUDA_DRIVER_LIBRARY,
+// $MPC_CUBLASLT_LIBRARY, $MPC_CUDNN_LIBRARY and $MPC_NCCL_LIBRARY replace
+// them (the tests' mocks).
 //
 //===----------------------------------------------------------------------===//
 
@@ -157,6 +158,67 @@ const LoadedBlas &blas() {
   return loaded;
 }
 #endif // MPC_HAVE_CUBLASLT
+
+#ifdef MPC_HAVE_CUDNN
+const LoadedDnn &dnn() {
+  static LoadedDnn loaded;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // The graph API's library of the major version this runtime was built
+    // against (it loads cuDNN's engine libraries from its own directory).
+    const char *override = std::getenv("MPC_CUDNN_LIBRARY");
+    std::string name = override && *override
+                           ? override
+                           : "libcudnn_graph.so." + std::to_string(CUDNN_MAJOR);
+    void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    const char *first_error = library ? nullptr : dlerror();
+    std::string reason = first_error ? first_error : "unknown reason";
+#ifdef MPC_CUDNN_BUILD_PATH
+    if (!library && !(override && *override)) {
+      library = dlopen(MPC_CUDNN_BUILD_PATH, RTLD_NOW | RTLD_LOCAL);
+      if (library)
+        name = MPC_CUDNN_BUILD_PATH;
+    }
+#endif
+    if (!library) {
+      loaded.error = "the model's convolutions need cuDNN " +
+                     std::to_string(CUDNN_MAJOR) + ": cannot load " + name +
+                     " (" + reason +
+                     "); add cuDNN's library directory to LD_LIBRARY_PATH";
+      return;
+    }
+    Dnn &d = loaded.api;
+    const char *missing = nullptr;
+#define MPC_BIND(field, symbol)                                                \
+  if (!missing && !bind(library, #symbol, d.field))                            \
+    missing = #symbol;
+    MPC_BIND(getVersion, cudnnGetVersion)
+    MPC_BIND(errorString, cudnnGetErrorString)
+    MPC_BIND(lastErrorString, cudnnGetLastErrorString)
+    MPC_BIND(create, cudnnCreate)
+    MPC_BIND(destroy, cudnnDestroy)
+    MPC_BIND(setStream, cudnnSetStream)
+    MPC_BIND(createDescriptor, cudnnBackendCreateDescriptor)
+    MPC_BIND(destroyDescriptor, cudnnBackendDestroyDescriptor)
+    MPC_BIND(setAttribute, cudnnBackendSetAttribute)
+    MPC_BIND(getAttribute, cudnnBackendGetAttribute)
+    MPC_BIND(finalize, cudnnBackendFinalize)
+    MPC_BIND(execute, cudnnBackendExecute)
+#undef MPC_BIND
+    if (missing) {
+      loaded.error = name + " has no " + missing;
+      return;
+    }
+    // The same major version: its descriptors' ABI.
+    size_t version = d.getVersion();
+    if (version / 10000 != CUDNN_MAJOR)
+      loaded.error = name + " is cuDNN " + std::to_string(version) +
+                     "; this runtime was built for major version " +
+                     std::to_string(CUDNN_MAJOR);
+  });
+  return loaded;
+}
+#endif // MPC_HAVE_CUDNN
 
 const LoadedNccl &nccl() {
   static LoadedNccl loaded;

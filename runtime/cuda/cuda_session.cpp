@@ -333,6 +333,15 @@ mpc_status cuda_session_create(mpc_session *session, int32_t device,
   if (image)
     if (mpc_status status = load_module(cuda, image, &module))
       return status;
+#ifdef MPC_HAVE_CUDNN
+  // The convolutions' cuDNN plans: a shape no engine runs is reported here.
+  if (mpc_status status = cuda_plan_convolutions(session))
+    return status;
+#else
+  if (model->num_convolutions > 0)
+    return no_device("this libmpcrt was built without cuDNN's headers, so "
+                     "it cannot run the model's convolutions on a GPU");
+#endif
   // The initial parameters, state and optimizer arena (the loss scaler's
   // initial state is in its control block).
   return sync_device(session);
@@ -355,6 +364,10 @@ void cuda_session_destroy(CudaSession *cuda) {
     d.cuEventDestroy(cuda->reduced);
   if (cuda->comm_stream)
     d.cuStreamDestroy(cuda->comm_stream);
+#ifdef MPC_HAVE_CUDNN
+  if (cuda->dnn || !cuda->conv_owned.empty())
+    cuda_release_convolutions(cuda);
+#endif
 #ifdef MPC_HAVE_CUBLASLT
   for (auto &[key, plan] : cuda->gemms) {
     blas().api.layoutDestroy(plan.a);

@@ -79,6 +79,14 @@ mpc_status mpc_rt_cuda_reduce_gradients(struct mpc_step_context *context,
  * the communication stream's last bucket (the optimizer comes next). */
 mpc_status mpc_rt_cuda_gradients_reduced(struct mpc_step_context *context);
 
+/* Convolution `index` of the current session's model
+ * (mpc_model_desc.convolutions, whose mpc_conv_desc says which of x, w and
+ * y it reads and which it writes) with cuDNN on the session's stream: the
+ * execution plan the session built for it when it was created, in the
+ * model's planned workspace. Device pointers. */
+mpc_status mpc_rt_cuda_conv(int32_t index, const void *x, const void *w,
+                            const void *y);
+
 /* mpc_rt_gemm (runtime/gemm.h) on the device: the same arguments and
  * semantics, A, B and C device pointers, run by cuBLASLt on the current
  * session's stream with fp32 compute, in the model's planned workspace

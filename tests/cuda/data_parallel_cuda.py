@@ -75,7 +75,7 @@ def main():
     check = []
     if args.mock:
         env.update(MPC_CUDA_DRIVER_LIBRARY=args.mock,
-                   MPC_CUBLASLT_LIBRARY=args.mock,
+                   MPC_CUBLASLT_LIBRARY=args.mock, MPC_CUDNN_LIBRARY=args.mock,
                    MPC_NCCL_LIBRARY=args.mock, MPC_MOCK_DEVICES="2")
         options = [o for o in args.options.split(",") if o]
         report = json.loads(subprocess.run(

@@ -61,6 +61,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tests/cuda/mock_cuda.h"
+#include "tests/cuda/mock_internal.h"
 
 #include "runtime/cuda/mpc_cuda.h"
 #include "runtime/device/mpc_emulator.h"
@@ -314,6 +315,23 @@ void storeAs(cudaDataType_t type, void *base, int64_t index, float value) {
 int elementBytes(cudaDataType_t type) { return type == CUDA_R_32F ? 4 : 2; }
 
 } // namespace
+
+// What mock_cudnn.cpp shares (tests/cuda/mock_internal.h).
+void mock_internal::submit(std::function<void()> work, void *stream) {
+  ::submit(std::move(work), stream);
+}
+bool mock_internal::captures(void *stream) { return ::captures(stream); }
+void mock_internal::logOp(mock_cuda_op op) { ::logOp(op); }
+int mock_internal::streamId(void *stream) { return ::streamId(stream); }
+bool mock_internal::inOneAllocation(const void *pointer, size_t bytes) {
+  const char *begin = static_cast<const char *>(pointer);
+  for (const auto &[base, size] : deviceAllocations) {
+    const char *start = static_cast<const char *>(base);
+    if (begin >= start && begin + bytes <= start + size)
+      return true;
+  }
+  return false;
+}
 
 // cuBLASLt's opaque handles, defined here.
 struct cublasLtContext {

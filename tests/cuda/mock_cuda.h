@@ -27,7 +27,8 @@ typedef enum mock_cuda_op_kind {
   MOCK_OP_EVENT_RECORD,
   MOCK_OP_STREAM_WAIT,
   MOCK_OP_ALLREDUCE,
-  MOCK_OP_BROADCAST
+  MOCK_OP_BROADCAST,
+  MOCK_OP_CONV /* cudnnBackendExecute */
 } mock_cuda_op_kind;
 typedef struct mock_cuda_op {
   int kind;                 /* mock_cuda_op_kind */

@@ -146,8 +146,10 @@ struct MockLog {
   mock_cuda_op (*get)(int) = nullptr;
 };
 
+/// A launch or a library call: what the plan counts as kernels.
 bool isCompute(const mock_cuda_op &op) {
-  return op.kind == MOCK_OP_KERNEL || op.kind == MOCK_OP_GEMM;
+  return op.kind == MOCK_OP_KERNEL || op.kind == MOCK_OP_GEMM ||
+         op.kind == MOCK_OP_CONV;
 }
 
 /// Checks one step's log against the plan; prints what is wrong.
