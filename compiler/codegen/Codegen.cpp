@@ -524,6 +524,16 @@ std::string mlir::mpc::elementCType(Value value) {
   return cType(cast<RankedTensorType>(value.getType()).getElementType());
 }
 
+std::string mlir::mpc::cStringLiteral(StringRef text) {
+  std::string literal = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      literal += '\\';
+    literal += c;
+  }
+  return literal + "\"";
+}
+
 SmallVector<int64_t> mlir::mpc::rowMajorStrides(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);
   for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)

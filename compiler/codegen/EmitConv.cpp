@@ -747,17 +747,11 @@ void emitCudnnConvolution(StepEmitter &emitter, Operation *op) {
     emitBiasFill(emitter, bias, y, g.n, g.o, g.outputPixels());
   std::string origin =
       (op->getName().getStringRef() + " at " + fileLineCol(op->getLoc())).str();
-  std::string quoted;
-  for (char c : origin) {
-    if (c == '"' || c == '\\')
-      quoted += '\\';
-    quoted += c;
-  }
   int index = emitter.convolutionIndex(llvm::formatv(
-      "{{\"{0}\", {1}, {2}, {3}, {4}, {{{5}LL, {6}LL, {7}LL, {8}LL}, "
+      "{{{0}, {1}, {2}, {3}, {4}, {{{5}LL, {6}LL, {7}LL, {8}LL}, "
       "{{{9}LL, {10}LL, {11}LL, {12}LL}, {{{5}LL, {9}LL, {13}LL, {14}LL}, "
       "{{{15}LL, {16}LL}, {{{17}LL, {18}LL}, {{{19}LL, {20}LL}, {21}}",
-      quoted, direction, gemmDtype(x), gemmDtype(w), gemmDtype(y), g.n, g.c,
+      cStringLiteral(origin), direction, gemmDtype(x), gemmDtype(w), gemmDtype(y), g.n, g.c,
       g.h, g.w, g.o, g.channelsPerGroup(), g.kh, g.kw, g.oh, g.ow, g.stride[0],
       g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1],
       bias ? 1 : 0));

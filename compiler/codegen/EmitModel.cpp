@@ -469,17 +469,9 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
     os << "0};\n";
     // The ops whose outputs the --debug-nonfinite checks name by index.
     os << "static const mpc_debug_site " << name << "_debug_sites[] = {\n";
-    auto quoted = [](StringRef text) {
-      std::string literal = "\"";
-      for (char c : text) {
-        if (c == '"' || c == '\\')
-          literal += '\\';
-        literal += c;
-      }
-      return literal + "\"";
-    };
     for (const NonfiniteSites::Site &site : nonfinite.sites)
-      os << "  {" << quoted(site.op) << ", " << quoted(site.location) << ", "
+      os << "  {" << cStringLiteral(site.op) << ", "
+         << cStringLiteral(site.location) << ", "
          << (site.backward ? 1 : 0) << "},\n";
     os << "  {0}};\n\n";
     os << "static const mpc_conv_desc " << name << "_convolutions[] = {\n";

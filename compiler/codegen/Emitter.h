@@ -383,6 +383,10 @@ constexpr int channelBlockSize = 1024;
 /// The C type that stores the elements of a tensor value.
 std::string elementCType(Value value);
 
+/// `text` as a C string literal, quotes included (what the model's tables
+/// name ops and locations with).
+std::string cStringLiteral(StringRef text);
+
 /// Row-major strides of `shape`, in elements.
 SmallVector<int64_t> rowMajorStrides(ArrayRef<int64_t> shape);
 

@@ -25,6 +25,30 @@ template <typename Fn> bool bind(void *library, const char *name, Fn &fn) {
   return fn != nullptr;
 }
 
+/// Opens the library $`override_variable` names where it is set, else
+/// `default_name` from the loader's path, else `build_path` (where the
+/// toolkit this runtime was built with keeps it, for machines whose loader
+/// path does not list the toolkit's library directory; none: null). `name`
+/// is what was opened, or first tried; `reason` why that failed.
+void *open_library(const char *override_variable,
+                   const std::string &default_name, const char *build_path,
+                   std::string &name, std::string &reason) {
+  const char *override = std::getenv(override_variable);
+  bool overridden = override && *override;
+  name = overridden ? override : default_name;
+  void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library)
+    return library;
+  const char *error = dlerror();
+  reason = error ? error : "unknown reason";
+  if (!overridden && build_path) {
+    library = dlopen(build_path, RTLD_NOW | RTLD_LOCAL);
+    if (library)
+      name = build_path;
+  }
+  return library;
+}
+
 } // namespace
 
 const LoadedDriver &driver() {
@@ -32,13 +56,12 @@ const LoadedDriver &driver() {
   static std::once_flag once;
   std::call_once(once, [] {
     // $MPC_CUDA_DRIVER_LIBRARY replaces the driver (the tests' mock).
-    const char *override = std::getenv("MPC_CUDA_DRIVER_LIBRARY");
-    std::string name = override && *override ? override : "libcuda.so.1";
-    void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    std::string name, reason;
+    void *library = open_library("MPC_CUDA_DRIVER_LIBRARY", "libcuda.so.1",
+                                 nullptr, name, reason);
     if (!library) {
-      const char *reason = dlerror();
-      loaded.error = "cannot load the NVIDIA driver library " + name + " (" +
-                     (reason ? reason : "unknown reason") + ")";
+      loaded.error =
+          "cannot load the NVIDIA driver library " + name + " (" + reason + ")";
       return;
     }
     Driver &d = loaded.api;
@@ -110,23 +133,16 @@ const LoadedBlas &blas() {
   std::call_once(once, [] {
     // The major version this runtime was built against: its ABI.
     // $MPC_CUBLASLT_LIBRARY replaces it (the tests' mock).
-    const char *override = std::getenv("MPC_CUBLASLT_LIBRARY");
-    std::string name =
-        override && *override
-            ? override
-            : "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
-    void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    const char *first_error = library ? nullptr : dlerror();
-    std::string reason = first_error ? first_error : "unknown reason";
 #ifdef MPC_CUBLASLT_BUILD_PATH
-    // Where the toolkit this runtime was built with keeps it, for machines
-    // whose loader path does not list the toolkit's library directory.
-    if (!library && !(override && *override)) {
-      library = dlopen(MPC_CUBLASLT_BUILD_PATH, RTLD_NOW | RTLD_LOCAL);
-      if (library)
-        name = MPC_CUBLASLT_BUILD_PATH;
-    }
+    const char *build_path = MPC_CUBLASLT_BUILD_PATH;
+#else
+    const char *build_path = nullptr;
 #endif
+    std::string name, reason;
+    void *library = open_library(
+        "MPC_CUBLASLT_LIBRARY",
+        "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR), build_path,
+        name, reason);
     if (!library) {
       loaded.error = "cannot load " + name + " (" + reason +
                      "); add the CUDA toolkit's library directory to "
@@ -166,20 +182,15 @@ const LoadedDnn &dnn() {
   std::call_once(once, [] {
     // The graph API's library of the major version this runtime was built
     // against (it loads cuDNN's engine libraries from its own directory).
-    const char *override = std::getenv("MPC_CUDNN_LIBRARY");
-    std::string name = override && *override
-                           ? override
-                           : "libcudnn_graph.so." + std::to_string(CUDNN_MAJOR);
-    void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    const char *first_error = library ? nullptr : dlerror();
-    std::string reason = first_error ? first_error : "unknown reason";
 #ifdef MPC_CUDNN_BUILD_PATH
-    if (!library && !(override && *override)) {
-      library = dlopen(MPC_CUDNN_BUILD_PATH, RTLD_NOW | RTLD_LOCAL);
-      if (library)
-        name = MPC_CUDNN_BUILD_PATH;
-    }
+    const char *build_path = MPC_CUDNN_BUILD_PATH;
+#else
+    const char *build_path = nullptr;
 #endif
+    std::string name, reason;
+    void *library = open_library(
+        "MPC_CUDNN_LIBRARY", "libcudnn_graph.so." + std::to_string(CUDNN_MAJOR),
+        build_path, name, reason);
     if (!library) {
       loaded.error = "the model's convolutions need cuDNN " +
                      std::to_string(CUDNN_MAJOR) + ": cannot load " + name +
@@ -225,14 +236,13 @@ const LoadedNccl &nccl() {
   static std::once_flag once;
   std::call_once(once, [] {
     // $MPC_NCCL_LIBRARY replaces it (the tests' mock).
-    const char *override = std::getenv("MPC_NCCL_LIBRARY");
-    std::string name = override && *override ? override : "libnccl.so.2";
-    void *library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    std::string name, reason;
+    void *library =
+        open_library("MPC_NCCL_LIBRARY", "libnccl.so.2", nullptr, name, reason);
     if (!library) {
-      const char *reason = dlerror();
       loaded.error = "data parallel on the cuda target needs NCCL: cannot "
                      "load " +
-                     name + " (" + (reason ? reason : "unknown reason") +
+                     name + " (" + reason +
                      "); add the CUDA toolkit's library directory to "
                      "LD_LIBRARY_PATH";
       return;
