@@ -751,10 +751,10 @@ void emitCudnnConvolution(StepEmitter &emitter, Operation *op) {
       "{{{0}, {1}, {2}, {3}, {4}, {{{5}LL, {6}LL, {7}LL, {8}LL}, "
       "{{{9}LL, {10}LL, {11}LL, {12}LL}, {{{5}LL, {9}LL, {13}LL, {14}LL}, "
       "{{{15}LL, {16}LL}, {{{17}LL, {18}LL}, {{{19}LL, {20}LL}, {21}}",
-      cStringLiteral(origin), direction, gemmDtype(x), gemmDtype(w), gemmDtype(y), g.n, g.c,
-      g.h, g.w, g.o, g.channelsPerGroup(), g.kh, g.kw, g.oh, g.ow, g.stride[0],
-      g.stride[1], g.padding[0], g.padding[1], g.dilation[0], g.dilation[1],
-      bias ? 1 : 0));
+      cStringLiteral(origin), direction, gemmDtype(x), gemmDtype(w),
+      gemmDtype(y), g.n, g.c, g.h, g.w, g.o, g.channelsPerGroup(), g.kh, g.kw,
+      g.oh, g.ow, g.stride[0], g.stride[1], g.padding[0], g.padding[1],
+      g.dilation[0], g.dilation[1], bias ? 1 : 0));
   // 2 FLOPs per tap of every output pixel and output channel, in every
   // direction; the ideal bytes read the two operands once and write the
   // result once (implicit GEMM: no column matrix), plus the bias read back.

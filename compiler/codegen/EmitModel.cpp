@@ -471,8 +471,8 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
     os << "static const mpc_debug_site " << name << "_debug_sites[] = {\n";
     for (const NonfiniteSites::Site &site : nonfinite.sites)
       os << "  {" << cStringLiteral(site.op) << ", "
-         << cStringLiteral(site.location) << ", "
-         << (site.backward ? 1 : 0) << "},\n";
+         << cStringLiteral(site.location) << ", " << (site.backward ? 1 : 0)
+         << "},\n";
     os << "  {0}};\n\n";
     os << "static const mpc_conv_desc " << name << "_convolutions[] = {\n";
     for (const std::string &convolution : convolutions)

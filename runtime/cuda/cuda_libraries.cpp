@@ -131,18 +131,18 @@ const LoadedBlas &blas() {
   static LoadedBlas loaded;
   static std::once_flag once;
   std::call_once(once, [] {
-    // The major version this runtime was built against: its ABI.
-    // $MPC_CUBLASLT_LIBRARY replaces it (the tests' mock).
+  // The major version this runtime was built against: its ABI.
+  // $MPC_CUBLASLT_LIBRARY replaces it (the tests' mock).
 #ifdef MPC_CUBLASLT_BUILD_PATH
     const char *build_path = MPC_CUBLASLT_BUILD_PATH;
 #else
     const char *build_path = nullptr;
 #endif
     std::string name, reason;
-    void *library = open_library(
-        "MPC_CUBLASLT_LIBRARY",
-        "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR), build_path,
-        name, reason);
+    void *library =
+        open_library("MPC_CUBLASLT_LIBRARY",
+                     "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR),
+                     build_path, name, reason);
     if (!library) {
       loaded.error = "cannot load " + name + " (" + reason +
                      "); add the CUDA toolkit's library directory to "
@@ -180,8 +180,8 @@ const LoadedDnn &dnn() {
   static LoadedDnn loaded;
   static std::once_flag once;
   std::call_once(once, [] {
-    // The graph API's library of the major version this runtime was built
-    // against (it loads cuDNN's engine libraries from its own directory).
+  // The graph API's library of the major version this runtime was built
+  // against (it loads cuDNN's engine libraries from its own directory).
 #ifdef MPC_CUDNN_BUILD_PATH
     const char *build_path = MPC_CUDNN_BUILD_PATH;
 #else
