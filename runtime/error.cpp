@@ -110,6 +110,8 @@ extern "C" const char *mpc_status_string(mpc_status status) {
     return "internal error";
   case MPC_ERROR_COMMUNICATION:
     return "communication error";
+  case MPC_ERROR_UNSUPPORTED:
+    return "unsupported";
   }
   return "unknown status";
 }

@@ -163,7 +163,7 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
                                       : "");
   if (status != MPC_OK) {
     // Pass a known status on; anything else is the model's bug.
-    mpc_status passed_on = status > MPC_OK && status <= MPC_ERROR_COMMUNICATION
+    mpc_status passed_on = status > MPC_OK && status <= MPC_ERROR_UNSUPPORTED
                                ? static_cast<mpc_status>(status)
                                : MPC_ERROR_INTERNAL;
     // The cause, where the step or the runtime under it recorded one.

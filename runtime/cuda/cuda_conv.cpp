@@ -10,17 +10,23 @@
 // When a session of a model with convolutions is created, each distinct
 // mpc_conv_desc of the model's table becomes an operation graph of one
 // convolution (forward, backward data or backward filter: NCHW tensors,
-// cross-correlation, f32 compute), and the first of heuristic mode A's
-// engine configurations that
+// cross-correlation, f32 compute). Its plan is the first engine
+// configuration that
 //   - is deterministic (no CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC: the step
 //     gives the same bits every time, as every other kernel of mpc does),
 //   - does not round f32 operands to TF32 or another narrower type (no
 //     TENSOR_CORE or DOWN_CONVERT_INPUTS note where the data is f32: an O0
 //     model computes in f32 on both targets),
 //   - builds into an execution plan whose workspace fits the model's
-//     planned workspace (the one cuBLASLt uses; both run on one stream)
-// becomes its plan. A convolution no engine qualifies for is an error at
-// session creation, naming it and its shape.
+//     planned workspace (the one cuBLASLt uses; both run on one stream),
+// taken from heuristic mode A's list, else from the fallback heuristic's,
+// else from every other engine of the graph (on an H100 mode A listed none
+// for some half-precision convolutions). Where a list's acceptable
+// configurations all need more workspace than planned, the first of them is
+// taken and runs in a workspace the session allocates (the largest such
+// plan's, at most kMaxOwnWorkspace). A convolution no engine qualifies for
+// fails session creation with MPC_ERROR_UNSUPPORTED, naming it, its shape
+// and the engines refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +35,7 @@
 
 #include "runtime/error.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -163,10 +170,12 @@ std::string planKey(const mpc_conv_desc &desc) {
   return key;
 }
 
-/// Whether an engine configuration may run a convolution of `dtype`.
+/// Whether an engine configuration may run a convolution of `dtype`; its
+/// engine's global index in `index` either way (-1 if unreadable).
 bool acceptable(const Dnn &api, cudnnBackendDescriptor_t config,
                 mpc_dtype dtype, std::vector<cudnnBackendDescriptor_t> &owned,
-                std::string &engineName) {
+                int64_t &index) {
+  index = -1;
   cudnnBackendDescriptor_t engine = nullptr;
   if (api.createDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine))
     return false;
@@ -176,10 +185,8 @@ bool acceptable(const Dnn &api, cudnnBackendDescriptor_t config,
                        CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &count, &engine) ||
       count != 1)
     return false;
-  int64_t index = -1;
   api.getAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1,
                    &count, &index);
-  engineName = "engine " + std::to_string(index);
   cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
   int64_t noteCount = 0;
   if (api.getAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
@@ -197,96 +204,177 @@ bool acceptable(const Dnn &api, cudnnBackendDescriptor_t config,
   return true;
 }
 
+/// The most device memory a session allocates for the plans whose
+/// workspace is larger than the model's planned one.
+constexpr int64_t kMaxOwnWorkspace = int64_t{256} << 20;
+
+/// The engine configurations heuristic `mode` lists for `graph`, best
+/// first; none where the mode has none for it (on an H100, mode A lists
+/// none for some half-precision convolutions that other engines run).
+std::vector<cudnnBackendDescriptor_t>
+heuristicConfigs(const Dnn &api, cudnnBackendDescriptor_t graph,
+                 cudnnBackendHeurMode_t mode,
+                 std::vector<cudnnBackendDescriptor_t> &owned) {
+  std::string why;
+  Builder build(api, owned, why);
+  const char *what = "engine heuristics";
+  cudnnBackendDescriptor_t heuristics =
+      build.create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, what);
+  build.set(heuristics, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph, what);
+  build.set(heuristics, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1,
+            &mode, what);
+  build.finalize(heuristics, what);
+  int64_t count = 0;
+  if (!build.ok() ||
+      api.getAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr))
+    return {};
+  std::vector<cudnnBackendDescriptor_t> configs;
+  for (int64_t i = 0; i < count && build.ok(); ++i)
+    configs.push_back(
+        build.create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine configuration"));
+  int64_t got = 0;
+  if (!build.ok() ||
+      api.getAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                       CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
+                       configs.data()))
+    return {};
+  configs.resize(got);
+  return configs;
+}
+
+/// A configuration (default knobs) of each engine of the graph whose index
+/// is not in `tried` and that supports it: what no heuristic listed.
+std::vector<cudnnBackendDescriptor_t>
+otherEngineConfigs(const Dnn &api, cudnnBackendDescriptor_t graph,
+                   const std::vector<int64_t> &tried,
+                   std::vector<cudnnBackendDescriptor_t> &owned) {
+  int64_t engines = 0, count = 0;
+  if (api.getAttribute(graph, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT,
+                       CUDNN_TYPE_INT64, 1, &count, &engines))
+    return {};
+  std::vector<cudnnBackendDescriptor_t> configs;
+  for (int64_t index = 0; index < engines; ++index) {
+    if (std::find(tried.begin(), tried.end(), index) != tried.end())
+      continue;
+    // An engine that does not support the graph refuses to finalise:
+    // skipped, like everything else that fails here.
+    std::string why;
+    Builder build(api, owned, why);
+    cudnnBackendDescriptor_t engine =
+        build.create(CUDNN_BACKEND_ENGINE_DESCRIPTOR, "engine");
+    build.set(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
+              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph, "engine");
+    build.set(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1,
+              &index, "engine");
+    build.finalize(engine, "engine");
+    cudnnBackendDescriptor_t config = build.create(
+        CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine configuration");
+    build.set(config, CUDNN_ATTR_ENGINECFG_ENGINE,
+              CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine,
+              "engine configuration");
+    build.finalize(config, "engine configuration");
+    if (build.ok())
+      configs.push_back(config);
+  }
+  return configs;
+}
+
 /// Builds the plan of one convolution: see the file comment.
 mpc_status buildPlan(CudaSession *cuda, const mpc_model_desc *model,
                      const mpc_conv_desc &desc, ConvPlan &plan,
                      std::vector<cudnnBackendDescriptor_t> &owned) {
   const Dnn &api = dnn().api;
   auto fail = [&](const std::string &why) {
-    return set_error(MPC_ERROR_NO_DEVICE,
+    return set_error(MPC_ERROR_UNSUPPORTED,
                      "cuDNN cannot run %s (%s) of model '%s': %s",
                      desc.origin ? desc.origin : "a convolution",
                      describeShape(desc).c_str(), model->name, why.c_str());
   };
   std::string why;
-  if (!describe_convolution(api, desc, owned, why))
+  if (!describe_convolution(api, desc, owned, why, cuda->dnn))
     return fail(why);
   cudnnBackendDescriptor_t graph = owned.back();
-  Builder build(api, owned, why);
-  cudnnBackendDescriptor_t heuristics =
-      build.create(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "engine heuristics");
-  cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
-  build.set(heuristics, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
-            CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph, "engine heuristics");
-  build.set(heuristics, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1,
-            &mode, "engine heuristics");
-  build.finalize(heuristics, "engine heuristics");
-  if (!build.ok())
-    return fail(why);
-  int64_t count = 0;
-  if (cudnnStatus_t status =
-          api.getAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr))
-    return fail("no engine heuristics: " + dnnError(api, status));
-  std::vector<cudnnBackendDescriptor_t> configs;
-  for (int64_t i = 0; i < count; ++i)
-    if (cudnnBackendDescriptor_t config = build.create(
-            CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine configuration"))
-      configs.push_back(config);
-  if (!build.ok())
-    return fail(why);
-  int64_t got = 0;
-  if (cudnnStatus_t status = api.getAttribute(
-          heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-          CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, configs.data()))
-    return fail("no engine heuristics: " + dnnError(api, status));
-  int64_t budget = model->gemm_workspace_bytes;
+  const int64_t planned = model->gemm_workspace_bytes;
+
+  std::vector<int64_t> tried;
   std::string rejected;
-  for (int64_t i = 0; i < got; ++i) {
-    std::string engine;
-    if (!acceptable(api, configs[i], desc.y_dtype, owned, engine)) {
-      rejected += (rejected.empty() ? "" : ", ") + engine +
-                  " (nondeterministic or narrower than f32)";
-      continue;
+  int rejections = 0;
+  auto reject = [&](int64_t engine, const std::string &reason) {
+    // The first few are enough to tell why; every engine can be many.
+    if (++rejections <= 6)
+      rejected += (rejected.empty() ? "engine " : ", engine ") +
+                  std::to_string(engine) + " (" + reason + ")";
+  };
+  // Takes the first acceptable configuration whose workspace fits the
+  // planned one, or else the first whose workspace the session can give it:
+  // an engine the heuristic ranks first is worth a workspace of its own.
+  auto choose = [&](const std::vector<cudnnBackendDescriptor_t> &configs,
+                    const char *source) {
+    for (cudnnBackendDescriptor_t config : configs) {
+      int64_t engine = -1;
+      bool ok = acceptable(api, config, desc.y_dtype, owned, engine);
+      tried.push_back(engine);
+      if (!ok) {
+        reject(engine, "nondeterministic or narrower than f32");
+        continue;
+      }
+      cudnnBackendDescriptor_t candidate = nullptr;
+      if (api.createDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
+                               &candidate))
+        continue;
+      owned.push_back(candidate);
+      if (api.setAttribute(candidate, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
+                           CUDNN_TYPE_HANDLE, 1, &cuda->dnn) ||
+          api.setAttribute(candidate, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                           CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &config) ||
+          api.finalize(candidate)) {
+        reject(engine, "no plan");
+        continue;
+      }
+      int64_t workspace = 0, count = 0;
+      api.getAttribute(candidate, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                       CUDNN_TYPE_INT64, 1, &count, &workspace);
+      if (workspace > kMaxOwnWorkspace) {
+        reject(engine, "workspace " + std::to_string(workspace) + " bytes");
+        continue;
+      }
+      if (plan.plan && workspace > planned)
+        continue; // one that needs its own workspace is already chosen
+      plan.plan = candidate;
+      plan.workspace_bytes = workspace;
+      plan.own_workspace = workspace > planned;
+      plan.engine = "engine " + std::to_string(engine) + " (" + source + ")";
+      if (!plan.own_workspace)
+        return;
     }
-    cudnnBackendDescriptor_t candidate = nullptr;
-    if (api.createDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR,
-                             &candidate))
-      continue;
-    owned.push_back(candidate);
-    if (api.setAttribute(candidate, CUDNN_ATTR_EXECUTION_PLAN_HANDLE,
-                         CUDNN_TYPE_HANDLE, 1, &cuda->dnn) ||
-        api.setAttribute(candidate, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
-                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &configs[i]) ||
-        api.finalize(candidate)) {
-      rejected += (rejected.empty() ? "" : ", ") + engine + " (no plan)";
-      continue;
-    }
-    int64_t workspace = 0;
-    api.getAttribute(candidate, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                     CUDNN_TYPE_INT64, 1, &count, &workspace);
-    if (workspace > budget) {
-      rejected += (rejected.empty() ? "" : ", ") + engine + " (workspace " +
-                  std::to_string(workspace) + " bytes)";
-      continue;
-    }
-    plan.plan = candidate;
-    plan.workspace_bytes = workspace;
-    plan.engine = engine;
+  };
+  choose(heuristicConfigs(api, graph, CUDNN_HEUR_MODE_A, owned),
+         "heuristic mode A");
+  if (!plan.plan)
+    choose(heuristicConfigs(api, graph, CUDNN_HEUR_MODE_FALLBACK, owned),
+           "fallback heuristic");
+  if (!plan.plan)
+    choose(otherEngineConfigs(api, graph, tried, owned), "no heuristic");
+  if (plan.plan)
     return MPC_OK;
-  }
-  return fail("none of the " + std::to_string(got) +
-              " engine configurations of heuristic mode A is deterministic, "
-              "keeps f32 operands in f32 and fits the planned workspace of " +
-              std::to_string(budget) + " bytes" +
-              (rejected.empty() ? std::string() : ": " + rejected));
+  return fail(
+      "none of its " + std::to_string(tried.size()) +
+      " engines (heuristic mode A's, the fallback heuristic's, then every "
+      "other) is deterministic, keeps f32 operands in f32 and needs a "
+      "workspace of at most " +
+      std::to_string(kMaxOwnWorkspace >> 20) + " MiB" +
+      (rejected.empty() ? std::string()
+                        : ": " + rejected +
+                              (rejections > 6 ? ", ..." : std::string())));
 }
 
 } // namespace
 
 bool mpcrt::describe_convolution(const Dnn &api, const mpc_conv_desc &desc,
                                  std::vector<cudnnBackendDescriptor_t> &owned,
-                                 std::string &why) {
+                                 std::string &why, cudnnHandle_t handle) {
   Builder build(api, owned, why);
   cudnnBackendDescriptor_t x = tensor(build, kX, desc.x, desc.x_dtype);
   cudnnBackendDescriptor_t w = tensor(build, kW, desc.w, desc.w_dtype);
@@ -367,6 +455,9 @@ bool mpcrt::describe_convolution(const Dnn &api, const mpc_conv_desc &desc,
       build.create(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, what);
   build.set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
             1, &op, what);
+  if (handle)
+    build.set(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
+              &handle, what);
   build.finalize(graph, what);
   return build.ok();
 }
@@ -398,7 +489,19 @@ mpc_status mpcrt::cuda_plan_convolutions(mpc_session *session) {
               buildPlan(cuda, model, desc, entry->second, cuda->conv_owned))
         return status;
     cuda->convs[i].plan = &entry->second;
+    if (entry->second.own_workspace)
+      cuda->dnn_workspace_bytes =
+          std::max(cuda->dnn_workspace_bytes, entry->second.workspace_bytes);
   }
+  if (cuda->dnn_workspace_bytes > 0)
+    if (CUresult result = driver().api.cuMemAlloc(
+            &cuda->dnn_workspace,
+            static_cast<size_t>(cuda->dnn_workspace_bytes)))
+      return set_error(MPC_ERROR_OUT_OF_MEMORY,
+                       "cannot allocate %lld bytes on the GPU for cuDNN's "
+                       "workspace of model '%s': %s",
+                       static_cast<long long>(cuda->dnn_workspace_bytes),
+                       model->name, cuda_error_text(result).c_str());
   return MPC_OK;
 }
 
@@ -413,6 +516,10 @@ void mpcrt::cuda_release_convolutions(CudaSession *cuda) {
     api.destroyDescriptor(*it);
   cuda->conv_owned.clear();
   cuda->conv_plans.clear();
+  if (cuda->dnn_workspace)
+    driver().api.cuMemFree(cuda->dnn_workspace);
+  cuda->dnn_workspace = 0;
+  cuda->dnn_workspace_bytes = 0;
   if (cuda->dnn)
     api.destroy(cuda->dnn);
   cuda->dnn = nullptr;
@@ -457,8 +564,9 @@ extern "C" mpc_status mpc_rt_cuda_conv(int32_t index, const void *x,
     void *data[3] = {const_cast<void *>(x), const_cast<void *>(w),
                      const_cast<void *>(y)};
     void *workspace =
-        call.plan->workspace_bytes == 0
-            ? nullptr
+        call.plan->workspace_bytes == 0 ? nullptr
+        : call.plan->own_workspace
+            ? reinterpret_cast<void *>(cuda->dnn_workspace)
             : reinterpret_cast<void *>(cuda->arenas[MPC_ARENA_ACTIVATIONS] +
                                        model->gemm_workspace_offset);
     cudnnStatus_t status =

@@ -192,7 +192,10 @@ const LoadedDnn &dnn();
 struct ConvPlan {
   cudnnBackendDescriptor_t plan = nullptr;
   int64_t workspace_bytes = 0;
-  std::string engine; // "engine 12", for messages
+  /// The plan's workspace is larger than the model's planned one (the
+  /// cuBLASLt region): it runs in the session's own cuDNN workspace.
+  bool own_workspace = false;
+  std::string engine; // "engine 12 (heuristic mode A)", for messages
 };
 struct ConvCall {
   ConvPlan *plan = nullptr;
@@ -206,14 +209,14 @@ struct ConvCall {
 };
 
 /// Builds cuDNN's operation graph of one direction of `desc` (tensors,
-/// convolution, operation, graph; no handle needed), every descriptor
-/// finalised and appended to `owned`, the graph last; on failure, says why
-/// in `why` (cuDNN's own words where it has some). What cuda sessions plan
-/// from, and what the tests check against the real library on machines
-/// without a GPU.
+/// convolution, operation, graph), every descriptor finalised and appended
+/// to `owned`, the graph last; on failure, says why in `why` (cuDNN's own
+/// words where it has some). What cuda sessions plan from, with their
+/// handle (which tells the heuristics the device), and what the tests check
+/// against the real library on machines without a GPU, with none.
 bool describe_convolution(const Dnn &api, const mpc_conv_desc &desc,
                           std::vector<cudnnBackendDescriptor_t> &owned,
-                          std::string &why);
+                          std::string &why, cudnnHandle_t handle = nullptr);
 #endif // MPC_HAVE_CUDNN
 
 // ----------------------------------------------------------------------------
@@ -312,6 +315,10 @@ struct CudaSession {
   std::vector<ConvCall> convs;
   // Every descriptor the plans were built from, in creation order.
   std::vector<cudnnBackendDescriptor_t> conv_owned;
+  // The workspace of plans that need more than the planned one: the
+  // largest of them, allocated once the plans are chosen (0 if none).
+  CUdeviceptr dnn_workspace = 0;
+  int64_t dnn_workspace_bytes = 0;
 #endif
 };
 

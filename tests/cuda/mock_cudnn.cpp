@@ -20,14 +20,20 @@
 //     stride + 1 exactly, groups are input channels / filter channels, and
 //     y = alpha conv(x, w) + beta y (dx, dw likewise), summed in f32 in a
 //     fixed order (see run) and rounded once to the output's type;
-//   - engines, as heuristic mode A lists them:
+//   - four engines:
 //       0  tensor cores, split-k reduced with atomics: notes TENSOR_CORE
 //          and, for the backward directions, NONDETERMINISTIC; no workspace
-//       1  a workspace of 1 GiB (more than any model plans)
+//       1  a workspace of 1 GiB (more than a session gives cuDNN)
 //       2  deterministic, no notes, a workspace of 256 bytes per output
 //          channel (plus 256)
-//     With $MPC_MOCK_CUDNN_ENGINES=0, heuristics list engine 0 alone: a
-//     model's backward convolutions then have no engine the runtime takes;
+//       3  deterministic, a workspace of 64 MiB (more than any model plans)
+//     Heuristic mode A lists 0, 1 and 2 in that order, the fallback
+//     heuristic lists 3; the operation graph counts all four, and an engine
+//     descriptor of any of them finalises. $MPC_MOCK_CUDNN_ENGINES=N leaves
+//     engine N alone (the others do not support the graph: absent from the
+//     lists, their engine descriptors refuse to finalise); with
+//     $MPC_MOCK_CUDNN_HEURISTICS=none both heuristics list nothing, as mode
+//     A did for some half-precision convolutions on an H100;
 //   - an execution plan needs the handle and a configuration; its
 //     workspace size is its engine's;
 //   - cudnnBackendExecute checks that the variant pack names every tensor
@@ -280,13 +286,38 @@ cudnnStatus_t readConvolution(const Descriptor &op, Convolution &conv) {
 // ----------------------------------------------------------------------------
 // Engines
 
-constexpr int64_t kEngines = 3;
+constexpr int64_t kEngines = 4;
+
+/// Whether engine `engine` supports the graphs ($MPC_MOCK_CUDNN_ENGINES).
+bool engineSupported(int64_t engine) {
+  const char *only = std::getenv("MPC_MOCK_CUDNN_ENGINES");
+  if (only && *only)
+    return engine == std::atoll(only);
+  return engine >= 0 && engine < kEngines;
+}
+
+/// The engines heuristic `mode` lists, best first.
+std::vector<int64_t> heuristicEngines(cudnnBackendHeurMode_t mode) {
+  const char *heuristics = std::getenv("MPC_MOCK_CUDNN_HEURISTICS");
+  if (heuristics && std::strcmp(heuristics, "none") == 0)
+    return {};
+  std::vector<int64_t> listed = mode == CUDNN_HEUR_MODE_FALLBACK
+                                    ? std::vector<int64_t>{3}
+                                    : std::vector<int64_t>{0, 1, 2};
+  std::vector<int64_t> engines;
+  for (int64_t engine : listed)
+    if (engineSupported(engine))
+      engines.push_back(engine);
+  return engines;
+}
 
 int64_t engineWorkspace(int64_t engine, const Convolution &conv) {
   if (engine == 1)
     return int64_t{1} << 30;
   if (engine == 2)
     return 256 * conv.w.dims[0] + 256;
+  if (engine == 3)
+    return int64_t{64} << 20;
   return 0;
 }
 
@@ -547,6 +578,9 @@ cudnnStatus_t finalizeChecks(Descriptor &d) {
     int64_t index = engineIndexOf(d);
     if (index < 0 || index >= kEngines)
       return fail(CUDNN_STATUS_BAD_PARAM, "mock cuDNN: no such engine");
+    if (!engineSupported(index))
+      return fail(CUDNN_STATUS_NOT_SUPPORTED,
+                  "mock cuDNN: the engine does not support the graph");
     return convolutionOf(d, conv);
   }
   case CUDNN_BACKEND_ENGINECFG_DESCRIPTOR:
@@ -686,13 +720,9 @@ cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor,
   case CUDNN_ATTR_ENGINEHEUR_RESULTS: {
     if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR)
       return fail(CUDNN_STATUS_BAD_PARAM, "mock cuDNN: wrong type");
-    const char *only = std::getenv("MPC_MOCK_CUDNN_ENGINES");
-    std::vector<int64_t> engines;
-    if (only && *only)
-      engines.push_back(std::atoll(only));
-    else
-      for (int64_t e = 0; e < kEngines; ++e)
-        engines.push_back(e);
+    cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+    d->get(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+    std::vector<int64_t> engines = heuristicEngines(mode);
     *count = static_cast<int64_t>(engines.size());
     if (!values)
       return CUDNN_STATUS_SUCCESS;
@@ -728,6 +758,13 @@ cudnnBackendGetAttribute(cudnnBackendDescriptor_t const descriptor,
     *count = 1;
     return CUDNN_STATUS_SUCCESS;
   }
+  case CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT:
+    if (type != CUDNN_TYPE_INT64 || requested < 1 ||
+        d->type != CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR)
+      return fail(CUDNN_STATUS_BAD_PARAM, "mock cuDNN: wrong type");
+    *static_cast<int64_t *>(values) = kEngines;
+    *count = 1;
+    return CUDNN_STATUS_SUCCESS;
   case CUDNN_ATTR_ENGINE_GLOBAL_INDEX:
     if (type != CUDNN_TYPE_INT64 || requested < 1)
       return fail(CUDNN_STATUS_BAD_PARAM, "mock cuDNN: wrong type");

@@ -79,7 +79,7 @@ protected:
 TEST(ApiBasics, StatusStringsAndDtypeSizes) {
   EXPECT_STREQ(mpc_status_string(MPC_OK), "ok");
   EXPECT_STREQ(mpc_status_string(MPC_ERROR_NO_DEVICE), "no device");
-  for (int status = MPC_OK; status <= MPC_ERROR_COMMUNICATION; ++status)
+  for (int status = MPC_OK; status <= MPC_ERROR_UNSUPPORTED; ++status)
     EXPECT_STRNE(mpc_status_string(static_cast<mpc_status>(status)),
                  "unknown status");
   EXPECT_EQ(mpc_dtype_size(MPC_F32), 4u);

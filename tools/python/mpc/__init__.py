@@ -31,7 +31,7 @@ _STATUS = {0: "MPC_OK", 1: "MPC_ERROR_INVALID_ARGUMENT",
            2: "MPC_ERROR_OUT_OF_RANGE", 3: "MPC_ERROR_IO",
            4: "MPC_ERROR_FORMAT", 5: "MPC_ERROR_NO_DEVICE",
            6: "MPC_ERROR_OUT_OF_MEMORY", 7: "MPC_ERROR_INTERNAL",
-           8: "MPC_ERROR_COMMUNICATION"}
+           8: "MPC_ERROR_COMMUNICATION", 9: "MPC_ERROR_UNSUPPORTED"}
 # mpc_dtype -> (name, numpy dtype of its storage)
 _DTYPES = {0: ("f32", np.float32), 1: ("f16", np.float16),
            2: ("bf16", np.uint16), 3: ("i32", np.int32), 4: ("i64", np.int64)}
