@@ -42,9 +42,9 @@ typedef enum mpc_status {
   MPC_ERROR_INTERNAL = 7,
   MPC_ERROR_COMMUNICATION = 8, /* data parallel: MPI missing or a
                                   collective failed */
-  MPC_ERROR_UNSUPPORTED = 9, /* the device's libraries have no way to run
-                                an op of the model (a convolution cuDNN
-                                has no acceptable engine for) */
+  MPC_ERROR_UNSUPPORTED = 9,   /* the device's libraries have no way to run
+                                  an op of the model (a convolution cuDNN
+                                  has no acceptable engine for) */
 } mpc_status;
 
 typedef enum mpc_dtype {

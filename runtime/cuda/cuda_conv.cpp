@@ -232,13 +232,12 @@ heuristicConfigs(const Dnn &api, cudnnBackendDescriptor_t graph,
     return {};
   std::vector<cudnnBackendDescriptor_t> configs;
   for (int64_t i = 0; i < count && build.ok(); ++i)
-    configs.push_back(
-        build.create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "engine configuration"));
+    configs.push_back(build.create(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
+                                   "engine configuration"));
   int64_t got = 0;
-  if (!build.ok() ||
-      api.getAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                       CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
-                       configs.data()))
+  if (!build.ok() || api.getAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
+                                      &got, configs.data()))
     return {};
   configs.resize(got);
   return configs;
@@ -365,9 +364,9 @@ mpc_status buildPlan(CudaSession *cuda, const mpc_model_desc *model,
       "other) is deterministic, keeps f32 operands in f32 and needs a "
       "workspace of at most " +
       std::to_string(kMaxOwnWorkspace >> 20) + " MiB" +
-      (rejected.empty() ? std::string()
-                        : ": " + rejected +
-                              (rejections > 6 ? ", ..." : std::string())));
+      (rejected.empty()
+           ? std::string()
+           : ": " + rejected + (rejections > 6 ? ", ..." : std::string())));
 }
 
 } // namespace
