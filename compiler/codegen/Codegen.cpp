@@ -883,9 +883,14 @@ int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
     return mseLossBlocks(loss) * 4; // the blocks' partial sums
   if (isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradWeightOp>(op))
     return convolutionScratchBytes(op, cudnnConvolutions);
-  if (auto norm = dyn_cast<BatchNormOp>(op))
-    // mean, rstd
-    return saturatingProduct({2, norm.getGamma().getType().getNumElements(), 4});
+  if (auto norm = dyn_cast<BatchNormOp>(op)) {
+    // mean, rstd; and each slice's two partial sums where a channel is
+    // summed in slices (EmitRow.cpp).
+    int64_t channels = norm.getGamma().getType().getNumElements();
+    int64_t splits = batchNormSplits(norm.getInput().getType());
+    return saturatingProduct({2, channels, 4}) +
+           (splits > 1 ? saturatingProduct({2, channels, splits, 4}) : 0);
+  }
   if (auto grad = dyn_cast<RmsNormGradOp>(op))
     // Each block's partial sums of dgamma.
     return saturatingProduct({rmsNormGradBlocks(grad),
@@ -894,9 +899,14 @@ int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
     // Each block's partial sums of dgamma and dbeta.
     return saturatingProduct({layerNormGradBlocks(grad), 2,
                               grad.getGamma().getType().getNumElements(), 4});
-  if (auto grad = dyn_cast<BatchNormGradOp>(op))
-    // Per-channel mean, rstd, mean(dy) and mean(dy * xhat).
-    return saturatingProduct({4, grad.getGamma().getType().getNumElements(), 4});
+  if (auto grad = dyn_cast<BatchNormGradOp>(op)) {
+    // Per-channel mean, rstd, mean(dy) and mean(dy * xhat); and each
+    // slice's four partial sums where a channel is summed in slices.
+    int64_t channels = grad.getGamma().getType().getNumElements();
+    int64_t splits = batchNormSplits(grad.getInput().getType());
+    return saturatingProduct({4, channels, 4}) +
+           (splits > 1 ? saturatingProduct({4, channels, splits, 4}) : 0);
+  }
   if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
     // Half tables accumulate in fp32 first (atomicAdd is on floats), unless
     // the step writes the f32 widening of the table.

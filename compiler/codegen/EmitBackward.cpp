@@ -516,52 +516,144 @@ void emitBatchNormGrad(StepEmitter &emitter, const Step &step,
                                       channels * spatial);
 
   std::string statsName = emitter.kernelName("batch_norm_grad_params");
-  emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
-      "*__restrict__ x, {3} *__restrict__ dgamma, {4} *__restrict__ dbeta, "
-      "float *__restrict__ stats) {{\n"
-      "  long long c = blockIdx.x;\n"
-      "  const {2} *xc = x + c * {9}LL;\n"
-      "  const {1} *dyc = dy + c * {9}LL;\n"
-      "  mpc_sum sum = 0.0f;\n"
-      "  MPC_SUM_CHANNEL({6}, sum, mpc_load(xc + at));\n"
-      "  float mean = mpc_block_reduce_sum(sum) / {5}.0f;\n"
-      "  mpc_sum squares = 0.0f;\n"
-      "  MPC_SUM_CHANNEL({6}, squares, (mpc_load(xc + at) - mean) * "
-      "(mpc_load(xc + at) - mean));\n"
-      "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {5}.0f + "
-      "{7});\n"
-      "  mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
-      "  MPC_SUM_CHANNEL2({6}, sdy, mpc_load(dyc + at), sdyx, mpc_load(dyc + "
-      "at) * (mpc_load(xc + at) - mean) * rstd);\n"
-      "  sdy = mpc_block_reduce_sum(sdy);\n"
-      "  sdyx = mpc_block_reduce_sum(sdyx);\n"
-      "  if (threadIdx.x == 0) {{\n"
-      "    mpc_store(dgamma + c, sdyx);\n"
-      "    mpc_store(dbeta + c, sdy);\n"
-      "    stats[c] = mean;\n"
-      "    stats[{8}LL + c] = rstd;\n"
-      "    stats[2LL * {8}LL + c] = sdy / {5}.0f;\n"
-      "    stats[3LL * {8}LL + c] = sdyx / {5}.0f;\n"
-      "  }\n"
-      "}\n",
-      statsName, elementCType(op.getGrad()), elementCType(op.getInput()),
-      elementCType(op.getGammaGrad()), elementCType(op.getBetaGrad()), count,
-      channel, eps, channels, spatial));
-  emitter.launch(
-      statsName, channels, channelBlockSize,
-      {emitter.constPointer(op.getGrad()), emitter.constPointer(op.getInput()),
-       emitter.pointer(op.getGammaGrad()), emitter.pointer(op.getBetaGrad()),
-       stats},
-      // Mean and variance (4 FLOPs an element), then the two sums (5).
-      KernelCost()
-          .reads(op.getGrad())
-          .reads(op.getInput())
-          .writes(op.getGammaGrad())
-          .writes(op.getBetaGrad())
-          .writesBytes(4 * channels * 4)
-          .flopsPer(count * channels, 9)
-          .flopsPer(channels, 8));
+  int64_t splits = batchNormSplits(type);
+  if (splits > 1) {
+    // As the forward's statistics (EmitRow.cpp): per slice the sums of x
+    // and dy, then the squares and the sum of dy * x about the slice's
+    // mean; per channel, Chan et al.'s combination, and
+    //   sum dy (x - mean) = sum_s [sum dy (x - mean_s)
+    //                              + (mean_s - mean) sum_s dy].
+    int64_t slice = (count + splits - 1) / splits;
+    std::string partials =
+        emitter.scratchPointer(step, "float", 4 * channels * 4);
+    std::string partialsName = emitter.kernelName("batch_norm_grad_partials");
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+        "*__restrict__ x, float *__restrict__ partials) {{\n"
+        "  long long c = blockIdx.x / {3}LL, s = blockIdx.x % {3}LL;\n"
+        "  const {2} *xc = x + c * {4}LL;\n"
+        "  const {1} *dyc = dy + c * {4}LL;\n"
+        "  long long begin = s * {5}LL;\n"
+        "  long long end = begin + {5}LL < {6}LL ? begin + {5}LL : {6}LL;\n"
+        "  mpc_sum sx = 0.0f, sdy = 0.0f;\n"
+        "  MPC_SUM_CHANNEL_SLICE2(begin, end, {4}LL, {7}LL, at, sx, "
+        "mpc_load(xc + at), sdy, mpc_load(dyc + at));\n"
+        "  float tx = mpc_block_reduce_sum(sx);\n"
+        "  float tdy = mpc_block_reduce_sum(sdy);\n"
+        "  float mean = tx / (float)(end - begin);\n"
+        "  mpc_sum squares = 0.0f, sdyx = 0.0f;\n"
+        "  MPC_SUM_CHANNEL_SLICE2(begin, end, {4}LL, {7}LL, at, squares, "
+        "(mpc_load(xc + at) - mean) * (mpc_load(xc + at) - mean), sdyx, "
+        "mpc_load(dyc + at) * (mpc_load(xc + at) - mean));\n"
+        "  float m2 = mpc_block_reduce_sum(squares);\n"
+        "  float dyx = mpc_block_reduce_sum(sdyx);\n"
+        "  if (threadIdx.x == 0) {{\n"
+        "    float *p = partials + 4LL * blockIdx.x;\n"
+        "    p[0] = tx;\n"
+        "    p[1] = m2;\n"
+        "    p[2] = tdy;\n"
+        "    p[3] = dyx;\n"
+        "  }\n"
+        "}\n",
+        partialsName, elementCType(op.getGrad()), elementCType(op.getInput()),
+        splits, spatial, slice, count, channels * spatial));
+    emitter.launch(partialsName, channels * splits, rowBlockSize,
+                   {emitter.constPointer(op.getGrad()),
+                    emitter.constPointer(op.getInput()), partials},
+                   KernelCost()
+                       .reads(op.getGrad())
+                       .reads(op.getInput())
+                       .writesBytes(4 * channels * splits * 4)
+                       .flopsPer(count * channels, 8));
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const float *__restrict__ partials, {1} "
+        "*__restrict__ dgamma, {2} *__restrict__ dbeta, float *__restrict__ "
+        "stats) {{\n"
+        "  MPC_FOR_EACH(c, {3}LL) {{\n"
+        "    const float *p = partials + 4LL * {4}LL * c;\n"
+        "    float total = 0.0f;\n"
+        "    for (long long s = 0; s < {4}LL; ++s) total += p[4 * s];\n"
+        "    float mean = total / {5}.0f;\n"
+        "    float m2 = 0.0f, sdy = 0.0f, dyx = 0.0f;\n"
+        "    for (long long s = 0; s < {4}LL; ++s) {{\n"
+        "      long long n = {5}LL - s * {6}LL < {6}LL ? {5}LL - s * {6}LL : "
+        "{6}LL;\n"
+        "      float d = p[4 * s] / (float)n - mean;\n"
+        "      m2 += p[4 * s + 1] + (float)n * d * d;\n"
+        "      sdy += p[4 * s + 2];\n"
+        "      dyx += p[4 * s + 3] + d * p[4 * s + 2];\n"
+        "    }\n"
+        "    float rstd = mpc_rsqrt(m2 / {5}.0f + {7});\n"
+        "    float sdyx = dyx * rstd;\n"
+        "    mpc_store(dgamma + c, sdyx);\n"
+        "    mpc_store(dbeta + c, sdy);\n"
+        "    stats[c] = mean;\n"
+        "    stats[{3}LL + c] = rstd;\n"
+        "    stats[2LL * {3}LL + c] = sdy / {5}.0f;\n"
+        "    stats[3LL * {3}LL + c] = sdyx / {5}.0f;\n"
+        "  }\n"
+        "}\n",
+        statsName, elementCType(op.getGammaGrad()),
+        elementCType(op.getBetaGrad()), channels, splits, count, slice, eps));
+    emitter.launch(statsName, elementwiseGrid(channels), rowBlockSize,
+                   {partials, emitter.pointer(op.getGammaGrad()),
+                    emitter.pointer(op.getBetaGrad()), stats},
+                   KernelCost()
+                       .readsBytes(4 * channels * splits * 4)
+                       .writes(op.getGammaGrad())
+                       .writes(op.getBetaGrad())
+                       .writesBytes(4 * channels * 4)
+                       .flopsPer(channels * splits, 10)
+                       .flopsPer(channels, 8));
+  } else {
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+        "*__restrict__ x, {3} *__restrict__ dgamma, {4} *__restrict__ dbeta, "
+        "float *__restrict__ stats) {{\n"
+        "  long long c = blockIdx.x;\n"
+        "  const {2} *xc = x + c * {9}LL;\n"
+        "  const {1} *dyc = dy + c * {9}LL;\n"
+        "  mpc_sum sum = 0.0f;\n"
+        "  MPC_SUM_CHANNEL({6}, sum, mpc_load(xc + at));\n"
+        "  float mean = mpc_block_reduce_sum(sum) / {5}.0f;\n"
+        "  mpc_sum squares = 0.0f;\n"
+        "  MPC_SUM_CHANNEL({6}, squares, (mpc_load(xc + at) - mean) * "
+        "(mpc_load(xc + at) - mean));\n"
+        "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {5}.0f + "
+        "{7});\n"
+        "  mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
+        "  MPC_SUM_CHANNEL2({6}, sdy, mpc_load(dyc + at), sdyx, mpc_load(dyc + "
+        "at) * (mpc_load(xc + at) - mean) * rstd);\n"
+        "  sdy = mpc_block_reduce_sum(sdy);\n"
+        "  sdyx = mpc_block_reduce_sum(sdyx);\n"
+        "  if (threadIdx.x == 0) {{\n"
+        "    mpc_store(dgamma + c, sdyx);\n"
+        "    mpc_store(dbeta + c, sdy);\n"
+        "    stats[c] = mean;\n"
+        "    stats[{8}LL + c] = rstd;\n"
+        "    stats[2LL * {8}LL + c] = sdy / {5}.0f;\n"
+        "    stats[3LL * {8}LL + c] = sdyx / {5}.0f;\n"
+        "  }\n"
+        "}\n",
+        statsName, elementCType(op.getGrad()), elementCType(op.getInput()),
+        elementCType(op.getGammaGrad()), elementCType(op.getBetaGrad()), count,
+        channel, eps, channels, spatial));
+    emitter.launch(
+        statsName, channels, channelBlockSize,
+        {emitter.constPointer(op.getGrad()),
+         emitter.constPointer(op.getInput()),
+         emitter.pointer(op.getGammaGrad()), emitter.pointer(op.getBetaGrad()),
+         stats},
+        // Mean and variance (4 FLOPs an element), then the two sums (5).
+        KernelCost()
+            .reads(op.getGrad())
+            .reads(op.getInput())
+            .writes(op.getGammaGrad())
+            .writes(op.getBetaGrad())
+            .writesBytes(4 * channels * 4)
+            .flopsPer(count * channels, 9)
+            .flopsPer(channels, 8));
+  }
 
   std::string name = emitter.kernelName("batch_norm_grad_input");
   emitter.addKernel(llvm::formatv(

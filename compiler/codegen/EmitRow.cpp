@@ -29,6 +29,11 @@ int64_t mlir::mpc::reductionSplits(int64_t outputs, int64_t reduced) {
                   targetBlocks / outputs);
 }
 
+int64_t mlir::mpc::batchNormSplits(RankedTensorType input) {
+  int64_t channels = input.getDimSize(1);
+  return reductionSplits(channels, input.getNumElements() / channels);
+}
+
 namespace {
 
 struct RowView {
@@ -759,7 +764,89 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
   std::string param = elementCType(op.getGamma());
 
   std::string statsName = emitter.kernelName("batch_norm_stats");
-  if (emitter.isTraining()) {
+  int64_t splits = batchNormSplits(type);
+  if (emitter.isTraining() && splits > 1) {
+    // Each slice's sum and its sum of squares about its own mean; then, per
+    // channel, the mean and Chan et al.'s combination of the slices'
+    // squares: M2 = sum_s M2_s + n_s (mean_s - mean)^2, as exact as
+    // squaring about the channel's mean, and x is read from DRAM once (a
+    // slice's second pass finds it in L2).
+    int64_t slice = (count + splits - 1) / splits;
+    std::string partials =
+        emitter.scratchPointer(step, "float", 2 * channels * 4);
+    std::string partialsName = emitter.kernelName("batch_norm_partials");
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const {1} *__restrict__ x, float *__restrict__ "
+        "partials) {{\n"
+        "  long long c = blockIdx.x / {2}LL, s = blockIdx.x % {2}LL;\n"
+        "  const {1} *xc = x + c * {3}LL;\n"
+        "  long long begin = s * {4}LL;\n"
+        "  long long end = begin + {4}LL < {5}LL ? begin + {4}LL : {5}LL;\n"
+        "  mpc_sum sum = 0.0f;\n"
+        "  MPC_SUM_CHANNEL_SLICE(begin, end, {3}LL, {6}LL, at, sum, "
+        "mpc_load(xc + at));\n"
+        "  float total = mpc_block_reduce_sum(sum);\n"
+        "  float mean = total / (float)(end - begin);\n"
+        "  mpc_sum squares = 0.0f;\n"
+        "  MPC_SUM_CHANNEL_SLICE(begin, end, {3}LL, {6}LL, at, squares, "
+        "(mpc_load(xc + at) - mean) * (mpc_load(xc + at) - mean));\n"
+        "  float m2 = mpc_block_reduce_sum(squares);\n"
+        "  if (threadIdx.x == 0) {{\n"
+        "    partials[2LL * blockIdx.x] = total;\n"
+        "    partials[2LL * blockIdx.x + 1] = m2;\n"
+        "  }\n"
+        "}\n",
+        partialsName, element, splits, spatial, slice, count,
+        channels * spatial));
+    emitter.launch(partialsName, channels * splits, rowBlockSize,
+                   {emitter.constPointer(op.getInput()), partials},
+                   KernelCost()
+                       .reads(op.getInput())
+                       .writesBytes(2 * channels * splits * 4)
+                       .flopsPer(count * channels, 4));
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const float *__restrict__ partials, {1} "
+        "*__restrict__ running_mean, {1} *__restrict__ running_var, float "
+        "*__restrict__ stats, int update) {{\n"
+        "  MPC_FOR_EACH(c, {2}LL) {{\n"
+        "    const float *p = partials + 2LL * {3}LL * c;\n"
+        "    float total = 0.0f;\n"
+        "    for (long long s = 0; s < {3}LL; ++s) total += p[2 * s];\n"
+        "    float mean = total / {4}.0f;\n"
+        "    float m2 = 0.0f;\n"
+        "    for (long long s = 0; s < {3}LL; ++s) {{\n"
+        "      long long n = {4}LL - s * {5}LL < {5}LL ? {4}LL - s * {5}LL : "
+        "{5}LL;\n"
+        "      float d = p[2 * s] / (float)n - mean;\n"
+        "      m2 += p[2 * s + 1] + (float)n * d * d;\n"
+        "    }\n"
+        "    float var = m2 / {4}.0f;\n"
+        "    stats[c] = mean;\n"
+        "    stats[{2}LL + c] = mpc_rsqrt(var + {6});\n"
+        "    if (update) {{\n"
+        "      mpc_store(running_mean + c, (1.0f - {7}) * "
+        "mpc_load(running_mean + c) + {7} * mean);\n"
+        "      mpc_store(running_var + c, (1.0f - {7}) * "
+        "mpc_load(running_var + c) + {7} * var * {4}.0f / {8}.0f);\n"
+        "    }\n"
+        "  }\n"
+        "}\n",
+        statsName, param, channels, splits, count, slice, eps, momentum,
+        std::max<int64_t>(count - 1, 1)));
+    emitter.launch(statsName, elementwiseGrid(channels), rowBlockSize,
+                   {partials, emitter.pointer(op.getRunningMean()),
+                    emitter.pointer(op.getRunningVar()), stats,
+                    "ctx->apply_update"},
+                   KernelCost()
+                       .readsBytes(2 * channels * splits * 4)
+                       .reads(op.getRunningMean())
+                       .reads(op.getRunningVar())
+                       .writes(op.getRunningMean())
+                       .writes(op.getRunningVar())
+                       .writesBytes(2 * channels * 4)
+                       .flopsPer(channels * splits, 7)
+                       .flopsPer(channels, 12));
+  } else if (emitter.isTraining()) {
     emitter.addKernel(llvm::formatv(
         "__global__ void {0}(const {1} *__restrict__ x, {2} *__restrict__ "
         "running_mean, {2} *__restrict__ running_var, float *__restrict__ "
