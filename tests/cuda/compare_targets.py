@@ -9,7 +9,8 @@ Both programs (tests/cuda/train_steps.cpp) train the same model from the same
 seed on the same inputs, evaluate it and save a checkpoint. The test fails
 unless every step's and evaluation's loss and every tensor of the two checkpoints (parameters, state,
 optimizer state) agree within |cuda - cpu| <= atol + rtol * |cpu| (per
-element; for tensors rtol scales with the tensor's largest magnitude), and
+element; for tensors rtol, or --tensor-rtol, scales with the tensor's
+largest magnitude), and
 the checkpoints have the same tensors, dtypes, shapes and metadata: one
 format on both targets. Exits 77 (ctest's skip code) when the candidate
 reports that there is no CUDA device.
@@ -69,12 +70,16 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rtol", type=float, required=True)
     parser.add_argument("--atol", type=float, required=True)
+    parser.add_argument("--tensor-rtol", type=float,
+                        help="rtol of the checkpoints' tensors, relative to "
+                             "each one's largest value (default: --rtol)")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--reference", required=True)
     parser.add_argument("--candidate", required=True)
     parser.add_argument("--candidate-arg", action="append", default=[],
                         help="an argument for the candidate program")
     args = parser.parse_args()
+    tensor_rtol = args.rtol if args.tensor_rtol is None else args.tensor_rtol
 
     with tempfile.TemporaryDirectory() as tmp:
         cpu_ckpt = os.path.join(tmp, "cpu.safetensors")
@@ -133,14 +138,15 @@ def main():
                              for g, r in zip(got, ref))
             worst_tensor = max(worst_tensor, (worst / max(scale, 1e-30),
                                               name))
-            if not worst <= args.atol + args.rtol * scale:
+            if not worst <= args.atol + tensor_rtol * scale:
                 failures.append(f"{name}: max |cuda - cpu| = {worst:.3g}, "
                                 f"largest |cpu| = {scale:.3g}")
         if failures:
             print("\n".join(failures))
             return 1
         print(f"{args.steps} steps: losses and {len(cpu_tensors)} tensors "
-              f"agree (rtol {args.rtol}, atol {args.atol}); last loss "
+              f"agree (rtol {args.rtol}, atol {args.atol}, tensors' rtol "
+              f"{tensor_rtol}); last loss "
               f"{cuda_losses[-1]} on cuda, {cpu_losses[-1]} on cpu")
         print(f"largest relative difference: {worst_loss:.3g} in a loss, "
               f"{worst_tensor[0]:.3g} in a tensor ({worst_tensor[1] or '-'}, "
