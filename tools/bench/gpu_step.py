@@ -19,8 +19,9 @@ For each configuration (the GPT example, and GPT-2 small: 12 layers, width
                  median of N steps after W, each synchronised;
   torch.compile  the same, with the model wrapped in torch.compile;
 
-and prints ms/step, tokens/s, peak memory (mpc: its arenas, which are all it
-allocates, cuBLASLt's workspace included; PyTorch:
+and prints ms/step, tokens/s, peak memory (mpc: its arenas, cuBLASLt's
+workspace included, which are all it allocates but for the workspace of its
+own that a cuDNN plan larger than planned gets; PyTorch:
 torch.cuda.max_memory_allocated) and the model FLOP utilisation (nanoGPT's
 estimate: 6 * parameters + 12 * layers * context * width FLOPs per token,
 against the GPU's dense half-precision peak; --peak-tflops to override),
