@@ -479,6 +479,14 @@ extern "C" int64_t mpc_session_arena_bytes(const mpc_session *session,
   return model->arena_bytes[arena];
 }
 
+extern "C" int64_t mpc_session_workspace_bytes(const mpc_session *session) {
+  if (!session)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_session_workspace_bytes: session is null"),
+           -1;
+  return mpcrt::cuda_workspace_bytes(session->cuda);
+}
+
 // On the cpu target a bucket cannot overlap backward (the step runs on
 // the calling thread's pool), so the buckets are summed together once
 // backward has issued them all: one collective a step, not one a bucket.

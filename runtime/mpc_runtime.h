@@ -144,6 +144,14 @@ int32_t mpc_session_world_size(const mpc_session *session);
  * arena outside 0..3. */
 int64_t mpc_session_arena_bytes(const mpc_session *session, int32_t arena);
 
+/* The bytes of device memory this session allocated beyond its arenas: on
+ * the cuda target, the workspace of its own that cuDNN's plans share where
+ * a convolution's best engine needs more than the model's planned
+ * workspace (0 where none does, and on the cpu target). Arenas and this
+ * are all a session allocates for its model's tensors and libraries. -1
+ * with a message for a null session. */
+int64_t mpc_session_workspace_bytes(const mpc_session *session);
+
 /* The message of the last failing call on this thread ("" if none). */
 const char *mpc_last_error(void);
 const char *mpc_status_string(mpc_status status);

@@ -348,6 +348,15 @@ mpc_status cuda_session_create(mpc_session *session, int32_t device,
 #endif
 }
 
+int64_t cuda_workspace_bytes(const CudaSession *cuda) {
+#ifdef MPC_HAVE_CUDNN
+  return cuda ? cuda->dnn_workspace_bytes : 0;
+#else
+  (void)cuda;
+  return 0;
+#endif
+}
+
 void cuda_session_destroy(CudaSession *cuda) {
   if (!cuda)
     return;

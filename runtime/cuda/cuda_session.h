@@ -34,6 +34,9 @@ struct process_group; // runtime/process_group.h
 mpc_status cuda_session_create(mpc_session *session, int32_t device,
                                bool capture_graphs);
 void cuda_session_destroy(CudaSession *cuda);
+/// Device memory the session allocated beyond its arenas: the workspace of
+/// its own that cuDNN plans larger than the planned one share.
+int64_t cuda_workspace_bytes(const CudaSession *cuda);
 
 /// Copies the inputs to their places in the device activation arena.
 mpc_status cuda_upload_inputs(mpc_session *session, const void *const *inputs);

@@ -322,6 +322,9 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "error: creating the session: %s\n", mpc_last_error());
     return 1;
   }
+  if (int64_t workspace = mpc_session_workspace_bytes(session))
+    std::printf("workspace %lld bytes beyond the arenas\n",
+                static_cast<long long>(workspace));
   std::mt19937 random(1234);
   if (bench > 0) {
     // One batch; each timed step ends when its loss is on the host, so the
@@ -342,9 +345,11 @@ int main(int argc, char **argv) {
                               .count());
     }
     std::sort(seconds.begin(), seconds.end());
-    int64_t arenaBytes = 0;
-    for (int64_t bytes : model->arena_bytes)
-      arenaBytes += bytes;
+    // Everything the session allocated: its arenas and any workspace of
+    // its own (cuDNN plans larger than planned).
+    int64_t arenaBytes = mpc_session_workspace_bytes(session);
+    for (int32_t arena = 0; arena < MPC_NUM_ARENAS; ++arena)
+      arenaBytes += mpc_session_arena_bytes(session, arena);
     std::printf("bench median_ms %.4f min_ms %.4f arena_bytes %lld\n",
                 1e3 * seconds[seconds.size() / 2], 1e3 * seconds[0],
                 static_cast<long long>(arenaBytes));

@@ -73,6 +73,7 @@ class PythonPackage(unittest.TestCase):
         for threads in (1, 2):
             with self.model.session(seed=4, threads=threads) as session:
                 self.assertEqual(session.threads, threads)
+                self.assertEqual(session.workspace_bytes, 0)
                 losses = [session.train_step(x, y) for x, y in data]
                 results.append((losses, session.param("fc1.weight")))
         self.assertEqual(results[0][0], results[1][0])

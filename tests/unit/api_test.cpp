@@ -259,9 +259,13 @@ TEST(ApiSession, ThreadsFromTheOptionsElseMpcThreadsElseTheCores) {
   ASSERT_EQ(unsetenv("MPC_THREADS"), 0);
   ASSERT_EQ(mpc_session_create(linear_model(), &options, &session), MPC_OK);
   EXPECT_GE(mpc_session_threads(session), 1);
+  // A cpu session holds its arenas and nothing else.
+  EXPECT_EQ(mpc_session_workspace_bytes(session), 0);
   mpc_session_destroy(session);
 
   EXPECT_EQ(mpc_session_threads(nullptr), -1);
+  EXPECT_TRUE(error_mentions("session is null"));
+  EXPECT_EQ(mpc_session_workspace_bytes(nullptr), -1);
   EXPECT_TRUE(error_mentions("session is null"));
 }
 

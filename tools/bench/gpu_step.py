@@ -20,8 +20,8 @@ For each configuration (the GPT example, and GPT-2 small: 12 layers, width
   torch.compile  the same, with the model wrapped in torch.compile;
 
 and prints ms/step, tokens/s, peak memory (mpc: its arenas, cuBLASLt's
-workspace included, which are all it allocates but for the workspace of its
-own that a cuDNN plan larger than planned gets; PyTorch:
+workspace included, and any workspace of its own for cuDNN plans larger
+than planned, mpc_session_workspace_bytes: all it allocates; PyTorch:
 torch.cuda.max_memory_allocated) and the model FLOP utilisation (nanoGPT's
 estimate: 6 * parameters + 12 * layers * context * width FLOPs per token,
 against the GPU's dense half-precision peak; --peak-tflops to override),

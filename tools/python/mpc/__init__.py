@@ -129,6 +129,7 @@ def _bind(lib):
         "mpc_session_world_size": ([P], I32),
         "mpc_session_threads": ([P], I32),
         "mpc_session_arena_bytes": ([P, I32], I64),
+        "mpc_session_workspace_bytes": ([P], I64),
         "mpc_get_training_stats": ([P, ctypes.POINTER(_TrainingStats)], I32),
         "mpc_get_nonfinite_report": ([P, ctypes.POINTER(_NonfiniteReport)],
                                      I32),
@@ -415,6 +416,13 @@ class Session:
         index = ["params", "grads", "optimizer", "activations"].index(arena)
         with self._lock:
             return self._lib.mpc_session_arena_bytes(self._session(), index)
+
+    @property
+    def workspace_bytes(self):
+        """Device memory held beyond the arenas: a cuda session's own cuDNN
+        workspace, where a convolution's plan needs more than planned."""
+        with self._lock:
+            return self._lib.mpc_session_workspace_bytes(self._session())
 
     @property
     def step(self):
