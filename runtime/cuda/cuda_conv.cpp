@@ -228,7 +228,8 @@ heuristicConfigs(const Dnn &api, cudnnBackendDescriptor_t graph,
   int64_t count = 0;
   if (!build.ok() ||
       api.getAttribute(heuristics, CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr))
+                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr) ||
+      count <= 0)
     return {};
   std::vector<cudnnBackendDescriptor_t> configs;
   for (int64_t i = 0; i < count && build.ok(); ++i)
@@ -239,7 +240,7 @@ heuristicConfigs(const Dnn &api, cudnnBackendDescriptor_t graph,
                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, count,
                                       &got, configs.data()))
     return {};
-  configs.resize(got);
+  configs.resize(std::min(got, count));
   return configs;
 }
 
