@@ -745,6 +745,24 @@ void emitRmsNorm(StepEmitter &emitter, RmsNormOp op) {
                      .flopsPer(rows, 3));
 }
 
+/// The statements of a batch norm's statistics kernel that write channel
+/// c's `mean` and `var` (biased, over `count` elements) into `stats` and,
+/// when the step applies updates, fold them into the running statistics.
+std::string storeBatchStatistics(int64_t channels, int64_t count, StringRef eps,
+                                 StringRef momentum) {
+  return llvm::formatv(
+      "stats[c] = mean;\n"
+      "stats[{0}LL + c] = mpc_rsqrt(var + {1});\n"
+      "if (update) {{\n"
+      "  // PyTorch keeps the unbiased variance in the running average.\n"
+      "  mpc_store(running_mean + c, (1.0f - {2}) * mpc_load(running_mean + "
+      "c) + {2} * mean);\n"
+      "  mpc_store(running_var + c, (1.0f - {2}) * mpc_load(running_var + c) "
+      "+ {2} * var * {3}.0f / {4}.0f);\n"
+      "}\n",
+      channels, eps, momentum, count, std::max<int64_t>(count - 1, 1));
+}
+
 /// batch_norm over channel dim 1 of [N, C] or [N, C, H, W]. Training: one
 /// block per channel computes the batch mean and inverse deviation into
 /// scratch and updates the running statistics (when the step applies
@@ -821,18 +839,11 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
         "      m2 += p[2 * s + 1] + (float)n * d * d;\n"
         "    }\n"
         "    float var = m2 / {4}.0f;\n"
-        "    stats[c] = mean;\n"
-        "    stats[{2}LL + c] = mpc_rsqrt(var + {6});\n"
-        "    if (update) {{\n"
-        "      mpc_store(running_mean + c, (1.0f - {7}) * "
-        "mpc_load(running_mean + c) + {7} * mean);\n"
-        "      mpc_store(running_var + c, (1.0f - {7}) * "
-        "mpc_load(running_var + c) + {7} * var * {4}.0f / {8}.0f);\n"
-        "    }\n"
+        "{6}"
         "  }\n"
         "}\n",
-        statsName, param, channels, splits, count, slice, eps, momentum,
-        std::max<int64_t>(count - 1, 1)));
+        statsName, param, channels, splits, count, slice,
+        storeBatchStatistics(channels, count, eps, momentum)));
     emitter.launch(statsName, elementwiseGrid(channels), rowBlockSize,
                    {partials, emitter.pointer(op.getRunningMean()),
                     emitter.pointer(op.getRunningVar()), stats,
@@ -854,27 +865,19 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
         "  long long c = blockIdx.x;\n"
         "  const {1} *xc = x + c * {4}LL;\n"
         "  mpc_sum sum = 0.0f;\n"
-        "  MPC_SUM_CHANNEL({10}LL, {4}LL, {5}LL, at, sum, mpc_load(xc + "
+        "  MPC_SUM_CHANNEL({7}LL, {4}LL, {5}LL, at, sum, mpc_load(xc + "
         "at));\n"
         "  float mean = mpc_block_reduce_sum(sum) / {3}.0f;\n"
         "  mpc_sum squares = 0.0f;\n"
-        "  MPC_SUM_CHANNEL({10}LL, {4}LL, {5}LL, at, squares, (mpc_load(xc + "
+        "  MPC_SUM_CHANNEL({7}LL, {4}LL, {5}LL, at, squares, (mpc_load(xc + "
         "at) - mean) * (mpc_load(xc + at) - mean));\n"
         "  float var = mpc_block_reduce_sum(squares) / {3}.0f;\n"
         "  if (threadIdx.x == 0) {{\n"
-        "    stats[c] = mean;\n"
-        "    stats[{6}LL + c] = mpc_rsqrt(var + {7});\n"
-        "    if (update) {{\n"
-        "      // PyTorch keeps the unbiased variance in the running average.\n"
-        "      mpc_store(running_mean + c, (1.0f - {8}) * "
-        "mpc_load(running_mean + c) + {8} * mean);\n"
-        "      mpc_store(running_var + c, (1.0f - {8}) * mpc_load(running_var "
-        "+ c) + {8} * var * {3}.0f / {9}.0f);\n"
-        "    }\n"
+        "{6}"
         "  }\n"
         "}\n",
-        statsName, element, param, count, spatial, channels * spatial, channels,
-        eps, momentum, std::max<int64_t>(count - 1, 1), batch));
+        statsName, element, param, count, spatial, channels * spatial,
+        storeBatchStatistics(channels, count, eps, momentum), batch));
     emitter.launch(statsName, channels, channelBlockSize,
                    {emitter.constPointer(op.getInput()),
                     emitter.pointer(op.getRunningMean()),

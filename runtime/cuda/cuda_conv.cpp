@@ -20,8 +20,10 @@
 //   - builds into an execution plan whose workspace fits the model's
 //     planned workspace (the one cuBLASLt uses; both run on one stream),
 // taken from heuristic mode A's list, else from the fallback heuristic's,
-// else from every other engine of the graph (on an H100 mode A listed none
-// for some half-precision convolutions). Where a list's acceptable
+// else from every other engine of the graph (mode A may list none, or only
+// engines the runtime refuses: on an H100 it listed none for most
+// half-precision convolutions while the graph had no handle, and one
+// engine over the planned workspace for an f32 one). Where a list's acceptable
 // configurations all need more workspace than planned, the first of them is
 // taken and runs in a workspace the session allocates (the largest such
 // plan's, at most kMaxOwnWorkspace). A convolution no engine qualifies for
@@ -209,8 +211,7 @@ bool acceptable(const Dnn &api, cudnnBackendDescriptor_t config,
 constexpr int64_t kMaxOwnWorkspace = int64_t{256} << 20;
 
 /// The engine configurations heuristic `mode` lists for `graph`, best
-/// first; none where the mode has none for it (on an H100, mode A lists
-/// none for some half-precision convolutions that other engines run).
+/// first; none where the mode has none for it.
 std::vector<cudnnBackendDescriptor_t>
 heuristicConfigs(const Dnn &api, cudnnBackendDescriptor_t graph,
                  cudnnBackendHeurMode_t mode,

@@ -33,7 +33,8 @@
 //     engine N alone (the others do not support the graph: absent from the
 //     lists, their engine descriptors refuse to finalise); with
 //     $MPC_MOCK_CUDNN_HEURISTICS=none both heuristics list nothing, as mode
-//     A did for some half-precision convolutions on an H100;
+//     A did for half-precision convolutions on an H100 whose graphs had no
+//     handle;
 //   - an execution plan needs the handle and a configuration; its
 //     workspace size is its engine's;
 //   - cudnnBackendExecute checks that the variant pack names every tensor
