@@ -99,6 +99,12 @@ def Mpc_OptimizerAttr : Mpc_Attr<"Optimizer", "optimizer"> {
     when true; needs `data_parallel`) is ZeRO stage 1: each rank keeps and
     updates its 1/N of the optimizer's moments and master weights, then the
     ranks gather the updated parameters.
+    `state_type` (printed only when set) is the storage type of the
+    moments and the momentum buffer; unset, they are in the parameters'
+    type. `master_weights` (printed only when not `f32`) is how parameters
+    stored in bf16 without f32 master weights are updated: `none` rounds
+    the f32 result stochastically, `kahan` to nearest with a bf16
+    compensation slot, `nearest` to nearest alone (O3's way).
   }];
   let parameters = (ins EnumParameter<OptimizerKind>:$kind, Mpc_F64Parameter:$lr,
                         Mpc_F64Parameter:$momentum, Mpc_BoolParameter:$nesterov,
@@ -110,13 +116,21 @@ def Mpc_OptimizerAttr : Mpc_Attr<"Optimizer", "optimizer"> {
                         Mpc_F64Parameter:$min_lr,
                         Mpc_BoolParameter:$skip_nonfinite,
                         Mpc_OptionalBoolParameter:$data_parallel,
-                        Mpc_OptionalBoolParameter:$shard_optimizer);
+                        Mpc_OptionalBoolParameter:$shard_optimizer,
+                        OptionalParameter<"::mlir::Type">:$state_type,
+                        DefaultValuedParameter<"MasterWeights",
+                                               "MasterWeights::F32">:$master_weights);
   let assemblyFormat = "`<` struct(params) `>`";
   let extraClassDeclaration = [{
     /// Optimizer state tensors per parameter, in checkpoint order:
     /// momentum_buffer (sgd) or exp_avg, exp_avg_sq (adam, adamw), then the
-    /// gradient accumulator when accumulate > 1.
+    /// kahan_compensation (master_weights = kahan), then the gradient
+    /// accumulator when accumulate > 1.
     ::llvm::SmallVector<::llvm::StringRef> getSlotNames() const;
+    /// The storage type of each slot, in getSlotNames' order, for
+    /// parameters (and gradients) of type `param`: the moments in
+    /// state_type (when set), the rest in `param`.
+    ::llvm::SmallVector<::mlir::Type> getSlotTypes(::mlir::Type param) const;
   }];
 }
 

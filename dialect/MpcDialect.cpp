@@ -238,7 +238,19 @@ SmallVector<StringRef> OptimizerAttr::getSlotNames() const {
     names.push_back("momentum_buffer");
   else
     llvm::append_range(names, ArrayRef<StringRef>{"exp_avg", "exp_avg_sq"});
+  if (getMasterWeights() == MasterWeights::Kahan)
+    names.push_back("kahan_compensation");
   if (getAccumulate() > 1)
     names.push_back("grad_accumulator");
   return names;
+}
+
+SmallVector<Type> OptimizerAttr::getSlotTypes(Type param) const {
+  Type moments = getStateType() ? getStateType() : param;
+  SmallVector<Type> types(getKind() == OptimizerKind::Sgd ? 1 : 2, moments);
+  if (getMasterWeights() == MasterWeights::Kahan)
+    types.push_back(param);
+  if (getAccumulate() > 1)
+    types.push_back(param);
+  return types;
 }

@@ -81,4 +81,14 @@ def LrSchedule : I32EnumAttr<"LrSchedule", "the built-in learning-rate schedule"
   let genSpecializedAttr = 0;
 }
 
+def MasterWeights : I32EnumAttr<"MasterWeights",
+    "what the optimizer updates when the parameters are stored in half", [
+      I32EnumAttrCase<"F32", 0, "f32">,
+      I32EnumAttrCase<"None", 1, "none">,
+      I32EnumAttrCase<"Kahan", 2, "kahan">,
+      I32EnumAttrCase<"Nearest", 3, "nearest">]> {
+  let cppNamespace = "::mlir::mpc";
+  let genSpecializedAttr = 0;
+}
+
 #endif // MPC_DIALECT_MPCENUMS_TD

@@ -49,11 +49,11 @@ bool keepsF32Result(Value result) {
 /// Assigns types within one model.
 class PrecisionAssigner {
 public:
-  PrecisionAssigner(ModelOp model, AmpLevel level, Type half,
-                    bool keepNormFp32, llvm::Statistic &numCasts)
+  PrecisionAssigner(ModelOp model, AmpLevel level, Type half, bool keepNormFp32,
+                    MasterWeights masterWeights, llvm::Statistic &numCasts)
       : model(model), level(level), half(half), keepNormFp32(keepNormFp32),
-        f32(Float32Type::get(model.getContext())), builder(model),
-        numCasts(numCasts) {}
+        masterWeights(masterWeights), f32(Float32Type::get(model.getContext())),
+        builder(model), numCasts(numCasts) {}
 
   LogicalResult run();
 
@@ -72,6 +72,7 @@ private:
   AmpLevel level;
   Type half;
   bool keepNormFp32;
+  MasterWeights masterWeights;
   Type f32;
   OpBuilder builder;
   llvm::Statistic &numCasts;
@@ -157,13 +158,31 @@ FailureOr<Type> PrecisionAssigner::computeType(Operation *op) {
 
 LogicalResult PrecisionAssigner::run() {
   // Algorithm:
-  // 1. O3 stores parameters in half; O2 and O3 cast every float input and
-  //    parameter (but norm parameters kept in f32) to half once, at the top.
+  // 1. O3 (and O2 without master weights) stores parameters in half; O2
+  //    and O3 cast every float input and parameter (but norm parameters
+  //    kept in f32) to half once, at the top.
   // 2. Walk the body in program order. For each op, find the element type it
   //    runs in from its category (or an mpc.precision override), cast its
   //    float operands to that type, and give its float results that type
   //    (cross-entropy's loss stays f32).
   // 3. Cast the loss and the extra outputs back to their declared types.
+  if (masterWeights != MasterWeights::F32) {
+    StringRef option = stringifyMasterWeights(masterWeights);
+    if (level != AmpLevel::O2)
+      return model.emitError()
+             << "master-weights=" << option
+             << " needs O2 with bf16: it stores the parameters in bf16 in "
+                "place of O2's f32 master weights";
+    if (!half.isBF16())
+      return model.emitError()
+             << "master-weights=" << option << " needs bf16, not " << half
+             << ": f16's 10-bit mantissa and narrow range lose updates "
+                "without f32 master weights";
+    if (masterWeights == MasterWeights::Nearest)
+      model.emitWarning() << "master-weights=nearest rounds every update of "
+                             "the bf16 parameters to nearest: small updates "
+                             "round away (none rounds stochastically)";
+  }
   if (level == AmpLevel::O0)
     return success();
   Block &body = model.getBody().front();
@@ -172,10 +191,13 @@ LogicalResult PrecisionAssigner::run() {
   for (Value value : output->getOperands())
     declaredOutputs.push_back(value.getType());
 
-  if (level == AmpLevel::O3) {
+  bool halfParams =
+      level == AmpLevel::O3 || masterWeights != MasterWeights::F32;
+  if (level == AmpLevel::O3)
     model.emitWarning() << "--amp=O3 stores parameters in "
                         << half << " and updates them there: there are no f32 "
                            "master weights, so small updates can round away";
+  if (halfParams) {
     for (BlockArgument param : model.getParams())
       param.setType(cast<RankedTensorType>(param.getType()).clone(half));
   }
@@ -241,7 +263,7 @@ struct MpcAssignPrecisionPass
                                           : Type(BFloat16Type::get(context));
     for (ModelOp model : getOperation().getOps<ModelOp>())
       if (failed(PrecisionAssigner(model, level, halfType, keepNormFp32,
-                                   numCasts)
+                                   masterWeights, numCasts)
                      .run()))
         return signalPassFailure();
   }

@@ -63,6 +63,12 @@ struct MpcFuseOptimizerPass
     // The accumulator holds whole gradients; sharding it is ZeRO stage 2.
     if (shardOptimizer && accumulate > 1)
       return "shard-optimizer with accumulate > 1 is not supported yet";
+    // The sum over ranks is of f32 gradients; bf16 parameters have bf16
+    // gradients.
+    if (dataParallel && masterWeights != MasterWeights::F32)
+      return "data-parallel sums f32 gradients; master-weights=" +
+             stringifyMasterWeights(masterWeights).str() +
+             " has bf16 ones (not supported yet)";
     return "";
   }
 
@@ -74,6 +80,24 @@ struct MpcFuseOptimizerPass
       return model.emitError()
              << "mpc-fuse-optimizer runs after mpc-autodiff: model @"
              << model.getSymName() << " returns no gradients";
+    // The moments' storage: bf16 when asked; else f32 beside f32 (master)
+    // weights, and at O3 the parameters' own half type (Apex's pure half).
+    Type stateType;
+    if (model.getNumParams() > 0) {
+      Type param = cast<RankedTensorType>(model.getParams()[0].getType())
+                       .getElementType();
+      if (masterWeights != MasterWeights::F32 && !param.isBF16())
+        return model.emitError()
+               << "mpc-fuse-optimizer: master-weights="
+               << stringifyMasterWeights(masterWeights)
+               << " updates bf16 parameters, but they are " << param
+               << " (mpc-assign-precision's master-weights stores them in "
+                  "bf16)";
+      if (optimizerState == OptimizerState::BF16)
+        stateType = BFloat16Type::get(model.getContext());
+      else if (masterWeights != MasterWeights::F32)
+        stateType = Float32Type::get(model.getContext());
+    }
     // One update runs over the flat parameter buffer, in one storage type.
     if (model.getNumParams() > 0) {
       BlockArgument first = model.getParams().front();
@@ -88,16 +112,16 @@ struct MpcFuseOptimizerPass
                  << model.getArgName(param) << " is "
                  << cast<RankedTensorType>(param.getType()).getElementType();
     }
-    model->setAttr(
-        kOptimizerAttr,
-        OptimizerAttr::get(model.getContext(), kind, APFloat(lr.getValue()),
-                           APFloat(momentum.getValue()), nesterov,
-                           APFloat(weightDecay.getValue()),
-                           APFloat(beta1.getValue()), APFloat(beta2.getValue()),
-                           APFloat(eps.getValue()),
-                           APFloat(clipNorm.getValue()), accumulate, schedule,
-                           warmupSteps, decaySteps, APFloat(minLr.getValue()),
-                           skipNonfinite, dataParallel, shardOptimizer));
+    model->setAttr(kOptimizerAttr,
+                   OptimizerAttr::get(
+                       model.getContext(), kind, APFloat(lr.getValue()),
+                       APFloat(momentum.getValue()), nesterov,
+                       APFloat(weightDecay.getValue()),
+                       APFloat(beta1.getValue()), APFloat(beta2.getValue()),
+                       APFloat(eps.getValue()), APFloat(clipNorm.getValue()),
+                       accumulate, schedule, warmupSteps, decaySteps,
+                       APFloat(minLr.getValue()), skipNonfinite, dataParallel,
+                       shardOptimizer, stateType, masterWeights));
     return success();
   }
 

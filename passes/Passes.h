@@ -19,6 +19,8 @@ namespace mlir::mpc {
 enum class AmpLevel { O0, O1, O2, O3 };
 /// The reduced-precision float type.
 enum class HalfType { F16, BF16 };
+/// `--optimizer-state`: the storage type of the optimizer's moments.
+enum class OptimizerState { F32, BF16 };
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
@@ -45,6 +47,8 @@ struct PipelineOptions {
   /// (0: not Adam), checked against the model's half type.
   double staticLossScale = 0;
   double optimizerEps = 0;
+  /// `--master-weights` (mpc-assign-precision's option of that name).
+  MasterWeights masterWeights = MasterWeights::F32;
   /// The training pipeline's loss scaling and optimizer.
   MpcInsertLossScalingPassOptions lossScaling;
   MpcFuseOptimizerPassOptions optimizer;

@@ -74,6 +74,12 @@ def MpcAssignPrecisionPass : Pass<"mpc-assign-precision", "mlir::ModuleOp"> {
       f32 in storage: they are the master weights the optimizer updates.
     - O3: pure half. Parameters are stored in half (no master weights; the
       pass warns) and every op runs in half.
+    - O2 with `master-weights` = `none`, `kahan` or `nearest` (bf16 only):
+      O2's activations, but every parameter is stored in bf16, as at O3;
+      there are no f32 master weights, and mpc-fuse-optimizer's option of
+      the same name says how the update rounds. f16 is an error: its 10
+      bits of mantissa lose too much of each update, and its range too
+      little of the small ones.
     Batch norm's affine parameters and running statistics are always f32:
     the statistics are state it updates in place. Cross-entropy always
     yields an f32 loss. The
@@ -115,7 +121,21 @@ def MpcAssignPrecisionPass : Pass<"mpc-assign-precision", "mlir::ModuleOp"> {
                clEnumValN(mlir::mpc::HalfType::F16, "f16", "IEEE binary16"),
                clEnumValN(mlir::mpc::HalfType::BF16, "bf16", "bfloat16"))}]>,
     Option<"keepNormFp32", "keep-norm-fp32", "bool", /*default=*/"true",
-           "Keep layer norm parameters in f32 (batch norm's always are)">];
+           "Keep layer norm parameters in f32 (batch norm's always are)">,
+    Option<"masterWeights", "master-weights", "mlir::mpc::MasterWeights",
+           /*default=*/"mlir::mpc::MasterWeights::F32",
+           "At O2 with bf16: none, kahan or nearest store every parameter "
+           "in bf16 (no f32 master weights)",
+           [{::llvm::cl::values(
+               clEnumValN(mlir::mpc::MasterWeights::F32, "f32",
+                          "f32 master weights"),
+               clEnumValN(mlir::mpc::MasterWeights::None, "none",
+                          "bf16 parameters, updated with stochastic rounding"),
+               clEnumValN(mlir::mpc::MasterWeights::Kahan, "kahan",
+                          "bf16 parameters and a bf16 Kahan compensation"),
+               clEnumValN(mlir::mpc::MasterWeights::Nearest, "nearest",
+                          "bf16 parameters rounded to nearest (O3's update; "
+                          "for comparison)"))}]>];
   let statistics = [Statistic<"numCasts", "num-casts", "Casts inserted">];
 }
 
@@ -388,6 +408,18 @@ def MpcFuseOptimizerPass : Pass<"mpc-fuse-optimizer", "mlir::ModuleOp"> {
     divides by ranks x `accumulate`. `shard-optimizer` (with `data-parallel`)
     shards the optimizer state over the ranks (ZeRO stage 1): each rank
     updates its 1/N of the flat buffers, then the parameters are gathered.
+    `optimizer-state=bf16` stores the moments (Adam's exp_avg and
+    exp_avg_sq, SGD's momentum buffer) in bf16: they are read into f32,
+    updated there and rounded to nearest, as optimi and torchao's bf16
+    optimizers keep them. `master-weights` must match
+    mpc-assign-precision's: with `none` the parameters are bf16 and the
+    update rounds the f32 result stochastically (up with the probability
+    of its distance from the bf16 value below, from 16 counter-based random
+    bits keyed by seed, step and element, as llm.c does), so no small
+    update is lost on average and a run resumed from a checkpoint draws
+    the same bits; `kahan` keeps a bf16 compensation slot that carries what
+    rounding to nearest lost into the next step (optimi's Kahan summation);
+    `nearest` rounds to nearest (O3's update, for comparison).
   }];
   let dependentDialects = ["mlir::mpc::MpcDialect"];
   let options = [
@@ -441,7 +473,29 @@ def MpcFuseOptimizerPass : Pass<"mpc-fuse-optimizer", "mlir::ModuleOp"> {
            "before the update">,
     Option<"shardOptimizer", "shard-optimizer", "bool", /*default=*/"false",
            "With data-parallel: each rank keeps and updates 1/N of the "
-           "optimizer state (ZeRO stage 1)">];
+           "optimizer state (ZeRO stage 1)">,
+    Option<"optimizerState", "optimizer-state", "mlir::mpc::OptimizerState",
+           /*default=*/"mlir::mpc::OptimizerState::F32",
+           "The moments' storage type (f32 parameters or master-weights: "
+           "f32 unless bf16; O3: the parameters' type unless bf16)",
+           [{::llvm::cl::values(
+               clEnumValN(mlir::mpc::OptimizerState::F32, "f32", "f32"),
+               clEnumValN(mlir::mpc::OptimizerState::BF16, "bf16",
+                          "bf16, updated in f32"))}]>,
+    Option<"masterWeights", "master-weights", "mlir::mpc::MasterWeights",
+           /*default=*/"mlir::mpc::MasterWeights::F32",
+           "How bf16 parameters (mpc-assign-precision's master-weights) "
+           "are updated",
+           [{::llvm::cl::values(
+               clEnumValN(mlir::mpc::MasterWeights::F32, "f32",
+                          "f32 master weights"),
+               clEnumValN(mlir::mpc::MasterWeights::None, "none",
+                          "bf16 parameters, updated with stochastic rounding"),
+               clEnumValN(mlir::mpc::MasterWeights::Kahan, "kahan",
+                          "bf16 parameters and a bf16 Kahan compensation"),
+               clEnumValN(mlir::mpc::MasterWeights::Nearest, "nearest",
+                          "bf16 parameters rounded to nearest (O3's update; "
+                          "for comparison)"))}]>];
 }
 
 def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {

@@ -36,6 +36,7 @@ void mlir::mpc::buildForwardPipeline(OpPassManager &pm, AmpLevel level,
   MpcAssignPrecisionPassOptions precision;
   precision.level = level;
   precision.half = half;
+  precision.masterWeights = options.masterWeights;
   pm.addPass(createMpcAssignPrecisionPass(precision));
   // The lint runs before anything folds a cast of a constant into the
   // rounded constant, which would hide the value the user wrote.

@@ -68,7 +68,8 @@ std::string shape_text(const std::vector<int64_t> &shape) {
 // One tensor the checkpoint holds: where its bytes live in the session.
 struct checkpoint_entry {
   std::string name;
-  const mpc_tensor_desc *tensor;
+  const mpc_tensor_desc *tensor; // its shape (and offset)
+  mpc_dtype dtype;               // the tensor's, or its optimizer slot's
   unsigned char *data;
 };
 
@@ -77,14 +78,17 @@ std::vector<checkpoint_entry> checkpoint_entries(mpc_session *session) {
   std::vector<checkpoint_entry> entries;
   for (int32_t i = 0; i < model->num_params; ++i)
     entries.push_back({model->params[i].name, &model->params[i],
+                       model->params[i].dtype,
                        mpcrt::tensor_data(session, model->params[i])});
   for (int32_t i = 0; i < model->num_states; ++i)
     entries.push_back({model->states[i].name, &model->states[i],
+                       model->states[i].dtype,
                        mpcrt::tensor_data(session, model->states[i])});
   for (int32_t slot = 0; slot < model->optimizer_slots; ++slot)
     for (int32_t i = 0; i < model->num_params; ++i)
       entries.push_back(
           {slot_name(model, slot, model->params[i]), &model->params[i],
+           model->optimizer_slot_dtypes[slot],
            mpcrt::optimizer_slot_data(session, model->params[i], slot)});
   return entries;
 }
@@ -221,7 +225,7 @@ extern "C" mpc_status mpc_save_checkpoint(mpc_session *session,
   std::vector<mpcrt::safetensors_tensor> tensors;
   for (const checkpoint_entry &entry : entries)
     tensors.push_back(
-        {entry.name, entry.tensor->dtype, shape_of(*entry.tensor), entry.data});
+        {entry.name, entry.dtype, shape_of(*entry.tensor), entry.data});
   // Widest dtype first (stable, so the order is otherwise the model's): every
   // tensor's data then starts at a multiple of its element size, as the
   // safetensors library lays files out for zero-copy loading.
@@ -364,7 +368,7 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
       return set_error(MPC_ERROR_FORMAT, "'%s' has no tensor '%s'", path,
                        entry.name.c_str());
     const mpcrt::safetensors_entry &stored = found->second;
-    const char *dtype = mpcrt::safetensors_dtype(entry.tensor->dtype);
+    const char *dtype = mpcrt::safetensors_dtype(entry.dtype);
     if (stored.dtype != dtype)
       return set_error(MPC_ERROR_FORMAT,
                        "'%s': tensor '%s' has dtype %s, model '%s' expects %s",
@@ -443,7 +447,8 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
   }
   for (const checkpoint_entry &entry : zeroed)
     std::memset(entry.data, 0,
-                static_cast<size_t>(mpcrt::tensor_bytes(*entry.tensor)));
+                static_cast<size_t>(entry.tensor->num_elements *
+                                    mpc_dtype_size(entry.dtype)));
   session->step = static_cast<int64_t>(step);
   session->seed = seed;
   mpc_train_control *control = mpcrt::train_control(session);
@@ -550,7 +555,7 @@ extern "C" mpc_status mpc_load_weights(mpc_session *session, const char *path,
                        path, entry->name.c_str(),
                        shape_text(stored->shape).c_str(), model->name,
                        shape_text(expected).c_str());
-    const char *dtype = mpcrt::safetensors_dtype(entry->tensor->dtype);
+    const char *dtype = mpcrt::safetensors_dtype(entry->dtype);
     int32_t from = float_dtype_of(stored->dtype);
     bool isFloat = float_dtype_of(dtype) >= 0;
     if (stored->dtype != dtype && !(isFloat && from >= 0))
@@ -567,7 +572,7 @@ extern "C" mpc_status mpc_load_weights(mpc_session *session, const char *path,
                        path, entry->name.c_str(), static_cast<long long>(bad));
     // Every f16 and bf16 value fits in f32; the other way, values that
     // round to the largest finite value still fit.
-    mpc_dtype to = entry->tensor->dtype;
+    mpc_dtype to = entry->dtype;
     if (!isFloat || stored->dtype == dtype || to == MPC_F32)
       continue;
     float limit = largest_finite(to);
@@ -590,7 +595,7 @@ extern "C" mpc_status mpc_load_weights(mpc_session *session, const char *path,
     return status;
   for (const auto &[entry, stored] : found) {
     const unsigned char *data = file.data(*stored);
-    const char *dtype = mpcrt::safetensors_dtype(entry->tensor->dtype);
+    const char *dtype = mpcrt::safetensors_dtype(entry->dtype);
     if (stored->dtype == dtype) {
       std::memcpy(entry->data, data,
                   static_cast<size_t>(stored->end - stored->begin));
@@ -598,7 +603,7 @@ extern "C" mpc_status mpc_load_weights(mpc_session *session, const char *path,
     }
     mpc_dtype from = static_cast<mpc_dtype>(float_dtype_of(stored->dtype));
     for (int64_t i = 0; i < entry->tensor->num_elements; ++i)
-      mpc_store_from_f32(entry->tensor->dtype, entry->data, i,
+      mpc_store_from_f32(entry->dtype, entry->data, i,
                          mpc_load_as_f32(from, data, i));
     ++converted;
   }

@@ -196,20 +196,36 @@ mpc_status check_model(const mpc_model_desc *model) {
                      "model '%s' has %d optimizer slots%s", model->name,
                      model->optimizer_slots,
                      model->optimizer_slot_names ? "" : " and no slot names");
-  for (int32_t slot = 0; slot < model->optimizer_slots; ++slot)
+  if (model->optimizer_slots > 0 && !model->optimizer_slot_dtypes)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s' has %d optimizer slots and no slot dtypes",
+                     model->name, model->optimizer_slots);
+  // Every slot holds one element a parameter element, in its dtype.
+  int64_t slot_bytes = 0;
+  int64_t elements = mpcrt::flat_elements(model);
+  for (int32_t slot = 0; slot < model->optimizer_slots; ++slot) {
     if (!model->optimizer_slot_names[slot] ||
         !*model->optimizer_slot_names[slot])
       return set_error(MPC_ERROR_INVALID_ARGUMENT,
                        "model '%s': optimizer slot %d has no name", model->name,
                        slot);
+    mpc_dtype dtype = model->optimizer_slot_dtypes[slot];
+    int64_t bytes = 0;
+    if (dtype != MPC_F32 && dtype != MPC_F16 && dtype != MPC_BF16)
+      return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                       "model '%s': optimizer slot %d has dtype %d, not a "
+                       "float type",
+                       model->name, slot, static_cast<int>(dtype));
+    if (__builtin_mul_overflow(
+            elements, static_cast<int64_t>(mpc_dtype_size(dtype)), &bytes) ||
+        __builtin_add_overflow(slot_bytes, (bytes + 3) / 4 * 4, &slot_bytes))
+      slot_bytes = INT64_MAX;
+  }
   // Slots, then the control block, in the optimizer arena; sharded, the
   // control block, then the slots.
-  int64_t slot_bytes = 0, control_end = 0, slots_end = 0;
+  int64_t control_end = 0, slots_end = 0;
   bool sharded = model->shard_optimizer != 0;
-  if (__builtin_mul_overflow(static_cast<int64_t>(model->optimizer_slots),
-                             model->arena_bytes[MPC_ARENA_GRADS],
-                             &slot_bytes) ||
-      model->optimizer_slots_offset < 0 ||
+  if (model->optimizer_slots_offset < 0 ||
       model->optimizer_slots_offset % 64 != 0 ||
       __builtin_add_overflow(model->optimizer_slots_offset, slot_bytes,
                              &slots_end) ||
@@ -225,11 +241,10 @@ mpc_status check_model(const mpc_model_desc *model) {
       (sharded && !model->data_parallel))
     return set_error(
         MPC_ERROR_INVALID_ARGUMENT,
-        "model '%s': %d optimizer slots of %lld bytes and the training "
-        "control block at offset %lld (%zu bytes) do not fit in the "
-        "optimizer arena of %lld bytes",
-        model->name, model->optimizer_slots,
-        static_cast<long long>(model->arena_bytes[MPC_ARENA_GRADS]),
+        "model '%s': %d optimizer slots of %lld bytes in all and the "
+        "training control block at offset %lld (%zu bytes) do not fit in "
+        "the optimizer arena of %lld bytes",
+        model->name, model->optimizer_slots, static_cast<long long>(slot_bytes),
         static_cast<long long>(model->control_offset),
         sizeof(mpc_train_control),
         static_cast<long long>(model->arena_bytes[MPC_ARENA_OPTIMIZER]));

@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define MPC_MODEL_ABI_VERSION 6
+#define MPC_MODEL_ABI_VERSION 7
 
 /* Flat buffers of the memory plan. Offsets in tensor descriptors are byte
  * offsets into one of these, each aligned to its dtype's size. The runtime
@@ -195,14 +195,19 @@ struct mpc_model_desc {
   int32_t num_outputs;
   const mpc_tensor_desc *outputs;  /* [0] is the f32 loss; in activations */
   int64_t arena_bytes[MPC_NUM_ARENAS];
-  /* Optimizer state per parameter, in slots: slot s of params[i] is at
-   * optimizer_slots_offset + s * arena_bytes[MPC_ARENA_GRADS] +
-   * params[i].offset in MPC_ARENA_OPTIMIZER, in params[i]'s dtype (fp32
-   * next to master weights), named optimizer_slot_names[s] in checkpoints.
-   * With shard_optimizer a rank holds only its shard of each slot (see
-   * mpc_step_context.shard_*). States have no gradient or slots. */
+  /* Optimizer state per parameter, in slots: with n the elements of the
+   * flat parameter buffer and e the index of params[i]'s first element in
+   * it, slot s of params[i] is at optimizer_slots_offset + (the bytes of n
+   * elements of each slot before s, each rounded up to 4) + e * (slot s's
+   * element bytes) in
+   * MPC_ARENA_OPTIMIZER, in optimizer_slot_dtypes[s] (the moments may be
+   * bf16 beside f32 parameters: --optimizer-state), named
+   * optimizer_slot_names[s] in checkpoints. With shard_optimizer a rank
+   * holds only its shard of each slot (see mpc_step_context.shard_*), each
+   * shard_capacity elements. States have no gradient or slots. */
   int32_t optimizer_slots;
   const char *const *optimizer_slot_names;
+  const mpc_dtype *optimizer_slot_dtypes;
   const char *optimizer_name; /* "sgd", "adam" or "adamw" */
   float default_learning_rate;
   float default_momentum;

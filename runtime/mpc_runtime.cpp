@@ -149,14 +149,14 @@ static mpc_status join_data_parallel(mpc_session *session,
 /// optimizer arena that size (the control block, then the slots' shards).
 static mpc_status shard_optimizer_state(mpc_session *session) {
   const mpc_model_desc *model = session->model;
-  int64_t n = model->arena_bytes[MPC_ARENA_GRADS] / 4; // f32 gradients
+  int64_t n = mpcrt::flat_elements(model);
   session->shard_begin = 0;
   session->shard_count = n;
   session->shard_capacity = n;
   if (!model->shard_optimizer)
     return MPC_OK;
-  size_t full = static_cast<size_t>(model->optimizer_slots) *
-                static_cast<size_t>(model->arena_bytes[MPC_ARENA_GRADS]);
+  size_t full =
+      static_cast<size_t>(mpcrt::slot_begin(model, model->optimizer_slots, n));
   session->full_slots =
       static_cast<unsigned char *>(std::calloc(full ? full : 1, 1));
   if (!session->full_slots)
@@ -168,14 +168,14 @@ static mpc_status shard_optimizer_state(mpc_session *session) {
     return MPC_OK;
   int64_t ranks = mpcrt::process_group_size(session->group);
   int64_t rank = mpcrt::process_group_rank(session->group);
-  // 16 elements (64 bytes) a unit, so that every shard is aligned.
+  // 16 elements (64 bytes of f32) a unit, so that every shard is aligned.
   int64_t capacity = ((n + ranks - 1) / ranks + 15) / 16 * 16;
   session->shard_capacity = capacity;
   session->shard_begin = std::min(n, rank * capacity);
   session->shard_count = std::min(capacity, n - session->shard_begin);
   // The control block stays where it is; the slots shrink to the shard.
-  int64_t bytes =
-      model->optimizer_slots_offset + model->optimizer_slots * capacity * 4;
+  int64_t bytes = model->optimizer_slots_offset +
+                  mpcrt::slot_begin(model, model->optimizer_slots, capacity);
   uint64_t rounded = static_cast<uint64_t>(bytes);
   void *arena = allocate_arena(rounded);
   if (!arena)
@@ -192,19 +192,31 @@ static mpc_status shard_optimizer_state(mpc_session *session) {
 
 namespace mpcrt {
 
+/// Slot `slot`'s shard in this rank's optimizer arena, and the slot whole
+/// in full_slots.
+static unsigned char *slot_shard(mpc_session *session, int32_t slot) {
+  return static_cast<unsigned char *>(session->arenas[MPC_ARENA_OPTIMIZER]) +
+         session->model->optimizer_slots_offset +
+         slot_begin(session->model, slot, session->shard_capacity);
+}
+static unsigned char *full_slot(mpc_session *session, int32_t slot) {
+  return session->full_slots +
+         slot_begin(session->model, slot, flat_elements(session->model));
+}
+
 mpc_status gather_optimizer_shards(mpc_session *session) {
   const mpc_model_desc *model = session->model;
-  int64_t grad_bytes = model->arena_bytes[MPC_ARENA_GRADS];
+  int64_t n = flat_elements(model);
   for (int32_t slot = 0; slot < model->optimizer_slots; ++slot) {
-    unsigned char *full = session->full_slots + slot * grad_bytes;
-    const unsigned char *shard =
-        static_cast<unsigned char *>(session->arenas[MPC_ARENA_OPTIMIZER]) +
-        model->optimizer_slots_offset + slot * session->shard_capacity * 4;
-    std::memcpy(full + session->shard_begin * 4, shard,
-                static_cast<size_t>(session->shard_count * 4));
+    int64_t element = slot_element_bytes(model, slot);
+    unsigned char *full = full_slot(session, slot);
+    std::memcpy(full + session->shard_begin * element,
+                slot_shard(session, slot),
+                static_cast<size_t>(session->shard_count * element));
     if (session->group)
       if (mpc_status status = process_group_all_gather(
-              session->group, full, session->shard_capacity * 4, grad_bytes))
+              session->group, full, session->shard_capacity * element,
+              n * element))
         return status;
   }
   return MPC_OK;
@@ -212,13 +224,12 @@ mpc_status gather_optimizer_shards(mpc_session *session) {
 
 void scatter_optimizer_shards(mpc_session *session) {
   const mpc_model_desc *model = session->model;
-  int64_t grad_bytes = model->arena_bytes[MPC_ARENA_GRADS];
-  for (int32_t slot = 0; slot < model->optimizer_slots; ++slot)
-    std::memcpy(
-        static_cast<unsigned char *>(session->arenas[MPC_ARENA_OPTIMIZER]) +
-            model->optimizer_slots_offset + slot * session->shard_capacity * 4,
-        session->full_slots + slot * grad_bytes + session->shard_begin * 4,
-        static_cast<size_t>(session->shard_count * 4));
+  for (int32_t slot = 0; slot < model->optimizer_slots; ++slot) {
+    int64_t element = slot_element_bytes(model, slot);
+    std::memcpy(slot_shard(session, slot),
+                full_slot(session, slot) + session->shard_begin * element,
+                static_cast<size_t>(session->shard_count * element));
+  }
 }
 
 } // namespace mpcrt
@@ -475,7 +486,8 @@ extern "C" int64_t mpc_session_arena_bytes(const mpc_session *session,
   const mpc_model_desc *model = session->model;
   if (arena == MPC_ARENA_OPTIMIZER && model->shard_optimizer)
     return model->optimizer_slots_offset +
-           model->optimizer_slots * session->shard_capacity * 4;
+           mpcrt::slot_begin(model, model->optimizer_slots,
+                             session->shard_capacity);
   return model->arena_bytes[arena];
 }
 

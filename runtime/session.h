@@ -90,14 +90,41 @@ inline unsigned char *tensor_data(mpc_session *session,
          tensor.offset;
 }
 
-/// Where optimizer slot `slot` of a parameter lives (same layout and dtype
-/// as the parameter, one gradient-arena-sized region per slot); for a
-/// sharded session, in full_slots.
+/// Elements of the flat parameter (and gradient) buffer.
+inline int64_t flat_elements(const mpc_model_desc *model) {
+  if (model->num_params == 0)
+    return 0;
+  return model->arena_bytes[MPC_ARENA_GRADS] /
+         static_cast<int64_t>(mpc_dtype_size(model->params[0].dtype));
+}
+
+/// Bytes of one element of optimizer slot `slot`.
+inline int64_t slot_element_bytes(const mpc_model_desc *model, int32_t slot) {
+  return static_cast<int64_t>(
+      mpc_dtype_size(model->optimizer_slot_dtypes[slot]));
+}
+
+/// Where slot `slot` begins among slots of `elements` elements each (all
+/// of them: flat_elements; a rank's shards: shard_capacity), each rounded
+/// up to 4 bytes so that an f32 slot after bf16 ones stays aligned.
+inline int64_t slot_begin(const mpc_model_desc *model, int32_t slot,
+                          int64_t elements) {
+  int64_t bytes = 0;
+  for (int32_t before = 0; before < slot; ++before)
+    bytes += (elements * slot_element_bytes(model, before) + 3) / 4 * 4;
+  return bytes;
+}
+
+/// Where optimizer slot `slot` of a parameter lives (laid out as the
+/// parameters, in the slot's dtype); for a sharded session, in full_slots.
 inline unsigned char *optimizer_slot_data(mpc_session *session,
                                           const mpc_tensor_desc &param,
                                           int32_t slot) {
   const mpc_model_desc *model = session->model;
-  int64_t at = slot * model->arena_bytes[MPC_ARENA_GRADS] + param.offset;
+  int64_t first =
+      param.offset / static_cast<int64_t>(mpc_dtype_size(param.dtype));
+  int64_t at = slot_begin(model, slot, flat_elements(model)) +
+               first * slot_element_bytes(model, slot);
   if (session->full_slots)
     return session->full_slots + at;
   return static_cast<unsigned char *>(session->arenas[MPC_ARENA_OPTIMIZER]) +

@@ -282,7 +282,22 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
   // training control block.
   if (auto optimizer = model->getAttrOfType<OptimizerAttr>(kOptimizerAttr)) {
     optimizerSlots = optimizer.getSlotNames().size();
-    int64_t slotBytes = optimizerSlots * arenaBytes[MPC_ARENA_GRADS];
+    // Without parameters the slots are empty (f32 for the descriptor).
+    Type param = model.getNumParams() > 0
+                     ? cast<RankedTensorType>(model.getParams()[0].getType())
+                           .getElementType()
+                     : Float32Type::get(model.getContext());
+    int64_t elements =
+        arenaBytes[MPC_ARENA_GRADS] / (param.getIntOrFloatBitWidth() / 8);
+    int64_t elementBytesBefore = 0, slotBytes = 0;
+    for (Type slot : optimizer.getSlotTypes(param)) {
+      int64_t bytes = slot.getIntOrFloatBitWidth() / 8;
+      slotTypes.push_back(slot);
+      slotOffsets.push_back(slotBytes);
+      slotElementBytesBefore.push_back(elementBytesBefore);
+      elementBytesBefore += bytes;
+      slotBytes += (elements * bytes + 3) / 4 * 4;
+    }
     int64_t controlBytes = static_cast<int64_t>(sizeof(mpc_train_control));
     if (optimizer.getShardOptimizer()) {
       // The runtime sizes the slots by the ranks: they go last.

@@ -73,8 +73,7 @@ struct BucketPlan {
 void emitReadyBuckets(BucketPlan &plan, size_t step, StepEmitter &emitter) {
   const MemoryPlan &memory = emitter.getPlan();
   int64_t gradBytes = memory.arenaBytes[MPC_ARENA_GRADS];
-  int64_t accumulatorOffset =
-      memory.slotsOffset + (memory.optimizerSlots - 1) * gradBytes;
+  int64_t accumulatorOffset = memory.slotsOffset + memory.slotOffsets.back();
   auto reduce = [&](int arena, int64_t offset, int64_t count) {
     emitter.hostStatement(llvm::formatv(
         "MPC_CHECK(mpc_rt_reduce_gradients(ctx, (float *)(arena{0} + {1}), "
@@ -467,6 +466,10 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
     for (StringRef slot : optimizer.getSlotNames())
       os << "\"" << slot << "\", ";
     os << "0};\n";
+    os << "static const mpc_dtype " << name << "_optimizer_slot_dtypes[] = {";
+    for (Type slot : trainPlan.slotTypes)
+      os << dtypeEnum(slot) << ", ";
+    os << "MPC_F32};\n";
     // The ops whose outputs the --debug-nonfinite checks name by index.
     os << "static const mpc_debug_site " << name << "_debug_sites[] = {\n";
     for (const NonfiniteSites::Site &site : nonfinite.sites)
@@ -498,8 +501,8 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << "  {" << memory.params << ", " << memory.gradients << ", "
        << memory.optimizerState << ", " << memory.activations << "},\n"
        << "  " << trainPlan.optimizerSlots << ", " << name
-       << "_optimizer_slots, \"" << stringifyOptimizerKind(optimizer.getKind())
-       << "\",\n"
+       << "_optimizer_slots, " << name << "_optimizer_slot_dtypes, \""
+       << stringifyOptimizerKind(optimizer.getKind()) << "\",\n"
        << "  " << floatLiteral(optimizer.getLr().convertToDouble()) << ", "
        << floatLiteral(optimizer.getMomentum().convertToDouble()) << ", "
        << floatLiteral(optimizer.getWeightDecay().convertToDouble()) << ",\n"

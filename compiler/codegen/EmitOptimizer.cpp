@@ -154,16 +154,18 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
   // Sharded (ZeRO-1): this rank's shard of each slot, ctx->shard_capacity
   // elements a slot, after the control block.
   bool sharded = plan.shardedSlots;
+  auto slotType = [&](int64_t slot) { return cType(plan.slotTypes[slot]); };
   auto slotPointer = [&](int64_t slot) {
     if (sharded)
-      return llvm::formatv("({0} *)(arena{1} + {2} + {3} * ctx->shard_capacity "
-                           "* (long long)sizeof({0}))",
-                           storage, static_cast<int>(MPC_ARENA_OPTIMIZER),
-                           plan.slotsOffset, slot)
+      return llvm::formatv("({0} *)(arena{1} + {2} + {3}LL * "
+                           "ctx->shard_capacity)",
+                           slotType(slot),
+                           static_cast<int>(MPC_ARENA_OPTIMIZER),
+                           plan.slotsOffset, plan.slotElementBytesBefore[slot])
           .str();
-    return llvm::formatv("({0} *)(arena{1} + {2})", storage,
+    return llvm::formatv("({0} *)(arena{1} + {2})", slotType(slot),
                          static_cast<int>(MPC_ARENA_OPTIMIZER),
-                         plan.slotsOffset + slot * gradBytes)
+                         plan.slotsOffset + plan.slotOffsets[slot])
         .str();
   };
   int64_t accumulate = optimizer.getAccumulate();
@@ -354,11 +356,23 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
     SmallVector<std::string> parameters = {
         storage + " *__restrict__ params",
         "const " + storage + " *__restrict__ grads",
-        storage + " *__restrict__ slot0"};
+        slotType(0) + " *__restrict__ slot0"};
     SmallVector<std::string> args = {params, updateGrads, slotPointer(0)};
     if (adam) {
-      parameters.push_back(storage + " *__restrict__ slot1");
+      parameters.push_back(slotType(1) + " *__restrict__ slot1");
       args.push_back(slotPointer(1));
+    }
+    MasterWeights master = optimizer.getMasterWeights();
+    if (master == MasterWeights::Kahan) {
+      int64_t slot = adam ? 2 : 1;
+      parameters.push_back(slotType(slot) + " *__restrict__ compensation");
+      args.push_back(slotPointer(slot));
+    }
+    if (master == MasterWeights::None) {
+      // The seed is the session's; the step is read from the control
+      // block (a CUDA graph replays the arguments it was captured with).
+      parameters.push_back("unsigned long long seed");
+      args.push_back("ctx->seed");
     }
     bool writesHalf = plan.halfMirror.has_value();
     if (writesHalf) {
@@ -394,10 +408,35 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
             "control->bias_correction2_sqrt;\n";
     else
       os << "  const float momentum = control->values.momentum;\n";
+    if (master == MasterWeights::None)
+      os << "  const unsigned long long rounding_key =\n"
+         << "      mpc_rounding_key(seed, control->values.step);\n";
     os << "  MPC_FOR_EACH(i, n) {\n"
-       << "    float p = mpc_load(params + i);\n"
-       << "    float g = mpc_load(grads + i) * multiplier;\n"
-       << updateCode(optimizer) << "    mpc_store(params + i, p);\n";
+       << "    float p = mpc_load(params + i);\n";
+    if (master == MasterWeights::Kahan)
+      os << "    const float stored = p;\n";
+    os << "    float g = mpc_load(grads + i) * multiplier;\n"
+       << updateCode(optimizer);
+    switch (master) {
+    case MasterWeights::F32:
+    case MasterWeights::Nearest:
+      os << "    mpc_store(params + i, p);\n";
+      break;
+    case MasterWeights::None:
+      os << "    // Rounded stochastically: an update smaller than half an\n"
+         << "    // ulp survives in expectation.\n"
+         << "    mpc_store_stochastic(params + i, p, "
+            "mpc_rounding_bits(rounding_key, i));\n";
+      break;
+    case MasterWeights::Kahan:
+      // optimi's Kahan summation: the compensation carries what rounding
+      // the parameter to nearest lost into the next step's update.
+      os << "    float update = (p - stored) + mpc_load(compensation + i);\n"
+         << "    mpc_store(params + i, stored + update);\n"
+         << "    mpc_store(compensation + i, update - (mpc_load(params + i) - "
+            "stored));\n";
+      break;
+    }
     if (writesHalf)
       os << "    mpc_store(half_copy + i, p);\n";
     os << "  }\n}\n";
@@ -406,9 +445,15 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
     // weight, moments and the half copy.
     int64_t slots = adam ? 2 : 1;
     KernelCost cost;
-    cost.readsElements((2 + slots) * n, element)
-        .writesElements((1 + slots) * n, element)
-        .flopsPer(n, adam ? 16 : 7);
+    cost.readsElements(2 * n, element).writesElements(n, element);
+    for (int64_t slot = 0; slot < slots; ++slot)
+      cost.readsElements(n, plan.slotTypes[slot])
+          .writesElements(n, plan.slotTypes[slot]);
+    if (master == MasterWeights::Kahan)
+      cost.readsElements(n, element).writesElements(n, element);
+    cost.flopsPer(n, (adam ? 16 : 7) +
+                         (master == MasterWeights::None ? 12 : 0) +
+                         (master == MasterWeights::Kahan ? 5 : 0));
     if (writesHalf)
       cost.writesElements(n, plan.halfMirrorType);
     std::string kind = stringifyOptimizerKind(optimizer.getKind()).str();

@@ -128,13 +128,23 @@ public:
   /// half the byte offsets, in halfMirrorType; unset without any.
   std::optional<Buffer> halfMirror;
   Type halfMirrorType;
-  /// Optimizer state: slots (each arenaBytes[MPC_ARENA_GRADS] bytes) from
-  /// slotsOffset, then the mpc_train_control block at controlOffset. 0
-  /// without mpc.optimizer. Sharded (shard_optimizer): the control block at
-  /// 0, then each slot's shard of a rank, ctx->shard_capacity elements;
-  /// arenaBytes[MPC_ARENA_OPTIMIZER] is then the size for one rank alone.
+  /// Optimizer state: slots (each one element a parameter element, in
+  /// slotTypes[s]) from slotsOffset, then the mpc_train_control block at
+  /// controlOffset. 0 without mpc.optimizer. Sharded (shard_optimizer): the
+  /// control block at 0, then each slot's shard of a rank,
+  /// ctx->shard_capacity elements; arenaBytes[MPC_ARENA_OPTIMIZER] is then
+  /// the size for one rank alone.
   int64_t optimizerSlots = 0;
   int64_t slotsOffset = 0;
+  SmallVector<Type> slotTypes;
+  /// Where slot s starts after slotsOffset: the slots before it, each
+  /// rounded up to 4 bytes (an f32 slot after an odd number of bf16
+  /// elements stays aligned), as the runtime's mpcrt::slot_begin lays them.
+  SmallVector<int64_t> slotOffsets;
+  /// Sharded: bytes of one element of the slots before slot s, which
+  /// starts at slotsOffset + ctx->shard_capacity times that (a capacity is
+  /// a multiple of 16 elements, so no rounding).
+  SmallVector<int64_t> slotElementBytesBefore;
   int64_t controlOffset = 0;
   bool shardedSlots = false;
   /// cuBLASLt's workspace, live for the whole step (GEMMs run throughout);

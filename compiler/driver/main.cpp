@@ -318,6 +318,35 @@ cl::opt<bool> shardOptimizer(
              "gather the updated parameters; checkpoints hold the whole "
              "state, as without it"),
     cl::sub(compileCommand), cl::cat(optimizerCategory));
+cl::opt<mlir::mpc::OptimizerState> optimizerState(
+    "optimizer-state",
+    cl::desc("Storage type of the optimizer's moments (Adam's exp_avg and "
+             "exp_avg_sq, SGD's momentum buffer); updated in f32 either way"),
+    cl::values(clEnumValN(mlir::mpc::OptimizerState::F32, "f32",
+                          "f32 (at O3: the parameters' half type)"),
+               clEnumValN(mlir::mpc::OptimizerState::BF16, "bf16",
+                          "bf16, rounded to nearest: 4 bytes a parameter "
+                          "for Adam, where f32 takes 8")),
+    cl::init(mlir::mpc::OptimizerState::F32), cl::sub(compileCommand),
+    cl::cat(optimizerCategory));
+cl::opt<mlir::mpc::MasterWeights> masterWeights(
+    "master-weights",
+    cl::desc("With --amp=O2 --half=bf16: keep f32 master weights (f32, the "
+             "default) or store the parameters in bf16 alone"),
+    cl::values(clEnumValN(mlir::mpc::MasterWeights::F32, "f32",
+                          "f32 master weights, bf16 copies for the forward"),
+               clEnumValN(mlir::mpc::MasterWeights::None, "none",
+                          "bf16 parameters, each update rounded "
+                          "stochastically (reproducible: keyed by seed, "
+                          "step and element)"),
+               clEnumValN(mlir::mpc::MasterWeights::Kahan, "kahan",
+                          "bf16 parameters and a bf16 Kahan compensation "
+                          "slot that carries what rounding lost"),
+               clEnumValN(mlir::mpc::MasterWeights::Nearest, "nearest",
+                          "bf16 parameters rounded to nearest (loses small "
+                          "updates; for comparison)")),
+    cl::init(mlir::mpc::MasterWeights::F32), cl::sub(compileCommand),
+    cl::cat(optimizerCategory));
 cl::opt<double> bucketMb(
     "bucket-mb",
     cl::desc("With --data-parallel: the largest gradient bucket summed over "
@@ -490,6 +519,8 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.accumulate = accumulate;
   options.dataParallel = dataParallel;
   options.shardOptimizer = shardOptimizer;
+  options.optimizerState = optimizerState;
+  options.masterWeights = masterWeights;
   options.werrorNumerics = werrorNumerics;
   options.debugNonfinite = debugNonfinite;
   options.hostCpu = hostCpu;

@@ -122,6 +122,9 @@ PipelineOptions makePipelineOptions(const CompileOptions &options) {
   optimizer.skipNonfinite = options.skipNonfiniteUpdates;
   optimizer.dataParallel = options.dataParallel;
   optimizer.shardOptimizer = options.shardOptimizer;
+  optimizer.optimizerState = options.optimizerState;
+  optimizer.masterWeights = options.masterWeights;
+  pipeline.masterWeights = options.masterWeights;
   if (options.optimizer != OptimizerKind::Sgd)
     pipeline.optimizerEps = options.eps;
   return pipeline;

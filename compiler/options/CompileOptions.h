@@ -112,6 +112,12 @@ struct CompileOptions {
   bool dataParallel = false;
   /// With dataParallel: shard the optimizer state over the ranks (ZeRO-1).
   bool shardOptimizer = false;
+  /// `--optimizer-state`: the moments' storage type.
+  OptimizerState optimizerState = OptimizerState::F32;
+  /// `--master-weights`: f32 master weights, or bf16 parameters alone (O2
+  /// bf16) updated with stochastic rounding, Kahan compensation or to
+  /// nearest.
+  MasterWeights masterWeights = MasterWeights::F32;
   /// `--bucket-mb` with dataParallel: the largest gradient bucket, in bytes.
   int64_t bucketBytes = defaultBucketMiB << 20;
   /// `--shared`: also link lib<model>.so (the model and libmpcrt), which

@@ -162,6 +162,16 @@ inline float __bfloat162float(__nv_bfloat16 value) {
   std::memcpy(&result, &bits, sizeof(result));
   return result;
 }
+inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short bits) {
+  __nv_bfloat16 result;
+  result.bits = bits;
+  return result;
+}
+inline unsigned int __float_as_uint(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
 
 #ifdef MPC_DEVICE_EMULATION
 // Real atomics: the emulator runs one thread at a time, but a float sum's
@@ -488,6 +498,43 @@ __device__ __forceinline__ float mpc_uniform(unsigned long long seed,
   h = mpc_mix64(h ^ static_cast<unsigned long long>(step));
   h = mpc_mix64(h ^ static_cast<unsigned long long>(index));
   return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
+}
+
+//===----------------------------------------------------------------------===//
+// Stochastic rounding (--master-weights=none): bf16 parameters updated
+// without f32 master weights keep, on average, the updates that rounding to
+// nearest would lose.
+//===----------------------------------------------------------------------===//
+
+/// The key of one optimizer step's rounding bits, from the session's seed
+/// and the step (a stream apart from dropout's: its ops are small numbers).
+__device__ __forceinline__ unsigned long long
+mpc_rounding_key(unsigned long long seed, long long step) {
+  unsigned long long h = mpc_mix64(seed ^ 0x5bd1e9955bd1e995ULL);
+  return mpc_mix64(h ^ static_cast<unsigned long long>(step));
+}
+/// 16 random bits for element `index` of the step keyed `key`.
+__device__ __forceinline__ unsigned int
+mpc_rounding_bits(unsigned long long key, long long index) {
+  return static_cast<unsigned int>(
+      mpc_mix64(key ^ static_cast<unsigned long long>(index)) >> 48);
+}
+/// `v` rounded to bf16 stochastically, as llm.c's stochastic_rounding: the
+/// random bits added to the f32's low 16 bits carry into the bf16's last
+/// place with probability (low bits) / 2^16, so the rounded value is `v` in
+/// expectation (magnitudes round away from zero with that probability, so
+/// negative values too). inf and NaN round as mpc_store does; a magnitude
+/// within an ulp of bf16's largest may round to inf, as rounding to
+/// nearest does from half an ulp.
+__device__ __forceinline__ void mpc_store_stochastic(__nv_bfloat16 *p, float v,
+                                                     unsigned int random16) {
+  unsigned int bits = __float_as_uint(v);
+  if ((bits & 0x7f800000u) == 0x7f800000u) {
+    mpc_store(p, v);
+    return;
+  }
+  bits += random16 & 0xffffu;
+  *p = __ushort_as_bfloat16(static_cast<unsigned short>(bits >> 16));
 }
 
 //===----------------------------------------------------------------------===//

@@ -13,6 +13,10 @@
 // RUN:   | FileCheck %s --check-prefix=SHARD
 // RUN: not mpc-opt %s --split-input-file --mpc-autodiff --mpc-fuse-optimizer="data-parallel=true shard-optimizer=true accumulate=2" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SHARD-ACCUMULATE
+// RUN: not mpc-opt %s --split-input-file --mpc-autodiff --mpc-fuse-optimizer="master-weights=none" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=MASTER-F32
+// RUN: not mpc-opt %s --split-input-file --mpc-autodiff --mpc-fuse-optimizer="master-weights=kahan data-parallel=true" 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=MASTER-PARALLEL
 
 // Hyper-parameters are checked as torch.optim checks them.
 // NESTEROV: error: mpc-fuse-optimizer: nesterov needs a momentum > 0 (as torch.optim.SGD)
@@ -23,6 +27,11 @@
 // LR-F32: error: mpc-fuse-optimizer: lr must be finite in f32 and >= 0, got 1.0e+39
 // SHARD: error: mpc-fuse-optimizer: shard-optimizer shards the state over the ranks of data-parallel
 // SHARD-ACCUMULATE: error: mpc-fuse-optimizer: shard-optimizer with accumulate > 1 is not supported yet
+// Without master weights the parameters must be bf16 (mpc-assign-precision
+// stores them so), and their gradients are bf16, which data-parallel does
+// not sum.
+// MASTER-F32: error: mpc-fuse-optimizer: master-weights=none updates bf16 parameters, but they are 'f32' (mpc-assign-precision's master-weights stores them in bf16)
+// MASTER-PARALLEL: error: mpc-fuse-optimizer: data-parallel sums f32 gradients; master-weights=kahan has bf16 ones (not supported yet)
 
 // One fused update runs over the flat parameters: they share a type.
 // expected-error@+1 {{mpc-fuse-optimizer: the fused update needs every parameter in one storage type, but %w is 'f32' and %b is 'f16'}}

@@ -123,3 +123,86 @@ TEST(DeviceShim, SumRunsGiveTheBitsOfOneAddAfterAnother) {
     EXPECT_EQ(bitsOf(static_cast<float>(one)), bitsOf(static_cast<float>(run)));
   }
 }
+
+namespace {
+
+/// f32 values across bf16's range: normal and subnormal, both signs, with
+/// every kind of low half (zero, one, a half, all ones).
+std::vector<uint32_t> roundingInputs() {
+  std::vector<uint32_t> inputs;
+  for (uint32_t high : {0x0000u, 0x0001u, 0x007fu, 0x0080u, 0x3f80u, 0x3f81u,
+                        0x3fffu, 0x4049u, 0x7f7eu, 0x7f7fu})
+    for (uint32_t low : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xfffeu,
+                         0xffffu, 0x1234u})
+      for (uint32_t sign : {0u, 0x80000000u})
+        inputs.push_back(sign | (high << 16) | low);
+  return inputs;
+}
+
+} // namespace
+
+/// Over all 2^16 random values, v rounds to the bf16 away from zero exactly
+/// (low 16 bits) times and to the one towards zero otherwise: the rounded
+/// value is v in expectation, exactly.
+TEST(StochasticRounding, RoundsAwayWithTheProbabilityOfTheDistance) {
+  for (uint32_t bits : roundingInputs()) {
+    float value = fromBits(bits);
+    uint16_t towards = static_cast<uint16_t>(bits >> 16);
+    uint16_t away = static_cast<uint16_t>(towards + 1);
+    uint32_t awayCount = 0;
+    double sum = 0;
+    for (uint32_t random = 0; random <= 0xffffu; ++random) {
+      __nv_bfloat16 rounded;
+      mpc_store_stochastic(&rounded, value, random);
+      ASSERT_TRUE(rounded.bits == towards || rounded.bits == away)
+          << std::hex << "input 0x" << bits << " gave 0x" << rounded.bits;
+      awayCount += rounded.bits == away;
+      sum += mpc_bf16_bits_to_f32(rounded.bits);
+    }
+    EXPECT_EQ(awayCount, bits & 0xffffu) << std::hex << "input 0x" << bits;
+    // Exact in double: 2^16 terms of two neighbours 8 bits wide.
+    if (std::isfinite(mpc_bf16_bits_to_f32(away)))
+      EXPECT_EQ(sum, 65536.0 * static_cast<double>(value))
+          << std::hex << "input 0x" << bits;
+  }
+}
+
+/// inf and NaN are stored as rounding to nearest stores them; a value
+/// exact in bf16 never moves.
+TEST(StochasticRounding, SpecialAndExactValues) {
+  for (float value : {INFINITY, -INFINITY, NAN, 0.0f, -0.0f, 1.0f, -2.5f,
+                      fromBits(0x00010000u)})
+    for (uint32_t random : {0u, 1u, 0x8000u, 0xffffu}) {
+      __nv_bfloat16 stochastic, nearest;
+      mpc_store_stochastic(&stochastic, value, random);
+      mpc_store(&nearest, value);
+      EXPECT_EQ(stochastic.bits, nearest.bits) << value << " " << random;
+    }
+}
+
+/// The rounding bits: a function of (key, index) alone, each of the 16
+/// bits set about half the time, and another step's key draws other bits.
+TEST(StochasticRounding, BitsAreKeyedBySeedStepAndElement) {
+  unsigned long long key = mpc_rounding_key(7, 100);
+  EXPECT_EQ(mpc_rounding_bits(key, 5), mpc_rounding_bits(key, 5));
+  EXPECT_EQ(key, mpc_rounding_key(7, 100));
+  unsigned long long nextStep = mpc_rounding_key(7, 101);
+  unsigned long long otherSeed = mpc_rounding_key(8, 100);
+  int sameNextStep = 0, sameOtherSeed = 0;
+  int ones[16] = {};
+  constexpr int count = 1 << 16;
+  for (int index = 0; index < count; ++index) {
+    unsigned int bits = mpc_rounding_bits(key, index);
+    ASSERT_LE(bits, 0xffffu);
+    for (int b = 0; b < 16; ++b)
+      ones[b] += (bits >> b) & 1u;
+    sameNextStep += bits == mpc_rounding_bits(nextStep, index);
+    sameOtherSeed += bits == mpc_rounding_bits(otherSeed, index);
+  }
+  // Binomial(65536, 1/2): a standard deviation of 128.
+  for (int b = 0; b < 16; ++b)
+    EXPECT_NEAR(ones[b], count / 2, 1024) << "bit " << b;
+  // Chance agreement is 1 in 2^16 an element.
+  EXPECT_LT(sameNextStep, 16);
+  EXPECT_LT(sameOtherSeed, 16);
+}
