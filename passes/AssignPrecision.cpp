@@ -100,9 +100,16 @@ PrecisionAssigner::normParameterType(Operation *op,
     return std::nullopt;
   // Batch norm's running statistics are f32 state it updates in place, so
   // its affine parameters stay f32 with them.
-  if (isa<BatchNormOp>(op) || keepNormFp32)
+  if (isa<BatchNormOp>(op))
     return f32;
-  return std::nullopt;
+  if (!keepNormFp32)
+    return std::nullopt;
+  // Without master weights a norm's parameters are stored in bf16: its
+  // kernels read them as stored (they compute in f32), with no cast.
+  Value operand = op->getOperand(operandIndex);
+  if (masterWeights != MasterWeights::F32 && isa<BlockArgument>(operand))
+    return elementOf(operand);
+  return f32;
 }
 
 bool PrecisionAssigner::isNormParameter(Operation *op,

@@ -77,21 +77,31 @@ CastOp widenedResult(Operation *op) {
 }
 
 /// The bias gradient that a weight-gradient GEMM's epilogue can write:
-/// for dW = matmul(dY, X) transpose_lhs of 2-d half operands, widened to
-/// f32 by its only reader, the reduce_sum of dY over dim 0 (db), widened
-/// the same way. cuBLASLt's BGRADB epilogue sums dY as the GEMM reads it
-/// (mpc_rt_gemm_bgrad): one pass and one launch fewer. Null where absent.
+/// for dW = matmul(dY, X) transpose_lhs of 2-d half operands, the
+/// reduce_sum of dY over dim 0 (db). Either both are widened to f32 by
+/// their only readers (O2: the epilogue writes f32 from its accumulators),
+/// or both are kept in their half type (bf16 parameters without master
+/// weights, O3: it writes them rounded once). cuBLASLt's BGRADB epilogue
+/// sums dY as the GEMM reads it (mpc_rt_gemm_bgrad): one pass and one
+/// launch fewer. The widening casts are null in the second form; the sum
+/// is null where there is no such bias gradient.
 std::pair<ReduceSumOp, CastOp> biasGradient(Operation *op) {
   auto matmul = dyn_cast<MatmulOp>(op);
   if (!matmul || !matmul.getTransposeLhs() || matmul.getTransposeRhs() ||
-      matmul.getLhs().getType().getRank() != 2 || !widenedResult(op))
+      matmul.getLhs().getType().getRank() != 2)
+    return {};
+  Type product = matmul.getType().getElementType();
+  bool widened = widenedResult(op) != nullptr;
+  if (!widened && !(product.isBF16() || product.isF16()))
     return {};
   for (Operation *user : matmul.getLhs().getUsers()) {
     auto sum = dyn_cast<ReduceSumOp>(user);
     if (!sum || sum.getKeepdim() || sum.getDims() != ArrayRef<int64_t>{0})
       continue;
-    if (CastOp widen = widenedResult(sum))
+    if (CastOp widen = widenedResult(sum); widened && widen)
       return {sum, widen};
+    if (!widened && sum.getType().getElementType() == product)
+      return {sum, nullptr};
   }
   return {};
 }
@@ -389,14 +399,19 @@ void KernelFormation::formEpilogueGroups() {
     if (auto [sum, widen] = biasGradient(&op); sum && !groupOf.count(sum)) {
       Group group;
       group.kind = FusionKind::Gemm;
-      for (Operation *member : {&op, widenedResult(&op).getOperation(),
-                                sum.getOperation(), widen.getOperation()}) {
+      // The group ends where the later of its two results is written.
+      Operation *productEnd = &op, *sumEnd = sum;
+      if (widen) {
+        productEnd = widenedResult(&op);
+        sumEnd = widen;
+      }
+      for (Operation *member : {&op, productEnd, sum.getOperation(), sumEnd}) {
         group.ops.insert(member);
         groupOf[member] = groups.size();
       }
-      group.root = position.lookup(widen) > position.lookup(group.ops[1])
-                       ? widen.getOperation()
-                       : group.ops[1];
+      group.root = position.lookup(sumEnd) > position.lookup(productEnd)
+                       ? sumEnd
+                       : productEnd;
       groups.push_back(std::move(group));
       continue;
     }

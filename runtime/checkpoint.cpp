@@ -88,7 +88,7 @@ std::vector<checkpoint_entry> checkpoint_entries(mpc_session *session) {
     for (int32_t i = 0; i < model->num_params; ++i)
       entries.push_back(
           {slot_name(model, slot, model->params[i]), &model->params[i],
-           model->optimizer_slot_dtypes[slot],
+           mpcrt::slot_dtype(model, model->params[i], slot),
            mpcrt::optimizer_slot_data(session, model->params[i], slot)});
   return entries;
 }

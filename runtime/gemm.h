@@ -74,17 +74,18 @@ mpc_status mpc_rt_gemm_bias_gelu(mpc_dtype a_type, mpc_dtype b_type,
 
 /* C = alpha * op(A) * op(B) for one matrix (beta 0: C is never read), and
  * the bias gradient of a linear layer's weight-gradient GEMM:
- * bias_grad[i] = sum over p of op(A)[i][p], one f32 per row of C, summed
- * in f32 (unscaled by alpha). The host twin of cuBLASLt's
- * CUBLASLT_EPILOGUE_BGRADB on cuda (whose operands are swapped: our A is
- * its B). Errors as mpc_rt_gemm's, and MPC_ERROR_INVALID_ARGUMENT for a
- * null bias_grad. */
+ * bias_grad[i] = sum over p of op(A)[i][p], one per row of C, summed in f32
+ * (unscaled by alpha) and stored as bias_grad_type (f32, f16 or bf16:
+ * rounded once). The host twin of cuBLASLt's CUBLASLT_EPILOGUE_BGRADB on
+ * cuda (whose operands are swapped: our A is its B). Errors as
+ * mpc_rt_gemm's, and MPC_ERROR_INVALID_ARGUMENT for a null bias_grad or
+ * another type. */
 mpc_status mpc_rt_gemm_bgrad(mpc_dtype a_type, mpc_dtype b_type,
                              mpc_dtype c_type, int32_t trans_a, int32_t trans_b,
                              int64_t m, int64_t n, int64_t k, float alpha,
                              const void *a, int64_t lda, const void *b,
                              int64_t ldb, void *c, int64_t ldc,
-                             float *bias_grad);
+                             mpc_dtype bias_grad_type, void *bias_grad);
 
 /* The GELU gradient of a GEMM's product, fused as cuBLASLt's
  * CUBLASLT_EPILOGUE_DGELU fuses it: C = (alpha * op(A) * op(B)) *

@@ -546,13 +546,12 @@ float pairwise_sum(const float *values, int64_t n) {
 
 } // namespace
 
-extern "C" mpc_status mpc_rt_gemm_bgrad(mpc_dtype a_type, mpc_dtype b_type,
-                                        mpc_dtype c_type, int32_t trans_a,
-                                        int32_t trans_b, int64_t m, int64_t n,
-                                        int64_t k, float alpha, const void *a,
-                                        int64_t lda, const void *b, int64_t ldb,
-                                        void *c, int64_t ldc,
-                                        float *bias_grad) {
+extern "C" mpc_status
+mpc_rt_gemm_bgrad(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
+                  int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                  int64_t k, float alpha, const void *a, int64_t lda,
+                  const void *b, int64_t ldb, void *c, int64_t ldc,
+                  mpc_dtype bias_grad_type, void *bias_grad) {
   bool empty = true;
   if (mpc_status status = check_arguments(
           "mpc_rt_gemm_bgrad", a_type, b_type, c_type, trans_a, trans_b, m, n,
@@ -561,6 +560,12 @@ extern "C" mpc_status mpc_rt_gemm_bgrad(mpc_dtype a_type, mpc_dtype b_type,
   if (m > 0 && !bias_grad)
     return mpcrt::set_error(MPC_ERROR_INVALID_ARGUMENT,
                             "mpc_rt_gemm_bgrad: bias_grad is null");
+  if (bias_grad_type != MPC_F32 && bias_grad_type != MPC_F16 &&
+      bias_grad_type != MPC_BF16)
+    return mpcrt::set_error(MPC_ERROR_INVALID_ARGUMENT,
+                            "mpc_rt_gemm_bgrad: bias_grad_type %d is not a "
+                            "float type",
+                            static_cast<int>(bias_grad_type));
   if (!empty)
     if (mpc_status status =
             mpc_rt_gemm(a_type, b_type, c_type, trans_a, trans_b, m, n, k,
@@ -574,7 +579,8 @@ extern "C" mpc_status mpc_rt_gemm_bgrad(mpc_dtype a_type, mpc_dtype b_type,
       for (int64_t p = 0; p < k; ++p)
         row[p] =
             mpc_load_as_f32(a_type, a, trans_a ? p * lda + i : i * lda + p);
-      bias_grad[i] = pairwise_sum(row.data(), k);
+      mpc_store_from_f32(bias_grad_type, bias_grad, i,
+                         pairwise_sum(row.data(), k));
     }
   });
   return MPC_OK;

@@ -196,11 +196,8 @@ mpc_status check_model(const mpc_model_desc *model) {
                      "model '%s' has %d optimizer slots%s", model->name,
                      model->optimizer_slots,
                      model->optimizer_slot_names ? "" : " and no slot names");
-  if (model->optimizer_slots > 0 && !model->optimizer_slot_dtypes)
-    return set_error(MPC_ERROR_INVALID_ARGUMENT,
-                     "model '%s' has %d optimizer slots and no slot dtypes",
-                     model->name, model->optimizer_slots);
-  // Every slot holds one element a parameter element, in its dtype.
+  // Every slot holds one element a parameter element, in its dtype (or,
+  // without slot dtypes, in the parameters').
   int64_t slot_bytes = 0;
   int64_t elements = mpcrt::flat_elements(model);
   for (int32_t slot = 0; slot < model->optimizer_slots; ++slot) {
@@ -209,7 +206,10 @@ mpc_status check_model(const mpc_model_desc *model) {
       return set_error(MPC_ERROR_INVALID_ARGUMENT,
                        "model '%s': optimizer slot %d has no name", model->name,
                        slot);
-    mpc_dtype dtype = model->optimizer_slot_dtypes[slot];
+    mpc_dtype dtype =
+        model->optimizer_slot_dtypes
+            ? model->optimizer_slot_dtypes[slot]
+            : (model->num_params ? model->params[0].dtype : MPC_F32);
     int64_t bytes = 0;
     if (dtype != MPC_F32 && dtype != MPC_F16 && dtype != MPC_BF16)
       return set_error(MPC_ERROR_INVALID_ARGUMENT,

@@ -199,9 +199,11 @@ struct mpc_model_desc {
    * flat parameter buffer and e the index of params[i]'s first element in
    * it, slot s of params[i] is at optimizer_slots_offset + (the bytes of n
    * elements of each slot before s, each rounded up to 4) + e * (slot s's
-   * element bytes) in
-   * MPC_ARENA_OPTIMIZER, in optimizer_slot_dtypes[s] (the moments may be
-   * bf16 beside f32 parameters: --optimizer-state), named
+   * element bytes) in MPC_ARENA_OPTIMIZER, in optimizer_slot_dtypes[s] (the
+   * moments may be bf16 beside f32 parameters: --optimizer-state; null, as
+   * hand-written descriptors may leave it: each slot in its parameter's
+   * dtype, laid out as the gradients, one gradient-arena-sized region a
+   * slot), named
    * optimizer_slot_names[s] in checkpoints. With shard_optimizer a rank
    * holds only its shard of each slot (see mpc_step_context.shard_*), each
    * shard_capacity elements. States have no gradient or slots. */

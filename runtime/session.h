@@ -98,10 +98,19 @@ inline int64_t flat_elements(const mpc_model_desc *model) {
          static_cast<int64_t>(mpc_dtype_size(model->params[0].dtype));
 }
 
-/// Bytes of one element of optimizer slot `slot`.
+/// Bytes of one element of optimizer slot `slot` (without slot dtypes, of
+/// the parameters').
 inline int64_t slot_element_bytes(const mpc_model_desc *model, int32_t slot) {
-  return static_cast<int64_t>(
-      mpc_dtype_size(model->optimizer_slot_dtypes[slot]));
+  return static_cast<int64_t>(mpc_dtype_size(
+      model->optimizer_slot_dtypes ? model->optimizer_slot_dtypes[slot]
+                                   : model->params[0].dtype));
+}
+
+/// The dtype of optimizer slot `slot` of `param`.
+inline mpc_dtype slot_dtype(const mpc_model_desc *model,
+                            const mpc_tensor_desc &param, int32_t slot) {
+  return model->optimizer_slot_dtypes ? model->optimizer_slot_dtypes[slot]
+                                      : param.dtype;
 }
 
 /// Where slot `slot` begins among slots of `elements` elements each (all
@@ -121,10 +130,13 @@ inline unsigned char *optimizer_slot_data(mpc_session *session,
                                           const mpc_tensor_desc &param,
                                           int32_t slot) {
   const mpc_model_desc *model = session->model;
-  int64_t first =
-      param.offset / static_cast<int64_t>(mpc_dtype_size(param.dtype));
-  int64_t at = slot_begin(model, slot, flat_elements(model)) +
-               first * slot_element_bytes(model, slot);
+  // Without slot dtypes a slot is laid out as the gradients, byte for byte.
+  int64_t within = model->optimizer_slot_dtypes
+                       ? param.offset /
+                             static_cast<int64_t>(mpc_dtype_size(param.dtype)) *
+                             slot_element_bytes(model, slot)
+                       : param.offset;
+  int64_t at = slot_begin(model, slot, flat_elements(model)) + within;
   if (session->full_slots)
     return session->full_slots + at;
   return static_cast<unsigned char *>(session->arenas[MPC_ARENA_OPTIMIZER]) +

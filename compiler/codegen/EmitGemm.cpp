@@ -69,7 +69,8 @@ void mlir::mpc::emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
   bool halfInputs = call.aType != "MPC_F32" && call.bType != "MPC_F32";
   // One plain matrix with an epilogue of its own: mpc_rt_gemm_dgelu reads
   // the GELU's input (C's type and layout) before C, mpc_rt_gemm_bgrad
-  // writes the m f32 sums of op(A)'s rows after it.
+  // writes the m sums of op(A)'s rows after it (f32, or rounded once to
+  // C's half type).
   bool dgelu = !call.dgeluInput.empty(), bgrad = !call.biasGrad.empty();
   if (dgelu || bgrad) {
     assert(!(dgelu && bgrad) && !hasBias && !call.accumulate &&
@@ -77,7 +78,8 @@ void mlir::mpc::emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
     if (dgelu)
       cost.readsBytes(call.m * call.n * gemmDtypeBytes(call.cType));
     else // m * k adds
-      cost.flopsPer(call.m, call.k).writesBytes(call.m * 4);
+      cost.flopsPer(call.m, call.k)
+          .writesBytes(call.m * gemmDtypeBytes(call.biasGradType));
     StringRef entry = dgelu ? "mpc_rt_gemm_dgelu" : "mpc_rt_gemm_bgrad";
     emitter.recordCall(entry, KernelKind::Gemm, halfInputs, cost);
     emitter.checkedCall(llvm::formatv(
@@ -86,7 +88,9 @@ void mlir::mpc::emitGemmCall(StepEmitter &emitter, const GemmCall &call) {
         entry, call.aType, call.bType, call.cType, call.transA ? 1 : 0,
         call.transB ? 1 : 0, call.m, call.n, call.k, call.a, call.lda, call.b,
         call.ldb, dgelu ? call.dgeluInput + ", " : std::string(), call.c,
-        call.ldc, bgrad ? ", " + call.biasGrad : std::string()));
+        call.ldc,
+        bgrad ? ", " + call.biasGradType + ", " + call.biasGrad
+              : std::string()));
     return;
   }
   StringRef entry = hasGelu   ? "mpc_rt_gemm_bias_gelu"
@@ -171,8 +175,10 @@ void emitWholeGemm(StepEmitter &emitter, const Gemm &gemm) {
     call.geluOut = emitter.pointer(gemm.gelu->getResult(0));
     call.epilogueFlops = elementwiseFlops(gemm.gelu, emitter.isTraining());
   }
-  if (gemm.biasGrad)
+  if (gemm.biasGrad) {
     call.biasGrad = emitter.pointer(gemm.biasGrad);
+    call.biasGradType = gemmDtype(gemm.biasGrad);
+  }
   if (gemm.dgelu) {
     call.dgeluInput = emitter.constPointer(gemm.dgeluInput);
     call.epilogueFlops = elementwiseFlops(gemm.dgelu, emitter.isTraining());
@@ -224,11 +230,15 @@ FailureOr<bool> mlir::mpc::emitGemmLike(Operation *op, const Step &step,
     gemm.batch = result.getNumElements() / (gemm.m * gemm.n);
     gemm.c = writtenResult(step);
     // mpc-form-kernels put the bias gradient (the reduce_sum of the left
-    // operand, widened to f32) into this step: the epilogue writes it.
-    for (Operation *member : step.ops)
+    // operand, widened to f32 or in its half type) into this step: the
+    // epilogue writes it.
+    for (Operation *member : step.ops) {
+      if (auto sum = dyn_cast<ReduceSumOp>(member); sum && !gemm.biasGrad)
+        gemm.biasGrad = sum.getResult();
       if (auto widen = dyn_cast<CastOp>(member);
           widen && widen.getInput().getDefiningOp<ReduceSumOp>())
         gemm.biasGrad = widen.getResult();
+    }
     // ... or the GELU gradient of its product: the epilogue writes that.
     for (Operation *member : step.ops)
       if (auto grad = dyn_cast<GeluGradOp>(member)) {

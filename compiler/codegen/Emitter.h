@@ -456,6 +456,7 @@ struct GemmCall {
   /// row of op(A) (mpc_rt_gemm_bgrad; one matrix, no bias, no
   /// accumulation). Empty: none.
   std::string biasGrad;
+  std::string biasGradType; ///< its mpc_dtype: f32, or the half type of C
   /// The tanh GELU's input (c's type and layout) at which the epilogue
   /// takes GELU's derivative, C = product * gelu'(x) (mpc_rt_gemm_dgelu;
   /// one matrix, no bias, no accumulation). Empty: none.

@@ -300,25 +300,84 @@ double allGatherSeconds(int64_t bytes, int ranks, const Link &link) {
          1.0 * (ranks - 1) * link.latencySeconds;
 }
 
+/// The optimizer's slots and what --optimizer-state and --master-weights
+/// save: moments narrower than f32, and bf16 parameters and gradients in
+/// place of f32 master weights, their half copies and f32 gradients.
+struct TrainingState {
+  struct Slot {
+    StringRef name;
+    Type type;
+  };
+  SmallVector<Slot> slots;
+  int64_t elements = 0;         ///< of the flat parameter buffer
+  int64_t slotElementBytes = 0; ///< every slot's element, summed
+  int64_t savedByState = 0, savedByMasterWeights = 0;
+};
+TrainingState trainingState(ModelOp train, const MemorySummary &memory) {
+  TrainingState state;
+  auto optimizer = train->getAttrOfType<OptimizerAttr>(kOptimizerAttr);
+  if (!optimizer || train.getNumParams() == 0)
+    return state;
+  Type param =
+      cast<RankedTensorType>(train.getParams()[0].getType()).getElementType();
+  int64_t paramBytes = param.getIntOrFloatBitWidth() / 8;
+  state.elements = memory.gradients / paramBytes;
+  size_t moments = optimizer.getKind() == OptimizerKind::Sgd ? 1 : 2;
+  for (auto [index, slot] : llvm::enumerate(llvm::zip(
+           optimizer.getSlotNames(), optimizer.getSlotTypes(param)))) {
+    auto [name, type] = slot;
+    int64_t bytes = type.getIntOrFloatBitWidth() / 8;
+    state.slots.push_back({name, type});
+    state.slotElementBytes += bytes;
+    if (index < moments)
+      state.savedByState += state.elements * (4 - bytes);
+  }
+  MasterWeights master = optimizer.getMasterWeights();
+  if (master != MasterWeights::F32) {
+    // f32 master weights (4), their bf16 copies (2) and f32 gradients (4)
+    // against bf16 parameters (2) and gradients (2), and Kahan's slot.
+    int64_t kahan = master == MasterWeights::Kahan ? 2 : 0;
+    state.savedByMasterWeights = state.elements * (4 + 2 + 4 - 2 - 2 - kahan);
+  }
+  return state;
+}
+
+llvm::json::Value optimizerJson(OptimizerAttr optimizer,
+                                const TrainingState &state) {
+  llvm::json::Array slots;
+  for (const TrainingState::Slot &slot : state.slots) {
+    std::string type;
+    llvm::raw_string_ostream(type) << slot.type;
+    slots.push_back(llvm::json::Object{{"name", slot.name}, {"type", type}});
+  }
+  return llvm::json::Object{
+      {"kind", stringifyOptimizerKind(optimizer.getKind())},
+      {"master_weights", stringifyMasterWeights(optimizer.getMasterWeights())},
+      {"slots", std::move(slots)},
+      {"state_bytes_per_parameter", state.slotElementBytes},
+      {"saved_bytes_by_state", state.savedByState},
+      {"saved_bytes_by_master_weights", state.savedByMasterWeights}};
+}
+
 /// --shard-optimizer (ZeRO-1) over `ranks`: what one rank keeps of the
 /// optimizer state against the whole, and the parameters gathered after
 /// every update (the f32 parameters and their half copies).
 struct ShardedOptimizer {
-  int64_t slots = 0, wholeBytes = 0, rankBytes = 0, gatherBytes = 0;
+  int64_t slots = 0, bytesPerParameter = 0, wholeBytes = 0, rankBytes = 0,
+          gatherBytes = 0;
 };
-ShardedOptimizer shardOptimizer(const MemorySummary &memory, int ranks) {
+ShardedOptimizer shardOptimizer(const MemorySummary &memory,
+                                const TrainingState &state, int ranks) {
   ShardedOptimizer sharded;
   // The layout of Codegen.cpp: the control block, then the slots.
   int64_t control =
       (static_cast<int64_t>(sizeof(mpc_train_control)) + 63) / 64 * 64;
-  int64_t elements = memory.gradients / 4;
-  sharded.slots = memory.gradients
-                      ? (memory.optimizerState - control) / memory.gradients
-                      : 0;
+  sharded.slots = static_cast<int64_t>(state.slots.size());
+  sharded.bytesPerParameter = state.slotElementBytes;
   // The runtime's shards: 16-element units (mpc_runtime.cpp).
-  int64_t capacity = ((elements + ranks - 1) / ranks + 15) / 16 * 16;
+  int64_t capacity = ((state.elements + ranks - 1) / ranks + 15) / 16 * 16;
   sharded.wholeBytes = memory.optimizerState;
-  sharded.rankBytes = control + sharded.slots * capacity * 4;
+  sharded.rankBytes = control + capacity * state.slotElementBytes;
   int64_t halfCopies =
       memory.params - memory.parameterBytes - memory.stateBytes;
   sharded.gatherBytes = memory.gradients + std::max<int64_t>(halfCopies, 0);
@@ -425,6 +484,10 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   quiet.werrorNumerics = false;
   quiet.staticLossScale = 0;
   quiet.optimizerEps = 0;
+  // O0 is f32 throughout: f32 master weights and moments.
+  quiet.masterWeights = MasterWeights::F32;
+  quiet.optimizer.masterWeights = MasterWeights::F32;
+  quiet.optimizer.optimizerState = OptimizerState::F32;
   FailureOr<LoweredModel> baseline =
       lower(module, AmpLevel::O0, halfType, quiet);
   if (failed(baseline))
@@ -591,9 +654,10 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     for (const Link &link : kLinks)
       communication.push_back(modelCommunication(buckets, kernelSeconds,
                                                  options.reportRanks, link));
+  TrainingState trainState = trainingState(chosen->trainModel(), at);
   std::optional<ShardedOptimizer> sharded;
   if (!buckets.empty() && options.shardOptimizer)
-    sharded = shardOptimizer(at, options.reportRanks);
+    sharded = shardOptimizer(at, trainState, options.reportRanks);
 
   if (options.reportJson) {
     llvm::json::Array opArray;
@@ -667,15 +731,15 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
         for (const Link &link : kLinks)
           seconds.push_back(allGatherSeconds(sharded->gatherBytes,
                                              options.reportRanks, link));
-        shardJson =
-            llvm::json::Object{{"slots", sharded->slots},
-                               {"bytes_per_parameter", 4 * sharded->slots},
-                               {"bytes_per_parameter_sharded",
-                                4.0 * sharded->slots / options.reportRanks},
-                               {"optimizer_bytes", sharded->wholeBytes},
-                               {"optimizer_bytes_per_rank", sharded->rankBytes},
-                               {"gather_bytes", sharded->gatherBytes},
-                               {"gather_seconds", std::move(seconds)}};
+        shardJson = llvm::json::Object{
+            {"slots", sharded->slots},
+            {"bytes_per_parameter", sharded->bytesPerParameter},
+            {"bytes_per_parameter_sharded",
+             1.0 * sharded->bytesPerParameter / options.reportRanks},
+            {"optimizer_bytes", sharded->wholeBytes},
+            {"optimizer_bytes_per_rank", sharded->rankBytes},
+            {"gather_bytes", sharded->gatherBytes},
+            {"gather_seconds", std::move(seconds)}};
       }
       dataParallel =
           llvm::json::Object{{"ranks", options.reportRanks},
@@ -702,6 +766,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
              {"training_step", castJson(stepCasts)}}},
         {"memory", llvm::json::Object{{"chosen", memoryJson(at)},
                                       {"O0", memoryJson(o0)}}},
+        {"optimizer", optimizerJson(optimizerAttr, trainState)},
         {"gpu",
          llvm::json::Object{{"name", gpu->name},
                             {"description", gpu->description},
@@ -856,6 +921,30 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
         << percent(static_cast<int64_t>(guardSeconds * 1e9),
                    static_cast<int64_t>(stepSeconds * 1e9))
         << " of the step's bound); --nonfinite-updates=apply saves it\n";
+  if (!trainState.slots.empty()) {
+    out << "  state per parameter: ";
+    llvm::interleaveComma(trainState.slots, out,
+                          [&](const TrainingState::Slot &slot) {
+                            out << slot.name << " " << slot.type;
+                          });
+    out << " (" << trainState.slotElementBytes << " bytes)";
+    if (trainState.savedByState > 0)
+      out << "; moments narrower than f32 (--optimizer-state) save "
+          << trainState.savedByState << " bytes";
+    out << "\n";
+  }
+  if (optimizerAttr.getMasterWeights() != MasterWeights::F32)
+    out << "  parameters: bf16 without f32 master weights, updated "
+        << (optimizerAttr.getMasterWeights() == MasterWeights::None
+                ? "with stochastic rounding"
+            : optimizerAttr.getMasterWeights() == MasterWeights::Kahan
+                ? "to nearest with a bf16 Kahan compensation"
+                : "to nearest (small updates round away)")
+        << " (--master-weights="
+        << stringifyMasterWeights(optimizerAttr.getMasterWeights())
+        << "): bf16 parameters and gradients in place of f32 master weights, "
+           "their half copies and f32 gradients save "
+        << trainState.savedByMasterWeights << " bytes\n";
   out << llvm::formatv("Roofline bound of the step on {0} (f16/bf16 tensor "
                        "{1} TFLOP/s, fp32 {2} TFLOP/s, {3} GB/s): {4} us, the "
                        "sum of the kernels' bounds\n",
@@ -906,13 +995,15 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
       int ranks = options.reportRanks;
       out << llvm::formatv(
           "Optimizer state sharded over {0} ranks (--shard-optimizer, "
-          "ZeRO-1): {1} f32 slots, {2} bytes per parameter, of which a rank "
+          "ZeRO-1): {1} slots, {2} bytes per parameter, of which a rank "
           "keeps {3:F2}: {4} bytes of optimizer state a rank instead of {5} "
           "(saves {6:F2} bytes per parameter); the updated parameters are "
           "gathered after every step, {7} bytes:\n",
-          ranks, sharded->slots, 4 * sharded->slots,
-          4.0 * sharded->slots / ranks, sharded->rankBytes, sharded->wholeBytes,
-          4.0 * sharded->slots * (ranks - 1) / ranks, sharded->gatherBytes);
+          ranks, sharded->slots, sharded->bytesPerParameter,
+          1.0 * sharded->bytesPerParameter / ranks, sharded->rankBytes,
+          sharded->wholeBytes,
+          1.0 * sharded->bytesPerParameter * (ranks - 1) / ranks,
+          sharded->gatherBytes);
       for (const Link &link : kLinks)
         out << "  " << link.name << ": all-gather "
             << microseconds(allGatherSeconds(sharded->gatherBytes, ranks, link))

@@ -44,8 +44,9 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                      const void *b, int64_t ldb, int64_t stride_b, float beta,
                      const void *bias, void *c, int64_t ldc, int64_t stride_c,
                      int64_t batch, void *gelu_input = nullptr,
-                     float *bias_grad = nullptr,
-                     const void *dgelu_input = nullptr) {
+                     void *bias_grad = nullptr,
+                     const void *dgelu_input = nullptr,
+                     mpc_dtype bias_grad_type = MPC_F32) {
   mpc_session *session = current_session;
   if (!session || !session->cuda)
     return set_error(MPC_ERROR_INTERNAL,
@@ -55,7 +56,7 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
   (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)stride_a;
   (void)b, (void)ldb, (void)stride_b, (void)beta, (void)bias, (void)c;
   (void)ldc, (void)stride_c, (void)batch, (void)gelu_input, (void)bias_grad;
-  (void)dgelu_input;
+  (void)dgelu_input, (void)bias_grad_type;
   return set_error(MPC_ERROR_NO_DEVICE, "no CUDA device: built without "
                                         "cuBLASLt");
 #else
@@ -121,7 +122,8 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
               bias ? alignment_of(bias) : 0,
               gelu_input ? alignment_of(gelu_input) : 0,
               bias_grad ? alignment_of(bias_grad) : 0,
-              dgelu_input ? alignment_of(dgelu_input) : 0};
+              dgelu_input ? alignment_of(dgelu_input) : 0,
+              bias_grad ? static_cast<int>(bias_grad_type) : -1};
   auto found = cuda->gemms.find(key);
   if (found == cuda->gemms.end()) {
     GemmPlan plan;
@@ -176,10 +178,11 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
       }
     }
     if (ok && bias_grad) {
-      // BGRADB sums cuBLASLt's second operand, our A, over k: one f32 per
-      // column of D, which is one per row of our C.
+      // BGRADB sums cuBLASLt's second operand, our A, over k: one value
+      // per column of D, which is one per row of our C, in f32 or rounded
+      // to D's half type.
       cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BGRADB;
-      int32_t bias_type = CUDA_R_32F;
+      int32_t bias_type = data_type(bias_grad_type);
       ok = lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE,
                                &epilogue,
                                sizeof(epilogue)) == CUBLAS_STATUS_SUCCESS &&
@@ -378,14 +381,20 @@ mpc_rt_cuda_gemm_bgrad(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
                        int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
                        int64_t k, float alpha, const void *a, int64_t lda,
                        const void *b, int64_t ldb, void *c, int64_t ldc,
-                       float *bias_grad) {
+                       mpc_dtype bias_grad_type, void *bias_grad) {
   if (!bias_grad && m > 0)
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "mpc_rt_cuda_gemm_bgrad: bias_grad is null");
+  if (!mpcrt::dtype_is_float(bias_grad_type))
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_rt_cuda_gemm_bgrad: bias_grad_type %d is not a "
+                     "float type",
+                     static_cast<int>(bias_grad_type));
   return cuda_gemm("mpc_rt_cuda_gemm_bgrad", a_type, b_type, c_type, trans_a,
                    trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0,
                    /*beta=*/0.0f, /*bias=*/nullptr, c, ldc, 0, /*batch=*/1,
-                   /*gelu_input=*/nullptr, bias_grad);
+                   /*gelu_input=*/nullptr, bias_grad, /*dgelu_input=*/nullptr,
+                   bias_grad_type);
 }
 
 extern "C" mpc_status

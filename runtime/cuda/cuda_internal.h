@@ -150,12 +150,13 @@ struct GemmPlan {
 /// whether C is read (beta != 0), and the bias epilogue with its vector's
 /// alignment (0 without a bias) and the GELU input's (0 without GELU), and
 /// the bias gradient's alignment (0 without the BGRADB epilogue) and the
-/// DGELU epilogue's GELU input's (0 without it): the
-/// heuristic picks an algorithm for the epilogue and the addresses it was
-/// shown.
-using GemmKey = std::tuple<int, int, int, int, int, int64_t, int64_t, int64_t,
-                           int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                           int64_t, int, int, int, bool, int, int, int, int>;
+/// DGELU epilogue's GELU input's (0 without it), and the bias gradient's
+/// type: the heuristic picks an algorithm for the epilogue and the
+/// addresses it was shown.
+using GemmKey =
+    std::tuple<int, int, int, int, int, int64_t, int64_t, int64_t, int64_t,
+               int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int,
+               int, bool, int, int, int, int, int>;
 
 #endif // MPC_HAVE_CUBLASLT
 

@@ -122,14 +122,15 @@ mpc_status mpc_rt_cuda_gemm_bias_gelu(
     int64_t batch, void *gelu_out);
 
 /* mpc_rt_gemm_bgrad (runtime/gemm.h) on the device: one cuBLASLt matmul
- * with the CUBLASLT_EPILOGUE_BGRADB epilogue writing the f32 bias gradient
- * (`bias_grad`, a device pointer to m floats). */
+ * with the CUBLASLT_EPILOGUE_BGRADB epilogue writing the bias gradient
+ * (`bias_grad`, a device pointer to m values of bias_grad_type). */
 mpc_status mpc_rt_cuda_gemm_bgrad(mpc_dtype a_type, mpc_dtype b_type,
                                   mpc_dtype c_type, int32_t trans_a,
                                   int32_t trans_b, int64_t m, int64_t n,
                                   int64_t k, float alpha, const void *a,
                                   int64_t lda, const void *b, int64_t ldb,
-                                  void *c, int64_t ldc, float *bias_grad);
+                                  void *c, int64_t ldc,
+                                  mpc_dtype bias_grad_type, void *bias_grad);
 
 /* mpc_rt_gemm_dgelu (runtime/gemm.h) on the device: one cuBLASLt matmul
  * with the CUBLASLT_EPILOGUE_DGELU epilogue, `gelu_input` its auxiliary

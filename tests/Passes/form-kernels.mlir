@@ -473,6 +473,39 @@ mpc.model @bias_gradient inputs(%x: tensor<4x8xf16>, %dy: tensor<4x16xf16>) para
 
 // -----
 
+// Without master weights (and at O3) the weight and bias gradients stay in
+// the half type: the same epilogue writes both rounded once from its f32
+// sums. Not an f32 GEMM (O0 keeps its reduce_sum), nor a bias gradient of
+// another type than the product's.
+// CHECK-LABEL: mpc.model @half_bias_gradient
+//       CHECK:   %[[G:.*]]:2 = mpc.fusion gemm {
+//  CHECK-NEXT:     mpc.matmul %dy, %x transpose_lhs
+//  CHECK-NEXT:     mpc.reduce_sum %dy dims [0]
+//  CHECK-NEXT:     mpc.yield
+//  CHECK-NEXT:   } : tensor<16x8xbf16>, tensor<16xbf16>
+//       CHECK:   mpc.matmul %dy32, %x32 transpose_lhs
+//   CHECK-NOT:   mpc.fusion gemm
+// NOEPI-LABEL: mpc.model @half_bias_gradient
+//   NOEPI-NOT:   mpc.fusion gemm
+mpc.model @half_bias_gradient inputs(%x: tensor<4x8xbf16>, %dy: tensor<4x16xbf16>, %x32: tensor<4x8xf32>, %dy32: tensor<4x16xf32>) params() {
+  %dw = mpc.matmul %dy, %x transpose_lhs : tensor<4x16xbf16>, tensor<4x8xbf16>
+  %db = mpc.reduce_sum %dy dims [0] : tensor<4x16xbf16>
+  %w32 = mpc.matmul %dy32, %x32 transpose_lhs : tensor<4x16xf32>, tensor<4x8xf32>
+  %b32 = mpc.reduce_sum %dy32 dims [0] : tensor<4x16xf32>
+  %h0 = mpc.reduce_sum %dw dims [0, 1] : tensor<16x8xbf16>
+  %h1 = mpc.reduce_sum %db dims [0] : tensor<16xbf16>
+  %l0 = mpc.cast %h0 : tensor<bf16> to tensor<f32>
+  %l1 = mpc.cast %h1 : tensor<bf16> to tensor<f32>
+  %l2 = mpc.reduce_sum %w32 dims [0, 1] : tensor<16x8xf32>
+  %l3 = mpc.reduce_sum %b32 dims [0] : tensor<16xf32>
+  %s0 = mpc.add %l0, %l1 : tensor<f32>, tensor<f32>
+  %s1 = mpc.add %l2, %l3 : tensor<f32>, tensor<f32>
+  %l = mpc.add %s0, %s1 : tensor<f32>, tensor<f32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
 // The GELU gradient of a GEMM's product (through the reshape back to the
 // activation's shape) is the GEMM's epilogue (cuBLASLt's DGELU, which
 // takes the derivative at the GELU's input: mpc_rt_gemm_dgelu). Not for a

@@ -343,7 +343,7 @@ mpc_status runGemm(const GemmCase &g, unsigned char *buffer, bool cuda) {
     auto gemm = cuda ? mpc_rt_cuda_gemm_bgrad : mpc_rt_gemm_bgrad;
     return gemm(g.ab, g.ab, g.c, g.transA, g.transB, M, N, K, 1.0f,
                 buffer + A_AT, geo.lda, buffer + B_AT, geo.ldb, buffer + C_AT,
-                geo.ldc, reinterpret_cast<float *>(buffer + BIAS_AT));
+                geo.ldc, MPC_F32, buffer + BIAS_AT);
   }
   if (g.gelu) {
     auto gemm = cuda ? mpc_rt_cuda_gemm_bias_gelu : mpc_rt_gemm_bias_gelu;

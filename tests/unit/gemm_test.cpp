@@ -675,9 +675,19 @@ TEST(GemmBiasGradient, WritesTheProductAndTheRowSumsOfOpA) {
       std::vector<float> sums(m, -1.0f);
       ASSERT_EQ(mpc_rt_gemm_bgrad(type, type, MPC_F32, trans_a, 0, m, n, k,
                                   1.0f, a.data(), lda, b.data(), n, c.data(), n,
-                                  sums.data()),
+                                  MPC_F32, sums.data()),
                 MPC_OK)
           << mpc_last_error();
+      // In bf16 (parameters without master weights): the same f32 sums,
+      // rounded once to nearest even.
+      std::vector<uint16_t> rounded(m);
+      ASSERT_EQ(mpc_rt_gemm_bgrad(type, type, MPC_F32, trans_a, 0, m, n, k,
+                                  1.0f, a.data(), lda, b.data(), n, c.data(), n,
+                                  MPC_BF16, rounded.data()),
+                MPC_OK)
+          << mpc_last_error();
+      for (int64_t i = 0; i < m; ++i)
+        EXPECT_EQ(rounded[i], mpc_f32_to_bf16_bits(sums[i])) << "row " << i;
       EXPECT_TRUE(c.bytes == expected.bytes);
       for (int64_t i = 0; i < m; ++i) {
         double reference = 0;
@@ -726,9 +736,15 @@ TEST(GemmGeluGradient, F32EqualsTheGemmThenTheGeluGradKernelBitForBit) {
 TEST(GemmBiasGradient, RejectsANullBiasGradient) {
   float a[4] = {}, b[4] = {}, c[4] = {};
   EXPECT_EQ(mpc_rt_gemm_bgrad(MPC_F32, MPC_F32, MPC_F32, 0, 0, 2, 2, 2, 1.0f, a,
-                              2, b, 2, c, 2, nullptr),
+                              2, b, 2, c, 2, MPC_F32, nullptr),
             MPC_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(mpc_last_error(), "mpc_rt_gemm_bgrad: bias_grad is null");
+  float sums[2];
+  EXPECT_EQ(mpc_rt_gemm_bgrad(MPC_F32, MPC_F32, MPC_F32, 0, 0, 2, 2, 2, 1.0f, a,
+                              2, b, 2, c, 2, MPC_I32, sums),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_STREQ(mpc_last_error(),
+               "mpc_rt_gemm_bgrad: bias_grad_type 3 is not a float type");
 }
 
 TEST(GemmBiasGelu, RejectsANullBiasOrOutput) {

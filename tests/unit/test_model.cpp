@@ -193,7 +193,6 @@ mpc_tensor_desc tensor(const char *name, mpc_dtype dtype,
 }
 
 const char *const slot_names[] = {"momentum_buffer"};
-const mpc_dtype slot_dtypes[] = {MPC_F32};
 
 struct linear_descriptors {
   mpc_tensor_desc inputs[2], params[2], states[1], outputs[3];
@@ -240,7 +239,6 @@ struct linear_descriptors {
     model.arena_bytes[MPC_ARENA_ACTIVATIONS] = ACTIVATIONS_BYTES;
     model.optimizer_slots = 1;
     model.optimizer_slot_names = slot_names;
-    model.optimizer_slot_dtypes = slot_dtypes;
     model.optimizer_name = "sgd";
     model.accumulate_steps = 1;
     model.loss_scaling.mode = MPC_LOSS_SCALE_NONE;
@@ -317,7 +315,6 @@ model_builder::model_builder(const char *name) {
   desc.target = MPC_TARGET_CPU;
   desc.optimizer_slots = 1;
   desc.optimizer_slot_names = slot_names;
-  desc.optimizer_slot_dtypes = slot_dtypes;
   desc.optimizer_name = "sgd";
   desc.accumulate_steps = 1;
   desc.loss_scaling.mode = MPC_LOSS_SCALE_NONE;

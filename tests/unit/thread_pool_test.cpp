@@ -189,7 +189,7 @@ TEST(ThreadPool, GemmEpiloguesGiveTheBitsOfOneThread) {
               MPC_OK);
     ASSERT_EQ(mpc_rt_gemm_bgrad(MPC_F32, MPC_F32, MPC_F32, 0, 0, m, n, k, 1.0f,
                                 a.data(), k, b.data(), n, product.data(), n,
-                                bias_grad.data()),
+                                MPC_F32, bias_grad.data()),
               MPC_OK);
     std::vector<float> all;
     for (const std::vector<float> *part :

@@ -5,7 +5,10 @@ GPT-2 small as tools/bench/gpu_step.py builds it (12 layers, width 768, 12
 heads, context 1024, vocabulary 50304, batch 8), compiled for the cuda
 target (--arch=sm_90, AdamW) at O2 bf16, at O2 f16 with dynamic loss
 scaling, and at O2 bf16 with the GELU recomputed in the backward pass
-(--recompute=gelu: less activation memory, more bytes). For each it prints what `mpc compile --report=json` says of one
+(--recompute=gelu: less activation memory, more bytes), with the moments in
+bf16 (--optimizer-state=bf16), and with them and bf16 parameters updated by
+stochastic rounding (--master-weights=none: no f32 master weights). For
+each it prints what `mpc compile --report=json` says of one
 training step: kernel launches, GEMM calls, bytes moved, FLOPs, the
 roofline bound on an H100 (the sum of each kernel's max(FLOPs / peak,
 bytes / bandwidth)) and the compute floor (all FLOPs at the tensor-core
@@ -46,7 +49,12 @@ VARIANTS = [("O2 bf16", ["--amp=O2", "--half=bf16"]),
             ("O2 f16 dynamic", ["--amp=O2", "--half=f16",
                                 "--loss-scale=dynamic"]),
             ("O2 bf16 recomp", ["--amp=O2", "--half=bf16",
-                                "--recompute=gelu"])]
+                                "--recompute=gelu"]),
+            ("O2 bf16 state", ["--amp=O2", "--half=bf16",
+                               "--optimizer-state=bf16"]),
+            ("O2 bf16 lean", ["--amp=O2", "--half=bf16",
+                              "--optimizer-state=bf16",
+                              "--master-weights=none"])]
 
 
 BUCKET_MB_SWEEP = [1, 5, 100]
@@ -72,6 +80,11 @@ def figures(data):
         "bound_ms": step["bound_seconds"] * 1e3,
         "floor_ms": step["flops"] / (gpu["half_tensor_tflops"] * 1e12) * 1e3,
         "activations_gb": memory["activations"] / 1e9,
+        # Parameters (with state and half copies), gradients, optimizer
+        # state: what training keeps beside the activations.
+        "state_gb": (memory["parameters_state_and_half_copies"] +
+                     memory["gradients"] +
+                     memory["optimizer_state"]) / 1e9,
         "total_gb": memory["total"] / 1e9,
     }
 
@@ -149,12 +162,14 @@ def main():
           "roofline on H100 SXM5:")
     print(f"{'variant':16} {'launches':>8} {'GEMMs':>6} {'GB moved':>9} "
           f"{'TFLOP':>6} {'bound ms':>9} {'floor ms':>9} {'act GB':>7} "
-          f"{'total GB':>9}")
+          f"{'state GB':>9} {'total GB':>9}")
     for name, f in results.items():
         print(f"{name:16} {f['launches']:8d} {f['gemm_calls']:6d} "
               f"{f['gbytes']:9.2f} {f['tflop']:6.2f} {f['bound_ms']:9.2f} "
               f"{f['floor_ms']:9.2f} {f['activations_gb']:7.2f} "
-              f"{f['total_gb']:9.2f}")
+              f"{f['state_gb']:9.2f} {f['total_gb']:9.2f}")
+    print("(state GB: parameters with their half copies, gradients and "
+          "optimizer state)")
     print(f"\nO2 bf16 --data-parallel on {dp['ranks']} ranks: {dp['buckets']} "
           f"gradient buckets, {dp['gbytes_per_step']:.2f} GB of f32 "
           f"gradients per step (largest bucket {dp['largest_bucket_mb']:.1f} "
