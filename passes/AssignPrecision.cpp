@@ -200,10 +200,16 @@ LogicalResult PrecisionAssigner::run() {
 
   bool halfParams =
       level == AmpLevel::O3 || masterWeights != MasterWeights::F32;
-  if (level == AmpLevel::O3)
-    model.emitWarning() << "--amp=O3 stores parameters in "
-                        << half << " and updates them there: there are no f32 "
-                           "master weights, so small updates can round away";
+  if (level == AmpLevel::O3) {
+    InFlightDiagnostic warning =
+        model.emitWarning()
+        << "--amp=O3 stores parameters in " << half
+        << " and updates them there: there are no f32 master weights, so "
+           "small updates can round away";
+    if (half.isBF16())
+      warning << " (--amp=O2 --master-weights=none stores them in bf16 and "
+                 "rounds each update stochastically)";
+  }
   if (halfParams) {
     for (BlockArgument param : model.getParams())
       param.setType(cast<RankedTensorType>(param.getType()).clone(half));

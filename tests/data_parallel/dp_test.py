@@ -1,7 +1,8 @@
 """Data parallelism on the cpu target (issue 16): N ranks with batch B end,
 bit for bit, where one process accumulating the same N micro-batches ends.
 
-For sgd, adam and adamw, at O0 and at O2 f16 with dynamic loss scaling, and
+For sgd, adam and adamw, at O0 and at O2 f16 with dynamic loss scaling
+(and adam at O2 bf16 with its moments in bf16: --optimizer-state=bf16), and
 for N = 2 and 3: the MLP example built with --data-parallel trains 20 steps
 under `mpirun -np N` (dp_worker.py); the same model built with
 --accumulate=N trains the same micro-batches in one process. Rank 0's
@@ -438,7 +439,11 @@ def check_dropout(args, mpirun, worker):
 
 
 LEVELS = {"O0": ["--amp=O0"],
-          "O2_f16": ["--amp=O2", "--half=f16", "--loss-scale=dynamic"]}
+          "O2_f16": ["--amp=O2", "--half=f16", "--loss-scale=dynamic"],
+          # bf16 moments beside the f32 master weights: sharded, each
+          # slot's shard is in its own dtype.
+          "O2_bf16_state": ["--amp=O2", "--half=bf16",
+                            "--optimizer-state=bf16"]}
 PARTS = ([f"{optimizer}_{level}" for optimizer in ["sgd", "adam", "adamw"]
           for level in LEVELS] +
          ["moves", "failing_rank", "gradients", "state", "dropout",
@@ -577,7 +582,7 @@ def main():
               "--mca", "btl", "self,vader", "-np"]
     runs = Runs(args, mpirun, worker)
     part = args.part
-    if part in PARTS[:6]:
+    if part in PARTS[:3 * len(LEVELS)]:
         optimizer, level = part.split("_", 1)
         failures = check_matches_accumulation(runs, optimizer, level)
     elif part == "moves":
