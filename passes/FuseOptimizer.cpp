@@ -60,9 +60,6 @@ struct MpcFuseOptimizerPass
     if (shardOptimizer && !dataParallel)
       return "shard-optimizer shards the state over the ranks of "
              "data-parallel";
-    // The accumulator holds whole gradients; sharding it is ZeRO stage 2.
-    if (shardOptimizer && accumulate > 1)
-      return "shard-optimizer with accumulate > 1 is not supported yet";
     // The sum over ranks is of f32 gradients; bf16 parameters have bf16
     // gradients.
     if (dataParallel && masterWeights != MasterWeights::F32)

@@ -174,8 +174,8 @@ static mpc_status shard_optimizer_state(mpc_session *session) {
   session->shard_begin = std::min(n, rank * capacity);
   session->shard_count = std::min(capacity, n - session->shard_begin);
   // The control block stays where it is; the slots shrink to the shard.
-  int64_t bytes = model->optimizer_slots_offset +
-                  mpcrt::slot_begin(model, model->optimizer_slots, capacity);
+  int64_t bytes =
+      model->optimizer_slots_offset + mpcrt::shard_slot_bytes(model, capacity);
   uint64_t rounded = static_cast<uint64_t>(bytes);
   void *arena = allocate_arena(rounded);
   if (!arena)
@@ -210,6 +210,12 @@ mpc_status gather_optimizer_shards(mpc_session *session) {
   for (int32_t slot = 0; slot < model->optimizer_slots; ++slot) {
     int64_t element = slot_element_bytes(model, slot);
     unsigned char *full = full_slot(session, slot);
+    if (is_accumulator_slot(model, slot)) {
+      // Whole on every rank: this rank's micro-batches' sum.
+      std::memcpy(full, slot_shard(session, slot),
+                  static_cast<size_t>(n * element));
+      continue;
+    }
     std::memcpy(full + session->shard_begin * element,
                 slot_shard(session, slot),
                 static_cast<size_t>(session->shard_count * element));
@@ -226,9 +232,13 @@ void scatter_optimizer_shards(mpc_session *session) {
   const mpc_model_desc *model = session->model;
   for (int32_t slot = 0; slot < model->optimizer_slots; ++slot) {
     int64_t element = slot_element_bytes(model, slot);
-    std::memcpy(slot_shard(session, slot),
-                full_slot(session, slot) + session->shard_begin * element,
-                static_cast<size_t>(session->shard_count * element));
+    if (is_accumulator_slot(model, slot))
+      std::memcpy(slot_shard(session, slot), full_slot(session, slot),
+                  static_cast<size_t>(flat_elements(model) * element));
+    else
+      std::memcpy(slot_shard(session, slot),
+                  full_slot(session, slot) + session->shard_begin * element,
+                  static_cast<size_t>(session->shard_count * element));
   }
 }
 
@@ -486,8 +496,7 @@ extern "C" int64_t mpc_session_arena_bytes(const mpc_session *session,
   const mpc_model_desc *model = session->model;
   if (arena == MPC_ARENA_OPTIMIZER && model->shard_optimizer)
     return model->optimizer_slots_offset +
-           mpcrt::slot_begin(model, model->optimizer_slots,
-                             session->shard_capacity);
+           mpcrt::shard_slot_bytes(model, session->shard_capacity);
   return model->arena_bytes[arena];
 }
 

@@ -124,6 +124,24 @@ inline int64_t slot_begin(const mpc_model_desc *model, int32_t slot,
   return bytes;
 }
 
+/// Whether slot `slot` is the gradient accumulator (the last slot, with
+/// accumulate_steps > 1), which a sharded session keeps whole: every rank
+/// accumulates its own micro-batches' whole gradients.
+inline bool is_accumulator_slot(const mpc_model_desc *model, int32_t slot) {
+  return model->accumulate_steps > 1 && slot == model->optimizer_slots - 1;
+}
+
+/// The bytes of a sharded session's slots: each slot's shard of `capacity`
+/// elements, the accumulator whole after them.
+inline int64_t shard_slot_bytes(const mpc_model_desc *model, int64_t capacity) {
+  int32_t slots = model->optimizer_slots;
+  if (slots > 0 && is_accumulator_slot(model, slots - 1))
+    return slot_begin(model, slots - 1, capacity) +
+           (flat_elements(model) * slot_element_bytes(model, slots - 1) + 3) /
+               4 * 4;
+  return slot_begin(model, slots, capacity);
+}
+
 /// Where optimizer slot `slot` of a parameter lives (laid out as the
 /// parameters, in the slot's dtype); for a sharded session, in full_slots.
 inline unsigned char *optimizer_slot_data(mpc_session *session,

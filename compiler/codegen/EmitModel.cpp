@@ -73,12 +73,30 @@ struct BucketPlan {
 void emitReadyBuckets(BucketPlan &plan, size_t step, StepEmitter &emitter) {
   const MemoryPlan &memory = emitter.getPlan();
   int64_t gradBytes = memory.arenaBytes[MPC_ARENA_GRADS];
-  int64_t accumulatorOffset = memory.slotsOffset + memory.slotOffsets.back();
-  auto reduce = [&](int arena, int64_t offset, int64_t count) {
+  // Where byte `offset` of the gradients is in an arena: in the gradients',
+  // or in the accumulator, the last slot (whole on every rank even when the
+  // moments are sharded by --shard-optimizer, after their shards).
+  auto inGradients = [&](int64_t offset) {
+    return llvm::formatv("arena{0} + {1}", static_cast<int>(MPC_ARENA_GRADS),
+                         offset)
+        .str();
+  };
+  auto inAccumulator = [&](int64_t offset) {
+    int arena = static_cast<int>(MPC_ARENA_OPTIMIZER);
+    if (memory.shardedSlots)
+      return llvm::formatv("arena{0} + {1} + {2}LL * ctx->shard_capacity + {3}",
+                           arena, memory.slotsOffset,
+                           memory.slotElementBytesBefore.back(), offset)
+          .str();
+    return llvm::formatv("arena{0} + {1}", arena,
+                         memory.slotsOffset + memory.slotOffsets.back() +
+                             offset)
+        .str();
+  };
+  auto reduce = [&](const std::string &at, int64_t count) {
     emitter.hostStatement(llvm::formatv(
-        "MPC_CHECK(mpc_rt_reduce_gradients(ctx, (float *)(arena{0} + {1}), "
-        "{2}LL));",
-        arena, offset, count));
+        "MPC_CHECK(mpc_rt_reduce_gradients(ctx, (float *)({0}), {1}LL));", at,
+        count));
   };
   for (GradientBucket &bucket : plan.buckets) {
     if (bucket.readyStep != step)
@@ -88,7 +106,7 @@ void emitReadyBuckets(BucketPlan &plan, size_t step, StepEmitter &emitter) {
                           llvm::join(bucket.params, ", "));
     if (plan.accumulate == 1) {
       bucket.afterKernels = emitter.getKernelRecords().size();
-      reduce(MPC_ARENA_GRADS, bucket.offset, count);
+      reduce(inGradients(bucket.offset), count);
       continue;
     }
     if (plan.accumulateKernel.empty()) {
@@ -106,24 +124,18 @@ void emitReadyBuckets(BucketPlan &plan, size_t step, StepEmitter &emitter) {
         llvm::formatv("if (ctx->apply_update && ctx->micro_step == {0}) {{",
                       plan.accumulate - 1));
     emitter.setSource({}, "optimizer: accumulate a gradient bucket");
-    emitter.launch(
-        plan.accumulateKernel, elementwiseGrid(count), 256,
-        {llvm::formatv("(const float *)(arena{0} + {1})",
-                       static_cast<int>(MPC_ARENA_GRADS), bucket.offset)
-             .str(),
-         llvm::formatv("(float *)(arena{0} + {1})",
-                       static_cast<int>(MPC_ARENA_OPTIMIZER),
-                       accumulatorOffset + bucket.offset)
-             .str(),
-         std::to_string(count) + "LL"},
-        KernelCost()
-            .readsBytes(2 * bucket.bytes)
-            .writesBytes(bucket.bytes)
-            .flopsPer(count, 1));
+    emitter.launch(plan.accumulateKernel, elementwiseGrid(count), 256,
+                   {"(const float *)(" + inGradients(bucket.offset) + ")",
+                    "(float *)(" + inAccumulator(bucket.offset) + ")",
+                    std::to_string(count) + "LL"},
+                   KernelCost()
+                       .readsBytes(2 * bucket.bytes)
+                       .writesBytes(bucket.bytes)
+                       .flopsPer(count, 1));
     bucket.afterKernels = emitter.getKernelRecords().size();
-    reduce(MPC_ARENA_OPTIMIZER, accumulatorOffset + bucket.offset, count);
+    reduce(inAccumulator(bucket.offset), count);
     emitter.hostStatement("} else if (!ctx->apply_update) {");
-    reduce(MPC_ARENA_GRADS, bucket.offset, count);
+    reduce(inGradients(bucket.offset), count);
     emitter.hostStatement("}");
   }
 }

@@ -419,10 +419,6 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   if (shardOptimizer && !dataParallel)
     return fail("--shard-optimizer shards the optimizer state over the ranks "
                 "of --data-parallel; add --data-parallel");
-  // The accumulator holds whole gradients: sharding it is ZeRO stage 2.
-  if (shardOptimizer && accumulate > 1)
-    return fail("--shard-optimizer with --accumulate > 1 is not supported "
-                "yet");
   if (bucketMb.getNumOccurrences()) {
     if (!dataParallel)
       return fail("--bucket-mb sizes the gradient buckets of --data-parallel; "

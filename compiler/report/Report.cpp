@@ -311,6 +311,7 @@ struct TrainingState {
   SmallVector<Slot> slots;
   int64_t elements = 0;         ///< of the flat parameter buffer
   int64_t slotElementBytes = 0; ///< every slot's element, summed
+  int64_t accumulatorBytes = 0; ///< of those, the gradient accumulator's
   int64_t savedByState = 0, savedByMasterWeights = 0;
 };
 TrainingState trainingState(ModelOp train, const MemorySummary &memory) {
@@ -331,6 +332,8 @@ TrainingState trainingState(ModelOp train, const MemorySummary &memory) {
     state.slotElementBytes += bytes;
     if (index < moments)
       state.savedByState += state.elements * (4 - bytes);
+    if (name == "grad_accumulator")
+      state.accumulatorBytes = bytes;
   }
   MasterWeights master = optimizer.getMasterWeights();
   if (master != MasterWeights::F32) {
@@ -365,6 +368,7 @@ llvm::json::Value optimizerJson(OptimizerAttr optimizer,
 struct ShardedOptimizer {
   int64_t slots = 0, bytesPerParameter = 0, wholeBytes = 0, rankBytes = 0,
           gatherBytes = 0;
+  double rankBytesPerParameter = 0;
 };
 ShardedOptimizer shardOptimizer(const MemorySummary &memory,
                                 const TrainingState &state, int ranks) {
@@ -377,7 +381,12 @@ ShardedOptimizer shardOptimizer(const MemorySummary &memory,
   // The runtime's shards: 16-element units (mpc_runtime.cpp).
   int64_t capacity = ((state.elements + ranks - 1) / ranks + 15) / 16 * 16;
   sharded.wholeBytes = memory.optimizerState;
-  sharded.rankBytes = control + capacity * state.slotElementBytes;
+  // The gradient accumulator stays whole on every rank (mpc_runtime.cpp).
+  int64_t shardedBytes = state.slotElementBytes - state.accumulatorBytes;
+  sharded.rankBytes = control + capacity * shardedBytes +
+                      state.elements * state.accumulatorBytes;
+  sharded.rankBytesPerParameter =
+      1.0 * shardedBytes / ranks + state.accumulatorBytes;
   int64_t halfCopies =
       memory.params - memory.parameterBytes - memory.stateBytes;
   sharded.gatherBytes = memory.gradients + std::max<int64_t>(halfCopies, 0);
@@ -734,8 +743,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
         shardJson = llvm::json::Object{
             {"slots", sharded->slots},
             {"bytes_per_parameter", sharded->bytesPerParameter},
-            {"bytes_per_parameter_sharded",
-             1.0 * sharded->bytesPerParameter / options.reportRanks},
+            {"bytes_per_parameter_sharded", sharded->rankBytesPerParameter},
             {"optimizer_bytes", sharded->wholeBytes},
             {"optimizer_bytes_per_rank", sharded->rankBytes},
             {"gather_bytes", sharded->gatherBytes},
@@ -1000,9 +1008,9 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
           "(saves {6:F2} bytes per parameter); the updated parameters are "
           "gathered after every step, {7} bytes:\n",
           ranks, sharded->slots, sharded->bytesPerParameter,
-          1.0 * sharded->bytesPerParameter / ranks, sharded->rankBytes,
+          sharded->rankBytesPerParameter, sharded->rankBytes,
           sharded->wholeBytes,
-          1.0 * sharded->bytesPerParameter * (ranks - 1) / ranks,
+          sharded->bytesPerParameter - sharded->rankBytesPerParameter,
           sharded->gatherBytes);
       for (const Link &link : kLinks)
         out << "  " << link.name << ": all-gather "

@@ -11,8 +11,6 @@
 // RUN:   | FileCheck %s --check-prefix=LR-F32
 // RUN: not mpc-opt %s --split-input-file --mpc-autodiff --mpc-fuse-optimizer="shard-optimizer=true" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=SHARD
-// RUN: not mpc-opt %s --split-input-file --mpc-autodiff --mpc-fuse-optimizer="data-parallel=true shard-optimizer=true accumulate=2" 2>&1 \
-// RUN:   | FileCheck %s --check-prefix=SHARD-ACCUMULATE
 // RUN: not mpc-opt %s --split-input-file --mpc-autodiff --mpc-fuse-optimizer="master-weights=none" 2>&1 \
 // RUN:   | FileCheck %s --check-prefix=MASTER-F32
 // RUN: not mpc-opt %s --split-input-file --mpc-autodiff --mpc-fuse-optimizer="master-weights=kahan data-parallel=true" 2>&1 \
@@ -26,7 +24,6 @@
 // The optimizer computes in f32, where 1e39 is inf.
 // LR-F32: error: mpc-fuse-optimizer: lr must be finite in f32 and >= 0, got 1.0e+39
 // SHARD: error: mpc-fuse-optimizer: shard-optimizer shards the state over the ranks of data-parallel
-// SHARD-ACCUMULATE: error: mpc-fuse-optimizer: shard-optimizer with accumulate > 1 is not supported yet
 // Without master weights the parameters must be bf16 (mpc-assign-precision
 // stores them so), and their gradients are bf16, which data-parallel does
 // not sum.

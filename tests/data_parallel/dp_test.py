@@ -137,13 +137,18 @@ def check_accumulate_on_ranks(args, mpirun, worker):
     once per optimizer step, which equals one process accumulating the 4
     micro-batches up to the order of the sums (the scaler's state exactly).
     SGD, whose update is linear in the gradient: Adam's first steps divide
-    gradients near 0 by their own size, turning rounding into whole steps."""
+    gradients near 0 by their own size, turning rounding into whole steps.
+    With --shard-optimizer too (each rank's accumulator whole, the momentum
+    sharded), the 2 ranks end where the unsharded ranks end, bit for bit,
+    every rank keeping about half the momentum."""
     import numpy as np
     work = lambda name: os.path.join(args.work, f"rank_accumulate_{name}")
     flags = ["--optimizer=sgd", "--lr=0.01", "--momentum=0.9", "--amp=O2",
              "--half=f16", "--loss-scale=dynamic"]
     libraries = {}
     for name, extra in [("dp", ["--data-parallel", "--accumulate=2"]),
+                        ("dp_shard", ["--data-parallel", "--accumulate=2",
+                                      "--shard-optimizer"]),
                         ("acc4", ["--accumulate=4"])]:
         directory = work(name)
         run([args.mpc, "compile", args.model, "--shared", "-o", directory,
@@ -151,8 +156,13 @@ def check_accumulate_on_ranks(args, mpirun, worker):
         libraries[name] = os.path.join(directory, "libmlp.so")
     # Rank 1's second micro-batch of step 3 overflows.
     overflow = ["--overflow-at", str(3 * 4 + 3)]
-    run([*mpirun, "2", *worker, "--lib", libraries["dp"], "--out",
-         work("ranks"), "--ranks", "2", "--rank-accumulate", "2", *overflow])
+    arenas = {}
+    for name, out in [("dp", "ranks"), ("dp_shard", "ranks_sharded")]:
+        output = run([*mpirun, "2", *worker, "--lib", libraries[name],
+                      "--out", work(out), "--ranks", "2", "--rank-accumulate",
+                      "2", *overflow])
+        arenas[name] = [int(size) for size in re.findall(
+            r"rank \d+ optimizer arena (\d+) bytes", output)]
     run([*worker, "--lib", libraries["acc4"], "--out", work("single"),
          "--accumulate", "4", *overflow])
     ours, ours_meta = read_checkpoint(work("ranks"))
@@ -175,13 +185,26 @@ def check_accumulate_on_ranks(args, mpirun, worker):
         problems.append(f"relative difference {worst:.2e} > 1e-3")
     if ours_meta.get("skipped_steps") != "1":
         problems.append("the overflowed step was not skipped")
+    sharded = different(*read_checkpoint(work("ranks_sharded")), ours,
+                        ours_meta)
+    sharded += [f"rank 1: {problem}" for problem in different(
+        *read_checkpoint(work("ranks_sharded") + ".rank1"), ours, ours_meta)]
+    if sharded:
+        problems.append("sharded, differs from unsharded in " +
+                        ", ".join(sharded))
+    # The accumulator (4 bytes a parameter) whole, the momentum (4) halved.
+    whole, halved = max(arenas["dp"]), max(arenas["dp_shard"])
+    if len(arenas["dp_shard"]) != 2 or not halved < 0.8 * whole:
+        problems.append(f"sharded optimizer arenas {arenas['dp_shard']} "
+                        f"bytes, unsharded {whole}")
     if problems:
         print(f"FAIL: 2 ranks x --accumulate=2: {', '.join(problems)}")
         return 1
     print(f"ok: 2 ranks x --accumulate=2 end where --accumulate=4 ends to "
           f"{worst:.1e} (largest difference relative to a tensor's largest "
           f"value; {exact} of {len(theirs)} tensors bit for bit), the scaler "
-          "exactly")
+          f"exactly; sharded, bit for bit the unsharded ranks, {halved} "
+          f"bytes of optimizer arena a rank instead of {whole}")
     return 0
 
 
