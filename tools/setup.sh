@@ -70,5 +70,5 @@ if [ -n "$sanitize_dir" ]; then
   cmake -S "$repo" -B "$sanitize_dir" -G Ninja -DMPC_SANITIZE=ON
   cmake --build "$sanitize_dir" --target mpc mpc-opt mpc-fuzz \
     mpc-runtime-tests mpc-compiler-tests train_mlp train_mlp_O2_f16 \
-    train_gpt train_resnet
+    train_gpt train_resnet train_gpt_lean_none train_gpt_lean_kahan
 fi
