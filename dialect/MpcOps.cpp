@@ -1558,6 +1558,23 @@ LogicalResult RmsNormOp::verify() {
                             getEps().convertToDouble());
 }
 
+/// batch_norm's running statistics' type: written after gamma's, as
+/// `running <type>`, only where it differs (f32 state beside bf16
+/// parameters).
+static ParseResult parseRunningStatistics(OpAsmParser &parser, Type &running,
+                                          Type gamma) {
+  if (failed(parser.parseOptionalKeyword("running"))) {
+    running = gamma;
+    return success();
+  }
+  return parser.parseType(running);
+}
+static void printRunningStatistics(OpAsmPrinter &printer, Operation *,
+                                   Type running, Type gamma) {
+  if (running != gamma)
+    printer << "running " << running;
+}
+
 LogicalResult BatchNormOp::verify() {
   auto input = getInput().getType();
   auto gamma = getGamma().getType();
@@ -1575,6 +1592,14 @@ LogicalResult BatchNormOp::verify() {
     return emitOpError() << "expects gamma of the input's element type or "
                             "f32, got "
                          << quoted(gamma) << " for " << quoted(input);
+  // batch_norm_c5
+  auto running = getRunningMean().getType();
+  if (running.getShape() != gamma.getShape() ||
+      (running.getElementType() != gamma.getElementType() &&
+       !running.getElementType().isF32()))
+    return emitOpError() << "expects running statistics of gamma's shape and "
+                            "gamma's element type or f32, got "
+                         << quoted(running) << " for " << quoted(gamma);
   // batch_norm_c4
   double momentum = getMomentum().convertToDouble();
   double eps = getEps().convertToDouble();

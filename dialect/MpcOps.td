@@ -831,7 +831,8 @@ def Mpc_RmsNormOp : Mpc_PolicyOp<"rms_norm", "KeepF32",
 
 def Mpc_BatchNormOp : Mpc_PolicyOp<"batch_norm", "KeepF32",
     [Differentiable, AllTypesMatch<["input", "result"]>,
-     AllTypesMatch<["gamma", "beta", "running_mean", "running_var"]>]> {
+     AllTypesMatch<["gamma", "beta"]>,
+     AllTypesMatch<["running_mean", "running_var"]>]> {
   let summary = "Batch normalisation with running statistics";
   let description = [{
     In training, normalises each channel (dim 1) with the batch's mean and
@@ -845,11 +846,17 @@ def Mpc_BatchNormOp : Mpc_PolicyOp<"batch_norm", "KeepF32",
     C2: `gamma` has shape `[C]`.
     C3: `gamma` has the element type of `input`, or f32 (norm parameters
         kept in f32 under mixed precision).
+    C5: the running statistics have gamma's shape, and gamma's element type
+        or f32 (bf16 parameters without master weights keep f32 state).
     C4: `0 <= momentum <= 1` and `eps > 0`, finite and not 0 in f32.
+
+    The running statistics' type is written after gamma's when it differs:
 
     ```mlir
     %y = mpc.batch_norm %x, %g, %b, %mean, %var
         : tensor<8x16x32x32xf32>, tensor<16xf32>
+    %z = mpc.batch_norm %h, %g16, %b16, %mean, %var
+        : tensor<8x16x32x32xbf16>, tensor<16xbf16> running tensor<16xf32>
     ```
   }];
   let arguments = (ins Mpc_FloatTensor:$input, Mpc_FloatTensor:$gamma,
@@ -861,7 +868,8 @@ def Mpc_BatchNormOp : Mpc_PolicyOp<"batch_norm", "KeepF32",
   let assemblyFormat = [{
     $input `,` $gamma `,` $beta `,` $running_mean `,` $running_var
     (`momentum` $momentum^)? (`eps` $eps^)? attr-dict `:` type($input) `,`
-    type($gamma)
+    type($gamma) custom<RunningStatistics>(type($running_mean),
+                                           ref(type($gamma)))
   }];
   let hasVerifier = 1;
 }

@@ -98,16 +98,20 @@ PrecisionAssigner::normParameterType(Operation *op,
                                      unsigned operandIndex) const {
   if (!isNormParameter(op, operandIndex) || op->hasAttr("mpc.precision"))
     return std::nullopt;
+  // Without master weights a norm's parameters are stored in bf16: its
+  // kernels read them as stored (they compute in f32), with no cast. Batch
+  // norm's running statistics stay f32 state all the same.
+  Value operand = op->getOperand(operandIndex);
+  bool storedParam = masterWeights != MasterWeights::F32 &&
+                     isa<BlockArgument>(operand) &&
+                     llvm::is_contained(ModelOp(model).getParams(), operand);
   // Batch norm's running statistics are f32 state it updates in place, so
-  // its affine parameters stay f32 with them.
+  // its affine parameters stay f32 with them (but stored bf16 parameters).
   if (isa<BatchNormOp>(op))
-    return f32;
+    return storedParam ? elementOf(operand) : f32;
   if (!keepNormFp32)
     return std::nullopt;
-  // Without master weights a norm's parameters are stored in bf16: its
-  // kernels read them as stored (they compute in f32), with no cast.
-  Value operand = op->getOperand(operandIndex);
-  if (masterWeights != MasterWeights::F32 && isa<BlockArgument>(operand))
+  if (storedParam)
     return elementOf(operand);
   return f32;
 }

@@ -780,6 +780,9 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
   std::string stats = emitter.scratchPointer(step, "float");
   std::string element = elementCType(op.getInput());
   std::string param = elementCType(op.getGamma());
+  // The running statistics are f32 state; gamma and beta may be bf16
+  // parameters without master weights.
+  std::string running = elementCType(op.getRunningMean());
 
   std::string statsName = emitter.kernelName("batch_norm_stats");
   int64_t splits = batchNormSplits(type);
@@ -842,7 +845,7 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
         "{6}"
         "  }\n"
         "}\n",
-        statsName, param, channels, splits, count, slice,
+        statsName, running, channels, splits, count, slice,
         storeBatchStatistics(channels, count, eps, momentum)));
     emitter.launch(statsName, elementwiseGrid(channels), rowBlockSize,
                    {partials, emitter.pointer(op.getRunningMean()),
@@ -876,7 +879,7 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
         "{6}"
         "  }\n"
         "}\n",
-        statsName, element, param, count, spatial, channels * spatial,
+        statsName, element, running, count, spatial, channels * spatial,
         storeBatchStatistics(channels, count, eps, momentum), batch));
     emitter.launch(statsName, channels, channelBlockSize,
                    {emitter.constPointer(op.getInput()),
@@ -903,7 +906,7 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
         "    stats[{2}LL + c] = mpc_rsqrt(mpc_load(running_var + c) + {3});\n"
         "  }\n"
         "}\n",
-        statsName, param, channels, eps));
+        statsName, running, channels, eps));
     emitter.launch(statsName, elementwiseGrid(channels), rowBlockSize,
                    {emitter.constPointer(op.getRunningMean()),
                     emitter.constPointer(op.getRunningVar()), stats},

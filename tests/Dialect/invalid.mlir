@@ -1709,6 +1709,22 @@ func.func @batch_norm_c3(%x: tensor<8x16xbf16>, %g: tensor<16xf16>) {
 
 // -----
 
+func.func @batch_norm_c5(%x: tensor<8x16xbf16>, %g: tensor<16xbf16>, %m: tensor<16xf16>) {
+  // expected-error@+1 {{'mpc.batch_norm' op expects running statistics of gamma's shape and gamma's element type or f32, got 'tensor<16xf16>' for 'tensor<16xbf16>'}}
+  %0 = mpc.batch_norm %x, %g, %g, %m, %m : tensor<8x16xbf16>, tensor<16xbf16> running tensor<16xf16>
+  return
+}
+
+// -----
+
+func.func @batch_norm_c5_shape(%x: tensor<8x16xbf16>, %g: tensor<16xbf16>, %m: tensor<8xf32>) {
+  // expected-error@+1 {{'mpc.batch_norm' op expects running statistics of gamma's shape and gamma's element type or f32, got 'tensor<8xf32>' for 'tensor<16xbf16>'}}
+  %0 = mpc.batch_norm %x, %g, %g, %m, %m : tensor<8x16xbf16>, tensor<16xbf16> running tensor<8xf32>
+  return
+}
+
+// -----
+
 func.func @batch_norm_c4_momentum(%x: tensor<8x16xf32>, %g: tensor<16xf32>) {
   // expected-error@+1 {{'mpc.batch_norm' op expects 0 <= momentum <= 1 and eps > 0 and finite in f32, got momentum 1.5 and eps 1.0e-05}}
   %0 = mpc.batch_norm %x, %g, %g, %g, %g momentum 1.5 : tensor<8x16xf32>, tensor<16xf32>
@@ -1733,9 +1749,9 @@ func.func @batch_norm_c4_eps(%x: tensor<8x16xf32>, %g: tensor<16xf32>) {
 
 // -----
 
-// The running statistics have gamma's type.
+// The running statistics share a type (gamma's, or f32).
 func.func @batch_norm_running_var_type(%x: tensor<8x16xf32>, %g: tensor<16xf32>, %v: tensor<8xf32>) {
-  // expected-error@+1 {{'mpc.batch_norm' op failed to verify that all of {gamma, beta, running_mean, running_var} have same type}}
+  // expected-error@+1 {{'mpc.batch_norm' op failed to verify that all of {running_mean, running_var} have same type}}
   %0 = "mpc.batch_norm"(%x, %g, %g, %g, %v) <{eps = 1.0e-5 : f64, momentum = 0.1 : f64}> : (tensor<8x16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<8xf32>) -> tensor<8x16xf32>
   return
 }

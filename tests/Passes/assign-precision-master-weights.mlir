@@ -39,3 +39,18 @@ mpc.model @lean inputs(%x: tensor<4x8xf32>)
   %s = mpc.reduce_sum %n dims [0, 1] : tensor<4x8xf32>
   mpc.output loss(%s : tensor<f32>)
 }
+
+// -----
+
+// Batch norm's affine parameters too are read as stored, in bf16; its
+// running statistics stay f32 state.
+// CHECK-LABEL: mpc.model @lean_batch_norm
+//   CHECK-NOT:   mpc.cast %g
+//       CHECK:   mpc.batch_norm %{{.*}}, %g, %b, %mean, %var : tensor<4x3x2x2xbf16>, tensor<3xbf16> running tensor<3xf32>
+mpc.model @lean_batch_norm inputs(%x: tensor<4x3x2x2xf32>)
+    params(%g: tensor<3xf32> = ones, %b: tensor<3xf32> = zeros)
+    state(%mean: tensor<3xf32> = zeros, %var: tensor<3xf32> = ones) {
+  %y = mpc.batch_norm %x, %g, %b, %mean, %var : tensor<4x3x2x2xf32>, tensor<3xf32>
+  %s = mpc.reduce_sum %y dims [0, 1, 2, 3] : tensor<4x3x2x2xf32>
+  mpc.output loss(%s : tensor<f32>)
+}

@@ -84,7 +84,12 @@ def main():
     parser.add_argument("--modelled", action="store_true",
                         help="also the step's modelled time (counts its "
                              "kernels under the block emulator)")
+    parser.add_argument("--mpc-flag", action="append", default=[],
+                        metavar="FLAG",
+                        help="another `mpc compile` flag, e.g. "
+                             "--mpc-flag=--master-weights=none (repeatable)")
     args = parser.parse_args()
+    flags = FLAGS + args.mpc_flag
     modelled = None
     mpc = os.path.join(args.build_dir, "bin", "mpc")
     with tempfile.TemporaryDirectory() as workdir:
@@ -97,9 +102,9 @@ def main():
                                    "--target=cuda", "--arch=sm_90",
                                    "--report=json", "--report-gpu=h100"]
                                   + flags))
-        data = report(FLAGS)
+        data = report(flags)
         if args.modelled:
-            modelled = modelled_step(args.build_dir, model_path, FLAGS, [],
+            modelled = modelled_step(args.build_dir, model_path, flags, [],
                                      workdir, report)
     step, gpu, memory = data["step"], data["gpu"], data["memory"]["chosen"]
     # GEMM calls made for convolutions and their gradients.
