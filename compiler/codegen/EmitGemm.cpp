@@ -232,13 +232,13 @@ FailureOr<bool> mlir::mpc::emitGemmLike(Operation *op, const Step &step,
     // mpc-form-kernels put the bias gradient (the reduce_sum of the left
     // operand, widened to f32 or in its half type) into this step: the
     // epilogue writes it.
-    for (Operation *member : step.ops) {
-      if (auto sum = dyn_cast<ReduceSumOp>(member); sum && !gemm.biasGrad)
+    for (Operation *member : step.ops)
+      if (auto sum = dyn_cast<ReduceSumOp>(member)) {
         gemm.biasGrad = sum.getResult();
-      if (auto widen = dyn_cast<CastOp>(member);
-          widen && widen.getInput().getDefiningOp<ReduceSumOp>())
-        gemm.biasGrad = widen.getResult();
-    }
+        for (Operation *widen : sum->getUsers())
+          if (isa<CastOp>(widen) && llvm::is_contained(step.ops, widen))
+            gemm.biasGrad = widen->getResult(0);
+      }
     // ... or the GELU gradient of its product: the epilogue writes that.
     for (Operation *member : step.ops)
       if (auto grad = dyn_cast<GeluGradOp>(member)) {
