@@ -54,7 +54,8 @@ def FusionKind : I32EnumAttr<"FusionKind",
       I32EnumAttrCase<"Reduce", 2, "reduce">,
       I32EnumAttrCase<"Row", 3, "row">,
       I32EnumAttrCase<"Attention", 4, "attention">,
-      I32EnumAttrCase<"Classifier", 5, "classifier">]> {
+      I32EnumAttrCase<"Classifier", 5, "classifier">,
+      I32EnumAttrCase<"LinearClassifier", 6, "linear_classifier">]> {
   let cppNamespace = "::mlir::mpc";
 }
 

@@ -850,6 +850,42 @@ LogicalResult FusionOp::verifyRegions() {
                               "targets and ignore_index";
     return success();
   }
+  if (getKind() == FusionKind::LinearClassifier) {
+    // fusion_c9
+    auto linear = dyn_cast<LinearOp>(ops.front());
+    auto count = [&](auto isKind) { return llvm::count_if(ops, isKind); };
+    auto loss = llvm::find_if(ops, llvm::IsaPred<CrossEntropyOp>);
+    auto grad = llvm::find_if(ops, llvm::IsaPred<CrossEntropyGradOp>);
+    auto throughReshapes = [](Value value) {
+      while (auto reshape = value.getDefiningOp<ReshapeOp>())
+        value = reshape.getInput();
+      return value;
+    };
+    bool valid =
+        linear && !linear.getBias() && count(llvm::IsaPred<LinearOp>) == 1 &&
+        count(llvm::IsaPred<CrossEntropyOp>) == 1 &&
+        count(llvm::IsaPred<CrossEntropyGradOp>) == 1 &&
+        count(llvm::IsaPred<MatmulOp>) == 2 &&
+        count(llvm::IsaPred<CastOp>) <= 1 &&
+        llvm::all_of(ops,
+                     llvm::IsaPred<LinearOp, CrossEntropyOp, CrossEntropyGradOp,
+                                   MatmulOp, CastOp, ReshapeOp>) &&
+        loss != ops.end() && grad != ops.end() &&
+        cast<CrossEntropyOp>(*loss).getLogits() ==
+            cast<CrossEntropyGradOp>(*grad).getLogits() &&
+        llvm::all_of(ops, [&](Operation *op) {
+          auto matmul = dyn_cast<MatmulOp>(op);
+          return !matmul ||
+                 throughReshapes(matmul.getLhs()) == (*grad)->getResult(0);
+        });
+    if (!valid)
+      return emitOpError()
+             << "of kind 'linear_classifier' expects a bias-free linear "
+                "first, a cross_entropy and a cross_entropy_grad of the same "
+                "logits, two matmuls of the gradient, at most one cast and "
+                "reshapes";
+    return success();
+  }
   if (getKind() == FusionKind::Reduce) {
     // fusion_c5
     auto widen = ops.size() == 2 ? dyn_cast<CastOp>(ops[1]) : CastOp();

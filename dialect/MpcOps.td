@@ -293,6 +293,10 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
       and targets (llm.c's fused classifier): one pass over each row gives
       its loss and its gradient, which code generation writes over the
       logits when nothing reads them after the group.
+    - `linear_classifier`: a classifier with the bias-free linear that
+      computes its logits and the two GEMMs of their gradient (dX and dW,
+      with dW's widening cast): code generation runs them over chunks of
+      rows, so that one chunk of logits exists at a time.
 
     ```mlir
     %q = mpc.fusion loop {
@@ -321,6 +325,9 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
         only) a reshape, slice_grad or add.
     C8: `classifier`: a cross_entropy and a cross_entropy_grad of the same
         logits, targets and ignore_index.
+    C9: `linear_classifier`: a bias-free linear first, then a classifier's
+        two ops, two matmuls reading its gradient, at most one cast, and
+        reshapes.
   }];
   let arguments = (ins FusionKind:$kind);
   let results = (outs Variadic<AnyStaticShapeTensor>:$results);

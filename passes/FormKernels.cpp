@@ -17,6 +17,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <functional>
+
 #define DEBUG_TYPE "mpc-form-kernels"
 
 namespace mlir::mpc {
@@ -132,6 +134,83 @@ std::pair<ReshapeOp, GeluGradOp> geluGradient(Operation *op) {
   return {reshape, grad};
 }
 
+/// The ops around a classifier that can run with it over row chunks: the
+/// bias-free linear that computes the logits (and the reshapes between,
+/// read by nothing else), and the two GEMMs of the logits' gradient, dX =
+/// dlogits · W and dW = dlogitsᵀ · X (through the reshapes of dlogits,
+/// read by nothing else; X through reshapes of the linear's input), with
+/// dW's widening cast where it is dW's only reader. The logits and their
+/// gradient must have one type: a chunk's gradient is written over its
+/// logits. Empty where the pattern does not hold.
+struct LinearClassifier {
+  LinearOp linear;
+  SmallVector<Operation *> logitViews, gradientViews;
+  MatmulOp inputGradient, weightGradient;
+  CastOp widen; ///< of weightGradient, or null
+};
+
+Value throughReshapes(Value value) {
+  while (auto reshape = value.getDefiningOp<ReshapeOp>())
+    value = reshape.getInput();
+  return value;
+}
+
+std::optional<LinearClassifier> linearClassifier(CrossEntropyOp loss,
+                                                 CrossEntropyGradOp grad) {
+  LinearClassifier found;
+  auto isClassifier = [&](Operation *user) {
+    return user == loss.getOperation() || user == grad.getOperation();
+  };
+  // Up from the logits to the linear: every value on the way is read by
+  // the next reshape up the chain or by the classifier only.
+  Value value = grad.getLogits();
+  Operation *reader = nullptr;
+  while (true) {
+    if (!llvm::all_of(value.getUsers(), [&](Operation *user) {
+          return user == reader || isClassifier(user);
+        }))
+      return std::nullopt;
+    auto reshape = value.getDefiningOp<ReshapeOp>();
+    if (!reshape)
+      break;
+    found.logitViews.push_back(reshape);
+    reader = reshape;
+    value = reshape.getInput();
+  }
+  found.linear = value.getDefiningOp<LinearOp>();
+
+  if (!found.linear || found.linear.getBias() ||
+      grad.getType() != grad.getLogits().getType())
+    return std::nullopt;
+  // Down from the gradient: reshapes, then exactly the two GEMMs.
+  SmallVector<Value> gradients{grad.getResult()};
+  for (size_t i = 0; i < gradients.size(); ++i)
+    for (Operation *user : gradients[i].getUsers()) {
+      if (auto reshape = dyn_cast<ReshapeOp>(user)) {
+        found.gradientViews.push_back(reshape);
+        gradients.push_back(reshape.getResult());
+        continue;
+      }
+      auto matmul = dyn_cast<MatmulOp>(user);
+      if (!matmul || matmul.getLhs() != gradients[i] ||
+          matmul.getRhs() == gradients[i] || matmul.getType().getRank() != 2 ||
+          matmul.getTransposeRhs())
+        return std::nullopt;
+      MatmulOp &slot =
+          matmul.getTransposeLhs() ? found.weightGradient : found.inputGradient;
+      if (slot)
+        return std::nullopt;
+      slot = matmul;
+    }
+  if (!found.inputGradient || !found.weightGradient ||
+      found.inputGradient.getRhs() != found.linear.getWeight() ||
+      throughReshapes(found.weightGradient.getRhs()) !=
+          throughReshapes(found.linear.getInput()))
+    return std::nullopt;
+  found.widen = widenedResult(found.weightGradient);
+  return found;
+}
+
 class KernelFormation {
 public:
   KernelFormation(ModelOp model, const MpcFormKernelsPassOptions &options)
@@ -175,6 +254,43 @@ private:
                [&](Operation *user) { return group.ops.contains(user); }) &&
            (isView(producer) || isa<ConstantOp, CausalMaskOp>(producer) ||
             elementCount(result) == elements);
+  }
+  /// Moves the reshapes of `value` that come before `root` (and theirs)
+  /// right after it, where all their readers come after `root`.
+  void deferViews(Value value, Operation *root) {
+    int64_t at = position.lookup(root);
+    SmallVector<Operation *> views;
+    std::function<bool(Value)> movable = [&](Value viewed) {
+      for (Operation *user : viewed.getUsers()) {
+        auto it = position.find(user);
+        if (it == position.end() || it->second > at)
+          continue;
+        if (!isa<ReshapeOp>(user) || groupOf.count(user) ||
+            !movable(user->getResult(0)))
+          return false;
+        views.push_back(user);
+      }
+      return true;
+    };
+    for (Operation *user : value.getUsers()) {
+      auto it = position.find(user);
+      if (it == position.end() || it->second > at)
+        continue;
+      views.clear();
+      if (!isa<ReshapeOp>(user) || !movable(user->getResult(0)))
+        continue;
+      views.push_back(user);
+      // Outermost (the reshape of `value`) first, then its readers.
+      Operation *after = root;
+      for (Operation *view : llvm::reverse(views)) {
+        view->moveAfter(after);
+        after = view;
+      }
+    }
+    position.clear();
+    for (auto [index, op] :
+         llvm::enumerate(model.getBody().front().without_terminator()))
+      position[&op] = index;
   }
   void formAttentionGroups();
   void formClassifierGroups();
@@ -385,6 +501,38 @@ void KernelFormation::formClassifierGroups() {
     group.ops.insert(grad);
     // Both run where the gradient was: the loss must not be read before.
     group.root = grad;
+    if (options.classifierGemms)
+      if (std::optional<LinearClassifier> gemms =
+              linearClassifier(forward, grad)) {
+        // With the GEMMs around it, where the later GEMM was.
+        Group wide = group;
+        wide.kind = FusionKind::LinearClassifier;
+        wide.ops.insert(gemms->linear);
+        wide.ops.insert(gemms->logitViews.begin(), gemms->logitViews.end());
+        wide.ops.insert(gemms->gradientViews.begin(),
+                        gemms->gradientViews.end());
+        wide.ops.insert(gemms->inputGradient);
+        wide.ops.insert(gemms->weightGradient);
+        if (gemms->widen)
+          wide.ops.insert(gemms->widen);
+        wide.root = position.lookup(gemms->inputGradient) >
+                            position.lookup(gemms->weightGradient)
+                        ? gemms->inputGradient
+                        : gemms->weightGradient;
+        Value weightGradient = gemms->widen ? gemms->widen.getResult()
+                                            : gemms->weightGradient.getResult();
+        // dX's reshapes (for the layer before) may come before the later
+        // GEMM: they are views, and move after it.
+        deferViews(gemms->inputGradient.getResult(), wide.root);
+        if (readAfter(forward.getResult(), wide) &&
+            readAfter(gemms->inputGradient.getResult(), wide) &&
+            readAfter(weightGradient, wide)) {
+          for (Operation *op : wide.ops)
+            groupOf[op] = groups.size();
+          groups.push_back(std::move(wide));
+          continue;
+        }
+      }
     if (!readAfter(forward.getResult(), group))
       continue;
     groupOf[forward] = groupOf[grad] = groups.size();
@@ -661,8 +809,9 @@ struct MpcFormKernelsPass : impl::MpcFormKernelsPassBase<MpcFormKernelsPass> {
   using Base::Base;
 
   void runOnOperation() override {
-    MpcFormKernelsPassOptions options{views, gemmEpilogues,  siblings,
-                                      rows,  attentionViews, classifier};
+    MpcFormKernelsPassOptions options{
+        views,          gemmEpilogues, siblings,       rows,
+        attentionViews, classifier,    classifierGemms};
     getOperation().walk([&](ModelOp model) {
       numGroups += formKernels(model, options);
       model.walk(

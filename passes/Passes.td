@@ -557,6 +557,15 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
        the logits when nothing reads them after it (llm.c's fused
        classifier). Not when the loss is read before the gradient, nor
        when it is the gradient's seed.
+       With `classifier-gemms`, a bias-free linear that computes the logits
+       (read only by the classifier, through reshapes) and the two GEMMs of
+       their gradient, dX = dlogits · W and dW = dlogitsᵀ · X (the linear's
+       input, through reshapes), with dW's widening cast, join it as a
+       `linear_classifier` group, placed at the later GEMM: code generation
+       runs the five over chunks of rows, so that one chunk of logits
+       exists at a time (Liger's fused linear cross-entropy), accumulating
+       dW. Not where the logits and their gradient differ in type, nor
+       where dX or dW is read before the later GEMM.
     A `gemm` or `reduce` group is placed where its GEMM or reduction was
     (its epilogue reads nothing else), so that the GEMM's operands are not
     kept alive until a late reader of the epilogue's result; every other
@@ -580,7 +589,10 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
            "views that make them">,
     Option<"classifier", "classifier", "bool", /*default=*/"true",
            "Compute a cross-entropy and its gradient in one pass over the "
-           "logits">];
+           "logits">,
+    Option<"classifierGemms", "classifier-gemms", "bool", /*default=*/"true",
+           "Run the classifier's linear and its gradient's GEMMs with it "
+           "(over row chunks)">];
   let statistics = [
     Statistic<"numGroups", "num-groups", "Kernel groups formed">,
     Statistic<"numFusedOps", "num-fused-ops", "Ops placed in kernel groups">];

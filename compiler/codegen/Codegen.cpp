@@ -808,6 +808,8 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
     return emitLossScale(scale, emitter);
   if (step.isFusedElementwise())
     return emitFusedElementwise(step, emitter);
+  if (step.group == FusionKind::LinearClassifier)
+    return emitLinearClassifier(emitter, step);
   for (auto family : {emitGemmLike, emitConvolution, emitRowOp, emitDataMovement,
                       emitBackwardOp, emitAttention}) {
     FailureOr<bool> handled = family(op, step, emitter);
@@ -866,7 +868,102 @@ mlir::mpc::inPlaceCandidate(const Step &step) {
   return std::make_pair(grad.getResult(), grad.getLogits());
 }
 
+LinearClassifierOps mlir::mpc::linearClassifierOps(const Step &step) {
+  assert(step.group == FusionKind::LinearClassifier);
+  LinearClassifierOps ops;
+  for (Operation *op : step.ops) {
+    if (auto linear = dyn_cast<LinearOp>(op))
+      ops.linear = linear;
+    else if (auto loss = dyn_cast<CrossEntropyOp>(op))
+      ops.loss = loss;
+    else if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
+      ops.grad = grad;
+    else if (auto matmul = dyn_cast<MatmulOp>(op))
+      (matmul.getTransposeLhs() ? ops.weightGradient : ops.inputGradient) =
+          matmul;
+  }
+  ops.weightGradientResult = ops.weightGradient.getResult();
+  for (Operation *op : step.ops)
+    if (auto widen = dyn_cast<CastOp>(op))
+      ops.weightGradientResult = widen.getResult();
+  auto logits = ops.grad.getLogits().getType();
+  ops.classes = logits.getShape().back();
+  ops.rows = logits.getNumElements() / ops.classes;
+  ops.width = ops.linear.getWeight().getType().getDimSize(1);
+  return ops;
+}
+
+int64_t mlir::mpc::classifierChunkRows(const Step &step) {
+  int64_t rows = linearClassifierOps(step).rows;
+  return step.chunkRows > 0 ? std::min(step.chunkRows, rows) : rows;
+}
+
+int64_t mlir::mpc::classifierChunkOffset(int64_t rows) {
+  return alignTo64(saturatingProduct({2, rows, 4}) + 4);
+}
+
+/// Rows a chunk of `rows` split `chunks` ways: a multiple of 8, so that
+/// every chunk's rows start aligned for the GEMMs.
+static int64_t rowsPerChunk(int64_t rows, int64_t chunks) {
+  int64_t chunk = (rows + chunks - 1) / chunks;
+  return std::min(rows, (chunk + 7) / 8 * 8);
+}
+
+/// The candidates for a classifier's chunk: all its rows, then halves down
+/// to 128 rows, where a chunk's GEMMs still fill a GPU (128 rows by the
+/// vocabulary).
+static SmallVector<int64_t> chunkCandidates(int64_t rows) {
+  SmallVector<int64_t> candidates{rows};
+  constexpr int64_t fewestRows = 128;
+  for (int64_t chunks = 2;; chunks *= 2) {
+    int64_t chunk = rowsPerChunk(rows, chunks);
+    if (chunk < fewestRows || chunk >= candidates.back())
+      break;
+    candidates.push_back(chunk);
+  }
+  return candidates;
+}
+
+void mlir::mpc::chooseClassifierChunks(ModelOp model, std::vector<Step> &steps,
+                                       ArrayRef<Value> gradients,
+                                       int64_t gemmWorkspaceBytes,
+                                       bool cudnnConvolutions, int64_t chunks) {
+  for (Step &step : steps) {
+    if (step.group != FusionKind::LinearClassifier)
+      continue;
+    if (chunks > 0) {
+      step.chunkRows = rowsPerChunk(linearClassifierOps(step).rows, chunks);
+      continue;
+    }
+    // The chunk is the largest whose activation peak is within 1/32 of the
+    // least any candidate reaches: smaller chunks would save less than that
+    // and cost one more pass over dW (read and written again in f32) each.
+    SmallVector<int64_t> candidates =
+        chunkCandidates(linearClassifierOps(step).rows);
+    SmallVector<int64_t> peaks;
+    for (int64_t rows : candidates) {
+      step.chunkRows = rows;
+      peaks.push_back(MemoryPlan(model, steps, gradients, gemmWorkspaceBytes,
+                                 cudnnConvolutions)
+                          .arenaBytes[MPC_ARENA_ACTIVATIONS]);
+    }
+    int64_t least = *llvm::min_element(peaks);
+    for (auto [rows, peak] : llvm::zip(candidates, peaks))
+      if (peak <= least + least / 32) {
+        step.chunkRows = rows;
+        break;
+      }
+  }
+}
+
 int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
+  if (step.group == FusionKind::LinearClassifier) {
+    LinearClassifierOps ops = linearClassifierOps(step);
+    int64_t logitBytes =
+        storageBytes(ops.grad.getType()) / std::max<int64_t>(ops.rows, 1);
+    return saturatingProduct({classifierChunkRows(step), logitBytes}) +
+           classifierChunkOffset(ops.rows);
+  }
   // D_i per query, from the dQ kernel to the dK/dV kernel (EmitAttention):
   // an attention group's views come before its op.
   for (Operation *member : step.ops)

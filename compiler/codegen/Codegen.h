@@ -63,6 +63,16 @@ struct GeneratedModel {
   std::vector<KernelRecord> trainKernels;
   /// Data parallel: the gradient buckets, in the order they are reduced.
   std::vector<GradientBucket> gradientBuckets;
+  /// Each classifier run over row chunks (a linear_classifier step).
+  struct ClassifierChunks {
+    Operation *loss = nullptr; ///< its cross_entropy
+    int64_t rows = 0, chunkRows = 0;
+    int64_t logitBytes = 0; ///< of all the rows' logits
+    /// What each chunk after the first adds to the step's traffic: the
+    /// weight read again by two GEMMs, dW read and written again.
+    int64_t bytesPerExtraChunk = 0;
+  };
+  std::vector<ClassifierChunks> classifierChunks;
 };
 
 /// Code generation choices beyond the model's IR (the optimizer and loss
@@ -93,6 +103,9 @@ struct CodegenOptions {
   /// Data parallel: the largest gradient bucket (--bucket-mb); a gradient
   /// larger than it is a bucket of its own.
   int64_t bucketBytes = defaultBucketMiB << 20;
+  /// The row chunks a linear_classifier step runs in (0: chosen from the
+  /// memory plan; see chooseClassifierChunks).
+  int64_t classifierChunks = 0;
 };
 
 /// Alignment of cuBLASLt's workspace (and of its operands): 256 bytes.
@@ -136,7 +149,8 @@ struct MemorySummary {
 /// and returns their arena sizes.
 MemorySummary planMemory(ModelOp train, ModelOp eval, bool fuse = true,
                          int64_t gemmWorkspaceBytes = 0,
-                         bool cudnnConvolutions = false);
+                         bool cudnnConvolutions = false,
+                         int64_t classifierChunks = 0);
 
 /// Generates the sources of a model (cpu or cuda target) from a model whose
 /// `train` copy holds the training step (forward, backward and gradients on

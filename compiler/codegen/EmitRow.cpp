@@ -311,25 +311,16 @@ void emitCrossEntropyGrad(StepEmitter &emitter, const Step &step,
                      .flopsPer(rows, 1));
 }
 
-/// A `classifier` group (llm.c's fused classifier): the targets' count,
-/// then one pass per row that stores the row's loss and writes its
-/// gradient, then the mean. The gradient may be the logits' own buffer (the
-/// memory plan decides): each thread reads an element before it writes
+/// The kernel of a `classifier` group (llm.c's fused classifier): one pass
+/// per row that stores the row's loss and writes its gradient. The gradient
+/// may be the logits' own buffer (the memory plan decides; a chunked
+/// classifier always does): each thread reads an element before it writes
 /// it, and the row's target logit is read by every thread before a barrier
 /// that precedes the first write, so the pointers are not __restrict__.
-/// The losses and gradients equal the unfused kernels' bit for bit.
-void emitClassifier(StepEmitter &emitter, const Step &step,
-                    CrossEntropyOp loss) {
-  auto grad = cast<CrossEntropyGradOp>(step.ops.back());
-  auto logits = loss.getLogits().getType();
-  int64_t classes = logits.getShape().back();
-  int64_t rows = logits.getNumElements() / classes;
-  std::string rowLoss = emitter.scratchPointer(step, "float");
-  std::string rowValid = emitter.scratchPointer(step, "float", rows * 4);
-  std::string count = emitter.scratchPointer(step, "float", 2 * rows * 4);
-  emitTargetCount(emitter, loss.getTargets(), loss.getIgnoreIndex(), rows,
-                  count);
-
+/// Row r of the launch is row r of every pointer it is given.
+std::string addClassifierKernel(StepEmitter &emitter, CrossEntropyOp loss,
+                                CrossEntropyGradOp grad) {
+  int64_t classes = loss.getLogits().getType().getShape().back();
   std::string name = emitter.kernelName("classifier");
   std::string skip = std::string(skipRowLoss) + " MPC_FOR_THREAD(j, " +
                      std::to_string(classes) + "LL) mpc_store(dx + j, 0.0f);";
@@ -353,27 +344,146 @@ void emitClassifier(StepEmitter &emitter, const Step &step,
       targetCheck(loss.getIgnoreIndex(), classes, skip),
       llvm::formatv(rowSoftmaxStatistics, classes),
       llvm::formatv(rowGradientStore, classes)));
-  emitter.launch(name, rows, rowBlockSize,
-                 {emitter.constPointer(grad.getGrad()),
-                  emitter.constPointer(loss.getLogits()),
-                  emitter.constPointer(loss.getTargets()), count, rowLoss,
-                  rowValid, emitter.pointer(grad.getResult()),
-                  "ctx->index_error"},
-                 // The gradient kernel's 8 FLOPs an element, and the loss's
-                 // 3 a row; the logits are read once from memory at best
-                 // (two passes over a row: the second hits the cache where
-                 // the rows in flight fit it).
-                 KernelCost()
-                     .reads(grad.getGrad())
-                     .reads(loss.getLogits())
-                     .reads(loss.getTargets())
-                     .readsBytes(4)
-                     .writesBytes(2 * rows * 4)
-                     .writes(grad.getResult())
-                     .flopsPer(rows * classes, 8)
-                     .flopsPer(rows, 3));
+  return name;
+}
+
+/// Launches the classifier kernel over `rows` rows of logits.
+void launchClassifier(StepEmitter &emitter, StringRef name, CrossEntropyOp loss,
+                      CrossEntropyGradOp grad, int64_t rows,
+                      ArrayRef<std::string> arguments) {
+  int64_t classes = loss.getLogits().getType().getShape().back();
+  auto elementBytes = [](Value value) {
+    return storageBytes(RankedTensorType::get(
+        {1}, cast<RankedTensorType>(value.getType()).getElementType()));
+  };
+  emitter.launch(
+      name, rows, rowBlockSize, arguments,
+      // The gradient kernel's 8 FLOPs an element, and the loss's
+      // 3 a row; the logits are read once from memory at best
+      // (two passes over a row: the second hits the cache where
+      // the rows in flight fit it).
+      KernelCost()
+          .reads(grad.getGrad())
+          .readsBytes(rows * classes * elementBytes(loss.getLogits()))
+          .readsBytes(rows * elementBytes(loss.getTargets()))
+          .readsBytes(4)
+          .writesBytes(2 * rows * 4)
+          .writesBytes(rows * classes * elementBytes(grad.getResult()))
+          .flopsPer(rows * classes, 8)
+          .flopsPer(rows, 3));
+}
+
+/// A `classifier` group: the targets' count, then the classifier kernel,
+/// then the mean. The losses and gradients equal the unfused kernels' bit
+/// for bit.
+void emitClassifier(StepEmitter &emitter, const Step &step,
+                    CrossEntropyOp loss) {
+  auto grad = cast<CrossEntropyGradOp>(step.ops.back());
+  auto logits = loss.getLogits().getType();
+  int64_t classes = logits.getShape().back();
+  int64_t rows = logits.getNumElements() / classes;
+  std::string rowLoss = emitter.scratchPointer(step, "float");
+  std::string rowValid = emitter.scratchPointer(step, "float", rows * 4);
+  std::string count = emitter.scratchPointer(step, "float", 2 * rows * 4);
+  emitTargetCount(emitter, loss.getTargets(), loss.getIgnoreIndex(), rows,
+                  count);
+  std::string name = addClassifierKernel(emitter, loss, grad);
+  launchClassifier(emitter, name, loss, grad, rows,
+                   {emitter.constPointer(grad.getGrad()),
+                    emitter.constPointer(loss.getLogits()),
+                    emitter.constPointer(loss.getTargets()), count, rowLoss,
+                    rowValid, emitter.pointer(grad.getResult()),
+                    "ctx->index_error"});
   emitLossMean(emitter, loss, rows, rowLoss, rowValid);
 }
+
+/// `pointer` advanced by `elements` elements (of the type it points to).
+std::string advanced(const std::string &pointer, int64_t elements) {
+  if (elements == 0)
+    return pointer;
+  return "(" + pointer + " + " + std::to_string(elements) + "LL)";
+}
+
+} // namespace
+
+LogicalResult mlir::mpc::emitLinearClassifier(StepEmitter &emitter,
+                                              const Step &step) {
+  LinearClassifierOps ops = linearClassifierOps(step);
+  int64_t chunkRows = classifierChunkRows(step);
+  // Scratch: per-row losses and validity, the count, then one chunk of
+  // logits, whose gradient the classifier kernel writes over them.
+  std::string rowLoss = emitter.scratchPointer(step, "float");
+  std::string rowValid = emitter.scratchPointer(step, "float", ops.rows * 4);
+  std::string count = emitter.scratchPointer(step, "float", 2 * ops.rows * 4);
+  std::string logitType = elementCType(ops.grad.getResult());
+  std::string chunk =
+      emitter.scratchPointer(step, logitType, classifierChunkOffset(ops.rows));
+  emitTargetCount(emitter, ops.loss.getTargets(), ops.loss.getIgnoreIndex(),
+                  ops.rows, count);
+  std::string kernel = addClassifierKernel(emitter, ops.loss, ops.grad);
+  const char *logitDtype = gemmDtype(ops.grad.getResult());
+  Value input = ops.linear.getInput(), weight = ops.linear.getWeight();
+  Value weightInput = ops.weightGradient.getRhs();
+  Value inputGradient = ops.inputGradient.getResult();
+  for (int64_t first = 0; first < ops.rows; first += chunkRows) {
+    int64_t rows = std::min(chunkRows, ops.rows - first);
+    // The chunk's logits: its rows of X times Wᵀ.
+    GemmCall logits;
+    logits.aType = gemmDtype(input);
+    logits.bType = gemmDtype(weight);
+    logits.cType = logitDtype;
+    logits.transB = true;
+    logits.m = rows;
+    logits.n = ops.classes;
+    logits.k = ops.width;
+    logits.a = advanced(emitter.constPointer(input), first * ops.width);
+    logits.b = emitter.constPointer(weight);
+    logits.c = chunk;
+    logits.lda = logits.ldb = ops.width;
+    logits.ldc = ops.classes;
+    emitGemmCall(emitter, logits);
+    launchClassifier(
+        emitter, kernel, ops.loss, ops.grad, rows,
+        {emitter.constPointer(ops.grad.getGrad()), "(const " + chunk.substr(1),
+         advanced(emitter.constPointer(ops.loss.getTargets()), first), count,
+         advanced(rowLoss, first), advanced(rowValid, first), chunk,
+         "ctx->index_error"});
+    // Its rows of dX = dlogits · W.
+    GemmCall dx;
+    dx.aType = logitDtype;
+    dx.bType = gemmDtype(weight);
+    dx.cType = gemmDtype(inputGradient);
+    dx.m = rows;
+    dx.n = ops.width;
+    dx.k = ops.classes;
+    dx.a = "(const " + chunk.substr(1);
+    dx.b = emitter.constPointer(weight);
+    dx.c = advanced(emitter.pointer(inputGradient), first * ops.width);
+    dx.lda = ops.classes;
+    dx.ldb = dx.ldc = ops.width;
+    emitGemmCall(emitter, dx);
+    // dW += dlogitsᵀ · X over the chunk's rows (written by the first).
+    GemmCall dw;
+    dw.aType = logitDtype;
+    dw.bType = gemmDtype(weightInput);
+    dw.cType = gemmDtype(ops.weightGradientResult);
+    dw.transA = true;
+    dw.m = ops.classes;
+    dw.n = ops.width;
+    dw.k = rows;
+    dw.a = "(const " + chunk.substr(1);
+    dw.b = advanced(emitter.constPointer(weightInput), first * ops.width);
+    dw.c = emitter.pointer(ops.weightGradientResult);
+    dw.lda = ops.classes;
+    dw.ldb = dw.ldc = ops.width;
+    dw.accumulate = first > 0;
+    emitGemmCall(emitter, dw);
+  }
+  emitLossMean(emitter, ops.loss, ops.rows, rowLoss, rowValid);
+  return success();
+}
+
+namespace {
 
 /// Mean squared error in two deterministic stages: each of `mseLossBlocks`
 /// blocks sums the squared differences of one contiguous chunk into

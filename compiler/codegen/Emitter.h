@@ -48,6 +48,9 @@ struct Step {
   bool isFusedElementwise() const;
   /// A reshape of its own: its result is its operand's buffer, no kernel.
   bool isAlias() const;
+  /// A linear_classifier group's rows of logits a chunk
+  /// (chooseClassifierChunks); 0 for every other step.
+  int64_t chunkRows = 0;
 };
 
 /// What a GEMM or reduction step writes: its op's result, or the f32 value
@@ -70,6 +73,25 @@ int64_t elementwiseFlops(Operation *op, bool training);
 /// (--no-fuse, --debug-nonfinite). Grouping moves a group's ops to where
 /// its last op was.
 std::vector<Step> formSteps(ModelOp model, bool fuse = true);
+
+/// The ops of a linear_classifier step (mpc-form-kernels), and its sizes:
+/// logits = X · Wᵀ of `rows` rows and `classes` columns, X and W `width`
+/// wide; dX = dlogits · W, dW = dlogitsᵀ · X' (X' is X through reshapes),
+/// written as `weightGradientResult` (dW or its widening to f32).
+struct LinearClassifierOps {
+  LinearOp linear;
+  CrossEntropyOp loss;
+  CrossEntropyGradOp grad;
+  MatmulOp inputGradient, weightGradient;
+  Value weightGradientResult;
+  int64_t rows = 0, classes = 0, width = 0;
+};
+LinearClassifierOps linearClassifierOps(const Step &step);
+/// The step's rows of logits a chunk: its chunkRows, or all of them.
+int64_t classifierChunkRows(const Step &step);
+/// Where a linear_classifier's chunk of logits starts in its scratch: after
+/// the per-row losses and validity and the count.
+int64_t classifierChunkOffset(int64_t rows);
 
 //===----------------------------------------------------------------------===//
 // Memory plan
@@ -167,6 +189,15 @@ private:
   /// Set by lookup and scratch on a miss (see failed()).
   mutable bool missingEntry = false;
 };
+
+/// Gives each linear_classifier step its rows a chunk: `chunks` chunks of
+/// as many rows (a multiple of 8, so that each chunk's rows start aligned
+/// for the GEMMs) where given, otherwise chosen from the memory plan (see
+/// Codegen.cpp). The other arguments are MemoryPlan's.
+void chooseClassifierChunks(ModelOp model, std::vector<Step> &steps,
+                            ArrayRef<Value> gradients,
+                            int64_t gemmWorkspaceBytes, bool cudnnConvolutions,
+                            int64_t chunks);
 
 /// Where a size has no 64-bit value: far above maxAddressableBytes, and two
 /// of them still add without overflow.
@@ -565,6 +596,11 @@ FailureOr<bool> emitGemmLike(Operation *op, const Step &step,
                              StepEmitter &emitter);
 FailureOr<bool> emitRowOp(Operation *op, const Step &step,
                           StepEmitter &emitter);
+/// A linear_classifier step over its row chunks (EmitRow.cpp): the targets'
+/// count, then for each chunk the logits' GEMM, the classifier kernel
+/// (losses, gradient over the logits), dX's rows and dW's share (added to
+/// the chunks' before, in f32 where dW is widened), then the mean.
+LogicalResult emitLinearClassifier(StepEmitter &emitter, const Step &step);
 FailureOr<bool> emitDataMovement(Operation *op, const Step &step,
                                  StepEmitter &emitter);
 FailureOr<bool> emitBackwardOp(Operation *op, const Step &step,

@@ -340,6 +340,7 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   codegen.cudnnConvolutions = codegen.cuda && options.cudnn;
   codegen.emulateBlocks = codegen.cuda || options.emulateBlocks;
   codegen.bucketBytes = options.bucketBytes;
+  codegen.classifierChunks = options.classifierChunks;
   if (codegen.cuda) {
     codegen.smVersion =
         options.smVersion ? options.smVersion : defaultSmVersion;

@@ -243,6 +243,14 @@ cl::opt<bool> noFuse(
              "--report's before/after"),
     cl::sub(compileCommand), cl::cat(compileCategory));
 
+cl::opt<int> classifierChunks(
+    "classifier-chunks",
+    cl::desc("Chunks of rows the classifier (its linear, cross-entropy and "
+             "gradient GEMMs) runs in, so that one chunk of logits exists at "
+             "a time: 1 holds all the logits; the default chooses from the "
+             "memory plan (--report says what)"),
+    cl::value_desc("n"), cl::sub(compileCommand), cl::cat(compileCategory));
+
 cl::opt<mlir::mpc::OptimizerKind> optimizer(
     "optimizer", cl::desc("Fused optimizer"), cl::sub(compileCommand),
     cl::init(mlir::mpc::OptimizerKind::Sgd), cl::cat(optimizerCategory),
@@ -525,6 +533,12 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.shared = shared;
   options.foldCasts = !noFoldCasts;
   options.fuse = !noFuse;
+  if (classifierChunks.getNumOccurrences()) {
+    if (classifierChunks < 1)
+      return fail("--classifier-chunks must be >= 1, got " +
+                  Twine(int(classifierChunks)));
+    options.classifierChunks = classifierChunks;
+  }
   options.cudnn = !noCudnn;
   for (const std::string &op : recompute) {
     if (op != "gelu")

@@ -118,6 +118,9 @@ struct CompileOptions {
   /// bf16) updated with stochastic rounding, Kahan compensation or to
   /// nearest.
   MasterWeights masterWeights = MasterWeights::F32;
+  /// `--classifier-chunks`: the row chunks a linear_classifier group runs
+  /// in; 0 chooses from the memory plan.
+  int64_t classifierChunks = 0;
   /// `--bucket-mb` with dataParallel: the largest gradient bucket, in bytes.
   int64_t bucketBytes = defaultBucketMiB << 20;
   /// `--shared`: also link lib<model>.so (the model and libmpcrt), which

@@ -548,10 +548,12 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   // Its convolutions are cuDNN calls, which need no scratch.
   bool cuda = options.target == Target::Cuda;
   bool cudnn = cuda && options.cudnn;
-  MemorySummary at = planMemory(chosen->trainModel(), chosen->forwardModel(),
-                                fuse, workspace, cudnn);
-  MemorySummary o0 = planMemory(
-      baseline->trainModel(), baseline->forwardModel(), fuse, workspace, cudnn);
+  MemorySummary at =
+      planMemory(chosen->trainModel(), chosen->forwardModel(), fuse, workspace,
+                 cudnn, options.classifierChunks);
+  MemorySummary o0 =
+      planMemory(baseline->trainModel(), baseline->forwardModel(), fuse,
+                 workspace, cudnn, options.classifierChunks);
 
   // 4. The kernels of one training step, as the library launches them.
   CodegenOptions codegen;
@@ -561,6 +563,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   codegen.cuda = cuda;
   codegen.cudnnConvolutions = cudnn;
   codegen.bucketBytes = options.bucketBytes;
+  codegen.classifierChunks = options.classifierChunks;
   int smVersion = options.smVersion ? options.smVersion : defaultSmVersion;
   if (options.target == Target::Cuda)
     codegen.smVersion = smVersion;
@@ -676,6 +679,17 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
                                            {"category", row[2]},
                                            {"type", row[3]},
                                            {"reason", row[4]}});
+    llvm::json::Array chunkArray;
+    for (const GeneratedModel::ClassifierChunks &chunking :
+         generated->classifierChunks)
+      chunkArray.push_back(llvm::json::Object{
+          {"location", fileLineCol(chunking.loss->getLoc())},
+          {"rows", chunking.rows},
+          {"chunk_rows", chunking.chunkRows},
+          {"chunks",
+           (chunking.rows + chunking.chunkRows - 1) / chunking.chunkRows},
+          {"logit_bytes", chunking.logitBytes},
+          {"bytes_per_extra_chunk", chunking.bytesPerExtraChunk}});
     llvm::json::Array kernelArray;
     for (const KernelRow &row : kernels) {
       const KernelRecord &record = *row.record;
@@ -775,6 +789,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
         {"memory", llvm::json::Object{{"chosen", memoryJson(at)},
                                       {"O0", memoryJson(o0)}}},
         {"optimizer", optimizerJson(optimizerAttr, trainState)},
+        {"classifier_chunks", std::move(chunkArray)},
         {"gpu",
          llvm::json::Object{{"name", gpu->name},
                             {"description", gpu->description},
@@ -916,6 +931,20 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
         << unfused.cost.bytes() << " bytes, bound "
         << microseconds(unfused.seconds) << " us, activations "
         << unfused.activations << " bytes\n";
+  for (const GeneratedModel::ClassifierChunks &chunking :
+       generated->classifierChunks) {
+    int64_t chunks =
+        (chunking.rows + chunking.chunkRows - 1) / chunking.chunkRows;
+    out << "Classifier at " << fileLineCol(chunking.loss->getLoc()) << ": "
+        << chunks << (chunks == 1 ? " chunk" : " chunks") << " of "
+        << chunking.chunkRows << " rows (--classifier-chunks to choose), "
+        << chunking.logitBytes / chunking.rows * chunking.chunkRows
+        << " bytes of logits at a time of " << chunking.logitBytes;
+    if (chunks > 1)
+      out << "; each chunk after the first reads the weight and dW again: "
+          << (chunks - 1) * chunking.bytesPerExtraChunk << " bytes";
+    out << "\n";
+  }
   out << "Optimizer step (" << optimizerName
       << "): " << optimizerKernels << " kernels, " << optimizerCost.bytes()
       << " bytes (" << optimizerCost.bytesRead << " read, "

@@ -482,6 +482,22 @@ mpc.model @fusion_c8 inputs(%x: tensor<4x10xf32>, %y: tensor<4xi32>, %z: tensor<
 
 // -----
 
+// fusion_c9: a linear_classifier group starts with its bias-free linear.
+mpc.model @fusion_c9 inputs(%x: tensor<4x8xf32>, %w: tensor<10x8xf32>, %y: tensor<4xi32>) params() {
+  %one = mpc.constant dense<1.0> : tensor<f32>
+  // expected-error@+1 {{'mpc.fusion' op of kind 'linear_classifier' expects a bias-free linear first, a cross_entropy and a cross_entropy_grad of the same logits, two matmuls of the gradient, at most one cast and reshapes}}
+  %0:2 = mpc.fusion linear_classifier {
+    %z = mpc.linear %x, %w : tensor<4x8xf32>, tensor<10x8xf32>
+    %l = mpc.cross_entropy %z, %y : tensor<4x10xf32>, tensor<4xi32>
+    %d = mpc.cross_entropy_grad %one, %z, %y : tensor<f32>, tensor<4x10xf32>, tensor<4xi32>
+    %dx = mpc.matmul %d, %w : tensor<4x10xf32>, tensor<10x8xf32>
+    mpc.yield %l, %dx : tensor<f32>, tensor<4x8xf32>
+  } : tensor<f32>, tensor<4x8xf32>
+  mpc.output loss(%0#0 : tensor<f32>)
+}
+
+// -----
+
 // output_c1: extra output names are unique.
 mpc.model @output_c1_duplicate inputs(%x: tensor<f32>) params() {
   // expected-error@+1 {{'mpc.output' op expects output names that are unique identifiers other than 'loss', got 'y'}}

@@ -11,6 +11,8 @@
 // RUN:   | FileCheck %s --check-prefix=NOATT
 // RUN: mpc-opt %s --split-input-file --mpc-form-kernels=classifier=false \
 // RUN:   | FileCheck %s --check-prefix=NOCLS
+// RUN: mpc-opt %s --split-input-file --mpc-form-kernels=classifier-gemms=false \
+// RUN:   | FileCheck %s --check-prefix=NOCGEMM
 // The groups print in a form that parses back.
 // RUN: mpc-opt %s --split-input-file --mpc-form-kernels | mpc-opt --split-input-file | FileCheck %s
 
@@ -596,6 +598,92 @@ mpc.model @negative_classifier_loss_seeds_gradient inputs(%logits: tensor<4x10xf
   %d = mpc.cross_entropy_grad %l, %logits, %y : tensor<f32>, tensor<4x10xf32>, tensor<4xi32>
   %s = mpc.reduce_sum %d dims [0, 1] : tensor<4x10xf32>
   mpc.output loss(%s : tensor<f32>)
+}
+
+// -----
+
+// A classifier's bias-free linear (logits read only by the classifier,
+// through a reshape) and the GEMMs of its gradient, dX = dlogits · W and
+// dW = dlogitsᵀ · X (X through a reshape of the linear's input), with dW's
+// widening cast, are one linear_classifier group, placed at the later
+// GEMM: code generation runs it over chunks of rows. dX's reshape, which
+// came before the later GEMM, moves after it (a view: nothing changes).
+// CHECK-LABEL: mpc.model @linear_classifier
+//       CHECK:   %[[XR:.*]] = mpc.reshape %x : tensor<2x4x8xbf16> to tensor<8x8xbf16>
+//       CHECK:   %[[G:.*]]:3 = mpc.fusion linear_classifier {
+//  CHECK-NEXT:     mpc.linear %x, %w
+//  CHECK-NEXT:     mpc.reshape
+//  CHECK-NEXT:     %[[L:.*]] = mpc.cross_entropy
+//  CHECK-NEXT:     %[[D:.*]] = mpc.cross_entropy_grad
+//  CHECK-NEXT:     %[[DX:.*]] = mpc.matmul %[[D]], %w :
+//  CHECK-NEXT:     %[[DW:.*]] = mpc.matmul %[[D]], %[[XR]] transpose_lhs
+//  CHECK-NEXT:     %[[DW32:.*]] = mpc.cast %[[DW]] : tensor<10x8xbf16> to tensor<10x8xf32>
+//  CHECK-NEXT:     mpc.yield %[[L]], %[[DX]], %[[DW32]]
+//  CHECK-NEXT:   } : tensor<f32>, tensor<8x8xbf16>, tensor<10x8xf32>
+//       CHECK:     mpc.reshape %[[G]]#1 : tensor<8x8xbf16> to tensor<2x4x8xbf16>
+// NOCGEMM-LABEL: mpc.model @linear_classifier
+//   NOCGEMM-NOT:   linear_classifier
+//       NOCGEMM:   mpc.fusion classifier
+mpc.model @linear_classifier inputs(%x: tensor<2x4x8xbf16>, %w: tensor<10x8xbf16>, %y: tensor<8xi32>) params() {
+  %seed = mpc.loss_scale : tensor<f32>
+  %logits = mpc.linear %x, %w : tensor<2x4x8xbf16>, tensor<10x8xbf16>
+  %flat = mpc.reshape %logits : tensor<2x4x10xbf16> to tensor<8x10xbf16>
+  %l = mpc.cross_entropy %flat, %y : tensor<8x10xbf16>, tensor<8xi32>
+  %d = mpc.cross_entropy_grad %seed, %flat, %y : tensor<f32>, tensor<8x10xbf16>, tensor<8xi32>
+  %dx = mpc.matmul %d, %w : tensor<8x10xbf16>, tensor<10x8xbf16>
+  %dx3 = mpc.reshape %dx : tensor<8x8xbf16> to tensor<2x4x8xbf16>
+  %xr = mpc.reshape %x : tensor<2x4x8xbf16> to tensor<8x8xbf16>
+  %dw = mpc.matmul %d, %xr transpose_lhs : tensor<8x10xbf16>, tensor<8x8xbf16>
+  %dxs = mpc.cast %dx3 : tensor<2x4x8xbf16> to tensor<2x4x8xf32>
+  %s1 = mpc.reduce_sum %dxs dims [0, 1, 2] : tensor<2x4x8xf32>
+  %dw32 = mpc.cast %dw : tensor<10x8xbf16> to tensor<10x8xf32>
+  %s2 = mpc.reduce_sum %dw32 dims [0, 1] : tensor<10x8xf32>
+  %s = mpc.add %s1, %s2 : tensor<f32>, tensor<f32>
+  %t = mpc.add %l, %s : tensor<f32>, tensor<f32>
+  mpc.output loss(%t : tensor<f32>)
+}
+
+// -----
+
+// Not with a biased linear (its bias gradient would need the logits'
+// gradient whole), nor where the logits are read by anything else: the
+// cross-entropy and its gradient alone are the group.
+// CHECK-LABEL: mpc.model @negative_linear_classifier_bias
+//   CHECK-NOT:   linear_classifier
+//       CHECK:   mpc.fusion classifier
+mpc.model @negative_linear_classifier_bias inputs(%x: tensor<8x8xf32>, %w: tensor<10x8xf32>, %b: tensor<10xf32>, %y: tensor<8xi32>) params() {
+  %seed = mpc.loss_scale : tensor<f32>
+  %logits = mpc.linear %x, %w, %b : tensor<8x8xf32>, tensor<10x8xf32>, tensor<10xf32>
+  %l = mpc.cross_entropy %logits, %y : tensor<8x10xf32>, tensor<8xi32>
+  %d = mpc.cross_entropy_grad %seed, %logits, %y : tensor<f32>, tensor<8x10xf32>, tensor<8xi32>
+  %dx = mpc.matmul %d, %w : tensor<8x10xf32>, tensor<10x8xf32>
+  %dw = mpc.matmul %d, %x transpose_lhs : tensor<8x10xf32>, tensor<8x8xf32>
+  %s1 = mpc.reduce_sum %dx dims [0, 1] : tensor<8x8xf32>
+  %s2 = mpc.reduce_sum %dw dims [0, 1] : tensor<10x8xf32>
+  %s = mpc.add %s1, %s2 : tensor<f32>, tensor<f32>
+  %t = mpc.add %l, %s : tensor<f32>, tensor<f32>
+  mpc.output loss(%t : tensor<f32>)
+}
+
+// -----
+
+// CHECK-LABEL: mpc.model @negative_linear_classifier_logits_read
+//   CHECK-NOT:   linear_classifier
+//       CHECK:   mpc.fusion classifier
+mpc.model @negative_linear_classifier_logits_read inputs(%x: tensor<8x8xf32>, %w: tensor<10x8xf32>, %y: tensor<8xi32>) params() {
+  %seed = mpc.loss_scale : tensor<f32>
+  %logits = mpc.linear %x, %w : tensor<8x8xf32>, tensor<10x8xf32>
+  %l = mpc.cross_entropy %logits, %y : tensor<8x10xf32>, tensor<8xi32>
+  %d = mpc.cross_entropy_grad %seed, %logits, %y : tensor<f32>, tensor<8x10xf32>, tensor<8xi32>
+  %dx = mpc.matmul %d, %w : tensor<8x10xf32>, tensor<10x8xf32>
+  %dw = mpc.matmul %d, %x transpose_lhs : tensor<8x10xf32>, tensor<8x8xf32>
+  %s0 = mpc.reduce_sum %logits dims [0, 1] : tensor<8x10xf32>
+  %s1 = mpc.reduce_sum %dx dims [0, 1] : tensor<8x8xf32>
+  %s2 = mpc.reduce_sum %dw dims [0, 1] : tensor<10x8xf32>
+  %s3 = mpc.add %s1, %s2 : tensor<f32>, tensor<f32>
+  %s = mpc.add %s0, %s3 : tensor<f32>, tensor<f32>
+  %t = mpc.add %l, %s : tensor<f32>, tensor<f32>
+  mpc.output loss(%t : tensor<f32>)
 }
 
 // -----

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs two training apps and checks that their losses are bit-identical.
 
-  same_losses.py [--rtol=X] --reference <app> [args...] --candidate <app> [args...]
+  same_losses.py [--rtol=X [--first-exact]] --reference <app> [args...]
+      --candidate <app> [args...]
 
 Each app gets --csv=<file> and writes one loss a step, printed with %.9g
 (enough to round-trip an f32 exactly); the test fails unless every step's
@@ -9,7 +10,9 @@ loss is the same in both, and the final line ("final loss ..., corpus loss
 ...") too. Used to check that a transformation that must not change values
 (mpc-fold-casts) changes none. With --rtol=X, each step's losses may
 differ by X times the reference's instead (and the final line is not
-compared): for a transformation that rounds less often.
+compared): for a transformation that rounds less often. --first-exact
+still requires the first step's loss to be bit-identical: for a
+transformation that changes only the backward pass's arithmetic.
 """
 
 import os
@@ -36,6 +39,9 @@ def main():
     rtol = None
     if argv and argv[0].startswith("--rtol="):
         rtol = float(argv.pop(0)[len("--rtol="):])
+    first_exact = bool(argv) and argv[0] == "--first-exact"
+    if first_exact:
+        argv.pop(0)
     try:
         split_ref = argv.index("--reference")
         split_cand = argv.index("--candidate")
@@ -51,6 +57,9 @@ def main():
     if len(expected) != len(actual):
         sys.exit(f"error: {len(expected)} steps against {len(actual)}")
     worst = 0.0
+    if first_exact and expected[0][1] != actual[0][1]:
+        sys.exit(f"error: step {expected[0][0]}: loss {actual[0][1]} against "
+                 f"the reference's {expected[0][1]} (must be identical)")
     for (step, want), (_, got) in zip(expected, actual):
         if rtol is None:
             if want != got:
@@ -64,7 +73,8 @@ def main():
                      f"{want}, relative difference {difference:.3g} > {rtol}")
     if rtol is not None:
         print(f"{len(expected)} step losses within {rtol} (largest relative "
-              f"difference {worst:.3g}), last {expected[-1][1]}")
+              f"difference {worst:.3g}{', the first identical' if first_exact else ''}), "
+              f"last {expected[-1][1]}")
         return
     if expected_final != actual_final:
         sys.exit(f"error: '{actual_final}' against '{expected_final}'")
