@@ -902,6 +902,14 @@ int64_t mlir::mpc::classifierChunkOffset(int64_t rows) {
   return alignTo64(saturatingProduct({2, rows, 4}) + 4);
 }
 
+int64_t mlir::mpc::classifierAccumulatorBytes(const Step &step) {
+  LinearClassifierOps ops = linearClassifierOps(step);
+  auto dw = cast<RankedTensorType>(ops.weightGradientResult.getType());
+  if (dw.getElementType().isF32() || classifierChunkRows(step) >= ops.rows)
+    return 0;
+  return saturatingProduct({dw.getNumElements(), 4});
+}
+
 /// Rows a chunk of `rows` split `chunks` ways: a multiple of 8, so that
 /// every chunk's rows start aligned for the GEMMs.
 static int64_t rowsPerChunk(int64_t rows, int64_t chunks) {
@@ -935,24 +943,26 @@ void mlir::mpc::chooseClassifierChunks(ModelOp model, std::vector<Step> &steps,
       step.chunkRows = rowsPerChunk(linearClassifierOps(step).rows, chunks);
       continue;
     }
-    // The chunk is the largest whose activation peak is within 1/32 of the
-    // least any candidate reaches: smaller chunks would save less than that
-    // and cost one more pass over dW (read and written again in f32) each.
+    // Chunks halve while halving lowers the activation peak by at least
+    // 1/32 of it: each chunk more reads the weight and dW (or its f32 sum)
+    // again, which a smaller saving does not pay for.
     SmallVector<int64_t> candidates =
         chunkCandidates(linearClassifierOps(step).rows);
-    SmallVector<int64_t> peaks;
-    for (int64_t rows : candidates) {
+    auto peakWith = [&](int64_t rows) {
       step.chunkRows = rows;
-      peaks.push_back(MemoryPlan(model, steps, gradients, gemmWorkspaceBytes,
-                                 cudnnConvolutions)
-                          .arenaBytes[MPC_ARENA_ACTIVATIONS]);
-    }
-    int64_t least = *llvm::min_element(peaks);
-    for (auto [rows, peak] : llvm::zip(candidates, peaks))
-      if (peak <= least + least / 32) {
-        step.chunkRows = rows;
+      return MemoryPlan(model, steps, gradients, gemmWorkspaceBytes,
+                        cudnnConvolutions)
+          .arenaBytes[MPC_ARENA_ACTIVATIONS];
+    };
+    int64_t chosen = candidates.front(), peak = peakWith(chosen);
+    for (int64_t rows : llvm::drop_begin(candidates)) {
+      int64_t next = peakWith(rows);
+      if (peak - next < peak / 32)
         break;
-      }
+      chosen = rows;
+      peak = next;
+    }
+    step.chunkRows = chosen;
   }
 }
 
@@ -961,8 +971,10 @@ int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
     LinearClassifierOps ops = linearClassifierOps(step);
     int64_t logitBytes =
         storageBytes(ops.grad.getType()) / std::max<int64_t>(ops.rows, 1);
-    return saturatingProduct({classifierChunkRows(step), logitBytes}) +
-           classifierChunkOffset(ops.rows);
+    return classifierChunkOffset(ops.rows) +
+           alignTo64(
+               saturatingProduct({classifierChunkRows(step), logitBytes})) +
+           classifierAccumulatorBytes(step);
   }
   // D_i per query, from the dQ kernel to the dK/dV kernel (EmitAttention):
   // an attention group's views come before its op.

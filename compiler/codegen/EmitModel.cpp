@@ -364,12 +364,15 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   for (const Step &step : trainSteps)
     if (step.group == FusionKind::LinearClassifier) {
       LinearClassifierOps ops = linearClassifierOps(step);
+      // dW's sum: the f32 accumulator where dW is half, or dW itself.
+      int64_t sumBytes = classifierAccumulatorBytes(step);
+      if (sumBytes == 0)
+        sumBytes = storageBytes(
+            cast<RankedTensorType>(ops.weightGradientResult.getType()));
       model.classifierChunks.push_back(
           {ops.loss, ops.rows, classifierChunkRows(step),
            storageBytes(ops.grad.getType()),
-           2 * storageBytes(ops.linear.getWeight().getType()) +
-               2 * storageBytes(cast<RankedTensorType>(
-                       ops.weightGradientResult.getType()))});
+           2 * storageBytes(ops.linear.getWeight().getType()) + 2 * sumBytes});
     }
   {
     llvm::raw_string_ostream os(model.kernelSource);

@@ -416,8 +416,18 @@ LogicalResult mlir::mpc::emitLinearClassifier(StepEmitter &emitter,
   std::string rowValid = emitter.scratchPointer(step, "float", ops.rows * 4);
   std::string count = emitter.scratchPointer(step, "float", 2 * ops.rows * 4);
   std::string logitType = elementCType(ops.grad.getResult());
-  std::string chunk =
-      emitter.scratchPointer(step, logitType, classifierChunkOffset(ops.rows));
+  int64_t chunkOffset = classifierChunkOffset(ops.rows);
+  std::string chunk = emitter.scratchPointer(step, logitType, chunkOffset);
+  // A half dW is summed in f32 over the chunks (after the chunk of logits,
+  // 64-byte aligned), then rounded once.
+  int64_t dwElements =
+      cast<RankedTensorType>(ops.weightGradientResult.getType())
+          .getNumElements();
+  int64_t chunkBytes = storageBytes(ops.grad.getType()) / ops.rows * chunkRows;
+  std::string accumulator;
+  if (classifierAccumulatorBytes(step) > 0)
+    accumulator = emitter.scratchPointer(
+        step, "float", chunkOffset + (chunkBytes + 63) / 64 * 64);
   emitTargetCount(emitter, ops.loss.getTargets(), ops.loss.getIgnoreIndex(),
                   ops.rows, count);
   std::string kernel = addClassifierKernel(emitter, ops.loss, ops.grad);
@@ -466,18 +476,35 @@ LogicalResult mlir::mpc::emitLinearClassifier(StepEmitter &emitter,
     GemmCall dw;
     dw.aType = logitDtype;
     dw.bType = gemmDtype(weightInput);
-    dw.cType = gemmDtype(ops.weightGradientResult);
+    dw.cType =
+        accumulator.empty() ? gemmDtype(ops.weightGradientResult) : "MPC_F32";
     dw.transA = true;
     dw.m = ops.classes;
     dw.n = ops.width;
     dw.k = rows;
     dw.a = "(const " + chunk.substr(1);
     dw.b = advanced(emitter.constPointer(weightInput), first * ops.width);
-    dw.c = emitter.pointer(ops.weightGradientResult);
+    dw.c = accumulator.empty() ? emitter.pointer(ops.weightGradientResult)
+                               : accumulator;
     dw.lda = ops.classes;
     dw.ldb = dw.ldc = ops.width;
     dw.accumulate = first > 0;
     emitGemmCall(emitter, dw);
+  }
+  if (!accumulator.empty()) {
+    std::string name = emitter.kernelName("classifier_weight_gradient");
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const float *__restrict__ sum, {1} "
+        "*__restrict__ dw) {{\n"
+        "  MPC_FOR_EACH(i, {2}LL) mpc_store(dw + i, sum[i]);\n"
+        "}\n",
+        name, elementCType(ops.weightGradientResult), dwElements));
+    emitter.launch(name, elementwiseGrid(dwElements), 256,
+                   {"(const " + accumulator.substr(1),
+                    emitter.pointer(ops.weightGradientResult)},
+                   KernelCost()
+                       .readsBytes(dwElements * 4)
+                       .writes(ops.weightGradientResult));
   }
   emitLossMean(emitter, ops.loss, ops.rows, rowLoss, rowValid);
   return success();

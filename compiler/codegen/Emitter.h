@@ -92,6 +92,11 @@ int64_t classifierChunkRows(const Step &step);
 /// Where a linear_classifier's chunk of logits starts in its scratch: after
 /// the per-row losses and validity and the count.
 int64_t classifierChunkOffset(int64_t rows);
+/// The f32 sum of dW's chunks, after the chunk of logits in the scratch,
+/// where dW is half (bf16 gradients: no master weights, O3) and there is
+/// more than one chunk: each chunk's product is added in f32 and dW is
+/// rounded once at the end, as one GEMM over all rows would. 0 otherwise.
+int64_t classifierAccumulatorBytes(const Step &step);
 
 //===----------------------------------------------------------------------===//
 // Memory plan

@@ -7,7 +7,9 @@ target (--arch=sm_90, AdamW) at O2 bf16, at O2 f16 with dynamic loss
 scaling, and at O2 bf16 with the GELU recomputed in the backward pass
 (--recompute=gelu: less activation memory, more bytes), with the moments in
 bf16 (--optimizer-state=bf16), and with them and bf16 parameters updated by
-stochastic rounding (--master-weights=none: no f32 master weights). For
+stochastic rounding (--master-weights=none: no f32 master weights), and
+with the classifier's logits whole (--classifier-chunks=1) rather than in
+the chunks of rows the compiler chooses by default. For
 each it prints what `mpc compile --report=json` says of one
 training step: kernel launches, GEMM calls, bytes moved, FLOPs, the
 roofline bound on an H100 (the sum of each kernel's max(FLOPs / peak,
@@ -54,7 +56,9 @@ VARIANTS = [("O2 bf16", ["--amp=O2", "--half=bf16"]),
                                "--optimizer-state=bf16"]),
             ("O2 bf16 lean", ["--amp=O2", "--half=bf16",
                               "--optimizer-state=bf16",
-                              "--master-weights=none"])]
+                              "--master-weights=none"]),
+            ("O2 bf16 1 chunk", ["--amp=O2", "--half=bf16",
+                                 "--classifier-chunks=1"])]
 
 
 BUCKET_MB_SWEEP = [1, 5, 100]
@@ -86,6 +90,8 @@ def figures(data):
                      memory["gradients"] +
                      memory["optimizer_state"]) / 1e9,
         "total_gb": memory["total"] / 1e9,
+        "classifier_chunks": [(c["chunks"], c["chunk_rows"])
+                              for c in data["classifier_chunks"]],
     }
 
 
@@ -170,6 +176,10 @@ def main():
               f"{f['state_gb']:9.2f} {f['total_gb']:9.2f}")
     print("(state GB: parameters with their half copies, gradients and "
           "optimizer state)")
+    chunks = ", ".join(f"{n} chunks of {rows} rows"
+                       for n, rows in results["O2 bf16"]["classifier_chunks"])
+    print(f"The classifier (lm-head GEMM, cross-entropy, the GEMMs of its "
+          f"gradient) runs in {chunks or 'one piece'} by default")
     print(f"\nO2 bf16 --data-parallel on {dp['ranks']} ranks: {dp['buckets']} "
           f"gradient buckets, {dp['gbytes_per_step']:.2f} GB of f32 "
           f"gradients per step (largest bucket {dp['largest_bucket_mb']:.1f} "
