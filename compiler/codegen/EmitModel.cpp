@@ -72,7 +72,6 @@ struct BucketPlan {
 /// optimizer step; mpc_compute_gradients (no update) sums the gradients.
 void emitReadyBuckets(BucketPlan &plan, size_t step, StepEmitter &emitter) {
   const MemoryPlan &memory = emitter.getPlan();
-  int64_t gradBytes = memory.arenaBytes[MPC_ARENA_GRADS];
   // Where byte `offset` of the gradients is in an arena: in the gradients',
   // or in the accumulator, the last slot (whole on every rank even when the
   // moments are sharded by --shard-optimizer, after their shards).
