@@ -178,7 +178,6 @@ std::optional<LinearClassifier> linearClassifier(CrossEntropyOp loss,
     value = reshape.getInput();
   }
   found.linear = value.getDefiningOp<LinearOp>();
-
   if (!found.linear || found.linear.getBias() ||
       grad.getType() != grad.getLogits().getType())
     return std::nullopt;
