@@ -618,6 +618,12 @@ bool mlir::mpc::isView(Operation *op) {
   return isa<ReshapeOp, TransposeOp, SliceOp, SliceGradOp>(op);
 }
 
+Value mlir::mpc::throughReshapes(Value value) {
+  while (auto reshape = value.getDefiningOp<ReshapeOp>())
+    value = reshape.getInput();
+  return value;
+}
+
 bool mlir::mpc::isRowFusible(Operation *op) {
   return isa<SoftmaxOp, LogSoftmaxOp, SoftmaxGradOp, LogSoftmaxGradOp,
              LayerNormOp, LayerNormGradOp>(op);
@@ -856,11 +862,6 @@ LogicalResult FusionOp::verifyRegions() {
     auto count = [&](auto isKind) { return llvm::count_if(ops, isKind); };
     auto loss = llvm::find_if(ops, llvm::IsaPred<CrossEntropyOp>);
     auto grad = llvm::find_if(ops, llvm::IsaPred<CrossEntropyGradOp>);
-    auto throughReshapes = [](Value value) {
-      while (auto reshape = value.getDefiningOp<ReshapeOp>())
-        value = reshape.getInput();
-      return value;
-    };
     bool valid =
         linear && !linear.getBias() && count(llvm::IsaPred<LinearOp>) == 1 &&
         count(llvm::IsaPred<CrossEntropyOp>) == 1 &&

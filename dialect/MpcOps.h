@@ -63,6 +63,8 @@ bool isElementwise(Operation *op);
 /// Ops that only re-index their operand (reshape, transpose, slice,
 /// slice_grad): in a `loop` kernel group, index arithmetic.
 bool isView(Operation *op);
+/// `value` through the reshapes that make it: the tensor they re-view.
+Value throughReshapes(Value value);
 /// What a `loop` kernel group may hold: elementwise ops and views.
 inline bool isLoopFusible(Operation *op) {
   return isElementwise(op) || isView(op);

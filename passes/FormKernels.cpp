@@ -149,12 +149,6 @@ struct LinearClassifier {
   CastOp widen; ///< of weightGradient, or null
 };
 
-Value throughReshapes(Value value) {
-  while (auto reshape = value.getDefiningOp<ReshapeOp>())
-    value = reshape.getInput();
-  return value;
-}
-
 std::optional<LinearClassifier> linearClassifier(CrossEntropyOp loss,
                                                  CrossEntropyGradOp grad) {
   LinearClassifier found;

@@ -898,16 +898,22 @@ int64_t mlir::mpc::classifierChunkRows(const Step &step) {
   return step.chunkRows > 0 ? std::min(step.chunkRows, rows) : rows;
 }
 
-int64_t mlir::mpc::classifierChunkOffset(int64_t rows) {
-  return alignTo64(saturatingProduct({2, rows, 4}) + 4);
-}
-
-int64_t mlir::mpc::classifierAccumulatorBytes(const Step &step) {
+ClassifierScratch mlir::mpc::classifierScratch(const Step &step) {
   LinearClassifierOps ops = linearClassifierOps(step);
+  int64_t chunkRows = classifierChunkRows(step);
+  ClassifierScratch scratch;
+  scratch.rowValid = saturatingProduct({ops.rows, 4});
+  scratch.count = saturatingProduct({2, ops.rows, 4});
+  scratch.chunk = alignTo64(scratch.count + 4);
+  scratch.accumulator =
+      scratch.chunk +
+      alignTo64(saturatingProduct(
+          {chunkRows, ops.classes, elementBytes(ops.grad.getResult())}));
   auto dw = cast<RankedTensorType>(ops.weightGradientResult.getType());
-  if (dw.getElementType().isF32() || classifierChunkRows(step) >= ops.rows)
-    return 0;
-  return saturatingProduct({dw.getNumElements(), 4});
+  if (!dw.getElementType().isF32() && chunkRows < ops.rows)
+    scratch.accumulatorBytes = saturatingProduct({dw.getNumElements(), 4});
+  scratch.total = scratch.accumulator + scratch.accumulatorBytes;
+  return scratch;
 }
 
 /// Rows a chunk of `rows` split `chunks` ways: a multiple of 8, so that
@@ -967,15 +973,8 @@ void mlir::mpc::chooseClassifierChunks(ModelOp model, std::vector<Step> &steps,
 }
 
 int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
-  if (step.group == FusionKind::LinearClassifier) {
-    LinearClassifierOps ops = linearClassifierOps(step);
-    int64_t logitBytes =
-        storageBytes(ops.grad.getType()) / std::max<int64_t>(ops.rows, 1);
-    return classifierChunkOffset(ops.rows) +
-           alignTo64(
-               saturatingProduct({classifierChunkRows(step), logitBytes})) +
-           classifierAccumulatorBytes(step);
-  }
+  if (step.group == FusionKind::LinearClassifier)
+    return classifierScratch(step).total;
   // D_i per query, from the dQ kernel to the dK/dV kernel (EmitAttention):
   // an attention group's views come before its op.
   for (Operation *member : step.ops)

@@ -71,6 +71,7 @@ struct GeneratedModel {
     /// What each chunk after the first adds to the step's traffic: the
     /// weight read again by two GEMMs, dW read and written again.
     int64_t bytesPerExtraChunk = 0;
+    int64_t chunks() const { return (rows + chunkRows - 1) / chunkRows; }
   };
   std::vector<ClassifierChunks> classifierChunks;
 };

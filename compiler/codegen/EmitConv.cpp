@@ -98,11 +98,6 @@ struct ConvGeometry {
   int64_t outputElements() const { return o * columnWidth(); }
 };
 
-int64_t elementBytes(Value value) {
-  return storageBytes(RankedTensorType::get(
-      {1}, cast<RankedTensorType>(value.getType()).getElementType()));
-}
-
 /// A step's scratch: a first buffer, and optionally a second one after it
 /// (256-byte aligned).
 struct ConvScratch {

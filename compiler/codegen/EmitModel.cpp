@@ -364,7 +364,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
     if (step.group == FusionKind::LinearClassifier) {
       LinearClassifierOps ops = linearClassifierOps(step);
       // dW's sum: the f32 accumulator where dW is half, or dW itself.
-      int64_t sumBytes = classifierAccumulatorBytes(step);
+      int64_t sumBytes = classifierScratch(step).accumulatorBytes;
       if (sumBytes == 0)
         sumBytes = storageBytes(
             cast<RankedTensorType>(ops.weightGradientResult.getType()));

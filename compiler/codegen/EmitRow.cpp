@@ -352,10 +352,6 @@ void launchClassifier(StepEmitter &emitter, StringRef name, CrossEntropyOp loss,
                       CrossEntropyGradOp grad, int64_t rows,
                       ArrayRef<std::string> arguments) {
   int64_t classes = loss.getLogits().getType().getShape().back();
-  auto elementBytes = [](Value value) {
-    return storageBytes(RankedTensorType::get(
-        {1}, cast<RankedTensorType>(value.getType()).getElementType()));
-  };
   emitter.launch(
       name, rows, rowBlockSize, arguments,
       // The gradient kernel's 8 FLOPs an element, and the loss's
@@ -410,24 +406,20 @@ LogicalResult mlir::mpc::emitLinearClassifier(StepEmitter &emitter,
                                               const Step &step) {
   LinearClassifierOps ops = linearClassifierOps(step);
   int64_t chunkRows = classifierChunkRows(step);
-  // Scratch: per-row losses and validity, the count, then one chunk of
-  // logits, whose gradient the classifier kernel writes over them.
-  std::string rowLoss = emitter.scratchPointer(step, "float");
-  std::string rowValid = emitter.scratchPointer(step, "float", ops.rows * 4);
-  std::string count = emitter.scratchPointer(step, "float", 2 * ops.rows * 4);
-  std::string logitType = elementCType(ops.grad.getResult());
-  int64_t chunkOffset = classifierChunkOffset(ops.rows);
-  std::string chunk = emitter.scratchPointer(step, logitType, chunkOffset);
-  // A half dW is summed in f32 over the chunks (after the chunk of logits,
-  // 64-byte aligned), then rounded once.
+  ClassifierScratch scratch = classifierScratch(step);
+  std::string rowLoss = emitter.scratchPointer(step, "float", scratch.rowLoss);
+  std::string rowValid =
+      emitter.scratchPointer(step, "float", scratch.rowValid);
+  std::string count = emitter.scratchPointer(step, "float", scratch.count);
+  std::string chunk = emitter.scratchPointer(
+      step, elementCType(ops.grad.getResult()), scratch.chunk);
+  // A half dW is summed in f32 over the chunks, then rounded once.
   int64_t dwElements =
       cast<RankedTensorType>(ops.weightGradientResult.getType())
           .getNumElements();
-  int64_t chunkBytes = storageBytes(ops.grad.getType()) / ops.rows * chunkRows;
   std::string accumulator;
-  if (classifierAccumulatorBytes(step) > 0)
-    accumulator = emitter.scratchPointer(
-        step, "float", chunkOffset + (chunkBytes + 63) / 64 * 64);
+  if (scratch.accumulatorBytes > 0)
+    accumulator = emitter.scratchPointer(step, "float", scratch.accumulator);
   emitTargetCount(emitter, ops.loss.getTargets(), ops.loss.getIgnoreIndex(),
                   ops.rows, count);
   std::string kernel = addClassifierKernel(emitter, ops.loss, ops.grad);

@@ -89,14 +89,18 @@ struct LinearClassifierOps {
 LinearClassifierOps linearClassifierOps(const Step &step);
 /// The step's rows of logits a chunk: its chunkRows, or all of them.
 int64_t classifierChunkRows(const Step &step);
-/// Where a linear_classifier's chunk of logits starts in its scratch: after
-/// the per-row losses and validity and the count.
-int64_t classifierChunkOffset(int64_t rows);
-/// The f32 sum of dW's chunks, after the chunk of logits in the scratch,
-/// where dW is half (bf16 gradients: no master weights, O3) and there is
-/// more than one chunk: each chunk's product is added in f32 and dW is
-/// rounded once at the end, as one GEMM over all rows would. 0 otherwise.
-int64_t classifierAccumulatorBytes(const Step &step);
+/// A linear_classifier step's scratch, byte offsets of: the per-row losses,
+/// their validity, the count of targets, one chunk of logits (their
+/// gradient written over them), and the f32 sum of dW's chunks where dW is
+/// half (bf16 gradients: no master weights, O3) and there is more than one
+/// chunk (each chunk's product added in f32, dW rounded once at the end,
+/// as one GEMM over all rows would round it; accumulatorBytes 0 otherwise).
+struct ClassifierScratch {
+  int64_t rowLoss = 0, rowValid = 0, count = 0, chunk = 0;
+  int64_t accumulator = 0, accumulatorBytes = 0;
+  int64_t total = 0;
+};
+ClassifierScratch classifierScratch(const Step &step);
 
 //===----------------------------------------------------------------------===//
 // Memory plan

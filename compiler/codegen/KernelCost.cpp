@@ -23,6 +23,11 @@ int64_t mlir::mpc::storageBytes(RankedTensorType type) {
   return type.getNumElements() * bytes;
 }
 
+int64_t mlir::mpc::elementBytes(Value value) {
+  return storageBytes(RankedTensorType::get(
+      {1}, cast<RankedTensorType>(value.getType()).getElementType()));
+}
+
 KernelCost &KernelCost::reads(Value value) {
   bytesRead += storageBytes(cast<RankedTensorType>(value.getType()));
   return *this;

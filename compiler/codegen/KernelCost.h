@@ -25,6 +25,8 @@ namespace mlir::mpc {
 /// Byte size of a tensor's storage (i1 is one byte per element). The
 /// verifier keeps every tensor of a model within 64-bit byte counts.
 int64_t storageBytes(RankedTensorType type);
+/// Byte size of one element of a tensor value's storage.
+int64_t elementBytes(Value value);
 
 /// FLOPs and bytes moved by one kernel or runtime call. Bytes count every
 /// operand read once and every result written once, at their storage types

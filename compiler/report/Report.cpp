@@ -686,8 +686,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
           {"location", fileLineCol(chunking.loss->getLoc())},
           {"rows", chunking.rows},
           {"chunk_rows", chunking.chunkRows},
-          {"chunks",
-           (chunking.rows + chunking.chunkRows - 1) / chunking.chunkRows},
+          {"chunks", chunking.chunks()},
           {"logit_bytes", chunking.logitBytes},
           {"bytes_per_extra_chunk", chunking.bytesPerExtraChunk}});
     llvm::json::Array kernelArray;
@@ -933,8 +932,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
         << unfused.activations << " bytes\n";
   for (const GeneratedModel::ClassifierChunks &chunking :
        generated->classifierChunks) {
-    int64_t chunks =
-        (chunking.rows + chunking.chunkRows - 1) / chunking.chunkRows;
+    int64_t chunks = chunking.chunks();
     out << "Classifier at " << fileLineCol(chunking.loss->getLoc()) << ": "
         << chunks << (chunks == 1 ? " chunk" : " chunks") << " of "
         << chunking.chunkRows << " rows (--classifier-chunks to choose), "
