@@ -1080,6 +1080,57 @@ LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext *,
                      adaptor.getTransposeRhs(), /*batched=*/true, inferred);
 }
 
+void QuantizeOp::build(OpBuilder &builder, OperationState &state, Value input,
+                       Type format, bool unscaled) {
+  auto type = cast<RankedTensorType>(input.getType());
+  build(builder, state, type.clone(format),
+        RankedTensorType::get({}, builder.getF32Type()), input, unscaled);
+}
+
+LogicalResult QuantizeOp::verify() {
+  // quantize_c1
+  if (getInput().getType().getShape() != getResult().getType().getShape())
+    return emitOpError() << "expects a result of the input's shape "
+                         << getInput().getType() << ", got "
+                         << getResult().getType();
+  return success();
+}
+
+LogicalResult ScaledMatmulOp::verify() {
+  auto lhs = getLhs().getType(), rhs = getRhs().getType();
+  // scaled_matmul_c1
+  if (lhs.getRank() != 2 || rhs.getRank() != 2)
+    return emitOpError() << "expects rank-2 operands, got " << lhs << " and "
+                         << rhs;
+  int64_t m = lhs.getDimSize(getTransposeLhs() ? 1 : 0);
+  int64_t k = lhs.getDimSize(getTransposeLhs() ? 0 : 1);
+  int64_t rhsK = rhs.getDimSize(getTransposeRhs() ? 1 : 0);
+  int64_t n = rhs.getDimSize(getTransposeRhs() ? 0 : 1);
+  // scaled_matmul_c2
+  if (k != rhsK)
+    return emitOpError() << "expects contracted dims to agree, got " << k
+                         << " and " << rhsK;
+  // scaled_matmul_c3
+  auto result = getResult().getType();
+  if (result.getShape() != ArrayRef<int64_t>{m, n})
+    return emitOpError() << "expects a result of shape [" << m << ", " << n
+                         << "], got " << result;
+  // scaled_matmul_c4
+  if (isa<Float8E5M2Type>(lhs.getElementType()) &&
+      isa<Float8E5M2Type>(rhs.getElementType()))
+    return emitOpError() << "expects at most one e5m2 operand: FP8 tensor "
+                            "cores do not multiply two";
+  // scaled_matmul_c5
+  if (Value bias = getBias()) {
+    auto type = cast<RankedTensorType>(bias.getType());
+    if (type.getShape() != ArrayRef<int64_t>{n} ||
+        type.getElementType() != result.getElementType())
+      return emitOpError() << "expects a bias of shape [" << n << "] and "
+                           << result.getElementType() << ", got " << type;
+  }
+  return success();
+}
+
 LogicalResult ScaleOp::verify() {
   // scale_c1: an inf or NaN factor makes every element inf or NaN; kernels
   // multiply in f32, where 1e39 is inf.

@@ -29,7 +29,15 @@ def Mpc_MaskTensor : StaticShapeTensorOf<[I1]>;
 def Mpc_ScalarFloatTensor : 0DTensorOf<[F32, F16, BF16]>;
 def Mpc_InputTensor : StaticShapeTensorOf<[F32, F16, BF16, I32, I64]>;
 // Reshape also flattens integer targets ([B, T] -> [B * T]).
-def Mpc_ReshapeTensor : StaticShapeTensorOf<[F32, F16, BF16, I32, I64]>;
+def Mpc_ReshapeTensor : StaticShapeTensorOf<[F32, F16, BF16, I32, I64,
+                                              F8E4M3FN, F8E5M2]>;
+// FP8 (OCP e4m3 and e5m2): the operands of scaled GEMMs, which
+// mpc-assign-precision alone writes (--fp8).
+def Mpc_Fp8Tensor : StaticShapeTensorOf<[F8E4M3FN, F8E5M2]>;
+// An FP8 tensor's inverse scale.
+def Mpc_ScaleTensor : 0DTensorOf<[F32]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
+}
 
 //===----------------------------------------------------------------------===//
 // Base classes
@@ -673,6 +681,74 @@ def Mpc_LossScaleOp : Mpc_Op<"loss_scale", [MemoryEffects<[MemRead]>]> {
   }];
   let results = (outs 0DTensorOf<[F32]>:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// FP8 (mpc-assign-precision's --fp8)
+//===----------------------------------------------------------------------===//
+
+def Mpc_QuantizeOp : Mpc_Op<"quantize", [Pure]> {
+  let summary = "A tensor in FP8 with one scale: current per-tensor scaling";
+  let description = [{
+    The FP8 copy of `input` that a scaled GEMM reads, and the inverse of its
+    scale. amax is the largest magnitude of the input (NaN ignored); the
+    scale is the largest power of two s with amax · s at most the format's
+    largest finite value (e4m3: 448, e5m2: 57344), or 1 where amax is 0 or
+    not finite. Each element is `input · s` rounded to the format (nearest
+    even; e4m3 saturates, e5m2 overflows to inf) and `scale_inv` is 1 / s.
+    A power of two makes the scaling exact: every element is rounded once,
+    and dequantizing (`scale_inv · q`) is exact. With `unscaled`, s is 1 (a
+    plain cast, for comparison).
+
+    C1: `result` has the shape of `input`.
+
+    ```mlir
+    %q, %q_scale_inv = mpc.quantize %x : tensor<64x32xbf16> to tensor<64x32xf8E4M3FN>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, UnitAttr:$unscaled);
+  let results = (outs Mpc_Fp8Tensor:$result, Mpc_ScaleTensor:$scale_inv);
+  let assemblyFormat = [{
+    $input (`unscaled` $unscaled^)? attr-dict `:` type($input) `to`
+    type($result)
+  }];
+  let builders = [OpBuilder<(ins "Value":$input, "Type":$format,
+                                 "bool":$unscaled)>];
+  let hasVerifier = 1;
+}
+
+def Mpc_ScaledMatmulOp : Mpc_Op<"scaled_matmul", [Pure]> {
+  let summary = "Matrix product of two FP8 tensors, dequantized by their scales";
+  let description = [{
+    `op(lhs) · op(rhs) · lhs_scale_inv · rhs_scale_inv (+ bias)`, the
+    products accumulated in f32 and the result rounded once to its type, as
+    cuBLASLt's FP8 matmul with A and B scale pointers computes it. `op`
+    transposes under `transpose_lhs` / `transpose_rhs`; the optional `bias`
+    (one value per column) is added before the rounding.
+
+    C1: both operands have rank 2.
+    C2: the contracted dims agree.
+    C3: the result is `[M, N]` of op(lhs) `[M, K]` and op(rhs) `[K, N]`.
+    C4: not both operands are e5m2 (no FP8 tensor core multiplies two).
+    C5: `bias`, when present, is `[N]` of the result's element type.
+
+    ```mlir
+    %y = mpc.scaled_matmul %x[%sx], %w[%sw] transpose_rhs
+        : tensor<64x32xf8E4M3FN>, tensor<96x32xf8E4M3FN> -> tensor<64x96xbf16>
+    ```
+  }];
+  let arguments = (ins Mpc_Fp8Tensor:$lhs, Mpc_ScaleTensor:$lhs_scale_inv,
+                       Mpc_Fp8Tensor:$rhs, Mpc_ScaleTensor:$rhs_scale_inv,
+                       Optional<Mpc_FloatTensor>:$bias,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `[` $lhs_scale_inv `]` `,` $rhs `[` $rhs_scale_inv `]`
+    (`bias` $bias^)? (`transpose_lhs` $transpose_lhs^)?
+    (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs) `,`
+    type($rhs) (`,` type($bias)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 def Mpc_CausalMaskOp : Mpc_PolicyOp<"causal_mask", "Follow", [Pure]> {

@@ -175,6 +175,21 @@ func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) -> tensor<4x2xf32> {
   return %0 : tensor<4x2xf32>
 }
 
+// CHECK-LABEL: func.func @fp8_gemm
+//       CHECK:   %[[Q:.*]], %[[S:.*]] = mpc.quantize %{{.*}} : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
+//       CHECK:   %[[G:.*]], %[[GS:.*]] = mpc.quantize %{{.*}} unscaled : tensor<4x2xbf16> to tensor<4x2xf8E5M2>
+//       CHECK:   mpc.scaled_matmul %[[Q]][%[[S]]], %[[G]][%[[GS]]] transpose_lhs : tensor<4x8xf8E4M3FN>, tensor<4x2xf8E5M2> -> tensor<8x2xf32>
+//       CHECK:   mpc.scaled_matmul %[[Q]][%[[S]]], %[[Q]][%[[S]]] bias %{{.*}} transpose_rhs : tensor<4x8xf8E4M3FN>, tensor<4x8xf8E4M3FN>, tensor<4xbf16> -> tensor<4x4xbf16>
+// GENERIC-LABEL: sym_name = "fp8_gemm"
+//       GENERIC:   "mpc.quantize"(%{{.*}}) : (tensor<4x8xbf16>) -> (tensor<4x8xf8E4M3FN>, tensor<f32>)
+func.func @fp8_gemm(%x: tensor<4x8xbf16>, %dy: tensor<4x2xbf16>, %b: tensor<4xbf16>) -> (tensor<8x2xf32>, tensor<4x4xbf16>) {
+  %q, %s = mpc.quantize %x : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
+  %g, %gs = mpc.quantize %dy unscaled : tensor<4x2xbf16> to tensor<4x2xf8E5M2>
+  %0 = mpc.scaled_matmul %q[%s], %g[%gs] transpose_lhs : tensor<4x8xf8E4M3FN>, tensor<4x2xf8E5M2> -> tensor<8x2xf32>
+  %1 = mpc.scaled_matmul %q[%s], %q[%s] bias %b transpose_rhs : tensor<4x8xf8E4M3FN>, tensor<4x8xf8E4M3FN>, tensor<4xbf16> -> tensor<4x4xbf16>
+  return %0, %1 : tensor<8x2xf32>, tensor<4x4xbf16>
+}
+
 // CHECK-LABEL: func.func @matmul_transpose_lhs
 //       CHECK:   mpc.matmul %{{.*}}, %{{.*}} transpose_lhs : tensor<8x4xf32>, tensor<8x2xf32>
 //   CHECK-NOT:   transpose_rhs
