@@ -21,6 +21,8 @@ enum class AmpLevel { O0, O1, O2, O3 };
 enum class HalfType { F16, BF16 };
 /// `--optimizer-state`: the storage type of the optimizer's moments.
 enum class OptimizerState { F32, BF16 };
+/// `--fp8`: which GEMMs of the training step run on FP8 operands.
+enum class Fp8Gemms { None, All };
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
@@ -52,6 +54,8 @@ struct PipelineOptions {
   /// The training pipeline's loss scaling and optimizer.
   MpcInsertLossScalingPassOptions lossScaling;
   MpcFuseOptimizerPassOptions optimizer;
+  /// mpc-assign-fp8's options; gemms none: the pass does not run.
+  MpcAssignFp8PassOptions fp8;
   /// mpc-recompute's ops; empty: the pass does not run.
   MpcRecomputePassOptions recompute;
 };

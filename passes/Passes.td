@@ -177,6 +177,60 @@ def MpcAutodiffPass : Pass<"mpc-autodiff", "mlir::ModuleOp"> {
               "Ops created for the backward pass">];
 }
 
+def MpcAssignFp8Pass : Pass<"mpc-assign-fp8", "mlir::ModuleOp"> {
+  let summary = "Run the training step's GEMMs on FP8 operands";
+  let description = [{
+    FP8 training as Transformer Engine's HYBRID recipe does it, decided at
+    compile time. Runs on the training step, after mpc-autodiff, so that the
+    forward GEMM of a layer and the two GEMMs of its gradient are chosen
+    together. With `gemms=all` every eligible `mpc.linear` and rank-2
+    `mpc.matmul` becomes an `mpc.scaled_matmul` of `mpc.quantize`d
+    operands:
+    - activations and weights (operands the forward pass computes) are
+      e4m3, gradients (operands of the backward pass) e5m2;
+    - each operand is quantized once a step with the scale of its own amax
+      (current scaling; `unscaled` casts with scale 1, for comparison), and
+      the forward pass's copy is the one its gradient's GEMMs read: a weight
+      and a layer's input are quantized once for three GEMMs;
+    - the product keeps its type (bf16 at O2), or is f32 where its only
+      reader was a widening cast (a weight's gradient for the master
+      weights); a linear's bias is added before the rounding.
+    Eligible: contracted and output dims multiples of 16 (what cuBLASLt's
+    FP8 kernels need), and not the classifier: a GEMM whose result the loss
+    reads, or whose operand is the loss's gradient, stays as it is, as do
+    batched matmuls and attention. So do embeddings, norms, softmax, the
+    loss and the optimizer. Evaluation (the forward pipeline) is not
+    changed: its GEMMs stay in the half type.
+
+    Before (a bf16 linear, after autodiff):
+    ```mlir
+    %y = mpc.linear %x, %w, %b : tensor<64x32xbf16>, tensor<96x32xbf16>, tensor<96xbf16>
+    ```
+    After:
+    ```mlir
+    %qx, %sx = mpc.quantize %x : tensor<64x32xbf16> to tensor<64x32xf8E4M3FN>
+    %qw, %sw = mpc.quantize %w : tensor<96x32xbf16> to tensor<96x32xf8E4M3FN>
+    %y = mpc.scaled_matmul %qx[%sx], %qw[%sw] bias %b transpose_rhs
+        : tensor<64x32xf8E4M3FN>, tensor<96x32xf8E4M3FN>, tensor<96xbf16> -> tensor<64x96xbf16>
+    ```
+  }];
+  let dependentDialects = ["mlir::mpc::MpcDialect"];
+  let options = [
+    Option<"gemms", "gemms", "mlir::mpc::Fp8Gemms",
+           /*default=*/"mlir::mpc::Fp8Gemms::None", "Which GEMMs run in FP8",
+           [{::llvm::cl::values(
+               clEnumValN(mlir::mpc::Fp8Gemms::None, "none", "none"),
+               clEnumValN(mlir::mpc::Fp8Gemms::All, "all",
+                          "every eligible GEMM"))}]>,
+    Option<"unscaled", "unscaled", "bool", /*default=*/"false",
+           "Quantize with scale 1 (a plain cast), for comparison">,
+  ];
+  let statistics = [
+    Statistic<"numGemms", "gemms", "GEMMs that run in FP8">,
+    Statistic<"numQuantized", "quantized", "Tensors quantized to FP8">,
+  ];
+}
+
 def MpcRecomputePass : Pass<"mpc-recompute", "mlir::ModuleOp"> {
   let summary = "Compute chosen activations again in the backward pass "
                 "instead of keeping them";

@@ -61,6 +61,10 @@ void mlir::mpc::buildTrainingPipeline(OpPassManager &pm,
   // computed twice.
   pm.addPass(createCanonicalizer(options));
   pm.addPass(createCSEPass());
+  // After CSE: a layer's forward GEMM and its gradient's read one weight
+  // and one input, which then are quantized once.
+  if (options.fp8.gemms != Fp8Gemms::None)
+    pm.addPass(createMpcAssignFp8Pass(options.fp8));
   // Last: CSE would merge a recomputation with the value it repeats.
   if (!options.recompute.ops.empty())
     pm.addPass(createMpcRecomputePass(options.recompute));

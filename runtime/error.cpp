@@ -64,11 +64,16 @@ const char *dtype_name(mpc_dtype dtype) {
     return "i32";
   case MPC_I64:
     return "i64";
+  case MPC_F8E4M3:
+    return "e4m3";
+  case MPC_F8E5M2:
+    return "e5m2";
   }
   return "dtype(?)";
 }
 
 bool dtype_is_valid(const mpc_dtype &dtype) {
+  // A model's tensors: FP8 is a GEMM operand only.
   int32_t raw = raw_enum(dtype);
   return raw >= MPC_F32 && raw <= MPC_I64;
 }
@@ -126,6 +131,9 @@ extern "C" size_t mpc_dtype_size(mpc_dtype dtype) {
     return 2;
   case MPC_I64:
     return 8;
+  case MPC_F8E4M3:
+  case MPC_F8E5M2:
+    return 1;
   }
   return 0;
 }

@@ -22,7 +22,8 @@ extern "C" {
  * op(B) is k x n: B is stored k x n, or n x k when trans_b. lda, ldb, ldc are
  * row pitches and stride_a, stride_b, stride_c the distances between batch
  * matrices, all in elements (a stride of 0 reuses one matrix for the batch).
- * a_type and b_type may each be f32, f16 or bf16; c_type too. Products are
+ * a_type and b_type may each be f32, f16, bf16, e4m3 or e5m2; c_type f32,
+ * f16 or bf16. Products are
  * accumulated in fp32 and C is written with round to nearest even.
  *
  * beta == 0 never reads C, so C may start as garbage (NaN, uninitialised).
@@ -99,6 +100,22 @@ mpc_status mpc_rt_gemm_dgelu(mpc_dtype a_type, mpc_dtype b_type,
                              const void *a, int64_t lda, const void *b,
                              int64_t ldb, const void *gelu_input, void *c,
                              int64_t ldc);
+
+/* C = op(A) · op(B) · (*a_scale_inv) · (*b_scale_inv) (+ bias), one
+ * matrix: the GEMM of mpc.scaled_matmul, the host twin of cuBLASLt's FP8
+ * matmul with A and B scale pointers. A and B are usually e4m3 or e5m2
+ * (any type mpc_rt_gemm takes), each product formed exactly and summed in
+ * f32; the scales are read where the call runs (device memory on cuda),
+ * and their product multiplies the sum before the bias (n values of
+ * c_type, or null) is added and C rounded once. Errors as mpc_rt_gemm's,
+ * and MPC_ERROR_INVALID_ARGUMENT for a null scale. */
+mpc_status mpc_rt_gemm_scaled(mpc_dtype a_type, mpc_dtype b_type,
+                              mpc_dtype c_type, int32_t trans_a,
+                              int32_t trans_b, int64_t m, int64_t n, int64_t k,
+                              const void *a, int64_t lda,
+                              const float *a_scale_inv, const void *b,
+                              int64_t ldb, const float *b_scale_inv,
+                              const void *bias, void *c, int64_t ldc);
 
 #ifdef __cplusplus
 } /* extern "C" */

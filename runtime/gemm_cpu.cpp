@@ -27,6 +27,7 @@
 #include "runtime/gemm.h"
 
 #include "runtime/device/mpc_emulator.h"
+#include "runtime/device/mpc_fp8.h"
 #include "runtime/error.h"
 #include "runtime/half.h"
 #include "runtime/thread_pool.h"
@@ -205,11 +206,16 @@ mpc_status check_arguments(const char *entry, mpc_dtype a_type,
   *empty = true;
   const mpc_dtype *const types[3] = {&a_type, &b_type, &c_type};
   const char *const names[3] = {"a_type", "b_type", "c_type"};
-  for (int i = 0; i < 3; ++i)
-    if (!mpcrt::dtype_is_float(*types[i]))
+  for (int i = 0; i < 3; ++i) {
+    // A and B may be FP8 too (mpc_rt_gemm_scaled's operands).
+    bool fp8 = *types[i] == MPC_F8E4M3 || *types[i] == MPC_F8E5M2;
+    if (!mpcrt::dtype_is_float(*types[i]) && !(i < 2 && fp8))
       return set_error(MPC_ERROR_INVALID_ARGUMENT,
-                       "%s: %s is %d; expected f32, f16 or bf16", entry,
-                       names[i], mpcrt::raw_enum(*types[i]));
+                       i < 2 ? "%s: %s is %d; expected f32, f16, bf16, e4m3 "
+                               "or e5m2"
+                             : "%s: %s is %d; expected f32, f16 or bf16",
+                       entry, names[i], mpcrt::raw_enum(*types[i]));
+  }
   if (m < 0 || n < 0 || k < 0 || batch < 0)
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "%s: negative size (m=%lld, n=%lld, k=%lld, "
@@ -637,4 +643,23 @@ extern "C" mpc_status mpc_rt_gemm_dgelu(mpc_dtype a_type, mpc_dtype b_type,
       }
   });
   return MPC_OK;
+}
+
+extern "C" mpc_status mpc_rt_gemm_scaled(
+    mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type, int32_t trans_a,
+    int32_t trans_b, int64_t m, int64_t n, int64_t k, const void *a,
+    int64_t lda, const float *a_scale_inv, const void *b, int64_t ldb,
+    const float *b_scale_inv, const void *bias, void *c, int64_t ldc) {
+  if (!a_scale_inv || !b_scale_inv)
+    return mpcrt::set_error(MPC_ERROR_INVALID_ARGUMENT,
+                            "mpc_rt_gemm_scaled: %s is null",
+                            a_scale_inv ? "b_scale_inv" : "a_scale_inv");
+  // The product of the two inverse scales, as cuBLASLt's A and B scale
+  // pointers apply it: to the f32 sum, before the bias and the rounding.
+  float alpha = *a_scale_inv * *b_scale_inv;
+  if (bias)
+    return mpc_rt_gemm_bias(a_type, b_type, c_type, trans_a, trans_b, m, n, k,
+                            alpha, a, lda, 0, b, ldb, 0, bias, c, ldc, 0, 1);
+  return mpc_rt_gemm(a_type, b_type, c_type, trans_a, trans_b, m, n, k, alpha,
+                     a, lda, 0, b, ldb, 0, 0.0f, c, ldc, 0, 1);
 }

@@ -53,6 +53,10 @@ typedef enum mpc_dtype {
   MPC_BF16 = 2,
   MPC_I32 = 3,
   MPC_I64 = 4,
+  /* FP8 (OCP e4m3 and e5m2): operands of mpc_rt_gemm_scaled only; no
+     model's input, parameter or output has them. */
+  MPC_F8E4M3 = 5,
+  MPC_F8E5M2 = 6,
 } mpc_dtype;
 
 typedef enum mpc_target { MPC_TARGET_CPU = 0, MPC_TARGET_CUDA = 1 } mpc_target;

@@ -526,6 +526,10 @@ std::string mlir::mpc::cType(Type elementType) {
     return "__half";
   if (elementType.isBF16())
     return "__nv_bfloat16";
+  if (isa<Float8E4M3FNType>(elementType))
+    return "__nv_fp8_e4m3";
+  if (isa<Float8E5M2Type>(elementType))
+    return "__nv_fp8_e5m2";
   if (elementType.isInteger(1))
     return "unsigned char";
   if (elementType.isInteger(32))
@@ -810,8 +814,9 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
     return emitFusedElementwise(step, emitter);
   if (step.group == FusionKind::LinearClassifier)
     return emitLinearClassifier(emitter, step);
-  for (auto family : {emitGemmLike, emitConvolution, emitRowOp, emitDataMovement,
-                      emitBackwardOp, emitAttention}) {
+  for (auto family :
+       {emitGemmLike, emitConvolution, emitRowOp, emitDataMovement,
+        emitBackwardOp, emitAttention, emitFp8Op}) {
     FailureOr<bool> handled = family(op, step, emitter);
     if (failed(handled))
       return failure();
@@ -1004,6 +1009,8 @@ int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
     return 4; // count of targets that are not ignored
   if (auto loss = dyn_cast<MseLossOp>(op))
     return mseLossBlocks(loss) * 4; // the blocks' partial sums
+  if (auto quantize = dyn_cast<QuantizeOp>(op))
+    return quantize.getUnscaled() ? 0 : quantizeBlocks(quantize) * 4;
   if (isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradWeightOp>(op))
     return convolutionScratchBytes(op, cudnnConvolutions);
   if (auto norm = dyn_cast<BatchNormOp>(op)) {

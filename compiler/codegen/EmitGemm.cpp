@@ -40,6 +40,10 @@ const char *mlir::mpc::gemmDtype(Value value) {
     return "MPC_F16";
   if (element.isBF16())
     return "MPC_BF16";
+  if (isa<Float8E4M3FNType>(element))
+    return "MPC_F8E4M3";
+  if (isa<Float8E5M2Type>(element))
+    return "MPC_F8E5M2";
   return "MPC_F32";
 }
 

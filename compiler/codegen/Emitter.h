@@ -232,6 +232,8 @@ std::optional<std::pair<Value, Value>> inPlaceCandidate(const Step &step);
 int64_t layerNormGradBlocks(LayerNormGradOp op);
 /// Blocks of rms_norm_grad's first kernel, chosen as layerNormGradBlocks.
 int64_t rmsNormGradBlocks(RmsNormGradOp op);
+/// The blocks of quantize's amax kernel, each finding one chunk's.
+int64_t quantizeBlocks(QuantizeOp op);
 /// The blocks of mse_loss's first kernel, each summing one chunk.
 int64_t mseLossBlocks(MseLossOp op);
 
@@ -617,6 +619,9 @@ FailureOr<bool> emitBackwardOp(Operation *op, const Step &step,
 /// conv2d and its gradients (EmitConv.cpp).
 FailureOr<bool> emitConvolution(Operation *op, const Step &step,
                                 StepEmitter &emitter);
+/// mpc.quantize and mpc.scaled_matmul (EmitFp8.cpp).
+FailureOr<bool> emitFp8Op(Operation *op, const Step &step,
+                          StepEmitter &emitter);
 /// mpc.attention and mpc.attention_grad (EmitAttention.cpp).
 FailureOr<bool> emitAttention(Operation *op, const Step &step,
                               StepEmitter &emitter);

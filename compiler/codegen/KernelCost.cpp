@@ -69,5 +69,7 @@ std::string mlir::mpc::fileLineCol(Location loc) {
 }
 
 int64_t mlir::mpc::gemmDtypeBytes(StringRef dtype) {
-  return dtype == "MPC_F32" ? 4 : 2; // gemmDtype gives F32, F16 or BF16
+  if (dtype == "MPC_F32")
+    return 4;
+  return dtype.starts_with("MPC_F8") ? 1 : 2;
 }

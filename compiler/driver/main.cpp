@@ -186,6 +186,25 @@ cl::opt<mlir::mpc::HalfType> half(
     cl::cat(precisionCategory),
     cl::values(clEnumValN(mlir::mpc::HalfType::F16, "f16", "IEEE binary16"),
                clEnumValN(mlir::mpc::HalfType::BF16, "bf16", "bfloat16")));
+cl::opt<mlir::mpc::Fp8Gemms> fp8(
+    "fp8",
+    cl::desc("GEMMs of the training step on FP8 operands: e4m3 activations "
+             "and weights, e5m2 gradients, f32 accumulation (cpu target)"),
+    cl::values(clEnumValN(mlir::mpc::Fp8Gemms::None, "none", "none (default)"),
+               clEnumValN(mlir::mpc::Fp8Gemms::All, "all",
+                          "every linear and matmul but the classifier's, "
+                          "where its dims are multiples of 16")),
+    cl::init(mlir::mpc::Fp8Gemms::None), cl::sub(compileCommand),
+    cl::cat(precisionCategory));
+cl::opt<mlir::mpc::Fp8Scaling> fp8Scaling(
+    "fp8-scaling", cl::desc("With --fp8: how each FP8 tensor is scaled"),
+    cl::values(clEnumValN(mlir::mpc::Fp8Scaling::Current, "current",
+                          "by a power of two from its amax this step "
+                          "(default)"),
+               clEnumValN(mlir::mpc::Fp8Scaling::None, "none",
+                          "not at all: a plain cast (for comparison)")),
+    cl::init(mlir::mpc::Fp8Scaling::Current), cl::sub(compileCommand),
+    cl::cat(precisionCategory));
 cl::opt<std::string> lossScale(
     "loss-scale", cl::desc("dynamic | static:<scale> | none (default: "
                            "dynamic for f16, none otherwise)"),
@@ -461,6 +480,19 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
     if (std::optional<std::string> error = mlir::mpc::parseArch(arch, options.smVersion))
       return fail(*error);
   }
+  if (fp8Scaling.getNumOccurrences() && fp8 == mlir::mpc::Fp8Gemms::None)
+    return fail("--fp8-scaling needs --fp8");
+  if (fp8 != mlir::mpc::Fp8Gemms::None && target == mlir::mpc::Target::Cuda) {
+    int sm = options.smVersion ? options.smVersion : 80;
+    if (sm < 89)
+      return fail("--fp8 needs --arch=sm_89 or newer (FP8 tensor cores), "
+                  "got sm_" +
+                  Twine(sm));
+    return fail("--fp8 is not built for --target=cuda yet (cuBLASLt's FP8 "
+                "matmuls); --target=cpu runs it");
+  }
+  options.fp8 = fp8;
+  options.fp8Scaling = fp8Scaling;
   if (lossScale.getNumOccurrences())
     if (std::optional<std::string> error =
             mlir::mpc::parseLossScale(lossScale, options.lossScale))

@@ -125,6 +125,8 @@ PipelineOptions makePipelineOptions(const CompileOptions &options) {
   optimizer.optimizerState = options.optimizerState;
   optimizer.masterWeights = options.masterWeights;
   pipeline.masterWeights = options.masterWeights;
+  pipeline.fp8.gemms = options.fp8;
+  pipeline.fp8.unscaled = options.fp8Scaling == Fp8Scaling::None;
   if (options.optimizer != OptimizerKind::Sgd)
     pipeline.optimizerEps = options.eps;
   return pipeline;

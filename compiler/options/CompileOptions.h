@@ -23,6 +23,10 @@ enum class HostCpu { Generic, X86_64_V3, X86_64_V4, Native };
 /// Stages `--emit` can stop at, in pipeline order (as Toy's `-emit=`).
 enum class EmitStage { Mlir, TrainingStep, Kernels, Host, Library };
 
+/// `--fp8-scaling`: each FP8 tensor's scale from its amax this step
+/// (current), or 1 (none: a plain cast, for comparison).
+enum class Fp8Scaling { Current, None };
+
 /// `--loss-scale=dynamic|static:<scale>|none`.
 struct LossScale {
   /// Unset: dynamic where the model stores f16, none otherwise.
@@ -118,6 +122,10 @@ struct CompileOptions {
   /// bf16) updated with stochastic rounding, Kahan compensation or to
   /// nearest.
   MasterWeights masterWeights = MasterWeights::F32;
+  /// `--fp8`: which GEMMs of the training step run on FP8 operands, and
+  /// how their scales are found (mpc-assign-fp8).
+  Fp8Gemms fp8 = Fp8Gemms::None;
+  Fp8Scaling fp8Scaling = Fp8Scaling::Current;
   /// `--classifier-chunks`: the row chunks a linear_classifier group runs
   /// in; 0 chooses from the memory plan.
   int64_t classifierChunks = 0;

@@ -48,6 +48,8 @@
 //===----------------------------------------------------------------------===//
 
 #ifdef MPC_DEVICE_CPU
+#include "runtime/device/mpc_fp8.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -161,6 +163,19 @@ inline float __bfloat162float(__nv_bfloat16 value) {
   float result;
   std::memcpy(&result, &bits, sizeof(result));
   return result;
+}
+/// FP8 storage with cuda_fp8.h's names, converted as cuda_fp8.h converts
+/// (runtime/device/mpc_fp8.h: e4m3 saturating, e5m2 overflowing to inf).
+struct __nv_fp8_e4m3 {
+  uint8_t __x;
+};
+struct __nv_fp8_e5m2 {
+  uint8_t __x;
+};
+inline float __uint_as_float(unsigned int bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
 }
 inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short bits) {
   __nv_bfloat16 result;
@@ -432,6 +447,22 @@ __device__ __forceinline__ void mpc_store(__half *p, float v) {
 __device__ __forceinline__ void mpc_store(__nv_bfloat16 *p, float v) {
   *p = __float2bfloat16_rn(v);
 }
+#ifdef MPC_DEVICE_CPU
+// FP8 (mpc-assign-fp8's quantized GEMM operands): the cpu target and the
+// block emulator only so far.
+__device__ __forceinline__ float mpc_load(const __nv_fp8_e4m3 *p) {
+  return mpc_e4m3_bits_to_f32(p->__x);
+}
+__device__ __forceinline__ float mpc_load(const __nv_fp8_e5m2 *p) {
+  return mpc_e5m2_bits_to_f32(p->__x);
+}
+__device__ __forceinline__ void mpc_store(__nv_fp8_e4m3 *p, float v) {
+  p->__x = mpc_f32_to_e4m3_bits(v);
+}
+__device__ __forceinline__ void mpc_store(__nv_fp8_e5m2 *p, float v) {
+  p->__x = mpc_f32_to_e5m2_bits(v);
+}
+#endif
 
 //===----------------------------------------------------------------------===//
 // Math

@@ -1,0 +1,159 @@
+//===- EmitFp8.cpp - FP8 quantization and scaled GEMMs ------------*- C++
+//-*-===//
+//
+// This file implements emitFp8Op: mpc.quantize as two kernels (each block's
+// amax into scratch; then every block finds the amax from those partials,
+// derives the power-of-two scale and casts its elements, block 0 writing
+// the inverse scale), and mpc.scaled_matmul as mpc_rt_gemm_scaled, which
+// reads the inverse scales where they are (cuBLASLt's scale pointers on
+// cuda), so the step never waits for them on the host.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/codegen/Emitter.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::mpc;
+
+int64_t mlir::mpc::quantizeBlocks(QuantizeOp op) {
+  // As mse_loss's partial sums: a few thousand elements a block, at most
+  // 256 partials for each block of the cast to read again.
+  return std::clamp<int64_t>(op.getInput().getType().getNumElements() / 4096, 1,
+                             256);
+}
+
+namespace {
+
+/// The largest finite magnitude of an FP8 element type.
+const char *fp8Max(Type format) {
+  return isa<Float8E4M3FNType>(format) ? "MPC_FP8_E4M3_MAX"
+                                       : "MPC_FP8_E5M2_MAX";
+}
+
+void emitQuantize(StepEmitter &emitter, const Step &step, QuantizeOp op) {
+  int64_t n = op.getInput().getType().getNumElements();
+  std::string input = elementCType(op.getInput());
+  std::string output = elementCType(op.getResult());
+  Type format = op.getResult().getType().getElementType();
+  std::string scaleCode = "  const float scale = 1.0f;\n";
+  std::vector<std::string> castArgs = {emitter.constPointer(op.getInput()),
+                                       emitter.pointer(op.getResult()),
+                                       emitter.pointer(op.getScaleInv())};
+  std::string partialsParameter;
+  int64_t blocks = 0;
+  if (!op.getUnscaled()) {
+    blocks = quantizeBlocks(op);
+    int64_t chunk = (n + blocks - 1) / blocks;
+    std::string partials = emitter.scratchPointer(step, "float");
+    std::string name = emitter.kernelName("fp8_amax");
+    // fabsf(v) > m is false for NaN: a NaN is not the amax (it stays NaN
+    // through the cast, and the finite check finds it downstream).
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const {1} *__restrict__ input, float "
+        "*__restrict__ partials) {{\n"
+        "  long long begin = (long long)blockIdx.x * {2}LL;\n"
+        "  long long count = {3}LL - begin < {2}LL ? {3}LL - begin : {2}LL;\n"
+        "  float m = 0.0f;\n"
+        "  MPC_FOR_THREAD(j, count) {{\n"
+        "    float v = fabsf(mpc_load(input + begin + j));\n"
+        "    m = v > m ? v : m;\n"
+        "  }\n"
+        "  m = mpc_block_reduce_max(m);\n"
+        "  if (threadIdx.x == 0) partials[blockIdx.x] = m;\n"
+        "}\n",
+        name, input, chunk, n));
+    emitter.launch(name, blocks, rowBlockSize,
+                   {emitter.constPointer(op.getInput()), partials},
+                   KernelCost()
+                       .reads(op.getInput())
+                       .writesBytes(blocks * 4)
+                       .flopsPer(n, 1));
+    partialsParameter = ", const float *__restrict__ partials";
+    castArgs.push_back(partials);
+    // The largest power of two s with amax * s <= max: the exponent of
+    // max / amax (its mantissa dropped), which amax = 0, inf or NaN leave
+    // at 1; 2^127 at most (a tiny amax).
+    scaleCode = llvm::formatv(
+        "  float amax = 0.0f;\n"
+        "  MPC_FOR_THREAD(b, {0}LL) amax = partials[b] > amax ? partials[b] "
+        ": amax;\n"
+        "  amax = mpc_block_reduce_max(amax);\n"
+        "  float scale = 1.0f;\n"
+        "  if (amax > 0.0f && amax <= 3.40282347e38f) {{\n"
+        "    unsigned int bits = __float_as_uint({1} / amax) & 0x7f800000u;\n"
+        "    scale = __uint_as_float(bits < 0x7f000000u ? bits : "
+        "0x7f000000u);\n"
+        "  }\n",
+        blocks, fp8Max(format));
+  }
+  std::string name = emitter.kernelName("fp8_quantize");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ input, {2} *__restrict__ "
+      "output, float *__restrict__ scale_inv{3}) {{\n"
+      "{4}"
+      "  if (blockIdx.x == 0 && threadIdx.x == 0) scale_inv[0] = 1.0f / "
+      "scale;\n"
+      "  MPC_FOR_EACH(i, {5}LL) mpc_store(output + i, mpc_load(input + i) * "
+      "scale);\n"
+      "}\n",
+      name, input, output, partialsParameter, scaleCode, n));
+  int64_t grid = elementwiseGrid(n);
+  emitter.launch(name, grid, 256, castArgs,
+                 KernelCost()
+                     .reads(op.getInput())
+                     .writes(op.getResult())
+                     .writes(op.getScaleInv())
+                     .readsBytes(grid * blocks * 4)
+                     .flopsPer(n, 1));
+}
+
+void emitScaledMatmul(StepEmitter &emitter, ScaledMatmulOp op) {
+  auto lhs = op.getLhs().getType(), rhs = op.getRhs().getType();
+  auto result = op.getResult().getType();
+  int64_t m = result.getDimSize(0), n = result.getDimSize(1);
+  int64_t k = lhs.getDimSize(op.getTransposeLhs() ? 0 : 1);
+  Value bias = op.getBias();
+  KernelCost cost;
+  cost.flopsPer(1, KernelCost::product({2, m, n, k}))
+      .reads(op.getLhs())
+      .reads(op.getRhs())
+      .reads(op.getLhsScaleInv())
+      .reads(op.getRhsScaleInv())
+      .writes(op.getResult());
+  if (bias)
+    cost.reads(bias);
+  // Priced at the half types' tensor-core rate for now: FP8's twice that
+  // rate is the report's to model.
+  emitter.recordCall("mpc_rt_gemm_scaled", KernelKind::Gemm,
+                     /*halfInputs=*/true, cost);
+  emitter.checkedCall(llvm::formatv(
+      "mpc_rt_gemm_scaled({0}, {1}, {2}, {3}, {4}, {5}LL, {6}LL, {7}LL, {8}, "
+      "{9}LL, {10}, {11}, {12}LL, {13}, {14}, {15}, {16}LL)",
+      gemmDtype(op.getLhs()), gemmDtype(op.getRhs()), gemmDtype(op.getResult()),
+      op.getTransposeLhs() ? 1 : 0, op.getTransposeRhs() ? 1 : 0, m, n, k,
+      emitter.constPointer(op.getLhs()), lhs.getDimSize(1),
+      emitter.constPointer(op.getLhsScaleInv()),
+      emitter.constPointer(op.getRhs()), rhs.getDimSize(1),
+      emitter.constPointer(op.getRhsScaleInv()),
+      bias ? emitter.constPointer(bias) : std::string("nullptr"),
+      emitter.pointer(op.getResult()), n));
+}
+
+} // namespace
+
+FailureOr<bool> mlir::mpc::emitFp8Op(Operation *op, const Step &step,
+                                     StepEmitter &emitter) {
+  if (auto quantize = dyn_cast<QuantizeOp>(op)) {
+    emitQuantize(emitter, step, quantize);
+    return true;
+  }
+  if (auto matmul = dyn_cast<ScaledMatmulOp>(op)) {
+    emitScaledMatmul(emitter, matmul);
+    return true;
+  }
+  return false;
+}
