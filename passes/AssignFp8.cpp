@@ -12,6 +12,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
@@ -61,18 +62,21 @@ private:
   Type formatOf(Value operand);
   /// `operand` in `format` with its inverse scale: the root it reshapes,
   /// quantized once (after its definition, so every reader shares it), and
-  /// reshaped back to the operand's shape.
-  std::pair<Value, Value> quantized(Value operand, Type format, Location loc);
+  /// reshaped to `shape`.
+  std::pair<Value, Value> quantized(Value operand, ArrayRef<int64_t> shape,
+                                    Type format, Location loc);
   /// Whether op(lhs) · op(rhs) of these sizes may run in FP8.
   static bool aligned(int64_t k, int64_t n, int64_t lhsColumns,
                       int64_t rhsColumns);
   LogicalResult rewriteLinear(LinearOp linear);
   LogicalResult rewriteMatmul(MatmulOp matmul);
-  /// The scaled GEMM replacing `op`, whose result has `resultType`; where
-  /// the result's only reader widens it to f32, the GEMM writes f32 and
-  /// replaces the cast instead.
-  void replaceGemm(Operation *op, Value lhs, Value rhs, Value bias,
-                   bool transposeLhs, bool transposeRhs,
+  /// The scaled GEMM replacing `op`: op(lhs) · op(rhs) (+ bias), lhs and
+  /// rhs read as matrices of `lhsShape` and `rhsShape` (a linear's input
+  /// flattened), the product of `resultType`; where the result's only
+  /// reader widens it to f32, the GEMM writes f32 and replaces the cast
+  /// instead.
+  void replaceGemm(Operation *op, Value lhs, ArrayRef<int64_t> lhsShape,
+                   Value rhs, Value bias, bool transposeLhs, bool transposeRhs,
                    RankedTensorType resultType);
 
   ModelOp model;
@@ -93,8 +97,9 @@ Type Fp8Assigner::formatOf(Value operand) {
   return Float8E5M2Type::get(context);
 }
 
-std::pair<Value, Value> Fp8Assigner::quantized(Value operand, Type format,
-                                               Location loc) {
+std::pair<Value, Value> Fp8Assigner::quantized(Value operand,
+                                               ArrayRef<int64_t> shape,
+                                               Type format, Location loc) {
   Value root = throughReshapes(operand);
   auto [it, inserted] = quantizations.try_emplace({root, format}, nullptr);
   if (inserted) {
@@ -106,7 +111,6 @@ std::pair<Value, Value> Fp8Assigner::quantized(Value operand, Type format,
   }
   QuantizeOp quantize = it->second;
   Value result = quantize.getResult();
-  auto shape = cast<RankedTensorType>(operand.getType()).getShape();
   if (quantize.getResult().getType().getShape() != shape)
     result = ReshapeOp::create(
         builder, loc, quantize.getResult().getType().clone(shape), result);
@@ -119,14 +123,16 @@ bool Fp8Assigner::aligned(int64_t k, int64_t n, int64_t lhsColumns,
          lhsColumns % kFp8Alignment == 0 && rhsColumns % kFp8Alignment == 0;
 }
 
-void Fp8Assigner::replaceGemm(Operation *op, Value lhs, Value rhs, Value bias,
+void Fp8Assigner::replaceGemm(Operation *op, Value lhs,
+                              ArrayRef<int64_t> lhsShape, Value rhs, Value bias,
                               bool transposeLhs, bool transposeRhs,
                               RankedTensorType resultType) {
   builder.setInsertionPoint(op);
   Location loc = op->getLoc();
-  Type lhsFormat = formatOf(lhs), rhsFormat = formatOf(rhs);
-  auto [lhsQ, lhsScale] = quantized(lhs, lhsFormat, loc);
-  auto [rhsQ, rhsScale] = quantized(rhs, rhsFormat, loc);
+  auto [lhsQ, lhsScale] = quantized(lhs, lhsShape, formatOf(lhs), loc);
+  auto [rhsQ, rhsScale] =
+      quantized(rhs, cast<RankedTensorType>(rhs.getType()).getShape(),
+                formatOf(rhs), loc);
   Value result = op->getResult(0);
   // What replaces a forward op is forward too: the next GEMM's operands
   // take their format from it.
@@ -181,13 +187,8 @@ LogicalResult Fp8Assigner::rewriteLinear(LinearOp linear) {
   if (formatOf(linear.getInput()) != formatOf(linear.getWeight()))
     return failure(); // a linear of a gradient: not one of a layer's GEMMs
   int64_t rows = input.getNumElements() / k;
-  builder.setInsertionPoint(linear);
-  Value input2d = linear.getInput();
-  if (input.getRank() != 2)
-    input2d = ReshapeOp::create(builder, linear.getLoc(),
-                                input.clone({rows, k}), input2d);
-  replaceGemm(linear, input2d, linear.getWeight(), linear.getBias(),
-              /*transposeLhs=*/false, /*transposeRhs=*/true,
+  replaceGemm(linear, linear.getInput(), {rows, k}, linear.getWeight(),
+              linear.getBias(), /*transposeLhs=*/false, /*transposeRhs=*/true,
               result.clone({rows, n}));
   return success();
 }
@@ -206,7 +207,7 @@ LogicalResult Fp8Assigner::rewriteMatmul(MatmulOp matmul) {
   if (isa<Float8E5M2Type>(formatOf(matmul.getLhs())) &&
       isa<Float8E5M2Type>(formatOf(matmul.getRhs())))
     return failure();
-  replaceGemm(matmul, matmul.getLhs(), matmul.getRhs(), Value(),
+  replaceGemm(matmul, matmul.getLhs(), lhs.getShape(), matmul.getRhs(), Value(),
               matmul.getTransposeLhs(), matmul.getTransposeRhs(), result);
   return success();
 }
@@ -223,6 +224,12 @@ void Fp8Assigner::run() {
     else
       (void)rewriteMatmul(cast<MatmulOp>(op));
   }
+  // The reshapes that fed the half operands, where nothing else reads
+  // them (canonicalize has run: nothing else is dead).
+  Block &body = model.getBody().front();
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
 }
 
 struct MpcAssignFp8Pass : impl::MpcAssignFp8PassBase<MpcAssignFp8Pass> {

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/device/mpc_device.h" // mpc_gelu_tanh, as kernels compute it
+#include "runtime/device/mpc_fp8.h"
 #include "runtime/gemm.h"
 #include "runtime/half.h"
 
@@ -446,6 +447,87 @@ TEST(Gemm, RejectsBadArguments) {
                           -4, b, 2, 0, 0.0f, c, 2, 0, 2),
               MPC_ERROR_INVALID_ARGUMENT);
   });
+}
+
+// ----------------------------------------------------------------------------
+// mpc_rt_gemm_scaled: FP8 operands, dequantized by their inverse scales
+
+// Random finite FP8 codes of both signs.
+std::vector<uint8_t> random_fp8(int64_t count, bool e4m3,
+                                std::mt19937 &generator) {
+  std::vector<uint8_t> codes(count);
+  std::uniform_int_distribution<int> code(0, 255);
+  for (uint8_t &c : codes) {
+    do
+      c = static_cast<uint8_t>(code(generator));
+    while (!std::isfinite(e4m3 ? mpc_e4m3_bits_to_f32(c)
+                               : mpc_e5m2_bits_to_f32(c)));
+  }
+  return codes;
+}
+
+TEST(GemmScaled, Fp8ProductsDequantizedBeforeTheBiasAndOneRounding) {
+  std::mt19937 generator(11);
+  const int64_t m = 13, n = 17, k = 40;
+  for (bool trans_a : {false, true})
+    for (mpc_dtype c_type : {MPC_F32, MPC_BF16}) {
+      SCOPED_TRACE(testing::Message() << "trans_a " << trans_a << ", c "
+                                      << (c_type == MPC_F32 ? "f32" : "bf16"));
+      // A e4m3 (an activation), B e5m2 (a gradient), stored n x k: TN.
+      std::vector<uint8_t> a = random_fp8(m * k, true, generator);
+      std::vector<uint8_t> b = random_fp8(n * k, false, generator);
+      const float a_scale_inv = 0.125f, b_scale_inv = 1.0f / 4096.0f;
+      std::vector<uint16_t> bias(n);
+      for (int64_t j = 0; j < n; ++j)
+        bias[j] = mpc_f32_to_bf16_bits(0.25f * static_cast<float>(j) - 2.0f);
+      std::vector<float> c32(m * n, NAN);
+      std::vector<uint16_t> c16(m * n, 0xffff);
+      void *c = c_type == MPC_F32 ? static_cast<void *>(c32.data())
+                                  : static_cast<void *>(c16.data());
+      const void *bias_ptr = c_type == MPC_BF16 ? bias.data() : nullptr;
+      ASSERT_EQ(mpc_rt_gemm_scaled(MPC_F8E4M3, MPC_F8E5M2, c_type, trans_a, 1,
+                                   m, n, k, a.data(), trans_a ? m : k,
+                                   &a_scale_inv, b.data(), k, &b_scale_inv,
+                                   bias_ptr, c, n),
+                MPC_OK)
+          << mpc_last_error();
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = 0, magnitude = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            double product = double(mpc_e4m3_bits_to_f32(
+                                 trans_a ? a[p * m + i] : a[i * k + p])) *
+                             mpc_e5m2_bits_to_f32(b[j * k + p]);
+            sum += product;
+            magnitude += std::fabs(product);
+          }
+          double scale = double(a_scale_inv) * b_scale_inv;
+          double want =
+              sum * scale + (bias_ptr ? mpc_bf16_bits_to_f32(bias[j]) : 0.0);
+          // f32 accumulation of k exact products, then (bf16) one rounding.
+          double bound = k * std::ldexp(magnitude * scale, -24);
+          double got = c_type == MPC_F32 ? c32[i * n + j]
+                                         : mpc_bf16_bits_to_f32(c16[i * n + j]);
+          if (c_type == MPC_BF16)
+            bound += std::ldexp(std::fabs(want), -8);
+          ASSERT_NEAR(got, want, bound) << "(" << i << ", " << j << ")";
+        }
+    }
+}
+
+TEST(GemmScaled, RejectsANullScale) {
+  uint8_t a[4] = {}, b[4] = {};
+  float c[4], scale = 1.0f;
+  EXPECT_EQ(mpc_rt_gemm_scaled(MPC_F8E4M3, MPC_F8E4M3, MPC_F32, 0, 0, 2, 2, 2,
+                               a, 2, nullptr, b, 2, &scale, nullptr, c, 2),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(mpc_last_error()).find("a_scale_inv is null"),
+            std::string::npos)
+      << mpc_last_error();
+  // FP8 is an operand type, never C's.
+  EXPECT_EQ(mpc_rt_gemm_scaled(MPC_F8E4M3, MPC_F8E4M3, MPC_F8E4M3, 0, 0, 2, 2,
+                               2, a, 2, &scale, b, 2, &scale, nullptr, c, 2),
+            MPC_ERROR_INVALID_ARGUMENT);
 }
 
 // ----------------------------------------------------------------------------

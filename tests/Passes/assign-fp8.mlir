@@ -1,0 +1,84 @@
+// RUN: mpc-opt %s --split-input-file --mpc-assign-precision="level=O2 half=bf16" \
+// RUN:   --mpc-autodiff --canonicalize --cse --mpc-assign-fp8=gemms=all \
+// RUN:   | FileCheck %s
+// RUN: mpc-opt %s --split-input-file --mpc-assign-precision="level=O2 half=bf16" \
+// RUN:   --mpc-autodiff --canonicalize --cse \
+// RUN:   --mpc-assign-fp8="gemms=all unscaled" | FileCheck %s --check-prefix=UNSCALED
+// RUN: mpc-opt %s --split-input-file --mpc-assign-precision="level=O2 half=bf16" \
+// RUN:   --mpc-autodiff --canonicalize --cse --mpc-assign-fp8 \
+// RUN:   | FileCheck %s --check-prefix=NONE
+
+// A hidden layer and a classifier. The hidden layer's GEMMs run in FP8: its
+// input and weight quantized to e4m3 once each, the forward product in
+// bf16 with the bias added before rounding, and the weight gradient read
+// from the forward pass's e4m3 input and the e5m2 gradient, written in f32
+// for the master weight (the widening cast folded away). The input needs
+// no gradient, so there is no third GEMM. The classifier's linear and its
+// two gradient GEMMs stay bf16, as the reshapes nothing reads now go.
+// CHECK-LABEL: mpc.model @layer
+//   CHECK-DAG:   %[[W1:.*]] = mpc.cast %w1 : tensor<32x32xf32> to tensor<32x32xbf16>
+//   CHECK-DAG:   %[[X:.*]] = mpc.cast %x : tensor<2x8x32xf32> to tensor<2x8x32xbf16>
+//   CHECK-DAG:   %[[QW:.*]], %[[SW:.*]] = mpc.quantize %[[W1]] : tensor<32x32xbf16> to tensor<32x32xf8E4M3FN>
+//   CHECK-DAG:   %[[QX:.*]], %[[SX:.*]] = mpc.quantize %[[X]] : tensor<2x8x32xbf16> to tensor<2x8x32xf8E4M3FN>
+//       CHECK:   %[[QX2:.*]] = mpc.reshape %[[QX]] : tensor<2x8x32xf8E4M3FN> to tensor<16x32xf8E4M3FN>
+//  CHECK-NEXT:   %[[H:.*]] = mpc.scaled_matmul %[[QX2]][%[[SX]]], %[[QW]][%[[SW]]] bias %{{.*}} transpose_rhs : tensor<16x32xf8E4M3FN>, tensor<32x32xf8E4M3FN>, tensor<32xbf16> -> tensor<16x32xbf16>
+//       CHECK:   %[[LOGITS:.*]] = mpc.linear %{{.*}}, %{{.*}} : tensor<16x32xbf16>, tensor<16x32xbf16>
+//       CHECK:   %[[DL:.*]] = mpc.cross_entropy_grad
+//       CHECK:   mpc.matmul %[[DL]], %{{.*}} : tensor<16x16xbf16>, tensor<16x32xbf16>
+//       CHECK:   mpc.matmul %[[DL]], %{{.*}} transpose_lhs : tensor<16x16xbf16>, tensor<16x32xbf16>
+//       CHECK:   %[[DH:.*]] = mpc.gelu_grad
+//       CHECK:   %[[QDH:.*]], %[[SDH:.*]] = mpc.quantize %[[DH]] : tensor<2x8x32xbf16> to tensor<2x8x32xf8E5M2>
+//       CHECK:   %[[QDH2:.*]] = mpc.reshape %[[QDH]] : tensor<2x8x32xf8E5M2> to tensor<16x32xf8E5M2>
+//       CHECK:   %[[QX3:.*]] = mpc.reshape %[[QX]] : tensor<2x8x32xf8E4M3FN> to tensor<16x32xf8E4M3FN>
+//  CHECK-NEXT:   %[[DW:.*]] = mpc.scaled_matmul %[[QDH2]][%[[SDH]]], %[[QX3]][%[[SX]]] transpose_lhs : tensor<16x32xf8E5M2>, tensor<16x32xf8E4M3FN> -> tensor<32x32xf32>
+//       CHECK:   mpc.output loss(%{{.*}}) gradients(%[[DW]] : tensor<32x32xf32>
+//   CHECK-NOT:   mpc.reshape %[[X]]
+// UNSCALED-LABEL: mpc.model @layer
+//       UNSCALED:   mpc.quantize %{{.*}} unscaled : tensor<32x32xbf16> to tensor<32x32xf8E4M3FN>
+// NONE-LABEL: mpc.model @layer
+//   NONE-NOT:   mpc.quantize
+//   NONE-NOT:   mpc.scaled_matmul
+mpc.model @layer inputs(%x: tensor<2x8x32xf32>, %y: tensor<16xi32>) params(%w1: tensor<32x32xf32> = normal(0.02), %b1: tensor<32xf32> = zeros, %w2: tensor<16x32xf32> = normal(0.02)) {
+  %h = mpc.linear %x, %w1, %b1 : tensor<2x8x32xf32>, tensor<32x32xf32>, tensor<32xf32>
+  %g = mpc.gelu %h approximate tanh : tensor<2x8x32xf32>
+  %g2 = mpc.reshape %g : tensor<2x8x32xf32> to tensor<16x32xf32>
+  %logits = mpc.linear %g2, %w2 : tensor<16x32xf32>, tensor<16x32xf32>
+  %l = mpc.cross_entropy %logits, %y : tensor<16x16xf32>, tensor<16xi32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// Two layers back to back: the second reads the first's FP8 product, an
+// activation (e4m3), and its input gradient is the e5m2 operand of the
+// first's weight gradient. Each tensor is quantized once: the two weights,
+// the input, the hidden activation, and the two gradients.
+// CHECK-LABEL: mpc.model @chain
+// CHECK-COUNT-3:   mpc.quantize {{.*}} to tensor<{{.*}}f8E4M3FN>
+//       CHECK:   %[[H:.*]] = mpc.scaled_matmul
+//       CHECK:   %[[QH:.*]], %{{.*}} = mpc.quantize %[[H]] : tensor<16x32xbf16> to tensor<16x32xf8E4M3FN>
+//       CHECK:   mpc.scaled_matmul %[[QH]]
+//       CHECK:   mpc.quantize %{{.*}} : tensor<16x32xbf16> to tensor<16x32xf8E5M2>
+//       CHECK:   %[[DH:.*]] = mpc.scaled_matmul %{{.*}}, %{{.*}} : tensor<16x32xf8E5M2>, tensor<32x32xf8E4M3FN> -> tensor<16x32xbf16>
+//       CHECK:   mpc.quantize %[[DH]] : tensor<16x32xbf16> to tensor<16x32xf8E5M2>
+//   CHECK-NOT:   mpc.quantize
+//       CHECK:   mpc.output
+mpc.model @chain inputs(%x: tensor<16x32xf32>) params(%w1: tensor<32x32xf32> = normal(0.02), %w2: tensor<32x32xf32> = normal(0.02)) {
+  %h = mpc.matmul %x, %w1 transpose_rhs : tensor<16x32xf32>, tensor<32x32xf32>
+  %y = mpc.matmul %h, %w2 transpose_rhs : tensor<16x32xf32>, tensor<32x32xf32>
+  %l = mpc.reduce_sum %y dims [0, 1] : tensor<16x32xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// Dims that are not multiples of 16 (cuBLASLt's FP8 alignment) stay bf16.
+// CHECK-LABEL: mpc.model @unaligned
+//   CHECK-NOT:   mpc.quantize
+//       CHECK:   mpc.linear
+//   CHECK-NOT:   mpc.scaled_matmul
+mpc.model @unaligned inputs(%x: tensor<16x24xf32>) params(%w: tensor<32x24xf32> = normal(0.02)) {
+  %h = mpc.linear %x, %w : tensor<16x24xf32>, tensor<32x24xf32>
+  %l = mpc.reduce_sum %h dims [0, 1] : tensor<16x32xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
