@@ -1102,14 +1102,11 @@ LogicalResult ScaledMatmulOp::verify() {
   if (lhs.getRank() != 2 || rhs.getRank() != 2)
     return emitOpError() << "expects rank-2 operands, got " << lhs << " and "
                          << rhs;
-  int64_t m = lhs.getDimSize(getTransposeLhs() ? 1 : 0);
-  int64_t k = lhs.getDimSize(getTransposeLhs() ? 0 : 1);
-  int64_t rhsK = rhs.getDimSize(getTransposeRhs() ? 1 : 0);
-  int64_t n = rhs.getDimSize(getTransposeRhs() ? 0 : 1);
+  int64_t m = lhs.getDimSize(0), n = rhs.getDimSize(0);
   // scaled_matmul_c2
-  if (k != rhsK)
-    return emitOpError() << "expects contracted dims to agree, got " << k
-                         << " and " << rhsK;
+  if (lhs.getDimSize(1) != rhs.getDimSize(1))
+    return emitOpError() << "expects contracted dims to agree, got "
+                         << lhs.getDimSize(1) << " and " << rhs.getDimSize(1);
   // scaled_matmul_c3
   auto result = getResult().getType();
   if (result.getShape() != ArrayRef<int64_t>{m, n})

@@ -34,6 +34,8 @@ def Mpc_ReshapeTensor : StaticShapeTensorOf<[F32, F16, BF16, I32, I64,
 // FP8 (OCP e4m3 and e5m2): the operands of scaled GEMMs, which
 // mpc-assign-precision alone writes (--fp8).
 def Mpc_Fp8Tensor : StaticShapeTensorOf<[F8E4M3FN, F8E5M2]>;
+// Transposes also copy FP8 tensors into the layout scaled_matmul reads.
+def Mpc_ViewTensor : StaticShapeTensorOf<[F32, F16, BF16, F8E4M3FN, F8E5M2]>;
 // An FP8 tensor's inverse scale.
 def Mpc_ScaleTensor : 0DTensorOf<[F32]> {
   let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
@@ -718,35 +720,36 @@ def Mpc_QuantizeOp : Mpc_Op<"quantize", [Pure]> {
 }
 
 def Mpc_ScaledMatmulOp : Mpc_Op<"scaled_matmul", [Pure]> {
-  let summary = "Matrix product of two FP8 tensors, dequantized by their scales";
+  let summary = "lhs · rhsᵀ of two FP8 tensors, dequantized by their scales";
   let description = [{
-    `op(lhs) · op(rhs) · lhs_scale_inv · rhs_scale_inv (+ bias)`, the
-    products accumulated in f32 and the result rounded once to its type, as
-    cuBLASLt's FP8 matmul with A and B scale pointers computes it. `op`
-    transposes under `transpose_lhs` / `transpose_rhs`; the optional `bias`
-    (one value per column) is added before the rounding.
+    `lhs · rhsᵀ · lhs_scale_inv · rhs_scale_inv (+ bias)`, the products
+    accumulated in f32 and the result rounded once to its type, as
+    cuBLASLt's FP8 matmul with A and B scale pointers computes it. `lhs` is
+    `[M, K]` and `rhs` `[N, K]`: both contracted along their contiguous
+    dim, the one layout FP8 tensor cores take (cuBLASLt's "TN"), so a
+    product of another layout reads a transposed copy (`mpc.transpose` of
+    the FP8 tensor). The optional `bias` (one value per column) is added
+    before the rounding.
 
     C1: both operands have rank 2.
-    C2: the contracted dims agree.
-    C3: the result is `[M, N]` of op(lhs) `[M, K]` and op(rhs) `[K, N]`.
+    C2: the contracted dims (dim 1 of each) agree.
+    C3: the result is `[M, N]`.
     C4: not both operands are e5m2 (no FP8 tensor core multiplies two).
     C5: `bias`, when present, is `[N]` of the result's element type.
 
     ```mlir
-    %y = mpc.scaled_matmul %x[%sx], %w[%sw] transpose_rhs
+    %y = mpc.scaled_matmul %x[%sx], %w[%sw]
         : tensor<64x32xf8E4M3FN>, tensor<96x32xf8E4M3FN> -> tensor<64x96xbf16>
     ```
   }];
   let arguments = (ins Mpc_Fp8Tensor:$lhs, Mpc_ScaleTensor:$lhs_scale_inv,
                        Mpc_Fp8Tensor:$rhs, Mpc_ScaleTensor:$rhs_scale_inv,
-                       Optional<Mpc_FloatTensor>:$bias,
-                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+                       Optional<Mpc_FloatTensor>:$bias);
   let results = (outs Mpc_FloatTensor:$result);
   let assemblyFormat = [{
     $lhs `[` $lhs_scale_inv `]` `,` $rhs `[` $rhs_scale_inv `]`
-    (`bias` $bias^)? (`transpose_lhs` $transpose_lhs^)?
-    (`transpose_rhs` $transpose_rhs^)? attr-dict `:` type($lhs) `,`
-    type($rhs) (`,` type($bias)^)? `->` type($result)
+    (`bias` $bias^)? attr-dict `:` type($lhs) `,` type($rhs)
+    (`,` type($bias)^)? `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -1057,12 +1060,14 @@ def Mpc_TransposeOp : Mpc_PolicyOp<"transpose", "Follow",
 
     C1: `permutation` is a permutation of `[0, rank)`.
 
+    Float tensors of every type, FP8 too (the copy scaled_matmul reads).
+
     ```mlir
     %0 = mpc.transpose %x perm [0, 2, 1, 3] : tensor<4x16x2x32xf32>
     ```
   }];
-  let arguments = (ins Mpc_FloatTensor:$input, DenseI64ArrayAttr:$permutation);
-  let results = (outs Mpc_FloatTensor:$result);
+  let arguments = (ins Mpc_ViewTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Mpc_ViewTensor:$result);
   let assemblyFormat = "$input `perm` $permutation attr-dict `:` type($input)";
 }
 

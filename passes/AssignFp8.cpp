@@ -65,6 +65,8 @@ private:
   /// reshaped to `shape`.
   std::pair<Value, Value> quantized(Value operand, ArrayRef<int64_t> shape,
                                     Type format, Location loc);
+  /// `matrix` (a quantized operand) transposed, copied once.
+  Value transposed(Value matrix, Location loc);
   /// Whether op(lhs) · op(rhs) of these sizes may run in FP8.
   static bool aligned(int64_t k, int64_t n, int64_t lhsColumns,
                       int64_t rhsColumns);
@@ -86,6 +88,8 @@ private:
   llvm::Statistic &numGemms;
   llvm::Statistic &numQuantized;
   llvm::DenseMap<std::pair<Value, Type>, QuantizeOp> quantizations;
+  /// Transposed copies of quantized matrices, one each.
+  llvm::DenseMap<Value, Value> transposes;
 };
 
 Type Fp8Assigner::formatOf(Value operand) {
@@ -115,6 +119,17 @@ std::pair<Value, Value> Fp8Assigner::quantized(Value operand,
     result = ReshapeOp::create(
         builder, loc, quantize.getResult().getType().clone(shape), result);
   return {result, quantize.getScaleInv()};
+}
+
+Value Fp8Assigner::transposed(Value matrix, Location loc) {
+  auto [it, inserted] = transposes.try_emplace(matrix, Value());
+  if (inserted) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointAfterValue(matrix);
+    it->second =
+        TransposeOp::create(builder, loc, matrix, ArrayRef<int64_t>{1, 0});
+  }
+  return it->second;
 }
 
 bool Fp8Assigner::aligned(int64_t k, int64_t n, int64_t lhsColumns,
@@ -152,9 +167,14 @@ void Fp8Assigner::replaceGemm(Operation *op, Value lhs,
   RankedTensorType type = resultType;
   if (widening)
     type = type.clone(widening.getResult().getType().getElementType());
-  Value product = defined(ScaledMatmulOp::create(builder, loc, type, lhsQ,
-                                                 lhsScale, rhsQ, rhsScale, bias,
-                                                 transposeLhs, transposeRhs));
+  // FP8 tensor cores read both operands along K, their contiguous dim:
+  // lhs [M, K] and rhs [N, K]. Other layouts read a transposed copy.
+  if (transposeLhs)
+    lhsQ = transposed(lhsQ, loc);
+  if (!transposeRhs)
+    rhsQ = transposed(rhsQ, loc);
+  Value product = defined(ScaledMatmulOp::create(
+      builder, loc, type, lhsQ, lhsScale, rhsQ, rhsScale, bias));
   ++numGemms;
   if (widening) {
     Value widened = product;

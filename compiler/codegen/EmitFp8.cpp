@@ -112,10 +112,10 @@ void emitQuantize(StepEmitter &emitter, const Step &step, QuantizeOp op) {
 }
 
 void emitScaledMatmul(StepEmitter &emitter, ScaledMatmulOp op) {
-  auto lhs = op.getLhs().getType(), rhs = op.getRhs().getType();
+  auto lhs = op.getLhs().getType();
   auto result = op.getResult().getType();
   int64_t m = result.getDimSize(0), n = result.getDimSize(1);
-  int64_t k = lhs.getDimSize(op.getTransposeLhs() ? 0 : 1);
+  int64_t k = lhs.getDimSize(1);
   Value bias = op.getBias();
   KernelCost cost;
   cost.flopsPer(1, KernelCost::product({2, m, n, k}))
@@ -130,17 +130,17 @@ void emitScaledMatmul(StepEmitter &emitter, ScaledMatmulOp op) {
   // rate is the report's to model.
   emitter.recordCall("mpc_rt_gemm_scaled", KernelKind::Gemm,
                      /*halfInputs=*/true, cost);
+  // C = A · Bᵀ: A is lhs [M, K], B is rhs [N, K] (trans_b).
   emitter.checkedCall(llvm::formatv(
-      "mpc_rt_gemm_scaled({0}, {1}, {2}, {3}, {4}, {5}LL, {6}LL, {7}LL, {8}, "
-      "{9}LL, {10}, {11}, {12}LL, {13}, {14}, {15}, {16}LL)",
+      "mpc_rt_gemm_scaled({0}, {1}, {2}, 0, 1, {3}LL, {4}LL, {5}LL, {6}, "
+      "{5}LL, {7}, {8}, {5}LL, {9}, {10}, {11}, {4}LL)",
       gemmDtype(op.getLhs()), gemmDtype(op.getRhs()), gemmDtype(op.getResult()),
-      op.getTransposeLhs() ? 1 : 0, op.getTransposeRhs() ? 1 : 0, m, n, k,
-      emitter.constPointer(op.getLhs()), lhs.getDimSize(1),
+      m, n, k, emitter.constPointer(op.getLhs()),
       emitter.constPointer(op.getLhsScaleInv()),
-      emitter.constPointer(op.getRhs()), rhs.getDimSize(1),
+      emitter.constPointer(op.getRhs()),
       emitter.constPointer(op.getRhsScaleInv()),
       bias ? emitter.constPointer(bias) : std::string("nullptr"),
-      emitter.pointer(op.getResult()), n));
+      emitter.pointer(op.getResult())));
 }
 
 } // namespace

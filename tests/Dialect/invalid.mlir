@@ -883,9 +883,9 @@ func.func @quantize_c1(%x: tensor<4x8xbf16>) {
 
 // -----
 
-func.func @scaled_matmul_c1(%a: tensor<2x4x8xf8E4M3FN>, %b: tensor<8x2xf8E4M3FN>, %s: tensor<f32>) {
-  // expected-error@+1 {{'mpc.scaled_matmul' op expects rank-2 operands, got 'tensor<2x4x8xf8E4M3FN>' and 'tensor<8x2xf8E4M3FN>'}}
-  %0 = mpc.scaled_matmul %a[%s], %b[%s] : tensor<2x4x8xf8E4M3FN>, tensor<8x2xf8E4M3FN> -> tensor<4x2xbf16>
+func.func @scaled_matmul_c1(%a: tensor<2x4x8xf8E4M3FN>, %b: tensor<2x8xf8E4M3FN>, %s: tensor<f32>) {
+  // expected-error@+1 {{'mpc.scaled_matmul' op expects rank-2 operands, got 'tensor<2x4x8xf8E4M3FN>' and 'tensor<2x8xf8E4M3FN>'}}
+  %0 = mpc.scaled_matmul %a[%s], %b[%s] : tensor<2x4x8xf8E4M3FN>, tensor<2x8xf8E4M3FN> -> tensor<4x2xbf16>
   return
 }
 
@@ -893,31 +893,31 @@ func.func @scaled_matmul_c1(%a: tensor<2x4x8xf8E4M3FN>, %b: tensor<8x2xf8E4M3FN>
 
 func.func @scaled_matmul_c2(%a: tensor<4x8xf8E4M3FN>, %b: tensor<8x2xf8E4M3FN>, %s: tensor<f32>) {
   // expected-error@+1 {{'mpc.scaled_matmul' op expects contracted dims to agree, got 8 and 2}}
-  %0 = mpc.scaled_matmul %a[%s], %b[%s] transpose_rhs : tensor<4x8xf8E4M3FN>, tensor<8x2xf8E4M3FN> -> tensor<4x8xbf16>
+  %0 = mpc.scaled_matmul %a[%s], %b[%s] : tensor<4x8xf8E4M3FN>, tensor<8x2xf8E4M3FN> -> tensor<4x8xbf16>
   return
 }
 
 // -----
 
-func.func @scaled_matmul_c3(%a: tensor<4x8xf8E4M3FN>, %b: tensor<8x2xf8E4M3FN>, %s: tensor<f32>) {
+func.func @scaled_matmul_c3(%a: tensor<4x8xf8E4M3FN>, %b: tensor<2x8xf8E4M3FN>, %s: tensor<f32>) {
   // expected-error@+1 {{'mpc.scaled_matmul' op expects a result of shape [4, 2], got 'tensor<2x4xbf16>'}}
-  %0 = mpc.scaled_matmul %a[%s], %b[%s] : tensor<4x8xf8E4M3FN>, tensor<8x2xf8E4M3FN> -> tensor<2x4xbf16>
+  %0 = mpc.scaled_matmul %a[%s], %b[%s] : tensor<4x8xf8E4M3FN>, tensor<2x8xf8E4M3FN> -> tensor<2x4xbf16>
   return
 }
 
 // -----
 
-func.func @scaled_matmul_c4(%a: tensor<4x8xf8E5M2>, %b: tensor<8x2xf8E5M2>, %s: tensor<f32>) {
+func.func @scaled_matmul_c4(%a: tensor<4x8xf8E5M2>, %b: tensor<2x8xf8E5M2>, %s: tensor<f32>) {
   // expected-error@+1 {{'mpc.scaled_matmul' op expects at most one e5m2 operand: FP8 tensor cores do not multiply two}}
-  %0 = mpc.scaled_matmul %a[%s], %b[%s] : tensor<4x8xf8E5M2>, tensor<8x2xf8E5M2> -> tensor<4x2xbf16>
+  %0 = mpc.scaled_matmul %a[%s], %b[%s] : tensor<4x8xf8E5M2>, tensor<2x8xf8E5M2> -> tensor<4x2xbf16>
   return
 }
 
 // -----
 
-func.func @scaled_matmul_c5(%a: tensor<4x8xf8E4M3FN>, %b: tensor<8x2xf8E4M3FN>, %s: tensor<f32>, %bias: tensor<2xf32>) {
+func.func @scaled_matmul_c5(%a: tensor<4x8xf8E4M3FN>, %b: tensor<2x8xf8E4M3FN>, %s: tensor<f32>, %bias: tensor<2xf32>) {
   // expected-error@+1 {{'mpc.scaled_matmul' op expects a bias of shape [2] and 'bf16', got 'tensor<2xf32>'}}
-  %0 = mpc.scaled_matmul %a[%s], %b[%s] bias %bias : tensor<4x8xf8E4M3FN>, tensor<8x2xf8E4M3FN>, tensor<2xf32> -> tensor<4x2xbf16>
+  %0 = mpc.scaled_matmul %a[%s], %b[%s] bias %bias : tensor<4x8xf8E4M3FN>, tensor<2x8xf8E4M3FN>, tensor<2xf32> -> tensor<4x2xbf16>
   return
 }
 

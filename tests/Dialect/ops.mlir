@@ -177,17 +177,20 @@ func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) -> tensor<4x2xf32> {
 
 // CHECK-LABEL: func.func @fp8_gemm
 //       CHECK:   %[[Q:.*]], %[[S:.*]] = mpc.quantize %{{.*}} : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
-//       CHECK:   %[[G:.*]], %[[GS:.*]] = mpc.quantize %{{.*}} unscaled : tensor<4x2xbf16> to tensor<4x2xf8E5M2>
-//       CHECK:   mpc.scaled_matmul %[[Q]][%[[S]]], %[[G]][%[[GS]]] transpose_lhs : tensor<4x8xf8E4M3FN>, tensor<4x2xf8E5M2> -> tensor<8x2xf32>
-//       CHECK:   mpc.scaled_matmul %[[Q]][%[[S]]], %[[Q]][%[[S]]] bias %{{.*}} transpose_rhs : tensor<4x8xf8E4M3FN>, tensor<4x8xf8E4M3FN>, tensor<4xbf16> -> tensor<4x4xbf16>
+//       CHECK:   %[[G:.*]], %[[GS:.*]] = mpc.quantize %{{.*}} unscaled : tensor<2x8xbf16> to tensor<2x8xf8E5M2>
+//       CHECK:   mpc.transpose %[[Q]] perm [1, 0] : tensor<4x8xf8E4M3FN>
+//       CHECK:   mpc.scaled_matmul %[[G]][%[[GS]]], %[[Q]][%[[S]]] : tensor<2x8xf8E5M2>, tensor<4x8xf8E4M3FN> -> tensor<2x4xf32>
+//       CHECK:   mpc.scaled_matmul %[[Q]][%[[S]]], %[[Q]][%[[S]]] bias %{{.*}} : tensor<4x8xf8E4M3FN>, tensor<4x8xf8E4M3FN>, tensor<4xbf16> -> tensor<4x4xbf16>
 // GENERIC-LABEL: sym_name = "fp8_gemm"
 //       GENERIC:   "mpc.quantize"(%{{.*}}) : (tensor<4x8xbf16>) -> (tensor<4x8xf8E4M3FN>, tensor<f32>)
-func.func @fp8_gemm(%x: tensor<4x8xbf16>, %dy: tensor<4x2xbf16>, %b: tensor<4xbf16>) -> (tensor<8x2xf32>, tensor<4x4xbf16>) {
+//       GENERIC:   "mpc.transpose"(%{{.*}}) <{permutation = array<i64: 1, 0>}> : (tensor<4x8xf8E4M3FN>) -> tensor<8x4xf8E4M3FN>
+func.func @fp8_gemm(%x: tensor<4x8xbf16>, %dy: tensor<2x8xbf16>, %b: tensor<4xbf16>) -> (tensor<2x4xf32>, tensor<4x4xbf16>, tensor<8x4xf8E4M3FN>) {
   %q, %s = mpc.quantize %x : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
-  %g, %gs = mpc.quantize %dy unscaled : tensor<4x2xbf16> to tensor<4x2xf8E5M2>
-  %0 = mpc.scaled_matmul %q[%s], %g[%gs] transpose_lhs : tensor<4x8xf8E4M3FN>, tensor<4x2xf8E5M2> -> tensor<8x2xf32>
-  %1 = mpc.scaled_matmul %q[%s], %q[%s] bias %b transpose_rhs : tensor<4x8xf8E4M3FN>, tensor<4x8xf8E4M3FN>, tensor<4xbf16> -> tensor<4x4xbf16>
-  return %0, %1 : tensor<8x2xf32>, tensor<4x4xbf16>
+  %g, %gs = mpc.quantize %dy unscaled : tensor<2x8xbf16> to tensor<2x8xf8E5M2>
+  %qt = mpc.transpose %q perm [1, 0] : tensor<4x8xf8E4M3FN>
+  %0 = mpc.scaled_matmul %g[%gs], %q[%s] : tensor<2x8xf8E5M2>, tensor<4x8xf8E4M3FN> -> tensor<2x4xf32>
+  %1 = mpc.scaled_matmul %q[%s], %q[%s] bias %b : tensor<4x8xf8E4M3FN>, tensor<4x8xf8E4M3FN>, tensor<4xbf16> -> tensor<4x4xbf16>
+  return %0, %1, %qt : tensor<2x4xf32>, tensor<4x4xbf16>, tensor<8x4xf8E4M3FN>
 }
 
 // CHECK-LABEL: func.func @matmul_transpose_lhs
