@@ -28,10 +28,11 @@ int64_t mlir::mpc::quantizeBlocks(QuantizeOp op) {
 
 namespace {
 
-/// The largest finite magnitude of an FP8 element type.
-const char *fp8Max(Type format) {
-  return isa<Float8E4M3FNType>(format) ? "MPC_FP8_E4M3_MAX"
-                                       : "MPC_FP8_E5M2_MAX";
+/// The largest finite magnitude of an FP8 element type (448, 57344).
+std::string fp8Max(Type format) {
+  const llvm::fltSemantics &semantics =
+      cast<FloatType>(format).getFloatSemantics();
+  return floatLiteral(llvm::APFloat::getLargest(semantics).convertToDouble());
 }
 
 void emitQuantize(StepEmitter &emitter, const Step &step, QuantizeOp op) {

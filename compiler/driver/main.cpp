@@ -189,7 +189,8 @@ cl::opt<mlir::mpc::HalfType> half(
 cl::opt<mlir::mpc::Fp8Gemms> fp8(
     "fp8",
     cl::desc("GEMMs of the training step on FP8 operands: e4m3 activations "
-             "and weights, e5m2 gradients, f32 accumulation (cpu target)"),
+             "and weights, e5m2 gradients, f32 accumulation (cuda: sm_89 "
+             "and newer)"),
     cl::values(clEnumValN(mlir::mpc::Fp8Gemms::None, "none", "none (default)"),
                clEnumValN(mlir::mpc::Fp8Gemms::All, "all",
                           "every linear and matmul but the classifier's, "
@@ -488,8 +489,6 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
       return fail("--fp8 needs --arch=sm_89 or newer (FP8 tensor cores), "
                   "got sm_" +
                   Twine(sm));
-    return fail("--fp8 is not built for --target=cuda yet (cuBLASLt's FP8 "
-                "matmuls); --target=cpu runs it");
   }
   options.fp8 = fp8;
   options.fp8Scaling = fp8Scaling;

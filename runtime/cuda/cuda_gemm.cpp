@@ -37,16 +37,15 @@ int alignment_of(const void *pointer) {
 /// out as C): the row-major GEMM as a cached cuBLASLt plan, on the current
 /// session's stream, with the model's planned workspace. `entry` names the
 /// caller in messages.
-mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
-                     mpc_dtype c_type, int32_t trans_a, int32_t trans_b,
-                     int64_t m, int64_t n, int64_t k, float alpha,
-                     const void *a, int64_t lda, int64_t stride_a,
-                     const void *b, int64_t ldb, int64_t stride_b, float beta,
-                     const void *bias, void *c, int64_t ldc, int64_t stride_c,
-                     int64_t batch, void *gelu_input = nullptr,
-                     void *bias_grad = nullptr,
-                     const void *dgelu_input = nullptr,
-                     mpc_dtype bias_grad_type = MPC_F32) {
+mpc_status
+cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
+          mpc_dtype c_type, int32_t trans_a, int32_t trans_b, int64_t m,
+          int64_t n, int64_t k, float alpha, const void *a, int64_t lda,
+          int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
+          float beta, const void *bias, void *c, int64_t ldc, int64_t stride_c,
+          int64_t batch, void *gelu_input = nullptr, void *bias_grad = nullptr,
+          const void *dgelu_input = nullptr, mpc_dtype bias_grad_type = MPC_F32,
+          const float *a_scale = nullptr, const float *b_scale = nullptr) {
   mpc_session *session = current_session;
   if (!session || !session->cuda)
     return set_error(MPC_ERROR_INTERNAL,
@@ -56,18 +55,34 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
   (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)stride_a;
   (void)b, (void)ldb, (void)stride_b, (void)beta, (void)bias, (void)c;
   (void)ldc, (void)stride_c, (void)batch, (void)gelu_input, (void)bias_grad;
-  (void)dgelu_input, (void)bias_grad_type;
+  (void)dgelu_input, (void)bias_grad_type, (void)a_scale, (void)b_scale;
   return set_error(MPC_ERROR_NO_DEVICE, "no CUDA device: built without "
                                         "cuBLASLt");
 #else
   if (m == 0 || n == 0 || batch == 0)
     return MPC_OK;
   auto data_type = [](mpc_dtype dtype) {
-    return dtype == MPC_F16    ? CUDA_R_16F
-           : dtype == MPC_BF16 ? CUDA_R_16BF
-                               : CUDA_R_32F;
+    return dtype == MPC_F16      ? CUDA_R_16F
+           : dtype == MPC_BF16   ? CUDA_R_16BF
+           : dtype == MPC_F8E4M3 ? CUDA_R_8F_E4M3
+           : dtype == MPC_F8E5M2 ? CUDA_R_8F_E5M2
+                                 : CUDA_R_32F;
   };
-  if (!mpcrt::dtype_is_float(a_type) || !mpcrt::dtype_is_float(b_type) ||
+  auto is_fp8 = [](mpc_dtype dtype) {
+    return dtype == MPC_F8E4M3 || dtype == MPC_F8E5M2;
+  };
+  // FP8 operands come with their scales (mpc_rt_cuda_gemm_scaled), one
+  // matrix in the one layout FP8 tensor cores read: our A [m, k] and our B
+  // [n, k], cuBLASLt's "TN".
+  bool fp8 = is_fp8(a_type) || is_fp8(b_type);
+  if (fp8 && (!is_fp8(a_type) || !is_fp8(b_type) || trans_a || !trans_b ||
+              batch != 1 || !a_scale || !b_scale))
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "%s: FP8 needs both operands FP8, A [m, k] and B [n, k] "
+                     "(trans_a 0, trans_b 1), one matrix and both scales",
+                     entry);
+  if ((!fp8 &&
+       (!mpcrt::dtype_is_float(a_type) || !mpcrt::dtype_is_float(b_type))) ||
       !mpcrt::dtype_is_float(c_type) || m < 0 || n < 0 || k < 1 || batch < 0)
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "%s: bad arguments (dtypes %s, %s, %s; m %lld, n %lld, "
@@ -76,8 +91,9 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                      mpcrt::dtype_name(b_type), mpcrt::dtype_name(c_type),
                      static_cast<long long>(m), static_cast<long long>(n),
                      static_cast<long long>(k), static_cast<long long>(batch));
-  // cuBLASLt multiplies operands of one type (fp32 compute for all).
-  if (a_type != b_type)
+  // cuBLASLt multiplies operands of one type (fp32 compute for all), or
+  // two FP8 types.
+  if (a_type != b_type && !fp8)
     return set_error(MPC_ERROR_INTERNAL,
                      "%s: cuBLASLt needs A and B of one type, got %s and %s",
                      entry, mpcrt::dtype_name(a_type),
@@ -212,6 +228,16 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
                plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                &dgelu_input, sizeof(dgelu_input)) == CUBLAS_STATUS_SUCCESS;
     }
+    if (ok && fp8) {
+      // Set before the heuristic, which picks FP8 kernels for them; each
+      // call points them at its scales below. cuBLASLt's A is our B.
+      ok = lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                               &b_scale,
+                               sizeof(b_scale)) == CUBLAS_STATUS_SUCCESS &&
+           lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                               &a_scale,
+                               sizeof(a_scale)) == CUBLAS_STATUS_SUCCESS;
+    }
     if (ok && batch > 1) {
       int32_t count = static_cast<int32_t>(batch);
       struct {
@@ -285,6 +311,15 @@ mpc_status cuda_gemm(const char *entry, mpc_dtype a_type, mpc_dtype b_type,
     found = cuda->gemms.emplace(key, plan).first;
   }
   const GemmPlan &plan = found->second;
+  // A plan is shared by every pair of scales: point it at these.
+  if (fp8 &&
+      (lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                           &b_scale,
+                           sizeof(b_scale)) != CUBLAS_STATUS_SUCCESS ||
+       lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                           &a_scale, sizeof(a_scale)) != CUBLAS_STATUS_SUCCESS))
+    return set_error(MPC_ERROR_INTERNAL,
+                     "%s: cannot set cuBLASLt's scale pointers", entry);
   // A plan is shared by every bias of its alignment: point it at this one.
   if (bias && lt.descSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                   &bias, sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
@@ -416,4 +451,22 @@ mpc_rt_cuda_gemm_dgelu(mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type,
                    trans_b, m, n, k, alpha, a, lda, 0, b, ldb, 0,
                    /*beta=*/0.0f, /*bias=*/nullptr, c, ldc, 0, /*batch=*/1,
                    /*gelu_input=*/nullptr, /*bias_grad=*/nullptr, gelu_input);
+}
+
+extern "C" mpc_status mpc_rt_cuda_gemm_scaled(
+    mpc_dtype a_type, mpc_dtype b_type, mpc_dtype c_type, int32_t trans_a,
+    int32_t trans_b, int64_t m, int64_t n, int64_t k, const void *a,
+    int64_t lda, const float *a_scale_inv, const void *b, int64_t ldb,
+    const float *b_scale_inv, const void *bias, void *c, int64_t ldc) {
+  if (!a_scale_inv || !b_scale_inv)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_rt_cuda_gemm_scaled: %s is null",
+                     a_scale_inv ? "b_scale_inv" : "a_scale_inv");
+  // The inverse scales are cuBLASLt's A and B scales: device pointers it
+  // reads when the GEMM runs, so the host never waits for them.
+  return cuda_gemm("mpc_rt_cuda_gemm_scaled", a_type, b_type, c_type, trans_a,
+                   trans_b, m, n, k, 1.0f, a, lda, 0, b, ldb, 0,
+                   /*beta=*/0.0f, bias, c, ldc, 0, /*batch=*/1,
+                   /*gelu_input=*/nullptr, /*bias_grad=*/nullptr,
+                   /*dgelu_input=*/nullptr, MPC_F32, a_scale_inv, b_scale_inv);
 }

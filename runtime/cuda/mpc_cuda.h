@@ -99,6 +99,19 @@ mpc_status mpc_rt_cuda_gemm(mpc_dtype a_type, mpc_dtype b_type,
                             float beta, void *c, int64_t ldc, int64_t stride_c,
                             int64_t batch);
 
+/* mpc_rt_gemm_scaled (runtime/gemm.h) on the device: one cuBLASLt FP8
+ * matmul whose A and B scale pointers are the inverse scales (read on the
+ * device when it runs), with the bias epilogue where `bias` is given. A is
+ * [m, k] and B [n, k] (trans_a 0, trans_b 1: the layout FP8 tensor cores
+ * read), both e4m3 or e5m2 (not both e5m2), one matrix. */
+mpc_status mpc_rt_cuda_gemm_scaled(mpc_dtype a_type, mpc_dtype b_type,
+                                   mpc_dtype c_type, int32_t trans_a,
+                                   int32_t trans_b, int64_t m, int64_t n,
+                                   int64_t k, const void *a, int64_t lda,
+                                   const float *a_scale_inv, const void *b,
+                                   int64_t ldb, const float *b_scale_inv,
+                                   const void *bias, void *c, int64_t ldc);
+
 /* mpc_rt_gemm_bias (runtime/gemm.h) on the device: one cuBLASLt matmul with
  * the CUBLASLT_EPILOGUE_BIAS epilogue (beta = 0), `bias` a device pointer to
  * n values of c_type. */

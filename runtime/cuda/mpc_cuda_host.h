@@ -12,7 +12,9 @@
 //     the kernel declares them (an int literal for a long long must widen).
 //   - mpc_rt_gemm(...) becomes mpc_rt_cuda_gemm(...), mpc_rt_gemm_bias(...)
 //     mpc_rt_cuda_gemm_bias(...) and mpc_rt_gemm_bias_gelu(...)
-//     mpc_rt_cuda_gemm_bias_gelu(...): cuBLASLt on the session's stream.
+//     mpc_rt_cuda_gemm_bias_gelu(...), and so on for the other GEMMs
+//     (mpc_rt_gemm_scaled: cuBLASLt's FP8 matmul): cuBLASLt on the
+//     session's stream.
 //   - mpc_rt_reduce_gradients(...) and mpc_rt_gradients_reduced(...) become
 //     their mpc_rt_cuda_ forms: NCCL on a communication stream.
 //
@@ -91,5 +93,6 @@ struct host_kernel<Kernel> {
 #define mpc_rt_gemm_bias_gelu mpc_rt_cuda_gemm_bias_gelu
 #define mpc_rt_gemm_bgrad mpc_rt_cuda_gemm_bgrad
 #define mpc_rt_gemm_dgelu mpc_rt_cuda_gemm_dgelu
+#define mpc_rt_gemm_scaled mpc_rt_cuda_gemm_scaled
 
 #endif // MPC_RUNTIME_CUDA_MPC_CUDA_HOST_H

@@ -447,9 +447,28 @@ __device__ __forceinline__ void mpc_store(__half *p, float v) {
 __device__ __forceinline__ void mpc_store(__nv_bfloat16 *p, float v) {
   *p = __float2bfloat16_rn(v);
 }
+#if defined(MPC_DEVICE_CUDA) && defined(MPC_DEVICE_FP8)
+// FP8 (mpc-assign-fp8's quantized GEMM operands), for kernel sources that
+// hold FP8 tensors (their first line defines MPC_DEVICE_FP8): cuda_fp8.h's
+// conversions, which mpc_fp8.h's give bit for bit on the host. e4m3
+// saturates (one cvt.rn.satfinite on sm_89 and newer); e5m2 overflows to
+// inf, which the loss scaler's finite check finds.
+#include <cuda_fp8.h>
+__device__ __forceinline__ float mpc_load(const __nv_fp8_e4m3 *p) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(p->__x, __NV_E4M3)));
+}
+__device__ __forceinline__ float mpc_load(const __nv_fp8_e5m2 *p) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(p->__x, __NV_E5M2)));
+}
+__device__ __forceinline__ void mpc_store(__nv_fp8_e4m3 *p, float v) {
+  p->__x = __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3);
+}
+__device__ __forceinline__ void mpc_store(__nv_fp8_e5m2 *p, float v) {
+  p->__x = __nv_cvt_float_to_fp8(v, __NV_NOSAT, __NV_E5M2);
+}
+#endif
 #ifdef MPC_DEVICE_CPU
-// FP8 (mpc-assign-fp8's quantized GEMM operands): the cpu target and the
-// block emulator only so far.
+// FP8 on the host: the cpu target and the block emulator (mpc_fp8.h).
 __device__ __forceinline__ float mpc_load(const __nv_fp8_e4m3 *p) {
   return mpc_e4m3_bits_to_f32(p->__x);
 }

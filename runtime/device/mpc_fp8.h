@@ -125,8 +125,4 @@ static inline float mpc_e5m2_bits_to_f32(uint8_t code) {
   return mpc_fp8_detail::to_f32<2, 15>(code);
 }
 
-/// The largest finite magnitudes, which a per-tensor scale maps amax onto.
-#define MPC_FP8_E4M3_MAX 448.0f
-#define MPC_FP8_E5M2_MAX 57344.0f
-
 #endif // MPC_RUNTIME_DEVICE_MPC_FP8_H

@@ -39,7 +39,12 @@
 //     the input matrix B ... the reduction happens over the GEMM's k
 //     dimension"); CUBLASLT_EPILOGUE_DGELU multiplies the product by the
 //     tanh GELU's derivative at the auxiliary input (EPILOGUE_AUX_POINTER,
-//     laid out as for GELU_AUX_BIAS: the GELU's input), one matrix.
+//     laid out as for GELU_AUX_BIAS: the GELU's input), one matrix. FP8
+//     operands (CUDA_R_8F_E4M3, CUDA_R_8F_E5M2, decoded exactly) are
+//     taken as cublasLt.h documents them: only as "TN" (A transposed, B
+//     not), not both e5m2, leading dims multiples of 16, one matrix; the
+//     product multiplied by the values at A_SCALE_POINTER and
+//     B_SCALE_POINTER (1 where unset) before the bias and the rounding;
 //   - streams are distinct tokens and events record which stream they were
 //     recorded on; work runs when it is submitted (one valid order of any
 //     stream schedule) and is logged with its stream (mock_cuda_get_op):
@@ -65,6 +70,7 @@
 
 #include "runtime/cuda/mpc_cuda.h"
 #include "runtime/device/mpc_emulator.h"
+#include "runtime/device/mpc_fp8.h"
 #include "runtime/half.h"
 
 #include <cublasLt.h>
@@ -287,8 +293,16 @@ struct Module {
   std::string image; // the cubin's bytes, searched for symbol names
 };
 
+bool isFp8(cudaDataType_t type) {
+  return type == CUDA_R_8F_E4M3 || type == CUDA_R_8F_E5M2;
+}
+
 float loadAs(cudaDataType_t type, const void *base, int64_t index) {
   switch (type) {
+  case CUDA_R_8F_E4M3:
+    return mpc_e4m3_bits_to_f32(static_cast<const uint8_t *>(base)[index]);
+  case CUDA_R_8F_E5M2:
+    return mpc_e5m2_bits_to_f32(static_cast<const uint8_t *>(base)[index]);
   case CUDA_R_16F:
     return mpc_f16_bits_to_f32(static_cast<const uint16_t *>(base)[index]);
   case CUDA_R_16BF:
@@ -312,7 +326,9 @@ void storeAs(cudaDataType_t type, void *base, int64_t index, float value) {
   }
 }
 
-int elementBytes(cudaDataType_t type) { return type == CUDA_R_32F ? 4 : 2; }
+int elementBytes(cudaDataType_t type) {
+  return type == CUDA_R_32F ? 4 : isFp8(type) ? 1 : 2;
+}
 
 } // namespace
 
@@ -345,6 +361,7 @@ struct MockDesc {
   void *aux = nullptr;
   int64_t auxLd = 0;
   int32_t auxType = -1; // -1: D's type
+  const void *aScale = nullptr, *bScale = nullptr; // device f32; null: 1
 };
 struct MockLayout {
   cudaDataType_t type;
@@ -720,6 +737,10 @@ cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
     return set(mock->auxLd);
   case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE:
     return set(mock->auxType);
+  case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER:
+    return set(mock->aScale);
+  case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER:
+    return set(mock->bScale);
   default:
     return CUBLAS_STATUS_NOT_SUPPORTED;
   }
@@ -804,6 +825,15 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     return CUBLAS_STATUS_INVALID_VALUE;
   if (mock->epilogue == CUBLASLT_EPILOGUE_BGRADB && lc->batch != 1)
     return CUBLAS_STATUS_INVALID_VALUE;
+  // FP8: "TN" only, at most one e5m2 operand, 16-element leading dims.
+  if ((isFp8(la->type) || isFp8(lb->type)) &&
+      (!isFp8(la->type) || !isFp8(lb->type) || mock->transa != CUBLAS_OP_T ||
+       mock->transb != CUBLAS_OP_N ||
+       (la->type == CUDA_R_8F_E5M2 && lb->type == CUDA_R_8F_E5M2) ||
+       la->ld % 16 != 0 || lb->ld % 16 != 0 || lc->batch != 1 ||
+       mock->epilogue == CUBLASLT_EPILOGUE_BGRADB ||
+       mock->epilogue == CUBLASLT_EPILOGUE_DGELU))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   std::memset(results, 0, sizeof(*results));
   *count = 1;
   return CUBLAS_STATUS_SUCCESS;
@@ -872,6 +902,11 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
                                 : static_cast<cudaDataType_t>(mock->biasType);
   float alphaValue = *static_cast<const float *>(alpha);
   float betaValue = *static_cast<const float *>(beta);
+  // The scales multiply the product (powers of two in mpc: exact).
+  if (mock->aScale)
+    alphaValue *= *static_cast<const float *>(mock->aScale);
+  if (mock->bScale)
+    alphaValue *= *static_cast<const float *>(mock->bScale);
   bool ta = mock->transa != CUBLAS_OP_N, tb = mock->transb != CUBLAS_OP_N;
   int64_t m = lc->rows, n = lc->cols;
   int64_t k = ta ? la->rows : la->cols;
