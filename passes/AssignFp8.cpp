@@ -15,6 +15,9 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
 
 #define DEBUG_TYPE "mpc-assign-fp8"
 
@@ -47,19 +50,145 @@ bool isLossGradient(Value value) {
   return throughReshapes(value).getDefiningOp<CrossEntropyGradOp>() != nullptr;
 }
 
+/// Whether the backward pass computes `value` (through reshapes): a
+/// gradient, e5m2 in FP8.
+bool isGradient(Value value, const llvm::DenseSet<Operation *> &forward) {
+  Operation *def = throughReshapes(value).getDefiningOp();
+  return def && !forward.contains(def);
+}
+
+} // namespace
+
+std::optional<std::string>
+whyNotFp8(Operation *gemm, const llvm::DenseSet<Operation *> &forward) {
+  if (auto reason = gemm->getAttrOfType<StringAttr>(kFp8ReasonAttr))
+    return reason.str();
+  auto dimsUnaligned = [](std::initializer_list<int64_t> dims) {
+    return llvm::any_of(dims,
+                        [](int64_t dim) { return dim % kFp8Alignment != 0; });
+  };
+  const std::string unaligned =
+      "a dim it contracts or writes is not a multiple of 16";
+  if (auto linear = dyn_cast<LinearOp>(gemm)) {
+    auto weight = cast<RankedTensorType>(linear.getWeight().getType());
+    auto result = cast<RankedTensorType>(linear.getResult().getType());
+    if (readByLoss(linear.getResult()))
+      return std::string("the loss reads its product (the classifier)");
+    if (dimsUnaligned({weight.getDimSize(0), weight.getDimSize(1)}))
+      return unaligned;
+    if (Value bias = linear.getBias();
+        bias && cast<RankedTensorType>(bias.getType()).getElementType() !=
+                    result.getElementType())
+      return std::string("its bias is not of its result's type");
+    if (isGradient(linear.getInput(), forward) !=
+        isGradient(linear.getWeight(), forward))
+      return std::string("it multiplies a gradient by a forward value");
+    return std::nullopt;
+  }
+  if (auto matmul = dyn_cast<MatmulOp>(gemm)) {
+    auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
+    auto rhs = cast<RankedTensorType>(matmul.getRhs().getType());
+    auto result = cast<RankedTensorType>(matmul.getResult().getType());
+    if (isLossGradient(matmul.getLhs()) || isLossGradient(matmul.getRhs()))
+      return std::string("it reads the loss's gradient (the classifier)");
+    if (readByLoss(matmul.getResult()))
+      return std::string("the loss reads its product");
+    if (dimsUnaligned({lhs.getDimSize(matmul.getTransposeLhs() ? 0 : 1),
+                       result.getDimSize(1), lhs.getDimSize(1),
+                       rhs.getDimSize(1)}))
+      return unaligned;
+    if (isGradient(matmul.getLhs(), forward) &&
+        isGradient(matmul.getRhs(), forward))
+      return std::string("both operands are gradients (e5m2 x e5m2)");
+    return std::nullopt;
+  }
+  return std::string("only linear and rank-2 matmul run in FP8");
+}
+
+namespace {
+
+/// The GPU `gemms=auto` decides for.
+struct Fp8Rates {
+  double halfFlops, fp8Flops, bytesPerSecond;
+};
+
+/// One GEMM as the cost model sees it: op(lhs) [m, k] · op(rhs) [k, n].
+struct GemmShape {
+  Operation *op;
+  Value lhs, rhs;
+  bool transposeLhs, transposeRhs;
+  int64_t m, n, k, resultBytes;
+};
+
+GemmShape shapeOf(Operation *op) {
+  if (auto linear = dyn_cast<LinearOp>(op)) {
+    auto weight = cast<RankedTensorType>(linear.getWeight().getType());
+    auto result = cast<RankedTensorType>(linear.getResult().getType());
+    int64_t k = weight.getDimSize(1);
+    return {op,
+            linear.getInput(),
+            linear.getWeight(),
+            false,
+            true,
+            result.getNumElements() / weight.getDimSize(0),
+            weight.getDimSize(0),
+            k,
+            result.getElementTypeBitWidth() / 8};
+  }
+  auto matmul = cast<MatmulOp>(op);
+  auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
+  auto result = cast<RankedTensorType>(matmul.getResult().getType());
+  return {op,
+          matmul.getLhs(),
+          matmul.getRhs(),
+          matmul.getTransposeLhs(),
+          matmul.getTransposeRhs(),
+          result.getDimSize(0),
+          result.getDimSize(1),
+          lhs.getDimSize(matmul.getTransposeLhs() ? 0 : 1),
+          result.getElementTypeBitWidth() / 8};
+}
+
+/// Whether `value` (through reshapes) is read by an op of type `T`.
+template <typename T> bool readBy(Value value) {
+  for (Operation *user : value.getUsers()) {
+    if (isa<T>(user))
+      return true;
+    if (auto reshape = dyn_cast<ReshapeOp>(user);
+        reshape && readBy<T>(reshape.getResult()))
+      return true;
+  }
+  return false;
+}
+
 class Fp8Assigner {
 public:
-  Fp8Assigner(ModelOp model, bool unscaled, llvm::Statistic &numGemms,
-              llvm::Statistic &numQuantized)
-      : model(model), unscaled(unscaled), forward(findForwardOps(model)),
-        builder(model), numGemms(numGemms), numQuantized(numQuantized) {}
+  Fp8Assigner(ModelOp model, bool unscaled, std::optional<Fp8Rates> rates,
+              llvm::Statistic &numGemms, llvm::Statistic &numQuantized)
+      : model(model), unscaled(unscaled), rates(rates),
+        forward(findForwardOps(model)), builder(model), numGemms(numGemms),
+        numQuantized(numQuantized) {}
 
   void run();
 
 private:
+  /// `gemms=auto`: the eligible GEMMs in groups decided together (a linear
+  /// and its gradient's GEMMs), and whether each group pays.
+  SmallVector<SmallVector<Operation *, 3>>
+  layerGroups(ArrayRef<Operation *> eligible);
+  /// Null where `group` pays in FP8 (then its quantized operands count as
+  /// paid for); otherwise why not.
+  std::optional<std::string> costReason(ArrayRef<Operation *> group);
+  void rewrite(Operation *op);
+
   /// e4m3 for what the forward pass computes (activations, weights), e5m2
   /// for gradients.
-  Type formatOf(Value operand);
+  Type formatOf(Value operand) {
+    MLIRContext *context = model.getContext();
+    if (isGradient(operand, forward))
+      return Float8E5M2Type::get(context);
+    return Float8E4M3FNType::get(context);
+  }
   /// `operand` in `format` with its inverse scale: the root it reshapes,
   /// quantized once (after its definition, so every reader shares it), and
   /// reshaped to `shape`.
@@ -67,11 +196,8 @@ private:
                                     Type format, Location loc);
   /// `matrix` (a quantized operand) transposed, copied once.
   Value transposed(Value matrix, Location loc);
-  /// Whether op(lhs) · op(rhs) of these sizes may run in FP8.
-  static bool aligned(int64_t k, int64_t n, int64_t lhsColumns,
-                      int64_t rhsColumns);
-  LogicalResult rewriteLinear(LinearOp linear);
-  LogicalResult rewriteMatmul(MatmulOp matmul);
+  void rewriteLinear(LinearOp linear);
+  void rewriteMatmul(MatmulOp matmul);
   /// The scaled GEMM replacing `op`: op(lhs) · op(rhs) (+ bias), lhs and
   /// rhs read as matrices of `lhsShape` and `rhsShape` (a linear's input
   /// flattened), the product of `resultType`; where the result's only
@@ -83,7 +209,10 @@ private:
 
   ModelOp model;
   bool unscaled;
+  std::optional<Fp8Rates> rates; ///< set for gemms=auto
   llvm::DenseSet<Operation *> forward;
+  /// auto: (root, transposed) of the operands chosen groups quantize.
+  llvm::DenseSet<std::pair<Value, unsigned>> paidCopies;
   OpBuilder builder;
   llvm::Statistic &numGemms;
   llvm::Statistic &numQuantized;
@@ -91,15 +220,6 @@ private:
   /// Transposed copies of quantized matrices, one each.
   llvm::DenseMap<Value, Value> transposes;
 };
-
-Type Fp8Assigner::formatOf(Value operand) {
-  Value root = throughReshapes(operand);
-  Operation *def = root.getDefiningOp();
-  MLIRContext *context = model.getContext();
-  if (!def || forward.contains(def))
-    return Float8E4M3FNType::get(context);
-  return Float8E5M2Type::get(context);
-}
 
 std::pair<Value, Value> Fp8Assigner::quantized(Value operand,
                                                ArrayRef<int64_t> shape,
@@ -130,12 +250,6 @@ Value Fp8Assigner::transposed(Value matrix, Location loc) {
         TransposeOp::create(builder, loc, matrix, ArrayRef<int64_t>{1, 0});
   }
   return it->second;
-}
-
-bool Fp8Assigner::aligned(int64_t k, int64_t n, int64_t lhsColumns,
-                          int64_t rhsColumns) {
-  return k % kFp8Alignment == 0 && n % kFp8Alignment == 0 &&
-         lhsColumns % kFp8Alignment == 0 && rhsColumns % kFp8Alignment == 0;
 }
 
 void Fp8Assigner::replaceGemm(Operation *op, Value lhs,
@@ -193,57 +307,162 @@ void Fp8Assigner::replaceGemm(Operation *op, Value lhs,
   op->erase();
 }
 
-LogicalResult Fp8Assigner::rewriteLinear(LinearOp linear) {
+void Fp8Assigner::rewriteLinear(LinearOp linear) {
   auto input = cast<RankedTensorType>(linear.getInput().getType());
-  auto weight = cast<RankedTensorType>(linear.getWeight().getType());
   auto result = cast<RankedTensorType>(linear.getResult().getType());
-  int64_t k = weight.getDimSize(1), n = weight.getDimSize(0);
-  if (readByLoss(linear.getResult()) || !aligned(k, n, k, k))
-    return failure();
-  if (Value bias = linear.getBias();
-      bias && cast<RankedTensorType>(bias.getType()).getElementType() !=
-                  result.getElementType())
-    return failure();
-  if (formatOf(linear.getInput()) != formatOf(linear.getWeight()))
-    return failure(); // a linear of a gradient: not one of a layer's GEMMs
+  int64_t n = result.getShape().back(), k = input.getShape().back();
   int64_t rows = input.getNumElements() / k;
   replaceGemm(linear, linear.getInput(), {rows, k}, linear.getWeight(),
               linear.getBias(), /*transposeLhs=*/false, /*transposeRhs=*/true,
               result.clone({rows, n}));
-  return success();
 }
 
-LogicalResult Fp8Assigner::rewriteMatmul(MatmulOp matmul) {
-  auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
-  auto rhs = cast<RankedTensorType>(matmul.getRhs().getType());
-  auto result = cast<RankedTensorType>(matmul.getResult().getType());
-  int64_t k = lhs.getDimSize(matmul.getTransposeLhs() ? 0 : 1);
-  int64_t n = result.getDimSize(1);
-  if (isLossGradient(matmul.getLhs()) || isLossGradient(matmul.getRhs()) ||
-      readByLoss(matmul.getResult()) ||
-      !aligned(k, n, lhs.getDimSize(1), rhs.getDimSize(1)))
-    return failure();
-  // FP8 tensor cores take at most one e5m2 operand.
-  if (isa<Float8E5M2Type>(formatOf(matmul.getLhs())) &&
-      isa<Float8E5M2Type>(formatOf(matmul.getRhs())))
-    return failure();
-  replaceGemm(matmul, matmul.getLhs(), lhs.getShape(), matmul.getRhs(), Value(),
-              matmul.getTransposeLhs(), matmul.getTransposeRhs(), result);
-  return success();
+void Fp8Assigner::rewriteMatmul(MatmulOp matmul) {
+  replaceGemm(matmul, matmul.getLhs(),
+              cast<RankedTensorType>(matmul.getLhs().getType()).getShape(),
+              matmul.getRhs(), Value(), matmul.getTransposeLhs(),
+              matmul.getTransposeRhs(),
+              cast<RankedTensorType>(matmul.getResult().getType()));
+}
+
+SmallVector<SmallVector<Operation *, 3>>
+Fp8Assigner::layerGroups(ArrayRef<Operation *> eligible) {
+  SmallVector<SmallVector<Operation *, 3>> groups;
+  llvm::DenseSet<Operation *> grouped;
+  for (Operation *op : eligible) {
+    auto linear = dyn_cast<LinearOp>(op);
+    if (!linear)
+      continue;
+    SmallVector<Operation *, 3> group = {op};
+    grouped.insert(op);
+    Value input = throughReshapes(linear.getInput());
+    for (Operation *other : eligible) {
+      auto matmul = dyn_cast<MatmulOp>(other);
+      if (!matmul || grouped.contains(other) ||
+          !isGradient(matmul.getLhs(), forward))
+        continue;
+      // dX = dy · W and dW = dyᵀ · X (X the linear's input, through
+      // reshapes), as LinearOp's VJP builds them.
+      bool inputGradient = matmul.getRhs() == linear.getWeight();
+      bool weightGradient =
+          matmul.getTransposeLhs() && throughReshapes(matmul.getRhs()) == input;
+      if (inputGradient || weightGradient) {
+        group.push_back(other);
+        grouped.insert(other);
+      }
+    }
+    groups.push_back(std::move(group));
+  }
+  for (Operation *op : eligible)
+    if (!grouped.contains(op))
+      groups.push_back({op});
+  return groups;
+}
+
+std::optional<std::string>
+Fp8Assigner::costReason(ArrayRef<Operation *> group) {
+  if (rates->fp8Flops <= 0)
+    return std::string("the GPU has no FP8 tensor cores");
+  double saved = 0, addedBytes = 0;
+  llvm::DenseSet<std::pair<Value, unsigned>> copies;
+  auto copy = [&](Value operand, bool transposed) {
+    Value root = throughReshapes(operand);
+    if (paidCopies.contains({root, unsigned(transposed)}) ||
+        !copies.insert({root, unsigned(transposed)}).second)
+      return;
+    auto type = cast<RankedTensorType>(root.getType());
+    double elements = double(type.getNumElements());
+    if (transposed) // the FP8 copy read, its transpose written
+      addedBytes += 2 * elements;
+    else // amax (unless unscaled) and the cast read it; FP8 written
+      addedBytes +=
+          ((unscaled ? 1 : 2) * type.getElementTypeBitWidth() / 8 + 1) *
+          elements;
+  };
+  for (Operation *op : group) {
+    GemmShape g = shapeOf(op);
+    double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
+    double operands = double(g.m) * g.k + double(g.n) * g.k;
+    double result = double(g.m) * g.n * g.resultBytes;
+    double half = std::max(flops / rates->halfFlops,
+                           (2 * operands + result) / rates->bytesPerSecond);
+    double fp8 = std::max(flops / rates->fp8Flops,
+                          (operands + result) / rates->bytesPerSecond);
+    saved += half - fp8;
+    copy(g.lhs, false);
+    copy(g.rhs, false);
+    if (g.transposeLhs)
+      copy(g.lhs, true);
+    if (!g.transposeRhs)
+      copy(g.rhs, true);
+    // Epilogues mpc-form-kernels fuses into a half GEMM and not (yet) into
+    // an FP8 one, whose traffic hid under the half GEMM's compute: a
+    // biased linear's GELU then reads the product and writes its output
+    // in a kernel of its own; the GELU's gradient reads the product and
+    // the GELU's input and writes its output.
+    Value product = op->getResult(0);
+    auto linear = dyn_cast<LinearOp>(op);
+    if (linear && linear.getBias() && readBy<GeluOp>(product))
+      addedBytes += 2 * result;
+    if (readBy<GeluGradOp>(product))
+      addedBytes += 3 * result;
+  }
+  // A linear's bias gradient, fused into its weight gradient's GEMM in
+  // half (BGRADB), sums its output gradient in a kernel of its own.
+  if (auto linear = dyn_cast<LinearOp>(group.front());
+      linear && linear.getBias() && group.size() == 3)
+    addedBytes += double(cast<RankedTensorType>(linear.getResult().getType())
+                             .getNumElements()) *
+                  cast<RankedTensorType>(linear.getResult().getType())
+                      .getElementTypeBitWidth() /
+                  8;
+  double added = addedBytes / rates->bytesPerSecond;
+  if (saved > added) {
+    paidCopies.insert(copies.begin(), copies.end());
+    return std::nullopt;
+  }
+  auto duration = [](double seconds) {
+    return seconds >= 1e-8 ? llvm::formatv("{0:f2} us", seconds * 1e6).str()
+                           : llvm::formatv("{0:f2} ns", seconds * 1e9).str();
+  };
+  return "FP8 does not pay: its faster products save " + duration(saved) +
+         ", quantizing and unfused epilogues add " + duration(added);
+}
+
+void Fp8Assigner::rewrite(Operation *op) {
+  if (auto linear = dyn_cast<LinearOp>(op))
+    rewriteLinear(linear);
+  else
+    rewriteMatmul(cast<MatmulOp>(op));
 }
 
 void Fp8Assigner::run() {
-  SmallVector<Operation *> gemms;
+  SmallVector<Operation *> eligible;
   model.getBody().front().walk([&](Operation *op) {
-    if (isa<LinearOp, MatmulOp>(op))
-      gemms.push_back(op);
+    if (isa<LinearOp, MatmulOp>(op) && !whyNotFp8(op, forward))
+      eligible.push_back(op);
   });
-  for (Operation *op : gemms) {
-    if (auto linear = dyn_cast<LinearOp>(op))
-      (void)rewriteLinear(linear);
-    else
-      (void)rewriteMatmul(cast<MatmulOp>(op));
+  SmallVector<Operation *> chosen;
+  if (!rates) {
+    chosen = eligible;
+  } else {
+    // Decided before any rewrite: the model sees the half GEMMs.
+    MLIRContext *context = model.getContext();
+    for (ArrayRef<Operation *> group : layerGroups(eligible)) {
+      if (std::optional<std::string> reason = costReason(group)) {
+        for (Operation *op : group)
+          op->setAttr(kFp8ReasonAttr, StringAttr::get(context, *reason));
+        continue;
+      }
+      llvm::append_range(chosen, group);
+    }
+    // Program order, as for gemms=all.
+    llvm::sort(chosen, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
   }
+  for (Operation *op : chosen)
+    rewrite(op);
   // The reshapes that fed the half operands, where nothing else reads
   // them (canonicalize has run: nothing else is dead).
   Block &body = model.getBody().front();
@@ -258,8 +477,11 @@ struct MpcAssignFp8Pass : impl::MpcAssignFp8PassBase<MpcAssignFp8Pass> {
   void runOnOperation() override {
     if (gemms == Fp8Gemms::None)
       return;
+    std::optional<Fp8Rates> rates;
+    if (gemms == Fp8Gemms::Auto)
+      rates = Fp8Rates{halfTflops * 1e12, fp8Tflops * 1e12, bandwidthGbs * 1e9};
     for (ModelOp model : getOperation().getOps<ModelOp>())
-      Fp8Assigner(model, unscaled, numGemms, numQuantized).run();
+      Fp8Assigner(model, unscaled, rates, numGemms, numQuantized).run();
   }
 };
 

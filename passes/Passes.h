@@ -22,7 +22,7 @@ enum class HalfType { F16, BF16 };
 /// `--optimizer-state`: the storage type of the optimizer's moments.
 enum class OptimizerState { F32, BF16 };
 /// `--fp8`: which GEMMs of the training step run on FP8 operands.
-enum class Fp8Gemms { None, All };
+enum class Fp8Gemms { None, All, Auto };
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
@@ -34,6 +34,15 @@ enum class Fp8Gemms { None, All };
 /// see Passes.td); returns the number of groups formed.
 int64_t formKernels(ModelOp model,
                     const MpcFormKernelsPassOptions &options = {});
+
+/// Why mpc-assign-fp8 leaves `gemm` (a linear or matmul of the training
+/// step) in its half type, or nothing where it runs in FP8. `forward` is
+/// findForwardOps of its model: what tells activations from gradients.
+/// A GEMM `gemms=auto` left in half carries the cost model's reason in
+/// this attribute.
+inline constexpr llvm::StringLiteral kFp8ReasonAttr = "mpc.fp8";
+std::optional<std::string>
+whyNotFp8(Operation *gemm, const llvm::DenseSet<Operation *> &forward);
 
 /// Switches of the pipelines beyond the precision level.
 struct PipelineOptions {

@@ -195,6 +195,18 @@ def MpcAssignFp8Pass : Pass<"mpc-assign-fp8", "mlir::ModuleOp"> {
     - the product keeps its type (bf16 at O2), or is f32 where its only
       reader was a widening cast (a weight's gradient for the master
       weights); a linear's bias is added before the rounding.
+    With `gemms=auto` the eligible GEMMs are decided a layer at a time: a
+    linear and the two GEMMs of its gradient (which share its quantized
+    input, weight and output gradient), or a matmul alone, run in FP8
+    where the roofline time the faster products save (each GEMM's
+    max(FLOPs / peak, bytes / bandwidth) at the half and the FP8 peak, from
+    the `*-tflops` and `bandwidth-gbs` options) exceeds what FP8 adds:
+    quantizing the operands no earlier choice quantized (reading each
+    twice, amax then cast, and writing it in FP8), their transposed
+    copies, and the GEMM epilogues FP8 does not fuse yet (a linear's GELU,
+    the GELU's gradient, the bias gradient), each a kernel of its own over
+    the product. A GEMM left in half says why in its `mpc.fp8` attribute, which
+    `--report` prints.
     Eligible: contracted and output dims multiples of 16 (what cuBLASLt's
     FP8 kernels need), and not the classifier: a GEMM whose result the loss
     reads, or whose operand is the loss's gradient, stays as it is, as do
@@ -221,9 +233,18 @@ def MpcAssignFp8Pass : Pass<"mpc-assign-fp8", "mlir::ModuleOp"> {
            [{::llvm::cl::values(
                clEnumValN(mlir::mpc::Fp8Gemms::None, "none", "none"),
                clEnumValN(mlir::mpc::Fp8Gemms::All, "all",
-                          "every eligible GEMM"))}]>,
+                          "every eligible GEMM"),
+               clEnumValN(mlir::mpc::Fp8Gemms::Auto, "auto",
+                          "the eligible GEMMs where FP8 pays, by the cost "
+                          "model"))}]>,
     Option<"unscaled", "unscaled", "bool", /*default=*/"false",
            "Quantize with scale 1 (a plain cast), for comparison">,
+    Option<"halfTflops", "half-tflops", "double", /*default=*/"989.5",
+           "auto: the GPU's f16/bf16 tensor-core peak, TFLOP/s">,
+    Option<"fp8Tflops", "fp8-tflops", "double", /*default=*/"1979.0",
+           "auto: the GPU's FP8 tensor-core peak, TFLOP/s">,
+    Option<"bandwidthGbs", "bandwidth-gbs", "double", /*default=*/"3350.0",
+           "auto: the GPU's memory bandwidth, GB/s">,
   ];
   let statistics = [
     Statistic<"numGemms", "gemms", "GEMMs that run in FP8">,

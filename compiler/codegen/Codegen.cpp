@@ -707,9 +707,10 @@ void StepEmitter::setSource(ArrayRef<Operation *> ops, StringRef origin) {
 }
 
 void StepEmitter::recordCall(StringRef function, KernelKind kind,
-                             bool halfInputs, const KernelCost &cost) {
-  records.push_back(
-      {function.str(), kind, sourceOps, sourceOrigin, halfInputs, cost});
+                             bool halfInputs, const KernelCost &cost,
+                             bool fp8Inputs) {
+  records.push_back({function.str(), kind, sourceOps, sourceOrigin, halfInputs,
+                     fp8Inputs, cost});
 }
 
 void StepEmitter::launch(StringRef kernel, int64_t grid, int block,

@@ -127,10 +127,8 @@ void emitScaledMatmul(StepEmitter &emitter, ScaledMatmulOp op) {
       .writes(op.getResult());
   if (bias)
     cost.reads(bias);
-  // Priced at the half types' tensor-core rate for now: FP8's twice that
-  // rate is the report's to model.
   emitter.recordCall("mpc_rt_gemm_scaled", KernelKind::Gemm,
-                     /*halfInputs=*/true, cost);
+                     /*halfInputs=*/true, cost, /*fp8Inputs=*/true);
   // C = A · Bᵀ: A is lhs [M, K], B is rhs [N, K] (trans_b).
   emitter.checkedCall(llvm::formatv(
       "mpc_rt_gemm_scaled({0}, {1}, {2}, 0, 1, {3}LL, {4}LL, {5}LL, {6}, "

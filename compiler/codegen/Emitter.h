@@ -319,7 +319,7 @@ public:
   /// Records the cost of a runtime call the step makes (a GEMM), which
   /// `--report` lists beside the kernels.
   void recordCall(StringRef function, KernelKind kind, bool halfInputs,
-                  const KernelCost &cost);
+                  const KernelCost &cost, bool fp8Inputs = false);
   /// The ops the next launches are emitted for (emitStep sets them); or,
   /// with no ops, what the work is (`origin`, e.g. "optimizer: sgd").
   void setSource(ArrayRef<Operation *> ops, StringRef origin = "");

@@ -100,6 +100,9 @@ struct KernelRecord {
   /// The element type the work runs in for a GEMM (its inputs'), which
   /// selects the tensor-core peak: f16/bf16 or f32.
   bool halfInputs = false;
+  /// A GEMM of FP8 operands (mpc.scaled_matmul): FP8 tensor cores, where
+  /// the GPU has them.
+  bool fp8Inputs = false;
   KernelCost cost;
 };
 

@@ -194,7 +194,11 @@ cl::opt<mlir::mpc::Fp8Gemms> fp8(
     cl::values(clEnumValN(mlir::mpc::Fp8Gemms::None, "none", "none (default)"),
                clEnumValN(mlir::mpc::Fp8Gemms::All, "all",
                           "every linear and matmul but the classifier's, "
-                          "where its dims are multiples of 16")),
+                          "where its dims are multiples of 16"),
+               clEnumValN(mlir::mpc::Fp8Gemms::Auto, "auto",
+                          "those of them where FP8 pays on the GPU "
+                          "(--report-gpu, else --arch's), by a cost model; "
+                          "--report says why for each")),
     cl::init(mlir::mpc::Fp8Gemms::None), cl::sub(compileCommand),
     cl::cat(precisionCategory));
 cl::opt<mlir::mpc::Fp8Scaling> fp8Scaling(
@@ -492,6 +496,16 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   }
   options.fp8 = fp8;
   options.fp8Scaling = fp8Scaling;
+  if (fp8 == mlir::mpc::Fp8Gemms::Auto) {
+    // The GPU auto decides for: the one --report prices, or --arch's.
+    std::string gpuName = options.reportGpu;
+    if (!reportGpu.getNumOccurrences() && target == mlir::mpc::Target::Cuda &&
+        options.smVersion == 89)
+      gpuName = "l4";
+    const mlir::mpc::GpuSpec *gpu = mlir::mpc::findGpu(gpuName);
+    options.fp8Gpu = {gpu->halfTensorTflops, gpu->fp8TensorTflops,
+                      gpu->bandwidthGBs};
+  }
   if (lossScale.getNumOccurrences())
     if (std::optional<std::string> error =
             mlir::mpc::parseLossScale(lossScale, options.lossScale))

@@ -126,6 +126,11 @@ struct CompileOptions {
   /// how their scales are found (mpc-assign-fp8).
   Fp8Gemms fp8 = Fp8Gemms::None;
   Fp8Scaling fp8Scaling = Fp8Scaling::Current;
+  /// `--fp8=auto`: the peaks (TFLOP/s) and bandwidth (GB/s) of the GPU it
+  /// decides for.
+  struct {
+    double halfTflops = 989.5, fp8Tflops = 1979.0, bandwidthGbs = 3350.0;
+  } fp8Gpu;
   /// `--classifier-chunks`: the row chunks a linear_classifier group runs
   /// in; 0 chooses from the memory plan.
   int64_t classifierChunks = 0;

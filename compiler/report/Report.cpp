@@ -88,6 +88,59 @@ std::string typeText(Type type) {
   return text;
 }
 
+/// One GEMM of the training step under --fp8: its shape, and its FP8
+/// operands or why it has none (whyNotFp8).
+struct Fp8Choice {
+  std::string location, phase, operands, reason;
+  int64_t m = 0, n = 0, k = 0;
+};
+
+/// The short name of an FP8 element type.
+std::string fp8Name(Value value) {
+  Type element = cast<RankedTensorType>(value.getType()).getElementType();
+  return isa<Float8E4M3FNType>(element) ? "e4m3" : "e5m2";
+}
+
+/// Every linear, matmul and scaled_matmul of the training step, in program
+/// order (the classifier's too, inside its group).
+std::vector<Fp8Choice>
+fp8Choices(ModelOp train, const llvm::DenseSet<Operation *> &forwardOps) {
+  std::vector<Fp8Choice> choices;
+  train.walk([&](Operation *op) {
+    Fp8Choice choice;
+    choice.location = fileLineCol(op->getLoc());
+    choice.phase = forwardOps.contains(op) ? "forward" : "backward";
+    if (auto scaled = dyn_cast<ScaledMatmulOp>(op)) {
+      choice.m = scaled.getResult().getType().getDimSize(0);
+      choice.n = scaled.getResult().getType().getDimSize(1);
+      choice.k = scaled.getLhs().getType().getDimSize(1);
+      choice.operands =
+          fp8Name(scaled.getLhs()) + " x " + fp8Name(scaled.getRhs());
+    } else if (auto linear = dyn_cast<LinearOp>(op)) {
+      auto weight = cast<RankedTensorType>(linear.getWeight().getType());
+      choice.n = weight.getDimSize(0);
+      choice.k = weight.getDimSize(1);
+      choice.m =
+          cast<RankedTensorType>(linear.getInput().getType()).getNumElements() /
+          choice.k;
+      choice.operands = typeText(weight.getElementType());
+      choice.reason = whyNotFp8(op, forwardOps).value_or("");
+    } else if (auto matmul = dyn_cast<MatmulOp>(op)) {
+      auto result = cast<RankedTensorType>(matmul.getResult().getType());
+      auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
+      choice.m = result.getDimSize(0);
+      choice.n = result.getDimSize(1);
+      choice.k = lhs.getDimSize(matmul.getTransposeLhs() ? 0 : 1);
+      choice.operands = typeText(lhs.getElementType());
+      choice.reason = whyNotFp8(op, forwardOps).value_or("");
+    } else {
+      return;
+    }
+    choices.push_back(std::move(choice));
+  });
+  return choices;
+}
+
 /// Why `op` runs in the type it got: the rule of mpc-assign-precision that
 /// decided it (see its description in passes/Passes.td).
 std::string reason(Operation *op, AmpLevel level) {
@@ -653,6 +706,43 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
       guardSeconds += row.bound.seconds;
     }
 
+  // FP8 (--fp8): each GEMM's choice, what quantizing costs (the quantize
+  // kernels and the FP8 copies' transposes), and the step without FP8.
+  std::vector<Fp8Choice> fp8Gemms;
+  KernelCost quantizeCost;
+  double quantizeSeconds = 0, withoutFp8Seconds = 0;
+  int64_t quantizeKernels = 0, fp8GemmCount = 0;
+  if (options.fp8 != Fp8Gemms::None) {
+    fp8Gemms = fp8Choices(chosen->trainModel(), forwardOps);
+    for (const Fp8Choice &choice : fp8Gemms)
+      fp8GemmCount += choice.reason.empty();
+    auto quantizes = [](Operation *op) {
+      if (isa<QuantizeOp>(op))
+        return true;
+      auto transpose = dyn_cast<TransposeOp>(op);
+      return transpose && isa<Float8E4M3FNType, Float8E5M2Type>(
+                              transpose.getType().getElementType());
+    };
+    for (const KernelRow &row : kernels)
+      if (llvm::any_of(row.record->ops, quantizes)) {
+        quantizeCost += row.record->cost;
+        quantizeSeconds += row.bound.seconds;
+        ++quantizeKernels;
+      }
+    PipelineOptions noFp8 = pipeline;
+    noFp8.fp8.gemms = Fp8Gemms::None;
+    noFp8.werrorNumerics = false;
+    FailureOr<LoweredModel> plain = lower(module, options.amp, halfType, noFp8);
+    if (failed(plain))
+      return 1;
+    FailureOr<GeneratedModel> plainModel =
+        generateModel(plain->trainModel(), plain->forwardModel(), codegen);
+    if (failed(plainModel))
+      return 1;
+    for (const KernelRecord &record : plainModel->trainKernels)
+      withoutFp8Seconds += rooflineBound(record, *gpu).seconds;
+  }
+
   // Data parallel: the gradient buckets and their all-reduce on each link.
   const std::vector<GradientBucket> &buckets = generated->gradientBuckets;
   std::vector<double> kernelSeconds;
@@ -689,6 +779,29 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
           {"chunks", chunking.chunks()},
           {"logit_bytes", chunking.logitBytes},
           {"bytes_per_extra_chunk", chunking.bytesPerExtraChunk}});
+    llvm::json::Value fp8Json = nullptr;
+    if (options.fp8 != Fp8Gemms::None) {
+      llvm::json::Array gemmArray;
+      for (const Fp8Choice &choice : fp8Gemms)
+        gemmArray.push_back(llvm::json::Object{
+            {"location", choice.location},
+            {"phase", choice.phase},
+            {"m", choice.m},
+            {"n", choice.n},
+            {"k", choice.k},
+            {"operands", choice.operands},
+            {"fp8", choice.reason.empty()},
+            {"reason", choice.reason.empty()
+                           ? llvm::json::Value(nullptr)
+                           : llvm::json::Value(choice.reason)}});
+      fp8Json =
+          llvm::json::Object{{"gemms", std::move(gemmArray)},
+                             {"fp8_gemms", fp8GemmCount},
+                             {"quantize_kernels", quantizeKernels},
+                             {"quantize_bytes", quantizeCost.bytes()},
+                             {"quantize_seconds", quantizeSeconds},
+                             {"bound_seconds_without_fp8", withoutFp8Seconds}};
+    }
     llvm::json::Array kernelArray;
     for (const KernelRow &row : kernels) {
       const KernelRecord &record = *row.record;
@@ -789,6 +902,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
                                       {"O0", memoryJson(o0)}}},
         {"optimizer", optimizerJson(optimizerAttr, trainState)},
         {"classifier_chunks", std::move(chunkArray)},
+        {"fp8", std::move(fp8Json)},
         {"gpu",
          llvm::json::Object{{"name", gpu->name},
                             {"description", gpu->description},
@@ -942,6 +1056,29 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
       out << "; each chunk after the first reads the weight and dW again: "
           << (chunks - 1) * chunking.bytesPerExtraChunk << " bytes";
     out << "\n";
+  }
+  if (options.fp8 != Fp8Gemms::None) {
+    out << "FP8 (--fp8="
+        << (options.fp8 == Fp8Gemms::Auto
+                ? "auto, for the " + std::string(gpu->name) + ","
+                : std::string("all,"))
+        << " " << (pipeline.fp8.unscaled ? "unscaled" : "current")
+        << " scaling): " << fp8GemmCount << " of " << fp8Gemms.size()
+        << " GEMMs on FP8 operands (e4m3 activations and weights, e5m2 "
+           "gradients); quantizing them takes "
+        << quantizeKernels << " kernels, " << quantizeCost.bytes()
+        << " bytes, bound " << microseconds(quantizeSeconds)
+        << " us; the step's bound " << microseconds(stepSeconds)
+        << " us, without FP8 (--fp8=none) " << microseconds(withoutFp8Seconds)
+        << " us\n";
+    std::vector<std::vector<std::string>> rows = {
+        {"location", "phase", "m x n x k", "operands", "not FP8 because"}};
+    for (const Fp8Choice &choice : fp8Gemms)
+      rows.push_back(
+          {choice.location, choice.phase,
+           llvm::formatv("{0} x {1} x {2}", choice.m, choice.n, choice.k).str(),
+           choice.operands, choice.reason.empty() ? "-" : choice.reason});
+    printTable(out, rows, {false, false, true, false, false});
   }
   out << "Optimizer step (" << optimizerName
       << "): " << optimizerKernels << " kernels, " << optimizerCost.bytes()

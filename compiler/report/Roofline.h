@@ -24,6 +24,7 @@ struct GpuSpec {
   const char *name;        ///< as --report-gpu spells it
   const char *description; ///< the exact part the figures are for
   double halfTensorTflops; ///< f16/bf16 tensor cores, fp32 accumulation
+  double fp8TensorTflops;  ///< e4m3/e5m2 tensor cores; 0 without them
   double fp32Tflops;       ///< fp32 on the CUDA cores (no TF32)
   double bandwidthGBs;     ///< memory bandwidth, 10^9 bytes per second
   // What the modelled time needs besides (KernelModel.h).
@@ -45,7 +46,8 @@ std::optional<std::string> parseReportGpu(const std::string &text,
                                           std::string &gpu);
 
 /// The roofline time bound of one kernel on `gpu`: GEMMs with half inputs
-/// run at the tensor-core peak, everything else at the fp32 peak.
+/// run at the tensor-core peak, FP8 GEMMs at the FP8 peak (the half one on
+/// a GPU without FP8 tensor cores), everything else at the fp32 peak.
 struct KernelBound {
   double seconds = 0;
   bool memoryBound = false;

@@ -7,6 +7,22 @@
 // RUN: mpc-opt %s --split-input-file --mpc-assign-precision="level=O2 half=bf16" \
 // RUN:   --mpc-autodiff --canonicalize --cse --mpc-assign-fp8 \
 // RUN:   | FileCheck %s --check-prefix=NONE
+// gemms=auto on an H100's figures (the defaults): these GEMMs are far too
+// small to pay for quantizing their operands; each says so. With memory
+// a thousand times faster (bandwidth-gbs), quantizing is nearly free and
+// FP8's faster products win; on a GPU without FP8 tensor cores, nothing
+// does.
+// RUN: mpc-opt %s --split-input-file --mpc-assign-precision="level=O2 half=bf16" \
+// RUN:   --mpc-autodiff --canonicalize --cse --mpc-assign-fp8=gemms=auto \
+// RUN:   | FileCheck %s --check-prefix=AUTO
+// RUN: mpc-opt %s --split-input-file --mpc-assign-precision="level=O2 half=bf16" \
+// RUN:   --mpc-autodiff --canonicalize --cse \
+// RUN:   --mpc-assign-fp8="gemms=auto bandwidth-gbs=3350000" \
+// RUN:   | FileCheck %s --check-prefix=AUTO-FAST
+// RUN: mpc-opt %s --split-input-file --mpc-assign-precision="level=O2 half=bf16" \
+// RUN:   --mpc-autodiff --canonicalize --cse \
+// RUN:   --mpc-assign-fp8="gemms=auto fp8-tflops=0" \
+// RUN:   | FileCheck %s --check-prefix=AUTO-NONE
 
 // A hidden layer and a classifier. The hidden layer's GEMMs run in FP8: its
 // input and weight quantized to e4m3 once each, the forward product in
@@ -42,6 +58,17 @@
 // NONE-LABEL: mpc.model @layer
 //   NONE-NOT:   mpc.quantize
 //   NONE-NOT:   mpc.scaled_matmul
+// The layer's GEMMs are decided together: the forward linear and its
+// weight gradient carry one reason.
+// AUTO-LABEL: mpc.model @layer
+//   AUTO-NOT:   mpc.quantize
+//       AUTO:   mpc.linear {{.*}} {mpc.fp8 = "FP8 does not pay: its faster products save [[SAVED:[0-9.]+ ns]], quantizing and unfused epilogues add [[ADDED:[0-9.]+ [nu]s]]"}
+//       AUTO:   mpc.matmul {{.*}} transpose_lhs {mpc.fp8 = "FP8 does not pay: its faster products save [[SAVED]], quantizing and unfused epilogues add [[ADDED]]"}
+// AUTO-FAST-LABEL: mpc.model @layer
+//       AUTO-FAST:   mpc.scaled_matmul
+//       AUTO-FAST:   mpc.scaled_matmul
+// AUTO-NONE-LABEL: mpc.model @layer
+//       AUTO-NONE:   mpc.linear {{.*}} {mpc.fp8 = "the GPU has no FP8 tensor cores"}
 mpc.model @layer inputs(%x: tensor<2x8x32xf32>, %y: tensor<16xi32>) params(%w1: tensor<32x32xf32> = normal(0.02), %b1: tensor<32xf32> = zeros, %w2: tensor<16x32xf32> = normal(0.02)) {
   %h = mpc.linear %x, %w1, %b1 : tensor<2x8x32xf32>, tensor<32x32xf32>, tensor<32xf32>
   %g = mpc.gelu %h approximate tanh : tensor<2x8x32xf32>
