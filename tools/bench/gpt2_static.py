@@ -9,7 +9,10 @@ scaling, and at O2 bf16 with the GELU recomputed in the backward pass
 bf16 (--optimizer-state=bf16), and with them and bf16 parameters updated by
 stochastic rounding (--master-weights=none: no f32 master weights), and
 with the classifier's logits whole (--classifier-chunks=1) rather than in
-the chunks of rows the compiler chooses by default. For
+the chunks of rows the compiler chooses by default, and with its GEMMs on
+FP8 operands (--fp8=all, and --fp8=auto: where the cost model says FP8
+pays; with what each chose and why). The same for GPT-2 XL (48 layers,
+width 1600, 25 heads, batch 4) at O2 bf16 and with FP8. For
 each it prints what `mpc compile --report=json` says of one
 training step: kernel launches, GEMM calls, bytes moved, FLOPs, the
 roofline bound on an H100 (the sum of each kernel's max(FLOPs / peak,
@@ -58,7 +61,15 @@ VARIANTS = [("O2 bf16", ["--amp=O2", "--half=bf16"]),
                               "--optimizer-state=bf16",
                               "--master-weights=none"]),
             ("O2 bf16 1 chunk", ["--amp=O2", "--half=bf16",
-                                 "--classifier-chunks=1"])]
+                                 "--classifier-chunks=1"]),
+            ("O2 bf16 fp8 all", ["--amp=O2", "--half=bf16", "--fp8=all"]),
+            ("O2 bf16 fp8 auto", ["--amp=O2", "--half=bf16", "--fp8=auto"])]
+
+# GPT-2 XL's step with FP8 GEMMs, beside its bf16 step.
+XL_VARIANTS = [("O2 bf16", ["--amp=O2", "--half=bf16"]),
+               ("O2 bf16 fp8 all", ["--amp=O2", "--half=bf16", "--fp8=all"]),
+               ("O2 bf16 fp8 auto", ["--amp=O2", "--half=bf16",
+                                     "--fp8=auto"])]
 
 
 BUCKET_MB_SWEEP = [1, 5, 100]
@@ -92,7 +103,25 @@ def figures(data):
         "total_gb": memory["total"] / 1e9,
         "classifier_chunks": [(c["chunks"], c["chunk_rows"])
                               for c in data["classifier_chunks"]],
+        "fp8": fp8_figures(data["fp8"]),
     }
+
+
+def fp8_figures(fp8):
+    """What --fp8 chose: FP8 GEMMs of all, quantizing's bound, the bound
+    without FP8, and the GEMMs left in half by reason."""
+    if not fp8:
+        return None
+    reasons = {}
+    for gemm in fp8["gemms"]:
+        if not gemm["fp8"]:
+            reason = gemm["reason"].split(":")[0]
+            reasons[reason] = reasons.get(reason, 0) + 1
+    return {"fp8_gemms": fp8["fp8_gemms"], "gemms": len(fp8["gemms"]),
+            "quantize_ms": fp8["quantize_seconds"] * 1e3,
+            "quantize_gb": fp8["quantize_bytes"] / 1e9,
+            "bound_ms_without": fp8["bound_seconds_without_fp8"] * 1e3,
+            "half_reasons": reasons}
 
 
 def main():
@@ -115,6 +144,11 @@ def main():
                                  layers, batch))
         for name, flags in VARIANTS:
             results[name] = figures(report(mpc, model_path, flags))
+        xl_path = os.path.join(workdir, "gpt2_xl.mlir")
+        with open(xl_path, "w") as model:
+            model.write(gpt_mlir("gpt2_xl", *CONFIGS["gpt2-xl"]))
+        xl = {name: figures(report(mpc, xl_path, flags))
+              for name, flags in XL_VARIANTS}
         parallel = report(mpc, model_path,
                           ["--amp=O2", "--half=bf16", "--data-parallel",
                            "--report-ranks=8"])["data_parallel"]
@@ -161,8 +195,8 @@ def main():
     }
     if args.json:
         extra = {"modelled": modelled} if modelled else {}
-        print(json.dumps({**results, "data parallel": dp, **extra},
-                         indent=2))
+        print(json.dumps({**results, "data parallel": dp, "gpt2-xl": xl,
+                          **extra}, indent=2))
         return
     print("GPT-2 small, batch 8 x 1024 tokens, AdamW, cuda sm_90, "
           "roofline on H100 SXM5:")
@@ -180,6 +214,15 @@ def main():
                        for n, rows in results["O2 bf16"]["classifier_chunks"])
     print(f"The classifier (lm-head GEMM, cross-entropy, the GEMMs of its "
           f"gradient) runs in {chunks or 'one piece'} by default")
+    print_fp8("GPT-2 small", results)
+    print("\nGPT-2 XL (48 layers, width 1600, 25 heads), batch 4 x 1024 "
+          "tokens, AdamW, cuda sm_90, roofline on H100 SXM5:")
+    for name, f in xl.items():
+        print(f"{name:16} {f['launches']:8d} {f['gemm_calls']:6d} "
+              f"{f['gbytes']:9.2f} {f['tflop']:6.2f} {f['bound_ms']:9.2f} "
+              f"{f['floor_ms']:9.2f} {f['activations_gb']:7.2f} "
+              f"{f['state_gb']:9.2f} {f['total_gb']:9.2f}")
+    print_fp8("GPT-2 XL", xl)
     print(f"\nO2 bf16 --data-parallel on {dp['ranks']} ranks: {dp['buckets']} "
           f"gradient buckets, {dp['gbytes_per_step']:.2f} GB of f32 "
           f"gradients per step (largest bucket {dp['largest_bucket_mb']:.1f} "
@@ -205,6 +248,20 @@ def main():
     if modelled:
         print("\nO2 bf16, ", end="")
         print_modelled(modelled)
+
+
+def print_fp8(model, results):
+    """What --fp8=all and --fp8=auto chose for `model`, and why."""
+    for name in ("O2 bf16 fp8 all", "O2 bf16 fp8 auto"):
+        fp8 = results[name]["fp8"]
+        half = "; ".join(f"{count} {reason}"
+                         for reason, count in fp8["half_reasons"].items())
+        print(f"{model} {name}: {fp8['fp8_gemms']} of {fp8['gemms']} GEMMs "
+              f"in FP8, quantizing {fp8['quantize_gb']:.2f} GB "
+              f"({fp8['quantize_ms']:.2f} ms of the bound); bound "
+              f"{results[name]['bound_ms']:.2f} ms against "
+              f"{fp8['bound_ms_without']:.2f} ms without FP8"
+              + (f"; in half: {half}" if half else ""))
 
 
 if __name__ == "__main__":

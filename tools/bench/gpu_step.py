@@ -78,6 +78,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
 CONFIGS = {
     "example": (64, 16, 32, 2, 2, 4),
     "gpt2-small": (50304, 1024, 768, 12, 12, 8),
+    # For tools/bench/gpt2_static.py's FP8 figures (not run on a GPU here).
+    "gpt2-xl": (50304, 1024, 1600, 25, 48, 4),
 }
 
 # Dense half-precision tensor-core peaks, FLOP/s, by device name.
