@@ -14,6 +14,13 @@
 //   4  off:      built without --debug-nonfinite: the report is refused
 //   5  healthy:  the GPT example (O2 f16), whose causal mask holds -inf by
 //                design, trains with nothing to report
+//   6  fp8:      the GPT example (O2 bf16, --fp8=all) with gradients 2^27
+//                times larger (a static loss scale): cast to e5m2 unscaled
+//                (--fp8-scaling=none), one overflows to inf, and the report
+//                names its mpc.quantize in the backward pass; the step is
+//                skipped
+//   7  fp8 scaled: the same with each tensor scaled from its amax: nothing
+//                overflows, nothing to report
 //
 // (1 also checks a cast of the input %x, at INPUT_LOCATION, that overflows.)
 //
@@ -28,6 +35,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -218,8 +226,55 @@ TEST(NonfiniteHealthy, NoFalsePositiveFromTheCausalMask) {
   EXPECT_LT(loss, first);
   mpc_session_destroy(session);
 }
+#elif MPC_E2E_EXPECT == 6 || MPC_E2E_EXPECT == 7
+TEST(NonfiniteFp8, AnE5m2OverflowIsNamedUnlessScaled) {
+  mpc_session_options options;
+  mpc_session_options_init(&options);
+  options.seed = 1;
+  mpc_session *session = nullptr;
+  ASSERT_EQ(mpc_session_create(MPC_MODEL_DESC(), &options, &session), MPC_OK)
+      << mpc_last_error();
+  mpc_tensor_info idx, targets;
+  ASSERT_EQ(mpc_model_input_info(MPC_MODEL_DESC(), 0, &idx), MPC_OK);
+  ASSERT_EQ(mpc_model_input_info(MPC_MODEL_DESC(), 1, &targets), MPC_OK);
+  std::vector<int32_t> tokens(idx.num_elements), next(targets.num_elements);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    tokens[i] = static_cast<int32_t>(i % 50);
+  for (size_t i = 0; i < next.size(); ++i)
+    next[i] = static_cast<int32_t>((i + 1) % 50);
+  const void *inputs[] = {tokens.data(), next.data()};
+  float loss = 0;
+  ASSERT_EQ(mpc_train_step(session, inputs, &loss), MPC_OK) << mpc_last_error();
+  EXPECT_TRUE(std::isfinite(loss)); // the forward pass is FP8 too, in range
+  mpc_nonfinite_report report;
+  ASSERT_EQ(mpc_get_nonfinite_report(session, &report), MPC_OK)
+      << mpc_last_error();
+  mpc_training_stats stats;
+  ASSERT_EQ(mpc_get_training_stats(session, &stats), MPC_OK);
+#if MPC_E2E_EXPECT == 6
+  ASSERT_EQ(report.found, 1);
+  EXPECT_STREQ(report.op, "mpc.quantize");
+  // A quantize is located at the tensor it quantizes: the first e5m2 one
+  // is the gradient leaving the final layer norm, the first backward GEMM
+  // in FP8 (the classifier's stay bf16).
+  EXPECT_STREQ(report.location, "gpt.mlir:151:9");
+  EXPECT_EQ(report.backward, 1);
+  EXPECT_GT(report.inf_count, 0);
+  EXPECT_EQ(report.nan_count, 0);
+  EXPECT_EQ(report.loss_scale, 134217728.0f);
+  EXPECT_EQ(stats.last_skipped, 1);
+  std::printf("first overflow: %s at %s, %lld of %lld elements inf\n",
+              report.op, report.location,
+              static_cast<long long>(report.inf_count),
+              static_cast<long long>(report.num_elements));
 #else
-#error "MPC_E2E_EXPECT must be 1, 2, 3, 4 or 5"
+  EXPECT_EQ(report.found, 0) << report.op << " at " << report.location;
+  EXPECT_EQ(stats.last_skipped, 0);
+#endif
+  mpc_session_destroy(session);
+}
+#else
+#error "MPC_E2E_EXPECT must be 1 to 7"
 #endif
 
 } // namespace
