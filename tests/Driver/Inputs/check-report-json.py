@@ -99,7 +99,8 @@ def main():
         memory = k["bytes"] / (gpu["bandwidth_gbs"] * 1e9)
         candidates = [max(k["flops"] / (peak * 1e12), memory)
                       for peak in (gpu["half_tensor_tflops"],
-                                   gpu["fp32_tflops"])]
+                                   gpu["fp8_tensor_tflops"],
+                                   gpu["fp32_tflops"]) if peak > 0]
         expect(any(math.isclose(k["bound_seconds"], c, rel_tol=1e-9)
                    for c in candidates),
                f"{k['name']}: bound {k['bound_seconds']} is no roofline")
