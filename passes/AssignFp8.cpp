@@ -31,17 +31,21 @@ namespace {
 /// dims to be multiples of 16 bytes, 16 FP8 elements.
 constexpr int64_t kFp8Alignment = 16;
 
-/// Whether the loss reads `value`, directly or through reshapes: the
-/// classifier's logits.
-bool readByLoss(Value value) {
+/// Whether `value` (through reshapes) is read by an op of one of `Ts`.
+template <typename... Ts> bool readBy(Value value) {
   for (Operation *user : value.getUsers()) {
-    if (isa<CrossEntropyOp, CrossEntropyGradOp, MseLossOp>(user))
+    if (isa<Ts...>(user))
       return true;
     if (auto reshape = dyn_cast<ReshapeOp>(user);
-        reshape && readByLoss(reshape.getResult()))
+        reshape && readBy<Ts...>(reshape.getResult()))
       return true;
   }
   return false;
+}
+
+/// Whether the loss reads `value`: the classifier's logits.
+bool readByLoss(Value value) {
+  return readBy<CrossEntropyOp, CrossEntropyGradOp, MseLossOp>(value);
 }
 
 /// Whether `value` is the loss's gradient (through reshapes): the
@@ -58,6 +62,27 @@ bool isGradient(Value value, const llvm::DenseSet<Operation *> &forward) {
 }
 
 } // namespace
+
+GemmDims gemmDims(Operation *gemm) {
+  if (auto linear = dyn_cast<LinearOp>(gemm)) {
+    auto weight = cast<RankedTensorType>(linear.getWeight().getType());
+    int64_t k = weight.getDimSize(1);
+    return {
+        cast<RankedTensorType>(linear.getInput().getType()).getNumElements() /
+            k,
+        weight.getDimSize(0), k};
+  }
+  if (auto matmul = dyn_cast<MatmulOp>(gemm)) {
+    auto result = cast<RankedTensorType>(matmul.getResult().getType());
+    auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
+    return {result.getDimSize(0), result.getDimSize(1),
+            lhs.getDimSize(matmul.getTransposeLhs() ? 0 : 1)};
+  }
+  auto scaled = cast<ScaledMatmulOp>(gemm);
+  return {scaled.getResult().getType().getDimSize(0),
+          scaled.getResult().getType().getDimSize(1),
+          scaled.getLhs().getType().getDimSize(1)};
+}
 
 std::optional<std::string>
 whyNotFp8(Operation *gemm, const llvm::DenseSet<Operation *> &forward) {
@@ -114,51 +139,22 @@ struct Fp8Rates {
 
 /// One GEMM as the cost model sees it: op(lhs) [m, k] · op(rhs) [k, n].
 struct GemmShape {
-  Operation *op;
   Value lhs, rhs;
   bool transposeLhs, transposeRhs;
-  int64_t m, n, k, resultBytes;
+  GemmDims dims;
+  int64_t resultBytes;
 };
 
 GemmShape shapeOf(Operation *op) {
-  if (auto linear = dyn_cast<LinearOp>(op)) {
-    auto weight = cast<RankedTensorType>(linear.getWeight().getType());
-    auto result = cast<RankedTensorType>(linear.getResult().getType());
-    int64_t k = weight.getDimSize(1);
-    return {op,
-            linear.getInput(),
-            linear.getWeight(),
-            false,
-            true,
-            result.getNumElements() / weight.getDimSize(0),
-            weight.getDimSize(0),
-            k,
-            result.getElementTypeBitWidth() / 8};
-  }
+  int64_t resultBytes = cast<RankedTensorType>(op->getResult(0).getType())
+                            .getElementTypeBitWidth() /
+                        8;
+  if (auto linear = dyn_cast<LinearOp>(op))
+    return {linear.getInput(), linear.getWeight(), false, true,
+            gemmDims(op),      resultBytes};
   auto matmul = cast<MatmulOp>(op);
-  auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
-  auto result = cast<RankedTensorType>(matmul.getResult().getType());
-  return {op,
-          matmul.getLhs(),
-          matmul.getRhs(),
-          matmul.getTransposeLhs(),
-          matmul.getTransposeRhs(),
-          result.getDimSize(0),
-          result.getDimSize(1),
-          lhs.getDimSize(matmul.getTransposeLhs() ? 0 : 1),
-          result.getElementTypeBitWidth() / 8};
-}
-
-/// Whether `value` (through reshapes) is read by an op of type `T`.
-template <typename T> bool readBy(Value value) {
-  for (Operation *user : value.getUsers()) {
-    if (isa<T>(user))
-      return true;
-    if (auto reshape = dyn_cast<ReshapeOp>(user);
-        reshape && readBy<T>(reshape.getResult()))
-      return true;
-  }
-  return false;
+  return {matmul.getLhs(),          matmul.getRhs(), matmul.getTransposeLhs(),
+          matmul.getTransposeRhs(), gemmDims(op),    resultBytes};
 }
 
 class Fp8Assigner {
@@ -381,9 +377,10 @@ Fp8Assigner::costReason(ArrayRef<Operation *> group) {
   };
   for (Operation *op : group) {
     GemmShape g = shapeOf(op);
-    double flops = 2.0 * double(g.m) * double(g.n) * double(g.k);
-    double operands = double(g.m) * g.k + double(g.n) * g.k;
-    double result = double(g.m) * g.n * g.resultBytes;
+    auto [m, n, k] = g.dims;
+    double flops = 2.0 * double(m) * double(n) * double(k);
+    double operands = double(m) * k + double(n) * k;
+    double result = double(m) * n * g.resultBytes;
     double half = std::max(flops / rates->halfFlops,
                            (2 * operands + result) / rates->bytesPerSecond);
     double fp8 = std::max(flops / rates->fp8Flops,

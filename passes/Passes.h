@@ -38,6 +38,13 @@ int64_t formKernels(ModelOp model,
 /// Why mpc-assign-fp8 leaves `gemm` (a linear or matmul of the training
 /// step) in its half type, or nothing where it runs in FP8. `forward` is
 /// findForwardOps of its model: what tells activations from gradients.
+/// The sizes of a linear, matmul or scaled_matmul: op(lhs) [m, k] times
+/// op(rhs) [k, n] (a linear's input flattened to m rows).
+struct GemmDims {
+  int64_t m, n, k;
+};
+GemmDims gemmDims(Operation *gemm);
+
 /// A GEMM `gemms=auto` left in half carries the cost model's reason in
 /// this attribute.
 inline constexpr llvm::StringLiteral kFp8ReasonAttr = "mpc.fp8";

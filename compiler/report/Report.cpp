@@ -107,34 +107,22 @@ std::vector<Fp8Choice>
 fp8Choices(ModelOp train, const llvm::DenseSet<Operation *> &forwardOps) {
   std::vector<Fp8Choice> choices;
   train.walk([&](Operation *op) {
+    if (!isa<LinearOp, MatmulOp, ScaledMatmulOp>(op))
+      return;
     Fp8Choice choice;
     choice.location = fileLineCol(op->getLoc());
     choice.phase = forwardOps.contains(op) ? "forward" : "backward";
+    GemmDims dims = gemmDims(op);
+    choice.m = dims.m;
+    choice.n = dims.n;
+    choice.k = dims.k;
     if (auto scaled = dyn_cast<ScaledMatmulOp>(op)) {
-      choice.m = scaled.getResult().getType().getDimSize(0);
-      choice.n = scaled.getResult().getType().getDimSize(1);
-      choice.k = scaled.getLhs().getType().getDimSize(1);
       choice.operands =
           fp8Name(scaled.getLhs()) + " x " + fp8Name(scaled.getRhs());
-    } else if (auto linear = dyn_cast<LinearOp>(op)) {
-      auto weight = cast<RankedTensorType>(linear.getWeight().getType());
-      choice.n = weight.getDimSize(0);
-      choice.k = weight.getDimSize(1);
-      choice.m =
-          cast<RankedTensorType>(linear.getInput().getType()).getNumElements() /
-          choice.k;
-      choice.operands = typeText(weight.getElementType());
-      choice.reason = whyNotFp8(op, forwardOps).value_or("");
-    } else if (auto matmul = dyn_cast<MatmulOp>(op)) {
-      auto result = cast<RankedTensorType>(matmul.getResult().getType());
-      auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
-      choice.m = result.getDimSize(0);
-      choice.n = result.getDimSize(1);
-      choice.k = lhs.getDimSize(matmul.getTransposeLhs() ? 0 : 1);
-      choice.operands = typeText(lhs.getElementType());
-      choice.reason = whyNotFp8(op, forwardOps).value_or("");
     } else {
-      return;
+      choice.operands = typeText(
+          cast<RankedTensorType>(op->getOperand(0).getType()).getElementType());
+      choice.reason = whyNotFp8(op, forwardOps).value_or("");
     }
     choices.push_back(std::move(choice));
   });

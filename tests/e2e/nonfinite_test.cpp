@@ -73,6 +73,35 @@ protected:
   std::vector<int32_t> y;
 };
 
+#if MPC_E2E_EXPECT >= 5
+/// A session of the GPT example (seed 1) and one batch for it: tokens
+/// 0..49 repeating, each target the next token.
+struct GptBatch {
+  std::vector<int32_t> tokens, next;
+  const void *inputs[2];
+};
+mpc_session *createGptSession(GptBatch &batch) {
+  mpc_session_options options;
+  mpc_session_options_init(&options);
+  options.seed = 1;
+  mpc_session *session = nullptr;
+  EXPECT_EQ(mpc_session_create(MPC_MODEL_DESC(), &options, &session), MPC_OK)
+      << mpc_last_error();
+  mpc_tensor_info idx, targets;
+  EXPECT_EQ(mpc_model_input_info(MPC_MODEL_DESC(), 0, &idx), MPC_OK);
+  EXPECT_EQ(mpc_model_input_info(MPC_MODEL_DESC(), 1, &targets), MPC_OK);
+  batch.tokens.resize(idx.num_elements);
+  batch.next.resize(targets.num_elements);
+  for (size_t i = 0; i < batch.tokens.size(); ++i)
+    batch.tokens[i] = static_cast<int32_t>(i % 50);
+  for (size_t i = 0; i < batch.next.size(); ++i)
+    batch.next[i] = static_cast<int32_t>((i + 1) % 50);
+  batch.inputs[0] = batch.tokens.data();
+  batch.inputs[1] = batch.next.data();
+  return session;
+}
+#endif
+
 #if MPC_E2E_EXPECT == 1
 TEST_F(Nonfinite, ForwardOverflowNamesTheOp) {
   // A finite step first (inputs 0 leave the weights as they are), so that
@@ -196,21 +225,10 @@ TEST_F(Nonfinite, RefusedWithoutTheFlag) {
 TEST(NonfiniteHealthy, NoFalsePositiveFromTheCausalMask) {
   // The GPT's attention masks scores with -inf by design: that is not a
   // finding, and a healthy model trains with nothing to report.
-  mpc_session_options options;
-  mpc_session_options_init(&options);
-  options.seed = 1;
-  mpc_session *session = nullptr;
-  ASSERT_EQ(mpc_session_create(MPC_MODEL_DESC(), &options, &session), MPC_OK)
-      << mpc_last_error();
-  mpc_tensor_info idx, targets;
-  ASSERT_EQ(mpc_model_input_info(MPC_MODEL_DESC(), 0, &idx), MPC_OK);
-  ASSERT_EQ(mpc_model_input_info(MPC_MODEL_DESC(), 1, &targets), MPC_OK);
-  std::vector<int32_t> tokens(idx.num_elements), next(targets.num_elements);
-  for (size_t i = 0; i < tokens.size(); ++i)
-    tokens[i] = static_cast<int32_t>(i % 50);
-  for (size_t i = 0; i < next.size(); ++i)
-    next[i] = static_cast<int32_t>((i + 1) % 50);
-  const void *inputs[] = {tokens.data(), next.data()};
+  GptBatch batch;
+  mpc_session *session = createGptSession(batch);
+  ASSERT_NE(session, nullptr);
+  const void **inputs = batch.inputs;
   float first = 0, loss = 0;
   for (int step = 0; step < 10; ++step) {
     ASSERT_EQ(mpc_train_step(session, inputs, &loss), MPC_OK)
@@ -228,21 +246,10 @@ TEST(NonfiniteHealthy, NoFalsePositiveFromTheCausalMask) {
 }
 #elif MPC_E2E_EXPECT == 6 || MPC_E2E_EXPECT == 7
 TEST(NonfiniteFp8, AnE5m2OverflowIsNamedUnlessScaled) {
-  mpc_session_options options;
-  mpc_session_options_init(&options);
-  options.seed = 1;
-  mpc_session *session = nullptr;
-  ASSERT_EQ(mpc_session_create(MPC_MODEL_DESC(), &options, &session), MPC_OK)
-      << mpc_last_error();
-  mpc_tensor_info idx, targets;
-  ASSERT_EQ(mpc_model_input_info(MPC_MODEL_DESC(), 0, &idx), MPC_OK);
-  ASSERT_EQ(mpc_model_input_info(MPC_MODEL_DESC(), 1, &targets), MPC_OK);
-  std::vector<int32_t> tokens(idx.num_elements), next(targets.num_elements);
-  for (size_t i = 0; i < tokens.size(); ++i)
-    tokens[i] = static_cast<int32_t>(i % 50);
-  for (size_t i = 0; i < next.size(); ++i)
-    next[i] = static_cast<int32_t>((i + 1) % 50);
-  const void *inputs[] = {tokens.data(), next.data()};
+  GptBatch batch;
+  mpc_session *session = createGptSession(batch);
+  ASSERT_NE(session, nullptr);
+  const void **inputs = batch.inputs;
   float loss = 0;
   ASSERT_EQ(mpc_train_step(session, inputs, &loss), MPC_OK) << mpc_last_error();
   EXPECT_TRUE(std::isfinite(loss)); // the forward pass is FP8 too, in range
