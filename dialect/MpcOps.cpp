@@ -209,6 +209,18 @@ StringRef ModelOp::getArgName(BlockArgument arg) {
   return cast<StringAttr>(getStateNames()[index]).getValue();
 }
 
+BlockArgument ModelOp::addState(StringRef name, Type type, InitializerAttr init,
+                                Location loc) {
+  Builder builder(getContext());
+  SmallVector<Attribute> names(getStateNames().getValue());
+  names.push_back(builder.getStringAttr(name));
+  SmallVector<Attribute> inits(getStateInits().getValue());
+  inits.push_back(init);
+  setStateNamesAttr(builder.getArrayAttr(names));
+  setStateInitsAttr(builder.getArrayAttr(inits));
+  return getBody().front().addArgument(type, loc);
+}
+
 OutputOp ModelOp::getOutputOp() {
   if (getBody().empty() || getBody().front().empty())
     return nullptr;
@@ -466,6 +478,7 @@ LogicalResult ModelOp::verifyRegions() {
   Block &entry = getBody().front();
   unsigned firstState = getNumInputs() + getNumParams();
   llvm::DenseMap<BlockArgument, OpOperand *> updatedBy;
+  llvm::DenseMap<BlockArgument, llvm::DenseSet<int64_t>> columns;
   WalkResult walk =
       getBody().walk<WalkOrder::PreOrder>([&](Operation *op) -> WalkResult {
         for (OpOperand &use : op->getOpOperands()) {
@@ -478,16 +491,34 @@ LogicalResult ModelOp::verifyRegions() {
           auto norm = dyn_cast<BatchNormOp>(op);
           bool isRunningStat = norm && (&use == &norm.getRunningMeanMutable() ||
                                         &use == &norm.getRunningVarMutable());
-          if (!isRunningStat) {
+          // A delayed-scaling table is shared: one column per quantize.
+          auto quantize = dyn_cast<QuantizeOp>(op);
+          bool isScalingTable = quantize && quantize.getScaling() &&
+                                &use == &quantize.getScalingMutable()[0];
+          if (!isRunningStat && !isScalingTable) {
             InFlightDiagnostic diag =
                 op->emitOpError()
                 << "uses state '" << getArgName(state)
                 << "', which only mpc.batch_norm may use, as running "
-                   "statistics";
+                   "statistics, and mpc.quantize, as its delayed-scaling "
+                   "table";
             diag.attachNote(state.getLoc()) << "state defined here";
             return diag;
           }
           auto [it, inserted] = updatedBy.try_emplace(state, &use);
+          if (isScalingTable && !inserted &&
+              isa<QuantizeOp>(it->second->getOwner())) {
+            if (columns[state].insert(*quantize.getIndex()).second)
+              continue;
+            InFlightDiagnostic diag = op->emitOpError()
+                                      << "uses column " << *quantize.getIndex()
+                                      << " of state '" << getArgName(state)
+                                      << "', which another quantize uses";
+            diag.attachNote(state.getLoc()) << "state defined here";
+            return diag;
+          }
+          if (isScalingTable && inserted)
+            columns[state].insert(*quantize.getIndex());
           if (inserted)
             continue;
           if (it->second->getOwner() == op) {
@@ -1084,7 +1115,18 @@ void QuantizeOp::build(OpBuilder &builder, OperationState &state, Value input,
                        Type format, bool unscaled) {
   auto type = cast<RankedTensorType>(input.getType());
   build(builder, state, type.clone(format),
-        RankedTensorType::get({}, builder.getF32Type()), input, unscaled);
+        RankedTensorType::get({}, builder.getF32Type()), input,
+        /*scaling=*/Value(), /*index=*/nullptr, /*margin=*/nullptr, unscaled);
+}
+
+void QuantizeOp::build(OpBuilder &builder, OperationState &state, Value input,
+                       Type format, Value scaling, int64_t index,
+                       int64_t margin) {
+  auto type = cast<RankedTensorType>(input.getType());
+  build(builder, state, type.clone(format),
+        RankedTensorType::get({}, builder.getF32Type()), input, scaling,
+        builder.getI64IntegerAttr(index), builder.getI64IntegerAttr(margin),
+        /*unscaled=*/false);
 }
 
 LogicalResult QuantizeOp::verify() {
@@ -1093,7 +1135,40 @@ LogicalResult QuantizeOp::verify() {
     return emitOpError() << "expects a result of the input's shape "
                          << getInput().getType() << ", got "
                          << getResult().getType();
+  // quantize_c2
+  Value scaling = getScaling();
+  if (!scaling)
+    return success();
+  auto table = cast<RankedTensorType>(scaling.getType());
+  if (table.getRank() != 2 || !table.getElementType().isF32() ||
+      table.getDimSize(0) < 3)
+    return emitOpError() << "expects a delayed-scaling table of f32 [2 + "
+                            "history, tensors] with a history of at least 1, "
+                            "got "
+                         << table;
+  if (!getIndex() || !getMargin())
+    return emitOpError() << "expects an index and a margin with 'delayed'";
+  int64_t index = *getIndex(), margin = *getMargin();
+  if (index < 0 || index >= table.getDimSize(1))
+    return emitOpError() << "expects an index in [0, " << table.getDimSize(1)
+                         << "), got " << index;
+  if (margin < 0 || margin > 32)
+    return emitOpError() << "expects a margin in [0, 32], got " << margin;
+  if (getUnscaled())
+    return emitOpError() << "expects 'delayed' or 'unscaled', not both";
   return success();
+}
+
+void QuantizeOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // Delayed scaling reads its scale from the table and raises the step's
+  // amax in it; current scaling is a pure function of the input.
+  if (!getScaling())
+    return;
+  OpOperand &scaling = getScalingMutable()[0];
+  effects.emplace_back(MemoryEffects::Read::get(), &scaling);
+  effects.emplace_back(MemoryEffects::Write::get(), &scaling);
 }
 
 LogicalResult ScaledMatmulOp::verify() {

@@ -194,8 +194,9 @@ def Mpc_ModelOp : Mpc_Op<"model", [IsolatedFromAbove, Symbol, SingleBlock,
     C4: each initialiser suits its tensor (`kaiming_*` and `xavier_*` need
         rank >= 2 to have fans).
     C5: state is used only as the running statistics (`running_mean`,
-        `running_var`) of `mpc.batch_norm`, and each state tensor by one
-        operand of one op only.
+        `running_var`) of `mpc.batch_norm`, each by one operand of one op
+        only, or as the delayed-scaling table of `mpc.quantize` ops, each
+        of which uses its own column.
     C6: the model's name is a C identifier (`[A-Za-z_][A-Za-z0-9_]*`): it
         names the library, its header, its C functions and its kernels.
   }];
@@ -226,6 +227,9 @@ def Mpc_ModelOp : Mpc_Op<"model", [IsolatedFromAbove, Symbol, SingleBlock,
     }
     /// The name of a block argument, whichever group it is in.
     ::llvm::StringRef getArgName(::mlir::BlockArgument arg);
+    /// Appends a state tensor (the last block argument).
+    ::mlir::BlockArgument addState(::llvm::StringRef name, ::mlir::Type type,
+                                   InitializerAttr init, ::mlir::Location loc);
     /// The terminator; null while the body is malformed.
     class OutputOp getOutputOp();
   }];
@@ -689,33 +693,67 @@ def Mpc_LossScaleOp : Mpc_Op<"loss_scale", [MemoryEffects<[MemRead]>]> {
 // FP8 (mpc-assign-precision's --fp8)
 //===----------------------------------------------------------------------===//
 
-def Mpc_QuantizeOp : Mpc_Op<"quantize", [Pure]> {
-  let summary = "A tensor in FP8 with one scale: current per-tensor scaling";
+def Mpc_QuantizeOp : Mpc_Op<"quantize",
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "A tensor in FP8 with one scale, current or delayed";
   let description = [{
     The FP8 copy of `input` that a scaled GEMM reads, and the inverse of its
-    scale. amax is the largest magnitude of the input (NaN ignored); the
-    scale is the largest power of two s with amax · s at most the format's
-    largest finite value (e4m3: 448, e5m2: 57344), or 1 where amax is 0 or
-    not finite. Each element is `input · s` rounded to the format (nearest
-    even; e4m3 saturates, e5m2 overflows to inf) and `scale_inv` is 1 / s.
-    A power of two makes the scaling exact: every element is rounded once,
-    and dequantizing (`scale_inv · q`) is exact. With `unscaled`, s is 1 (a
-    plain cast, for comparison).
+    scale. Each element is `input · s` rounded to the format (nearest even;
+    e4m3 saturates, e5m2 overflows to inf) and `scale_inv` is 1 / s. s is a
+    power of two, so the scaling is exact: every element is rounded once,
+    and dequantizing (`scale_inv · q`) is exact.
+
+    Current scaling (the default): amax is the largest magnitude of the
+    input (NaN ignored) and s the largest power of two with amax · s at
+    most the format's largest finite value (e4m3: 448, e5m2: 57344), or 1
+    where amax is 0 or not finite. With `unscaled`, s is 1 (a plain cast,
+    for comparison).
+
+    Delayed scaling (`delayed`): s comes from earlier steps, kept in a
+    model state table `[2 + L, T]` of f32 shared by the step's T delayed
+    quantizations, of which this one is column `index`:
+    - row 0 holds e, s = 2^e;
+    - row 1 is this step's amax, which the op raises to its input's
+      (NaN ignored);
+    - rows 2 .. 2 + L are the last L applied steps' amaxes, newest first.
+    When the training step applies its update, one kernel moves each
+    column's row 1 (its maximum over data-parallel ranks) into the
+    history, and sets e to the exponent of the largest power of two p with
+    max(history) · p at most the format's largest value, less `margin`
+    (e = 0 while the history's maximum is 0 or not finite); row 1 is then
+    zeroed. A skipped step only zeroes row 1. The columns of e4m3
+    quantizations come before those of e5m2 ones. A finite element that
+    outgrew the history saturates to the format's largest value (clipped
+    for one step, as Transformer Engine's casts clip, where e5m2 would
+    overflow to inf and the step be skipped with its amax unrecorded,
+    again and again); inf and NaN stay non-finite (NaN in e4m3, which has
+    no inf), so that a loss scaler still sees them.
 
     C1: `result` has the shape of `input`.
+    C2: `delayed` has a rank-2 f32 table with at least 3 rows and a column
+        `index` within it, a `margin` in [0, 32], and no `unscaled`.
 
     ```mlir
     %q, %q_scale_inv = mpc.quantize %x : tensor<64x32xbf16> to tensor<64x32xf8E4M3FN>
+    %d, %d_scale_inv = mpc.quantize %x delayed(%fp8.scaling[0] margin 0 :
+        tensor<18x3xf32>) : tensor<64x32xbf16> to tensor<64x32xf8E4M3FN>
     ```
   }];
-  let arguments = (ins Mpc_FloatTensor:$input, UnitAttr:$unscaled);
+  let arguments = (ins Mpc_FloatTensor:$input,
+                       Optional<Mpc_FloatTensor>:$scaling,
+                       OptionalAttr<I64Attr>:$index,
+                       OptionalAttr<I64Attr>:$margin, UnitAttr:$unscaled);
   let results = (outs Mpc_Fp8Tensor:$result, Mpc_ScaleTensor:$scale_inv);
   let assemblyFormat = [{
-    $input (`unscaled` $unscaled^)? attr-dict `:` type($input) `to`
-    type($result)
+    $input (`unscaled` $unscaled^)?
+    (`delayed` `(` $scaling^ `[` $index `]` `margin` $margin `:`
+     type($scaling) `)`)? attr-dict `:` type($input) `to` type($result)
   }];
   let builders = [OpBuilder<(ins "Value":$input, "Type":$format,
-                                 "bool":$unscaled)>];
+                                 "bool":$unscaled)>,
+                  OpBuilder<(ins "Value":$input, "Type":$format,
+                                 "Value":$scaling, "int64_t":$index,
+                                 "int64_t":$margin)>];
   let hasVerifier = 1;
 }
 

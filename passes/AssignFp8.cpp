@@ -159,13 +159,14 @@ GemmShape shapeOf(Operation *op) {
 
 class Fp8Assigner {
 public:
-  Fp8Assigner(ModelOp model, bool unscaled, std::optional<Fp8Rates> rates,
-              llvm::Statistic &numGemms, llvm::Statistic &numQuantized)
-      : model(model), unscaled(unscaled), rates(rates),
-        forward(findForwardOps(model)), builder(model), numGemms(numGemms),
-        numQuantized(numQuantized) {}
+  Fp8Assigner(ModelOp model, bool unscaled, int64_t history, int64_t margin,
+              std::optional<Fp8Rates> rates, llvm::Statistic &numGemms,
+              llvm::Statistic &numQuantized)
+      : model(model), unscaled(unscaled), history(history), margin(margin),
+        rates(rates), forward(findForwardOps(model)), builder(model),
+        numGemms(numGemms), numQuantized(numQuantized) {}
 
-  void run();
+  LogicalResult run();
 
 private:
   /// `gemms=auto`: the eligible GEMMs in groups decided together (a linear
@@ -176,6 +177,12 @@ private:
   /// paid for); otherwise why not.
   std::optional<std::string> costReason(ArrayRef<Operation *> group);
   void rewrite(Operation *op);
+  /// Delayed scaling: the state table the quantizations share, added to
+  /// the model by the first (one column to begin with).
+  Value scalingTable();
+  /// Delayed scaling: numbers the quantizations' columns, e4m3 first, and
+  /// sizes the table to them.
+  void numberColumns();
 
   /// e4m3 for what the forward pass computes (activations, weights), e5m2
   /// for gradients.
@@ -205,6 +212,8 @@ private:
 
   ModelOp model;
   bool unscaled;
+  int64_t history, margin; ///< history 0: current scaling
+  Value table;
   std::optional<Fp8Rates> rates; ///< set for gemms=auto
   llvm::DenseSet<Operation *> forward;
   /// auto: (root, transposed) of the operands chosen groups quantize.
@@ -225,8 +234,11 @@ std::pair<Value, Value> Fp8Assigner::quantized(Value operand,
   if (inserted) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointAfterValue(root);
-    it->second =
-        QuantizeOp::create(builder, root.getLoc(), root, format, unscaled);
+    it->second = history > 0
+                     ? QuantizeOp::create(builder, root.getLoc(), root, format,
+                                          scalingTable(), /*index=*/0, margin)
+                     : QuantizeOp::create(builder, root.getLoc(), root, format,
+                                          unscaled);
     ++numQuantized;
   }
   QuantizeOp quantize = it->second;
@@ -235,6 +247,37 @@ std::pair<Value, Value> Fp8Assigner::quantized(Value operand,
     result = ReshapeOp::create(
         builder, loc, quantize.getResult().getType().clone(shape), result);
   return {result, quantize.getScaleInv()};
+}
+
+Value Fp8Assigner::scalingTable() {
+  if (!table) {
+    auto type = RankedTensorType::get({2 + history, 1}, builder.getF32Type());
+    table = model.addState(
+        kFp8ScalingState, type,
+        InitializerAttr::get(model.getContext(), InitKind::Zeros,
+                             DenseF64ArrayAttr::get(model.getContext(), {})),
+        model.getLoc());
+  }
+  return table;
+}
+
+void Fp8Assigner::numberColumns() {
+  SmallVector<QuantizeOp> columns;
+  model.getBody().front().walk([&](QuantizeOp op) {
+    if (op.getScaling())
+      columns.push_back(op);
+  });
+  // e4m3 columns first: the update kernel tells the formats' largest
+  // values apart by column.
+  llvm::stable_sort(columns, [](QuantizeOp a, QuantizeOp b) {
+    return isa<Float8E4M3FNType>(a.getResult().getType().getElementType()) &&
+           !isa<Float8E4M3FNType>(b.getResult().getType().getElementType());
+  });
+  for (auto [column, op] : llvm::enumerate(columns))
+    op.setIndex(column);
+  table.setType(
+      RankedTensorType::get({2 + history, static_cast<int64_t>(columns.size())},
+                            builder.getF32Type()));
 }
 
 Value Fp8Assigner::transposed(Value matrix, Location loc) {
@@ -370,10 +413,11 @@ Fp8Assigner::costReason(ArrayRef<Operation *> group) {
     double elements = double(type.getNumElements());
     if (transposed) // the FP8 copy read, its transpose written
       addedBytes += 2 * elements;
-    else // amax (unless unscaled) and the cast read it; FP8 written
-      addedBytes +=
-          ((unscaled ? 1 : 2) * type.getElementTypeBitWidth() / 8 + 1) *
-          elements;
+    else // amax (current scaling) and the cast read it; FP8 written
+      addedBytes += ((unscaled || history > 0 ? 1 : 2) *
+                         type.getElementTypeBitWidth() / 8 +
+                     1) *
+                    elements;
   };
   for (Operation *op : group) {
     GemmShape g = shapeOf(op);
@@ -433,7 +477,13 @@ void Fp8Assigner::rewrite(Operation *op) {
     rewriteMatmul(cast<MatmulOp>(op));
 }
 
-void Fp8Assigner::run() {
+LogicalResult Fp8Assigner::run() {
+  if (history > 0)
+    for (BlockArgument arg : model.getBody().front().getArguments())
+      if (model.getArgName(arg) == kFp8ScalingState)
+        return model.emitOpError()
+               << "has a tensor named '" << kFp8ScalingState
+               << "', the name of delayed FP8 scaling's state";
   SmallVector<Operation *> eligible;
   model.getBody().front().walk([&](Operation *op) {
     if (isa<LinearOp, MatmulOp>(op) && !whyNotFp8(op, forward))
@@ -466,6 +516,9 @@ void Fp8Assigner::run() {
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
     if (isOpTriviallyDead(&op))
       op.erase();
+  if (table)
+    numberColumns();
+  return success();
 }
 
 struct MpcAssignFp8Pass : impl::MpcAssignFp8PassBase<MpcAssignFp8Pass> {
@@ -477,8 +530,17 @@ struct MpcAssignFp8Pass : impl::MpcAssignFp8PassBase<MpcAssignFp8Pass> {
     std::optional<Fp8Rates> rates;
     if (gemms == Fp8Gemms::Auto)
       rates = Fp8Rates{halfTflops * 1e12, fp8Tflops * 1e12, bandwidthGbs * 1e9};
+    if (history < 0 || margin < 0 || margin > 32 || (history > 0 && unscaled)) {
+      getOperation().emitError()
+          << "mpc-assign-fp8: expects history >= 0, margin in [0, 32], and "
+             "no history with unscaled";
+      return signalPassFailure();
+    }
     for (ModelOp model : getOperation().getOps<ModelOp>())
-      Fp8Assigner(model, unscaled, rates, numGemms, numQuantized).run();
+      if (failed(Fp8Assigner(model, unscaled, history, margin, rates, numGemms,
+                             numQuantized)
+                     .run()))
+        return signalPassFailure();
   }
 };
 

@@ -48,6 +48,9 @@ GemmDims gemmDims(Operation *gemm);
 /// A GEMM `gemms=auto` left in half carries the cost model's reason in
 /// this attribute.
 inline constexpr llvm::StringLiteral kFp8ReasonAttr = "mpc.fp8";
+/// The state mpc-assign-fp8's delayed scaling adds to the model: the table
+/// of scales and amax histories (see mpc.quantize).
+inline constexpr llvm::StringLiteral kFp8ScalingState = "fp8.scaling";
 std::optional<std::string>
 whyNotFp8(Operation *gemm, const llvm::DenseSet<Operation *> &forward);
 

@@ -192,6 +192,12 @@ def MpcAssignFp8Pass : Pass<"mpc-assign-fp8", "mlir::ModuleOp"> {
       (current scaling; `unscaled` casts with scale 1, for comparison), and
       the forward pass's copy is the one its gradient's GEMMs read: a weight
       and a layer's input are quantized once for three GEMMs;
+    - with `history=L` (delayed scaling, Transformer Engine's default
+      recipe), each scale comes from the largest amax of the last L applied
+      steps instead, less `margin` powers of two: the quantization is one
+      pass, and the model gains the state `fp8.scaling`, the table of
+      scales and histories the quantizations share (see `mpc.quantize`),
+      e4m3 columns first;
     - the product keeps its type (bf16 at O2), or is f32 where its only
       reader was a widening cast (a weight's gradient for the master
       weights); a linear's bias is added before the rounding.
@@ -239,6 +245,12 @@ def MpcAssignFp8Pass : Pass<"mpc-assign-fp8", "mlir::ModuleOp"> {
                           "model"))}]>,
     Option<"unscaled", "unscaled", "bool", /*default=*/"false",
            "Quantize with scale 1 (a plain cast), for comparison">,
+    Option<"history", "history", "int64_t", /*default=*/"0",
+           "Delayed scaling with this many steps of amax history (0: "
+           "current scaling)">,
+    Option<"margin", "margin", "int64_t", /*default=*/"0",
+           "Delayed scaling: scales this many powers of two below what the "
+           "history's amax allows">,
     Option<"halfTflops", "half-tflops", "double", /*default=*/"989.5",
            "auto: the GPU's f16/bf16 tensor-core peak, TFLOP/s">,
     Option<"fp8Tflops", "fp8-tflops", "double", /*default=*/"1979.0",

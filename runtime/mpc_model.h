@@ -178,6 +178,12 @@ mpc_status mpc_rt_gradients_reduced(mpc_step_context *context);
 mpc_status mpc_rt_gather_shards(mpc_step_context *context, void *data,
                                 int32_t element_bytes, long long count);
 
+/* Models with delayed FP8 scaling, data parallel: the `count` floats at
+ * `data` (the step's amaxes) become the largest over the ranks, on every
+ * rank. A no-op without a process group. */
+mpc_status mpc_rt_max_across_ranks(mpc_step_context *context, float *data,
+                                   long long count);
+
 typedef mpc_status (*mpc_step_fn)(mpc_step_context *context);
 
 struct mpc_model_desc {

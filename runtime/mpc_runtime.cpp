@@ -30,6 +30,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
 using mpcrt::arena_name;
 using mpcrt::check_model;
@@ -525,6 +526,28 @@ extern "C" mpc_status mpc_rt_gradients_reduced(mpc_step_context *context) {
     return MPC_OK;
   return mpcrt::process_group_sum_deferred(
       static_cast<mpcrt::process_group *>(context->process_group));
+}
+
+// All-gathers every rank's values, then takes the largest: a few floats a
+// step (the FP8 amaxes), where one collective's latency is what counts.
+extern "C" mpc_status mpc_rt_max_across_ranks(mpc_step_context *context,
+                                              float *data, long long count) {
+  if (!context->process_group || count <= 0)
+    return MPC_OK;
+  auto *group = static_cast<mpcrt::process_group *>(context->process_group);
+  int32_t ranks = mpcrt::process_group_size(group);
+  int32_t rank = mpcrt::process_group_rank(group);
+  std::vector<float> all(static_cast<size_t>(count) * ranks);
+  std::memcpy(all.data() + static_cast<size_t>(count) * rank, data,
+              static_cast<size_t>(count) * sizeof(float));
+  if (mpc_status status = mpcrt::process_group_all_gather(
+          group, all.data(), count * static_cast<int64_t>(sizeof(float)),
+          count * static_cast<int64_t>(sizeof(float)) * ranks))
+    return status;
+  for (int32_t r = 0; r < ranks; ++r)
+    for (long long i = 0; i < count; ++i)
+      data[i] = std::max(data[i], all[static_cast<size_t>(r * count + i)]);
+  return MPC_OK;
 }
 
 extern "C" mpc_status mpc_rt_gather_shards(mpc_step_context *context,

@@ -1011,7 +1011,9 @@ int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
   if (auto loss = dyn_cast<MseLossOp>(op))
     return mseLossBlocks(loss) * 4; // the blocks' partial sums
   if (auto quantize = dyn_cast<QuantizeOp>(op))
-    return quantize.getUnscaled() ? 0 : quantizeBlocks(quantize) * 4;
+    return quantize.getUnscaled() || quantize.getScaling()
+               ? 0
+               : quantizeBlocks(quantize) * 4;
   if (isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradWeightOp>(op))
     return convolutionScratchBytes(op, cudnnConvolutions);
   if (auto norm = dyn_cast<BatchNormOp>(op)) {

@@ -35,7 +35,79 @@ std::string fp8Max(Type format) {
   return floatLiteral(llvm::APFloat::getLargest(semantics).convertToDouble());
 }
 
+/// The largest power of two p with `amax` · p <= `largest` (as the
+/// exponent `exponent`): 0 where amax is 0 or not finite, at most 127.
+/// The exponent of the rounded quotient, one less where the quotient
+/// rounded up to a power of two (amax · p is exact: p is a power of two).
+std::string scaleExponentCode(StringRef amax, StringRef largest) {
+  return llvm::formatv(
+             "  int exponent = 0;\n"
+             "  if ({0} > 0.0f && {0} <= 3.40282347e38f) {{\n"
+             "    unsigned int bits = __float_as_uint({1} / {0}) & "
+             "0x7f800000u;\n"
+             "    exponent = (int)(bits >> 23) - 127;\n"
+             "    if (exponent > 127) exponent = 127;\n"
+             "    if ({0} * __uint_as_float((unsigned int)(exponent + 127) << "
+             "23) > {1}) exponent -= 1;\n"
+             "  }\n",
+             amax, largest)
+      .str();
+}
+
+/// Delayed scaling: one pass that casts with the table's scale and raises
+/// the table's amax of this step (mpc.quantize).
+void emitDelayedQuantize(StepEmitter &emitter, QuantizeOp op) {
+  int64_t n = op.getInput().getType().getNumElements();
+  auto table = cast<RankedTensorType>(op.getScaling().getType());
+  int64_t columns = table.getDimSize(1), column = *op.getIndex();
+  Type format = op.getResult().getType().getElementType();
+  std::string name = emitter.kernelName("fp8_quantize_delayed");
+  // fabsf(v) > m is false for NaN: a NaN is not the amax. A finite value
+  // that outgrew the history saturates (clipped this step; its amax sets
+  // the next scales), as Transformer Engine's casts do; inf and NaN stay
+  // non-finite (NaN in e4m3, which has no inf), so a loss scaler still
+  // sees them.
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ input, {2} *__restrict__ "
+      "output, float *__restrict__ scale_inv, float *__restrict__ table) "
+      "{{\n"
+      "  const float scale = __uint_as_float((unsigned int)((int)table[{3}] "
+      "+ 127) << 23);\n"
+      "  if (blockIdx.x == 0 && threadIdx.x == 0) scale_inv[0] = 1.0f / "
+      "scale;\n"
+      "  float m = 0.0f;\n"
+      "  MPC_FOR_EACH(i, {4}LL) {{\n"
+      "    float v = mpc_load(input + i);\n"
+      "    float a = fabsf(v);\n"
+      "    m = a > m ? a : m;\n"
+      "    float y = v * scale;\n"
+      "    if (MPC_ISFINITE(v)) y = y > {6} ? {6} : (y < -{6} ? -{6} : y);\n"
+      "{7}"
+      "    mpc_store(output + i, y);\n"
+      "  }\n"
+      "  m = mpc_block_reduce_max(m);\n"
+      "  if (threadIdx.x == 0) mpc_atomic_max_nonnegative(table + {5}, m);\n"
+      "}\n",
+      name, elementCType(op.getInput()), elementCType(op.getResult()), column,
+      n, columns + column, fp8Max(format),
+      isa<Float8E4M3FNType>(format) ? "    else y = NAN;\n" : ""));
+  int64_t grid = elementwiseGrid(n);
+  emitter.launch(
+      name, grid, 256,
+      {emitter.constPointer(op.getInput()), emitter.pointer(op.getResult()),
+       emitter.pointer(op.getScaleInv()), emitter.pointer(op.getScaling())},
+      KernelCost()
+          .reads(op.getInput())
+          .writes(op.getResult())
+          .writes(op.getScaleInv())
+          .readsBytes(grid * 4)
+          .writesBytes(grid * 4)
+          .flopsPer(n, 2));
+}
+
 void emitQuantize(StepEmitter &emitter, const Step &step, QuantizeOp op) {
+  if (op.getScaling())
+    return emitDelayedQuantize(emitter, op);
   int64_t n = op.getInput().getType().getNumElements();
   std::string input = elementCType(op.getInput());
   std::string output = elementCType(op.getResult());
@@ -78,18 +150,15 @@ void emitQuantize(StepEmitter &emitter, const Step &step, QuantizeOp op) {
     // The largest power of two s with amax * s <= max: the exponent of
     // max / amax (its mantissa dropped), which amax = 0, inf or NaN leave
     // at 1; 2^127 at most (a tiny amax).
-    scaleCode = llvm::formatv(
-        "  float amax = 0.0f;\n"
-        "  MPC_FOR_THREAD(b, {0}LL) amax = partials[b] > amax ? partials[b] "
-        ": amax;\n"
-        "  amax = mpc_block_reduce_max(amax);\n"
-        "  float scale = 1.0f;\n"
-        "  if (amax > 0.0f && amax <= 3.40282347e38f) {{\n"
-        "    unsigned int bits = __float_as_uint({1} / amax) & 0x7f800000u;\n"
-        "    scale = __uint_as_float(bits < 0x7f000000u ? bits : "
-        "0x7f000000u);\n"
-        "  }\n",
-        blocks, fp8Max(format));
+    scaleCode = llvm::formatv("  float amax = 0.0f;\n"
+                              "  MPC_FOR_THREAD(b, {0}LL) amax = partials[b] "
+                              "> amax ? partials[b] : amax;\n"
+                              "  amax = mpc_block_reduce_max(amax);\n",
+                              blocks)
+                    .str() +
+                scaleExponentCode("amax", fp8Max(format)) +
+                "  const float scale = __uint_as_float((unsigned "
+                "int)(exponent + 127) << 23);\n";
   }
   std::string name = emitter.kernelName("fp8_quantize");
   emitter.addKernel(llvm::formatv(
@@ -143,6 +212,72 @@ void emitScaledMatmul(StepEmitter &emitter, ScaledMatmulOp op) {
 }
 
 } // namespace
+
+void mlir::mpc::emitFp8ScalingUpdate(ModelOp train, StepEmitter &emitter,
+                                     bool dataParallel) {
+  SmallVector<QuantizeOp> delayed;
+  train.getBody().front().walk([&](QuantizeOp op) {
+    if (op.getScaling())
+      delayed.push_back(op);
+  });
+  if (delayed.empty())
+    return;
+  Value table = delayed.front().getScaling();
+  auto type = cast<RankedTensorType>(table.getType());
+  int64_t history = type.getDimSize(0) - 2, columns = type.getDimSize(1);
+  int64_t e4m3Columns = llvm::count_if(delayed, [](QuantizeOp op) {
+    return isa<Float8E4M3FNType>(op.getResult().getType().getElementType());
+  });
+  int64_t margin = *delayed.front().getMargin();
+  std::string tablePointer = emitter.pointer(table);
+  if (dataParallel) {
+    // Each rank saw its own batch: the step's amax is the largest of theirs,
+    // so every rank moves the same history and finds the same scales.
+    emitter.setSource({}, "fp8: the step's amaxes across ranks");
+    emitter.checkedCall(llvm::formatv("mpc_rt_max_across_ranks(ctx, {0} + "
+                                      "{1}LL, {1}LL)",
+                                      tablePointer, columns));
+  }
+  std::string name = emitter.kernelName("fp8_scaling_update");
+  emitter.addKernel(
+      llvm::formatv(
+          "// Delayed scaling, a thread a column of the table (mpc.quantize):\n"
+          "// when the step applies, the amax it saw joins the history and\n"
+          "// the scale follows the history's largest; the amax is reset\n"
+          "// either way, and a skipped step changes nothing else.\n"
+          "__global__ void {0}(float *__restrict__ table, const "
+          "mpc_train_control *__restrict__ control) {{\n"
+          "  MPC_FOR_EACH(t, {1}LL) {{\n"
+          "    const float amax = table[{1}LL + t];\n"
+          "    table[{1}LL + t] = 0.0f;\n"
+          "    if (!control->applied) continue;\n"
+          "    float m = amax;\n"
+          "    for (long long h = {2}LL - 1; h > 0; --h) {{\n"
+          "      const float older = table[(1 + h) * {1}LL + t];\n"
+          "      table[(2 + h) * {1}LL + t] = older;\n"
+          "      m = older > m ? older : m;\n"
+          "    }\n"
+          "    table[2 * {1}LL + t] = amax;\n"
+          "    const float largest = t < {3}LL ? 448.0f : 57344.0f;\n"
+          "{4}{5}"
+          "    table[t] = (float)(exponent < -126 ? -126 : exponent);\n"
+          "  }\n"
+          "}\n",
+          name, columns, history, e4m3Columns,
+          scaleExponentCode("m", "largest"),
+          margin ? llvm::formatv("  if (m > 0.0f && m <= 3.40282347e38f) "
+                                 "exponent -= {0};\n",
+                                 margin)
+                       .str()
+                 : std::string())
+          .str());
+  emitter.setSource({}, "fp8: delayed scaling's history and scales");
+  int64_t bytes = (history + 2) * columns * 4;
+  emitter.launch(name, elementwiseGrid(columns), 256,
+                 {tablePointer, emitter.controlPointer()},
+                 KernelCost().readsBytes(bytes).writesBytes(bytes).flopsPer(
+                     columns * history, 1));
+}
 
 FailureOr<bool> mlir::mpc::emitFp8Op(Operation *op, const Step &step,
                                      StepEmitter &emitter) {

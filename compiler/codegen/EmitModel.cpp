@@ -286,10 +286,24 @@ MemorySummary mlir::mpc::summarizeMemory(const MemoryPlan &trainPlan,
   return memory;
 }
 
+/// The state the training pipeline added (delayed FP8 scaling's table),
+/// given to evaluation too, unread: both steps' plans then place
+/// parameters, state and half copies alike, and the runtime's descriptor
+/// has one list of state.
+static void addTrainingState(ModelOp train, ModelOp eval) {
+  for (unsigned i = eval.getNumStates(); i < train.getNumStates(); ++i) {
+    BlockArgument state = train.getStates()[i];
+    eval.addState(train.getArgName(state), state.getType(),
+                  cast<InitializerAttr>(train.getStateInits()[i]),
+                  state.getLoc());
+  }
+}
+
 MemorySummary mlir::mpc::planMemory(ModelOp train, ModelOp eval, bool fuse,
                                     int64_t gemmWorkspaceBytes,
                                     bool cudnnConvolutions,
                                     int64_t classifierChunks) {
+  addTrainingState(train, eval);
   SmallVector<Value> gradients(train.getOutputOp().getGradients());
   std::vector<Step> trainSteps = formSteps(train, fuse);
   chooseClassifierChunks(train, trainSteps, gradients, gemmWorkspaceBytes,
@@ -305,6 +319,7 @@ MemorySummary mlir::mpc::planMemory(ModelOp train, ModelOp eval, bool fuse,
 FailureOr<GeneratedModel>
 mlir::mpc::generateModel(ModelOp train, ModelOp eval,
                          const CodegenOptions &options) {
+  addTrainingState(train, eval);
   std::string name = train.getSymName().str();
   std::vector<std::string> kernels;
 

@@ -345,6 +345,7 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
                            offsetof(mpc_train_control, partial_sumsq)))
                        .flopsPer(statsBlocks, 2));
   }
+  emitFp8ScalingUpdate(train, emitter, optimizer.getDataParallel());
 
   {
     std::string name = emitter.kernelName(

@@ -622,6 +622,12 @@ FailureOr<bool> emitConvolution(Operation *op, const Step &step,
 /// mpc.quantize and mpc.scaled_matmul (EmitFp8.cpp).
 FailureOr<bool> emitFp8Op(Operation *op, const Step &step,
                           StepEmitter &emitter);
+/// Delayed FP8 scaling's update of its table, once a step after the
+/// optimizer's prepare kernel has decided whether the step applies; with
+/// `dataParallel`, the step's amaxes are first the largest over the ranks.
+/// Nothing where the step has no delayed quantization.
+void emitFp8ScalingUpdate(ModelOp train, StepEmitter &emitter,
+                          bool dataParallel);
 /// mpc.attention and mpc.attention_grad (EmitAttention.cpp).
 FailureOr<bool> emitAttention(Operation *op, const Step &step,
                               StepEmitter &emitter);

@@ -206,10 +206,25 @@ cl::opt<mlir::mpc::Fp8Scaling> fp8Scaling(
     cl::values(clEnumValN(mlir::mpc::Fp8Scaling::Current, "current",
                           "by a power of two from its amax this step "
                           "(default)"),
+               clEnumValN(mlir::mpc::Fp8Scaling::Delayed, "delayed",
+                          "by a power of two from the largest amax of the "
+                          "last --fp8-history applied steps, state kept "
+                          "in the model (fp8.scaling) and its checkpoints"),
                clEnumValN(mlir::mpc::Fp8Scaling::None, "none",
                           "not at all: a plain cast (for comparison)")),
     cl::init(mlir::mpc::Fp8Scaling::Current), cl::sub(compileCommand),
     cl::cat(precisionCategory));
+cl::opt<int64_t> fp8History(
+    "fp8-history",
+    cl::desc("With --fp8-scaling=delayed: the steps of amax history each "
+             "scale comes from (default 1024)"),
+    cl::init(1024), cl::sub(compileCommand), cl::cat(precisionCategory));
+cl::opt<int64_t> fp8Margin(
+    "fp8-margin",
+    cl::desc("With --fp8-scaling=delayed: scales this many powers of two "
+             "below what the history allows, headroom for growing tensors "
+             "(0 to 32, default 0)"),
+    cl::init(0), cl::sub(compileCommand), cl::cat(precisionCategory));
 cl::opt<std::string> lossScale(
     "loss-scale", cl::desc("dynamic | static:<scale> | none (default: "
                            "dynamic for f16, none otherwise)"),
@@ -487,6 +502,15 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   }
   if (fp8Scaling.getNumOccurrences() && fp8 == mlir::mpc::Fp8Gemms::None)
     return fail("--fp8-scaling needs --fp8");
+  if ((fp8History.getNumOccurrences() || fp8Margin.getNumOccurrences()) &&
+      fp8Scaling != mlir::mpc::Fp8Scaling::Delayed)
+    return fail("--fp8-history and --fp8-margin need --fp8-scaling=delayed");
+  if (fp8History < 1 || fp8History > 65536)
+    return fail("--fp8-history must be in [1, 65536], got " +
+                Twine(fp8History.getValue()));
+  if (fp8Margin < 0 || fp8Margin > 32)
+    return fail("--fp8-margin must be in [0, 32], got " +
+                Twine(fp8Margin.getValue()));
   if (fp8 != mlir::mpc::Fp8Gemms::None && target == mlir::mpc::Target::Cuda) {
     int sm = options.smVersion ? options.smVersion : 80;
     if (sm < 89)
@@ -496,6 +520,8 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   }
   options.fp8 = fp8;
   options.fp8Scaling = fp8Scaling;
+  options.fp8History = fp8History;
+  options.fp8Margin = fp8Margin;
   if (fp8 == mlir::mpc::Fp8Gemms::Auto) {
     // The GPU auto decides for: the one --report prices, or --arch's.
     std::string gpuName = options.reportGpu;

@@ -127,6 +127,10 @@ PipelineOptions makePipelineOptions(const CompileOptions &options) {
   pipeline.masterWeights = options.masterWeights;
   pipeline.fp8.gemms = options.fp8;
   pipeline.fp8.unscaled = options.fp8Scaling == Fp8Scaling::None;
+  if (options.fp8Scaling == Fp8Scaling::Delayed) {
+    pipeline.fp8.history = options.fp8History;
+    pipeline.fp8.margin = options.fp8Margin;
+  }
   pipeline.fp8.halfTflops = options.fp8Gpu.halfTflops;
   pipeline.fp8.fp8Tflops = options.fp8Gpu.fp8Tflops;
   pipeline.fp8.bandwidthGbs = options.fp8Gpu.bandwidthGbs;

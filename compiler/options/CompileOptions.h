@@ -24,8 +24,9 @@ enum class HostCpu { Generic, X86_64_V3, X86_64_V4, Native };
 enum class EmitStage { Mlir, TrainingStep, Kernels, Host, Library };
 
 /// `--fp8-scaling`: each FP8 tensor's scale from its amax this step
-/// (current), or 1 (none: a plain cast, for comparison).
-enum class Fp8Scaling { Current, None };
+/// (current), from the amaxes of earlier steps (delayed), or 1 (none: a
+/// plain cast, for comparison).
+enum class Fp8Scaling { Current, Delayed, None };
 
 /// `--loss-scale=dynamic|static:<scale>|none`.
 struct LossScale {
@@ -126,6 +127,9 @@ struct CompileOptions {
   /// how their scales are found (mpc-assign-fp8).
   Fp8Gemms fp8 = Fp8Gemms::None;
   Fp8Scaling fp8Scaling = Fp8Scaling::Current;
+  /// Delayed scaling: the amax history's length (Transformer Engine's
+  /// default) and the scales' margin in powers of two.
+  int64_t fp8History = 1024, fp8Margin = 0;
   /// `--fp8=auto`: the peaks (TFLOP/s) and bandwidth (GB/s) of the GPU it
   /// decides for.
   struct {

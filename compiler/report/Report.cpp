@@ -95,6 +95,17 @@ struct Fp8Choice {
   int64_t m = 0, n = 0, k = 0;
 };
 
+/// How --fp8 scales its tensors, in words.
+std::string fp8ScalingText(const MpcAssignFp8PassOptions &fp8) {
+  if (fp8.unscaled)
+    return "unscaled";
+  if (fp8.history > 0)
+    return llvm::formatv("delayed scaling, history {0}, margin {1}",
+                         fp8.history, fp8.margin)
+        .str();
+  return "current scaling";
+}
+
 /// The short name of an FP8 element type.
 std::string fp8Name(Value value) {
   Type element = cast<RankedTensorType>(value.getType()).getElementType();
@@ -785,6 +796,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
       fp8Json =
           llvm::json::Object{{"gemms", std::move(gemmArray)},
                              {"fp8_gemms", fp8GemmCount},
+                             {"scaling", fp8ScalingText(pipeline.fp8)},
                              {"quantize_kernels", quantizeKernels},
                              {"quantize_bytes", quantizeCost.bytes()},
                              {"quantize_seconds", quantizeSeconds},
@@ -1051,8 +1063,8 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
         << (options.fp8 == Fp8Gemms::Auto
                 ? "auto, for the " + std::string(gpu->name) + ","
                 : std::string("all,"))
-        << " " << (pipeline.fp8.unscaled ? "unscaled" : "current")
-        << " scaling): " << fp8GemmCount << " of " << fp8Gemms.size()
+        << " " << fp8ScalingText(pipeline.fp8) << "): " << fp8GemmCount
+        << " of " << fp8Gemms.size()
         << " GEMMs on FP8 operands (e4m3 activations and weights, e5m2 "
            "gradients); quantizing them takes "
         << quantizeKernels << " kernels, " << quantizeCost.bytes()

@@ -235,6 +235,7 @@ constexpr ncclResult_t ncclInProgress = 7;
 constexpr int ncclUint8 = 1;
 constexpr int ncclFloat32 = 7;
 constexpr int ncclSum = 0;
+constexpr int ncclMax = 2;
 
 struct Nccl {
   ncclResult_t (*getUniqueId)(ncclUniqueId *);

@@ -656,6 +656,21 @@ extern "C" mpc_status mpc_rt_cuda_reduce_gradients(mpc_step_context *,
   return MPC_OK;
 }
 
+extern "C" mpc_status
+mpc_rt_cuda_max_across_ranks(mpc_step_context *, float *data, long long count) {
+  mpcrt::CudaSession *cuda = current_session->cuda;
+  if (!cuda->comm || count <= 0)
+    return MPC_OK;
+  // On the step's own stream: the update kernel after it reads the result.
+  if (ncclResult_t result =
+          nccl().api.allReduce(data, data, static_cast<size_t>(count),
+                               ncclFloat32, ncclMax, cuda->comm, cuda->stream))
+    return set_error(MPC_ERROR_COMMUNICATION,
+                     "data parallel: ncclAllReduce (max) failed: %s",
+                     nccl().api.getErrorString(result));
+  return MPC_OK;
+}
+
 extern "C" mpc_status mpc_rt_cuda_gradients_reduced(mpc_step_context *) {
   mpcrt::CudaSession *cuda = current_session->cuda;
   if (!cuda->comm || cuda->buckets_this_step == 0)

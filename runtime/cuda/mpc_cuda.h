@@ -75,6 +75,10 @@ struct mpc_step_context; /* runtime/mpc_model.h */
  * in a session that is not data parallel. */
 mpc_status mpc_rt_cuda_reduce_gradients(struct mpc_step_context *context,
                                         float *grads, long long count);
+/* mpc_rt_max_across_ranks on the device: an ncclAllReduce (max) on the
+ * session's stream. */
+mpc_status mpc_rt_cuda_max_across_ranks(struct mpc_step_context *context,
+                                        float *data, long long count);
 /* mpc_rt_gradients_reduced on the device: the session's stream waits for
  * the communication stream's last bucket (the optimizer comes next). */
 mpc_status mpc_rt_cuda_gradients_reduced(struct mpc_step_context *context);

@@ -89,6 +89,7 @@ struct host_kernel<Kernel> {
 #define mpc_rt_gemm mpc_rt_cuda_gemm
 #define mpc_rt_reduce_gradients mpc_rt_cuda_reduce_gradients
 #define mpc_rt_gradients_reduced mpc_rt_cuda_gradients_reduced
+#define mpc_rt_max_across_ranks mpc_rt_cuda_max_across_ranks
 #define mpc_rt_gemm_bias mpc_rt_cuda_gemm_bias
 #define mpc_rt_gemm_bias_gelu mpc_rt_cuda_gemm_bias_gelu
 #define mpc_rt_gemm_bgrad mpc_rt_cuda_gemm_bgrad

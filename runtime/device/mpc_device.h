@@ -420,6 +420,25 @@ __device__ __forceinline__ void mpc_raise_flag(int *flag) {
 #endif
 }
 
+/// *address = max(*address, value), both non-negative and not NaN: the
+/// FP8 amax a quantization raises. Such floats order as their bits do as
+/// ints, so the GPU's integer atomicMax does it; cpu blocks on different
+/// threads compare and swap.
+__device__ __forceinline__ void mpc_atomic_max_nonnegative(float *address,
+                                                           float value) {
+#ifdef MPC_DEVICE_CUDA
+  atomicMax(reinterpret_cast<int *>(address), __float_as_int(value));
+#else
+  int bits = static_cast<int>(__float_as_uint(value));
+  int *word = reinterpret_cast<int *>(address);
+  int old = __atomic_load_n(word, __ATOMIC_RELAXED);
+  while (old < bits &&
+         !__atomic_compare_exchange_n(word, &old, bits, false, __ATOMIC_RELAXED,
+                                      __ATOMIC_RELAXED)) {
+  }
+#endif
+}
+
 /// max(acc, v) that lets a NaN in `v` through and keeps a NaN in `acc`, as
 /// torch's max pooling does. Two plain selects: the host compiler makes them
 /// a maxss and a conditional move, where one select on `v > acc || v != v`

@@ -256,7 +256,7 @@ mpc.model @model_c4_xavier_normal_state inputs(%x: tensor<f32>) params()
 mpc.model @model_c5_other_op inputs(%x: tensor<8x4xf32>) params()
     // expected-note@+1 {{state defined here}}
     state(%bn.running_mean: tensor<4xf32> = zeros) {
-  // expected-error@+1 {{'mpc.relu' op uses state 'bn.running_mean', which only mpc.batch_norm may use, as running statistics}}
+  // expected-error@+1 {{'mpc.relu' op uses state 'bn.running_mean', which only mpc.batch_norm may use, as running statistics, and mpc.quantize, as its delayed-scaling table}}
   %r = mpc.relu %bn.running_mean : tensor<4xf32>
   %l = mpc.reduce_sum %r dims [0] : tensor<4xf32>
   mpc.output loss(%l : tensor<f32>)
@@ -268,7 +268,7 @@ mpc.model @model_c5_other_op inputs(%x: tensor<8x4xf32>) params()
 mpc.model @model_c5_output inputs(%x: tensor<f32>) params()
     // expected-note@+1 {{state defined here}}
     state(%s: tensor<4xf32> = zeros) {
-  // expected-error@+1 {{'mpc.output' op uses state 's', which only mpc.batch_norm may use, as running statistics}}
+  // expected-error@+1 {{'mpc.output' op uses state 's', which only mpc.batch_norm may use, as running statistics, and mpc.quantize, as its delayed-scaling table}}
   mpc.output loss(%x : tensor<f32>) stats(%s : tensor<4xf32>)
 }
 
@@ -280,7 +280,7 @@ mpc.model @model_c5_state_as_gamma inputs(%x: tensor<8x4xf32>)
     params(%b: tensor<4xf32> = zeros)
     // expected-note@+1 {{state defined here}}
     state(%mean: tensor<4xf32> = zeros, %var: tensor<4xf32> = ones) {
-  // expected-error@+1 {{'mpc.batch_norm' op uses state 'mean', which only mpc.batch_norm may use, as running statistics}}
+  // expected-error@+1 {{'mpc.batch_norm' op uses state 'mean', which only mpc.batch_norm may use, as running statistics, and mpc.quantize, as its delayed-scaling table}}
   %n = mpc.batch_norm %x, %mean, %b, %mean, %var : tensor<8x4xf32>, tensor<4xf32>
   %l = mpc.reduce_sum %n dims [0, 1] : tensor<8x4xf32>
   mpc.output loss(%l : tensor<f32>)
@@ -879,6 +879,59 @@ func.func @quantize_c1(%x: tensor<4x8xbf16>) {
   // expected-error@+1 {{'mpc.quantize' op expects a result of the input's shape 'tensor<4x8xbf16>', got 'tensor<8x4xf8E4M3FN>'}}
   %q, %s = mpc.quantize %x : tensor<4x8xbf16> to tensor<8x4xf8E4M3FN>
   return
+}
+
+// -----
+
+func.func @quantize_c2_table(%x: tensor<4x8xbf16>, %t: tensor<2x3xf32>) {
+  // expected-error@+1 {{'mpc.quantize' op expects a delayed-scaling table of f32 [2 + history, tensors] with a history of at least 1, got 'tensor<2x3xf32>'}}
+  %q, %s = mpc.quantize %x delayed(%t[0] margin 0 : tensor<2x3xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @quantize_c2_index(%x: tensor<4x8xbf16>, %t: tensor<3x3xf32>) {
+  // expected-error@+1 {{'mpc.quantize' op expects an index in [0, 3), got 3}}
+  %q, %s = mpc.quantize %x delayed(%t[3] margin 0 : tensor<3x3xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @quantize_c2_margin(%x: tensor<4x8xbf16>, %t: tensor<3x3xf32>) {
+  // expected-error@+1 {{'mpc.quantize' op expects a margin in [0, 32], got 33}}
+  %q, %s = mpc.quantize %x delayed(%t[0] margin 33 : tensor<3x3xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @quantize_c2_unscaled(%x: tensor<4x8xbf16>, %t: tensor<3x3xf32>) {
+  // expected-error@+1 {{'mpc.quantize' op expects 'delayed' or 'unscaled', not both}}
+  %q, %s = mpc.quantize %x unscaled delayed(%t[0] margin 0 : tensor<3x3xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @quantize_c2_missing_index(%x: tensor<4x8xbf16>, %t: tensor<3x3xf32>) {
+  // expected-error@+1 {{'mpc.quantize' op expects an index and a margin with 'delayed'}}
+  %q, %s = "mpc.quantize"(%x, %t) : (tensor<4x8xbf16>, tensor<3x3xf32>) -> (tensor<4x8xf8E4M3FN>, tensor<f32>)
+  return
+}
+
+// -----
+
+// model_c5: two quantizations of one column of the table.
+// expected-note@+1 {{state defined here}}
+mpc.model @shared_column inputs(%x: tensor<4x16xbf16>) params(%w: tensor<16x16xbf16> = zeros) state(%t: tensor<3x2xf32> = zeros) {
+  %q, %s = mpc.quantize %x delayed(%t[0] margin 0 : tensor<3x2xf32>) : tensor<4x16xbf16> to tensor<4x16xf8E4M3FN>
+  // expected-error@+1 {{'mpc.quantize' op uses column 0 of state 't', which another quantize uses}}
+  %r, %u = mpc.quantize %w delayed(%t[0] margin 0 : tensor<3x2xf32>) : tensor<16x16xbf16> to tensor<16x16xf8E4M3FN>
+  %y = mpc.scaled_matmul %q[%s], %r[%u] : tensor<4x16xf8E4M3FN>, tensor<16x16xf8E4M3FN> -> tensor<4x16xbf16>
+  %l = mpc.reduce_sum %y dims [0, 1] : tensor<4x16xbf16>
+  mpc.output loss(%l : tensor<bf16>)
 }
 
 // -----

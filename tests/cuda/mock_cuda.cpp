@@ -54,7 +54,8 @@
 //     such a stream has work after its last event the origin waited on;
 //   - NCCL (loaded as $MPC_NCCL_LIBRARY): ncclAllReduce sums as if every
 //     rank held what this one holds (the result is nranks x the data: the
-//     test's ranks train on the same batches), ncclBroadcast keeps the
+//     test's ranks train on the same batches; a max keeps the data, FP8
+//     amaxes, unlogged), ncclBroadcast keeps the
 //     data. After each all-reduce the bucket's bytes are kept; when a
 //     stream then waits on an event of the communication stream (the
 //     optimizer's join), every bucket must still hold them: a kernel that
@@ -1015,8 +1016,17 @@ const char *ncclGetErrorString(int) { return "mock nccl error"; }
 // Every rank holds what this one holds: the sum is nranks x the data.
 int ncclAllReduce(const void *send, void *receive, size_t count, int type,
                   int reduction, ncclComm *comm, void *stream) {
-  if (type != 7 || reduction != 0) // ncclFloat32, ncclSum
+  if (type != 7 || (reduction != 0 && reduction != 2)) // ncclFloat32; sum, max
     return 4;
+  if (reduction == 2) { // the largest of equal values: the data itself
+    submit(
+        [send, receive, count] {
+          if (send != receive)
+            std::memmove(receive, send, count * 4);
+        },
+        stream);
+    return 0;
+  }
   int nranks = comm->nranks;
   submit(
       [send, receive, count, nranks, stream] {
