@@ -25,7 +25,8 @@ and level, or one of the checks below.
 
 mpc_get_gradient on 3 ranks is the mean of the ranks' gradients, and the
 ResNet example's batch-norm statistics follow rank 0's on every rank;
-with dropout, 2 ranks still end where --accumulate=2 ends; a bucket per
+with dropout, and with delayed FP8 scaling (its table the largest amax
+over the ranks), 2 ranks still end where --accumulate=2 ends; a bucket per
 gradient (--bucket-mb) changes no bit.
 A 2-rank checkpoint resumed on 1 rank (--accumulate=2) continues as the
 uninterrupted 2-rank run, and on 3 ranks as one process accumulating 3.
@@ -461,6 +462,42 @@ def check_dropout(args, mpirun, worker):
     return 0
 
 
+def check_fp8_delayed(args, mpirun, worker):
+    """Delayed FP8 scaling (--fp8-scaling=delayed): the ranks' amaxes of a
+    step become the largest over the ranks before the table's update, as
+    one process accumulating the micro-batches raises one amax over them,
+    so 2 ranks end where --accumulate=2 ends, the table (fp8.scaling, its
+    scales and histories) included, and both ranks hold the same table."""
+    options = ["--amp=O2", "--half=bf16", "--fp8=all",
+               "--fp8-scaling=delayed", "--fp8-history=4",
+               "--optimizer=adam", "--lr=0.01"]
+    libraries = {}
+    for name, flags in [("dp", ["--data-parallel"]),
+                        ("acc2", ["--accumulate=2"])]:
+        directory = os.path.join(args.work, f"fp8_{name}")
+        run([args.mpc, "compile", args.model, "--shared", "-o", directory,
+             *options, *flags])
+        libraries[name] = os.path.join(directory, "libmlp.so")
+    ours = os.path.join(args.work, "fp8_np2")
+    theirs = ours + "_accumulate"
+    run([*mpirun, "2", *worker, "--lib", libraries["dp"], "--out", ours,
+         "--ranks", "2", "--steps", "8"])
+    run([*worker, "--lib", libraries["acc2"], "--out", theirs,
+         "--accumulate", "2", "--steps", "8"])
+    tensors, metadata = read_checkpoint(ours)
+    problems = different(tensors, metadata, *read_checkpoint(theirs))
+    problems += different(*read_checkpoint(ours + ".rank1"), tensors,
+                          metadata)
+    table = tensors.get("fp8.scaling")
+    if problems or not table or not any(table):
+        print(f"FAIL: FP8 delayed scaling on 2 ranks: "
+              f"{', '.join(problems) or 'no table'}")
+        return 1
+    print("ok: FP8 delayed scaling on 2 ranks: the same table and the same "
+          "end as --accumulate=2, bit for bit, on both ranks")
+    return 0
+
+
 LEVELS = {"O0": ["--amp=O0"],
           "O2_f16": ["--amp=O2", "--half=f16", "--loss-scale=dynamic"],
           # bf16 moments beside the f32 master weights: sharded, each
@@ -470,7 +507,7 @@ LEVELS = {"O0": ["--amp=O0"],
 PARTS = ([f"{optimizer}_{level}" for optimizer in ["sgd", "adam", "adamw"]
           for level in LEVELS] +
          ["moves", "failing_rank", "gradients", "state", "dropout",
-          "accumulate_on_ranks", "buckets", "torchrun"])
+          "accumulate_on_ranks", "buckets", "torchrun", "fp8_delayed"])
 
 
 class Runs:
@@ -625,6 +662,8 @@ def main():
         failures = check_state_follows_rank0(args, mpirun, worker)
     elif part == "dropout":
         failures = check_dropout(args, mpirun, worker)
+    elif part == "fp8_delayed":
+        failures = check_fp8_delayed(args, mpirun, worker)
     elif part == "accumulate_on_ranks":
         failures = check_accumulate_on_ranks(args, mpirun, worker)
     elif part == "buckets":
