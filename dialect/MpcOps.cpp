@@ -1115,8 +1115,9 @@ void QuantizeOp::build(OpBuilder &builder, OperationState &state, Value input,
                        Type format, bool unscaled) {
   auto type = cast<RankedTensorType>(input.getType());
   build(builder, state, type.clone(format),
-        RankedTensorType::get({}, builder.getF32Type()), input,
-        /*scaling=*/Value(), /*index=*/nullptr, /*margin=*/nullptr, unscaled);
+        RankedTensorType::get({}, builder.getF32Type()), /*transposed=*/Type(),
+        input, /*scaling=*/Value(), /*index=*/nullptr, /*margin=*/nullptr,
+        unscaled);
 }
 
 void QuantizeOp::build(OpBuilder &builder, OperationState &state, Value input,
@@ -1124,9 +1125,9 @@ void QuantizeOp::build(OpBuilder &builder, OperationState &state, Value input,
                        int64_t margin) {
   auto type = cast<RankedTensorType>(input.getType());
   build(builder, state, type.clone(format),
-        RankedTensorType::get({}, builder.getF32Type()), input, scaling,
-        builder.getI64IntegerAttr(index), builder.getI64IntegerAttr(margin),
-        /*unscaled=*/false);
+        RankedTensorType::get({}, builder.getF32Type()), /*transposed=*/Type(),
+        input, scaling, builder.getI64IntegerAttr(index),
+        builder.getI64IntegerAttr(margin), /*unscaled=*/false);
 }
 
 LogicalResult QuantizeOp::verify() {
@@ -1135,6 +1136,16 @@ LogicalResult QuantizeOp::verify() {
     return emitOpError() << "expects a result of the input's shape "
                          << getInput().getType() << ", got "
                          << getResult().getType();
+  if (Value transposed = getTransposed()) {
+    auto input = getInput().getType();
+    int64_t cols = input.getRank() ? input.getShape().back() : 1;
+    auto expected =
+        RankedTensorType::get({cols, input.getNumElements() / cols},
+                              getResult().getType().getElementType());
+    if (transposed.getType() != expected)
+      return emitOpError() << "expects a transposed copy of type " << expected
+                           << ", got " << transposed.getType();
+  }
   // quantize_c2
   Value scaling = getScaling();
   if (!scaling)

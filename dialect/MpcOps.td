@@ -729,7 +729,13 @@ def Mpc_QuantizeOp : Mpc_Op<"quantize",
     again and again); inf and NaN stay non-finite (NaN in e4m3, which has
     no inf), so that a loss scaler still sees them.
 
-    C1: `result` has the shape of `input`.
+    With `transposed`, the op also returns the FP8 copy transposed, the
+    input read as a matrix of its last dim's columns (`[rows, cols]` ->
+    `[cols, rows]`), written by the same pass: the layout a scaled GEMM
+    that contracts over the rows reads.
+
+    C1: `result` has the shape of `input`; `transposed` is
+        `[cols, rows]` of its element type.
     C2: `delayed` has a rank-2 f32 table with at least 3 rows and a column
         `index` within it, a `margin` in [0, 32], and no `unscaled`.
 
@@ -743,11 +749,13 @@ def Mpc_QuantizeOp : Mpc_Op<"quantize",
                        Optional<Mpc_FloatTensor>:$scaling,
                        OptionalAttr<I64Attr>:$index,
                        OptionalAttr<I64Attr>:$margin, UnitAttr:$unscaled);
-  let results = (outs Mpc_Fp8Tensor:$result, Mpc_ScaleTensor:$scale_inv);
+  let results = (outs Mpc_Fp8Tensor:$result, Mpc_ScaleTensor:$scale_inv,
+                      Optional<Mpc_Fp8Tensor>:$transposed);
   let assemblyFormat = [{
     $input (`unscaled` $unscaled^)?
     (`delayed` `(` $scaling^ `[` $index `]` `margin` $margin `:`
      type($scaling) `)`)? attr-dict `:` type($input) `to` type($result)
+    (`transposed` type($transposed)^)?
   }];
   let builders = [OpBuilder<(ins "Value":$input, "Type":$format,
                                  "bool":$unscaled)>,

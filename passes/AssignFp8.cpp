@@ -43,6 +43,20 @@ template <typename... Ts> bool readBy(Value value) {
   return false;
 }
 
+/// Whether `value` (through reshapes) is the gradient a GELU's gradient
+/// multiplies: its DGELU epilogue's GEMM wrote it.
+bool isGeluGradient(Value value) {
+  for (OpOperand &use : value.getUses()) {
+    if (auto gelu = dyn_cast<GeluGradOp>(use.getOwner());
+        gelu && use.getOperandNumber() == 0)
+      return true;
+    if (auto reshape = dyn_cast<ReshapeOp>(use.getOwner());
+        reshape && isGeluGradient(reshape.getResult()))
+      return true;
+  }
+  return false;
+}
+
 /// Whether the loss reads `value`: the classifier's logits.
 bool readByLoss(Value value) {
   return readBy<CrossEntropyOp, CrossEntropyGradOp, MseLossOp>(value);
@@ -199,6 +213,9 @@ private:
                                     Type format, Location loc);
   /// `matrix` (a quantized operand) transposed, copied once.
   Value transposed(Value matrix, Location loc);
+  /// Each transposed copy of a quantization's result (viewed as [rows, its
+  /// last dim]) written by the quantization itself, in the same pass.
+  void mergeTransposes();
   void rewriteLinear(LinearOp linear);
   void rewriteMatmul(MatmulOp matmul);
   /// The scaled GEMM replacing `op`: op(lhs) · op(rhs) (+ bias), lhs and
@@ -278,6 +295,38 @@ void Fp8Assigner::numberColumns() {
   table.setType(
       RankedTensorType::get({2 + history, static_cast<int64_t>(columns.size())},
                             builder.getF32Type()));
+}
+
+void Fp8Assigner::mergeTransposes() {
+  SmallVector<TransposeOp> transposes;
+  model.getBody().front().walk([&](TransposeOp op) {
+    auto quantize = throughReshapes(op.getInput()).getDefiningOp<QuantizeOp>();
+    if (quantize && !quantize.getTransposed() &&
+        op.getInput().getType().getShape().back() ==
+            quantize.getInput().getType().getShape().back())
+      transposes.push_back(op);
+  });
+  for (TransposeOp transpose : transposes) {
+    auto quantize =
+        throughReshapes(transpose.getInput()).getDefiningOp<QuantizeOp>();
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(quantize);
+    auto merged = QuantizeOp::create(
+        builder, quantize.getLoc(), quantize.getResult().getType(),
+        quantize.getScaleInv().getType(), transpose.getType(),
+        quantize.getInput(), quantize.getScaling(), quantize.getIndexAttr(),
+        quantize.getMarginAttr(), quantize.getUnscaledAttr());
+    quantize.getResult().replaceAllUsesWith(merged.getResult());
+    quantize.getScaleInv().replaceAllUsesWith(merged.getScaleInv());
+    quantize->erase();
+    transpose.getResult().replaceAllUsesWith(merged.getTransposed());
+    Value input = transpose.getInput();
+    transpose->erase();
+    // The reshape the transpose read, where nothing else reads it.
+    if (Operation *reshape = input.getDefiningOp();
+        reshape && reshape != merged && isOpTriviallyDead(reshape))
+      reshape->erase();
+  }
 }
 
 Value Fp8Assigner::transposed(Value matrix, Location loc) {
@@ -411,8 +460,8 @@ Fp8Assigner::costReason(ArrayRef<Operation *> group) {
       return;
     auto type = cast<RankedTensorType>(root.getType());
     double elements = double(type.getNumElements());
-    if (transposed) // the FP8 copy read, its transpose written
-      addedBytes += 2 * elements;
+    if (transposed) // written by the quantizing pass
+      addedBytes += elements;
     else // amax (current scaling) and the cast read it; FP8 written
       addedBytes += ((unscaled || history > 0 ? 1 : 2) *
                          type.getElementTypeBitWidth() / 8 +
@@ -439,13 +488,15 @@ Fp8Assigner::costReason(ArrayRef<Operation *> group) {
     // Epilogues mpc-form-kernels fuses into a half GEMM and not (yet) into
     // an FP8 one, whose traffic hid under the half GEMM's compute: a
     // biased linear's GELU then reads the product and writes its output
-    // in a kernel of its own; the GELU's gradient reads the product and
-    // the GELU's input and writes its output.
+    // in a kernel of its own; the GELU's gradient, where the product is
+    // the gradient it multiplies (not the GELU's input, which a forward
+    // GEMM wrote), reads the product and the GELU's input and writes its
+    // output.
     Value product = op->getResult(0);
     auto linear = dyn_cast<LinearOp>(op);
     if (linear && linear.getBias() && readBy<GeluOp>(product))
       addedBytes += 2 * result;
-    if (readBy<GeluGradOp>(product))
+    if (isGeluGradient(product))
       addedBytes += 3 * result;
   }
   // A linear's bias gradient, fused into its weight gradient's GEMM in
@@ -516,6 +567,7 @@ LogicalResult Fp8Assigner::run() {
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
     if (isOpTriviallyDead(&op))
       op.erase();
+  mergeTransposes();
   if (table)
     numberColumns();
   return success();

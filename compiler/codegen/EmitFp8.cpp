@@ -54,72 +54,104 @@ std::string scaleExponentCode(StringRef amax, StringRef largest) {
       .str();
 }
 
-/// Delayed scaling: one pass that casts with the table's scale and raises
-/// the table's amax of this step (mpc.quantize).
-void emitDelayedQuantize(StepEmitter &emitter, QuantizeOp op) {
-  int64_t n = op.getInput().getType().getNumElements();
-  auto table = cast<RankedTensorType>(op.getScaling().getType());
-  int64_t columns = table.getDimSize(1), column = *op.getIndex();
+/// The elements of the cast pass: `v` loaded, `y` its scaled value stored
+/// (at `index`), each thread's amax in `m` under delayed scaling.
+std::string castElementCode(QuantizeOp op, StringRef index, StringRef store) {
   Type format = op.getResult().getType().getElementType();
-  std::string name = emitter.kernelName("fp8_quantize_delayed");
-  // fabsf(v) > m is false for NaN: a NaN is not the amax. A finite value
-  // that outgrew the history saturates (clipped this step; its amax sets
-  // the next scales), as Transformer Engine's casts do; inf and NaN stay
-  // non-finite (NaN in e4m3, which has no inf), so a loss scaler still
-  // sees them.
-  emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ input, {2} *__restrict__ "
-      "output, float *__restrict__ scale_inv, float *__restrict__ table) "
-      "{{\n"
-      "  const float scale = __uint_as_float((unsigned int)((int)table[{3}] "
-      "+ 127) << 23);\n"
-      "  if (blockIdx.x == 0 && threadIdx.x == 0) scale_inv[0] = 1.0f / "
-      "scale;\n"
-      "  float m = 0.0f;\n"
-      "  MPC_FOR_EACH(i, {4}LL) {{\n"
-      "    float v = mpc_load(input + i);\n"
-      "    float a = fabsf(v);\n"
-      "    m = a > m ? a : m;\n"
-      "    float y = v * scale;\n"
-      "    if (MPC_ISFINITE(v)) y = y > {6} ? {6} : (y < -{6} ? -{6} : y);\n"
-      "{7}"
-      "    mpc_store(output + i, y);\n"
-      "  }\n"
-      "  m = mpc_block_reduce_max(m);\n"
-      "  if (threadIdx.x == 0) mpc_atomic_max_nonnegative(table + {5}, m);\n"
-      "}\n",
-      name, elementCType(op.getInput()), elementCType(op.getResult()), column,
-      n, columns + column, fp8Max(format),
-      isa<Float8E4M3FNType>(format) ? "    else y = NAN;\n" : ""));
-  int64_t grid = elementwiseGrid(n);
-  emitter.launch(
-      name, grid, 256,
-      {emitter.constPointer(op.getInput()), emitter.pointer(op.getResult()),
-       emitter.pointer(op.getScaleInv()), emitter.pointer(op.getScaling())},
-      KernelCost()
-          .reads(op.getInput())
-          .writes(op.getResult())
-          .writes(op.getScaleInv())
-          .readsBytes(grid * 4)
-          .writesBytes(grid * 4)
-          .flopsPer(n, 2));
+  std::string code = llvm::formatv("    float v = mpc_load(input + {0});\n"
+                                   "    float y = v * scale;\n",
+                                   index)
+                         .str();
+  if (op.getScaling())
+    // fabsf(v) > m is false for NaN: a NaN is not the amax. A finite value
+    // that outgrew the history saturates (clipped this step; its amax sets
+    // the next scales), as Transformer Engine's casts do; inf and NaN stay
+    // non-finite (NaN in e4m3, which has no inf), so a loss scaler still
+    // sees them.
+    code += llvm::formatv(
+                "    float a = fabsf(v);\n"
+                "    m = a > m ? a : m;\n"
+                "    if (MPC_ISFINITE(v)) y = y > {0} ? {0} : (y < -{0} ? "
+                "-{0} : y);\n"
+                "{1}",
+                fp8Max(format),
+                isa<Float8E4M3FNType>(format) ? "    else y = NAN;\n" : "")
+                .str();
+  return code + store.str();
 }
 
+/// `code` two spaces further in.
+std::string indented(StringRef code) {
+  std::string result;
+  SmallVector<StringRef> lines;
+  code.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (StringRef line : lines)
+    result += "  " + line.str() + "\n";
+  return result;
+}
+
+/// mpc.quantize: the scale (1; from this step's amax, found by a kernel of
+/// its own first; or from the delayed-scaling table), then one pass that
+/// casts, writes the transposed copy where the op has one, and under
+/// delayed scaling raises the table's amax.
 void emitQuantize(StepEmitter &emitter, const Step &step, QuantizeOp op) {
-  if (op.getScaling())
-    return emitDelayedQuantize(emitter, op);
   int64_t n = op.getInput().getType().getNumElements();
   std::string input = elementCType(op.getInput());
   std::string output = elementCType(op.getResult());
   Type format = op.getResult().getType().getElementType();
-  std::string scaleCode = "  const float scale = 1.0f;\n";
-  std::vector<std::string> castArgs = {emitter.constPointer(op.getInput()),
-                                       emitter.pointer(op.getResult()),
-                                       emitter.pointer(op.getScaleInv())};
-  std::string partialsParameter;
-  int64_t blocks = 0;
-  if (!op.getUnscaled()) {
-    blocks = quantizeBlocks(op);
+  Value transposed = op.getTransposed();
+  // A weight gradient's operands are read transposed only: the pass writes
+  // just the transposed copy then.
+  bool writesResult = !transposed || !op.getResult().use_empty();
+  std::vector<std::string> args = {emitter.constPointer(op.getInput()),
+                                   emitter.pointer(op.getScaleInv())};
+  std::string parameters = llvm::formatv(
+      "const {0} *__restrict__ input, float *__restrict__ scale_inv", input);
+  if (writesResult) {
+    args.push_back(emitter.pointer(op.getResult()));
+    parameters += llvm::formatv(", {0} *__restrict__ output", output);
+  }
+  std::string prologue = "  const float scale = 1.0f;\n";
+  std::string epilogue;
+  KernelCost cost;
+  cost.reads(op.getInput()).writes(op.getScaleInv()).flopsPer(n, 1);
+  if (writesResult)
+    cost.writes(op.getResult());
+  if (transposed) {
+    args.push_back(emitter.pointer(transposed));
+    parameters += llvm::formatv(", {0} *__restrict__ output_t", output);
+    cost.writes(transposed);
+  }
+  int64_t grid;
+  int64_t rows = 0, cols = 0, tilesRows = 0, tilesCols = 0;
+  if (transposed) {
+    cols = op.getInput().getType().getShape().back();
+    rows = n / cols;
+    tilesRows = (rows + 31) / 32;
+    tilesCols = (cols + 31) / 32;
+    // Four tiles a block, the 4096 elements an elementwise block takes.
+    grid = std::clamp<int64_t>((tilesRows * tilesCols + 3) / 4, 1, 65535);
+  } else {
+    grid = elementwiseGrid(n);
+  }
+  if (op.getScaling()) {
+    auto table = cast<RankedTensorType>(op.getScaling().getType());
+    int64_t columns = table.getDimSize(1), column = *op.getIndex();
+    args.push_back(emitter.pointer(op.getScaling()));
+    parameters += ", float *__restrict__ table";
+    prologue = llvm::formatv("  const float scale = __uint_as_float((unsigned "
+                             "int)((int)table[{0}] + 127) << 23);\n"
+                             "  float m = 0.0f;\n",
+                             column)
+                   .str();
+    epilogue = llvm::formatv("  m = mpc_block_reduce_max(m);\n"
+                             "  if (threadIdx.x == 0) "
+                             "mpc_atomic_max_nonnegative(table + {0}, m);\n",
+                             columns + column)
+                   .str();
+    cost.readsBytes(grid * 4).writesBytes(grid * 4).flopsPer(n, 1);
+  } else if (!op.getUnscaled()) {
+    int64_t blocks = quantizeBlocks(op);
     int64_t chunk = (n + blocks - 1) / blocks;
     std::string partials = emitter.scratchPointer(step, "float");
     std::string name = emitter.kernelName("fp8_amax");
@@ -145,40 +177,67 @@ void emitQuantize(StepEmitter &emitter, const Step &step, QuantizeOp op) {
                        .reads(op.getInput())
                        .writesBytes(blocks * 4)
                        .flopsPer(n, 1));
-    partialsParameter = ", const float *__restrict__ partials";
-    castArgs.push_back(partials);
-    // The largest power of two s with amax * s <= max: the exponent of
-    // max / amax (its mantissa dropped), which amax = 0, inf or NaN leave
-    // at 1; 2^127 at most (a tiny amax).
-    scaleCode = llvm::formatv("  float amax = 0.0f;\n"
-                              "  MPC_FOR_THREAD(b, {0}LL) amax = partials[b] "
-                              "> amax ? partials[b] : amax;\n"
-                              "  amax = mpc_block_reduce_max(amax);\n",
-                              blocks)
-                    .str() +
-                scaleExponentCode("amax", fp8Max(format)) +
-                "  const float scale = __uint_as_float((unsigned "
-                "int)(exponent + 127) << 23);\n";
+    args.push_back(partials);
+    parameters += ", const float *__restrict__ partials";
+    // The largest power of two s with amax * s <= max (its exponent from
+    // max / amax), which amax = 0, inf or NaN leave at 1.
+    prologue = llvm::formatv("  float amax = 0.0f;\n"
+                             "  MPC_FOR_THREAD(b, {0}LL) amax = partials[b] "
+                             "> amax ? partials[b] : amax;\n"
+                             "  amax = mpc_block_reduce_max(amax);\n",
+                             blocks)
+                   .str() +
+               scaleExponentCode("amax", fp8Max(format)) +
+               "  const float scale = __uint_as_float((unsigned "
+               "int)(exponent + 127) << 23);\n";
+    cost.readsBytes(grid * blocks * 4);
   }
-  std::string name = emitter.kernelName("fp8_quantize");
-  emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ input, {2} *__restrict__ "
-      "output, float *__restrict__ scale_inv{3}) {{\n"
-      "{4}"
-      "  if (blockIdx.x == 0 && threadIdx.x == 0) scale_inv[0] = 1.0f / "
-      "scale;\n"
-      "  MPC_FOR_EACH(i, {5}LL) mpc_store(output + i, mpc_load(input + i) * "
-      "scale);\n"
-      "}\n",
-      name, input, output, partialsParameter, scaleCode, n));
-  int64_t grid = elementwiseGrid(n);
-  emitter.launch(name, grid, 256, castArgs,
-                 KernelCost()
-                     .reads(op.getInput())
-                     .writes(op.getResult())
-                     .writes(op.getScaleInv())
-                     .readsBytes(grid * blocks * 4)
-                     .flopsPer(n, 1));
+  prologue += "  if (blockIdx.x == 0 && threadIdx.x == 0) scale_inv[0] = "
+              "1.0f / scale;\n";
+  std::string body;
+  if (!transposed) {
+    body = llvm::formatv(
+               "  MPC_FOR_EACH(i, {0}LL) {{\n{1}  }\n", n,
+               castElementCode(op, "i", "    mpc_store(output + i, y);\n"))
+               .str();
+  } else {
+    // 32 x 32 tiles: a warp reads (and writes) 32 consecutive elements of
+    // a row, keeps the scaled values in shared memory (33 a row: a column
+    // falls in 32 banks), and writes the transposed tile a row of it at a
+    // time, again 32 consecutive elements.
+    body = llvm::formatv(
+        "  MPC_SHARED(float, tile, 32 * 33);\n"
+        "  for (long long t = blockIdx.x; t < {0}LL; t += gridDim.x) {{\n"
+        "    const long long r0 = t / {1}LL * 32, c0 = t % {1}LL * 32;\n"
+        "    MPC_FOR_THREAD(j, 1024) {{\n"
+        "      const long long r = r0 + j / 32, c = c0 + j % 32;\n"
+        "      if (r >= {2}LL || c >= {3}LL) continue;\n"
+        "{4}"
+        "      tile[j / 32 * 33 + j % 32] = y;\n"
+        "    }\n"
+        "    __syncthreads();\n"
+        "    MPC_FOR_THREAD(j, 1024) {{\n"
+        "      const long long c = c0 + j / 32, r = r0 + j % 32;\n"
+        "      if (r >= {2}LL || c >= {3}LL) continue;\n"
+        "      mpc_store(output_t + c * {2}LL + r, tile[j % 32 * 33 + j / "
+        "32]);\n"
+        "    }\n"
+        "    __syncthreads();\n"
+        "  }\n",
+        tilesRows * tilesCols, tilesCols, rows, cols,
+        indented(castElementCode(
+            op, llvm::formatv("r * {0}LL + c", cols).str(),
+            writesResult
+                ? llvm::formatv("    mpc_store(output + r * {0}LL + c, y);\n",
+                                cols)
+                      .str()
+                : std::string())));
+  }
+  std::string name = emitter.kernelName(transposed ? "fp8_quantize_transpose"
+                                                   : "fp8_quantize");
+  emitter.addKernel(llvm::formatv("__global__ void {0}({1}) {{\n{2}{3}{4}}\n",
+                                  name, parameters, prologue, body, epilogue));
+  emitter.launch(name, grid, 256, args, cost);
 }
 
 void emitScaledMatmul(StepEmitter &emitter, ScaledMatmulOp op) {

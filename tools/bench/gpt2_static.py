@@ -11,7 +11,8 @@ stochastic rounding (--master-weights=none: no f32 master weights), and
 with the classifier's logits whole (--classifier-chunks=1) rather than in
 the chunks of rows the compiler chooses by default, and with its GEMMs on
 FP8 operands (--fp8=all, and --fp8=auto: where the cost model says FP8
-pays; with what each chose and why). The same for GPT-2 XL (48 layers,
+pays; with what each chose and why), each with current and with delayed
+scaling (--fp8-scaling=delayed). The same for GPT-2 XL (48 layers,
 width 1600, 25 heads, batch 4) at O2 bf16 and with FP8. For
 each it prints what `mpc compile --report=json` says of one
 training step: kernel launches, GEMM calls, bytes moved, FLOPs, the
@@ -63,13 +64,24 @@ VARIANTS = [("O2 bf16", ["--amp=O2", "--half=bf16"]),
             ("O2 bf16 1 chunk", ["--amp=O2", "--half=bf16",
                                  "--classifier-chunks=1"]),
             ("O2 bf16 fp8 all", ["--amp=O2", "--half=bf16", "--fp8=all"]),
-            ("O2 bf16 fp8 auto", ["--amp=O2", "--half=bf16", "--fp8=auto"])]
+            ("O2 bf16 fp8 auto", ["--amp=O2", "--half=bf16", "--fp8=auto"]),
+            ("O2 bf16 fp8 all delayed", ["--amp=O2", "--half=bf16",
+                                         "--fp8=all", "--fp8-scaling=delayed"]),
+            ("O2 bf16 fp8 auto delayed", ["--amp=O2", "--half=bf16",
+                                          "--fp8=auto",
+                                          "--fp8-scaling=delayed"])]
 
 # GPT-2 XL's step with FP8 GEMMs, beside its bf16 step.
 XL_VARIANTS = [("O2 bf16", ["--amp=O2", "--half=bf16"]),
                ("O2 bf16 fp8 all", ["--amp=O2", "--half=bf16", "--fp8=all"]),
                ("O2 bf16 fp8 auto", ["--amp=O2", "--half=bf16",
-                                     "--fp8=auto"])]
+                                     "--fp8=auto"]),
+               ("O2 bf16 fp8 all delayed", ["--amp=O2", "--half=bf16",
+                                            "--fp8=all",
+                                            "--fp8-scaling=delayed"]),
+               ("O2 bf16 fp8 auto delayed", ["--amp=O2", "--half=bf16",
+                                             "--fp8=auto",
+                                             "--fp8-scaling=delayed"])]
 
 
 BUCKET_MB_SWEEP = [1, 5, 100]
@@ -252,7 +264,8 @@ def main():
 
 def print_fp8(model, results):
     """What --fp8=all and --fp8=auto chose for `model`, and why."""
-    for name in ("O2 bf16 fp8 all", "O2 bf16 fp8 auto"):
+    for name in ("O2 bf16 fp8 all", "O2 bf16 fp8 auto",
+                 "O2 bf16 fp8 all delayed", "O2 bf16 fp8 auto delayed"):
         fp8 = results[name]["fp8"]
         half = "; ".join(f"{count} {reason}"
                          for reason, count in fp8["half_reasons"].items())
