@@ -656,6 +656,11 @@ Value mlir::mpc::throughReshapes(Value value) {
 }
 
 bool mlir::mpc::isRowFusible(Operation *op) {
+  // A delayed quantization knows its scale before it starts, so what
+  // computes its input can run in its pass (current scaling reads the
+  // input twice: amax, then the cast).
+  if (auto quantize = dyn_cast<QuantizeOp>(op))
+    return quantize.getScaling() != nullptr;
   return isa<SoftmaxOp, LogSoftmaxOp, SoftmaxGradOp, LogSoftmaxGradOp,
              LayerNormOp, LayerNormGradOp>(op);
 }

@@ -185,7 +185,7 @@ public:
 private:
   /// `gemms=auto`: the eligible GEMMs in groups decided together (a linear
   /// and its gradient's GEMMs), and whether each group pays.
-  SmallVector<SmallVector<Operation *, 3>>
+  SmallVector<SmallVector<Operation *, 6>>
   layerGroups(ArrayRef<Operation *> eligible);
   /// Null where `group` pays in FP8 (then its quantized operands count as
   /// paid for); otherwise why not.
@@ -413,15 +413,15 @@ void Fp8Assigner::rewriteMatmul(MatmulOp matmul) {
               cast<RankedTensorType>(matmul.getResult().getType()));
 }
 
-SmallVector<SmallVector<Operation *, 3>>
+SmallVector<SmallVector<Operation *, 6>>
 Fp8Assigner::layerGroups(ArrayRef<Operation *> eligible) {
-  SmallVector<SmallVector<Operation *, 3>> groups;
+  SmallVector<SmallVector<Operation *, 6>> groups;
   llvm::DenseSet<Operation *> grouped;
   for (Operation *op : eligible) {
     auto linear = dyn_cast<LinearOp>(op);
     if (!linear)
       continue;
-    SmallVector<Operation *, 3> group = {op};
+    SmallVector<Operation *, 6> group = {op};
     grouped.insert(op);
     Value input = throughReshapes(linear.getInput());
     for (Operation *other : eligible) {
@@ -444,6 +444,32 @@ Fp8Assigner::layerGroups(ArrayRef<Operation *> eligible) {
   for (Operation *op : eligible)
     if (!grouped.contains(op))
       groups.push_back({op});
+  // With delayed scaling an MLP's two layers, joined by a GELU, are
+  // decided together: the GELU (and its gradient) run in the pass that
+  // quantizes their output only where the layer that reads it runs in FP8
+  // too.
+  for (auto &group : groups) {
+    if (history == 0)
+      break;
+    auto linear = dyn_cast<LinearOp>(group.front());
+    if (!linear)
+      continue;
+    for (Operation *user : linear.getResult().getUsers()) {
+      auto gelu = dyn_cast<GeluOp>(user);
+      if (!gelu)
+        continue;
+      for (auto &other : groups) {
+        auto next =
+            dyn_cast_or_null<LinearOp>(other.empty() ? nullptr : other.front());
+        if (&other == &group || !next ||
+            throughReshapes(next.getInput()) != gelu.getResult())
+          continue;
+        group.append(other.begin(), other.end());
+        other.clear();
+      }
+    }
+  }
+  llvm::erase_if(groups, [](const auto &group) { return group.empty(); });
   return groups;
 }
 
@@ -494,20 +520,33 @@ Fp8Assigner::costReason(ArrayRef<Operation *> group) {
     // output.
     Value product = op->getResult(0);
     auto linear = dyn_cast<LinearOp>(op);
-    if (linear && linear.getBias() && readBy<GeluOp>(product))
+    // With delayed scaling the GELU (and its gradient) run in the pass
+    // that quantizes their output (mpc-form-kernels' row groups): the
+    // GELU costs nothing more, its gradient the read of its input and the
+    // write of its output for the bias gradient.
+    bool delayed = history > 0;
+    if (linear && linear.getBias() && readBy<GeluOp>(product) && !delayed)
       addedBytes += 2 * result;
     if (isGeluGradient(product))
-      addedBytes += 3 * result;
+      addedBytes += (delayed ? 2 : 3) * result;
   }
   // A linear's bias gradient, fused into its weight gradient's GEMM in
   // half (BGRADB), sums its output gradient in a kernel of its own.
-  if (auto linear = dyn_cast<LinearOp>(group.front());
-      linear && linear.getBias() && group.size() == 3)
-    addedBytes += double(cast<RankedTensorType>(linear.getResult().getType())
-                             .getNumElements()) *
-                  cast<RankedTensorType>(linear.getResult().getType())
-                      .getElementTypeBitWidth() /
-                  8;
+  for (Operation *op : group) {
+    auto linear = dyn_cast<LinearOp>(op);
+    if (!linear || !linear.getBias())
+      continue;
+    Value input = throughReshapes(linear.getInput());
+    bool weightGradient = llvm::any_of(group, [&](Operation *other) {
+      auto matmul = dyn_cast<MatmulOp>(other);
+      return matmul && matmul.getTransposeLhs() &&
+             throughReshapes(matmul.getRhs()) == input;
+    });
+    auto type = cast<RankedTensorType>(linear.getResult().getType());
+    if (weightGradient)
+      addedBytes +=
+          double(type.getNumElements()) * type.getElementTypeBitWidth() / 8;
+  }
   double added = addedBytes / rates->bytesPerSecond;
   if (saved > added) {
     paidCopies.insert(copies.begin(), copies.end());

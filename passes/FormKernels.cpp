@@ -601,11 +601,12 @@ void KernelFormation::formRowGroups() {
              !isa<DropoutOp>(candidate) &&
              candidate->getBlock() == op.getBlock();
     };
-    if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp>(op)) {
+    if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, QuantizeOp>(op)) {
       // The prologue: what computes the input, read only here, one
-      // evaluation per element of the input. A layer norm's kernel also
-      // stores its input when it is read after the group (the residual
-      // sum before a layer norm).
+      // evaluation per element of the input. A layer norm's and a
+      // quantization's kernel also stores its input when it is read after
+      // the group (the residual sum before a layer norm; a GELU's gradient
+      // that a bias gradient sums too).
       int64_t elements = elementCount(op.getOperand(0));
       SmallVector<Value> worklist{op.getOperand(0)};
       while (!worklist.empty()) {
@@ -613,8 +614,9 @@ void KernelFormation::formRowGroups() {
         Operation *producer = value.getDefiningOp();
         if (!joins(producer) || group.ops.contains(producer))
           continue;
-        bool stored = isa<LayerNormOp>(op) && value == op.getOperand(0) &&
-                      isElementwise(producer) && readAfter(value, group);
+        bool stored = isa<LayerNormOp, QuantizeOp>(op) &&
+                      value == op.getOperand(0) && isElementwise(producer) &&
+                      readAfter(value, group);
         if (!readOnceHere(producer, group, elements) && !stored)
           continue;
         group.ops.insert(producer);

@@ -12,6 +12,7 @@
 
 #include "compiler/codegen/Emitter.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -54,14 +55,20 @@ std::string scaleExponentCode(StringRef amax, StringRef largest) {
       .str();
 }
 
-/// The elements of the cast pass: `v` loaded, `y` its scaled value stored
-/// (at `index`), each thread's amax in `m` under delayed scaling.
-std::string castElementCode(QuantizeOp op, StringRef index, StringRef store) {
+/// The elements of the cast pass: `v` read through `input` (loaded, or
+/// computed by the fused prologue, and then stored where it is read after
+/// the kernel too), `y` its scaled value stored (at `index`), each
+/// thread's amax in `m` under delayed scaling.
+std::string castElementCode(QuantizeOp op, const RowAccess &input,
+                            StringRef index, StringRef store) {
   Type format = op.getResult().getType().getElementType();
-  std::string code = llvm::formatv("    float v = mpc_load(input + {0});\n"
-                                   "    float y = v * scale;\n",
-                                   index)
-                         .str();
+  std::string code =
+      llvm::formatv("    float v = {0};\n", input.load(index)).str();
+  if (input.stored)
+    code +=
+        llvm::formatv("    mpc_store({0} + {1}, v);\n", *input.stored, index)
+            .str();
+  code += "    float y = v * scale;\n";
   if (op.getScaling())
     // fabsf(v) > m is false for NaN: a NaN is not the amax. A finite value
     // that outgrew the history saturates (clipped this step; its amax sets
@@ -94,7 +101,8 @@ std::string indented(StringRef code) {
 /// its own first; or from the delayed-scaling table), then one pass that
 /// casts, writes the transposed copy where the op has one, and under
 /// delayed scaling raises the table's amax.
-void emitQuantize(StepEmitter &emitter, const Step &step, QuantizeOp op) {
+LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
+                           QuantizeOp op) {
   int64_t n = op.getInput().getType().getNumElements();
   std::string input = elementCType(op.getInput());
   std::string output = elementCType(op.getResult());
@@ -103,10 +111,8 @@ void emitQuantize(StepEmitter &emitter, const Step &step, QuantizeOp op) {
   // A weight gradient's operands are read transposed only: the pass writes
   // just the transposed copy then.
   bool writesResult = !transposed || !op.getResult().use_empty();
-  std::vector<std::string> args = {emitter.constPointer(op.getInput()),
-                                   emitter.pointer(op.getScaleInv())};
-  std::string parameters = llvm::formatv(
-      "const {0} *__restrict__ input, float *__restrict__ scale_inv", input);
+  std::vector<std::string> args = {emitter.pointer(op.getScaleInv())};
+  std::string parameters = "float *__restrict__ scale_inv";
   if (writesResult) {
     args.push_back(emitter.pointer(op.getResult()));
     parameters += llvm::formatv(", {0} *__restrict__ output", output);
@@ -114,7 +120,7 @@ void emitQuantize(StepEmitter &emitter, const Step &step, QuantizeOp op) {
   std::string prologue = "  const float scale = 1.0f;\n";
   std::string epilogue;
   KernelCost cost;
-  cost.reads(op.getInput()).writes(op.getScaleInv()).flopsPer(n, 1);
+  cost.writes(op.getScaleInv()).flopsPer(n, 1);
   if (writesResult)
     cost.writes(op.getResult());
   if (transposed) {
@@ -194,11 +200,25 @@ void emitQuantize(StepEmitter &emitter, const Step &step, QuantizeOp op) {
   }
   prologue += "  if (blockIdx.x == 0 && threadIdx.x == 0) scale_inv[0] = "
               "1.0f / scale;\n";
+  std::string name = emitter.kernelName(transposed ? "fp8_quantize_transpose"
+                                                   : "fp8_quantize");
+  // The input, or (delayed scaling, in a row group) the elementwise ops
+  // that compute it, evaluated in this pass.
+  FailureOr<RowAccess> x =
+      rowInput(emitter, step, op, op.getInput(), "input", name);
+  if (failed(x))
+    return failure();
+  parameters = llvm::join(x->parameters, ", ") + ", " + parameters;
+  args.insert(args.begin(), x->arguments.begin(), x->arguments.end());
+  if (x->fused)
+    cost += x->fused->cost;
+  else
+    cost.reads(op.getInput());
   std::string body;
   if (!transposed) {
     body = llvm::formatv(
                "  MPC_FOR_EACH(i, {0}LL) {{\n{1}  }\n", n,
-               castElementCode(op, "i", "    mpc_store(output + i, y);\n"))
+               castElementCode(op, *x, "i", "    mpc_store(output + i, y);\n"))
                .str();
   } else {
     // 32 x 32 tiles: a warp reads (and writes) 32 consecutive elements of
@@ -226,18 +246,18 @@ void emitQuantize(StepEmitter &emitter, const Step &step, QuantizeOp op) {
         "  }\n",
         tilesRows * tilesCols, tilesCols, rows, cols,
         indented(castElementCode(
-            op, llvm::formatv("r * {0}LL + c", cols).str(),
+            op, *x, llvm::formatv("r * {0}LL + c", cols).str(),
             writesResult
                 ? llvm::formatv("    mpc_store(output + r * {0}LL + c, y);\n",
                                 cols)
                       .str()
                 : std::string())));
   }
-  std::string name = emitter.kernelName(transposed ? "fp8_quantize_transpose"
-                                                   : "fp8_quantize");
-  emitter.addKernel(llvm::formatv("__global__ void {0}({1}) {{\n{2}{3}{4}}\n",
-                                  name, parameters, prologue, body, epilogue));
+  emitter.addKernel(
+      llvm::formatv("{5}__global__ void {0}({1}) {{\n{2}{3}{4}}\n", name,
+                    parameters, prologue, body, epilogue, x->functions()));
   emitter.launch(name, grid, 256, args, cost);
+  return success();
 }
 
 void emitScaledMatmul(StepEmitter &emitter, ScaledMatmulOp op) {
@@ -341,7 +361,8 @@ void mlir::mpc::emitFp8ScalingUpdate(ModelOp train, StepEmitter &emitter,
 FailureOr<bool> mlir::mpc::emitFp8Op(Operation *op, const Step &step,
                                      StepEmitter &emitter) {
   if (auto quantize = dyn_cast<QuantizeOp>(op)) {
-    emitQuantize(emitter, step, quantize);
+    if (failed(emitQuantize(emitter, step, quantize)))
+      return failure();
     return true;
   }
   if (auto matmul = dyn_cast<ScaledMatmulOp>(op)) {

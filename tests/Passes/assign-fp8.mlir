@@ -12,6 +12,10 @@
 // RUN:   --mpc-autodiff --canonicalize --cse \
 // RUN:   --mpc-assign-fp8="gemms=all history=16 margin=2" \
 // RUN:   | FileCheck %s --check-prefix=DELAYED
+// RUN: mpc-opt %s --split-input-file --mpc-assign-precision="level=O2 half=bf16" \
+// RUN:   --mpc-autodiff --canonicalize --cse \
+// RUN:   --mpc-assign-fp8="gemms=auto history=16" \
+// RUN:   | FileCheck %s --check-prefix=AUTO-DELAYED
 // RUN: not mpc-opt %s --split-input-file --mpc-assign-fp8="gemms=all history=4 unscaled" \
 // RUN:   2>&1 | FileCheck %s --check-prefix=BAD-OPTIONS
 // BAD-OPTIONS: error: mpc-assign-fp8: expects history >= 0, margin in [0, 32], and no history with unscaled
@@ -133,5 +137,31 @@ mpc.model @chain inputs(%x: tensor<16x32xf32>) params(%w1: tensor<32x32xf32> = n
 mpc.model @unaligned inputs(%x: tensor<16x24xf32>) params(%w: tensor<32x24xf32> = normal(0.02)) {
   %h = mpc.linear %x, %w : tensor<16x24xf32>, tensor<32x24xf32>
   %l = mpc.reduce_sum %h dims [0, 1] : tensor<16x32xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// With delayed scaling a GELU runs in the pass that quantizes its output,
+// which happens only where the next layer runs in FP8 too: gemms=auto
+// decides an MLP's two layers (and their gradients) as one, with one
+// reason; with current scaling each layer alone.
+// CHECK-LABEL: mpc.model @mlp_block
+// UNSCALED-LABEL: mpc.model @mlp_block
+// NONE-LABEL: mpc.model @mlp_block
+// AUTO-FAST-LABEL: mpc.model @mlp_block
+// AUTO-NONE-LABEL: mpc.model @mlp_block
+// DELAYED-LABEL: mpc.model @mlp_block
+// AUTO-DELAYED-LABEL: mpc.model @mlp_block
+//       AUTO-DELAYED:   mpc.linear {{.*}} {mpc.fp8 = "[[REASON:[^"]+]]"}
+//       AUTO-DELAYED:   mpc.linear {{.*}} {mpc.fp8 = "[[REASON]]"}
+// AUTO-LABEL: mpc.model @mlp_block
+//       AUTO:   mpc.linear {{.*}} {mpc.fp8 = "[[FIRST:[^"]+]]"}
+//   AUTO-NOT:   mpc.linear {{.*}} {mpc.fp8 = "[[FIRST]]"}
+mpc.model @mlp_block inputs(%x: tensor<64x32xf32>) params(%w1: tensor<128x32xf32> = normal(0.02), %b1: tensor<128xf32> = zeros, %w2: tensor<32x128xf32> = normal(0.02), %b2: tensor<32xf32> = zeros) {
+  %h = mpc.linear %x, %w1, %b1 : tensor<64x32xf32>, tensor<128x32xf32>, tensor<128xf32>
+  %g = mpc.gelu %h approximate tanh : tensor<64x128xf32>
+  %y = mpc.linear %g, %w2, %b2 : tensor<64x128xf32>, tensor<32x128xf32>, tensor<32xf32>
+  %l = mpc.reduce_sum %y dims [0, 1] : tensor<64x32xf32>
   mpc.output loss(%l : tensor<f32>)
 }

@@ -713,3 +713,43 @@ mpc.model @embedding_gradient inputs(%dy: tensor<2x3x4xf16>, %ids: tensor<2x3xi3
   %l = mpc.add %s, %s2 : tensor<f32>, tensor<f32>
   mpc.output loss(%l : tensor<f32>)
 }
+
+// -----
+
+// A delayed FP8 quantization knows its scale before it starts: the GELU
+// that computes its input runs in its pass (a row group), and a GELU
+// gradient read after it too (by a bias gradient) is stored by that pass.
+// A current-scaling quantization reads its input twice (amax, cast) and
+// stays a kernel of its own.
+// CHECK-LABEL: mpc.model @quantize_prologue
+//       CHECK:   mpc.fusion row {
+//  CHECK-NEXT:     mpc.gelu %h
+//  CHECK-NEXT:     mpc.quantize %{{.*}} delayed(%t[0]
+//  CHECK-NEXT:     mpc.yield
+//       CHECK:   %[[DG:.*]]:3 = mpc.fusion row {
+//  CHECK-NEXT:     mpc.gelu_grad %dy, %h
+//  CHECK-NEXT:     mpc.quantize %{{.*}} delayed(%t[1]
+//  CHECK-NEXT:     mpc.yield
+//       CHECK:   mpc.reduce_sum %[[DG]]#0
+//       CHECK:   mpc.gelu %h
+//   CHECK-NOT:   mpc.fusion row
+//       CHECK:   mpc.quantize %{{.*}} : tensor<16x32xbf16> to tensor<16x32xf8E4M3FN>
+// NOROWS-LABEL: mpc.model @quantize_prologue
+//   NOROWS-NOT:   mpc.fusion row
+mpc.model @quantize_prologue inputs(%h: tensor<16x32xbf16>, %dy: tensor<16x32xbf16>) params() state(%t: tensor<3x2xf32> = zeros) {
+  %g = mpc.gelu %h approximate tanh : tensor<16x32xbf16>
+  %q, %s = mpc.quantize %g delayed(%t[0] margin 0 : tensor<3x2xf32>) : tensor<16x32xbf16> to tensor<16x32xf8E4M3FN>
+  %dg = mpc.gelu_grad %dy, %h approximate tanh : tensor<16x32xbf16>
+  %qd, %sd = mpc.quantize %dg delayed(%t[1] margin 0 : tensor<3x2xf32>) : tensor<16x32xbf16> to tensor<16x32xf8E5M2>
+  %db = mpc.reduce_sum %dg dims [0] : tensor<16x32xbf16>
+  %g2 = mpc.gelu %h approximate tanh : tensor<16x32xbf16>
+  %q2, %s2 = mpc.quantize %g2 : tensor<16x32xbf16> to tensor<16x32xf8E4M3FN>
+  %y = mpc.scaled_matmul %q[%s], %q2[%s2] : tensor<16x32xf8E4M3FN>, tensor<16x32xf8E4M3FN> -> tensor<16x16xbf16>
+  %yd = mpc.scaled_matmul %qd[%sd], %q[%s] : tensor<16x32xf8E5M2>, tensor<16x32xf8E4M3FN> -> tensor<16x16xbf16>
+  %a = mpc.reduce_sum %y dims [0, 1] : tensor<16x16xbf16>
+  %b = mpc.reduce_sum %yd dims [0, 1] : tensor<16x16xbf16>
+  %c = mpc.reduce_sum %db dims [0] : tensor<32xbf16>
+  %ab = mpc.add %a, %b : tensor<bf16>, tensor<bf16>
+  %l = mpc.add %ab, %c : tensor<bf16>, tensor<bf16>
+  mpc.output loss(%l : tensor<bf16>)
+}
