@@ -13,7 +13,9 @@ the chunks of rows the compiler chooses by default, and with its GEMMs on
 FP8 operands (--fp8=all, and --fp8=auto: where the cost model says FP8
 pays; with what each chose and why), each with current and with delayed
 scaling (--fp8-scaling=delayed). The same for GPT-2 XL (48 layers,
-width 1600, 25 heads, batch 4) at O2 bf16 and with FP8. For
+width 1600, 25 heads, batch 4) at O2 bf16 and with FP8, and with the lean
+training state (--optimizer-state=bf16 --master-weights=none) without and
+with FP8. For
 each it prints what `mpc compile --report=json` says of one
 training step: kernel launches, GEMM calls, bytes moved, FLOPs, the
 roofline bound on an H100 (the sum of each kernel's max(FLOPs / peak,
@@ -81,7 +83,16 @@ XL_VARIANTS = [("O2 bf16", ["--amp=O2", "--half=bf16"]),
                                             "--fp8-scaling=delayed"]),
                ("O2 bf16 fp8 auto delayed", ["--amp=O2", "--half=bf16",
                                              "--fp8=auto",
-                                             "--fp8-scaling=delayed"])]
+                                             "--fp8-scaling=delayed"]),
+               # The lean training state (bf16 moments, no f32 master
+               # weights) without and with FP8.
+               ("O2 bf16 lean", ["--amp=O2", "--half=bf16",
+                                 "--optimizer-state=bf16",
+                                 "--master-weights=none"]),
+               ("O2 bf16 lean fp8 auto delayed",
+                ["--amp=O2", "--half=bf16", "--optimizer-state=bf16",
+                 "--master-weights=none", "--fp8=auto",
+                 "--fp8-scaling=delayed"])]
 
 
 BUCKET_MB_SWEEP = [1, 5, 100]
@@ -212,11 +223,11 @@ def main():
         return
     print("GPT-2 small, batch 8 x 1024 tokens, AdamW, cuda sm_90, "
           "roofline on H100 SXM5:")
-    print(f"{'variant':16} {'launches':>8} {'GEMMs':>6} {'GB moved':>9} "
+    print(f"{'variant':29} {'launches':>8} {'GEMMs':>6} {'GB moved':>9} "
           f"{'TFLOP':>6} {'bound ms':>9} {'floor ms':>9} {'act GB':>7} "
           f"{'state GB':>9} {'total GB':>9}")
     for name, f in results.items():
-        print(f"{name:16} {f['launches']:8d} {f['gemm_calls']:6d} "
+        print(f"{name:29} {f['launches']:8d} {f['gemm_calls']:6d} "
               f"{f['gbytes']:9.2f} {f['tflop']:6.2f} {f['bound_ms']:9.2f} "
               f"{f['floor_ms']:9.2f} {f['activations_gb']:7.2f} "
               f"{f['state_gb']:9.2f} {f['total_gb']:9.2f}")
@@ -230,7 +241,7 @@ def main():
     print("\nGPT-2 XL (48 layers, width 1600, 25 heads), batch 4 x 1024 "
           "tokens, AdamW, cuda sm_90, roofline on H100 SXM5:")
     for name, f in xl.items():
-        print(f"{name:16} {f['launches']:8d} {f['gemm_calls']:6d} "
+        print(f"{name:29} {f['launches']:8d} {f['gemm_calls']:6d} "
               f"{f['gbytes']:9.2f} {f['tflop']:6.2f} {f['bound_ms']:9.2f} "
               f"{f['floor_ms']:9.2f} {f['activations_gb']:7.2f} "
               f"{f['state_gb']:9.2f} {f['total_gb']:9.2f}")
