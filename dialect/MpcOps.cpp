@@ -1157,8 +1157,8 @@ LogicalResult QuantizeOp::verify() {
     return success();
   auto table = cast<RankedTensorType>(scaling.getType());
   if (table.getRank() != 2 || !table.getElementType().isF32() ||
-      table.getDimSize(0) < 3)
-    return emitOpError() << "expects a delayed-scaling table of f32 [2 + "
+      table.getDimSize(0) < 5)
+    return emitOpError() << "expects a delayed-scaling table of f32 [4 + "
                             "history, tensors] with a history of at least 1, "
                             "got "
                          << table;

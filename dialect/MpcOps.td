@@ -710,24 +710,28 @@ def Mpc_QuantizeOp : Mpc_Op<"quantize",
     for comparison).
 
     Delayed scaling (`delayed`): s comes from earlier steps, kept in a
-    model state table `[2 + L, T]` of f32 shared by the step's T delayed
+    model state table `[4 + L, T]` of f32 shared by the step's T delayed
     quantizations, of which this one is column `index`:
     - row 0 holds e, s = 2^e;
     - row 1 is this step's amax, which the op raises to its input's
       (NaN ignored);
-    - rows 2 .. 2 + L are the last L applied steps' amaxes, newest first.
-    When the training step applies its update, one kernel moves each
-    column's row 1 (its maximum over data-parallel ranks) into the
+    - row 2 counts this step's saturated elements (below), row 3 those of
+      the last optimizer step (each at most 2^24, where f32 still counts
+      one by one);
+    - rows 4 .. 4 + L are the last L applied steps' amaxes, newest first.
+    At the end of each optimizer step one kernel moves row 2 to row 3 and
+    zeroes rows 1 and 2; when the step applies its update, it first moves
+    each column's row 1 (its maximum over data-parallel ranks) into the
     history, and sets e to the exponent of the largest power of two p with
     max(history) · p at most the format's largest value, less `margin`
-    (e = 0 while the history's maximum is 0 or not finite); row 1 is then
-    zeroed. A skipped step only zeroes row 1. The columns of e4m3
-    quantizations come before those of e5m2 ones. A finite element that
-    outgrew the history saturates to the format's largest value (clipped
-    for one step, as Transformer Engine's casts clip, where e5m2 would
-    overflow to inf and the step be skipped with its amax unrecorded,
-    again and again); inf and NaN stay non-finite (NaN in e4m3, which has
-    no inf), so that a loss scaler still sees them.
+    (e = 0 while the history's maximum is 0 or not finite). A skipped
+    step leaves e and the history. The columns of e4m3 quantizations come
+    before those of e5m2 ones. A finite element that outgrew the history
+    saturates to the format's largest value (clipped for one step, as
+    Transformer Engine's casts clip, where e5m2 would overflow to inf and
+    the step be skipped with its amax unrecorded, again and again) and is
+    counted; inf and NaN stay non-finite (NaN in e4m3, which has no inf),
+    so that a loss scaler still sees them.
 
     With `transposed`, the op also returns the FP8 copy transposed, the
     input read as a matrix of its last dim's columns (`[rows, cols]` ->
@@ -736,13 +740,13 @@ def Mpc_QuantizeOp : Mpc_Op<"quantize",
 
     C1: `result` has the shape of `input`; `transposed` is
         `[cols, rows]` of its element type.
-    C2: `delayed` has a rank-2 f32 table with at least 3 rows and a column
+    C2: `delayed` has a rank-2 f32 table with at least 5 rows and a column
         `index` within it, a `margin` in [0, 32], and no `unscaled`.
 
     ```mlir
     %q, %q_scale_inv = mpc.quantize %x : tensor<64x32xbf16> to tensor<64x32xf8E4M3FN>
     %d, %d_scale_inv = mpc.quantize %x delayed(%fp8.scaling[0] margin 0 :
-        tensor<18x3xf32>) : tensor<64x32xbf16> to tensor<64x32xf8E4M3FN>
+        tensor<20x3xf32>) : tensor<64x32xbf16> to tensor<64x32xf8E4M3FN>
     ```
   }];
   let arguments = (ins Mpc_FloatTensor:$input,

@@ -268,7 +268,7 @@ std::pair<Value, Value> Fp8Assigner::quantized(Value operand,
 
 Value Fp8Assigner::scalingTable() {
   if (!table) {
-    auto type = RankedTensorType::get({2 + history, 1}, builder.getF32Type());
+    auto type = RankedTensorType::get({4 + history, 1}, builder.getF32Type());
     table = model.addState(
         kFp8ScalingState, type,
         InitializerAttr::get(model.getContext(), InitKind::Zeros,
@@ -293,7 +293,7 @@ void Fp8Assigner::numberColumns() {
   for (auto [column, op] : llvm::enumerate(columns))
     op.setIndex(column);
   table.setType(
-      RankedTensorType::get({2 + history, static_cast<int64_t>(columns.size())},
+      RankedTensorType::get({4 + history, static_cast<int64_t>(columns.size())},
                             builder.getF32Type()));
 }
 

@@ -276,6 +276,13 @@ typedef struct mpc_training_stats {
                                   loss scaling, the scaled gradients
                                   overflowed, and a train step would have
                                   been skipped (0 when all were finite) */
+  int64_t fp8_saturated;       /* delayed FP8 scaling (mpc compile
+                                  --fp8-scaling=delayed): elements that outgrew
+                                  their tensor's history in the last optimizer
+                                  step and were clipped to the format's largest
+                                  value, over all tensors (each tensor's count,
+                                  at most 2^24, is row 3 of the state
+                                  `fp8.scaling`); 0 without delayed scaling */
 } mpc_training_stats;
 mpc_status mpc_get_training_stats(mpc_session *session,
                                   mpc_training_stats *stats);

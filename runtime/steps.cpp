@@ -28,6 +28,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <vector>
 
 using mpcrt::set_error;
 
@@ -469,6 +470,20 @@ extern "C" mpc_status mpc_get_training_stats(mpc_session *session,
   result.grad_norm = control.grad_norm;
   result.learning_rate = control.learning_rate;
   result.gradients_nonfinite = session->gradients_nonfinite;
+  // Delayed FP8 scaling's table: row 3 counts each tensor's saturated
+  // elements of the last optimizer step (mpc.quantize).
+  if (const mpc_tensor_desc *table =
+          mpcrt::find_param_or_state(session->model, "fp8.scaling");
+      table && table->rank == 2) {
+    std::vector<float> values(static_cast<size_t>(table->num_elements));
+    if (mpc_status status =
+            mpc_get_param(session, "fp8.scaling", values.data(), values.size()))
+      return status;
+    int64_t columns = table->shape[1];
+    for (int64_t c = 0; c < columns; ++c)
+      result.fp8_saturated +=
+          static_cast<int64_t>(values[static_cast<size_t>(3 * columns + c)]);
+  }
   *stats = result;
   return MPC_OK;
 }

@@ -71,18 +71,20 @@ std::string castElementCode(QuantizeOp op, const RowAccess &input,
   code += "    float y = v * scale;\n";
   if (op.getScaling())
     // fabsf(v) > m is false for NaN: a NaN is not the amax. A finite value
-    // that outgrew the history saturates (clipped this step; its amax sets
-    // the next scales), as Transformer Engine's casts do; inf and NaN stay
-    // non-finite (NaN in e4m3, which has no inf), so a loss scaler still
-    // sees them.
-    code += llvm::formatv(
-                "    float a = fabsf(v);\n"
-                "    m = a > m ? a : m;\n"
-                "    if (MPC_ISFINITE(v)) y = y > {0} ? {0} : (y < -{0} ? "
-                "-{0} : y);\n"
-                "{1}",
-                fp8Max(format),
-                isa<Float8E4M3FNType>(format) ? "    else y = NAN;\n" : "")
+    // that outgrew the history saturates (clipped this step, and counted;
+    // its amax sets the next scales), as Transformer Engine's casts do;
+    // inf and NaN stay non-finite (NaN in e4m3, which has no inf), so a
+    // loss scaler still sees them.
+    code += llvm::formatv("    float a = fabsf(v);\n"
+                          "    m = a > m ? a : m;\n"
+                          "    if (MPC_ISFINITE(v)) {{\n"
+                          "      if (fabsf(y) > {0}) saturated += 1.0f;\n"
+                          "      y = y > {0} ? {0} : (y < -{0} ? -{0} : y);\n"
+                          "    }\n"
+                          "{1}",
+                          fp8Max(format),
+                          isa<Float8E4M3FNType>(format) ? "    else y = NAN;\n"
+                                                        : "")
                 .str();
   return code + store.str();
 }
@@ -147,14 +149,20 @@ LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
     parameters += ", float *__restrict__ table";
     prologue = llvm::formatv("  const float scale = __uint_as_float((unsigned "
                              "int)((int)table[{0}] + 127) << 23);\n"
-                             "  float m = 0.0f;\n",
+                             "  float m = 0.0f, saturated = 0.0f;\n",
                              column)
                    .str();
-    epilogue = llvm::formatv("  m = mpc_block_reduce_max(m);\n"
-                             "  if (threadIdx.x == 0) "
-                             "mpc_atomic_max_nonnegative(table + {0}, m);\n",
-                             columns + column)
-                   .str();
+    // A thread's and a block's counts are exact in f32 (far below 2^24).
+    epilogue =
+        llvm::formatv("  m = mpc_block_reduce_max(m);\n"
+                      "  saturated = mpc_block_reduce_sum(saturated);\n"
+                      "  if (threadIdx.x == 0) {{\n"
+                      "    mpc_atomic_max_nonnegative(table + {0}, m);\n"
+                      "    if (saturated > 0.0f) mpc_atomic_add_count(table + "
+                      "{1}, saturated);\n"
+                      "  }\n",
+                      columns + column, 2 * columns + column)
+            .str();
     cost.readsBytes(grid * 4).writesBytes(grid * 4).flopsPer(n, 1);
   } else if (!op.getUnscaled()) {
     int64_t blocks = quantizeBlocks(op);
@@ -303,7 +311,7 @@ void mlir::mpc::emitFp8ScalingUpdate(ModelOp train, StepEmitter &emitter,
     return;
   Value table = delayed.front().getScaling();
   auto type = cast<RankedTensorType>(table.getType());
-  int64_t history = type.getDimSize(0) - 2, columns = type.getDimSize(1);
+  int64_t history = type.getDimSize(0) - 4, columns = type.getDimSize(1);
   int64_t e4m3Columns = llvm::count_if(delayed, [](QuantizeOp op) {
     return isa<Float8E4M3FNType>(op.getResult().getType().getElementType());
   });
@@ -322,21 +330,24 @@ void mlir::mpc::emitFp8ScalingUpdate(ModelOp train, StepEmitter &emitter,
       llvm::formatv(
           "// Delayed scaling, a thread a column of the table (mpc.quantize):\n"
           "// when the step applies, the amax it saw joins the history and\n"
-          "// the scale follows the history's largest; the amax is reset\n"
-          "// either way, and a skipped step changes nothing else.\n"
+          "// the scale follows the history's largest; the amax and the\n"
+          "// step's saturation count are reset either way (the count kept\n"
+          "// as the last step's), and a skipped step changes nothing else.\n"
           "__global__ void {0}(float *__restrict__ table, const "
           "mpc_train_control *__restrict__ control) {{\n"
           "  MPC_FOR_EACH(t, {1}LL) {{\n"
           "    const float amax = table[{1}LL + t];\n"
           "    table[{1}LL + t] = 0.0f;\n"
+          "    table[3 * {1}LL + t] = table[2 * {1}LL + t];\n"
+          "    table[2 * {1}LL + t] = 0.0f;\n"
           "    if (!control->applied) continue;\n"
           "    float m = amax;\n"
           "    for (long long h = {2}LL - 1; h > 0; --h) {{\n"
-          "      const float older = table[(1 + h) * {1}LL + t];\n"
-          "      table[(2 + h) * {1}LL + t] = older;\n"
+          "      const float older = table[(3 + h) * {1}LL + t];\n"
+          "      table[(4 + h) * {1}LL + t] = older;\n"
           "      m = older > m ? older : m;\n"
           "    }\n"
-          "    table[2 * {1}LL + t] = amax;\n"
+          "    table[4 * {1}LL + t] = amax;\n"
           "    const float largest = t < {3}LL ? 448.0f : 57344.0f;\n"
           "{4}{5}"
           "    table[t] = (float)(exponent < -126 ? -126 : exponent);\n"
@@ -351,7 +362,7 @@ void mlir::mpc::emitFp8ScalingUpdate(ModelOp train, StepEmitter &emitter,
                  : std::string())
           .str());
   emitter.setSource({}, "fp8: delayed scaling's history and scales");
-  int64_t bytes = (history + 2) * columns * 4;
+  int64_t bytes = (history + 4) * columns * 4;
   emitter.launch(name, elementwiseGrid(columns), 256,
                  {tablePointer, emitter.controlPointer()},
                  KernelCost().readsBytes(bytes).writesBytes(bytes).flopsPer(

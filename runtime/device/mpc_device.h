@@ -439,6 +439,32 @@ __device__ __forceinline__ void mpc_atomic_max_nonnegative(float *address,
 #endif
 }
 
+/// *address += count, capped at 2^24 (the largest count f32 holds exactly,
+/// so the total is the same in any order): the elements an FP8
+/// quantization saturated. Both are non-negative whole numbers.
+__device__ __forceinline__ void mpc_atomic_add_count(float *address,
+                                                     float count) {
+  int *word = reinterpret_cast<int *>(address);
+#ifdef MPC_DEVICE_CUDA
+  int old = *reinterpret_cast<volatile int *>(word), assumed;
+  do {
+    assumed = old;
+    float sum = fminf(__int_as_float(assumed) + count, 16777216.0f);
+    old = atomicCAS(word, assumed, __float_as_int(sum));
+  } while (old != assumed);
+#else
+  int old = __atomic_load_n(word, __ATOMIC_RELAXED);
+  for (;;) {
+    float sum = __uint_as_float(static_cast<unsigned>(old)) + count;
+    sum = sum < 16777216.0f ? sum : 16777216.0f;
+    int desired = static_cast<int>(__float_as_uint(sum));
+    if (__atomic_compare_exchange_n(word, &old, desired, false,
+                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      break;
+  }
+#endif
+}
+
 /// max(acc, v) that lets a NaN in `v` through and keeps a NaN in `acc`, as
 /// torch's max pooling does. Two plain selects: the host compiler makes them
 /// a maxss and a conditional move, where one select on `v > acc || v != v`

@@ -884,40 +884,40 @@ func.func @quantize_c1(%x: tensor<4x8xbf16>) {
 // -----
 
 func.func @quantize_c2_table(%x: tensor<4x8xbf16>, %t: tensor<2x3xf32>) {
-  // expected-error@+1 {{'mpc.quantize' op expects a delayed-scaling table of f32 [2 + history, tensors] with a history of at least 1, got 'tensor<2x3xf32>'}}
+  // expected-error@+1 {{'mpc.quantize' op expects a delayed-scaling table of f32 [4 + history, tensors] with a history of at least 1, got 'tensor<2x3xf32>'}}
   %q, %s = mpc.quantize %x delayed(%t[0] margin 0 : tensor<2x3xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
   return
 }
 
 // -----
 
-func.func @quantize_c2_index(%x: tensor<4x8xbf16>, %t: tensor<3x3xf32>) {
+func.func @quantize_c2_index(%x: tensor<4x8xbf16>, %t: tensor<5x3xf32>) {
   // expected-error@+1 {{'mpc.quantize' op expects an index in [0, 3), got 3}}
-  %q, %s = mpc.quantize %x delayed(%t[3] margin 0 : tensor<3x3xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
+  %q, %s = mpc.quantize %x delayed(%t[3] margin 0 : tensor<5x3xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
   return
 }
 
 // -----
 
-func.func @quantize_c2_margin(%x: tensor<4x8xbf16>, %t: tensor<3x3xf32>) {
+func.func @quantize_c2_margin(%x: tensor<4x8xbf16>, %t: tensor<5x3xf32>) {
   // expected-error@+1 {{'mpc.quantize' op expects a margin in [0, 32], got 33}}
-  %q, %s = mpc.quantize %x delayed(%t[0] margin 33 : tensor<3x3xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
+  %q, %s = mpc.quantize %x delayed(%t[0] margin 33 : tensor<5x3xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
   return
 }
 
 // -----
 
-func.func @quantize_c2_unscaled(%x: tensor<4x8xbf16>, %t: tensor<3x3xf32>) {
+func.func @quantize_c2_unscaled(%x: tensor<4x8xbf16>, %t: tensor<5x3xf32>) {
   // expected-error@+1 {{'mpc.quantize' op expects 'delayed' or 'unscaled', not both}}
-  %q, %s = mpc.quantize %x unscaled delayed(%t[0] margin 0 : tensor<3x3xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
+  %q, %s = mpc.quantize %x unscaled delayed(%t[0] margin 0 : tensor<5x3xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
   return
 }
 
 // -----
 
-func.func @quantize_c2_missing_index(%x: tensor<4x8xbf16>, %t: tensor<3x3xf32>) {
+func.func @quantize_c2_missing_index(%x: tensor<4x8xbf16>, %t: tensor<5x3xf32>) {
   // expected-error@+1 {{'mpc.quantize' op expects an index and a margin with 'delayed'}}
-  %q, %s = "mpc.quantize"(%x, %t) : (tensor<4x8xbf16>, tensor<3x3xf32>) -> (tensor<4x8xf8E4M3FN>, tensor<f32>)
+  %q, %s = "mpc.quantize"(%x, %t) : (tensor<4x8xbf16>, tensor<5x3xf32>) -> (tensor<4x8xf8E4M3FN>, tensor<f32>)
   return
 }
 
@@ -925,10 +925,10 @@ func.func @quantize_c2_missing_index(%x: tensor<4x8xbf16>, %t: tensor<3x3xf32>) 
 
 // model_c5: two quantizations of one column of the table.
 // expected-note@+1 {{state defined here}}
-mpc.model @shared_column inputs(%x: tensor<4x16xbf16>) params(%w: tensor<16x16xbf16> = zeros) state(%t: tensor<3x2xf32> = zeros) {
-  %q, %s = mpc.quantize %x delayed(%t[0] margin 0 : tensor<3x2xf32>) : tensor<4x16xbf16> to tensor<4x16xf8E4M3FN>
+mpc.model @shared_column inputs(%x: tensor<4x16xbf16>) params(%w: tensor<16x16xbf16> = zeros) state(%t: tensor<5x2xf32> = zeros) {
+  %q, %s = mpc.quantize %x delayed(%t[0] margin 0 : tensor<5x2xf32>) : tensor<4x16xbf16> to tensor<4x16xf8E4M3FN>
   // expected-error@+1 {{'mpc.quantize' op uses column 0 of state 't', which another quantize uses}}
-  %r, %u = mpc.quantize %w delayed(%t[0] margin 0 : tensor<3x2xf32>) : tensor<16x16xbf16> to tensor<16x16xf8E4M3FN>
+  %r, %u = mpc.quantize %w delayed(%t[0] margin 0 : tensor<5x2xf32>) : tensor<16x16xbf16> to tensor<16x16xf8E4M3FN>
   %y = mpc.scaled_matmul %q[%s], %r[%u] : tensor<4x16xf8E4M3FN>, tensor<16x16xf8E4M3FN> -> tensor<4x16xbf16>
   %l = mpc.reduce_sum %y dims [0, 1] : tensor<4x16xbf16>
   mpc.output loss(%l : tensor<bf16>)
@@ -1251,9 +1251,9 @@ func.func @sub_c1(%a: tensor<4xbf16>, %b: tensor<4xf32>) {
 
 // -----
 
-func.func @sub_c2(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>) {
-  // expected-error@+1 {{'mpc.sub' op expects broadcastable shapes, got 'tensor<2x3xf32>' and 'tensor<3x2xf32>'}}
-  %0 = mpc.sub %a, %b : tensor<2x3xf32>, tensor<3x2xf32>
+func.func @sub_c2(%a: tensor<2x3xf32>, %b: tensor<5x2xf32>) {
+  // expected-error@+1 {{'mpc.sub' op expects broadcastable shapes, got 'tensor<2x3xf32>' and 'tensor<5x2xf32>'}}
+  %0 = mpc.sub %a, %b : tensor<2x3xf32>, tensor<5x2xf32>
   return
 }
 
@@ -2148,9 +2148,9 @@ func.func @concat_c2_scalar(%a: tensor<f32>) {
 
 // -----
 
-func.func @concat_c3(%a: tensor<4x8xf32>, %b: tensor<3x2xf32>) {
-  // expected-error@+1 {{'mpc.concat' op expects inputs that agree in every dim but 1, got 'tensor<4x8xf32>' and 'tensor<3x2xf32>'}}
-  %0 = mpc.concat %a, %b dim 1 : tensor<4x8xf32>, tensor<3x2xf32>
+func.func @concat_c3(%a: tensor<4x8xf32>, %b: tensor<5x2xf32>) {
+  // expected-error@+1 {{'mpc.concat' op expects inputs that agree in every dim but 1, got 'tensor<4x8xf32>' and 'tensor<5x2xf32>'}}
+  %0 = mpc.concat %a, %b dim 1 : tensor<4x8xf32>, tensor<5x2xf32>
   return
 }
 

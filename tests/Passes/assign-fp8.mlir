@@ -68,14 +68,14 @@
 // NONE-LABEL: mpc.model @layer
 //   NONE-NOT:   mpc.quantize
 //   NONE-NOT:   mpc.scaled_matmul
-// Three quantizations, three columns of the table (2 + 16 rows), the e4m3
+// Three quantizations, three columns of the table (4 + 16 rows), the e4m3
 // ones (the weight, the input) before the e5m2 gradient's; each with the
 // margin.
 // DELAYED-LABEL: mpc.model @layer
-//       DELAYED:   state(%fp8.scaling: tensor<18x3xf32> = zeros) {
-//       DELAYED:   mpc.quantize %{{.*}} delayed(%fp8.scaling[0] margin 2 : tensor<18x3xf32>) : tensor<32x32xbf16> to tensor<32x32xf8E4M3FN>
-//       DELAYED:   mpc.quantize %{{.*}} delayed(%fp8.scaling[1] margin 2 : tensor<18x3xf32>) : tensor<2x8x32xbf16> to tensor<2x8x32xf8E4M3FN>
-//       DELAYED:   mpc.quantize %{{.*}} delayed(%fp8.scaling[2] margin 2 : tensor<18x3xf32>) : tensor<2x8x32xbf16> to tensor<2x8x32xf8E5M2>
+//       DELAYED:   state(%fp8.scaling: tensor<20x3xf32> = zeros) {
+//       DELAYED:   mpc.quantize %{{.*}} delayed(%fp8.scaling[0] margin 2 : tensor<20x3xf32>) : tensor<32x32xbf16> to tensor<32x32xf8E4M3FN>
+//       DELAYED:   mpc.quantize %{{.*}} delayed(%fp8.scaling[1] margin 2 : tensor<20x3xf32>) : tensor<2x8x32xbf16> to tensor<2x8x32xf8E4M3FN>
+//       DELAYED:   mpc.quantize %{{.*}} delayed(%fp8.scaling[2] margin 2 : tensor<20x3xf32>) : tensor<2x8x32xbf16> to tensor<2x8x32xf8E5M2>
 // The layer's GEMMs are decided together: the forward linear and its
 // weight gradient carry one reason.
 // AUTO-LABEL: mpc.model @layer
@@ -117,7 +117,7 @@ mpc.model @layer inputs(%x: tensor<2x8x32xf32>, %y: tensor<16xi32>) params(%w1: 
 //       CHECK:   mpc.output
 // The e5m2 columns follow the e4m3 ones, whatever the program order.
 // DELAYED-LABEL: mpc.model @chain
-//       DELAYED:   state(%fp8.scaling: tensor<18x6xf32> = zeros) {
+//       DELAYED:   state(%fp8.scaling: tensor<20x6xf32> = zeros) {
 // DELAYED-COUNT-4:   delayed(%fp8.scaling[{{[0-3]}}] {{.*}} to tensor<{{.*}}f8E4M3FN>
 // DELAYED-COUNT-2:   delayed(%fp8.scaling[{{[45]}}] {{.*}} to tensor<{{.*}}f8E5M2>
 mpc.model @chain inputs(%x: tensor<16x32xf32>) params(%w1: tensor<32x32xf32> = normal(0.02), %w2: tensor<32x32xf32> = normal(0.02)) {

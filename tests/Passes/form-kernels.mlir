@@ -736,11 +736,11 @@ mpc.model @embedding_gradient inputs(%dy: tensor<2x3x4xf16>, %ids: tensor<2x3xi3
 //       CHECK:   mpc.quantize %{{.*}} : tensor<16x32xbf16> to tensor<16x32xf8E4M3FN>
 // NOROWS-LABEL: mpc.model @quantize_prologue
 //   NOROWS-NOT:   mpc.fusion row
-mpc.model @quantize_prologue inputs(%h: tensor<16x32xbf16>, %dy: tensor<16x32xbf16>) params() state(%t: tensor<3x2xf32> = zeros) {
+mpc.model @quantize_prologue inputs(%h: tensor<16x32xbf16>, %dy: tensor<16x32xbf16>) params() state(%t: tensor<5x2xf32> = zeros) {
   %g = mpc.gelu %h approximate tanh : tensor<16x32xbf16>
-  %q, %s = mpc.quantize %g delayed(%t[0] margin 0 : tensor<3x2xf32>) : tensor<16x32xbf16> to tensor<16x32xf8E4M3FN>
+  %q, %s = mpc.quantize %g delayed(%t[0] margin 0 : tensor<5x2xf32>) : tensor<16x32xbf16> to tensor<16x32xf8E4M3FN>
   %dg = mpc.gelu_grad %dy, %h approximate tanh : tensor<16x32xbf16>
-  %qd, %sd = mpc.quantize %dg delayed(%t[1] margin 0 : tensor<3x2xf32>) : tensor<16x32xbf16> to tensor<16x32xf8E5M2>
+  %qd, %sd = mpc.quantize %dg delayed(%t[1] margin 0 : tensor<5x2xf32>) : tensor<16x32xbf16> to tensor<16x32xf8E5M2>
   %db = mpc.reduce_sum %dg dims [0] : tensor<16x32xbf16>
   %g2 = mpc.gelu %h approximate tanh : tensor<16x32xbf16>
   %q2, %s2 = mpc.quantize %g2 : tensor<16x32xbf16> to tensor<16x32xf8E4M3FN>

@@ -12,10 +12,13 @@
 //   - each history moved by one, the newest first, and each scale is the
 //     largest power of two that keeps the history's largest amax within
 //     the format (448, 57344), less the margin;
-//   - the step's amax row is zero again.
-// A step with a NaN input (its gradients NaN: skipped) leaves the table as
-// it was, and the quantizations use the table: a scale set by hand changes
-// the loss.
+//   - x's and the weight's saturated elements are those beyond the format
+//     at the scale the step began with;
+//   - the step's amax and saturation rows are zero again.
+// A step with a NaN input (its gradients NaN: skipped) leaves the scales
+// and histories as they were, and the quantizations use the table: a
+// scale set by hand changes the loss, and one too large saturates what
+// the reference counts, which mpc_get_training_stats sums.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,7 +40,7 @@ namespace {
 constexpr int64_t kHistory = MPC_FP8_HISTORY;
 constexpr int kMargin = MPC_FP8_MARGIN;
 constexpr int64_t kColumns = 3; // x, fc1.weight (e4m3); fc1's dy (e5m2)
-constexpr int64_t kRows = 2 + kHistory;
+constexpr int64_t kRows = 4 + kHistory;
 
 float toBf16(float value) {
   return mpc_bf16_bits_to_f32(mpc_f32_to_bf16_bits(value));
@@ -48,6 +51,14 @@ float bf16Amax(const std::vector<float> &values) {
   for (float value : values)
     amax = std::max(amax, std::fabs(toBf16(value)));
   return amax;
+}
+
+/// Elements of `values` (as bf16) beyond e4m3's 448 once scaled by 2^e.
+float saturatedAt(const std::vector<float> &values, float e) {
+  float count = 0;
+  for (float value : values)
+    count += std::ldexp(std::fabs(double(toBf16(value))), int(e)) > 448.0;
+  return count;
 }
 
 /// The spec's scale exponent: the largest e with m · 2^e <= largest (0
@@ -117,29 +128,37 @@ TEST(Fp8DelayedScaling, TableFollowsTheReference) {
   // More steps than the history holds, so amaxes leave it.
   for (int step = 0; step < 3 * kHistory + 2; ++step) {
     trainer.task.next();
+    std::vector<float> weight = trainer.weight();
     float xAmax = bf16Amax(trainer.task.x);
-    float weightAmax = bf16Amax(trainer.weight());
+    float weightAmax = bf16Amax(weight);
     float loss = trainer.step();
     ASSERT_TRUE(std::isfinite(loss)) << "step " << step;
     std::vector<float> after = trainer.table();
     // Which e4m3 column is x's: the one whose newest amax is x's.
     if (xColumn < 0)
-      xColumn = at(after, 2, 0) == xAmax ? 0 : 1;
+      xColumn = at(after, 4, 0) == xAmax ? 0 : 1;
     int64_t weightColumn = 1 - xColumn;
-    EXPECT_EQ(at(after, 2, xColumn), xAmax) << "step " << step;
-    EXPECT_EQ(at(after, 2, weightColumn), weightAmax) << "step " << step;
-    float gradientAmax = at(after, 2, 2);
+    EXPECT_EQ(at(after, 4, xColumn), xAmax) << "step " << step;
+    EXPECT_EQ(at(after, 4, weightColumn), weightAmax) << "step " << step;
+    EXPECT_EQ(at(after, 3, xColumn),
+              saturatedAt(trainer.task.x, at(before, 0, xColumn)))
+        << "step " << step;
+    EXPECT_EQ(at(after, 3, weightColumn),
+              saturatedAt(weight, at(before, 0, weightColumn)))
+        << "step " << step;
+    float gradientAmax = at(after, 4, 2);
     EXPECT_TRUE(gradientAmax > 0 && std::isfinite(gradientAmax))
         << "step " << step << ": " << gradientAmax;
     for (int64_t c = 0; c < kColumns; ++c) {
       EXPECT_EQ(at(after, 1, c), 0.0f) << "step " << step << " column " << c;
+      EXPECT_EQ(at(after, 2, c), 0.0f) << "step " << step << " column " << c;
       double largest = c < 2 ? 448.0 : 57344.0;
       double historyMax = 0;
       for (int64_t h = 0; h < kHistory; ++h) {
-        float expected = h == 0 ? at(after, 2, c) : at(before, 1 + h, c);
-        EXPECT_EQ(at(after, 2 + h, c), expected)
+        float expected = h == 0 ? at(after, 4, c) : at(before, 3 + h, c);
+        EXPECT_EQ(at(after, 4 + h, c), expected)
             << "step " << step << " column " << c << " history " << h;
-        historyMax = std::max(historyMax, double(at(after, 2 + h, c)));
+        historyMax = std::max(historyMax, double(at(after, 4 + h, c)));
       }
       EXPECT_EQ(at(after, 0, c), referenceExponent(historyMax, largest))
           << "step " << step << " column " << c << ": history max "
@@ -168,9 +187,12 @@ TEST(Fp8DelayedScaling, SkippedStepLeavesTheTable) {
   ASSERT_EQ(mpc_get_training_stats(trainer.session, &stats), MPC_OK);
   ASSERT_EQ(stats.skipped_steps, skipped + 1) << "the NaN step was applied";
   std::vector<float> after = trainer.table();
-  for (size_t i = 0; i < after.size(); ++i)
+  for (size_t i = 0; i < after.size(); ++i) {
+    if (i / kColumns == 3) // the last step's saturations: this one's
+      continue;
     EXPECT_EQ(std::memcmp(&after[i], &before[i], sizeof(float)), 0)
         << "element " << i << ": " << before[i] << " -> " << after[i];
+  }
   // The next step applies and moves the history again.
   trainer.task.next();
   EXPECT_TRUE(std::isfinite(trainer.step()));
@@ -195,8 +217,38 @@ TEST(Fp8DelayedScaling, QuantizationsUseTheTable) {
   float expected = plain.step(), loss = rescaled.step();
   EXPECT_NE(loss, expected);
   // And the next step's history is as the reference says all the same.
-  EXPECT_EQ(rescaled.table()[static_cast<size_t>(2 * kColumns)],
-            plain.table()[static_cast<size_t>(2 * kColumns)]);
+  EXPECT_EQ(rescaled.table()[static_cast<size_t>(4 * kColumns)],
+            plain.table()[static_cast<size_t>(4 * kColumns)]);
+}
+
+TEST(Fp8DelayedScaling, SaturationsAreCounted) {
+  // x's scale set to 2^8 by hand: x (normal noise, as bf16) beyond
+  // 448 / 256 = 1.75 saturates, about 8 % of it.
+  Fp8Trainer trainer;
+  ASSERT_NE(trainer.session, nullptr);
+  mpc_training_stats stats;
+  ASSERT_EQ(mpc_get_training_stats(trainer.session, &stats), MPC_OK);
+  EXPECT_EQ(stats.fp8_saturated, 0);
+  trainer.task.next();
+  trainer.step();
+  std::vector<float> table = trainer.table();
+  int64_t xColumn = at(table, 4, 0) == bf16Amax(trainer.task.x) ? 0 : 1;
+  table[static_cast<size_t>(xColumn)] = 8.0f;
+  ASSERT_EQ(
+      mpc_set_param(trainer.session, "fp8.scaling", table.data(), table.size()),
+      MPC_OK);
+  trainer.task.next();
+  float expected = saturatedAt(trainer.task.x, 8.0f);
+  ASSERT_GT(expected, 0.0f);
+  EXPECT_TRUE(std::isfinite(trainer.step())) << "saturated, not inf";
+  table = trainer.table();
+  EXPECT_EQ(at(table, 3, xColumn), expected);
+  ASSERT_EQ(mpc_get_training_stats(trainer.session, &stats), MPC_OK);
+  float total = 0;
+  for (int64_t c = 0; c < kColumns; ++c)
+    total += at(table, 3, c);
+  EXPECT_EQ(stats.fp8_saturated, static_cast<int64_t>(total));
+  EXPECT_GE(stats.fp8_saturated, static_cast<int64_t>(expected));
 }
 
 } // namespace

@@ -76,7 +76,8 @@ class _TrainingStats(ctypes.Structure):
                 ("last_skipped", ctypes.c_int32),
                 ("grad_norm", ctypes.c_float),
                 ("learning_rate", ctypes.c_float),
-                ("gradients_nonfinite", ctypes.c_int64)]
+                ("gradients_nonfinite", ctypes.c_int64),
+                ("fp8_saturated", ctypes.c_int64)]
 
 
 class _NonfiniteReport(ctypes.Structure):
