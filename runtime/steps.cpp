@@ -471,18 +471,26 @@ extern "C" mpc_status mpc_get_training_stats(mpc_session *session,
   result.learning_rate = control.learning_rate;
   result.gradients_nonfinite = session->gradients_nonfinite;
   // Delayed FP8 scaling's table: row 3 counts each tensor's saturated
-  // elements of the last optimizer step (mpc.quantize).
+  // elements of the last optimizer step (mpc.quantize). Only that row is
+  // read: apps call this every step.
   if (const mpc_tensor_desc *table =
           mpcrt::find_param_or_state(session->model, "fp8.scaling");
       table && table->rank == 2) {
-    std::vector<float> values(static_cast<size_t>(table->num_elements));
-    if (mpc_status status =
-            mpc_get_param(session, "fp8.scaling", values.data(), values.size()))
-      return status;
     int64_t columns = table->shape[1];
-    for (int64_t c = 0; c < columns; ++c)
-      result.fp8_saturated +=
-          static_cast<int64_t>(values[static_cast<size_t>(3 * columns + c)]);
+    std::vector<float> counts(static_cast<size_t>(columns));
+    int64_t bytes = columns * static_cast<int64_t>(sizeof(float));
+    if (session->cuda) {
+      if (mpc_status status = mpcrt::cuda_download(session, table->arena,
+                                                   table->offset + 3 * bytes,
+                                                   counts.data(), bytes))
+        return status;
+    } else {
+      std::memcpy(counts.data(),
+                  mpcrt::tensor_data(session, *table) + 3 * bytes,
+                  static_cast<size_t>(bytes));
+    }
+    for (float count : counts)
+      result.fp8_saturated += static_cast<int64_t>(count);
   }
   *stats = result;
   return MPC_OK;

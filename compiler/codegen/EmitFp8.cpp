@@ -36,22 +36,26 @@ std::string fp8Max(Type format) {
   return floatLiteral(llvm::APFloat::getLargest(semantics).convertToDouble());
 }
 
+/// 2^`exponent` (an int expression in [-126, 127]), built from its bits.
+std::string powerOfTwo(StringRef exponent) {
+  return ("__uint_as_float((unsigned int)(" + exponent + " + 127) << 23)")
+      .str();
+}
+
 /// The largest power of two p with `amax` · p <= `largest` (as the
 /// exponent `exponent`): 0 where amax is 0 or not finite, at most 127.
 /// The exponent of the rounded quotient, one less where the quotient
 /// rounded up to a power of two (amax · p is exact: p is a power of two).
 std::string scaleExponentCode(StringRef amax, StringRef largest) {
-  return llvm::formatv(
-             "  int exponent = 0;\n"
-             "  if ({0} > 0.0f && {0} <= 3.40282347e38f) {{\n"
-             "    unsigned int bits = __float_as_uint({1} / {0}) & "
-             "0x7f800000u;\n"
-             "    exponent = (int)(bits >> 23) - 127;\n"
-             "    if (exponent > 127) exponent = 127;\n"
-             "    if ({0} * __uint_as_float((unsigned int)(exponent + 127) << "
-             "23) > {1}) exponent -= 1;\n"
-             "  }\n",
-             amax, largest)
+  return llvm::formatv("  int exponent = 0;\n"
+                       "  if ({0} > 0.0f && {0} <= 3.40282347e38f) {{\n"
+                       "    unsigned int bits = __float_as_uint({1} / {0}) & "
+                       "0x7f800000u;\n"
+                       "    exponent = (int)(bits >> 23) - 127;\n"
+                       "    if (exponent > 127) exponent = 127;\n"
+                       "    if ({0} * {2} > {1}) exponent -= 1;\n"
+                       "  }\n",
+                       amax, largest, powerOfTwo("exponent"))
       .str();
 }
 
@@ -147,10 +151,10 @@ LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
     int64_t columns = table.getDimSize(1), column = *op.getIndex();
     args.push_back(emitter.pointer(op.getScaling()));
     parameters += ", float *__restrict__ table";
-    prologue = llvm::formatv("  const float scale = __uint_as_float((unsigned "
-                             "int)((int)table[{0}] + 127) << 23);\n"
-                             "  float m = 0.0f, saturated = 0.0f;\n",
-                             column)
+    prologue = llvm::formatv(
+                   "  const float scale = {0};\n"
+                   "  float m = 0.0f, saturated = 0.0f;\n",
+                   powerOfTwo(llvm::formatv("(int)table[{0}]", column).str()))
                    .str();
     // A thread's and a block's counts are exact in f32 (far below 2^24).
     epilogue =
@@ -202,8 +206,7 @@ LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
                              blocks)
                    .str() +
                scaleExponentCode("amax", fp8Max(format)) +
-               "  const float scale = __uint_as_float((unsigned "
-               "int)(exponent + 127) << 23);\n";
+               "  const float scale = " + powerOfTwo("exponent") + ";\n";
     cost.readsBytes(grid * blocks * 4);
   }
   prologue += "  if (blockIdx.x == 0 && threadIdx.x == 0) scale_inv[0] = "
