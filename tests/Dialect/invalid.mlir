@@ -883,6 +883,14 @@ func.func @quantize_c1(%x: tensor<4x8xbf16>) {
 
 // -----
 
+func.func @quantize_c1_transposed(%x: tensor<4x8xbf16>) {
+  // expected-error@+1 {{'mpc.quantize' op expects a transposed copy of type 'tensor<8x4xf8E4M3FN>', got 'tensor<4x8xf8E4M3FN>'}}
+  %q, %s, %t = mpc.quantize %x : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN> transposed tensor<4x8xf8E4M3FN>
+  return
+}
+
+// -----
+
 func.func @quantize_c2_table(%x: tensor<4x8xbf16>, %t: tensor<2x3xf32>) {
   // expected-error@+1 {{'mpc.quantize' op expects a delayed-scaling table of f32 [4 + history, tensors] with a history of at least 1, got 'tensor<2x3xf32>'}}
   %q, %s = mpc.quantize %x delayed(%t[0] margin 0 : tensor<2x3xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>

@@ -19,6 +19,9 @@
 // RUN: not mpc-opt %s --split-input-file --mpc-assign-fp8="gemms=all history=4 unscaled" \
 // RUN:   2>&1 | FileCheck %s --check-prefix=BAD-OPTIONS
 // BAD-OPTIONS: error: mpc-assign-fp8: expects history >= 0, margin in [0, 32], and no history with unscaled
+// RUN: not mpc-opt %S/Inputs/fp8-taken-name.mlir --mpc-assign-fp8="gemms=all history=4" \
+// RUN:   2>&1 | FileCheck %s --check-prefix=TAKEN-NAME
+// TAKEN-NAME: error: 'mpc.model' op has a tensor named 'fp8.scaling', the name of delayed FP8 scaling's state
 // gemms=auto on an H100's figures (the defaults): these GEMMs are far too
 // small to pay for quantizing their operands; each says so. With memory
 // a thousand times faster (bandwidth-gbs), quantizing is nearly free and
