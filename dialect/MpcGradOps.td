@@ -23,7 +23,8 @@ class Mpc_ElementwiseGradOp<string mnemonic, string forward, string what>
 }
 
 def Mpc_ReluGradOp : Mpc_ElementwiseGradOp<"relu_grad", "relu",
-                                           "dx = input > 0 ? dy : 0"> {
+    "dx = v > 0 ? dy : 0, where v is the ReLU's input or its output (both "
+    "are positive at the same elements; autodiff passes the output)"> {
   let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$input);
   let results = (outs Mpc_FloatTensor:$result);
   let assemblyFormat = "$grad `,` $input attr-dict `:` type($grad)";

@@ -236,7 +236,11 @@ LogicalResult NegOp::buildVjp(OpBuilder &b, Value dy, ArrayRef<bool> needed,
 LogicalResult ReluOp::buildVjp(OpBuilder &b, Value dy, ArrayRef<bool> needed,
                                SmallVectorImpl<Value> &grads) {
   resizeGrads(*this, grads);
-  grads[0] = ReluGradOp::create(b, getLoc(), dy, getInput());
+  // The mask from the output, which is positive where the input is: the
+  // output is usually kept anyway (the next layer's input), so the input
+  // need not be, and a batch norm's kernel can apply the ReLU without
+  // storing what it normalised (cuDNN's BN-activation backward reads y).
+  grads[0] = ReluGradOp::create(b, getLoc(), dy, getResult());
   return success();
 }
 

@@ -662,7 +662,7 @@ bool mlir::mpc::isRowFusible(Operation *op) {
   if (auto quantize = dyn_cast<QuantizeOp>(op))
     return quantize.getScaling() != nullptr;
   return isa<SoftmaxOp, LogSoftmaxOp, SoftmaxGradOp, LogSoftmaxGradOp,
-             LayerNormOp, LayerNormGradOp>(op);
+             LayerNormOp, LayerNormGradOp, BatchNormOp, BatchNormGradOp>(op);
 }
 
 bool mlir::mpc::isAttentionLike(Operation *op) {
@@ -853,8 +853,9 @@ LogicalResult FusionOp::verifyRegions() {
           return isRowFusible(op) || isLoopFusible(op);
         }))
       return emitOpError() << "of kind 'row' expects one softmax, "
-                              "log_softmax, layer_norm or their gradient, "
-                              "and loop ops";
+                              "log_softmax, layer_norm, batch_norm or their "
+                              "gradient, or a delayed quantize, and loop "
+                              "ops";
     return success();
   }
   if (getKind() == FusionKind::Attention) {

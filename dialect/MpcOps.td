@@ -295,8 +295,11 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
       compute its input (the attention's scale and causal mask, the
       residual sum before a layer norm, which the kernel also stores), or
       their gradient with the loop ops applied to its (first) result (the
-      residual gradient added to a layer norm's input gradient); the row
-      kernel evaluates them per element.
+      residual gradient added to a layer norm's input gradient); a
+      batch_norm with the loop ops applied to its result (the ReLU, the
+      residual sum), or its gradient with those computing its incoming
+      gradient (the ReLU's gradient); a delayed quantize with those
+      computing its input; the row kernel evaluates them per element.
     - `attention`: an mpc.attention or mpc.attention_grad after the views
       (slice, reshape, transpose) that make its operands from a stored
       tensor: the kernels read that tensor in place, through strides (the
@@ -332,7 +335,8 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
     C5: `reduce`: the body is a reduce_sum or an embedding_grad and a cast
         of its result to f32.
     C6: `row`: the body holds one softmax, log_softmax, layer_norm,
-        softmax_grad, log_softmax_grad or layer_norm_grad; every other op is
+        batch_norm, softmax_grad, log_softmax_grad, layer_norm_grad,
+        batch_norm_grad or quantize with delayed scaling; every other op is
         elementwise or a view.
     C7: `attention`: one attention or its gradient; every op before it is
         a reshape, transpose or slice, and every op after it (a gradient's

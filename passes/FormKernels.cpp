@@ -601,12 +601,15 @@ void KernelFormation::formRowGroups() {
              !isa<DropoutOp>(candidate) &&
              candidate->getBlock() == op.getBlock();
     };
-    if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, QuantizeOp>(op)) {
-      // The prologue: what computes the input, read only here, one
-      // evaluation per element of the input. A layer norm's and a
-      // quantization's kernel also stores its input when it is read after
-      // the group (the residual sum before a layer norm; a GELU's gradient
-      // that a bias gradient sums too).
+    if (isa<SoftmaxOp, LogSoftmaxOp, LayerNormOp, QuantizeOp, BatchNormGradOp>(
+            op)) {
+      // The prologue: what computes the input (a batch norm gradient's
+      // incoming gradient), read only here, one evaluation per element of
+      // the input. A layer norm's, a quantization's and a batch norm
+      // gradient's kernel also stores its input when it is read after the
+      // group (the residual sum before a layer norm; a GELU's gradient that
+      // a bias gradient sums too; a residual block's gradient, which its
+      // shortcut reads).
       int64_t elements = elementCount(op.getOperand(0));
       SmallVector<Value> worklist{op.getOperand(0)};
       while (!worklist.empty()) {
@@ -614,7 +617,7 @@ void KernelFormation::formRowGroups() {
         Operation *producer = value.getDefiningOp();
         if (!joins(producer) || group.ops.contains(producer))
           continue;
-        bool stored = isa<LayerNormOp, QuantizeOp>(op) &&
+        bool stored = isa<LayerNormOp, QuantizeOp, BatchNormGradOp>(op) &&
                       value == op.getOperand(0) && isElementwise(producer) &&
                       readAfter(value, group);
         if (!readOnceHere(producer, group, elements) && !stored)

@@ -605,14 +605,19 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
        reduce_sum's sum, or of an embedding gradient's table (accumulated
        in f32 by atomics), joins the reduction (a `reduce` group).
     2. Row kernels (`rows`): the loop ops that compute a softmax's (or
-       log_softmax's or layer_norm's) input and are read only there, with
+       log_softmax's, layer_norm's or delayed quantize's) input, or a
+       batch_norm_grad's incoming gradient, and are read only there, with
        one evaluation per element, join it (the attention's scale and causal
        mask: the scores are never stored); so does the elementwise op that
-       computes a layer norm's input and is read after it (the residual
-       sum, which the layer norm's kernel stores); so does the chain of elementwise ops of
-       one shape applied to a softmax gradient or to a layer norm's input
-       gradient (the residual gradient added to it), each the only reader of
-       the one before. Dropout never joins a row kernel.
+       computes a layer norm's, a quantize's or a batch_norm_grad's input
+       and is read after it (the residual sum, which the layer norm's kernel
+       stores; a residual block's gradient, which its shortcut reads too);
+       so does the chain of elementwise ops of one shape applied to a
+       batch_norm's result (its ReLU, the residual sum and the ReLU after
+       it: what it normalised is never stored), a softmax gradient or a
+       layer norm's input gradient (the residual gradient added to it), each
+       the only reader of the one before. Dropout never joins a row
+       kernel.
     3. Loop fusion, from each group's last op backwards: a producer that is
        elementwise or a view joins the group when
        - every reader of its result is in the group; an elementwise

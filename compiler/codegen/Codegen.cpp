@@ -988,7 +988,10 @@ int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
       AttentionShape shape = grad.getShape();
       return saturatingProduct({shape.batch, shape.heads, shape.queries, 4});
     }
-  Operation *op = step.ops.front();
+  // A row group's scratch is its row op's, which a prologue precedes.
+  Operation *op = step.group == FusionKind::Row
+                      ? *llvm::find_if(step.ops, isRowFusible)
+                      : step.ops.front();
   if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
     // The partial results of a split reduction (EmitRow.cpp).
     int64_t outputs =

@@ -498,13 +498,19 @@ void emitRmsNormGrad(StepEmitter &emitter, const Step &step, RmsNormGradOp op) {
 }
 
 /// batch_norm_grad in training mode, over channel dim 1 of [N, C] or
-/// [N, C, H, W], with m = N * H * W elements per channel. Kernel 1, one
-/// block per channel: batch mean and biased variance again, then
-/// dbeta = sum dy and dgamma = sum dy * xhat (written directly), and the
-/// statistics kernel 2 needs. Kernel 2, elementwise:
-///   dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
-void emitBatchNormGrad(StepEmitter &emitter, const Step &step,
-                       BatchNormGradOp op) {
+/// [N, C, H, W], with m = N * H * W elements per channel:
+///   dbeta = sum dy, dgamma = sum dy * xhat,
+///   dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)),
+/// the batch mean and variance computed again from x. dy is read through
+/// the prologue mpc-form-kernels grouped with it (the ReLU's gradient, from
+/// the ReLU's output; with the residual gradients added first, which the
+/// kernel then stores for the shortcut). Where a block sums a whole
+/// channel: one kernel, a block a channel, the sums and then dx (the
+/// channel read again from L2). Where channels are summed in slices: each
+/// slice's sums, then per channel the parameters' gradients and the
+/// statistics dx needs, then dx elementwise.
+LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
+                                BatchNormGradOp op) {
   auto type = op.getInput().getType();
   int64_t batch = type.getDimSize(0), channels = type.getDimSize(1);
   int64_t spatial = type.getNumElements() / (batch * channels);
@@ -514,160 +520,254 @@ void emitBatchNormGrad(StepEmitter &emitter, const Step &step,
   // The channel's elements for MPC_SUM_CHANNEL: `at` from its first.
   std::string channel = llvm::formatv("{0}LL, {1}LL, {2}LL, at", batch, spatial,
                                       channels * spatial);
+  // dy's element `at` of channel c.
+  std::string at = llvm::formatv("c * {0}LL + at", spatial);
+  // The cost of reading dy: its prologue's loads, or dy itself.
+  auto readsDy = [&](KernelCost &cost, const RowAccess &dy) {
+    if (dy.fused)
+      cost += dy.fused->cost;
+    else
+      cost.reads(op.getGrad());
+  };
+  // dy's parameters before the others (a prologue of constants has none).
+  auto leading = [](ArrayRef<std::string> parameters) {
+    std::string text;
+    for (const std::string &parameter : parameters)
+      text += parameter + ", ";
+    return text;
+  };
+  // dx is not stored where nothing reads it (the gradient of a model's
+  // input).
+  bool writesDx = emitter.getPlan().isMaterialised(op.getInputGrad());
+  std::string dxParameter =
+      writesDx ? ", " + elementCType(op.getInputGrad()) + " *__restrict__ dx"
+               : "";
+  // dx's statement at element i, given mean, rstd, meanDy, meanDyXhat and
+  // gamma_c; it stores dy where the prologue's value is read after.
+  auto inputGradient = [&](const RowAccess &dy, StringRef indent) {
+    std::string code =
+        llvm::formatv("{0}float d = {1};\n", indent, dy.load("i"));
+    if (dy.stored)
+      code += llvm::formatv("{0}mpc_store({1} + i, d);\n", indent, *dy.stored);
+    if (writesDx)
+      code += llvm::formatv("{0}float xhat = (mpc_load(x + i) - mean) * rstd;\n"
+                            "{0}float g = d - meanDy - xhat * meanDyXhat;\n"
+                            "{0}mpc_store(dx + i, gamma_c * rstd * g);\n",
+                            indent);
+    return code;
+  };
+  auto addDx = [&](SmallVector<std::string> &arguments, KernelCost &cost) {
+    if (!writesDx)
+      return;
+    arguments.push_back(emitter.pointer(op.getInputGrad()));
+    cost.writes(op.getInputGrad());
+  };
+  // So are gamma's and beta's where nothing reads them (a model that does
+  // not train them; an unused beta).
+  SmallVector<std::pair<Value, StringRef>> parameterGrads;
+  for (auto [grad, name] :
+       {std::pair<Value, StringRef>{op.getGammaGrad(), "dgamma"},
+        {op.getBetaGrad(), "dbeta"}})
+    if (emitter.getPlan().isMaterialised(grad))
+      parameterGrads.push_back({grad, name});
+  std::string parameterGradParameters;
+  for (auto [grad, name] : parameterGrads)
+    parameterGradParameters +=
+        (", " + elementCType(grad) + " *__restrict__ " + name).str();
+  // The stores of dgamma and dbeta at channel c, given their values.
+  auto storeParameterGrads = [&](StringRef dgamma, StringRef dbeta,
+                                 StringRef indent) {
+    std::string code;
+    for (auto [grad, name] : parameterGrads)
+      code += llvm::formatv("{0}mpc_store({1} + c, {2});\n", indent, name,
+                            name == "dgamma" ? dgamma : dbeta);
+    return code;
+  };
+  auto addParameterGrads = [&](SmallVector<std::string> &arguments,
+                               KernelCost &cost) {
+    for (auto [grad, name] : parameterGrads) {
+      arguments.push_back(emitter.pointer(grad));
+      cost.writes(grad);
+    }
+  };
 
-  std::string statsName = emitter.kernelName("batch_norm_grad_params");
   int64_t splits = batchNormSplits(type);
-  if (splits > 1) {
-    // As the forward's statistics (EmitRow.cpp): per slice the sums of x
-    // and dy, then the squares and the sum of dy * x about the slice's
-    // mean; per channel, Chan et al.'s combination, and
-    //   sum dy (x - mean) = sum_s [sum dy (x - mean_s)
-    //                              + (mean_s - mean) sum_s dy].
-    int64_t slice = (count + splits - 1) / splits;
-    std::string partials =
-        emitter.scratchPointer(step, "float", 4 * channels * 4);
-    std::string partialsName = emitter.kernelName("batch_norm_grad_partials");
+  if (splits == 1) {
+    std::string name = emitter.kernelName("batch_norm_grad");
+    FailureOr<RowAccess> dy =
+        rowInput(emitter, step, op, op.getGrad(), "dy", name);
+    if (failed(dy))
+      return failure();
     emitter.addKernel(llvm::formatv(
-        "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
-        "*__restrict__ x, float *__restrict__ partials) {{\n"
-        "  long long c = blockIdx.x / {3}LL, s = blockIdx.x % {3}LL;\n"
-        "  const {2} *xc = x + c * {4}LL;\n"
-        "  const {1} *dyc = dy + c * {4}LL;\n"
-        "  long long begin = s * {5}LL;\n"
-        "  long long end = begin + {5}LL < {6}LL ? begin + {5}LL : {6}LL;\n"
-        "  mpc_sum sx = 0.0f, sdy = 0.0f;\n"
-        "  MPC_SUM_CHANNEL_SLICE2(begin, end, {4}LL, {7}LL, at, sx, "
-        "mpc_load(xc + at), sdy, mpc_load(dyc + at));\n"
-        "  float tx = mpc_block_reduce_sum(sx);\n"
-        "  float tdy = mpc_block_reduce_sum(sdy);\n"
-        "  float mean = tx / (float)(end - begin);\n"
-        "  mpc_sum squares = 0.0f, sdyx = 0.0f;\n"
-        "  MPC_SUM_CHANNEL_SLICE2(begin, end, {4}LL, {7}LL, at, squares, "
-        "(mpc_load(xc + at) - mean) * (mpc_load(xc + at) - mean), sdyx, "
-        "mpc_load(dyc + at) * (mpc_load(xc + at) - mean));\n"
-        "  float m2 = mpc_block_reduce_sum(squares);\n"
-        "  float dyx = mpc_block_reduce_sum(sdyx);\n"
-        "  if (threadIdx.x == 0) {{\n"
-        "    float *p = partials + 4LL * blockIdx.x;\n"
-        "    p[0] = tx;\n"
-        "    p[1] = m2;\n"
-        "    p[2] = tdy;\n"
-        "    p[3] = dyx;\n"
-        "  }\n"
-        "}\n",
-        partialsName, elementCType(op.getGrad()), elementCType(op.getInput()),
-        splits, spatial, slice, count, channels * spatial));
-    emitter.launch(partialsName, channels * splits, rowBlockSize,
-                   {emitter.constPointer(op.getGrad()),
-                    emitter.constPointer(op.getInput()), partials},
-                   KernelCost()
-                       .reads(op.getGrad())
-                       .reads(op.getInput())
-                       .writesBytes(4 * channels * splits * 4)
-                       .flopsPer(count * channels, 8));
-    emitter.addKernel(llvm::formatv(
-        "__global__ void {0}(const float *__restrict__ partials, {1} "
-        "*__restrict__ dgamma, {2} *__restrict__ dbeta, float *__restrict__ "
-        "stats) {{\n"
-        "  MPC_FOR_EACH(c, {3}LL) {{\n"
-        "    const float *p = partials + 4LL * {4}LL * c;\n"
-        "    float total = 0.0f;\n"
-        "    for (long long s = 0; s < {4}LL; ++s) total += p[4 * s];\n"
-        "    float mean = total / {5}.0f;\n"
-        "    float m2 = 0.0f, sdy = 0.0f, dyx = 0.0f;\n"
-        "    for (long long s = 0; s < {4}LL; ++s) {{\n"
-        "      long long n = {5}LL - s * {6}LL < {6}LL ? {5}LL - s * {6}LL : "
-        "{6}LL;\n"
-        "      float d = p[4 * s] / (float)n - mean;\n"
-        "      m2 += p[4 * s + 1] + (float)n * d * d;\n"
-        "      sdy += p[4 * s + 2];\n"
-        "      dyx += p[4 * s + 3] + d * p[4 * s + 2];\n"
-        "    }\n"
-        "    float rstd = mpc_rsqrt(m2 / {5}.0f + {7});\n"
-        "    float sdyx = dyx * rstd;\n"
-        "    mpc_store(dgamma + c, sdyx);\n"
-        "    mpc_store(dbeta + c, sdy);\n"
-        "    stats[c] = mean;\n"
-        "    stats[{3}LL + c] = rstd;\n"
-        "    stats[2LL * {3}LL + c] = sdy / {5}.0f;\n"
-        "    stats[3LL * {3}LL + c] = sdyx / {5}.0f;\n"
-        "  }\n"
-        "}\n",
-        statsName, elementCType(op.getGammaGrad()),
-        elementCType(op.getBetaGrad()), channels, splits, count, slice, eps));
-    emitter.launch(statsName, elementwiseGrid(channels), rowBlockSize,
-                   {partials, emitter.pointer(op.getGammaGrad()),
-                    emitter.pointer(op.getBetaGrad()), stats},
-                   KernelCost()
-                       .readsBytes(4 * channels * splits * 4)
-                       .writes(op.getGammaGrad())
-                       .writes(op.getBetaGrad())
-                       .writesBytes(4 * channels * 4)
-                       .flopsPer(channels * splits, 10)
-                       .flopsPer(channels, 8));
-  } else {
-    emitter.addKernel(llvm::formatv(
-        "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
-        "*__restrict__ x, {3} *__restrict__ dgamma, {4} *__restrict__ dbeta, "
-        "float *__restrict__ stats) {{\n"
+        "{10}__global__ void {0}({1}const {2} *__restrict__ x, const {3} "
+        "*__restrict__ gamma{4}{6}) {{\n"
         "  long long c = blockIdx.x;\n"
-        "  const {2} *xc = x + c * {9}LL;\n"
-        "  const {1} *dyc = dy + c * {9}LL;\n"
+        "  const {2} *xc = x + c * {11}LL;\n"
         "  mpc_sum sum = 0.0f;\n"
-        "  MPC_SUM_CHANNEL({6}, sum, mpc_load(xc + at));\n"
-        "  float mean = mpc_block_reduce_sum(sum) / {5}.0f;\n"
+        "  MPC_SUM_CHANNEL({8}, sum, mpc_load(xc + at));\n"
+        "  float mean = mpc_block_reduce_sum(sum) / {7}.0f;\n"
         "  mpc_sum squares = 0.0f;\n"
-        "  MPC_SUM_CHANNEL({6}, squares, (mpc_load(xc + at) - mean) * "
+        "  MPC_SUM_CHANNEL({8}, squares, (mpc_load(xc + at) - mean) * "
         "(mpc_load(xc + at) - mean));\n"
-        "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {5}.0f + "
-        "{7});\n"
+        "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {7}.0f + "
+        "{9});\n"
         "  mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
-        "  MPC_SUM_CHANNEL2({6}, sdy, mpc_load(dyc + at), sdyx, mpc_load(dyc + "
-        "at) * (mpc_load(xc + at) - mean) * rstd);\n"
-        "  sdy = mpc_block_reduce_sum(sdy);\n"
-        "  sdyx = mpc_block_reduce_sum(sdyx);\n"
+        "  MPC_SUM_CHANNEL2({8}, sdy, {12}, sdyx, {12} * (mpc_load(xc + at) - "
+        "mean) * rstd);\n"
+        "  float tdy = mpc_block_reduce_sum(sdy);\n"
+        "  float tdyx = mpc_block_reduce_sum(sdyx);\n"
         "  if (threadIdx.x == 0) {{\n"
-        "    mpc_store(dgamma + c, sdyx);\n"
-        "    mpc_store(dbeta + c, sdy);\n"
-        "    stats[c] = mean;\n"
-        "    stats[{8}LL + c] = rstd;\n"
-        "    stats[2LL * {8}LL + c] = sdy / {5}.0f;\n"
-        "    stats[3LL * {8}LL + c] = sdyx / {5}.0f;\n"
+        "{5}"
         "  }\n"
+        "  float meanDy = tdy / {7}.0f, meanDyXhat = tdyx / {7}.0f, gamma_c = "
+        "mpc_load(gamma + c);\n"
+        "{13}"
         "}\n",
-        statsName, elementCType(op.getGrad()), elementCType(op.getInput()),
-        elementCType(op.getGammaGrad()), elementCType(op.getBetaGrad()), count,
-        channel, eps, channels, spatial));
-    emitter.launch(
-        statsName, channels, channelBlockSize,
-        {emitter.constPointer(op.getGrad()),
-         emitter.constPointer(op.getInput()),
-         emitter.pointer(op.getGammaGrad()), emitter.pointer(op.getBetaGrad()),
-         stats},
-        // Mean and variance (4 FLOPs an element), then the two sums (5).
-        KernelCost()
-            .reads(op.getGrad())
-            .reads(op.getInput())
-            .writes(op.getGammaGrad())
-            .writes(op.getBetaGrad())
-            .writesBytes(4 * channels * 4)
-            .flopsPer(count * channels, 9)
-            .flopsPer(channels, 8));
+        name, leading(dy->parameters), elementCType(op.getInput()),
+        elementCType(op.getGamma()), parameterGradParameters,
+        storeParameterGrads("tdyx", "tdy", "    "), dxParameter, count, channel,
+        eps, dy->functions(), spatial, dy->load(at),
+        writesDx || dy->stored
+            ? llvm::formatv("  MPC_FOR_CHANNEL({0}) {{\n"
+                            "    long long i = c * {1}LL + at;\n"
+                            "{2}"
+                            "  }\n",
+                            channel, spatial, inputGradient(*dy, "    "))
+                  .str()
+            : std::string()));
+    SmallVector<std::string> arguments(dy->arguments);
+    arguments.append({emitter.constPointer(op.getInput()),
+                      emitter.constPointer(op.getGamma())});
+    // Mean and variance (4 FLOPs an element), the two sums (5), dx (7);
+    // x and dy are read from DRAM once (the block's later passes over its
+    // channel find them in L2).
+    KernelCost cost = KernelCost()
+                          .reads(op.getInput())
+                          .reads(op.getGamma())
+                          .flopsPer(count * channels, 16)
+                          .flopsPer(channels, 10);
+    readsDy(cost, *dy);
+    addParameterGrads(arguments, cost);
+    addDx(arguments, cost);
+    emitter.launch(name, channels, channelBlockSize, arguments, cost);
+    return success();
   }
 
-  std::string name = emitter.kernelName("batch_norm_grad_input");
+  // As the forward's statistics (EmitRow.cpp): per slice the sums of x
+  // and dy, then the squares and the sum of dy * x about the slice's
+  // mean; per channel, Chan et al.'s combination, and
+  //   sum dy (x - mean) = sum_s [sum dy (x - mean_s)
+  //                              + (mean_s - mean) sum_s dy].
+  int64_t slice = (count + splits - 1) / splits;
+  std::string partials =
+      emitter.scratchPointer(step, "float", 4 * channels * 4);
+  std::string partialsName = emitter.kernelName("batch_norm_grad_partials");
+  // The input kernel stores dy where it is read after; this one only
+  // reads it.
+  FailureOr<RowAccess> slicedDy =
+      rowInput(emitter, step, op, op.getGrad(), "dy", partialsName,
+               /*storesOperand=*/false);
+  if (failed(slicedDy))
+    return failure();
   emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
-      "*__restrict__ x, const {3} *__restrict__ gamma, const float "
-      "*__restrict__ stats, {4} *__restrict__ dx) {{\n"
+      "{8}__global__ void {0}({1}const {2} *__restrict__ x, float "
+      "*__restrict__ partials) {{\n"
+      "  long long c = blockIdx.x / {3}LL, s = blockIdx.x % {3}LL;\n"
+      "  const {2} *xc = x + c * {4}LL;\n"
+      "  long long begin = s * {5}LL;\n"
+      "  long long end = begin + {5}LL < {6}LL ? begin + {5}LL : {6}LL;\n"
+      "  mpc_sum sx = 0.0f, sdy = 0.0f;\n"
+      "  MPC_SUM_CHANNEL_SLICE2(begin, end, {4}LL, {7}LL, at, sx, "
+      "mpc_load(xc + at), sdy, {9});\n"
+      "  float tx = mpc_block_reduce_sum(sx);\n"
+      "  float tdy = mpc_block_reduce_sum(sdy);\n"
+      "  float mean = tx / (float)(end - begin);\n"
+      "  mpc_sum squares = 0.0f, sdyx = 0.0f;\n"
+      "  MPC_SUM_CHANNEL_SLICE2(begin, end, {4}LL, {7}LL, at, squares, "
+      "(mpc_load(xc + at) - mean) * (mpc_load(xc + at) - mean), sdyx, "
+      "{9} * (mpc_load(xc + at) - mean));\n"
+      "  float m2 = mpc_block_reduce_sum(squares);\n"
+      "  float dyx = mpc_block_reduce_sum(sdyx);\n"
+      "  if (threadIdx.x == 0) {{\n"
+      "    float *p = partials + 4LL * blockIdx.x;\n"
+      "    p[0] = tx;\n"
+      "    p[1] = m2;\n"
+      "    p[2] = tdy;\n"
+      "    p[3] = dyx;\n"
+      "  }\n"
+      "}\n",
+      partialsName, leading(slicedDy->parameters), elementCType(op.getInput()),
+      splits, spatial, slice, count, channels * spatial, slicedDy->functions(),
+      slicedDy->load(at)));
+  SmallVector<std::string> partialsArguments(slicedDy->arguments);
+  llvm::append_range(
+      partialsArguments,
+      ArrayRef<std::string>{emitter.constPointer(op.getInput()), partials});
+  KernelCost partialsCost = KernelCost()
+                                .reads(op.getInput())
+                                .writesBytes(4 * channels * splits * 4)
+                                .flopsPer(count * channels, 8);
+  readsDy(partialsCost, *slicedDy);
+  emitter.launch(partialsName, channels * splits, rowBlockSize,
+                 partialsArguments, partialsCost);
+
+  std::string statsName = emitter.kernelName("batch_norm_grad_params");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ partials, float "
+      "*__restrict__ stats{1}) {{\n"
+      "  MPC_FOR_EACH(c, {3}LL) {{\n"
+      "    const float *p = partials + 4LL * {4}LL * c;\n"
+      "    float total = 0.0f;\n"
+      "    for (long long s = 0; s < {4}LL; ++s) total += p[4 * s];\n"
+      "    float mean = total / {5}.0f;\n"
+      "    float m2 = 0.0f, sdy = 0.0f, dyx = 0.0f;\n"
+      "    for (long long s = 0; s < {4}LL; ++s) {{\n"
+      "      long long n = {5}LL - s * {6}LL < {6}LL ? {5}LL - s * {6}LL : "
+      "{6}LL;\n"
+      "      float d = p[4 * s] / (float)n - mean;\n"
+      "      m2 += p[4 * s + 1] + (float)n * d * d;\n"
+      "      sdy += p[4 * s + 2];\n"
+      "      dyx += p[4 * s + 3] + d * p[4 * s + 2];\n"
+      "    }\n"
+      "    float rstd = mpc_rsqrt(m2 / {5}.0f + {7});\n"
+      "    float sdyx = dyx * rstd;\n"
+      "{2}"
+      "    stats[c] = mean;\n"
+      "    stats[{3}LL + c] = rstd;\n"
+      "    stats[2LL * {3}LL + c] = sdy / {5}.0f;\n"
+      "    stats[3LL * {3}LL + c] = sdyx / {5}.0f;\n"
+      "  }\n"
+      "}\n",
+      statsName, parameterGradParameters,
+      storeParameterGrads("sdyx", "sdy", "    "), channels, splits, count,
+      slice, eps));
+  SmallVector<std::string> statsArguments{partials, stats};
+  KernelCost statsCost = KernelCost()
+                             .readsBytes(4 * channels * splits * 4)
+                             .writesBytes(4 * channels * 4)
+                             .flopsPer(channels * splits, 10)
+                             .flopsPer(channels, 8);
+  addParameterGrads(statsArguments, statsCost);
+  emitter.launch(statsName, elementwiseGrid(channels), rowBlockSize,
+                 statsArguments, statsCost);
+
+  std::string name = emitter.kernelName("batch_norm_grad_input");
+  FailureOr<RowAccess> dy =
+      rowInput(emitter, step, op, op.getGrad(), "dy", name);
+  if (failed(dy))
+    return failure();
+  if (!writesDx && !dy->stored)
+    return success();
+  emitter.addKernel(llvm::formatv(
+      "{8}__global__ void {0}({1}const {2} *__restrict__ x, const {3} "
+      "*__restrict__ gamma, const float *__restrict__ stats{4}) {{\n"
       "#ifdef MPC_DEVICE_BLOCKS\n"
       "  MPC_FOR_EACH(i, {5}LL) {{\n"
       "    long long c = (i / {6}LL) % {7}LL;\n"
-      "    float rstd = stats[{7}LL + c];\n"
-      "    float xhat = (mpc_load(x + i) - stats[c]) * rstd;\n"
-      "    float g = mpc_load(dy + i) - stats[2LL * {7}LL + c] - xhat * "
-      "stats[3LL * {7}LL + c];\n"
-      "    mpc_store(dx + i, mpc_load(gamma + c) * rstd * g);\n"
+      "    float mean = stats[c], rstd = stats[{7}LL + c], meanDy = "
+      "stats[2LL * {7}LL + c], meanDyXhat = stats[3LL * {7}LL + c], gamma_c "
+      "= mpc_load(gamma + c);\n"
+      "{9}"
       "  }\n"
       "#else\n"
       // The same arithmetic, a channel's values loaded once a run.
@@ -677,28 +777,28 @@ void emitBatchNormGrad(StepEmitter &emitter, const Step &step,
       "stats[2LL * {7}LL + c], meanDyXhat = stats[3LL * {7}LL + c], gamma_c "
       "= mpc_load(gamma + c);\n"
       "    MPC_SIMD for (long long i = i0; i < i1; ++i) {{\n"
-      "      float xhat = (mpc_load(x + i) - mean) * rstd;\n"
-      "      float g = mpc_load(dy + i) - meanDy - xhat * meanDyXhat;\n"
-      "      mpc_store(dx + i, gamma_c * rstd * g);\n"
+      "{10}"
       "    }\n"
       "  }\n"
       "#endif\n"
       "}\n",
-      name, elementCType(op.getGrad()), elementCType(op.getInput()),
-      elementCType(op.getGamma()), elementCType(op.getInputGrad()),
-      type.getNumElements(), spatial, channels));
-  emitter.launch(name, elementwiseGrid(type.getNumElements()), 256,
-                 {emitter.constPointer(op.getGrad()),
-                  emitter.constPointer(op.getInput()),
-                  emitter.constPointer(op.getGamma()), stats,
-                  emitter.pointer(op.getInputGrad())},
-                 KernelCost()
-                     .reads(op.getGrad())
-                     .reads(op.getInput())
-                     .reads(op.getGamma())
-                     .readsBytes(4 * channels * 4)
-                     .writes(op.getInputGrad())
-                     .flopsPer(type.getNumElements(), 7));
+      name, leading(dy->parameters), elementCType(op.getInput()),
+      elementCType(op.getGamma()), dxParameter, type.getNumElements(), spatial,
+      channels, dy->functions(), inputGradient(*dy, "    "),
+      inputGradient(*dy, "      ")));
+  SmallVector<std::string> arguments(dy->arguments);
+  arguments.append({emitter.constPointer(op.getInput()),
+                    emitter.constPointer(op.getGamma()), stats});
+  KernelCost cost = KernelCost()
+                        .reads(op.getInput())
+                        .reads(op.getGamma())
+                        .readsBytes(4 * channels * 4)
+                        .flopsPer(type.getNumElements(), 7);
+  readsDy(cost, *dy);
+  addDx(arguments, cost);
+  emitter.launch(name, elementwiseGrid(type.getNumElements()), 256, arguments,
+                 cost);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1170,7 +1270,8 @@ FailureOr<bool> mlir::mpc::emitBackwardOp(Operation *op, const Step &step,
     return true;
   }
   if (auto grad = dyn_cast<BatchNormGradOp>(op)) {
-    emitBatchNormGrad(emitter, step, grad);
+    if (failed(emitBatchNormGrad(emitter, step, grad)))
+      return failure();
     return true;
   }
   if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {

@@ -892,12 +892,17 @@ std::string storeBatchStatistics(int64_t channels, int64_t count, StringRef eps,
       channels, eps, momentum, count, std::max<int64_t>(count - 1, 1));
 }
 
-/// batch_norm over channel dim 1 of [N, C] or [N, C, H, W]. Training: one
-/// block per channel computes the batch mean and inverse deviation into
-/// scratch and updates the running statistics (when the step applies
-/// updates); evaluation uses the running statistics. Then one elementwise
-/// pass normalises.
-void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
+/// batch_norm over channel dim 1 of [N, C] or [N, C, H, W], its result
+/// stored through the epilogue mpc-form-kernels grouped with it (a ReLU, a
+/// residual sum and the ReLU after it), so that what it normalises is never
+/// stored. Training, where a block sums a whole channel: one kernel, a
+/// block a channel, computes the batch mean and inverse deviation, updates
+/// the running statistics (when the step applies updates) and normalises
+/// the channel, whose elements it reads again from L2. Training with
+/// channels summed in slices, and evaluation (the running statistics):
+/// the statistics into scratch, then one elementwise pass normalises.
+LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
+                            BatchNormOp op) {
   auto type = op.getInput().getType();
   int64_t batch = type.getDimSize(0), channels = type.getDimSize(1);
   int64_t spatial = type.getNumElements() / (batch * channels);
@@ -912,10 +917,77 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
   // The running statistics are f32 state; gamma and beta may be bf16
   // parameters without master weights.
   std::string running = elementCType(op.getRunningMean());
+  int64_t splits = batchNormSplits(type);
+
+  if (emitter.isTraining() && splits == 1) {
+    std::string name = emitter.kernelName("batch_norm");
+    FailureOr<RowAccess> y =
+        rowOutput(emitter, step, op, op.getResult(), "y", name);
+    if (failed(y))
+      return failure();
+    emitter.addKernel(llvm::formatv(
+        "{9}__global__ void {0}(const {1} *__restrict__ x, const {2} "
+        "*__restrict__ gamma, const {2} *__restrict__ beta, {3} "
+        "*__restrict__ running_mean, {3} *__restrict__ running_var, float "
+        "*__restrict__ stats, int update, {10}) {{\n"
+        "  long long c = blockIdx.x;\n"
+        "  const {1} *xc = x + c * {5}LL;\n"
+        "  mpc_sum sum = 0.0f;\n"
+        "  MPC_SUM_CHANNEL({6}LL, {5}LL, {7}LL, at, sum, mpc_load(xc + "
+        "at));\n"
+        "  float mean = mpc_block_reduce_sum(sum) / {4}.0f;\n"
+        "  mpc_sum squares = 0.0f;\n"
+        "  MPC_SUM_CHANNEL({6}LL, {5}LL, {7}LL, at, squares, (mpc_load(xc + "
+        "at) - mean) * (mpc_load(xc + at) - mean));\n"
+        "  float var = mpc_block_reduce_sum(squares) / {4}.0f;\n"
+        "  if (threadIdx.x == 0) {{\n"
+        "{8}"
+        "  }\n"
+        "  float rstd = mpc_rsqrt(var + {11}), g = mpc_load(gamma + c), b = "
+        "mpc_load(beta + c);\n"
+        "  MPC_FOR_CHANNEL({6}LL, {5}LL, {7}LL, at) {{\n"
+        "    long long i = c * {5}LL + at;\n"
+        "    float normalised = (mpc_load(x + i) - mean) * rstd;\n"
+        "    {12}\n"
+        "  }\n"
+        "}\n",
+        name, element, param, running, count, spatial, batch,
+        channels * spatial,
+        storeBatchStatistics(channels, count, eps, momentum), y->functions(),
+        llvm::join(y->parameters, ", "), eps,
+        y->store("i", "normalised * g + b")));
+    SmallVector<std::string> arguments{emitter.constPointer(op.getInput()),
+                                       emitter.constPointer(op.getGamma()),
+                                       emitter.constPointer(op.getBeta()),
+                                       emitter.pointer(op.getRunningMean()),
+                                       emitter.pointer(op.getRunningVar()),
+                                       stats,
+                                       "ctx->apply_update"};
+    llvm::append_range(arguments, y->arguments);
+    // Mean and variance (4 FLOPs an element), then (x - mean) * rstd *
+    // gamma + beta (4); x is read from DRAM once (the block's later passes
+    // over its channel find it in L2, as the statistics kernel's second
+    // does), the running statistics read and written once a channel.
+    KernelCost cost = KernelCost()
+                          .reads(op.getInput())
+                          .reads(op.getGamma())
+                          .reads(op.getBeta())
+                          .reads(op.getRunningMean())
+                          .reads(op.getRunningVar())
+                          .writes(op.getRunningMean())
+                          .writes(op.getRunningVar())
+                          .writesBytes(2 * channels * 4)
+                          .writes(y->written)
+                          .flopsPer(count * channels, 8)
+                          .flopsPer(channels, 12);
+    if (y->fused)
+      cost += y->fused->cost;
+    emitter.launch(name, channels, channelBlockSize, arguments, cost);
+    return success();
+  }
 
   std::string statsName = emitter.kernelName("batch_norm_stats");
-  int64_t splits = batchNormSplits(type);
-  if (emitter.isTraining() && splits > 1) {
+  if (emitter.isTraining()) {
     // Each slice's sum and its sum of squares about its own mean; then, per
     // channel, the mean and Chan et al.'s combination of the slices'
     // squares: M2 = sum_s M2_s + n_s (mean_s - mean)^2, as exact as
@@ -989,43 +1061,6 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
                        .writesBytes(2 * channels * 4)
                        .flopsPer(channels * splits, 7)
                        .flopsPer(channels, 12));
-  } else if (emitter.isTraining()) {
-    emitter.addKernel(llvm::formatv(
-        "__global__ void {0}(const {1} *__restrict__ x, {2} *__restrict__ "
-        "running_mean, {2} *__restrict__ running_var, float *__restrict__ "
-        "stats, int update) {{\n"
-        "  long long c = blockIdx.x;\n"
-        "  const {1} *xc = x + c * {4}LL;\n"
-        "  mpc_sum sum = 0.0f;\n"
-        "  MPC_SUM_CHANNEL({7}LL, {4}LL, {5}LL, at, sum, mpc_load(xc + "
-        "at));\n"
-        "  float mean = mpc_block_reduce_sum(sum) / {3}.0f;\n"
-        "  mpc_sum squares = 0.0f;\n"
-        "  MPC_SUM_CHANNEL({7}LL, {4}LL, {5}LL, at, squares, (mpc_load(xc + "
-        "at) - mean) * (mpc_load(xc + at) - mean));\n"
-        "  float var = mpc_block_reduce_sum(squares) / {3}.0f;\n"
-        "  if (threadIdx.x == 0) {{\n"
-        "{6}"
-        "  }\n"
-        "}\n",
-        statsName, element, running, count, spatial, channels * spatial,
-        storeBatchStatistics(channels, count, eps, momentum), batch));
-    emitter.launch(statsName, channels, channelBlockSize,
-                   {emitter.constPointer(op.getInput()),
-                    emitter.pointer(op.getRunningMean()),
-                    emitter.pointer(op.getRunningVar()), stats,
-                    "ctx->apply_update"},
-                   // Mean and variance (4 FLOPs an element); the running
-                   // statistics are read and written once a channel.
-                   KernelCost()
-                       .reads(op.getInput())
-                       .reads(op.getRunningMean())
-                       .reads(op.getRunningVar())
-                       .writes(op.getRunningMean())
-                       .writes(op.getRunningVar())
-                       .writesBytes(2 * channels * 4)
-                       .flopsPer(count * channels, 4)
-                       .flopsPer(channels, 12));
   } else {
     emitter.addKernel(llvm::formatv(
         "__global__ void {0}(const {1} *__restrict__ running_mean, const {1} "
@@ -1047,17 +1082,20 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
   }
 
   std::string name = emitter.kernelName("batch_norm_apply");
+  FailureOr<RowAccess> y =
+      rowOutput(emitter, step, op, op.getResult(), "y", name);
+  if (failed(y))
+    return failure();
   emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ x, const {2} "
+      "{6}__global__ void {0}(const {1} *__restrict__ x, const {2} "
       "*__restrict__ gamma, const {2} *__restrict__ beta, const float "
-      "*__restrict__ stats, {1} *__restrict__ y) {{\n"
+      "*__restrict__ stats, {7}) {{\n"
       "#ifdef MPC_DEVICE_BLOCKS\n"
       "  MPC_FOR_EACH(i, {3}LL) {{\n"
       "    long long c = (i / {4}LL) % {5}LL;\n"
       "    float normalised = (mpc_load(x + i) - stats[c]) * stats[{5}LL + "
       "c];\n"
-      "    mpc_store(y + i, normalised * mpc_load(gamma + c) + mpc_load(beta "
-      "+ c));\n"
+      "    {8}\n"
       "  }\n"
       "#else\n"
       // The same arithmetic, a channel's values loaded once a run.
@@ -1067,32 +1105,40 @@ void emitBatchNorm(StepEmitter &emitter, const Step &step, BatchNormOp op) {
       "+ c), b = mpc_load(beta + c);\n"
       "    MPC_SIMD for (long long i = i0; i < i1; ++i) {{\n"
       "      float normalised = (mpc_load(x + i) - mean) * rstd;\n"
-      "      mpc_store(y + i, normalised * g + b);\n"
+      "      {9}\n"
       "    }\n"
       "  }\n"
       "#endif\n"
       "}\n",
-      name, element, param, type.getNumElements(), spatial, channels));
-  emitter.launch(name, elementwiseGrid(type.getNumElements()), 256,
-                 {emitter.constPointer(op.getInput()),
-                  emitter.constPointer(op.getGamma()),
-                  emitter.constPointer(op.getBeta()), stats,
-                  emitter.pointer(op.getResult())},
-                 // (x - mean) * rstd * gamma + beta.
-                 KernelCost()
-                     .reads(op.getInput())
-                     .reads(op.getGamma())
-                     .reads(op.getBeta())
-                     .readsBytes(2 * channels * 4)
-                     .writes(op.getResult())
-                     .flopsPer(type.getNumElements(), 4));
+      name, element, param, type.getNumElements(), spatial, channels,
+      y->functions(), llvm::join(y->parameters, ", "),
+      y->store("i", "normalised * mpc_load(gamma + c) + mpc_load(beta + c)"),
+      y->store("i", "normalised * g + b")));
+  SmallVector<std::string> arguments{emitter.constPointer(op.getInput()),
+                                     emitter.constPointer(op.getGamma()),
+                                     emitter.constPointer(op.getBeta()), stats};
+  llvm::append_range(arguments, y->arguments);
+  // (x - mean) * rstd * gamma + beta.
+  KernelCost cost = KernelCost()
+                        .reads(op.getInput())
+                        .reads(op.getGamma())
+                        .reads(op.getBeta())
+                        .readsBytes(2 * channels * 4)
+                        .writes(y->written)
+                        .flopsPer(type.getNumElements(), 4);
+  if (y->fused)
+    cost += y->fused->cost;
+  emitter.launch(name, elementwiseGrid(type.getNumElements()), 256, arguments,
+                 cost);
+  return success();
 }
 
 } // namespace
 
 FailureOr<RowAccess> mlir::mpc::rowInput(StepEmitter &emitter, const Step &step,
                                          Operation *rowOp, Value operand,
-                                         StringRef pointer, StringRef kernel) {
+                                         StringRef pointer, StringRef kernel,
+                                         bool storesOperand) {
   RowAccess access;
   access.pointer = pointer.str();
   SmallVector<Operation *> prologue;
@@ -1118,7 +1164,7 @@ FailureOr<RowAccess> mlir::mpc::rowInput(StepEmitter &emitter, const Step &step,
   access.fused = std::move(*fused);
   // The operand is read after the kernel too (a residual sum): the kernel
   // stores it as it computes it.
-  if (emitter.getPlan().isMaterialised(operand)) {
+  if (storesOperand && emitter.getPlan().isMaterialised(operand)) {
     access.stored = pointer.str() + "_out";
     access.parameters.push_back(elementCType(operand) + " *__restrict__ " +
                                 *access.stored);
@@ -1199,10 +1245,8 @@ FailureOr<bool> mlir::mpc::emitRowOp(Operation *op, const Step &step,
   if (auto norm = dyn_cast<LayerNormOp>(op)) {
     return handled(emitLayerNorm(emitter, step, norm));
   }
-  if (auto norm = dyn_cast<BatchNormOp>(op)) {
-    emitBatchNorm(emitter, step, norm);
-    return true;
-  }
+  if (auto norm = dyn_cast<BatchNormOp>(op))
+    return handled(emitBatchNorm(emitter, step, norm));
   if (auto norm = dyn_cast<RmsNormOp>(op)) {
     emitRmsNorm(emitter, norm);
     return true;

@@ -592,10 +592,13 @@ struct RowAccess {
 
 /// How a row kernel reads `operand`: the prologue of `step` that computes
 /// it (the loop ops before `rowOp` in a `row` group), or the operand's
-/// buffer through parameter `pointer`.
+/// buffer through parameter `pointer`. Where the operand is read after the
+/// group too, the kernel that stores it gets the parameter `stored`; with
+/// `storesOperand` false (another kernel of the group stores it), none.
 FailureOr<RowAccess> rowInput(StepEmitter &emitter, const Step &step,
                               Operation *rowOp, Value operand,
-                              StringRef pointer, StringRef kernel);
+                              StringRef pointer, StringRef kernel,
+                              bool storesOperand = true);
 /// How a row kernel stores `result`: through the epilogue of `step` (the
 /// loop ops after `rowOp`) that ends in the value the group writes, or into
 /// the result's buffer through parameter `pointer`.

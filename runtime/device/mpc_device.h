@@ -766,6 +766,22 @@ mpc_copy_run(T *__restrict dst, const T *__restrict src, long long n) {
   MPC_SUM_CHANNEL(images, plane, stride, at, sum2, term2)
 #endif
 
+/// `for at in` the elements of one channel of NCHW data (as MPC_SUM_CHANNEL
+/// names them), each once, in no particular order: the pass of a batch
+/// norm's one-kernel form that writes every element of its block's
+/// channel. A block's threads stride over them on the GPU; the cpu target
+/// takes each plane as a vectorisable run.
+#ifdef MPC_DEVICE_BLOCKS
+#define MPC_FOR_CHANNEL(images, plane, stride, at)                             \
+  MPC_FOR_THREAD(mpc_t, (images) * (plane))                                    \
+  if (long long at = mpc_t / (plane) * (stride) + mpc_t % (plane); true)
+#else
+#define MPC_FOR_CHANNEL(images, plane, stride, at)                             \
+  for (long long mpc_image = 0; mpc_image < (images); ++mpc_image)             \
+  MPC_SIMD for (long long at = mpc_image * (stride);                           \
+                at < mpc_image * (stride) + (plane); ++at)
+#endif
+
 /// MPC_SUM_CHANNEL over the channel's elements [begin, end) in that order
 /// (image by image, `begin` and `end` counting across images): one slice
 /// of a channel that several blocks sum (the batch norms of a network's

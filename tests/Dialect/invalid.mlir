@@ -441,7 +441,7 @@ mpc.model @fusion_c5 inputs(%x: tensor<4x8xf16>) params() {
 
 // fusion_c6: a row group holds one softmax (or its gradient).
 mpc.model @fusion_c6 inputs(%x: tensor<4x8xf32>) params() {
-  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm or their gradient, and loop ops}}
+  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a delayed quantize, and loop ops}}
   %0 = mpc.fusion row {
     %a = mpc.softmax %x dim 1 : tensor<4x8xf32>
     %b = mpc.softmax %a dim 1 : tensor<4x8xf32>

@@ -29,7 +29,8 @@ mpc.model @negative_unused_branch
 
 // -----
 
-// An MLP: cross-entropy's fused softmax gradient, relu's mask, the weight
+// An MLP: cross-entropy's fused softmax gradient, relu's mask (from its
+// output, which the next layer keeps anyway), the weight
 // gradients as transposed GEMMs, bias gradients as column sums. The input x
 // is not a parameter, so the first layer computes no dx.
 // CHECK-LABEL: mpc.model @mlp_classifier
@@ -42,7 +43,7 @@ mpc.model @negative_unused_branch
 //       CHECK:   %[[DA:.*]] = mpc.matmul %[[DL]], %w2 : tensor<8x3xf32>, tensor<3x5xf32>
 //       CHECK:   %[[DW2:.*]] = mpc.matmul %[[DL]], %[[A]] transpose_lhs
 //       CHECK:   %[[DB2:.*]] = mpc.reduce_sum %[[DL]] dims [0]
-//       CHECK:   %[[DH:.*]] = mpc.relu_grad %[[DA]], %[[H]]
+//       CHECK:   %[[DH:.*]] = mpc.relu_grad %[[DA]], %[[A]]
 //       CHECK:   %[[DW1:.*]] = mpc.matmul %[[DH]], %x transpose_lhs
 //       CHECK:   %[[DB1:.*]] = mpc.reduce_sum %[[DH]] dims [0]
 //   CHECK-NOT:   mpc.matmul %[[DH]], %w1

@@ -753,3 +753,64 @@ mpc.model @quantize_prologue inputs(%h: tensor<16x32xbf16>, %dy: tensor<16x32xbf
   %l = mpc.add %ab, %c : tensor<bf16>, tensor<bf16>
   mpc.output loss(%l : tensor<bf16>)
 }
+
+// -----
+
+// A batch norm's kernel applies the ReLU, or the residual sum and the ReLU,
+// to what it normalises and stores only the ReLU's output. The gradient's
+// kernel computes the ReLU's gradient (from the ReLU's output, read with
+// the batch norm's input) as it reads it, and stores it where the shortcut
+// reads it after (%gz, read by %da). Must not fuse: a batch norm's result
+// read by anything besides the ReLU (%y3, by %l3).
+// CHECK-LABEL: mpc.model @batch_norm_relu
+//       CHECK:   %[[A:.*]] = mpc.fusion row {
+//  CHECK-NEXT:     %[[Y:.*]] = mpc.batch_norm %x, %g, %b, %m1, %v1
+//  CHECK-NEXT:     %[[R:.*]] = mpc.relu %[[Y]]
+//  CHECK-NEXT:     mpc.yield %[[R]]
+//       CHECK:   %[[Z:.*]] = mpc.fusion row {
+//  CHECK-NEXT:     %[[Y2:.*]] = mpc.batch_norm %[[A]], %g, %b, %m2, %v2
+//  CHECK-NEXT:     %[[S:.*]] = mpc.add %[[Y2]], %x
+//  CHECK-NEXT:     %[[R2:.*]] = mpc.relu %[[S]]
+//  CHECK-NEXT:     mpc.yield %[[R2]]
+//       CHECK:   %[[Y3:.*]] = mpc.batch_norm %[[Z]], %g, %b, %m3, %v3
+//  CHECK-NEXT:   mpc.relu %[[Y3]]
+//       CHECK:   %[[G2:.*]]:3 = mpc.fusion row {
+//  CHECK-NEXT:     %[[GZ:.*]] = mpc.relu_grad %dz, %[[Z]]
+//  CHECK-NEXT:     %[[DA:.*]], %[[DG2:.*]], %[[DB2:.*]] = mpc.batch_norm_grad %[[GZ]], %[[A]], %g
+//  CHECK-NEXT:     mpc.yield %[[GZ]], %[[DA]], %[[DG2]]
+//       CHECK:   %{{.*}} = mpc.fusion row {
+//  CHECK-NEXT:     %[[SUM:.*]] = mpc.add %[[G2]]#1, %[[G2]]#0
+//  CHECK-NEXT:     %[[GA:.*]] = mpc.relu_grad %[[SUM]], %[[A]]
+//  CHECK-NEXT:     %{{.*}}, %[[DG1:.*]], %{{.*}} = mpc.batch_norm_grad %[[GA]], %x, %g
+//  CHECK-NEXT:     mpc.yield %[[DG1]] :
+// NOROWS-LABEL: mpc.model @batch_norm_relu
+//   NOROWS-NOT:   mpc.fusion row
+//       NOROWS:   mpc.output
+mpc.model @batch_norm_relu
+    inputs(%x: tensor<2x3x4x4xf32>, %dz: tensor<2x3x4x4xf32>,
+           %g: tensor<3xf32>, %b: tensor<3xf32>)
+    params()
+    state(%m1: tensor<3xf32> = zeros, %v1: tensor<3xf32> = ones,
+          %m2: tensor<3xf32> = zeros, %v2: tensor<3xf32> = ones,
+          %m3: tensor<3xf32> = zeros, %v3: tensor<3xf32> = ones) {
+  %y = mpc.batch_norm %x, %g, %b, %m1, %v1 : tensor<2x3x4x4xf32>, tensor<3xf32>
+  %a = mpc.relu %y : tensor<2x3x4x4xf32>
+  %y2 = mpc.batch_norm %a, %g, %b, %m2, %v2 : tensor<2x3x4x4xf32>, tensor<3xf32>
+  %s = mpc.add %y2, %x : tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>
+  %z = mpc.relu %s : tensor<2x3x4x4xf32>
+  %y3 = mpc.batch_norm %z, %g, %b, %m3, %v3 : tensor<2x3x4x4xf32>, tensor<3xf32>
+  %r3 = mpc.relu %y3 : tensor<2x3x4x4xf32>
+  %gz = mpc.relu_grad %dz, %z : tensor<2x3x4x4xf32>
+  %da, %dg2, %db2 = mpc.batch_norm_grad %gz, %a, %g : tensor<2x3x4x4xf32>, tensor<3xf32>
+  %sum = mpc.add %da, %gz : tensor<2x3x4x4xf32>, tensor<2x3x4x4xf32>
+  %ga = mpc.relu_grad %sum, %a : tensor<2x3x4x4xf32>
+  %dx, %dg1, %db1 = mpc.batch_norm_grad %ga, %x, %g : tensor<2x3x4x4xf32>, tensor<3xf32>
+  %l0 = mpc.reduce_sum %r3 dims [0, 1, 2, 3] : tensor<2x3x4x4xf32>
+  %l1 = mpc.reduce_sum %dg2 dims [0] : tensor<3xf32>
+  %l2 = mpc.reduce_sum %dg1 dims [0] : tensor<3xf32>
+  %l3 = mpc.reduce_sum %y3 dims [0, 1, 2, 3] : tensor<2x3x4x4xf32>
+  %l01 = mpc.add %l0, %l1 : tensor<f32>, tensor<f32>
+  %l012 = mpc.add %l01, %l2 : tensor<f32>, tensor<f32>
+  %l = mpc.add %l012, %l3 : tensor<f32>, tensor<f32>
+  mpc.output loss(%l : tensor<f32>)
+}
