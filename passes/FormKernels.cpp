@@ -592,6 +592,8 @@ void KernelFormation::formRowGroups() {
   for (Operation &op : model.getBody().front().without_terminator()) {
     if (!isRowFusible(&op) || groupOf.count(&op))
       continue;
+    if (isa<BatchNormGradOp>(op) && !options.batchNormGradientPrologues)
+      continue;
     Group group;
     group.kind = FusionKind::Row;
     group.ops.insert(&op);
@@ -808,8 +810,10 @@ struct MpcFormKernelsPass : impl::MpcFormKernelsPassBase<MpcFormKernelsPass> {
 
   void runOnOperation() override {
     MpcFormKernelsPassOptions options{
-        views,          gemmEpilogues, siblings,       rows,
-        attentionViews, classifier,    classifierGemms};
+        views,           gemmEpilogues,
+        siblings,        rows,
+        attentionViews,  classifier,
+        classifierGemms, batchNormGradientPrologues};
     getOperation().walk([&](ModelOp model) {
       numGroups += formKernels(model, options);
       model.walk(

@@ -684,7 +684,13 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
            "logits">,
     Option<"classifierGemms", "classifier-gemms", "bool", /*default=*/"true",
            "Run the classifier's linear and its gradient's GEMMs with it "
-           "(over row chunks)">];
+           "(over row chunks)">,
+    Option<"batchNormGradientPrologues", "batch-norm-gradient-prologues",
+           "bool", /*default=*/"true",
+           "Fuse what computes a batch_norm_grad's incoming gradient (the "
+           "ReLU's gradient) into its kernels (the cpu target does not: "
+           "there its passes over a channel evaluate it again and again on "
+           "one thread, where the GPU's are bound by memory)">];
   let statistics = [
     Statistic<"numGroups", "num-groups", "Kernel groups formed">,
     Statistic<"numFusedOps", "num-fused-ops", "Ops placed in kernel groups">];

@@ -146,12 +146,14 @@ struct MemorySummary {
 };
 
 /// Plans `train` (the training step) and `eval` (the forward pass) as
-/// generateModel does (without fusion for --debug-nonfinite: `fuse` false)
-/// and returns their arena sizes.
+/// generateModel does (without fusion for --debug-nonfinite: `fuse` false;
+/// `blocks` where the kernels run in blocks of threads, on the cuda target
+/// or under --emulate-blocks, which form them a little differently: see
+/// formSteps) and returns their arena sizes.
 MemorySummary planMemory(ModelOp train, ModelOp eval, bool fuse = true,
                          int64_t gemmWorkspaceBytes = 0,
                          bool cudnnConvolutions = false,
-                         int64_t classifierChunks = 0);
+                         int64_t classifierChunks = 0, bool blocks = false);
 
 /// Generates the sources of a model (cpu or cuda target) from a model whose
 /// `train` copy holds the training step (forward, backward and gradients on

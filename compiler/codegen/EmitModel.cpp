@@ -302,15 +302,15 @@ static void addTrainingState(ModelOp train, ModelOp eval) {
 MemorySummary mlir::mpc::planMemory(ModelOp train, ModelOp eval, bool fuse,
                                     int64_t gemmWorkspaceBytes,
                                     bool cudnnConvolutions,
-                                    int64_t classifierChunks) {
+                                    int64_t classifierChunks, bool blocks) {
   addTrainingState(train, eval);
   SmallVector<Value> gradients(train.getOutputOp().getGradients());
-  std::vector<Step> trainSteps = formSteps(train, fuse);
+  std::vector<Step> trainSteps = formSteps(train, fuse, !blocks);
   chooseClassifierChunks(train, trainSteps, gradients, gemmWorkspaceBytes,
                          cudnnConvolutions, classifierChunks);
   MemoryPlan trainPlan(train, trainSteps, gradients, gemmWorkspaceBytes,
                        cudnnConvolutions);
-  std::vector<Step> evalSteps = formSteps(eval, fuse);
+  std::vector<Step> evalSteps = formSteps(eval, fuse, !blocks);
   MemoryPlan evalPlan(eval, evalSteps, {}, gemmWorkspaceBytes,
                       cudnnConvolutions);
   return summarizeMemory(trainPlan, evalPlan);
@@ -327,7 +327,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   SmallVector<Value> gradients(trainOutput.getGradients());
   // --debug-nonfinite checks every op's output: nothing stays in registers.
   bool fuse = options.fuse && !options.debugNonfinite;
-  std::vector<Step> trainSteps = formSteps(train, fuse);
+  std::vector<Step> trainSteps = formSteps(train, fuse, !options.emulateBlocks);
   chooseClassifierChunks(train, trainSteps, gradients,
                          options.gemmWorkspaceBytes, options.cudnnConvolutions,
                          options.classifierChunks);
@@ -359,7 +359,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
                           kernels, /*training=*/false);
   emitSyncHalfCopies(train, syncEmitter);
 
-  std::vector<Step> evalSteps = formSteps(eval, fuse);
+  std::vector<Step> evalSteps = formSteps(eval, fuse, !options.emulateBlocks);
   MemoryPlan evalPlan(eval, evalSteps, {}, options.gemmWorkspaceBytes,
                       options.cudnnConvolutions);
   StepEmitter evalEmitter(evalPlan, name, name + "_eval", kernels,

@@ -72,7 +72,8 @@ int64_t elementwiseFlops(Operation *op, bool training);
 /// false every op a step of its own and every result materialised
 /// (--no-fuse, --debug-nonfinite). Grouping moves a group's ops to where
 /// its last op was.
-std::vector<Step> formSteps(ModelOp model, bool fuse = true);
+std::vector<Step> formSteps(ModelOp model, bool fuse = true,
+                            bool cpuThreads = false);
 
 /// The ops of a linear_classifier step (mpc-form-kernels), and its sizes:
 /// logits = X · Wᵀ of `rows` rows and `classes` columns, X and W `width`

@@ -600,12 +600,15 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   // Its convolutions are cuDNN calls, which need no scratch.
   bool cuda = options.target == Target::Cuda;
   bool cudnn = cuda && options.cudnn;
+  // Kernels in blocks of threads (the cuda target's, or emulated) are
+  // formed a little differently from the cpu target's (formSteps).
+  bool blocks = cuda || options.emulateBlocks;
   MemorySummary at =
       planMemory(chosen->trainModel(), chosen->forwardModel(), fuse, workspace,
-                 cudnn, options.classifierChunks);
+                 cudnn, options.classifierChunks, blocks);
   MemorySummary o0 =
       planMemory(baseline->trainModel(), baseline->forwardModel(), fuse,
-                 workspace, cudnn, options.classifierChunks);
+                 workspace, cudnn, options.classifierChunks, blocks);
 
   // 4. The kernels of one training step, as the library launches them.
   CodegenOptions codegen;
@@ -614,6 +617,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   codegen.gemmWorkspaceBytes = workspace;
   codegen.cuda = cuda;
   codegen.cudnnConvolutions = cudnn;
+  codegen.emulateBlocks = blocks;
   codegen.bucketBytes = options.bucketBytes;
   codegen.classifierChunks = options.classifierChunks;
   int smVersion = options.smVersion ? options.smVersion : defaultSmVersion;
@@ -657,7 +661,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     }
     unfused.activations =
         planMemory(chosen->trainModel(), chosen->forwardModel(), false,
-                   workspace, cudnn)
+                   workspace, cudnn, 0, blocks)
             .trainActivations;
   }
   llvm::DenseSet<Operation *> forwardOps = findForwardOps(chosen->trainModel());

@@ -14,6 +14,9 @@
 // RUN: mpc-opt %s --split-input-file --mpc-form-kernels=classifier-gemms=false \
 // RUN:   | FileCheck %s --check-prefix=NOCGEMM
 // The groups print in a form that parses back.
+// RUN: mpc-opt %s --split-input-file \
+// RUN:   --mpc-form-kernels=batch-norm-gradient-prologues=false \
+// RUN:   | FileCheck %s --check-prefix=NOBNP
 // RUN: mpc-opt %s --split-input-file --mpc-form-kernels | mpc-opt --split-input-file | FileCheck %s
 
 // One case per rule of mpc-form-kernels (passes/Passes.td), and the cases
@@ -786,6 +789,15 @@ mpc.model @quantize_prologue inputs(%h: tensor<16x32xbf16>, %dy: tensor<16x32xbf
 // NOROWS-LABEL: mpc.model @batch_norm_relu
 //   NOROWS-NOT:   mpc.fusion row
 //       NOROWS:   mpc.output
+// Without batch-norm-gradient-prologues (the cpu target), the forward
+// groups only.
+//  NOBNP-LABEL: mpc.model @batch_norm_relu
+//        NOBNP:   mpc.fusion row {
+//        NOBNP:   mpc.fusion row {
+//    NOBNP-NOT:   mpc.fusion row
+//        NOBNP:   mpc.batch_norm_grad
+//    NOBNP-NOT:   mpc.fusion row
+//        NOBNP:   mpc.output
 mpc.model @batch_norm_relu
     inputs(%x: tensor<2x3x4x4xf32>, %dz: tensor<2x3x4x4xf32>,
            %g: tensor<3xf32>, %b: tensor<3xf32>)

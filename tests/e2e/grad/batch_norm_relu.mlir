@@ -7,7 +7,9 @@
 // reads it: bn3's reads u's; bn2's reads z's, computed from the sum of
 // bn3's input gradient and the shortcut's, and stores it, as the shortcut
 // to a reads it too; bn1's reads a's, from a sum again, and has no input
-// gradient to write (x is a constant).
+// gradient to write (x is a constant). The cuda target forms the backward
+// so, and the _emulated builds run its kernels; the plain cpu build keeps
+// the ReLUs' gradients as kernels of their own (formSteps).
 //
 // No input of a ReLU comes near its kink at 0, where a central difference
 // is wrong: each channel of x is one permutation of 32 values, 0.6 to 2.1
