@@ -662,13 +662,20 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
   std::string partials =
       emitter.scratchPointer(step, "float", 4 * channels * 4);
   std::string partialsName = emitter.kernelName("batch_norm_grad_partials");
-  // The input kernel stores dy where it is read after; this one only
-  // reads it.
+  // Where a prologue's dy is read after the group (a shortcut's gradient),
+  // this kernel stores it as its first pass computes it, and the input
+  // kernel reads it back: the prologue's operands (the gradients it sums,
+  // the ReLU's output) are read once, not once a kernel.
   FailureOr<RowAccess> slicedDy =
-      rowInput(emitter, step, op, op.getGrad(), "dy", partialsName,
-               /*storesOperand=*/false);
+      rowInput(emitter, step, op, op.getGrad(), "dy", partialsName);
   if (failed(slicedDy))
     return failure();
+  std::string firstDy = slicedDy->load(at), secondDy = firstDy;
+  if (slicedDy->stored) {
+    firstDy = llvm::formatv("mpc_store_and_use({0} + {1}, {2})",
+                            *slicedDy->stored, at, firstDy);
+    secondDy = llvm::formatv("mpc_load({0} + {1})", *slicedDy->stored, at);
+  }
   emitter.addKernel(llvm::formatv(
       "{8}__global__ void {0}({1}const {2} *__restrict__ x, float "
       "*__restrict__ partials) {{\n"
@@ -685,7 +692,7 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
       "  mpc_sum squares = 0.0f, sdyx = 0.0f;\n"
       "  MPC_SUM_CHANNEL_SLICE2(begin, end, {4}LL, {7}LL, at, squares, "
       "(mpc_load(xc + at) - mean) * (mpc_load(xc + at) - mean), sdyx, "
-      "{9} * (mpc_load(xc + at) - mean));\n"
+      "{10} * (mpc_load(xc + at) - mean));\n"
       "  float m2 = mpc_block_reduce_sum(squares);\n"
       "  float dyx = mpc_block_reduce_sum(sdyx);\n"
       "  if (threadIdx.x == 0) {{\n"
@@ -698,7 +705,7 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
       "}\n",
       partialsName, leading(slicedDy->parameters), elementCType(op.getInput()),
       splits, spatial, slice, count, channels * spatial, slicedDy->functions(),
-      slicedDy->load(at)));
+      firstDy, secondDy));
   SmallVector<std::string> partialsArguments(slicedDy->arguments);
   llvm::append_range(
       partialsArguments,
@@ -752,12 +759,21 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
                  statsArguments, statsCost);
 
   std::string name = emitter.kernelName("batch_norm_grad_input");
-  FailureOr<RowAccess> dy =
-      rowInput(emitter, step, op, op.getGrad(), "dy", name);
-  if (failed(dy))
-    return failure();
-  if (!writesDx && !dy->stored)
-    return success();
+  FailureOr<RowAccess> dy = RowAccess();
+  if (slicedDy->stored) {
+    if (!writesDx)
+      return success();
+    dy->pointer = "dy";
+    dy->parameters.push_back("const " + elementCType(op.getGrad()) +
+                             " *__restrict__ dy");
+    dy->arguments.push_back(emitter.constPointer(op.getGrad()));
+  } else {
+    dy = rowInput(emitter, step, op, op.getGrad(), "dy", name);
+    if (failed(dy))
+      return failure();
+    if (!writesDx && !dy->stored)
+      return success();
+  }
   emitter.addKernel(llvm::formatv(
       "{8}__global__ void {0}({1}const {2} *__restrict__ x, const {3} "
       "*__restrict__ gamma, const float *__restrict__ stats{4}) {{\n"

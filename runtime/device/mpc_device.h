@@ -492,6 +492,14 @@ __device__ __forceinline__ void mpc_store(__half *p, float v) {
 __device__ __forceinline__ void mpc_store(__nv_bfloat16 *p, float v) {
   *p = __float2bfloat16_rn(v);
 }
+/// Stores `v` at `p` and gives it back: a term of a sum whose value the
+/// kernel also keeps (a batch norm gradient's incoming gradient, computed
+/// by its prologue once and read again by the next kernel).
+template <typename T>
+__device__ __forceinline__ float mpc_store_and_use(T *p, float v) {
+  mpc_store(p, v);
+  return v;
+}
 #if defined(MPC_DEVICE_CUDA) && defined(MPC_DEVICE_FP8)
 // FP8 (mpc-assign-fp8's quantized GEMM operands), for kernel sources that
 // hold FP8 tensors (their first line defines MPC_DEVICE_FP8): cuda_fp8.h's

@@ -4,8 +4,9 @@
 // h is the central difference's noise), where each batch
 // norm is a statistics pass, a per-channel kernel and an elementwise pass:
 // forward, the ReLU (and residual sum) runs in the elementwise pass;
-// backward, the ReLU's gradient is evaluated in both passes over dy, and
-// the second stores it where a shortcut reads it. The channel holds the
+// backward, the ReLU's gradient is evaluated in the statistics pass over
+// dy, and in the elementwise pass too unless a shortcut reads it: then the
+// first stores it and the second reads it back. The channel holds the
 // same 32 values as there, repeated, so the ReLUs' inputs keep their
 // distance of 0.17 from the kink.
 mpc.model @grad_batch_norm_relu_sliced
