@@ -611,6 +611,82 @@ LogicalResult mlir::mpc::emitFusedElementwise(const Step &step,
   return FusedKernelBuilder(step.ops, emitter).build();
 }
 
+int64_t mlir::mpc::castBatchTiles(int64_t elements) {
+  return (elements + 4095) / 4096; // MPC_TILE in mpc_device.h
+}
+
+bool mlir::mpc::isBatchableCast(const Step &step, const MemoryPlan &plan) {
+  if (!step.isFusedElementwise() || step.ops.size() != 1)
+    return false;
+  auto castOp = dyn_cast<CastOp>(step.ops.front());
+  if (!castOp)
+    return false;
+  auto isHalfOrF32 = [](Value value) {
+    Type type = cast<RankedTensorType>(value.getType()).getElementType();
+    return type.isF32() || type.isF16() || type.isBF16();
+  };
+  return isHalfOrF32(castOp.getInput()) && isHalfOrF32(castOp.getResult()) &&
+         plan.isMaterialised(castOp.getInput()) &&
+         plan.isMaterialised(castOp.getResult()) &&
+         !plan.isHalfMirror(castOp.getResult());
+}
+
+bool mlir::mpc::castsAreIndependent(ArrayRef<const Step *> casts,
+                                    const MemoryPlan &plan) {
+  auto overlap = [](const Buffer &a, const Buffer &b) {
+    return a.arena == b.arena && a.offset < b.offset + b.bytes &&
+           b.offset < a.offset + a.bytes;
+  };
+  for (const Step *step : casts) {
+    const Buffer &written = plan.lookup(step->ops.front()->getResult(0));
+    for (const Step *other : casts) {
+      if (overlap(written, plan.lookup(other->ops.front()->getOperand(0))))
+        return false;
+      if (other != step &&
+          overlap(written, plan.lookup(other->ops.front()->getResult(0))))
+        return false;
+    }
+  }
+  return true;
+}
+
+void mlir::mpc::emitCastBatch(ArrayRef<const Step *> casts,
+                              StepEmitter &emitter) {
+  std::string name = emitter.kernelName("cast_batch");
+  std::string source;
+  llvm::raw_string_ostream os(source);
+  SmallVector<std::string> parameters, arguments;
+  KernelCost cost;
+  os << "// " << casts.size() << " casts, a block a tile of one\n";
+  std::string body;
+  int64_t firstTile = 0;
+  for (auto [index, step] : llvm::enumerate(casts)) {
+    auto op = cast<CastOp>(step->ops.front());
+    int64_t n = op.getResult().getType().getNumElements();
+    std::string in = "in" + std::to_string(index),
+                out = "out" + std::to_string(index);
+    parameters.push_back("const " + elementCType(op.getInput()) +
+                         " *__restrict__ " + in);
+    parameters.push_back(elementCType(op.getResult()) + " *__restrict__ " +
+                         out);
+    arguments.push_back(emitter.constPointer(op.getInput()));
+    arguments.push_back(emitter.pointer(op.getResult()));
+    cost.reads(op.getInput()).writes(op.getResult());
+    body += llvm::formatv("  if (tile < {0}LL) {{\n"
+                          "    MPC_FOR_TILE(i, tile - {1}LL, {2}LL) "
+                          "mpc_store({3} + i, mpc_load({4} + i));\n"
+                          "    return;\n"
+                          "  }\n",
+                          firstTile + castBatchTiles(n), firstTile, n, out, in);
+    firstTile += castBatchTiles(n);
+  }
+  os << "__global__ void " << name << "(";
+  llvm::interleaveComma(parameters, os);
+  os << ") {\n  long long tile = blockIdx.x;\n" << body << "}\n";
+  emitter.addKernel(std::move(source));
+  emitter.launch(name, firstTile, 256, arguments, cost);
+}
+
 std::string ElementFunction::call(StringRef index, StringRef seed) const {
   SmallVector<std::string> arguments(parameterNames);
   if (!seed.empty())

@@ -141,19 +141,47 @@ void emitReadyBuckets(BucketPlan &plan, size_t step, StepEmitter &emitter) {
 
 /// Emits every step of `model` and moves results where the descriptor
 /// expects them; with `buckets`, sums each over the ranks once it is final.
+/// With `fuse`, casts in a row, each a launch of its own otherwise, share
+/// one.
 LogicalResult emitBody(ModelOp model, const std::vector<Step> &steps,
                        const MemoryPlan &plan, StepEmitter &emitter,
-                       ArrayRef<Value> gradients,
+                       ArrayRef<Value> gradients, bool fuse,
                        NonfiniteSites *nonfinite = nullptr,
                        BucketPlan *buckets = nullptr) {
   for (size_t i = 0; i < steps.size(); ++i) {
-    const Step &step = steps[i];
-    if (failed(emitStep(step, emitter)) || plan.failed())
+    SmallVector<const Step *> casts;
+    int64_t tiles = 0;
+    for (size_t j = i;
+         fuse && j < steps.size() && isBatchableCast(steps[j], plan); ++j) {
+      tiles += castBatchTiles(
+          cast<RankedTensorType>(steps[j].ops.front()->getResult(0).getType())
+              .getNumElements());
+      if (tiles > 65535) // the grid's x
+        break;
+      casts.push_back(&steps[j]);
+    }
+    if (casts.size() > 1 && castsAreIndependent(casts, plan)) {
+      SmallVector<Operation *> ops;
+      for (const Step *cast : casts)
+        ops.push_back(cast->ops.front());
+      emitter.setOrigin(ops.front());
+      emitter.setSource(ops);
+      emitCastBatch(casts, emitter);
+      emitter.setOrigin(nullptr);
+    } else {
+      casts = {&steps[i]};
+      if (failed(emitStep(steps[i], emitter)))
+        return failure();
+    }
+    if (plan.failed())
       return failure();
-    if (nonfinite)
-      emitNonfiniteChecks(step, emitter, *nonfinite);
-    if (buckets)
-      emitReadyBuckets(*buckets, i, emitter);
+    for (const Step *step : casts) {
+      if (nonfinite)
+        emitNonfiniteChecks(*step, emitter, *nonfinite);
+      if (buckets)
+        emitReadyBuckets(*buckets, step - steps.data(), emitter);
+    }
+    i += casts.size() - 1;
   }
   OutputOp output = model.getOutputOp();
   SmallVector<Value> outputs{output.getLoss()};
@@ -351,7 +379,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
                                           gradients, options.bucketBytes);
   }
   if (failed(emitBody(train, trainSteps, trainPlan, trainEmitter, gradients,
-                      checks, dataParallel ? &buckets : nullptr)))
+                      fuse, checks, dataParallel ? &buckets : nullptr)))
     return failure();
   if (failed(emitOptimizerStep(train, trainEmitter)))
     return failure();
@@ -366,7 +394,8 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
                           /*training=*/false);
   evalEmitter.setConvolutionTable(&convolutions);
   nonfinite.forwardOps = nullptr; // evaluation is all forward
-  if (failed(emitBody(eval, evalSteps, evalPlan, evalEmitter, {}, checks)))
+  if (failed(
+          emitBody(eval, evalSteps, evalPlan, evalEmitter, {}, fuse, checks)))
     return failure();
   // The optimizer, the half-copy sync and the buckets read the plans too.
   if (trainPlan.failed() || evalPlan.failed())

@@ -537,6 +537,17 @@ LogicalResult emitStep(const Step &step, StepEmitter &emitter);
 /// EmitData.cpp and EmitBackward.cpp (backward-only ops). Each
 /// returns failure() without a diagnostic when the op is not its family's.
 LogicalResult emitFusedElementwise(const Step &step, StepEmitter &emitter);
+/// Whether `step` is a cast between f32, f16 and bf16 of its own, whose
+/// kernel emitCastBatch can share with other such steps.
+bool isBatchableCast(const Step &step, const MemoryPlan &plan);
+/// Consecutive batchable casts (the widening of each weight's gradient to
+/// its f32 master's, at the end of a backward pass) as one launch: a block
+/// a tile of one cast's elements. The casts must not read or write one
+/// another's buffers (castsAreIndependent).
+bool castsAreIndependent(ArrayRef<const Step *> casts, const MemoryPlan &plan);
+void emitCastBatch(ArrayRef<const Step *> casts, StepEmitter &emitter);
+/// The blocks emitCastBatch gives a cast of `elements`: its tiles.
+int64_t castBatchTiles(int64_t elements);
 
 /// Loop ops fused into another kernel (a `row` group's prologue or
 /// epilogue): a `__device__` function that computes one element of a value

@@ -355,6 +355,16 @@ inline long long mpc_plane_run_end(long long i0, long long plane,
          i0 = i1, i1 = mpc_plane_run_end(i0, (plane), mpc_end))
 #endif
 
+/// `for i` over tile `tile` (MPC_TILE elements) of a loop over [0, n): the
+/// block's one tile of one of several independent loops launched as one
+/// grid (a batch of casts).
+#define MPC_FOR_TILE(i, tile, n)                                               \
+  for (long long mpc_end = ((long long)(tile) + 1) * MPC_TILE < (n)            \
+                               ? ((long long)(tile) + 1) * MPC_TILE            \
+                               : (n),                                          \
+                 i = (long long)(tile)*MPC_TILE + threadIdx.x;                 \
+       i < mpc_end; i += blockDim.x)
+
 /// `for j in [0, n)` over the threads of one block (row kernels).
 #define MPC_FOR_THREAD(j, n)                                                   \
   for (long long j = threadIdx.x; j < (n); j += blockDim.x)
