@@ -649,7 +649,7 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
     readsDy(cost, *dy);
     addParameterGrads(arguments, cost);
     addDx(arguments, cost);
-    emitter.launch(name, channels, channelBlockSize, arguments, cost);
+    emitter.launch(name, channels, batchNormBlockSize(count), arguments, cost);
     return success();
   }
 

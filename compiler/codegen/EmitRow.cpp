@@ -29,6 +29,13 @@ int64_t mlir::mpc::reductionSplits(int64_t outputs, int64_t reduced) {
                   targetBlocks / outputs);
 }
 
+int mlir::mpc::batchNormBlockSize(int64_t count) {
+  int block = 128;
+  while (block < channelBlockSize && block * 16 < count)
+    block *= 2;
+  return block;
+}
+
 int64_t mlir::mpc::batchNormSplits(RankedTensorType input) {
   int64_t channels = input.getDimSize(1);
   return reductionSplits(channels, input.getNumElements() / channels);
@@ -982,7 +989,7 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
                           .flopsPer(channels, 12);
     if (y->fused)
       cost += y->fused->cost;
-    emitter.launch(name, channels, channelBlockSize, arguments, cost);
+    emitter.launch(name, channels, batchNormBlockSize(count), arguments, cost);
     return success();
   }
 

@@ -434,6 +434,12 @@ std::string warpRowUnrolledIndex(int64_t width);
 /// blocks of 401,408 elements, which 256 threads each took 1.3 to 1.9 ms
 /// to sum on an H100). The cpu target runs a block on one thread either way.
 constexpr int channelBlockSize = 1024;
+/// Block size of a batch norm kernel that sums its channel of `count`
+/// elements in one block: channelBlockSize, or fewer threads where the
+/// channel is short (ResNet-50's last stages: 1,568 and 6,272 elements),
+/// so that a thread has at least 16 of them to load before the block's
+/// reductions, whose barriers and shuffles otherwise bound the kernel.
+int batchNormBlockSize(int64_t count);
 
 //===----------------------------------------------------------------------===//
 // Kernel-source helpers shared by the per-family emitters

@@ -1,0 +1,51 @@
+// RUN: mpc compile %s --target=cuda --emit=kernels | FileCheck %s
+
+// A batch norm whose channel a block sums is one kernel each way, its block
+// as large as the channel needs: at least 16 elements a thread, 128 to 1024
+// threads. [32, 8, 7, 7]: 1,568 elements a channel, 128 threads; [32, 4,
+// 28, 28]: 25,088, 1,024 threads.
+// CHECK-LABEL: __global__ void __launch_bounds__(128) bn_k{{[0-9]+}}_batch_norm(
+// CHECK-LABEL: __global__ void __launch_bounds__(1024) bn_k{{[0-9]+}}_batch_norm(
+
+// A channel of 262,144 elements ([4, 2, 256, 256]) is summed in slices.
+// Backward, the incoming gradient of the second such batch norm is the
+// ReLU's gradient after the residual sum (its prologue), which the
+// shortcut reads too: the statistics pass stores it as it computes it, and
+// the elementwise pass reads it back.
+// CHECK-LABEL: bn_k{{[0-9]+}}_batch_norm_grad_partials(
+//  CHECK-SAME: __nv_bfloat16 *__restrict__ dy_out, const __nv_bfloat16 *__restrict__ x, float *__restrict__ partials) {
+//       CHECK: sdy, mpc_store_and_use(dy_out + c * 65536LL + at, bn_k{{[0-9]+}}_batch_norm_grad_partials_dy(
+//       CHECK: sdyx, mpc_load(dy_out + c * 65536LL + at) * (mpc_load(xc + at) - mean));
+// CHECK-LABEL: bn_k{{[0-9]+}}_batch_norm_grad_input(const __nv_bfloat16 *__restrict__ dy, const __nv_bfloat16 *__restrict__ x,
+// CHECK-LABEL: __global__ void __launch_bounds__(1024) bn_k{{[0-9]+}}_batch_norm_grad(
+// CHECK-LABEL: __global__ void __launch_bounds__(128) bn_k{{[0-9]+}}_batch_norm_grad(
+mpc.model @bn
+    inputs(%small: tensor<32x8x7x7xbf16>, %medium: tensor<32x4x28x28xbf16>,
+           %large: tensor<4x2x256x256xbf16>)
+    params(%g1: tensor<8xf32> = ones, %b1: tensor<8xf32> = zeros,
+           %g2: tensor<4xf32> = ones, %b2: tensor<4xf32> = zeros,
+           %g3: tensor<2xf32> = ones, %b3: tensor<2xf32> = zeros,
+           %g4: tensor<2xf32> = ones, %b4: tensor<2xf32> = zeros)
+    state(%m1: tensor<8xf32> = zeros, %v1: tensor<8xf32> = ones,
+          %m2: tensor<4xf32> = zeros, %v2: tensor<4xf32> = ones,
+          %m3: tensor<2xf32> = zeros, %v3: tensor<2xf32> = ones,
+          %m4: tensor<2xf32> = zeros, %v4: tensor<2xf32> = ones) {
+  %y1 = mpc.batch_norm %small, %g1, %b1, %m1, %v1
+      : tensor<32x8x7x7xbf16>, tensor<8xf32>
+  %y2 = mpc.batch_norm %medium, %g2, %b2, %m2, %v2
+      : tensor<32x4x28x28xbf16>, tensor<4xf32>
+  %y3 = mpc.batch_norm %large, %g3, %b3, %m3, %v3
+      : tensor<4x2x256x256xbf16>, tensor<2xf32>
+  %a = mpc.relu %y3 : tensor<4x2x256x256xbf16>
+  %y4 = mpc.batch_norm %a, %g4, %b4, %m4, %v4
+      : tensor<4x2x256x256xbf16>, tensor<2xf32>
+  %s = mpc.add %y4, %a : tensor<4x2x256x256xbf16>, tensor<4x2x256x256xbf16>
+  %r = mpc.relu %s : tensor<4x2x256x256xbf16>
+  %l1 = mpc.reduce_sum %y1 dims [0, 1, 2, 3] : tensor<32x8x7x7xbf16>
+  %l2 = mpc.reduce_sum %y2 dims [0, 1, 2, 3] : tensor<32x4x28x28xbf16>
+  %l3 = mpc.reduce_sum %r dims [0, 1, 2, 3] : tensor<4x2x256x256xbf16>
+  %l12 = mpc.add %l1, %l2 : tensor<bf16>, tensor<bf16>
+  %l = mpc.add %l12, %l3 : tensor<bf16>, tensor<bf16>
+  %loss = mpc.cast %l : tensor<bf16> to tensor<f32>
+  mpc.output loss(%loss : tensor<f32>)
+}
