@@ -22,6 +22,7 @@
 #include "mlir/IR/Location.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -244,9 +245,34 @@ struct KernelRow {
   const EmulatedCounters *counters = nullptr;
 };
 
-/// The modelled time of `row` from `counters` (KernelModel.h): GEMMs from
-/// their shape, kernels from their counters, the bound where there are none.
-void modelRow(KernelRow &row, const llvm::StringMap<EmulatedCounters> &counters,
+/// What a kernel is, whatever its number: its family (the name without
+/// the model's prefix and number: gpt_k12_layer_norm -> layer_norm), where
+/// its first op is (or what it does, for the optimizer's), and how many
+/// kernels of that family and op came before it (`seen` counts them).
+std::string kernelIdentity(const KernelRecord &record,
+                           llvm::StringMap<int> &seen) {
+  StringRef family = record.name;
+  for (size_t at = family.find("_k"); at != StringRef::npos;
+       at = family.find("_k", at + 1)) {
+    StringRef rest = family.drop_front(at + 2);
+    StringRef digits = rest.take_while([](char c) { return llvm::isDigit(c); });
+    if (!digits.empty() && rest.drop_front(digits.size()).starts_with("_")) {
+      family = rest.drop_front(digits.size() + 1);
+      break;
+    }
+  }
+  std::string key =
+      family.str() + " at " +
+      (record.ops.empty() ? record.origin
+                          : fileLineCol(record.ops.front()->getLoc()));
+  return key + " #" + std::to_string(seen[key]++);
+}
+
+/// The modelled time of `row` from `counters` (KernelModel.h), which name
+/// the kernel `countedName`: GEMMs from their shape, kernels from their
+/// counters, the bound where there are none.
+void modelRow(KernelRow &row, StringRef countedName,
+              const llvm::StringMap<EmulatedCounters> &counters,
               const llvm::StringMap<CompiledKernel> &compiled,
               const GpuSpec &gpu) {
   const KernelRecord &record = *row.record;
@@ -254,7 +280,7 @@ void modelRow(KernelRow &row, const llvm::StringMap<EmulatedCounters> &counters,
     row.modelled = modelGemm(row.bound.seconds);
     return;
   }
-  auto found = counters.find(record.name);
+  auto found = counters.find(countedName);
   if (found == counters.end()) {
     row.modelled.seconds = row.bound.seconds;
     row.modelled.limitedBy = "not counted";
@@ -640,6 +666,35 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
       registers[resources.name] = resources.registers;
     compiled = analyseCompiledKernels(image.ptx, image.kernels, registers);
   }
+  // The counters come from a --profile-emulated build: the cpu target
+  // running the cuda target's kernels, numbered apart from them wherever
+  // the two targets' kernels differ (im2col where cuda calls cuDNN). A
+  // kernel's counters are found by what it is (kernelIdentity) in that
+  // build's kernels.
+  llvm::StringMap<std::string> countedNames;
+  if (counters && cuda) {
+    CodegenOptions emulated = codegen;
+    emulated.cuda = false;
+    emulated.cudnnConvolutions = false;
+    emulated.gemmWorkspaceBytes = 0;
+    emulated.smVersion = 0;
+    emulated.emulateBlocks = true;
+    // On copies: generating code changes the model (its training state),
+    // and the kernels above keep pointers to its ops.
+    OwningOpRef<ModelOp> train(cast<ModelOp>(chosen->trainModel()->clone()));
+    OwningOpRef<ModelOp> forward(
+        cast<ModelOp>(chosen->forwardModel()->clone()));
+    FailureOr<GeneratedModel> profiled =
+        generateModel(*train, *forward, emulated);
+    if (failed(profiled))
+      return 1;
+    llvm::StringMap<int> seen;
+    for (const KernelRecord &record : profiled->trainKernels)
+      if (record.kind != KernelKind::Gemm)
+        countedNames[kernelIdentity(record, seen)] = record.name;
+  }
+  llvm::StringMap<int> seenKernels;
+
   // The same step without kernel fusion (--no-fuse), for the before/after.
   struct StepTotals {
     int64_t kernels = 0;
@@ -676,7 +731,13 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     KernelRow row{&record, phaseOf(record, forwardOps),
                   rooflineBound(record, *gpu)};
     if (counters) {
-      modelRow(row, *counters, compiled, *gpu);
+      std::string countedName = record.name;
+      if (record.kind != KernelKind::Gemm && cuda) {
+        auto it = countedNames.find(kernelIdentity(record, seenKernels));
+        if (it != countedNames.end())
+          countedName = it->second;
+      }
+      modelRow(row, countedName, *counters, compiled, *gpu);
       modelledSeconds += row.modelled.seconds;
       countedKernels += row.counters != nullptr;
     }
