@@ -919,8 +919,13 @@ __device__ __forceinline__ float mpc_block_reduce_max(float value) {
 __device__ __forceinline__ float mpc_row_reduce_sum(float value) {
   return mpc_warp_reduce<false>(value);
 }
+/// Maximum over the lanes of a row's warp, NaN if any lane's is NaN.
+__device__ __forceinline__ float mpc_row_reduce_max(float value) {
+  return mpc_warp_reduce<true>(value);
+}
 #else
 __device__ float mpc_row_reduce_sum(float value) { return value; }
+__device__ float mpc_row_reduce_max(float value) { return value; }
 __device__ float mpc_block_reduce_sum(float value) { return value; }
 __device__ float mpc_block_reduce_max(float value) { return value; }
 #endif
