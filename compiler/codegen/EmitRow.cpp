@@ -1098,10 +1098,20 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
       "*__restrict__ gamma, const {2} *__restrict__ beta, const float "
       "*__restrict__ stats, {7}) {{\n"
       "#ifdef MPC_DEVICE_BLOCKS\n"
+      // A thread's channel changes once in a plane of its elements: its
+      // values are loaded then, not with every element.
+      "  long long cached = -1;\n"
+      "  float mean = 0.0f, rstd = 0.0f, g = 0.0f, b = 0.0f;\n"
       "  MPC_FOR_EACH(i, {3}LL) {{\n"
       "    long long c = (i / {4}LL) % {5}LL;\n"
-      "    float normalised = (mpc_load(x + i) - stats[c]) * stats[{5}LL + "
-      "c];\n"
+      "    if (c != cached) {{\n"
+      "      cached = c;\n"
+      "      mean = stats[c];\n"
+      "      rstd = stats[{5}LL + c];\n"
+      "      g = mpc_load(gamma + c);\n"
+      "      b = mpc_load(beta + c);\n"
+      "    }\n"
+      "    float normalised = (mpc_load(x + i) - mean) * rstd;\n"
       "    {8}\n"
       "  }\n"
       "#else\n"
@@ -1119,7 +1129,7 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
       "}\n",
       name, element, param, type.getNumElements(), spatial, channels,
       y->functions(), llvm::join(y->parameters, ", "),
-      y->store("i", "normalised * mpc_load(gamma + c) + mpc_load(beta + c)"),
+      y->store("i", "normalised * g + b"),
       y->store("i", "normalised * g + b")));
   SmallVector<std::string> arguments{emitter.constPointer(op.getInput()),
                                      emitter.constPointer(op.getGamma()),

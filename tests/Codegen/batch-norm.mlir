@@ -7,6 +7,16 @@
 // CHECK-LABEL: __global__ void __launch_bounds__(128) bn_k{{[0-9]+}}_batch_norm(
 // CHECK-LABEL: __global__ void __launch_bounds__(1024) bn_k{{[0-9]+}}_batch_norm(
 
+// The elementwise pass of a batch norm in slices loads a channel's values
+// when a thread's channel changes, not with every element.
+// CHECK-LABEL: bn_k{{[0-9]+}}_batch_norm_apply(
+//  CHECK-NEXT: #ifdef MPC_DEVICE_BLOCKS
+//  CHECK-NEXT:   long long cached = -1;
+//  CHECK-NEXT:   float mean = 0.0f, rstd = 0.0f, g = 0.0f, b = 0.0f;
+//  CHECK-NEXT:   MPC_FOR_EACH(i, 524288LL) {
+//  CHECK-NEXT:     long long c = (i / 65536LL) % 2LL;
+//  CHECK-NEXT:     if (c != cached) {
+
 // A channel of 262,144 elements ([4, 2, 256, 256]) is summed in slices.
 // Backward, the incoming gradient of the second such batch norm is the
 // ReLU's gradient after the residual sum (its prologue), which the
@@ -17,6 +27,7 @@
 //       CHECK: sdy, mpc_store_and_use(dy_out + c * 65536LL + at, bn_k{{[0-9]+}}_batch_norm_grad_partials_dy(
 //       CHECK: sdyx, mpc_load(dy_out + c * 65536LL + at) * (mpc_load(xc + at) - mean));
 // CHECK-LABEL: bn_k{{[0-9]+}}_batch_norm_grad_input(const __nv_bfloat16 *__restrict__ dy, const __nv_bfloat16 *__restrict__ x,
+//       CHECK:     if (c != cached) {
 // CHECK-LABEL: __global__ void __launch_bounds__(1024) bn_k{{[0-9]+}}_batch_norm_grad(
 // CHECK-LABEL: __global__ void __launch_bounds__(128) bn_k{{[0-9]+}}_batch_norm_grad(
 mpc.model @bn
