@@ -246,21 +246,17 @@ struct KernelRow {
 };
 
 /// What a kernel is, whatever its number: its family (the name without
-/// the model's prefix and number: gpt_k12_layer_norm -> layer_norm), where
-/// its first op is (or what it does, for the optimizer's), and how many
-/// kernels of that family and op came before it (`seen` counts them).
-std::string kernelIdentity(const KernelRecord &record,
+/// the model's prefix and number, StepEmitter::kernelName's
+/// `<model>_k<n>_`: gpt_k12_layer_norm -> layer_norm), where its first op
+/// is (or what it does, for the optimizer's), and how many kernels of that
+/// family and op came before it (`seen` counts them).
+std::string kernelIdentity(const KernelRecord &record, StringRef model,
                            llvm::StringMap<int> &seen) {
   StringRef family = record.name;
-  for (size_t at = family.find("_k"); at != StringRef::npos;
-       at = family.find("_k", at + 1)) {
-    StringRef rest = family.drop_front(at + 2);
-    StringRef digits = rest.take_while([](char c) { return llvm::isDigit(c); });
-    if (!digits.empty() && rest.drop_front(digits.size()).starts_with("_")) {
-      family = rest.drop_front(digits.size() + 1);
-      break;
-    }
-  }
+  if (family.consume_front(model) && family.consume_front("_k"))
+    family = family.drop_while(llvm::isDigit).drop_front();
+  else
+    family = record.name;
   std::string key =
       family.str() + " at " +
       (record.ops.empty() ? record.origin
@@ -672,6 +668,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   // kernel's counters are found by what it is (kernelIdentity) in that
   // build's kernels.
   llvm::StringMap<std::string> countedNames;
+  StringRef model = chosen->trainModel().getSymName();
   if (counters && cuda) {
     CodegenOptions emulated = codegen;
     emulated.cuda = false;
@@ -691,7 +688,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     llvm::StringMap<int> seen;
     for (const KernelRecord &record : profiled->trainKernels)
       if (record.kind != KernelKind::Gemm)
-        countedNames[kernelIdentity(record, seen)] = record.name;
+        countedNames[kernelIdentity(record, model, seen)] = record.name;
   }
   llvm::StringMap<int> seenKernels;
 
@@ -733,7 +730,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     if (counters) {
       std::string countedName = record.name;
       if (record.kind != KernelKind::Gemm && cuda) {
-        auto it = countedNames.find(kernelIdentity(record, seenKernels));
+        auto it = countedNames.find(kernelIdentity(record, model, seenKernels));
         if (it != countedNames.end())
           countedName = it->second;
       }
