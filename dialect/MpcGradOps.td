@@ -164,18 +164,23 @@ def Mpc_BatchNormGradOp : Mpc_PolicyOp<"batch_norm_grad", "KeepF32",
      AllTypesMatch<["gamma", "gamma_grad", "beta_grad"]>]> {
   let summary = "Gradients of `mpc.batch_norm` in training mode";
   let description = [{
-    Recomputes each channel's batch mean and biased variance from `input`,
-    then returns the gradients with respect to the input, gamma and beta.
+    Returns the gradients with respect to the input, gamma and beta. With
+    `stats` (the forward op's `[2, C]` mean and inverse standard deviation)
+    it normalises with those; without, it computes each channel's batch mean
+    and biased variance from `input` again.
+
+    C1: `stats`, when present, is `[2, C]` f32.
   }];
   let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$input,
-                       Mpc_FloatTensor:$gamma,
+                       Mpc_FloatTensor:$gamma, Optional<F32Tensor>:$stats,
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$eps);
   let results = (outs Mpc_FloatTensor:$input_grad, Mpc_FloatTensor:$gamma_grad,
                       Mpc_FloatTensor:$beta_grad);
   let assemblyFormat = [{
-    $grad `,` $input `,` $gamma (`eps` $eps^)? attr-dict `:` type($input) `,`
-    type($gamma)
+    $grad `,` $input `,` $gamma (`stats` $stats^ `:` type($stats))?
+    (`eps` $eps^)? attr-dict `:` type($input) `,` type($gamma)
   }];
+  let hasVerifier = 1;
 }
 
 def Mpc_EmbeddingGradOp : Mpc_PolicyOp<"embedding_grad", "KeepF32", [Pure]> {

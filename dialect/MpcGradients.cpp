@@ -444,8 +444,10 @@ LogicalResult BatchNormOp::buildVjp(OpBuilder &b, Value dy,
                                     SmallVectorImpl<Value> &grads) {
   // Running statistics (operands 3 and 4) are updated, not differentiated.
   resizeGrads(*this, grads);
+  // The statistics are computed again from the input, unless
+  // mpc-save-batch-norm-statistics later hands over the forward's.
   auto grad = BatchNormGradOp::create(b, getLoc(), dy, getInput(), getGamma(),
-                                      getEpsAttr());
+                                      /*stats=*/Value(), getEpsAttr());
   grads[0] = needed[0] ? grad.getInputGrad() : Value();
   grads[1] = needed[1] ? grad.getGammaGrad() : Value();
   grads[2] = needed[2] ? grad.getBetaGrad() : Value();

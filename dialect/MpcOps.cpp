@@ -1735,21 +1735,44 @@ LogicalResult RmsNormOp::verify() {
                             getEps().convertToDouble());
 }
 
-/// batch_norm's running statistics' type: written after gamma's, as
-/// `running <type>`, only where it differs (f32 state beside bf16
-/// parameters).
-static ParseResult parseRunningStatistics(OpAsmParser &parser, Type &running,
-                                          Type gamma) {
-  if (failed(parser.parseOptionalKeyword("running"))) {
-    running = gamma;
-    return success();
-  }
-  return parser.parseType(running);
+/// batch_norm's trailing types: the running statistics' written after
+/// gamma's, as `running <type>`, only where it differs (f32 state beside
+/// bf16 parameters); then the saved statistics', as `stats <type>`, where
+/// the op returns them.
+static ParseResult parseNormTypes(OpAsmParser &parser, Type &running,
+                                  Type &stats, Type gamma) {
+  running = gamma;
+  if (succeeded(parser.parseOptionalKeyword("running")) &&
+      failed(parser.parseType(running)))
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("stats")))
+    return parser.parseType(stats);
+  return success();
 }
-static void printRunningStatistics(OpAsmPrinter &printer, Operation *,
-                                   Type running, Type gamma) {
-  if (running != gamma)
+static void printNormTypes(OpAsmPrinter &printer, Operation *, Type running,
+                           Type stats, Type gamma) {
+  StringRef separator = "";
+  if (running != gamma) {
     printer << "running " << running;
+    separator = " ";
+  }
+  if (stats)
+    printer << separator << "stats " << stats;
+}
+
+/// A batch norm's saved statistics, when present, are [2, C] f32: each
+/// channel's mean and inverse standard deviation.
+static LogicalResult verifyBatchNormStats(Operation *op, Value stats,
+                                          RankedTensorType gamma) {
+  if (!stats)
+    return success();
+  auto type = cast<RankedTensorType>(stats.getType());
+  if (type.getShape() != ArrayRef<int64_t>{2, gamma.getDimSize(0)})
+    return op->emitOpError()
+           << "expects stats of shape [2, " << gamma.getDimSize(0)
+           << "] (the mean and inverse deviation of each channel), got "
+           << quoted(type);
+  return success();
 }
 
 LogicalResult BatchNormOp::verify() {
@@ -1786,7 +1809,13 @@ LogicalResult BatchNormOp::verify() {
                             "momentum "
                          << formatDecimal(momentum) << " and eps "
                          << formatDecimal(eps);
-  return success();
+  // batch_norm_c6
+  return verifyBatchNormStats(*this, getStats(), gamma);
+}
+
+LogicalResult BatchNormGradOp::verify() {
+  // batch_norm_grad_c1
+  return verifyBatchNormStats(*this, getStats(), getGamma().getType());
 }
 
 //===----------------------------------------------------------------------===//

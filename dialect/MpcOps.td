@@ -989,6 +989,13 @@ def Mpc_BatchNormOp : Mpc_PolicyOp<"batch_norm", "KeepF32",
     C5: the running statistics have gamma's shape, and gamma's element type
         or f32 (bf16 parameters without master weights keep f32 state).
     C4: `0 <= momentum <= 1` and `eps > 0`, finite and not 0 in f32.
+    C6: `stats`, when present, is `[2, C]` f32.
+
+    With the optional result `stats` (added by
+    mpc-save-batch-norm-statistics for the step's `mpc.batch_norm_grad`) it
+    also returns the batch mean of each channel (row 0) and the inverse
+    standard deviation `rsqrt(var + eps)` it normalised with (row 1), as
+    PyTorch's `save_mean` and `save_invstd`.
 
     The running statistics' type is written after gamma's when it differs:
 
@@ -997,6 +1004,8 @@ def Mpc_BatchNormOp : Mpc_PolicyOp<"batch_norm", "KeepF32",
         : tensor<8x16x32x32xf32>, tensor<16xf32>
     %z = mpc.batch_norm %h, %g16, %b16, %mean, %var
         : tensor<8x16x32x32xbf16>, tensor<16xbf16> running tensor<16xf32>
+    %n, %stats = mpc.batch_norm %x, %g, %b, %mean, %var
+        : tensor<8x16x32x32xf32>, tensor<16xf32> stats tensor<2x16xf32>
     ```
   }];
   let arguments = (ins Mpc_FloatTensor:$input, Mpc_FloatTensor:$gamma,
@@ -1004,12 +1013,12 @@ def Mpc_BatchNormOp : Mpc_PolicyOp<"batch_norm", "KeepF32",
                        Mpc_FloatTensor:$running_var,
                        DefaultValuedAttr<F64Attr, "0.1">:$momentum,
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$eps);
-  let results = (outs Mpc_FloatTensor:$result);
+  let results = (outs Mpc_FloatTensor:$result, Optional<F32Tensor>:$stats);
   let assemblyFormat = [{
     $input `,` $gamma `,` $beta `,` $running_mean `,` $running_var
     (`momentum` $momentum^)? (`eps` $eps^)? attr-dict `:` type($input) `,`
-    type($gamma) custom<RunningStatistics>(type($running_mean),
-                                           ref(type($gamma)))
+    type($gamma) custom<NormTypes>(type($running_mean), type($stats),
+                                   ref(type($gamma)))
   }];
   let hasVerifier = 1;
 }

@@ -306,6 +306,44 @@ def MpcRecomputePass : Pass<"mpc-recompute", "mlir::ModuleOp"> {
     Statistic<"numRecomputed", "num-recomputed", "Ops recomputed">];
 }
 
+def MpcSaveBatchNormStatisticsPass
+    : Pass<"mpc-save-batch-norm-statistics", "mlir::ModuleOp"> {
+  let summary = "Hand each batch norm's statistics from the forward pass to "
+                "its gradient";
+  let description = [{
+    The forward `mpc.batch_norm` already computes each channel's batch mean
+    and inverse standard deviation; its gradient, as mpc-autodiff derives
+    it, computes them again from the input (two more passes over every
+    element of the channel, and two more block reductions). This pass gives
+    the forward op its `stats` result (`[2, C]` f32: the mean, then
+    `rsqrt(var + eps)`) and passes it to each `mpc.batch_norm_grad` of the
+    same input, gamma and eps that it dominates, as PyTorch and cuDNN keep
+    `save_mean` and `save_invstd`. A gradient of another op's statistics,
+    or of none, is left to compute its own.
+
+    Before:
+    ```mlir
+    %y = mpc.batch_norm %x, %g, %b, %mean, %var
+        : tensor<8x16x4x4xf32>, tensor<16xf32>
+    ...
+    %dx, %dg, %db = mpc.batch_norm_grad %dy, %x, %g
+        : tensor<8x16x4x4xf32>, tensor<16xf32>
+    ```
+    After:
+    ```mlir
+    %y, %stats = mpc.batch_norm %x, %g, %b, %mean, %var
+        : tensor<8x16x4x4xf32>, tensor<16xf32> stats tensor<2x16xf32>
+    ...
+    %dx, %dg, %db = mpc.batch_norm_grad %dy, %x, %g
+        stats %stats : tensor<2x16xf32> : tensor<8x16x4x4xf32>, tensor<16xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::mpc::MpcDialect"];
+  let statistics = [
+    Statistic<"numSaved", "num-saved",
+              "Batch norm gradients given the forward's statistics">];
+}
+
 def MpcFoldCastsPass : Pass<"mpc-fold-casts", "mlir::ModuleOp"> {
   let summary = "Remove cast round trips that change nothing and cast each "
                 "value to a type once";

@@ -758,9 +758,10 @@ LogicalResult Importer::translateBatchNorm(const NodeProto &node) {
   double eps = floatAttribute(node, "epsilon", 1e-5);
   define(node,
          mpc::BatchNormOp::create(
-             builder, location, operands[0].getType(), operands[0], operands[1],
-             operands[2], operands[3], operands[4],
-             builder.getF64FloatAttr(momentum), builder.getF64FloatAttr(eps)));
+             builder, location, operands[0].getType(), /*stats=*/Type(),
+             operands[0], operands[1], operands[2], operands[3], operands[4],
+             builder.getF64FloatAttr(momentum), builder.getF64FloatAttr(eps))
+             .getResult());
   return success();
 }
 

@@ -1850,6 +1850,30 @@ func.func @batch_norm_c5_shape(%x: tensor<8x16xbf16>, %g: tensor<16xbf16>, %m: t
 
 // -----
 
+func.func @batch_norm_c6(%x: tensor<8x16xf32>, %g: tensor<16xf32>) {
+  // expected-error@+1 {{'mpc.batch_norm' op expects stats of shape [2, 16] (the mean and inverse deviation of each channel), got 'tensor<16x2xf32>'}}
+  %0, %1 = mpc.batch_norm %x, %g, %g, %g, %g : tensor<8x16xf32>, tensor<16xf32> stats tensor<16x2xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_c6_type(%x: tensor<8x16xbf16>, %g: tensor<16xbf16>, %m: tensor<16xf32>) {
+  // expected-error@+1 {{'mpc.batch_norm' op result #1 must be tensor of 32-bit float values, but got 'tensor<2x16xbf16>'}}
+  %0, %1 = mpc.batch_norm %x, %g, %g, %m, %m : tensor<8x16xbf16>, tensor<16xbf16> running tensor<16xf32> stats tensor<2x16xbf16>
+  return
+}
+
+// -----
+
+func.func @batch_norm_grad_c1(%dy: tensor<8x16xf32>, %x: tensor<8x16xf32>, %g: tensor<16xf32>, %s: tensor<2x8xf32>) {
+  // expected-error@+1 {{'mpc.batch_norm_grad' op expects stats of shape [2, 16] (the mean and inverse deviation of each channel), got 'tensor<2x8xf32>'}}
+  %0:3 = mpc.batch_norm_grad %dy, %x, %g stats %s : tensor<2x8xf32> : tensor<8x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
 func.func @batch_norm_c4_momentum(%x: tensor<8x16xf32>, %g: tensor<16xf32>) {
   // expected-error@+1 {{'mpc.batch_norm' op expects 0 <= momentum <= 1 and eps > 0 and finite in f32, got momentum 1.5 and eps 1.0e-05}}
   %0 = mpc.batch_norm %x, %g, %g, %g, %g momentum 1.5 : tensor<8x16xf32>, tensor<16xf32>

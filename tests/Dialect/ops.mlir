@@ -607,6 +607,10 @@ func.func @rms_norm(%x: tensor<4x16x64xbf16>, %g: tensor<64xf32>) -> tensor<4x16
 // bf16 parameters (without master weights) beside f32 running statistics:
 // their type follows gamma's after `running`.
 //       CHECK:   mpc.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %[[M]], %[[V]] : tensor<8x16xbf16>, tensor<16xbf16> running tensor<16xf32>
+// The saved statistics' type follows, after `stats`, with or without the
+// running statistics'.
+//       CHECK:   %{{.*}}, %{{.*}} = mpc.batch_norm %[[X]], %[[G]], %[[B]], %[[M]], %[[V]] : tensor<8x16x32x32xf32>, tensor<16xf32> stats tensor<2x16xf32>
+//       CHECK:   %{{.*}}, %{{.*}} = mpc.batch_norm %{{.*}}, %{{.*}}, %{{.*}}, %[[M]], %[[V]] : tensor<8x16xbf16>, tensor<16xbf16> running tensor<16xf32> stats tensor<2x16xf32>
 // GENERIC-LABEL: sym_name = "batch_norm"
 //       GENERIC:   "mpc.batch_norm"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{eps = 1.000000e-05 : f64, momentum = 1.000000e-01 : f64}>
 func.func @batch_norm(%x: tensor<8x16x32x32xf32>, %g: tensor<16xf32>, %b: tensor<16xf32>, %m: tensor<16xf32>, %v: tensor<16xf32>,
@@ -617,6 +621,8 @@ func.func @batch_norm(%x: tensor<8x16x32x32xf32>, %g: tensor<16xf32>, %b: tensor
   %2 = mpc.batch_norm %x2, %g2, %g2, %g2, %g2 momentum 1.0 : tensor<8x16xf16>, tensor<16xf16>
   %3 = mpc.batch_norm %2, %g2, %g2, %g2, %g2 eps 2.0e-5 : tensor<8x16xf16>, tensor<16xf16>
   %4 = mpc.batch_norm %x3, %g3, %g3, %m, %v : tensor<8x16xbf16>, tensor<16xbf16> running tensor<16xf32>
+  %5, %s5 = mpc.batch_norm %x, %g, %b, %m, %v : tensor<8x16x32x32xf32>, tensor<16xf32> stats tensor<2x16xf32>
+  %6, %s6 = mpc.batch_norm %x3, %g3, %g3, %m, %v : tensor<8x16xbf16>, tensor<16xbf16> running tensor<16xf32> stats tensor<2x16xf32>
   return %1, %3, %4 : tensor<8x16x32x32xf32>, tensor<8x16xf16>, tensor<8x16xbf16>
 }
 

@@ -1,0 +1,50 @@
+// RUN: mpc-opt %s -split-input-file -mpc-autodiff -mpc-save-batch-norm-statistics | FileCheck %s
+
+// The forward batch norm returns the mean and inverse deviation it
+// normalised with; the gradient reads them.
+// CHECK-LABEL: mpc.model @saved
+//       CHECK:   %[[Y:.*]], %[[STATS:.*]] = mpc.batch_norm %x, %g, %b, %mean, %var : tensor<2x3x4x4xf32>, tensor<3xf32> stats tensor<2x3xf32>
+//       CHECK:   mpc.relu %[[Y]]
+//       CHECK:   mpc.batch_norm_grad %{{.*}}, %x, %g stats %[[STATS]] : tensor<2x3xf32> : tensor<2x3x4x4xf32>, tensor<3xf32>
+mpc.model @saved
+    inputs(%x: tensor<2x3x4x4xf32>)
+    params(%g: tensor<3xf32> = ones, %b: tensor<3xf32> = zeros)
+    state(%mean: tensor<3xf32> = zeros, %var: tensor<3xf32> = ones) {
+  %y = mpc.batch_norm %x, %g, %b, %mean, %var : tensor<2x3x4x4xf32>, tensor<3xf32>
+  %r = mpc.relu %y : tensor<2x3x4x4xf32>
+  %s = mpc.reduce_sum %r dims [0, 1, 2, 3] : tensor<2x3x4x4xf32>
+  mpc.output loss(%s : tensor<f32>)
+}
+
+// -----
+
+// Two batch norms in a row: each gradient reads its own forward's
+// statistics, the eps and the bf16 running statistics kept.
+// CHECK-LABEL: mpc.model @two
+//       CHECK:   %[[Y0:.*]], %[[S0:.*]] = mpc.batch_norm %x, %g0, %b0, %m0, %v0 momentum 2.000000e-01 eps 1.000000e-03 : tensor<4x2xbf16>, tensor<2xbf16> running tensor<2xf32> stats tensor<2x2xf32>
+//       CHECK:   %[[Y1:.*]], %[[S1:.*]] = mpc.batch_norm %[[Y0]], %g1, %b1, %m1, %v1 : tensor<4x2xbf16>, tensor<2xbf16> running tensor<2xf32> stats tensor<2x2xf32>
+//       CHECK:   mpc.batch_norm_grad %{{.*}}, %[[Y0]], %g1 stats %[[S1]] : tensor<2x2xf32> : tensor<4x2xbf16>, tensor<2xbf16>
+//       CHECK:   mpc.batch_norm_grad %{{.*}}, %x, %g0 stats %[[S0]] : tensor<2x2xf32> eps 1.000000e-03 : tensor<4x2xbf16>, tensor<2xbf16>
+mpc.model @two
+    inputs(%x: tensor<4x2xbf16>)
+    params(%g0: tensor<2xbf16> = ones, %b0: tensor<2xbf16> = zeros,
+           %g1: tensor<2xbf16> = ones, %b1: tensor<2xbf16> = zeros)
+    state(%m0: tensor<2xf32> = zeros, %v0: tensor<2xf32> = ones,
+          %m1: tensor<2xf32> = zeros, %v1: tensor<2xf32> = ones) {
+  %y0 = mpc.batch_norm %x, %g0, %b0, %m0, %v0 momentum 0.2 eps 1.0e-3 : tensor<4x2xbf16>, tensor<2xbf16> running tensor<2xf32>
+  %y1 = mpc.batch_norm %y0, %g1, %b1, %m1, %v1 : tensor<4x2xbf16>, tensor<2xbf16> running tensor<2xf32>
+  %w = mpc.cast %y1 : tensor<4x2xbf16> to tensor<4x2xf32>
+  %s = mpc.reduce_sum %w dims [0, 1] : tensor<4x2xf32>
+  mpc.output loss(%s : tensor<f32>)
+}
+
+// -----
+
+// A gradient whose forward op is not in the step (written by hand)
+// computes its own statistics.
+// CHECK-LABEL: func.func @no_forward
+//       CHECK:   mpc.batch_norm_grad %arg0, %arg1, %arg2 : tensor<2x3xf32>, tensor<3xf32>
+func.func @no_forward(%dy: tensor<2x3xf32>, %x: tensor<2x3xf32>, %g: tensor<3xf32>) -> tensor<2x3xf32> {
+  %dx, %dg, %db = mpc.batch_norm_grad %dy, %x, %g : tensor<2x3xf32>, tensor<3xf32>
+  return %dx : tensor<2x3xf32>
+}
