@@ -1029,11 +1029,11 @@ int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
   if (isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradWeightOp>(op))
     return convolutionScratchBytes(op, cudnnConvolutions);
   if (auto norm = dyn_cast<BatchNormOp>(op)) {
-    // mean, rstd; and each slice's two partial sums where a channel is
-    // summed in slices (EmitRow.cpp).
+    // mean, rstd (unless the op returns them); and each slice's two
+    // partial sums where a channel is summed in slices (EmitRow.cpp).
     int64_t channels = norm.getGamma().getType().getNumElements();
     int64_t splits = batchNormSplits(norm.getInput().getType());
-    return saturatingProduct({2, channels, 4}) +
+    return (norm.getStats() ? 0 : saturatingProduct({2, channels, 4})) +
            (splits > 1 ? saturatingProduct({2, channels, splits, 4}) : 0);
   }
   if (auto grad = dyn_cast<RmsNormGradOp>(op))
@@ -1046,11 +1046,14 @@ int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
                               grad.getGamma().getType().getNumElements(), 4});
   if (auto grad = dyn_cast<BatchNormGradOp>(op)) {
     // Per-channel mean, rstd, mean(dy) and mean(dy * xhat); and each
-    // slice's four partial sums where a channel is summed in slices.
+    // slice's partial sums where a channel is summed in slices: of dy and
+    // dy * (x - mean), and of x and its squares unless the forward's
+    // statistics are read.
     int64_t channels = grad.getGamma().getType().getNumElements();
     int64_t splits = batchNormSplits(grad.getInput().getType());
+    int64_t sums = grad.getStats() ? 2 : 4;
     return saturatingProduct({4, channels, 4}) +
-           (splits > 1 ? saturatingProduct({4, channels, splits, 4}) : 0);
+           (splits > 1 ? saturatingProduct({sums, channels, splits, 4}) : 0);
   }
   if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
     // Half tables accumulate in fp32 first (atomicAdd is on floats), unless

@@ -501,7 +501,9 @@ void emitRmsNormGrad(StepEmitter &emitter, const Step &step, RmsNormGradOp op) {
 /// [N, C, H, W], with m = N * H * W elements per channel:
 ///   dbeta = sum dy, dgamma = sum dy * xhat,
 ///   dx = gamma * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)),
-/// the batch mean and variance computed again from x. dy is read through
+/// with the forward's mean and rstd where the op reads them (`stats`, from
+/// mpc-save-batch-norm-statistics), else the batch mean and variance
+/// computed again from x. dy is read through
 /// the prologue mpc-form-kernels grouped with it (the ReLU's gradient, from
 /// the ReLU's output; with the residual gradients added first, which the
 /// kernel then stores for the shortcut). Where a block sums a whole
@@ -591,6 +593,16 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
     }
   };
 
+  // The forward's statistics, [2, C]: the means, then the rstds.
+  Value saved = op.getStats();
+  std::string savedParameter = saved ? ", const float *__restrict__ saved" : "";
+  auto addSaved = [&](SmallVector<std::string> &arguments, KernelCost &cost) {
+    if (!saved)
+      return;
+    arguments.push_back(emitter.constPointer(saved));
+    cost.reads(saved);
+  };
+
   int64_t splits = batchNormSplits(type);
   if (splits == 1) {
     std::string name = emitter.kernelName("batch_norm_grad");
@@ -598,22 +610,31 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
         rowInput(emitter, step, op, op.getGrad(), "dy", name);
     if (failed(dy))
       return failure();
+    std::string statistics =
+        saved ? llvm::formatv("  float mean = saved[c], rstd = saved[{0}LL + "
+                              "c];\n",
+                              channels)
+                    .str()
+              : llvm::formatv(
+                    "  mpc_sum sum = 0.0f;\n"
+                    "  MPC_SUM_CHANNEL({0}, sum, mpc_load(xc + at));\n"
+                    "  float mean = mpc_block_reduce_sum(sum) / {1}.0f;\n"
+                    "  mpc_sum squares = 0.0f;\n"
+                    "  MPC_SUM_CHANNEL({0}, squares, (mpc_load(xc + at) - "
+                    "mean) * (mpc_load(xc + at) - mean));\n"
+                    "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / "
+                    "{1}.0f + {2});\n",
+                    channel, count, eps)
+                    .str();
     emitter.addKernel(llvm::formatv(
         "{10}__global__ void {0}({1}const {2} *__restrict__ x, const {3} "
-        "*__restrict__ gamma{4}{6}) {{\n"
+        "*__restrict__ gamma{14}{4}{6}) {{\n"
         "  long long c = blockIdx.x;\n"
         "  const {2} *xc = x + c * {11}LL;\n"
-        "  mpc_sum sum = 0.0f;\n"
-        "  MPC_SUM_CHANNEL({8}, sum, mpc_load(xc + at));\n"
-        "  float mean = mpc_block_reduce_sum(sum) / {7}.0f;\n"
-        "  mpc_sum squares = 0.0f;\n"
-        "  MPC_SUM_CHANNEL({8}, squares, (mpc_load(xc + at) - mean) * "
-        "(mpc_load(xc + at) - mean));\n"
-        "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {7}.0f + "
-        "{9});\n"
+        "{9}"
         "  mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
-        "  MPC_SUM_CHANNEL2({8}, sdy, {12}, sdyx, {12} * (mpc_load(xc + at) - "
-        "mean) * rstd);\n"
+        "  MPC_SUM_CHANNEL2_OF({8}, d, {12}, sdy, d, sdyx, d * (mpc_load(xc + "
+        "at) - mean) * rstd);\n"
         "  float tdy = mpc_block_reduce_sum(sdy);\n"
         "  float tdyx = mpc_block_reduce_sum(sdyx);\n"
         "  if (threadIdx.x == 0) {{\n"
@@ -626,7 +647,7 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
         name, leading(dy->parameters), elementCType(op.getInput()),
         elementCType(op.getGamma()), parameterGradParameters,
         storeParameterGrads("tdyx", "tdy", "    "), dxParameter, count, channel,
-        eps, dy->functions(), spatial, dy->load(at),
+        statistics, dy->functions(), spatial, dy->load(at),
         writesDx || dy->stored
             ? llvm::formatv("  MPC_FOR_CHANNEL({0}) {{\n"
                             "    long long i = c * {1}LL + at;\n"
@@ -634,18 +655,20 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
                             "  }\n",
                             channel, spatial, inputGradient(*dy, "    "))
                   .str()
-            : std::string()));
+            : std::string(),
+        savedParameter));
     SmallVector<std::string> arguments(dy->arguments);
     arguments.append({emitter.constPointer(op.getInput()),
                       emitter.constPointer(op.getGamma())});
-    // Mean and variance (4 FLOPs an element), the two sums (5), dx (7);
-    // x and dy are read from DRAM once (the block's later passes over its
-    // channel find them in L2).
+    // Mean and variance unless saved (4 FLOPs an element), the two sums
+    // (5), dx (7); x and dy are read from DRAM once (the block's later
+    // passes over its channel find them in L2).
     KernelCost cost = KernelCost()
                           .reads(op.getInput())
                           .reads(op.getGamma())
-                          .flopsPer(count * channels, 16)
+                          .flopsPer(count * channels, saved ? 12 : 16)
                           .flopsPer(channels, 10);
+    addSaved(arguments, cost);
     readsDy(cost, *dy);
     addParameterGrads(arguments, cost);
     addDx(arguments, cost);
@@ -653,14 +676,17 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
     return success();
   }
 
-  // As the forward's statistics (EmitRow.cpp): per slice the sums of x
-  // and dy, then the squares and the sum of dy * x about the slice's
-  // mean; per channel, Chan et al.'s combination, and
+  // Without the forward's statistics, as the forward computes them
+  // (EmitRow.cpp): per slice the sums of x and dy, then the squares and the
+  // sum of dy * x about the slice's mean; per channel, Chan et al.'s
+  // combination, and
   //   sum dy (x - mean) = sum_s [sum dy (x - mean_s)
   //                              + (mean_s - mean) sum_s dy].
+  // With them, one pass a slice: the sums of dy and dy * (x - mean).
   int64_t slice = (count + splits - 1) / splits;
+  int64_t sums = saved ? 2 : 4;
   std::string partials =
-      emitter.scratchPointer(step, "float", 4 * channels * 4);
+      emitter.scratchPointer(step, "float", sums * channels * 4);
   std::string partialsName = emitter.kernelName("batch_norm_grad_partials");
   // Where a prologue's dy is read after the group (a shortcut's gradient),
   // this kernel stores it as its first pass computes it, and the input
@@ -676,84 +702,123 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
                             *slicedDy->stored, at, firstDy);
     secondDy = llvm::formatv("mpc_load({0} + {1})", *slicedDy->stored, at);
   }
+  std::string slicePrologue = llvm::formatv(
+      "  long long c = blockIdx.x / {0}LL, s = blockIdx.x % {0}LL;\n"
+      "  const {1} *xc = x + c * {2}LL;\n"
+      "  long long begin = s * {3}LL;\n"
+      "  long long end = begin + {3}LL < {4}LL ? begin + {3}LL : {4}LL;\n",
+      splits, elementCType(op.getInput()), spatial, slice, count);
+  std::string sliceSums =
+      saved
+          ? llvm::formatv(
+                "  float mean = saved[c];\n"
+                "  mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
+                "  MPC_SUM_CHANNEL_SLICE2_OF(begin, end, {0}LL, {1}LL, at, d, "
+                "{2}, sdy, d, sdyx, d * (mpc_load(xc + at) - mean));\n"
+                "  float tdy = mpc_block_reduce_sum(sdy);\n"
+                "  float dyx = mpc_block_reduce_sum(sdyx);\n"
+                "  if (threadIdx.x == 0) {{\n"
+                "    partials[2LL * blockIdx.x] = tdy;\n"
+                "    partials[2LL * blockIdx.x + 1] = dyx;\n"
+                "  }\n",
+                spatial, channels * spatial, firstDy)
+                .str()
+          : llvm::formatv(
+                "  mpc_sum sx = 0.0f, sdy = 0.0f;\n"
+                "  MPC_SUM_CHANNEL_SLICE2(begin, end, {0}LL, {1}LL, at, sx, "
+                "mpc_load(xc + at), sdy, {2});\n"
+                "  float tx = mpc_block_reduce_sum(sx);\n"
+                "  float tdy = mpc_block_reduce_sum(sdy);\n"
+                "  float mean = tx / (float)(end - begin);\n"
+                "  mpc_sum squares = 0.0f, sdyx = 0.0f;\n"
+                "  MPC_SUM_CHANNEL_SLICE2(begin, end, {0}LL, {1}LL, at, "
+                "squares, (mpc_load(xc + at) - mean) * (mpc_load(xc + at) - "
+                "mean), sdyx, {3} * (mpc_load(xc + at) - mean));\n"
+                "  float m2 = mpc_block_reduce_sum(squares);\n"
+                "  float dyx = mpc_block_reduce_sum(sdyx);\n"
+                "  if (threadIdx.x == 0) {{\n"
+                "    float *p = partials + 4LL * blockIdx.x;\n"
+                "    p[0] = tx;\n"
+                "    p[1] = m2;\n"
+                "    p[2] = tdy;\n"
+                "    p[3] = dyx;\n"
+                "  }\n",
+                spatial, channels * spatial, firstDy, secondDy)
+                .str();
   emitter.addKernel(llvm::formatv(
-      "{8}__global__ void {0}({1}const {2} *__restrict__ x, float "
+      "{0}__global__ void {1}({2}const {3} *__restrict__ x{4}, float "
       "*__restrict__ partials) {{\n"
-      "  long long c = blockIdx.x / {3}LL, s = blockIdx.x % {3}LL;\n"
-      "  const {2} *xc = x + c * {4}LL;\n"
-      "  long long begin = s * {5}LL;\n"
-      "  long long end = begin + {5}LL < {6}LL ? begin + {5}LL : {6}LL;\n"
-      "  mpc_sum sx = 0.0f, sdy = 0.0f;\n"
-      "  MPC_SUM_CHANNEL_SLICE2(begin, end, {4}LL, {7}LL, at, sx, "
-      "mpc_load(xc + at), sdy, {9});\n"
-      "  float tx = mpc_block_reduce_sum(sx);\n"
-      "  float tdy = mpc_block_reduce_sum(sdy);\n"
-      "  float mean = tx / (float)(end - begin);\n"
-      "  mpc_sum squares = 0.0f, sdyx = 0.0f;\n"
-      "  MPC_SUM_CHANNEL_SLICE2(begin, end, {4}LL, {7}LL, at, squares, "
-      "(mpc_load(xc + at) - mean) * (mpc_load(xc + at) - mean), sdyx, "
-      "{10} * (mpc_load(xc + at) - mean));\n"
-      "  float m2 = mpc_block_reduce_sum(squares);\n"
-      "  float dyx = mpc_block_reduce_sum(sdyx);\n"
-      "  if (threadIdx.x == 0) {{\n"
-      "    float *p = partials + 4LL * blockIdx.x;\n"
-      "    p[0] = tx;\n"
-      "    p[1] = m2;\n"
-      "    p[2] = tdy;\n"
-      "    p[3] = dyx;\n"
-      "  }\n"
+      "{5}{6}"
       "}\n",
-      partialsName, leading(slicedDy->parameters), elementCType(op.getInput()),
-      splits, spatial, slice, count, channels * spatial, slicedDy->functions(),
-      firstDy, secondDy));
+      slicedDy->functions(), partialsName, leading(slicedDy->parameters),
+      elementCType(op.getInput()), savedParameter, slicePrologue, sliceSums));
   SmallVector<std::string> partialsArguments(slicedDy->arguments);
-  llvm::append_range(
-      partialsArguments,
-      ArrayRef<std::string>{emitter.constPointer(op.getInput()), partials});
+  partialsArguments.push_back(emitter.constPointer(op.getInput()));
   KernelCost partialsCost = KernelCost()
                                 .reads(op.getInput())
-                                .writesBytes(4 * channels * splits * 4)
-                                .flopsPer(count * channels, 8);
+                                .writesBytes(sums * channels * splits * 4)
+                                .flopsPer(count * channels, saved ? 4 : 8);
+  addSaved(partialsArguments, partialsCost);
+  partialsArguments.push_back(partials);
   readsDy(partialsCost, *slicedDy);
   emitter.launch(partialsName, channels * splits, rowBlockSize,
                  partialsArguments, partialsCost);
 
+  // Per channel: the parameters' gradients, and the statistics dx needs.
+  std::string channelSums =
+      saved ? llvm::formatv(
+                  "    const float *p = partials + 2LL * {0}LL * c;\n"
+                  "    float sdy = 0.0f, dyx = 0.0f;\n"
+                  "    for (long long s = 0; s < {0}LL; ++s) {{\n"
+                  "      sdy += p[2 * s];\n"
+                  "      dyx += p[2 * s + 1];\n"
+                  "    }\n"
+                  "    float mean = saved[c], rstd = saved[{1}LL + c];\n",
+                  splits, channels)
+                  .str()
+            : llvm::formatv(
+                  "    const float *p = partials + 4LL * {0}LL * c;\n"
+                  "    float total = 0.0f;\n"
+                  "    for (long long s = 0; s < {0}LL; ++s) total += p[4 * "
+                  "s];\n"
+                  "    float mean = total / {1}.0f;\n"
+                  "    float m2 = 0.0f, sdy = 0.0f, dyx = 0.0f;\n"
+                  "    for (long long s = 0; s < {0}LL; ++s) {{\n"
+                  "      long long n = {1}LL - s * {2}LL < {2}LL ? {1}LL - s * "
+                  "{2}LL : {2}LL;\n"
+                  "      float d = p[4 * s] / (float)n - mean;\n"
+                  "      m2 += p[4 * s + 1] + (float)n * d * d;\n"
+                  "      sdy += p[4 * s + 2];\n"
+                  "      dyx += p[4 * s + 3] + d * p[4 * s + 2];\n"
+                  "    }\n"
+                  "    float rstd = mpc_rsqrt(m2 / {1}.0f + {3});\n",
+                  splits, count, slice, eps)
+                  .str();
   std::string statsName = emitter.kernelName("batch_norm_grad_params");
   emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const float *__restrict__ partials, float "
+      "__global__ void {0}(const float *__restrict__ partials{5}, float "
       "*__restrict__ stats{1}) {{\n"
       "  MPC_FOR_EACH(c, {3}LL) {{\n"
-      "    const float *p = partials + 4LL * {4}LL * c;\n"
-      "    float total = 0.0f;\n"
-      "    for (long long s = 0; s < {4}LL; ++s) total += p[4 * s];\n"
-      "    float mean = total / {5}.0f;\n"
-      "    float m2 = 0.0f, sdy = 0.0f, dyx = 0.0f;\n"
-      "    for (long long s = 0; s < {4}LL; ++s) {{\n"
-      "      long long n = {5}LL - s * {6}LL < {6}LL ? {5}LL - s * {6}LL : "
-      "{6}LL;\n"
-      "      float d = p[4 * s] / (float)n - mean;\n"
-      "      m2 += p[4 * s + 1] + (float)n * d * d;\n"
-      "      sdy += p[4 * s + 2];\n"
-      "      dyx += p[4 * s + 3] + d * p[4 * s + 2];\n"
-      "    }\n"
-      "    float rstd = mpc_rsqrt(m2 / {5}.0f + {7});\n"
+      "{6}"
       "    float sdyx = dyx * rstd;\n"
       "{2}"
       "    stats[c] = mean;\n"
       "    stats[{3}LL + c] = rstd;\n"
-      "    stats[2LL * {3}LL + c] = sdy / {5}.0f;\n"
-      "    stats[3LL * {3}LL + c] = sdyx / {5}.0f;\n"
+      "    stats[2LL * {3}LL + c] = sdy / {4}.0f;\n"
+      "    stats[3LL * {3}LL + c] = sdyx / {4}.0f;\n"
       "  }\n"
       "}\n",
       statsName, parameterGradParameters,
-      storeParameterGrads("sdyx", "sdy", "    "), channels, splits, count,
-      slice, eps));
-  SmallVector<std::string> statsArguments{partials, stats};
+      storeParameterGrads("sdyx", "sdy", "    "), channels, count,
+      savedParameter, channelSums));
+  SmallVector<std::string> statsArguments{partials};
   KernelCost statsCost = KernelCost()
-                             .readsBytes(4 * channels * splits * 4)
+                             .readsBytes(sums * channels * splits * 4)
                              .writesBytes(4 * channels * 4)
-                             .flopsPer(channels * splits, 10)
+                             .flopsPer(channels * splits, saved ? 2 : 10)
                              .flopsPer(channels, 8);
+  addSaved(statsArguments, statsCost);
+  statsArguments.push_back(stats);
   addParameterGrads(statsArguments, statsCost);
   emitter.launch(statsName, elementwiseGrid(channels), rowBlockSize,
                  statsArguments, statsCost);

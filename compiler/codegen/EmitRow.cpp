@@ -918,7 +918,10 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
       floatLiteral(op.getEps().convertToDouble());
   std::string momentum =
       floatLiteral(op.getMomentum().convertToDouble());
-  std::string stats = emitter.scratchPointer(step, "float");
+  // Each channel's mean and rstd: the op's `stats` result where its
+  // gradient reads them (mpc-save-batch-norm-statistics), else scratch.
+  std::string stats = op.getStats() ? emitter.pointer(op.getStats())
+                                    : emitter.scratchPointer(step, "float");
   std::string element = elementCType(op.getInput());
   std::string param = elementCType(op.getGamma());
   // The running statistics are f32 state; gamma and beta may be bf16

@@ -759,7 +759,9 @@ mpc_copy_run(T *__restrict dst, const T *__restrict src, long long n) {
 /// first). A block's threads stride over them on the GPU; the cpu target
 /// adds each plane as a run (mpc_sum::add_run), to the same bits as one
 /// `+=` after another. MPC_SUM_CHANNEL2 takes two sums in one pass on the
-/// GPU (one after the other on the cpu).
+/// GPU (one after the other on the cpu); MPC_SUM_CHANNEL2_OF two sums of
+/// terms of `v`, each element's `value` (a batch norm gradient's incoming
+/// gradient, through its prologue) evaluated once for both on the GPU.
 #ifdef MPC_DEVICE_BLOCKS
 #define MPC_SUM_CHANNEL2(images, plane, stride, at, sum, term, sum2, term2)    \
   MPC_FOR_THREAD(mpc_t, (images) * (plane)) {                                  \
@@ -772,6 +774,14 @@ mpc_copy_run(T *__restrict dst, const T *__restrict src, long long n) {
     long long at = mpc_t / (plane) * (stride) + mpc_t % (plane);               \
     sum += (term);                                                             \
   }
+#define MPC_SUM_CHANNEL2_OF(images, plane, stride, at, v, value, sum, term,    \
+                            sum2, term2)                                       \
+  MPC_FOR_THREAD(mpc_t, (images) * (plane)) {                                  \
+    long long at = mpc_t / (plane) * (stride) + mpc_t % (plane);               \
+    float v = (value);                                                         \
+    sum += (term);                                                             \
+    sum2 += (term2);                                                           \
+  }
 #else
 #define MPC_SUM_CHANNEL(images, plane, stride, at, sum, term)                  \
   for (long long mpc_image = 0; mpc_image < (images); ++mpc_image)             \
@@ -782,6 +792,16 @@ mpc_copy_run(T *__restrict dst, const T *__restrict src, long long n) {
 #define MPC_SUM_CHANNEL2(images, plane, stride, at, sum, term, sum2, term2)    \
   MPC_SUM_CHANNEL(images, plane, stride, at, sum, term);                       \
   MPC_SUM_CHANNEL(images, plane, stride, at, sum2, term2)
+#define MPC_SUM_CHANNEL2_OF(images, plane, stride, at, v, value, sum, term,    \
+                            sum2, term2)                                       \
+  MPC_SUM_CHANNEL(images, plane, stride, at, sum, [&] {                        \
+    float v = (value);                                                         \
+    return (term);                                                             \
+  }());                                                                        \
+  MPC_SUM_CHANNEL(images, plane, stride, at, sum2, [&] {                       \
+    float v = (value);                                                         \
+    return (term2);                                                            \
+  }())
 #endif
 
 /// `for at in` the elements of one channel of NCHW data (as MPC_SUM_CHANNEL
@@ -804,7 +824,8 @@ mpc_copy_run(T *__restrict dst, const T *__restrict src, long long n) {
 /// (image by image, `begin` and `end` counting across images): one slice
 /// of a channel that several blocks sum (the batch norms of a network's
 /// first layers, whose channels hold hundreds of thousands of elements).
-/// MPC_SUM_CHANNEL_SLICE2 takes two sums, as MPC_SUM_CHANNEL2 does.
+/// MPC_SUM_CHANNEL_SLICE2 and MPC_SUM_CHANNEL_SLICE2_OF take two sums, as
+/// MPC_SUM_CHANNEL2 and MPC_SUM_CHANNEL2_OF do.
 #ifdef MPC_DEVICE_BLOCKS
 #define MPC_SUM_CHANNEL_SLICE(begin, end, plane, stride, at, sum, term)        \
   MPC_FOR_THREAD(mpc_i, (end) - (begin)) {                                     \
@@ -820,11 +841,30 @@ mpc_copy_run(T *__restrict dst, const T *__restrict src, long long n) {
     sum += (term);                                                             \
     sum2 += (term2);                                                           \
   }
+#define MPC_SUM_CHANNEL_SLICE2_OF(begin, end, plane, stride, at, v, value,     \
+                                  sum, term, sum2, term2)                      \
+  MPC_FOR_THREAD(mpc_i, (end) - (begin)) {                                     \
+    long long mpc_t = (begin) + mpc_i;                                         \
+    long long at = mpc_t / (plane) * (stride) + mpc_t % (plane);               \
+    float v = (value);                                                         \
+    sum += (term);                                                             \
+    sum2 += (term2);                                                           \
+  }
 #else
 #define MPC_SUM_CHANNEL_SLICE2(begin, end, plane, stride, at, sum, term, sum2, \
                                term2)                                          \
   MPC_SUM_CHANNEL_SLICE(begin, end, plane, stride, at, sum, term);             \
   MPC_SUM_CHANNEL_SLICE(begin, end, plane, stride, at, sum2, term2)
+#define MPC_SUM_CHANNEL_SLICE2_OF(begin, end, plane, stride, at, v, value,     \
+                                  sum, term, sum2, term2)                      \
+  MPC_SUM_CHANNEL_SLICE(begin, end, plane, stride, at, sum, [&] {              \
+    float v = (value);                                                         \
+    return (term);                                                             \
+  }());                                                                        \
+  MPC_SUM_CHANNEL_SLICE(begin, end, plane, stride, at, sum2, [&] {             \
+    float v = (value);                                                         \
+    return (term2);                                                            \
+  }())
 #define MPC_SUM_CHANNEL_SLICE(begin, end, plane, stride, at, sum, term)        \
   for (long long mpc_t0 = (begin), mpc_end = (end), mpc_n = 0;                 \
        mpc_t0 < mpc_end; mpc_t0 += mpc_n) {                                    \

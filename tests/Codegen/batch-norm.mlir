@@ -21,14 +21,30 @@
 // Backward, the incoming gradient of the second such batch norm is the
 // ReLU's gradient after the residual sum (its prologue), which the
 // shortcut reads too: the statistics pass stores it as it computes it, and
-// the elementwise pass reads it back.
+// the elementwise pass reads it back. The forward's mean (its `stats`
+// result) is read, so a slice takes one pass: the sums of dy and
+// dy * (x - mean), dy evaluated once for both.
 // CHECK-LABEL: bn_k{{[0-9]+}}_batch_norm_grad_partials(
-//  CHECK-SAME: __nv_bfloat16 *__restrict__ dy_out, const __nv_bfloat16 *__restrict__ x, float *__restrict__ partials) {
-//       CHECK: sdy, mpc_store_and_use(dy_out + c * 65536LL + at, bn_k{{[0-9]+}}_batch_norm_grad_partials_dy(
-//       CHECK: sdyx, mpc_load(dy_out + c * 65536LL + at) * (mpc_load(xc + at) - mean));
+//  CHECK-SAME: __nv_bfloat16 *__restrict__ dy_out, const __nv_bfloat16 *__restrict__ x, const float *__restrict__ saved, float *__restrict__ partials) {
+//       CHECK:   float mean = saved[c];
+//  CHECK-NEXT:   mpc_sum sdy = 0.0f, sdyx = 0.0f;
+//  CHECK-NEXT:   MPC_SUM_CHANNEL_SLICE2_OF(begin, end, 65536LL, 131072LL, at, d, mpc_store_and_use(dy_out + c * 65536LL + at, bn_k{{[0-9]+}}_batch_norm_grad_partials_dy({{.*}})), sdy, d, sdyx, d * (mpc_load(xc + at) - mean));
+//   CHECK-NOT:   MPC_SUM_CHANNEL
+//       CHECK:     partials[2LL * blockIdx.x + 1] = dyx;
+// The channel's sums of the slices' partials, rstd the forward's.
+// CHECK-LABEL: bn_k{{[0-9]+}}_batch_norm_grad_params(const float *__restrict__ partials, const float *__restrict__ saved, float *__restrict__ stats,
+//       CHECK:     float mean = saved[c], rstd = saved[2LL + c];
+//  CHECK-NEXT:     float sdyx = dyx * rstd;
 // CHECK-LABEL: bn_k{{[0-9]+}}_batch_norm_grad_input(const __nv_bfloat16 *__restrict__ dy, const __nv_bfloat16 *__restrict__ x,
 //       CHECK:     if (c != cached) {
+// The one-kernel gradient reads the forward's mean and rstd: one pass
+// over the channel for its sums, not three (and dx's where it is stored).
 // CHECK-LABEL: __global__ void __launch_bounds__(1024) bn_k{{[0-9]+}}_batch_norm_grad(
+//  CHECK-SAME: const float *__restrict__ gamma, const float *__restrict__ saved,
+//       CHECK:   float mean = saved[c], rstd = saved[4LL + c];
+//  CHECK-NEXT:   mpc_sum sdy = 0.0f, sdyx = 0.0f;
+//  CHECK-NEXT:   MPC_SUM_CHANNEL2_OF(32LL, 784LL, 3136LL, at, d, bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}), sdy, d, sdyx, d * (mpc_load(xc + at) - mean) * rstd);
+//  CHECK-NEXT:   float tdy = mpc_block_reduce_sum(sdy);
 // CHECK-LABEL: __global__ void __launch_bounds__(128) bn_k{{[0-9]+}}_batch_norm_grad(
 mpc.model @bn
     inputs(%small: tensor<32x8x7x7xbf16>, %medium: tensor<32x4x28x28xbf16>,
