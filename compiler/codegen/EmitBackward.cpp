@@ -620,8 +620,8 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
                     "  MPC_SUM_CHANNEL({0}, sum, mpc_load(xc + at));\n"
                     "  float mean = mpc_block_reduce_sum(sum) / {1}.0f;\n"
                     "  mpc_sum squares = 0.0f;\n"
-                    "  MPC_SUM_CHANNEL({0}, squares, (mpc_load(xc + at) - "
-                    "mean) * (mpc_load(xc + at) - mean));\n"
+                    "  MPC_SUM_CHANNEL({0}, squares, mpc_square(mpc_load(xc "
+                    "+ at) - mean));\n"
                     "  float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / "
                     "{1}.0f + {2});\n",
                     channel, count, eps)
@@ -732,8 +732,8 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
                 "  float mean = tx / (float)(end - begin);\n"
                 "  mpc_sum squares = 0.0f, sdyx = 0.0f;\n"
                 "  MPC_SUM_CHANNEL_SLICE2(begin, end, {0}LL, {1}LL, at, "
-                "squares, (mpc_load(xc + at) - mean) * (mpc_load(xc + at) - "
-                "mean), sdyx, {3} * (mpc_load(xc + at) - mean));\n"
+                "squares, mpc_square(mpc_load(xc + at) - mean), sdyx, {3} * "
+                "(mpc_load(xc + at) - mean));\n"
                 "  float m2 = mpc_block_reduce_sum(squares);\n"
                 "  float dyx = mpc_block_reduce_sum(sdyx);\n"
                 "  if (threadIdx.x == 0) {{\n"

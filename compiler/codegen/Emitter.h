@@ -440,6 +440,17 @@ constexpr int channelBlockSize = 1024;
 /// so that a thread has at least 16 of them to load before the block's
 /// reductions, whose barriers and shuffles otherwise bound the kernel.
 int batchNormBlockSize(int64_t count);
+/// Elements of its channel each thread of a one-block-a-channel batch norm
+/// keeps in registers at most (the input forward, the incoming gradient
+/// backward), so that it loads them once rather than once a pass: 16, a
+/// channel of up to 16,384 elements at 1,024 threads. With 25 (ResNet-50's
+/// 28x28 stages: 25,088 elements) ptxas spilled 20 to 80 bytes a thread at
+/// the 64 registers 1,024 threads may have, however the offsets were
+/// computed.
+constexpr int64_t maxChannelRegisters = 16;
+/// Registers a thread of those kernels may use (limitRegisters): all that
+/// 1,024 threads may have.
+constexpr int channelRegisterBudget = 64;
 
 //===----------------------------------------------------------------------===//
 // Kernel-source helpers shared by the per-family emitters

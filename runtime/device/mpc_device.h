@@ -502,6 +502,9 @@ __device__ __forceinline__ void mpc_store(__half *p, float v) {
 __device__ __forceinline__ void mpc_store(__nv_bfloat16 *p, float v) {
   *p = __float2bfloat16_rn(v);
 }
+/// d * d: a square whose operand is computed once (a deviation from a
+/// mean, whose input is loaded once).
+__device__ __forceinline__ float mpc_square(float d) { return d * d; }
 /// Stores `v` at `p` and gives it back: a term of a sum whose value the
 /// kernel also keeps (a batch norm gradient's incoming gradient, computed
 /// by its prologue once and read again by the next kernel).

@@ -4,8 +4,27 @@
 // as large as the channel needs: at least 16 elements a thread, 128 to 1024
 // threads. [32, 8, 7, 7]: 1,568 elements a channel, 128 threads; [32, 4,
 // 28, 28]: 25,088, 1,024 threads.
-// CHECK-LABEL: __global__ void __launch_bounds__(128) bn_k{{[0-9]+}}_batch_norm(
+// On the GPU, each thread keeps its 13 elements of the channel in
+// registers and loads them once, with a budget of 64 registers (8 blocks
+// of 128 threads an SM); a block of fewer threads (emulated) takes the
+// passes over the channel, as do threads of more than 16 elements (25
+// here).
+// CHECK-LABEL: __global__ void __launch_bounds__(128, 8) bn_k{{[0-9]+}}_batch_norm(
+//       CHECK: #ifdef MPC_DEVICE_BLOCKS
+//  CHECK-NEXT:   if (blockDim.x * 13LL >= 1568LL) {
+//  CHECK-NEXT:     float v[13];
+//  CHECK-NEXT:     mpc_sum sum = 0.0f;
+//  CHECK-NEXT:     MPC_FOR_THREAD_UNROLLED(k, t, 1568LL, 13) {
+//  CHECK-NEXT:       v[k] = mpc_load(xc + t / 49LL * 392LL + t % 49LL);
+//       CHECK:     MPC_FOR_THREAD_UNROLLED(k, t, 1568LL, 13) squares += mpc_square(v[k] - mean);
+//       CHECK:       float normalised = (v[k] - mean) * rstd;
+//       CHECK:     return;
+//       CHECK: #endif
+//  CHECK-NEXT:   mpc_sum sum = 0.0f;
+//  CHECK-NEXT:   MPC_SUM_CHANNEL(32LL, 49LL, 392LL, at, sum, mpc_load(xc + at));
 // CHECK-LABEL: __global__ void __launch_bounds__(1024) bn_k{{[0-9]+}}_batch_norm(
+//   CHECK-NOT:     float v[
+//       CHECK:   MPC_SUM_CHANNEL(
 
 // The elementwise pass of a batch norm in slices loads a channel's values
 // when a thread's channel changes, not with every element.
