@@ -626,12 +626,61 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
                     "{1}.0f + {2});\n",
                     channel, count, eps)
                     .str();
+    int block = batchNormBlockSize(count);
+    int64_t registers = (count + block - 1) / block;
+    // On the GPU, with the forward's statistics, where the block's threads
+    // hold the channel (the block as launched; an emulated block of fewer
+    // threads takes the passes below): each thread keeps its elements of
+    // dy (its prologue evaluated once) and of x in registers from the sums
+    // to dx. The same sums in the same order, the same arithmetic.
+    std::string inRegisters;
+    if (saved && registers <= maxChannelRegisters && (writesDx || dy->stored)) {
+      std::string element = llvm::formatv("t / {0}LL * {1}LL + t % {0}LL",
+                                          spatial, channels * spatial);
+      std::string gradient;
+      if (dy->stored)
+        gradient +=
+            llvm::formatv("      mpc_store({0} + i, dv[k]);\n", *dy->stored);
+      if (writesDx)
+        gradient += "      float xhat = (xv[k] - mean) * rstd;\n"
+                    "      float g = dv[k] - meanDy - xhat * meanDyXhat;\n"
+                    "      mpc_store(dx + i, gamma_c * rstd * g);\n";
+      inRegisters = llvm::formatv(
+          "#ifdef MPC_DEVICE_BLOCKS\n"
+          "  if (blockDim.x * {0}LL >= {1}LL) {{\n"
+          "    float dv[{0}], xv[{0}];\n"
+          "    mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
+          "    MPC_FOR_THREAD_UNROLLED(k, t, {1}LL, {0}) {{\n"
+          "      long long at = {2};\n"
+          "      dv[k] = {3};\n"
+          "      xv[k] = mpc_load(xc + at);\n"
+          "      sdy += dv[k];\n"
+          "      sdyx += dv[k] * (xv[k] - mean) * rstd;\n"
+          "    }\n"
+          "    float tdy = mpc_block_reduce_sum(sdy);\n"
+          "    float tdyx = mpc_block_reduce_sum(sdyx);\n"
+          "    if (threadIdx.x == 0) {{\n"
+          "{4}"
+          "    }\n"
+          "    float meanDy = tdy / {1}.0f, meanDyXhat = tdyx / {1}.0f, "
+          "gamma_c = mpc_load(gamma + c);\n"
+          "    MPC_FOR_THREAD_UNROLLED(k, t, {1}LL, {0}) {{\n"
+          "      long long i = c * {5}LL + {2};\n"
+          "{6}"
+          "    }\n"
+          "    return;\n"
+          "  }\n"
+          "#endif\n",
+          registers, count, element, dy->load(at),
+          storeParameterGrads("tdyx", "tdy", "      "), spatial, gradient);
+    }
     emitter.addKernel(llvm::formatv(
         "{10}__global__ void {0}({1}const {2} *__restrict__ x, const {3} "
         "*__restrict__ gamma{14}{4}{6}) {{\n"
         "  long long c = blockIdx.x;\n"
         "  const {2} *xc = x + c * {11}LL;\n"
         "{9}"
+        "{15}"
         "  mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
         "  MPC_SUM_CHANNEL2_OF({8}, d, {12}, sdy, d, sdyx, d * (mpc_load(xc + "
         "at) - mean) * rstd);\n"
@@ -656,7 +705,7 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
                             channel, spatial, inputGradient(*dy, "    "))
                   .str()
             : std::string(),
-        savedParameter));
+        savedParameter, inRegisters));
     SmallVector<std::string> arguments(dy->arguments);
     arguments.append({emitter.constPointer(op.getInput()),
                       emitter.constPointer(op.getGamma())});
@@ -672,7 +721,9 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
     readsDy(cost, *dy);
     addParameterGrads(arguments, cost);
     addDx(arguments, cost);
-    emitter.launch(name, channels, batchNormBlockSize(count), arguments, cost);
+    emitter.launch(name, channels, block, arguments, cost);
+    if (!inRegisters.empty())
+      emitter.limitRegisters(name, channelRegisterBudget);
     return success();
   }
 

@@ -2,26 +2,13 @@
 
 // A batch norm whose channel a block sums is one kernel each way, its block
 // as large as the channel needs: at least 16 elements a thread, 128 to 1024
-// threads. [32, 8, 7, 7]: 1,568 elements a channel, 128 threads; [32, 4,
-// 28, 28]: 25,088, 1,024 threads.
-// On the GPU, each thread keeps its 13 elements of the channel in
-// registers and loads them once, with a budget of 64 registers (8 blocks
-// of 128 threads an SM); a block of fewer threads (emulated) takes the
-// passes over the channel, as do threads of more than 16 elements (25
-// here).
-// CHECK-LABEL: __global__ void __launch_bounds__(128, 8) bn_k{{[0-9]+}}_batch_norm(
-//       CHECK: #ifdef MPC_DEVICE_BLOCKS
-//  CHECK-NEXT:   if (blockDim.x * 13LL >= 1568LL) {
-//  CHECK-NEXT:     float v[13];
-//  CHECK-NEXT:     mpc_sum sum = 0.0f;
-//  CHECK-NEXT:     MPC_FOR_THREAD_UNROLLED(k, t, 1568LL, 13) {
-//  CHECK-NEXT:       v[k] = mpc_load(xc + t / 49LL * 392LL + t % 49LL);
-//       CHECK:     MPC_FOR_THREAD_UNROLLED(k, t, 1568LL, 13) squares += mpc_square(v[k] - mean);
-//       CHECK:       float normalised = (v[k] - mean) * rstd;
-//       CHECK:     return;
-//       CHECK: #endif
-//  CHECK-NEXT:   mpc_sum sum = 0.0f;
-//  CHECK-NEXT:   MPC_SUM_CHANNEL(32LL, 49LL, 392LL, at, sum, mpc_load(xc + at));
+// threads. [32, 4, 28, 28]: 25,088 elements a channel, 1,024 threads;
+// [32, 8, 7, 7]: 1,568, 128 threads.
+// On the GPU, each thread of the second keeps its 13 elements of the
+// channel in registers and loads them once, with a budget of 64 registers
+// (8 blocks of 128 threads an SM); a block of fewer threads (emulated)
+// takes the passes over the channel, as do threads of more than 16
+// elements (25 in the first).
 // CHECK-LABEL: __global__ void __launch_bounds__(1024) bn_k{{[0-9]+}}_batch_norm(
 //   CHECK-NOT:     float v[
 //       CHECK:   MPC_SUM_CHANNEL(
@@ -36,13 +23,43 @@
 //  CHECK-NEXT:     long long c = (i / 65536LL) % 2LL;
 //  CHECK-NEXT:     if (c != cached) {
 
+// CHECK-LABEL: __global__ void __launch_bounds__(128, 8) bn_k{{[0-9]+}}_batch_norm(
+//       CHECK: #ifdef MPC_DEVICE_BLOCKS
+//  CHECK-NEXT:   if (blockDim.x * 13LL >= 1568LL) {
+//  CHECK-NEXT:     float v[13];
+//  CHECK-NEXT:     mpc_sum sum = 0.0f;
+//  CHECK-NEXT:     MPC_FOR_THREAD_UNROLLED(k, t, 1568LL, 13) {
+//  CHECK-NEXT:       v[k] = mpc_load(xc + t / 49LL * 392LL + t % 49LL);
+//       CHECK:     MPC_FOR_THREAD_UNROLLED(k, t, 1568LL, 13) squares += mpc_square(v[k] - mean);
+//       CHECK:       float normalised = (v[k] - mean) * rstd;
+//       CHECK:     return;
+//       CHECK: #endif
+//  CHECK-NEXT:   mpc_sum sum = 0.0f;
+//  CHECK-NEXT:   MPC_SUM_CHANNEL(32LL, 49LL, 392LL, at, sum, mpc_load(xc + at));
+
+// Backward, the gradient reads the forward's mean and rstd (its `stats`
+// result). Where it writes dx, on the GPU each thread keeps its elements
+// of dy (the ReLU's gradient, evaluated once) and of x in registers from
+// the sums to dx.
+// CHECK-LABEL: __global__ void __launch_bounds__(128, 8) bn_k{{[0-9]+}}_batch_norm_grad(
+//  CHECK-SAME: const float *__restrict__ gamma, const float *__restrict__ saved,
+//       CHECK:   float mean = saved[c], rstd = saved[8LL + c];
+//  CHECK-NEXT: #ifdef MPC_DEVICE_BLOCKS
+//  CHECK-NEXT:   if (blockDim.x * 13LL >= 1568LL) {
+//  CHECK-NEXT:     float dv[13], xv[13];
+//       CHECK:       dv[k] = bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}c * 49LL + at);
+//  CHECK-NEXT:       xv[k] = mpc_load(xc + at);
+//       CHECK:       float g = dv[k] - meanDy - xhat * meanDyXhat;
+//  CHECK-NEXT:       mpc_store(dx + i, gamma_c * rstd * g);
+//       CHECK:     return;
+
 // A channel of 262,144 elements ([4, 2, 256, 256]) is summed in slices.
 // Backward, the incoming gradient of the second such batch norm is the
 // ReLU's gradient after the residual sum (its prologue), which the
 // shortcut reads too: the statistics pass stores it as it computes it, and
-// the elementwise pass reads it back. The forward's mean (its `stats`
-// result) is read, so a slice takes one pass: the sums of dy and
-// dy * (x - mean), dy evaluated once for both.
+// the elementwise pass reads it back. The forward's mean is read, so a
+// slice takes one pass: the sums of dy and dy * (x - mean), dy evaluated
+// once for both.
 // CHECK-LABEL: bn_k{{[0-9]+}}_batch_norm_grad_partials(
 //  CHECK-SAME: __nv_bfloat16 *__restrict__ dy_out, const __nv_bfloat16 *__restrict__ x, const float *__restrict__ saved, float *__restrict__ partials) {
 //       CHECK:   float mean = saved[c];
@@ -56,8 +73,9 @@
 //  CHECK-NEXT:     float sdyx = dyx * rstd;
 // CHECK-LABEL: bn_k{{[0-9]+}}_batch_norm_grad_input(const __nv_bfloat16 *__restrict__ dy, const __nv_bfloat16 *__restrict__ x,
 //       CHECK:     if (c != cached) {
-// The one-kernel gradient reads the forward's mean and rstd: one pass
-// over the channel for its sums, not three (and dx's where it is stored).
+
+// The gradients of the model's inputs (no dx): one pass over the channel
+// for the sums, not three.
 // CHECK-LABEL: __global__ void __launch_bounds__(1024) bn_k{{[0-9]+}}_batch_norm_grad(
 //  CHECK-SAME: const float *__restrict__ gamma, const float *__restrict__ saved,
 //       CHECK:   float mean = saved[c], rstd = saved[4LL + c];
@@ -65,17 +83,21 @@
 //  CHECK-NEXT:   MPC_SUM_CHANNEL2_OF(32LL, 784LL, 3136LL, at, d, bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}), sdy, d, sdyx, d * (mpc_load(xc + at) - mean) * rstd);
 //  CHECK-NEXT:   float tdy = mpc_block_reduce_sum(sdy);
 // CHECK-LABEL: __global__ void __launch_bounds__(128) bn_k{{[0-9]+}}_batch_norm_grad(
+//   CHECK-NOT:   float dv[
+//       CHECK:   MPC_SUM_CHANNEL2_OF(
 mpc.model @bn
     inputs(%small: tensor<32x8x7x7xbf16>, %medium: tensor<32x4x28x28xbf16>,
            %large: tensor<4x2x256x256xbf16>)
     params(%g1: tensor<8xf32> = ones, %b1: tensor<8xf32> = zeros,
            %g2: tensor<4xf32> = ones, %b2: tensor<4xf32> = zeros,
            %g3: tensor<2xf32> = ones, %b3: tensor<2xf32> = zeros,
-           %g4: tensor<2xf32> = ones, %b4: tensor<2xf32> = zeros)
+           %g4: tensor<2xf32> = ones, %b4: tensor<2xf32> = zeros,
+           %g5: tensor<8xf32> = ones, %b5: tensor<8xf32> = zeros)
     state(%m1: tensor<8xf32> = zeros, %v1: tensor<8xf32> = ones,
           %m2: tensor<4xf32> = zeros, %v2: tensor<4xf32> = ones,
           %m3: tensor<2xf32> = zeros, %v3: tensor<2xf32> = ones,
-          %m4: tensor<2xf32> = zeros, %v4: tensor<2xf32> = ones) {
+          %m4: tensor<2xf32> = zeros, %v4: tensor<2xf32> = ones,
+          %m5: tensor<8xf32> = zeros, %v5: tensor<8xf32> = ones) {
   %y1 = mpc.batch_norm %small, %g1, %b1, %m1, %v1
       : tensor<32x8x7x7xbf16>, tensor<8xf32>
   %y2 = mpc.batch_norm %medium, %g2, %b2, %m2, %v2
@@ -87,7 +109,10 @@ mpc.model @bn
       : tensor<4x2x256x256xbf16>, tensor<2xf32>
   %s = mpc.add %y4, %a : tensor<4x2x256x256xbf16>, tensor<4x2x256x256xbf16>
   %r = mpc.relu %s : tensor<4x2x256x256xbf16>
-  %l1 = mpc.reduce_sum %y1 dims [0, 1, 2, 3] : tensor<32x8x7x7xbf16>
+  %r1 = mpc.relu %y1 : tensor<32x8x7x7xbf16>
+  %y5 = mpc.batch_norm %r1, %g5, %b5, %m5, %v5
+      : tensor<32x8x7x7xbf16>, tensor<8xf32>
+  %l1 = mpc.reduce_sum %y5 dims [0, 1, 2, 3] : tensor<32x8x7x7xbf16>
   %l2 = mpc.reduce_sum %y2 dims [0, 1, 2, 3] : tensor<32x4x28x28xbf16>
   %l3 = mpc.reduce_sum %r dims [0, 1, 2, 3] : tensor<4x2x256x256xbf16>
   %l12 = mpc.add %l1, %l2 : tensor<bf16>, tensor<bf16>
