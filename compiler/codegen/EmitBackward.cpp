@@ -544,6 +544,15 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
   std::string dxParameter =
       writesDx ? ", " + elementCType(op.getInputGrad()) + " *__restrict__ dx"
                : "";
+  // The channel's constants of dx, from the sums of dy and dy * xhat over
+  // its count elements (none where dx is not written).
+  auto dxConstants = [&](int64_t count, StringRef indent) -> std::string {
+    if (!writesDx)
+      return "";
+    return llvm::formatv("{0}float meanDy = tdy / {1}.0f, meanDyXhat = tdyx / "
+                         "{1}.0f, gamma_c = mpc_load(gamma + c);\n",
+                         indent, count);
+  };
   // dx's statement at element i, given mean, rstd, meanDy, meanDyXhat and
   // gamma_c; it stores dy where the prologue's value is read after.
   auto inputGradient = [&](const RowAccess &dy, StringRef indent) {
@@ -645,34 +654,34 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
         gradient += "      float xhat = (xv[k] - mean) * rstd;\n"
                     "      float g = dv[k] - meanDy - xhat * meanDyXhat;\n"
                     "      mpc_store(dx + i, gamma_c * rstd * g);\n";
-      inRegisters = llvm::formatv(
-          "#ifdef MPC_DEVICE_BLOCKS\n"
-          "  if (blockDim.x * {0}LL >= {1}LL) {{\n"
-          "    float dv[{0}], xv[{0}];\n"
-          "    mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
-          "    MPC_FOR_THREAD_UNROLLED(k, t, {1}LL, {0}) {{\n"
-          "      long long at = {2};\n"
-          "      dv[k] = {3};\n"
-          "      xv[k] = mpc_load(xc + at);\n"
-          "      sdy += dv[k];\n"
-          "      sdyx += dv[k] * (xv[k] - mean) * rstd;\n"
-          "    }\n"
-          "    float tdy = mpc_block_reduce_sum(sdy);\n"
-          "    float tdyx = mpc_block_reduce_sum(sdyx);\n"
-          "    if (threadIdx.x == 0) {{\n"
-          "{4}"
-          "    }\n"
-          "    float meanDy = tdy / {1}.0f, meanDyXhat = tdyx / {1}.0f, "
-          "gamma_c = mpc_load(gamma + c);\n"
-          "    MPC_FOR_THREAD_UNROLLED(k, t, {1}LL, {0}) {{\n"
-          "      long long i = c * {5}LL + {2};\n"
-          "{6}"
-          "    }\n"
-          "    return;\n"
-          "  }\n"
-          "#endif\n",
-          registers, count, element, dy->load(at),
-          storeParameterGrads("tdyx", "tdy", "      "), spatial, gradient);
+      inRegisters =
+          llvm::formatv("#ifdef MPC_DEVICE_BLOCKS\n"
+                        "  if (blockDim.x * {0}LL >= {1}LL) {{\n"
+                        "    float dv[{0}], xv[{0}];\n"
+                        "    mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
+                        "    MPC_FOR_THREAD_UNROLLED(k, t, {1}LL, {0}) {{\n"
+                        "      long long at = {2};\n"
+                        "      dv[k] = {3};\n"
+                        "      xv[k] = mpc_load(xc + at);\n"
+                        "      sdy += dv[k];\n"
+                        "      sdyx += dv[k] * (xv[k] - mean) * rstd;\n"
+                        "    }\n"
+                        "    float tdy = mpc_block_reduce_sum(sdy);\n"
+                        "    float tdyx = mpc_block_reduce_sum(sdyx);\n"
+                        "    if (threadIdx.x == 0) {{\n"
+                        "{4}"
+                        "    }\n"
+                        "{7}"
+                        "    MPC_FOR_THREAD_UNROLLED(k, t, {1}LL, {0}) {{\n"
+                        "      long long i = c * {5}LL + {2};\n"
+                        "{6}"
+                        "    }\n"
+                        "    return;\n"
+                        "  }\n"
+                        "#endif\n",
+                        registers, count, element, dy->load(at),
+                        storeParameterGrads("tdyx", "tdy", "      "), spatial,
+                        gradient, dxConstants(count, "    "));
     }
     emitter.addKernel(llvm::formatv(
         "{10}__global__ void {0}({1}const {2} *__restrict__ x, const {3} "
@@ -689,8 +698,6 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
         "  if (threadIdx.x == 0) {{\n"
         "{5}"
         "  }\n"
-        "  float meanDy = tdy / {7}.0f, meanDyXhat = tdyx / {7}.0f, gamma_c = "
-        "mpc_load(gamma + c);\n"
         "{13}"
         "}\n",
         name, leading(dy->parameters), elementCType(op.getInput()),
@@ -698,11 +705,13 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
         storeParameterGrads("tdyx", "tdy", "    "), dxParameter, count, channel,
         statistics, dy->functions(), spatial, dy->load(at),
         writesDx || dy->stored
-            ? llvm::formatv("  MPC_FOR_CHANNEL({0}) {{\n"
+            ? llvm::formatv("{3}"
+                            "  MPC_FOR_CHANNEL({0}) {{\n"
                             "    long long i = c * {1}LL + at;\n"
                             "{2}"
                             "  }\n",
-                            channel, spatial, inputGradient(*dy, "    "))
+                            channel, spatial, inputGradient(*dy, "    "),
+                            dxConstants(count, "  "))
                   .str()
             : std::string(),
         savedParameter, inRegisters));
