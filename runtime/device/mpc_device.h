@@ -502,6 +502,27 @@ __device__ __forceinline__ void mpc_store(__half *p, float v) {
 __device__ __forceinline__ void mpc_store(__nv_bfloat16 *p, float v) {
   *p = __float2bfloat16_rn(v);
 }
+/// Two consecutive elements of a 2-byte type at `p` (4-byte aligned) as one
+/// 4-byte load, kept packed (a register holds both); mpc_pair_element
+/// reads element 0 (at p) or 1 as a float. Both targets are
+/// little-endian.
+#if defined(MPC_DEVICE_CUDA)
+typedef unsigned mpc_pair;
+#else
+typedef unsigned mpc_pair __attribute__((may_alias));
+#endif
+template <typename T>
+__device__ __forceinline__ mpc_pair mpc_load_pair(const T *p) {
+  static_assert(sizeof(T) == 2, "a pair of 2-byte elements");
+  return *reinterpret_cast<const mpc_pair *>(p);
+}
+template <typename T>
+__device__ __forceinline__ float mpc_pair_element(mpc_pair pair, int which) {
+  unsigned short bits = which ? pair >> 16 : pair & 0xffffu;
+  T element; // copied, not cast: the host compiler's aliasing
+  memcpy(&element, &bits, sizeof(bits));
+  return mpc_load(&element);
+}
 /// d * d: a square whose operand is computed once (a deviation from a
 /// mean, whose input is loaded once).
 __device__ __forceinline__ float mpc_square(float d) { return d * d; }

@@ -4,14 +4,25 @@
 // as large as the channel needs: at least 16 elements a thread, 128 to 1024
 // threads. [32, 4, 28, 28]: 25,088 elements a channel, 1,024 threads;
 // [32, 8, 7, 7]: 1,568, 128 threads.
-// On the GPU, each thread of the second keeps its 13 elements of the
-// channel in registers and loads them once, with a budget of 64 registers
-// (8 blocks of 128 threads an SM); a block of fewer threads (emulated)
-// takes the passes over the channel, as do threads of more than 16
-// elements (25 in the first).
-// CHECK-LABEL: __global__ void __launch_bounds__(1024) bn_k{{[0-9]+}}_batch_norm(
-//   CHECK-NOT:     float v[
-//       CHECK:   MPC_SUM_CHANNEL(
+// On the GPU, each thread keeps its elements of the channel in registers
+// and loads them once, with a budget of 64 registers (1 block of 1,024
+// threads an SM, 8 of 128); a block of fewer threads (emulated) takes the
+// passes over the channel. The first, 25 elements a thread, keeps them in
+// 13 pairs (a 4-byte load each; planes of 784 elements); the second
+// (planes of 49) in 13 floats.
+// CHECK-LABEL: __global__ void __launch_bounds__(1024, 1) bn_k{{[0-9]+}}_batch_norm(
+//       CHECK: #ifdef MPC_DEVICE_BLOCKS
+//  CHECK-NEXT:   if (blockDim.x * 13LL >= 12544LL) {
+//  CHECK-NEXT:     mpc_pair v[13];
+//  CHECK-NEXT:     mpc_sum sum = 0.0f;
+//  CHECK-NEXT:     MPC_FOR_THREAD_UNROLLED(k, p, 12544LL, 13) {
+//  CHECK-NEXT:       v[k] = mpc_load_pair(xc + p / 392LL * 3136LL + p % 392LL * 2);
+//  CHECK-NEXT:       sum += mpc_pair_element<__nv_bfloat16>(v[k], 0);
+//  CHECK-NEXT:       sum += mpc_pair_element<__nv_bfloat16>(v[k], 1);
+//       CHECK:       mpc_store(y + i + 1, normalised * g + b);
+//       CHECK: #endif
+//  CHECK-NEXT:   mpc_sum sum = 0.0f;
+//  CHECK-NEXT:   MPC_SUM_CHANNEL(
 
 // The elementwise pass of a batch norm in slices loads a channel's values
 // when a thread's channel changes, not with every element.
