@@ -660,8 +660,14 @@ std::string StepEmitter::stepValuesPointer() const {
 }
 
 std::string StepEmitter::scratchPointer(const Step &step, StringRef cTypeName,
-                                        int64_t byteOffset) const {
+                                        int64_t byteOffset,
+                                        int64_t bytes) const {
   Buffer buffer = plan.scratch(step);
+  if (bytes && byteOffset + bytes > buffer.bytes)
+    llvm::report_fatal_error(
+        llvm::Twine("mpc codegen: bytes [") + llvm::Twine(byteOffset) + ", " +
+        llvm::Twine(byteOffset + bytes) + ") of a step's scratch, which has " +
+        llvm::Twine(buffer.bytes));
   return llvm::formatv("({0} *)(arena{1} + {2})", cTypeName,
                        static_cast<int>(buffer.arena),
                        buffer.offset + byteOffset)

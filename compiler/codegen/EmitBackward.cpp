@@ -518,7 +518,8 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
   int64_t spatial = type.getNumElements() / (batch * channels);
   int64_t count = batch * spatial;
   std::string eps = floatLiteral(op.getEps().convertToDouble());
-  std::string stats = emitter.scratchPointer(step, "float");
+  std::string stats =
+      emitter.scratchPointer(step, "float", 0, 4 * channels * 4);
   // The channel's elements for MPC_SUM_CHANNEL: `at` from its first.
   std::string channel = llvm::formatv("{0}LL, {1}LL, {2}LL, at", batch, spatial,
                                       channels * spatial);
@@ -745,8 +746,9 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
   // With them, one pass a slice: the sums of dy and dy * (x - mean).
   int64_t slice = (count + splits - 1) / splits;
   int64_t sums = saved ? 2 : 4;
-  std::string partials =
-      emitter.scratchPointer(step, "float", sums * channels * 4);
+  // After the channels' four values (Codegen.cpp's scratchBytes).
+  std::string partials = emitter.scratchPointer(step, "float", 4 * channels * 4,
+                                                sums * channels * splits * 4);
   std::string partialsName = emitter.kernelName("batch_norm_grad_partials");
   // Where a prologue's dy is read after the group (a shortcut's gradient),
   // this kernel stores it as its first pass computes it, and the input

@@ -921,7 +921,8 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
   // Each channel's mean and rstd: the op's `stats` result where its
   // gradient reads them (mpc-save-batch-norm-statistics), else scratch.
   std::string stats = op.getStats() ? emitter.pointer(op.getStats())
-                                    : emitter.scratchPointer(step, "float");
+                                    : emitter.scratchPointer(step, "float", 0,
+                                                             2 * channels * 4);
   std::string element = elementCType(op.getInput());
   std::string param = elementCType(op.getGamma());
   // The running statistics are f32 state; gamma and beta may be bf16
@@ -1102,9 +1103,81 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
     // squaring about the channel's mean, and x is read from DRAM once (a
     // slice's second pass finds it in L2).
     int64_t slice = (count + splits - 1) / splits;
-    std::string partials =
-        emitter.scratchPointer(step, "float", 2 * channels * 4);
+    // After the statistics where they are scratch too (Codegen.cpp's
+    // scratchBytes lays the step's scratch out so).
+    std::string partials = emitter.scratchPointer(
+        step, "float", op.getStats() ? 0 : 2 * channels * 4,
+        2 * channels * splits * 4);
     std::string partialsName = emitter.kernelName("batch_norm_partials");
+    // On the GPU, where the block's threads hold the slice, each thread
+    // loads its elements once for both sums: a half input in pairs, as the
+    // one-kernel form keeps them (ResNet-50's 112x112 and 56x56 stages: 7
+    // to 13 pairs a thread, half the load instructions of floats), or
+    // floats (the same sums in the same order as the passes).
+    int partialsBlock = batchNormBlockSize(slice);
+    int64_t registers = (slice + partialsBlock - 1) / partialsBlock;
+    int64_t pairRegisters = (slice / 2 + partialsBlock - 1) / partialsBlock;
+    bool inPairs = elementBytes(op.getInput()) == 2 && spatial % 2 == 0 &&
+                   slice % 2 == 0 && pairRegisters <= maxChannelRegisters;
+    std::string inRegisters;
+    if (registers <= maxChannelRegisters && !inPairs)
+      inRegisters = llvm::formatv(
+          "#ifdef MPC_DEVICE_BLOCKS\n"
+          "  if (blockDim.x * {0}LL >= {1}LL) {{\n"
+          "    float v[{0}];\n"
+          "    mpc_sum sum = 0.0f;\n"
+          "    MPC_FOR_THREAD_UNROLLED(k, j, end - begin, {0}) {{\n"
+          "      long long t = begin + j;\n"
+          "      v[k] = mpc_load(xc + t / {2}LL * {3}LL + t % {2}LL);\n"
+          "      sum += v[k];\n"
+          "    }\n"
+          "    float total = mpc_block_reduce_sum(sum);\n"
+          "    float mean = total / (float)(end - begin);\n"
+          "    mpc_sum squares = 0.0f;\n"
+          "    MPC_FOR_THREAD_UNROLLED(k, j, end - begin, {0}) squares += "
+          "mpc_square(v[k] - mean);\n"
+          "{4}"
+          "  }\n"
+          "#endif\n",
+          registers, slice, spatial, channels * spatial,
+          "    float m2 = mpc_block_reduce_sum(squares);\n"
+          "    if (threadIdx.x == 0) {\n"
+          "      partials[2LL * blockIdx.x] = total;\n"
+          "      partials[2LL * blockIdx.x + 1] = m2;\n"
+          "    }\n"
+          "    return;\n");
+    else if (inPairs)
+      inRegisters = llvm::formatv(
+          "#ifdef MPC_DEVICE_BLOCKS\n"
+          "  if (blockDim.x * {0}LL >= {1}LL) {{\n"
+          "    mpc_pair v[{0}];\n"
+          "    mpc_sum sum = 0.0f;\n"
+          "    MPC_FOR_THREAD_UNROLLED(k, p, (end - begin) / 2, {0}) {{\n"
+          "      long long t = begin + 2 * p;\n"
+          "      v[k] = mpc_load_pair(xc + t / {2}LL * {3}LL + t % {2}LL);\n"
+          "      sum += mpc_pair_element<{5}>(v[k], 0);\n"
+          "      sum += mpc_pair_element<{5}>(v[k], 1);\n"
+          "    }\n"
+          "    float total = mpc_block_reduce_sum(sum);\n"
+          "    float mean = total / (float)(end - begin);\n"
+          "    mpc_sum squares = 0.0f;\n"
+          "    MPC_FOR_THREAD_UNROLLED(k, p, (end - begin) / 2, {0}) {{\n"
+          "      squares += mpc_square(mpc_pair_element<{5}>(v[k], 0) - "
+          "mean);\n"
+          "      squares += mpc_square(mpc_pair_element<{5}>(v[k], 1) - "
+          "mean);\n"
+          "    }\n"
+          "{4}"
+          "  }\n"
+          "#endif\n",
+          pairRegisters, slice / 2, spatial, channels * spatial,
+          "    float m2 = mpc_block_reduce_sum(squares);\n"
+          "    if (threadIdx.x == 0) {\n"
+          "      partials[2LL * blockIdx.x] = total;\n"
+          "      partials[2LL * blockIdx.x + 1] = m2;\n"
+          "    }\n"
+          "    return;\n",
+          element);
     emitter.addKernel(llvm::formatv(
         "__global__ void {0}(const {1} *__restrict__ x, float *__restrict__ "
         "partials) {{\n"
@@ -1112,6 +1185,7 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
         "  const {1} *xc = x + c * {3}LL;\n"
         "  long long begin = s * {4}LL;\n"
         "  long long end = begin + {4}LL < {5}LL ? begin + {4}LL : {5}LL;\n"
+        "{7}"
         "  mpc_sum sum = 0.0f;\n"
         "  MPC_SUM_CHANNEL_SLICE(begin, end, {3}LL, {6}LL, at, sum, "
         "mpc_load(xc + at));\n"
@@ -1127,13 +1201,15 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
         "  }\n"
         "}\n",
         partialsName, element, splits, spatial, slice, count,
-        channels * spatial));
-    emitter.launch(partialsName, channels * splits, rowBlockSize,
+        channels * spatial, inRegisters));
+    emitter.launch(partialsName, channels * splits, partialsBlock,
                    {emitter.constPointer(op.getInput()), partials},
                    KernelCost()
                        .reads(op.getInput())
                        .writesBytes(2 * channels * splits * 4)
                        .flopsPer(count * channels, 4));
+    if (!inRegisters.empty())
+      emitter.limitRegisters(partialsName, channelRegisterBudget);
     emitter.addKernel(llvm::formatv(
         "__global__ void {0}(const float *__restrict__ partials, {1} "
         "*__restrict__ running_mean, {1} *__restrict__ running_var, float "

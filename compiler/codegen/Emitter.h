@@ -282,9 +282,12 @@ public:
   std::string pointer(Value value) const;
   /// The same as a pointer to const.
   std::string constPointer(Value value) const;
-  /// A typed pointer into the step's scratch buffer, `byteOffset` in.
+  /// A typed pointer into the step's scratch buffer, `byteOffset` in. Where
+  /// the kernel's extent there is given (`bytes`), it must lie within the
+  /// buffer scratchBytes sized: a layout that disagrees is a compiler bug,
+  /// reported at compile time rather than found overwriting a neighbour.
   std::string scratchPointer(const Step &step, StringRef cTypeName,
-                             int64_t byteOffset = 0) const;
+                             int64_t byteOffset = 0, int64_t bytes = 0) const;
 
   /// `(mpc_train_control *)(arena2 + <offset>)`: the training control
   /// block (runtime/device/mpc_training.h).

@@ -24,6 +24,23 @@
 //  CHECK-NEXT:   mpc_sum sum = 0.0f;
 //  CHECK-NEXT:   MPC_SUM_CHANNEL(
 
+// A channel of 262,144 elements ([4, 2, 256, 256]) is summed in 16 slices
+// of 16,384 by blocks of 1,024 threads; on the GPU each thread keeps its
+// 16 elements of a slice in 8 pairs for both sums.
+// CHECK-LABEL: __global__ void __launch_bounds__(1024, 1) bn_k{{[0-9]+}}_batch_norm_partials(
+//       CHECK: #ifdef MPC_DEVICE_BLOCKS
+//  CHECK-NEXT:   if (blockDim.x * 8LL >= 8192LL) {
+//  CHECK-NEXT:     mpc_pair v[8];
+//  CHECK-NEXT:     mpc_sum sum = 0.0f;
+//  CHECK-NEXT:     MPC_FOR_THREAD_UNROLLED(k, p, (end - begin) / 2, 8) {
+//  CHECK-NEXT:       long long t = begin + 2 * p;
+//  CHECK-NEXT:       v[k] = mpc_load_pair(xc + t / 65536LL * 131072LL + t % 65536LL);
+//       CHECK:     float m2 = mpc_block_reduce_sum(squares);
+//       CHECK:     return;
+//       CHECK: #endif
+//  CHECK-NEXT:   mpc_sum sum = 0.0f;
+//  CHECK-NEXT:   MPC_SUM_CHANNEL_SLICE(
+
 // The elementwise pass of a batch norm in slices loads a channel's values
 // when a thread's channel changes, not with every element.
 // CHECK-LABEL: bn_k{{[0-9]+}}_batch_norm_apply(
