@@ -259,8 +259,9 @@ void emitCrossEntropy(StepEmitter &emitter, const Step &step,
       rowName, elementCType(op.getLogits()), elementCType(op.getTargets()),
       classes, targetCheck(op.getIgnoreIndex(), classes, skipRowLoss),
       llvm::formatv(rowSoftmaxStatistics, classes)));
-  std::string rowLoss = emitter.scratchPointer(step, "float");
-  std::string rowValid = emitter.scratchPointer(step, "float", rows * 4);
+  std::string rowLoss = emitter.scratchPointer(step, "float", 0, rows * 4);
+  std::string rowValid =
+      emitter.scratchPointer(step, "float", rows * 4, rows * 4);
   emitter.launch(rowName, rows, rowBlockSize,
                  {emitter.constPointer(op.getLogits()),
                   emitter.constPointer(op.getTargets()), rowLoss, rowValid,
@@ -385,9 +386,10 @@ void emitClassifier(StepEmitter &emitter, const Step &step,
   auto logits = loss.getLogits().getType();
   int64_t classes = logits.getShape().back();
   int64_t rows = logits.getNumElements() / classes;
-  std::string rowLoss = emitter.scratchPointer(step, "float");
-  std::string rowValid = emitter.scratchPointer(step, "float", rows * 4);
-  std::string count = emitter.scratchPointer(step, "float", 2 * rows * 4);
+  std::string rowLoss = emitter.scratchPointer(step, "float", 0, rows * 4);
+  std::string rowValid =
+      emitter.scratchPointer(step, "float", rows * 4, rows * 4);
+  std::string count = emitter.scratchPointer(step, "float", 2 * rows * 4, 4);
   emitTargetCount(emitter, loss.getTargets(), loss.getIgnoreIndex(), rows,
                   count);
   std::string name = addClassifierKernel(emitter, loss, grad);
