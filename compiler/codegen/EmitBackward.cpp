@@ -644,7 +644,77 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
     // dy (its prologue evaluated once) and of x in registers from the sums
     // to dx. The same sums in the same order, the same arithmetic.
     std::string inRegisters;
-    if (saved && registers <= maxChannelRegisters && (writesDx || dy->stored)) {
+    // Where a thread has too many elements for as many floats, half x and
+    // dy whose planes have an even number of elements are kept in pairs
+    // (ResNet-50's 28x28 stages: 13 pairs of each a thread), dy packed
+    // from its prologue's values, which are already of dy's type. The
+    // sums take a pair's elements in turn, as the forward's pairs do.
+    int64_t pairRegisters = (count / 2 + block - 1) / block;
+    bool inPairs =
+        saved && registers > maxChannelRegisters && (writesDx || dy->stored) &&
+        elementBytes(op.getInput()) == 2 && elementBytes(op.getGrad()) == 2 &&
+        (!writesDx || elementBytes(op.getInputGrad()) == 2) &&
+        spatial % 2 == 0 && pairRegisters <= maxChannelRegisters;
+    if (inPairs) {
+      std::string dyType = elementCType(op.getGrad());
+      std::string xType = elementCType(op.getInput());
+      // dy kept as it was packed; dx's two elements packed and stored
+      // together (4-byte stores).
+      std::string gradient;
+      if (dy->stored)
+        gradient += llvm::formatv("      mpc_store_pair({0} + i, dv[k]);\n",
+                                  *dy->stored);
+      if (writesDx) {
+        for (int j = 0; j < 2; ++j)
+          gradient += llvm::formatv(
+              "      float xhat{1} = (mpc_pair_element<{0}>(xv[k], {1}) - "
+              "mean) * rstd;\n"
+              "      float g{1} = mpc_pair_element<{2}>(dv[k], {1}) - meanDy - "
+              "xhat{1} * meanDyXhat;\n",
+              xType, j, dyType);
+        gradient += llvm::formatv(
+            "      mpc_store_pair(dx + i, mpc_make_pair<{0}>(gamma_c * rstd * "
+            "g0, gamma_c * rstd * g1));\n",
+            elementCType(op.getInputGrad()));
+      }
+      inRegisters = llvm::formatv(
+          "#ifdef MPC_DEVICE_BLOCKS\n"
+          "  if (blockDim.x * {0}LL >= {1}LL) {{\n"
+          "    mpc_pair dv[{0}], xv[{0}];\n"
+          "    mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
+          "    MPC_FOR_THREAD_UNROLLED(k, p, {1}LL, {0}) {{\n"
+          "      long long at = {2};\n"
+          "      float d0 = {3}, d1 = {4};\n"
+          "      dv[k] = mpc_make_pair<{5}>(d0, d1);\n"
+          "      xv[k] = mpc_load_pair(xc + at);\n"
+          "      sdy += d0;\n"
+          "      sdyx += d0 * (mpc_pair_element<{6}>(xv[k], 0) - mean) * "
+          "rstd;\n"
+          "      sdy += d1;\n"
+          "      sdyx += d1 * (mpc_pair_element<{6}>(xv[k], 1) - mean) * "
+          "rstd;\n"
+          "    }\n"
+          "    float tdy = mpc_block_reduce_sum(sdy);\n"
+          "    float tdyx = mpc_block_reduce_sum(sdyx);\n"
+          "    if (threadIdx.x == 0) {{\n"
+          "{7}"
+          "    }\n"
+          "{8}"
+          "    MPC_FOR_THREAD_UNROLLED(k, p, {1}LL, {0}) {{\n"
+          "      long long i = c * {9}LL + {2};\n"
+          "{10}"
+          "    }\n"
+          "    return;\n"
+          "  }\n"
+          "#endif\n",
+          pairRegisters, count / 2,
+          llvm::formatv("p / {0}LL * {1}LL + p % {0}LL * 2", spatial / 2,
+                        channels * spatial),
+          dy->load(at), dy->load(at + " + 1"), dyType, xType,
+          storeParameterGrads("tdyx", "tdy", "      "),
+          dxConstants(count, "    "), spatial, gradient);
+    } else if (saved && registers <= maxChannelRegisters &&
+               (writesDx || dy->stored)) {
       std::string element = llvm::formatv("t / {0}LL * {1}LL + t % {0}LL",
                                           spatial, channels * spatial);
       std::string gradient;

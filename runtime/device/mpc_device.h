@@ -523,6 +523,23 @@ __device__ __forceinline__ float mpc_pair_element(mpc_pair pair, int which) {
   memcpy(&element, &bits, sizeof(bits));
   return mpc_load(&element);
 }
+/// Two values of a 2-byte type T (already rounded to it, so exact) packed
+/// as mpc_load_pair packs them: a channel's incoming gradient, kept.
+template <typename T>
+__device__ __forceinline__ mpc_pair mpc_make_pair(float first, float second) {
+  T elements[2];
+  mpc_store(elements, first);
+  mpc_store(elements + 1, second);
+  mpc_pair pair;
+  memcpy(&pair, elements, sizeof(pair));
+  return pair;
+}
+/// Stores a pair at `p` (4-byte aligned) with one 4-byte store.
+template <typename T>
+__device__ __forceinline__ void mpc_store_pair(T *p, mpc_pair pair) {
+  static_assert(sizeof(T) == 2, "a pair of 2-byte elements");
+  *reinterpret_cast<mpc_pair *>(p) = pair;
+}
 /// d * d: a square whose operand is computed once (a deviation from a
 /// mean, whose input is loaded once).
 __device__ __forceinline__ float mpc_square(float d) { return d * d; }

@@ -7,22 +7,10 @@
 // On the GPU, each thread keeps its elements of the channel in registers
 // and loads them once, with a budget of 64 registers (1 block of 1,024
 // threads an SM, 8 of 128); a block of fewer threads (emulated) takes the
-// passes over the channel. The first, 25 elements a thread, keeps them in
-// 13 pairs (a 4-byte load each; planes of 784 elements); the second
-// (planes of 49) in 13 floats.
-// CHECK-LABEL: __global__ void __launch_bounds__(1024, 1) bn_k{{[0-9]+}}_batch_norm(
-//       CHECK: #ifdef MPC_DEVICE_BLOCKS
-//  CHECK-NEXT:   if (blockDim.x * 13LL >= 12544LL) {
-//  CHECK-NEXT:     mpc_pair v[13];
-//  CHECK-NEXT:     mpc_sum sum = 0.0f;
-//  CHECK-NEXT:     MPC_FOR_THREAD_UNROLLED(k, p, 12544LL, 13) {
-//  CHECK-NEXT:       v[k] = mpc_load_pair(xc + p / 392LL * 3136LL + p % 392LL * 2);
-//  CHECK-NEXT:       sum += mpc_pair_element<__nv_bfloat16>(v[k], 0);
-//  CHECK-NEXT:       sum += mpc_pair_element<__nv_bfloat16>(v[k], 1);
-//       CHECK:       mpc_store(y + i + 1, normalised * g + b);
-//       CHECK: #endif
-//  CHECK-NEXT:   mpc_sum sum = 0.0f;
-//  CHECK-NEXT:   MPC_SUM_CHANNEL(
+// passes over the channel. The 28x28 one, 25 elements a thread, keeps
+// them in 13 pairs (a 4-byte load each; planes of 784 elements); the 7x7
+// one (planes of 49) in 13 floats. Kernels are checked in the order they
+// are emitted.
 
 // A channel of 262,144 elements ([4, 2, 256, 256]) is summed in 16 slices
 // of 16,384 by blocks of 1,024 threads; on the GPU each thread keeps its
@@ -64,6 +52,35 @@
 //       CHECK: #endif
 //  CHECK-NEXT:   mpc_sum sum = 0.0f;
 //  CHECK-NEXT:   MPC_SUM_CHANNEL(32LL, 49LL, 392LL, at, sum, mpc_load(xc + at));
+
+// CHECK-LABEL: __global__ void __launch_bounds__(1024, 1) bn_k{{[0-9]+}}_batch_norm(
+//       CHECK: #ifdef MPC_DEVICE_BLOCKS
+//  CHECK-NEXT:   if (blockDim.x * 13LL >= 12544LL) {
+//  CHECK-NEXT:     mpc_pair v[13];
+//  CHECK-NEXT:     mpc_sum sum = 0.0f;
+//  CHECK-NEXT:     MPC_FOR_THREAD_UNROLLED(k, p, 12544LL, 13) {
+//  CHECK-NEXT:       v[k] = mpc_load_pair(xc + p / 392LL * 3136LL + p % 392LL * 2);
+//  CHECK-NEXT:       sum += mpc_pair_element<__nv_bfloat16>(v[k], 0);
+//  CHECK-NEXT:       sum += mpc_pair_element<__nv_bfloat16>(v[k], 1);
+//       CHECK:       mpc_store(y + i + 1, normalised * g + b);
+//       CHECK: #endif
+//  CHECK-NEXT:   mpc_sum sum = 0.0f;
+//  CHECK-NEXT:   MPC_SUM_CHANNEL(
+
+// Backward, the gradient of the second batch norm of [32, 4, 28, 28]
+// writes dx: with 25 elements a thread, x and dy (the ReLU's gradient,
+// evaluated once an element and packed) are kept in 13 pairs each, and
+// dx's two elements are stored together.
+// CHECK-LABEL: __global__ void __launch_bounds__(1024, 1) bn_k{{[0-9]+}}_batch_norm_grad(
+//       CHECK:   if (blockDim.x * 13LL >= 12544LL) {
+//  CHECK-NEXT:     mpc_pair dv[13], xv[13];
+//  CHECK-NEXT:     mpc_sum sdy = 0.0f, sdyx = 0.0f;
+//  CHECK-NEXT:     MPC_FOR_THREAD_UNROLLED(k, p, 12544LL, 13) {
+//  CHECK-NEXT:       long long at = p / 392LL * 3136LL + p % 392LL * 2;
+//  CHECK-NEXT:       float d0 = bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}c * 784LL + at), d1 = bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}c * 784LL + at + 1);
+//  CHECK-NEXT:       dv[k] = mpc_make_pair<__nv_bfloat16>(d0, d1);
+//  CHECK-NEXT:       xv[k] = mpc_load_pair(xc + at);
+//       CHECK:       mpc_store_pair(dx + i, mpc_make_pair<__nv_bfloat16>(gamma_c * rstd * g0, gamma_c * rstd * g1));
 
 // Backward, the gradient reads the forward's mean and rstd (its `stats`
 // result). Where it writes dx, on the GPU each thread keeps its elements
@@ -120,12 +137,14 @@ mpc.model @bn
            %g2: tensor<4xf32> = ones, %b2: tensor<4xf32> = zeros,
            %g3: tensor<2xf32> = ones, %b3: tensor<2xf32> = zeros,
            %g4: tensor<2xf32> = ones, %b4: tensor<2xf32> = zeros,
-           %g5: tensor<8xf32> = ones, %b5: tensor<8xf32> = zeros)
+           %g5: tensor<8xf32> = ones, %b5: tensor<8xf32> = zeros,
+           %g6: tensor<4xf32> = ones, %b6: tensor<4xf32> = zeros)
     state(%m1: tensor<8xf32> = zeros, %v1: tensor<8xf32> = ones,
           %m2: tensor<4xf32> = zeros, %v2: tensor<4xf32> = ones,
           %m3: tensor<2xf32> = zeros, %v3: tensor<2xf32> = ones,
           %m4: tensor<2xf32> = zeros, %v4: tensor<2xf32> = ones,
-          %m5: tensor<8xf32> = zeros, %v5: tensor<8xf32> = ones) {
+          %m5: tensor<8xf32> = zeros, %v5: tensor<8xf32> = ones,
+          %m6: tensor<4xf32> = zeros, %v6: tensor<4xf32> = ones) {
   %y1 = mpc.batch_norm %small, %g1, %b1, %m1, %v1
       : tensor<32x8x7x7xbf16>, tensor<8xf32>
   %y2 = mpc.batch_norm %medium, %g2, %b2, %m2, %v2
@@ -141,7 +160,10 @@ mpc.model @bn
   %y5 = mpc.batch_norm %r1, %g5, %b5, %m5, %v5
       : tensor<32x8x7x7xbf16>, tensor<8xf32>
   %l1 = mpc.reduce_sum %y5 dims [0, 1, 2, 3] : tensor<32x8x7x7xbf16>
-  %l2 = mpc.reduce_sum %y2 dims [0, 1, 2, 3] : tensor<32x4x28x28xbf16>
+  %r2 = mpc.relu %y2 : tensor<32x4x28x28xbf16>
+  %y6 = mpc.batch_norm %r2, %g6, %b6, %m6, %v6
+      : tensor<32x4x28x28xbf16>, tensor<4xf32>
+  %l2 = mpc.reduce_sum %y6 dims [0, 1, 2, 3] : tensor<32x4x28x28xbf16>
   %l3 = mpc.reduce_sum %r dims [0, 1, 2, 3] : tensor<4x2x256x256xbf16>
   %l12 = mpc.add %l1, %l2 : tensor<bf16>, tensor<bf16>
   %l = mpc.add %l12, %l3 : tensor<bf16>, tensor<bf16>
