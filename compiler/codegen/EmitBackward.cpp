@@ -21,6 +21,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::mpc;
 
@@ -644,17 +646,20 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
     // dy (its prologue evaluated once) and of x in registers from the sums
     // to dx. The same sums in the same order, the same arithmetic.
     std::string inRegisters;
-    // Where a thread has too many elements for as many floats, half x and
-    // dy whose planes have an even number of elements are kept in pairs
-    // (ResNet-50's 28x28 stages: 13 pairs of each a thread), dy packed
-    // from its prologue's values, which are already of dy's type. The
-    // sums take a pair's elements in turn, as the forward's pairs do.
+    // Where a thread has too many elements for as many floats, a half dy
+    // whose planes have an even number of elements is kept in pairs
+    // (ResNet-50's 28x28 stages: 13 a thread), packed from its prologue's
+    // values, which are already of dy's type; x is loaded in pairs, and
+    // again for dx (from L2). The sums take a pair's elements in turn, as
+    // the forward's pairs do. Keeping x too, or 64-bit offsets, spilled
+    // (ptxas, f16, sm_80 and sm_90, 64 registers).
     int64_t pairRegisters = (count / 2 + block - 1) / block;
     bool inPairs =
         saved && registers > maxChannelRegisters && (writesDx || dy->stored) &&
         elementBytes(op.getInput()) == 2 && elementBytes(op.getGrad()) == 2 &&
         (!writesDx || elementBytes(op.getInputGrad()) == 2) &&
-        spatial % 2 == 0 && pairRegisters <= maxChannelRegisters;
+        spatial % 2 == 0 && pairRegisters <= maxChannelRegisters &&
+        type.getNumElements() <= std::numeric_limits<int32_t>::max();
     if (inPairs) {
       std::string dyType = elementCType(op.getGrad());
       std::string xType = elementCType(op.getInput());
@@ -665,9 +670,10 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
         gradient += llvm::formatv("      mpc_store_pair({0} + i, dv[k]);\n",
                                   *dy->stored);
       if (writesDx) {
+        gradient += "      mpc_pair xp = mpc_load_pair(x + i);\n";
         for (int j = 0; j < 2; ++j)
           gradient += llvm::formatv(
-              "      float xhat{1} = (mpc_pair_element<{0}>(xv[k], {1}) - "
+              "      float xhat{1} = (mpc_pair_element<{0}>(xp, {1}) - "
               "mean) * rstd;\n"
               "      float g{1} = mpc_pair_element<{2}>(dv[k], {1}) - meanDy - "
               "xhat{1} * meanDyXhat;\n",
@@ -680,18 +686,18 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
       inRegisters = llvm::formatv(
           "#ifdef MPC_DEVICE_BLOCKS\n"
           "  if (blockDim.x * {0}LL >= {1}LL) {{\n"
-          "    mpc_pair dv[{0}], xv[{0}];\n"
+          "    mpc_pair dv[{0}];\n"
           "    mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
           "    MPC_FOR_THREAD_UNROLLED(k, p, {1}LL, {0}) {{\n"
-          "      long long at = {2};\n"
+          "      int at = {2};\n"
           "      float d0 = {3}, d1 = {4};\n"
           "      dv[k] = mpc_make_pair<{5}>(d0, d1);\n"
-          "      xv[k] = mpc_load_pair(xc + at);\n"
+          "      mpc_pair xp = mpc_load_pair(xc + at);\n"
           "      sdy += d0;\n"
-          "      sdyx += d0 * (mpc_pair_element<{6}>(xv[k], 0) - mean) * "
+          "      sdyx += d0 * (mpc_pair_element<{6}>(xp, 0) - mean) * "
           "rstd;\n"
           "      sdy += d1;\n"
-          "      sdyx += d1 * (mpc_pair_element<{6}>(xv[k], 1) - mean) * "
+          "      sdyx += d1 * (mpc_pair_element<{6}>(xp, 1) - mean) * "
           "rstd;\n"
           "    }\n"
           "    float tdy = mpc_block_reduce_sum(sdy);\n"
@@ -708,7 +714,7 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
           "  }\n"
           "#endif\n",
           pairRegisters, count / 2,
-          llvm::formatv("p / {0}LL * {1}LL + p % {0}LL * 2", spatial / 2,
+          llvm::formatv("p / {0} * {1} + p % {0} * 2", spatial / 2,
                         channels * spatial),
           dy->load(at), dy->load(at + " + 1"), dyType, xType,
           storeParameterGrads("tdyx", "tdy", "      "),

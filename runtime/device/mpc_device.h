@@ -527,12 +527,13 @@ __device__ __forceinline__ float mpc_pair_element(mpc_pair pair, int which) {
 /// as mpc_load_pair packs them: a channel's incoming gradient, kept.
 template <typename T>
 __device__ __forceinline__ mpc_pair mpc_make_pair(float first, float second) {
-  T elements[2];
-  mpc_store(elements, first);
-  mpc_store(elements + 1, second);
-  mpc_pair pair;
-  memcpy(&pair, elements, sizeof(pair));
-  return pair;
+  T low, high; // scalars, not an array: nvcc kept an array in local memory
+  mpc_store(&low, first);
+  mpc_store(&high, second);
+  unsigned short lowBits, highBits;
+  memcpy(&lowBits, &low, sizeof(lowBits));
+  memcpy(&highBits, &high, sizeof(highBits));
+  return mpc_pair(lowBits) | mpc_pair(highBits) << 16;
 }
 /// Stores a pair at `p` (4-byte aligned) with one 4-byte store.
 template <typename T>

@@ -68,18 +68,19 @@
 //  CHECK-NEXT:   MPC_SUM_CHANNEL(
 
 // Backward, the gradient of the second batch norm of [32, 4, 28, 28]
-// writes dx: with 25 elements a thread, x and dy (the ReLU's gradient,
-// evaluated once an element and packed) are kept in 13 pairs each, and
-// dx's two elements are stored together.
+// writes dx: with 25 elements a thread, dy (the ReLU's gradient, evaluated
+// once an element and packed) is kept in 13 pairs, x is loaded in pairs,
+// and dx's two elements are stored together.
 // CHECK-LABEL: __global__ void __launch_bounds__(1024, 1) bn_k{{[0-9]+}}_batch_norm_grad(
 //       CHECK:   if (blockDim.x * 13LL >= 12544LL) {
-//  CHECK-NEXT:     mpc_pair dv[13], xv[13];
+//  CHECK-NEXT:     mpc_pair dv[13];
 //  CHECK-NEXT:     mpc_sum sdy = 0.0f, sdyx = 0.0f;
 //  CHECK-NEXT:     MPC_FOR_THREAD_UNROLLED(k, p, 12544LL, 13) {
-//  CHECK-NEXT:       long long at = p / 392LL * 3136LL + p % 392LL * 2;
+//  CHECK-NEXT:       int at = p / 392 * 3136 + p % 392 * 2;
 //  CHECK-NEXT:       float d0 = bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}c * 784LL + at), d1 = bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}c * 784LL + at + 1);
 //  CHECK-NEXT:       dv[k] = mpc_make_pair<__nv_bfloat16>(d0, d1);
-//  CHECK-NEXT:       xv[k] = mpc_load_pair(xc + at);
+//  CHECK-NEXT:       mpc_pair xp = mpc_load_pair(xc + at);
+//       CHECK:       mpc_pair xp = mpc_load_pair(x + i);
 //       CHECK:       mpc_store_pair(dx + i, mpc_make_pair<__nv_bfloat16>(gamma_c * rstd * g0, gamma_c * rstd * g1));
 
 // Backward, the gradient reads the forward's mean and rstd (its `stats`
