@@ -1121,6 +1121,15 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
     int64_t pairRegisters = (slice / 2 + partialsBlock - 1) / partialsBlock;
     bool inPairs = elementBytes(op.getInput()) == 2 && spatial % 2 == 0 &&
                    slice % 2 == 0 && pairRegisters <= maxChannelRegisters;
+    // Both forms end as the passes do: the slice's M2, its partials, and
+    // the block is done.
+    const char *storePartials =
+        "    float m2 = mpc_block_reduce_sum(squares);\n"
+        "    if (threadIdx.x == 0) {\n"
+        "      partials[2LL * blockIdx.x] = total;\n"
+        "      partials[2LL * blockIdx.x + 1] = m2;\n"
+        "    }\n"
+        "    return;\n";
     std::string inRegisters;
     if (registers <= maxChannelRegisters && !inPairs)
       inRegisters = llvm::formatv(
@@ -1141,13 +1150,7 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
           "{4}"
           "  }\n"
           "#endif\n",
-          registers, slice, spatial, channels * spatial,
-          "    float m2 = mpc_block_reduce_sum(squares);\n"
-          "    if (threadIdx.x == 0) {\n"
-          "      partials[2LL * blockIdx.x] = total;\n"
-          "      partials[2LL * blockIdx.x + 1] = m2;\n"
-          "    }\n"
-          "    return;\n");
+          registers, slice, spatial, channels * spatial, storePartials);
     else if (inPairs)
       inRegisters = llvm::formatv(
           "#ifdef MPC_DEVICE_BLOCKS\n"
@@ -1172,13 +1175,7 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
           "{4}"
           "  }\n"
           "#endif\n",
-          pairRegisters, slice / 2, spatial, channels * spatial,
-          "    float m2 = mpc_block_reduce_sum(squares);\n"
-          "    if (threadIdx.x == 0) {\n"
-          "      partials[2LL * blockIdx.x] = total;\n"
-          "      partials[2LL * blockIdx.x + 1] = m2;\n"
-          "    }\n"
-          "    return;\n",
+          pairRegisters, slice / 2, spatial, channels * spatial, storePartials,
           element);
     emitter.addKernel(llvm::formatv(
         "__global__ void {0}(const {1} *__restrict__ x, float *__restrict__ "
