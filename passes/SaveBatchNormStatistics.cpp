@@ -1,9 +1,11 @@
-//===- SaveBatchNormStatistics.cpp - batch norm statistics for the backward ===//
+//===- SaveBatchNormStatistics.cpp - batch norm statistics for the backward
+//===//
 //
 // This file implements mpc-save-batch-norm-statistics: each mpc.batch_norm
 // of the training step that a gradient differentiates returns the mean and
 // inverse standard deviation it normalised with, and the gradient reads
-// them instead of computing them again from the input.
+// them instead of computing them again from the input; a ReLU's gradient
+// between them becomes the gradient's mask, computed from the input.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +53,19 @@ BatchNormOp withStats(BatchNormOp norm) {
   return saving;
 }
 
+/// The ReLU gradient that `grad` reads, when it masks `norm`'s output (the
+/// ReLU's output or its input, which mpc.relu_grad both accept) and
+/// nothing else reads it.
+ReluGradOp reluMaskOf(BatchNormGradOp grad, BatchNormOp norm) {
+  auto mask = grad.getGrad().getDefiningOp<ReluGradOp>();
+  if (!mask || !mask.getResult().hasOneUse())
+    return nullptr;
+  Value masked = mask.getInput();
+  if (auto relu = masked.getDefiningOp<ReluOp>())
+    masked = relu.getInput();
+  return masked == norm.getResult() ? mask : nullptr;
+}
+
 struct MpcSaveBatchNormStatisticsPass
     : impl::MpcSaveBatchNormStatisticsPassBase<
           MpcSaveBatchNormStatisticsPass> {
@@ -70,6 +85,12 @@ struct MpcSaveBatchNormStatisticsPass
       norm = withStats(norm);
       grad.getStatsMutable().assign(norm.getStats());
       ++numSaved;
+      if (ReluGradOp mask = reluMaskOf(grad, norm)) {
+        grad.getGradMutable().assign(mask.getGrad());
+        grad.getReluBetaMutable().assign(norm.getBeta());
+        mask.erase();
+        ++numReluMasks;
+      }
     }
   }
 };

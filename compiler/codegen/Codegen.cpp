@@ -187,6 +187,10 @@ static bool isMaterialisedResult(Value result, const Step &step) {
                      [](Operation *user) { return isElementwise(user); });
     return !onlyElementwiseUsers;
   }
+  // A batch norm gradient writes only the gradients something reads (a
+  // model input's dx is not), in a group or not.
+  if (isa<BatchNormGradOp>(def) && result.use_empty())
+    return false;
   if (!step.group)
     return true;
   // cuBLASLt's GELU epilogue writes the GELU's input beside its output.

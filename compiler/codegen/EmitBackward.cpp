@@ -556,18 +556,55 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
                          "{1}.0f, gamma_c = mpc_load(gamma + c);\n",
                          indent, count);
   };
-  // dx's statement at element i, given mean, rstd, meanDy, meanDyXhat and
-  // gamma_c; it stores dy where the prologue's value is read after.
+  // The ReLU whose gradient this one takes (mpc-save-batch-norm-statistics
+  // folded it in): dy `d` masked by the forward's output at the element
+  // whose x is `xValue`, given mean, rstd, gamma `g` and relu_b. The
+  // prologue's value (what a shortcut reads) is stored unmasked.
+  Value reluBeta = op.getReluBeta();
+  auto masked = [&](StringRef d, StringRef xValue, StringRef g) -> std::string {
+    if (!reluBeta)
+      return d.str();
+    return llvm::formatv("mpc_batch_norm_relu_grad<{0}>({1}, {2}, mean, rstd, "
+                         "{3}, relu_b)",
+                         elementCType(op.getInput()), d, xValue, g);
+  };
+  // (x - mean) * rstd * g + b, once an element for each pass that masks.
+  int64_t reluMaskFlops = reluBeta ? 4 : 0;
+  std::string reluParameter = reluBeta ? ", const " + elementCType(reluBeta) +
+                                             " *__restrict__ relu_beta"
+                                       : "";
+  auto addReluBeta = [&](SmallVector<std::string> &arguments,
+                         KernelCost &cost) {
+    if (!reluBeta)
+      return;
+    arguments.push_back(emitter.constPointer(reluBeta));
+    cost.reads(reluBeta);
+  };
+  // Channel c's gamma and beta for the mask, where gamma_c is not loaded.
+  auto reluConstants = [&](StringRef indent) -> std::string {
+    if (!reluBeta)
+      return "";
+    return llvm::formatv("{0}float relu_g = mpc_load(gamma + c), relu_b = "
+                         "mpc_load(relu_beta + c);\n",
+                         indent);
+  };
+  // dx's statement at element i, given mean, rstd, meanDy, meanDyXhat,
+  // gamma_c (and relu_b); it stores dy where the prologue's value is read
+  // after.
   auto inputGradient = [&](const RowAccess &dy, StringRef indent) {
     std::string code =
         llvm::formatv("{0}float d = {1};\n", indent, dy.load("i"));
     if (dy.stored)
       code += llvm::formatv("{0}mpc_store({1} + i, d);\n", indent, *dy.stored);
-    if (writesDx)
+    if (writesDx) {
+      if (reluBeta)
+        code += llvm::formatv("{0}d = {1};\n", indent,
+                              masked("d", "mpc_load(x + i)", "gamma_c"));
       code += llvm::formatv("{0}float xhat = (mpc_load(x + i) - mean) * rstd;\n"
                             "{0}float g = d - meanDy - xhat * meanDyXhat;\n"
                             "{0}mpc_store(dx + i, gamma_c * rstd * g);\n",
                             indent);
+    }
     return code;
   };
   auto addDx = [&](SmallVector<std::string> &arguments, KernelCost &cost) {
@@ -624,8 +661,8 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
       return failure();
     std::string statistics =
         saved ? llvm::formatv("  float mean = saved[c], rstd = saved[{0}LL + "
-                              "c];\n",
-                              channels)
+                              "c];\n{1}",
+                              channels, reluConstants("  "))
                     .str()
               : llvm::formatv(
                     "  mpc_sum sum = 0.0f;\n"
@@ -654,12 +691,13 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
     // the forward's pairs do. Keeping x too, or 64-bit offsets, spilled
     // (ptxas, f16, sm_80 and sm_90, 64 registers).
     int64_t pairRegisters = (count / 2 + block - 1) / block;
-    bool inPairs =
-        saved && registers > maxChannelRegisters && (writesDx || dy->stored) &&
-        elementBytes(op.getInput()) == 2 && elementBytes(op.getGrad()) == 2 &&
-        (!writesDx || elementBytes(op.getInputGrad()) == 2) &&
-        spatial % 2 == 0 && pairRegisters <= maxChannelRegisters &&
-        type.getNumElements() <= std::numeric_limits<int32_t>::max();
+    bool inPairs = saved && registers > maxChannelRegisters &&
+                   (writesDx || dy->stored) && !(reluBeta && dy->stored) &&
+                   elementBytes(op.getInput()) == 2 &&
+                   elementBytes(op.getGrad()) == 2 &&
+                   (!writesDx || elementBytes(op.getInputGrad()) == 2) &&
+                   spatial % 2 == 0 && pairRegisters <= maxChannelRegisters &&
+                   type.getNumElements() <= std::numeric_limits<int32_t>::max();
     if (inPairs) {
       std::string dyType = elementCType(op.getGrad());
       std::string xType = elementCType(op.getInput());
@@ -690,9 +728,9 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
           "    mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
           "    MPC_FOR_THREAD_UNROLLED(k, p, {1}LL, {0}) {{\n"
           "      int at = {2};\n"
+          "      mpc_pair xp = mpc_load_pair(xc + at);\n"
           "      float d0 = {3}, d1 = {4};\n"
           "      dv[k] = mpc_make_pair<{5}>(d0, d1);\n"
-          "      mpc_pair xp = mpc_load_pair(xc + at);\n"
           "      sdy += d0;\n"
           "      sdyx += d0 * (mpc_pair_element<{6}>(xp, 0) - mean) * "
           "rstd;\n"
@@ -716,11 +754,16 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
           pairRegisters, count / 2,
           llvm::formatv("p / {0} * {1} + p % {0} * 2", spatial / 2,
                         channels * spatial),
-          dy->load(at), dy->load(at + " + 1"), dyType, xType,
-          storeParameterGrads("tdyx", "tdy", "      "),
+          masked(dy->load(at),
+                 llvm::formatv("mpc_pair_element<{0}>(xp, 0)", xType).str(),
+                 "relu_g"),
+          masked(dy->load(at + " + 1"),
+                 llvm::formatv("mpc_pair_element<{0}>(xp, 1)", xType).str(),
+                 "relu_g"),
+          dyType, xType, storeParameterGrads("tdyx", "tdy", "      "),
           dxConstants(count, "    "), spatial, gradient);
     } else if (saved && registers <= maxChannelRegisters &&
-               (writesDx || dy->stored)) {
+               (writesDx || dy->stored) && !(reluBeta && dy->stored)) {
       std::string element = llvm::formatv("t / {0}LL * {1}LL + t % {0}LL",
                                           spatial, channels * spatial);
       std::string gradient;
@@ -731,38 +774,38 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
         gradient += "      float xhat = (xv[k] - mean) * rstd;\n"
                     "      float g = dv[k] - meanDy - xhat * meanDyXhat;\n"
                     "      mpc_store(dx + i, gamma_c * rstd * g);\n";
-      inRegisters =
-          llvm::formatv("#ifdef MPC_DEVICE_BLOCKS\n"
-                        "  if (blockDim.x * {0}LL >= {1}LL) {{\n"
-                        "    float dv[{0}], xv[{0}];\n"
-                        "    mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
-                        "    MPC_FOR_THREAD_UNROLLED(k, t, {1}LL, {0}) {{\n"
-                        "      long long at = {2};\n"
-                        "      dv[k] = {3};\n"
-                        "      xv[k] = mpc_load(xc + at);\n"
-                        "      sdy += dv[k];\n"
-                        "      sdyx += dv[k] * (xv[k] - mean) * rstd;\n"
-                        "    }\n"
-                        "    float tdy = mpc_block_reduce_sum(sdy);\n"
-                        "    float tdyx = mpc_block_reduce_sum(sdyx);\n"
-                        "    if (threadIdx.x == 0) {{\n"
-                        "{4}"
-                        "    }\n"
-                        "{7}"
-                        "    MPC_FOR_THREAD_UNROLLED(k, t, {1}LL, {0}) {{\n"
-                        "      long long i = c * {5}LL + {2};\n"
-                        "{6}"
-                        "    }\n"
-                        "    return;\n"
-                        "  }\n"
-                        "#endif\n",
-                        registers, count, element, dy->load(at),
-                        storeParameterGrads("tdyx", "tdy", "      "), spatial,
-                        gradient, dxConstants(count, "    "));
+      inRegisters = llvm::formatv(
+          "#ifdef MPC_DEVICE_BLOCKS\n"
+          "  if (blockDim.x * {0}LL >= {1}LL) {{\n"
+          "    float dv[{0}], xv[{0}];\n"
+          "    mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
+          "    MPC_FOR_THREAD_UNROLLED(k, t, {1}LL, {0}) {{\n"
+          "      long long at = {2};\n"
+          "      xv[k] = mpc_load(xc + at);\n"
+          "      dv[k] = {3};\n"
+          "      sdy += dv[k];\n"
+          "      sdyx += dv[k] * (xv[k] - mean) * rstd;\n"
+          "    }\n"
+          "    float tdy = mpc_block_reduce_sum(sdy);\n"
+          "    float tdyx = mpc_block_reduce_sum(sdyx);\n"
+          "    if (threadIdx.x == 0) {{\n"
+          "{4}"
+          "    }\n"
+          "{7}"
+          "    MPC_FOR_THREAD_UNROLLED(k, t, {1}LL, {0}) {{\n"
+          "      long long i = c * {5}LL + {2};\n"
+          "{6}"
+          "    }\n"
+          "    return;\n"
+          "  }\n"
+          "#endif\n",
+          registers, count, element, masked(dy->load(at), "xv[k]", "relu_g"),
+          storeParameterGrads("tdyx", "tdy", "      "), spatial, gradient,
+          dxConstants(count, "    "));
     }
     emitter.addKernel(llvm::formatv(
         "{10}__global__ void {0}({1}const {2} *__restrict__ x, const {3} "
-        "*__restrict__ gamma{14}{4}{6}) {{\n"
+        "*__restrict__ gamma{14}{16}{4}{6}) {{\n"
         "  long long c = blockIdx.x;\n"
         "  const {2} *xc = x + c * {11}LL;\n"
         "{9}"
@@ -780,7 +823,8 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
         name, leading(dy->parameters), elementCType(op.getInput()),
         elementCType(op.getGamma()), parameterGradParameters,
         storeParameterGrads("tdyx", "tdy", "    "), dxParameter, count, channel,
-        statistics, dy->functions(), spatial, dy->load(at),
+        statistics, dy->functions(), spatial,
+        masked(dy->load(at), "mpc_load(xc + at)", "relu_g"),
         writesDx || dy->stored
             ? llvm::formatv("{3}"
                             "  MPC_FOR_CHANNEL({0}) {{\n"
@@ -791,19 +835,21 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
                             dxConstants(count, "  "))
                   .str()
             : std::string(),
-        savedParameter, inRegisters));
+        savedParameter, inRegisters, reluParameter));
     SmallVector<std::string> arguments(dy->arguments);
     arguments.append({emitter.constPointer(op.getInput()),
                       emitter.constPointer(op.getGamma())});
     // Mean and variance unless saved (4 FLOPs an element), the two sums
     // (5), dx (7); x and dy are read from DRAM once (the block's later
     // passes over its channel find them in L2).
-    KernelCost cost = KernelCost()
-                          .reads(op.getInput())
-                          .reads(op.getGamma())
-                          .flopsPer(count * channels, saved ? 12 : 16)
-                          .flopsPer(channels, 10);
+    KernelCost cost =
+        KernelCost()
+            .reads(op.getInput())
+            .reads(op.getGamma())
+            .flopsPer(count * channels, (saved ? 12 : 16) + reluMaskFlops)
+            .flopsPer(channels, 10);
     addSaved(arguments, cost);
+    addReluBeta(arguments, cost);
     readsDy(cost, *dy);
     addParameterGrads(arguments, cost);
     addDx(arguments, cost);
@@ -850,6 +896,7 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
       saved
           ? llvm::formatv(
                 "  float mean = saved[c];\n"
+                "{3}"
                 "  mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
                 "  MPC_SUM_CHANNEL_SLICE2_OF(begin, end, {0}LL, {1}LL, at, d, "
                 "{2}, sdy, d, sdyx, d * (mpc_load(xc + at) - mean));\n"
@@ -859,7 +906,13 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
                 "    partials[2LL * blockIdx.x] = tdy;\n"
                 "    partials[2LL * blockIdx.x + 1] = dyx;\n"
                 "  }\n",
-                spatial, channels * spatial, firstDy)
+                spatial, channels * spatial,
+                masked(firstDy, "mpc_load(xc + at)", "relu_g"),
+                reluBeta
+                    ? llvm::formatv("  float rstd = saved[{0}LL + c];\n{1}",
+                                    channels, reluConstants("  "))
+                          .str()
+                    : std::string())
                 .str()
           : llvm::formatv(
                 "  mpc_sum sx = 0.0f, sdy = 0.0f;\n"
@@ -884,19 +937,28 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
                 spatial, channels * spatial, firstDy, secondDy)
                 .str();
   emitter.addKernel(llvm::formatv(
-      "{0}__global__ void {1}({2}const {3} *__restrict__ x{4}, float "
+      "{0}__global__ void {1}({2}const {3} *__restrict__ x{4}{7}, float "
       "*__restrict__ partials) {{\n"
       "{5}{6}"
       "}\n",
       slicedDy->functions(), partialsName, leading(slicedDy->parameters),
-      elementCType(op.getInput()), savedParameter, slicePrologue, sliceSums));
+      elementCType(op.getInput()), savedParameter, slicePrologue, sliceSums,
+      reluBeta ? ", const " + elementCType(op.getGamma()) +
+                     " *__restrict__ gamma" + reluParameter
+               : std::string()));
   SmallVector<std::string> partialsArguments(slicedDy->arguments);
   partialsArguments.push_back(emitter.constPointer(op.getInput()));
-  KernelCost partialsCost = KernelCost()
-                                .reads(op.getInput())
-                                .writesBytes(sums * channels * splits * 4)
-                                .flopsPer(count * channels, saved ? 4 : 8);
+  KernelCost partialsCost =
+      KernelCost()
+          .reads(op.getInput())
+          .writesBytes(sums * channels * splits * 4)
+          .flopsPer(count * channels, (saved ? 4 : 8) + reluMaskFlops);
   addSaved(partialsArguments, partialsCost);
+  if (reluBeta) {
+    partialsArguments.push_back(emitter.constPointer(op.getGamma()));
+    partialsCost.reads(op.getGamma());
+  }
+  addReluBeta(partialsArguments, partialsCost);
   partialsArguments.push_back(partials);
   readsDy(partialsCost, *slicedDy);
   emitter.launch(partialsName, channels * splits, rowBlockSize,
@@ -979,13 +1041,13 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
   }
   emitter.addKernel(llvm::formatv(
       "{8}__global__ void {0}({1}const {2} *__restrict__ x, const {3} "
-      "*__restrict__ gamma, const float *__restrict__ stats{4}) {{\n"
+      "*__restrict__ gamma, const float *__restrict__ stats{11}{4}) {{\n"
       "#ifdef MPC_DEVICE_BLOCKS\n"
       // A thread's channel changes once in a plane of its elements: its
       // values are loaded then, not with every element.
       "  long long cached = -1;\n"
       "  float mean = 0.0f, rstd = 0.0f, meanDy = 0.0f, meanDyXhat = 0.0f, "
-      "gamma_c = 0.0f;\n"
+      "gamma_c = 0.0f{12};\n"
       "  MPC_FOR_EACH(i, {5}LL) {{\n"
       "    long long c = (i / {6}LL) % {7}LL;\n"
       "    if (c != cached) {{\n"
@@ -995,6 +1057,7 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
       "      meanDy = stats[2LL * {7}LL + c];\n"
       "      meanDyXhat = stats[3LL * {7}LL + c];\n"
       "      gamma_c = mpc_load(gamma + c);\n"
+      "{13}"
       "    }\n"
       "{9}"
       "  }\n"
@@ -1004,7 +1067,7 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
       "    long long c = (i0 / {6}LL) % {7}LL;\n"
       "    float mean = stats[c], rstd = stats[{7}LL + c], meanDy = "
       "stats[2LL * {7}LL + c], meanDyXhat = stats[3LL * {7}LL + c], gamma_c "
-      "= mpc_load(gamma + c);\n"
+      "= mpc_load(gamma + c){14};\n"
       "    MPC_SIMD for (long long i = i0; i < i1; ++i) {{\n"
       "{10}"
       "    }\n"
@@ -1014,7 +1077,10 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
       name, leading(dy->parameters), elementCType(op.getInput()),
       elementCType(op.getGamma()), dxParameter, type.getNumElements(), spatial,
       channels, dy->functions(), inputGradient(*dy, "    "),
-      inputGradient(*dy, "      ")));
+      inputGradient(*dy, "      "), reluParameter,
+      reluBeta ? ", relu_b = 0.0f" : "",
+      reluBeta ? "      relu_b = mpc_load(relu_beta + c);\n" : "",
+      reluBeta ? ", relu_b = mpc_load(relu_beta + c)" : ""));
   SmallVector<std::string> arguments(dy->arguments);
   arguments.append({emitter.constPointer(op.getInput()),
                     emitter.constPointer(op.getGamma()), stats});
@@ -1022,7 +1088,8 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
                         .reads(op.getInput())
                         .reads(op.getGamma())
                         .readsBytes(4 * channels * 4)
-                        .flopsPer(type.getNumElements(), 7);
+                        .flopsPer(type.getNumElements(), 7 + reluMaskFlops);
+  addReluBeta(arguments, cost);
   readsDy(cost, *dy);
   addDx(arguments, cost);
   emitter.launch(name, elementwiseGrid(type.getNumElements()), 256, arguments,

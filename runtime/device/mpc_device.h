@@ -552,6 +552,20 @@ __device__ __forceinline__ float mpc_store_and_use(T *p, float v) {
   mpc_store(p, v);
   return v;
 }
+/// The gradient through a ReLU of a training batch norm's output, masked
+/// by that output computed again from the norm's input x, its saved mean
+/// and rstd, gamma g and beta b, as the forward computes it (EmitRow.cpp's
+/// `normalised * g + b`) and rounded to the type T it stored: dy where that
+/// is positive, else 0, as mpc.relu_grad of the ReLU's output.
+template <typename T>
+__device__ __forceinline__ float
+mpc_batch_norm_relu_grad(float dy, float x, float mean, float rstd, float g,
+                         float b) {
+  float normalised = (x - mean) * rstd;
+  T stored; // a scalar: the forward's rounding, in registers
+  mpc_store(&stored, normalised * g + b);
+  return mpc_load(&stored) > 0.0f ? dy : 0.0f;
+}
 #if defined(MPC_DEVICE_CUDA) && defined(MPC_DEVICE_FP8)
 // FP8 (mpc-assign-fp8's quantized GEMM operands), for kernel sources that
 // hold FP8 tensors (their first line defines MPC_DEVICE_FP8): cuda_fp8.h's

@@ -62,46 +62,73 @@
 //  CHECK-NEXT:       v[k] = mpc_load_pair(xc + p / 392LL * 3136LL + p % 392LL * 2);
 //  CHECK-NEXT:       sum += mpc_pair_element<__nv_bfloat16>(v[k], 0);
 //  CHECK-NEXT:       sum += mpc_pair_element<__nv_bfloat16>(v[k], 1);
-//       CHECK:       mpc_store(y + i + 1, normalised * g + b);
+//       CHECK:       mpc_store(y + i + 1, bn_k{{[0-9]+}}_batch_norm_y(normalised * g + b, i + 1));
 //       CHECK: #endif
 //  CHECK-NEXT:   mpc_sum sum = 0.0f;
 //  CHECK-NEXT:   MPC_SUM_CHANNEL(
 
-// Backward, the gradient of the second batch norm of [32, 4, 28, 28]
-// writes dx: with 25 elements a thread, dy (the ReLU's gradient, evaluated
-// once an element and packed) is kept in 13 pairs, x is loaded in pairs,
-// and dx's two elements are stored together.
+// Backward, every ReLU right after a batch norm is its gradient's mask
+// (mpc-save-batch-norm-statistics): dy is zeroed where the forward's
+// output, computed again from x, the saved statistics, gamma and beta, was
+// not positive, so the ReLU's output is not read.
+// The gradient of the second batch norm of [32, 4, 28, 28] writes dx: with
+// 25 elements a thread, dy (masked once an element and packed) is kept in
+// 13 pairs, x is loaded in pairs, and dx's two elements are stored
+// together.
 // CHECK-LABEL: __global__ void __launch_bounds__(1024, 1) bn_k{{[0-9]+}}_batch_norm_grad(
+//  CHECK-SAME: const float *__restrict__ saved, const float *__restrict__ relu_beta,
+//       CHECK:   float relu_g = mpc_load(gamma + c), relu_b = mpc_load(relu_beta + c);
 //       CHECK:   if (blockDim.x * 13LL >= 12544LL) {
 //  CHECK-NEXT:     mpc_pair dv[13];
 //  CHECK-NEXT:     mpc_sum sdy = 0.0f, sdyx = 0.0f;
 //  CHECK-NEXT:     MPC_FOR_THREAD_UNROLLED(k, p, 12544LL, 13) {
 //  CHECK-NEXT:       int at = p / 392 * 3136 + p % 392 * 2;
-//  CHECK-NEXT:       float d0 = bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}c * 784LL + at), d1 = bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}c * 784LL + at + 1);
-//  CHECK-NEXT:       dv[k] = mpc_make_pair<__nv_bfloat16>(d0, d1);
 //  CHECK-NEXT:       mpc_pair xp = mpc_load_pair(xc + at);
+//  CHECK-NEXT:       float d0 = mpc_batch_norm_relu_grad<__nv_bfloat16>(bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}c * 784LL + at), mpc_pair_element<__nv_bfloat16>(xp, 0), mean, rstd, relu_g, relu_b), d1 = mpc_batch_norm_relu_grad<__nv_bfloat16>(bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}c * 784LL + at + 1), mpc_pair_element<__nv_bfloat16>(xp, 1), mean, rstd, relu_g, relu_b);
+//  CHECK-NEXT:       dv[k] = mpc_make_pair<__nv_bfloat16>(d0, d1);
 //       CHECK:       mpc_pair xp = mpc_load_pair(x + i);
 //       CHECK:       mpc_store_pair(dx + i, mpc_make_pair<__nv_bfloat16>(gamma_c * rstd * g0, gamma_c * rstd * g1));
+// The passes of a block smaller than the channel (emulated) mask dy in the
+// sums and again for dx.
+//       CHECK:   MPC_SUM_CHANNEL2_OF(32LL, 784LL, 3136LL, at, d, mpc_batch_norm_relu_grad<__nv_bfloat16>(bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}), mpc_load(xc + at), mean, rstd, relu_g, relu_b), sdy, d, sdyx, d * (mpc_load(xc + at) - mean) * rstd);
+//       CHECK:     float d = bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}, i);
+//  CHECK-NEXT:     d = mpc_batch_norm_relu_grad<__nv_bfloat16>(d, mpc_load(x + i), mean, rstd, gamma_c, relu_b);
+//  CHECK-NEXT:     float xhat = (mpc_load(x + i) - mean) * rstd;
 
-// Backward, the gradient reads the forward's mean and rstd (its `stats`
-// result). Where it writes dx, on the GPU each thread keeps its elements
-// of dy (the ReLU's gradient, evaluated once) and of x in registers from
-// the sums to dx.
+// The gradient reads the forward's mean and rstd (its `stats` result).
+// Where it writes dx, on the GPU each thread keeps its elements of dy
+// (masked once) and of x in registers from the sums to dx.
 // CHECK-LABEL: __global__ void __launch_bounds__(128, 8) bn_k{{[0-9]+}}_batch_norm_grad(
 //  CHECK-SAME: const float *__restrict__ gamma, const float *__restrict__ saved,
 //       CHECK:   float mean = saved[c], rstd = saved[8LL + c];
+//  CHECK-NEXT:   float relu_g = mpc_load(gamma + c), relu_b = mpc_load(relu_beta + c);
 //  CHECK-NEXT: #ifdef MPC_DEVICE_BLOCKS
 //  CHECK-NEXT:   if (blockDim.x * 13LL >= 1568LL) {
 //  CHECK-NEXT:     float dv[13], xv[13];
-//       CHECK:       dv[k] = bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}c * 49LL + at);
-//  CHECK-NEXT:       xv[k] = mpc_load(xc + at);
+//       CHECK:       xv[k] = mpc_load(xc + at);
+//  CHECK-NEXT:       dv[k] = mpc_batch_norm_relu_grad<__nv_bfloat16>(bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}c * 49LL + at), xv[k], mean, rstd, relu_g, relu_b);
 //       CHECK:       float g = dv[k] - meanDy - xhat * meanDyXhat;
 //  CHECK-NEXT:       mpc_store(dx + i, gamma_c * rstd * g);
 //       CHECK:     return;
 
 // A channel of 262,144 elements ([4, 2, 256, 256]) is summed in slices.
-// Backward, the incoming gradient of the second such batch norm is the
-// ReLU's gradient after the residual sum (its prologue), which the
+// The last batch norm's ReLU is its mask: each slice's sums read x, dy,
+// gamma and beta, and so does the elementwise pass for dx.
+// CHECK-LABEL: bn_k{{[0-9]+}}_batch_norm_grad_partials(
+//  CHECK-SAME: const __nv_bfloat16 *__restrict__ x, const float *__restrict__ saved, const float *__restrict__ gamma, const float *__restrict__ relu_beta, float *__restrict__ partials) {
+//       CHECK:   float mean = saved[c];
+//  CHECK-NEXT:   float rstd = saved[2LL + c];
+//  CHECK-NEXT:   float relu_g = mpc_load(gamma + c), relu_b = mpc_load(relu_beta + c);
+//  CHECK-NEXT:   mpc_sum sdy = 0.0f, sdyx = 0.0f;
+//  CHECK-NEXT:   MPC_SUM_CHANNEL_SLICE2_OF(begin, end, 65536LL, 131072LL, at, d, mpc_batch_norm_relu_grad<__nv_bfloat16>(bn_k{{[0-9]+}}_batch_norm_grad_partials_dy({{.*}}), mpc_load(xc + at), mean, rstd, relu_g, relu_b), sdy, d, sdyx, d * (mpc_load(xc + at) - mean));
+// CHECK-LABEL: bn_k{{[0-9]+}}_batch_norm_grad_input(
+//  CHECK-SAME: const float *__restrict__ stats, const float *__restrict__ relu_beta, __nv_bfloat16 *__restrict__ dx) {
+//       CHECK:       relu_b = mpc_load(relu_beta + c);
+//       CHECK:     d = mpc_batch_norm_relu_grad<__nv_bfloat16>(d, mpc_load(x + i), mean, rstd, gamma_c, relu_b);
+//       CHECK:       d = mpc_batch_norm_relu_grad<__nv_bfloat16>(d, mpc_load(x + i), mean, rstd, gamma_c, relu_b);
+
+// The incoming gradient of the second such batch norm is the ReLU's
+// gradient after the residual sum (its prologue: no mask), which the
 // shortcut reads too: the statistics pass stores it as it computes it, and
 // the elementwise pass reads it back. The forward's mean is read, so a
 // slice takes one pass: the sums of dy and dy * (x - mean), dy evaluated
@@ -119,14 +146,17 @@
 //  CHECK-NEXT:     float sdyx = dyx * rstd;
 // CHECK-LABEL: bn_k{{[0-9]+}}_batch_norm_grad_input(const __nv_bfloat16 *__restrict__ dy, const __nv_bfloat16 *__restrict__ x,
 //       CHECK:     if (c != cached) {
+//   CHECK-NOT:   relu
+//       CHECK: }
 
 // The gradients of the model's inputs (no dx): one pass over the channel
 // for the sums, not three.
 // CHECK-LABEL: __global__ void __launch_bounds__(1024) bn_k{{[0-9]+}}_batch_norm_grad(
-//  CHECK-SAME: const float *__restrict__ gamma, const float *__restrict__ saved,
+//  CHECK-SAME: const float *__restrict__ gamma, const float *__restrict__ saved, const float *__restrict__ relu_beta, float *__restrict__ dgamma, float *__restrict__ dbeta) {
 //       CHECK:   float mean = saved[c], rstd = saved[4LL + c];
+//  CHECK-NEXT:   float relu_g = mpc_load(gamma + c), relu_b = mpc_load(relu_beta + c);
 //  CHECK-NEXT:   mpc_sum sdy = 0.0f, sdyx = 0.0f;
-//  CHECK-NEXT:   MPC_SUM_CHANNEL2_OF(32LL, 784LL, 3136LL, at, d, bn_k{{[0-9]+}}_batch_norm_grad_dy({{.*}}), sdy, d, sdyx, d * (mpc_load(xc + at) - mean) * rstd);
+//  CHECK-NEXT:   MPC_SUM_CHANNEL2_OF(32LL, 784LL, 3136LL, at, d, mpc_batch_norm_relu_grad<__nv_bfloat16>(mpc_load(dy + c * 784LL + at), mpc_load(xc + at), mean, rstd, relu_g, relu_b), sdy, d, sdyx, d * (mpc_load(xc + at) - mean) * rstd);
 //  CHECK-NEXT:   float tdy = mpc_block_reduce_sum(sdy);
 // CHECK-LABEL: __global__ void __launch_bounds__(128) bn_k{{[0-9]+}}_batch_norm_grad(
 //   CHECK-NOT:   float dv[
@@ -139,13 +169,15 @@ mpc.model @bn
            %g3: tensor<2xf32> = ones, %b3: tensor<2xf32> = zeros,
            %g4: tensor<2xf32> = ones, %b4: tensor<2xf32> = zeros,
            %g5: tensor<8xf32> = ones, %b5: tensor<8xf32> = zeros,
-           %g6: tensor<4xf32> = ones, %b6: tensor<4xf32> = zeros)
+           %g6: tensor<4xf32> = ones, %b6: tensor<4xf32> = zeros,
+           %g7: tensor<2xf32> = ones, %b7: tensor<2xf32> = zeros)
     state(%m1: tensor<8xf32> = zeros, %v1: tensor<8xf32> = ones,
           %m2: tensor<4xf32> = zeros, %v2: tensor<4xf32> = ones,
           %m3: tensor<2xf32> = zeros, %v3: tensor<2xf32> = ones,
           %m4: tensor<2xf32> = zeros, %v4: tensor<2xf32> = ones,
           %m5: tensor<8xf32> = zeros, %v5: tensor<8xf32> = ones,
-          %m6: tensor<4xf32> = zeros, %v6: tensor<4xf32> = ones) {
+          %m6: tensor<4xf32> = zeros, %v6: tensor<4xf32> = ones,
+          %m7: tensor<2xf32> = zeros, %v7: tensor<2xf32> = ones) {
   %y1 = mpc.batch_norm %small, %g1, %b1, %m1, %v1
       : tensor<32x8x7x7xbf16>, tensor<8xf32>
   %y2 = mpc.batch_norm %medium, %g2, %b2, %m2, %v2
@@ -157,15 +189,20 @@ mpc.model @bn
       : tensor<4x2x256x256xbf16>, tensor<2xf32>
   %s = mpc.add %y4, %a : tensor<4x2x256x256xbf16>, tensor<4x2x256x256xbf16>
   %r = mpc.relu %s : tensor<4x2x256x256xbf16>
+  %y7 = mpc.batch_norm %r, %g7, %b7, %m7, %v7
+      : tensor<4x2x256x256xbf16>, tensor<2xf32>
+  %r7 = mpc.relu %y7 : tensor<4x2x256x256xbf16>
   %r1 = mpc.relu %y1 : tensor<32x8x7x7xbf16>
   %y5 = mpc.batch_norm %r1, %g5, %b5, %m5, %v5
       : tensor<32x8x7x7xbf16>, tensor<8xf32>
-  %l1 = mpc.reduce_sum %y5 dims [0, 1, 2, 3] : tensor<32x8x7x7xbf16>
+  %r5 = mpc.relu %y5 : tensor<32x8x7x7xbf16>
+  %l1 = mpc.reduce_sum %r5 dims [0, 1, 2, 3] : tensor<32x8x7x7xbf16>
   %r2 = mpc.relu %y2 : tensor<32x4x28x28xbf16>
   %y6 = mpc.batch_norm %r2, %g6, %b6, %m6, %v6
       : tensor<32x4x28x28xbf16>, tensor<4xf32>
-  %l2 = mpc.reduce_sum %y6 dims [0, 1, 2, 3] : tensor<32x4x28x28xbf16>
-  %l3 = mpc.reduce_sum %r dims [0, 1, 2, 3] : tensor<4x2x256x256xbf16>
+  %r6 = mpc.relu %y6 : tensor<32x4x28x28xbf16>
+  %l2 = mpc.reduce_sum %r6 dims [0, 1, 2, 3] : tensor<32x4x28x28xbf16>
+  %l3 = mpc.reduce_sum %r7 dims [0, 1, 2, 3] : tensor<4x2x256x256xbf16>
   %l12 = mpc.add %l1, %l2 : tensor<bf16>, tensor<bf16>
   %l = mpc.add %l12, %l3 : tensor<bf16>, tensor<bf16>
   %loss = mpc.cast %l : tensor<bf16> to tensor<f32>

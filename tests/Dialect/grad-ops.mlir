@@ -51,6 +51,7 @@ func.func @row_grads(%dy: tensor<4x8xf32>, %y: tensor<4x8xf32>, %dl: tensor<f32>
 //       CHECK:   %{{.*}}, %{{.*}}, %{{.*}} = mpc.layer_norm_grad %{{.*}}, %{{.*}}, %{{.*}} eps 1.000000e-03 : tensor<2x4x8xf32>, tensor<8xf32>
 //       CHECK:   %{{.*}}, %{{.*}}, %{{.*}} = mpc.batch_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x3x4x4xf32>, tensor<3xf32>
 //       CHECK:   %{{.*}}, %{{.*}}, %{{.*}} = mpc.batch_norm_grad %{{.*}}, %{{.*}}, %{{.*}} stats %{{.*}} : tensor<2x3xf32> eps 1.000000e-03 : tensor<2x3x4x4xf32>, tensor<3xf32>
+//       CHECK:   %{{.*}}, %{{.*}}, %{{.*}} = mpc.batch_norm_grad %{{.*}}, %{{.*}}, %{{.*}} stats %{{.*}} : tensor<2x3xf32> relu %{{.*}} : tensor<3xf32> : tensor<2x3x4x4xf32>, tensor<3xf32>
 //       CHECK:   %{{.*}}, %{{.*}} = mpc.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x4x8xf32>, tensor<8xf32>
 func.func @norm_grads(%dy: tensor<2x4x8xf32>, %x: tensor<2x4x8xf32>, %g: tensor<8xf32>,
                       %dz: tensor<2x3x4x4xf32>, %z: tensor<2x3x4x4xf32>, %c: tensor<3xf32>,
@@ -58,6 +59,7 @@ func.func @norm_grads(%dy: tensor<2x4x8xf32>, %x: tensor<2x4x8xf32>, %g: tensor<
   %0:3 = mpc.layer_norm_grad %dy, %x, %g eps 1.0e-3 : tensor<2x4x8xf32>, tensor<8xf32>
   %1:3 = mpc.batch_norm_grad %dz, %z, %c : tensor<2x3x4x4xf32>, tensor<3xf32>
   %3:3 = mpc.batch_norm_grad %dz, %z, %c stats %stats : tensor<2x3xf32> eps 1.0e-3 : tensor<2x3x4x4xf32>, tensor<3xf32>
+  %4:3 = mpc.batch_norm_grad %dz, %z, %c stats %stats : tensor<2x3xf32> relu %c : tensor<3xf32> : tensor<2x3x4x4xf32>, tensor<3xf32>
   %2:2 = mpc.rms_norm_grad %dy, %x, %g : tensor<2x4x8xf32>, tensor<8xf32>
   return
 }

@@ -1874,6 +1874,22 @@ func.func @batch_norm_grad_c1(%dy: tensor<8x16xf32>, %x: tensor<8x16xf32>, %g: t
 
 // -----
 
+func.func @batch_norm_grad_c2_stats(%dy: tensor<8x16xf32>, %x: tensor<8x16xf32>, %g: tensor<16xf32>) {
+  // expected-error@+1 {{'mpc.batch_norm_grad' op expects stats with relu (the ReLU's mask is the forward's output, normalised with them)}}
+  %0:3 = mpc.batch_norm_grad %dy, %x, %g relu %g : tensor<16xf32> : tensor<8x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_grad_c2_type(%dy: tensor<8x16xf32>, %x: tensor<8x16xf32>, %g: tensor<16xf32>, %s: tensor<2x16xf32>, %b: tensor<16xbf16>) {
+  // expected-error@+1 {{'mpc.batch_norm_grad' op expects relu's beta of gamma's type 'tensor<16xf32>', got 'tensor<16xbf16>'}}
+  %0:3 = mpc.batch_norm_grad %dy, %x, %g stats %s : tensor<2x16xf32> relu %b : tensor<16xbf16> : tensor<8x16xf32>, tensor<16xf32>
+  return
+}
+
+// -----
+
 func.func @batch_norm_c4_momentum(%x: tensor<8x16xf32>, %g: tensor<16xf32>) {
   // expected-error@+1 {{'mpc.batch_norm' op expects 0 <= momentum <= 1 and eps > 0 and finite in f32, got momentum 1.5 and eps 1.0e-05}}
   %0 = mpc.batch_norm %x, %g, %g, %g, %g momentum 1.5 : tensor<8x16xf32>, tensor<16xf32>

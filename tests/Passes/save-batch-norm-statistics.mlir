@@ -1,11 +1,15 @@
 // RUN: mpc-opt %s -split-input-file -mpc-autodiff -mpc-save-batch-norm-statistics | FileCheck %s
 
 // The forward batch norm returns the mean and inverse deviation it
-// normalised with; the gradient reads them.
+// normalised with; the gradient reads them. The ReLU's gradient becomes the
+// gradient's mask, from x, the statistics and beta: the ReLU's output is
+// not read again.
 // CHECK-LABEL: mpc.model @saved
 //       CHECK:   %[[Y:.*]], %[[STATS:.*]] = mpc.batch_norm %x, %g, %b, %mean, %var : tensor<2x3x4x4xf32>, tensor<3xf32> stats tensor<2x3xf32>
 //       CHECK:   mpc.relu %[[Y]]
-//       CHECK:   mpc.batch_norm_grad %{{.*}}, %x, %g stats %[[STATS]] : tensor<2x3xf32> : tensor<2x3x4x4xf32>, tensor<3xf32>
+//   CHECK-NOT:   mpc.relu_grad
+//       CHECK:   %[[DY:.*]] = mpc.broadcast
+//  CHECK-NEXT:   mpc.batch_norm_grad %[[DY]], %x, %g stats %[[STATS]] : tensor<2x3xf32> relu %b : tensor<3xf32> : tensor<2x3x4x4xf32>, tensor<3xf32>
 mpc.model @saved
     inputs(%x: tensor<2x3x4x4xf32>)
     params(%g: tensor<3xf32> = ones, %b: tensor<3xf32> = zeros)
@@ -47,4 +51,40 @@ mpc.model @two
 func.func @no_forward(%dy: tensor<2x3xf32>, %x: tensor<2x3xf32>, %g: tensor<3xf32>) -> tensor<2x3xf32> {
   %dx, %dg, %db = mpc.batch_norm_grad %dy, %x, %g : tensor<2x3xf32>, tensor<3xf32>
   return %dx : tensor<2x3xf32>
+}
+
+// -----
+
+// A ReLU gradient of the batch norm's output itself (the ReLU's input,
+// which mpc.relu_grad also accepts) is folded too.
+// CHECK-LABEL: func.func @relu_input
+//   CHECK-NOT:   mpc.relu_grad
+//       CHECK:   mpc.batch_norm_grad %arg0, %arg1, %arg2 stats %{{.*}} : tensor<2x3xf32> relu %arg3 : tensor<3xf32> : tensor<4x3xf32>, tensor<3xf32>
+func.func @relu_input(%dy: tensor<4x3xf32>, %x: tensor<4x3xf32>, %g: tensor<3xf32>, %b: tensor<3xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>) -> tensor<4x3xf32> {
+  %y = mpc.batch_norm %x, %g, %b, %m, %v : tensor<4x3xf32>, tensor<3xf32>
+  %d = mpc.relu_grad %dy, %y : tensor<4x3xf32>
+  %dx, %dg, %db = mpc.batch_norm_grad %d, %x, %g : tensor<4x3xf32>, tensor<3xf32>
+  return %dx : tensor<4x3xf32>
+}
+
+// -----
+
+// A ReLU gradient that something else reads too stays, and so does one of
+// a residual sum after the batch norm (its mask needs the other addend).
+// CHECK-LABEL: func.func @kept
+//       CHECK:   %[[SHARED:.*]] = mpc.relu_grad %arg0, %{{.*}} : tensor<4x3xf32>
+//       CHECK:   mpc.batch_norm_grad %[[SHARED]], %arg1, %arg2 stats %{{.*}} : tensor<2x3xf32> : tensor<4x3xf32>, tensor<3xf32>
+//       CHECK:   %[[SUMMED:.*]] = mpc.relu_grad %arg0, %{{.*}} : tensor<4x3xf32>
+//       CHECK:   mpc.batch_norm_grad %[[SUMMED]], %arg1, %arg6 stats %{{.*}} : tensor<2x3xf32> : tensor<4x3xf32>, tensor<3xf32>
+func.func @kept(%dy: tensor<4x3xf32>, %x: tensor<4x3xf32>, %g: tensor<3xf32>, %b: tensor<3xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>, %g2: tensor<3xf32>, %r: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>) {
+  %y = mpc.batch_norm %x, %g, %b, %m, %v : tensor<4x3xf32>, tensor<3xf32>
+  %a = mpc.relu %y : tensor<4x3xf32>
+  %d = mpc.relu_grad %dy, %a : tensor<4x3xf32>
+  %dx, %dg, %db = mpc.batch_norm_grad %d, %x, %g : tensor<4x3xf32>, tensor<3xf32>
+  %y2 = mpc.batch_norm %x, %g2, %b, %m, %v : tensor<4x3xf32>, tensor<3xf32>
+  %s = mpc.add %y2, %r : tensor<4x3xf32>, tensor<4x3xf32>
+  %a2 = mpc.relu %s : tensor<4x3xf32>
+  %d2 = mpc.relu_grad %dy, %a2 : tensor<4x3xf32>
+  %dx2, %dg2, %db2 = mpc.batch_norm_grad %d2, %x, %g2 : tensor<4x3xf32>, tensor<3xf32>
+  return %dx, %d, %dx2 : tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>
 }
