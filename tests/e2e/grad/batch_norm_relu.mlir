@@ -2,14 +2,18 @@
 // mpc-form-kernels runs in their kernels: a constant input x and
 //   a = relu(bn1(x)),  z = relu(bn2(a) + a),  u = relu(bn3(z) + z).
 // Forward, each ReLU (and residual sum) is its batch norm's epilogue: what
-// it normalised is never stored. Backward, each ReLU's gradient (taken
-// from the ReLU's output) is the prologue of the batch norm gradient that
-// reads it: bn3's reads u's; bn2's reads z's, computed from the sum of
-// bn3's input gradient and the shortcut's, and stores it, as the shortcut
-// to a reads it too; bn1's reads a's, from a sum again, and has no input
-// gradient to write (x is a constant). The cuda target forms the backward
-// so, and the _emulated builds run its kernels; the plain cpu build keeps
-// the ReLUs' gradients as kernels of their own (formSteps).
+// it normalised is never stored. Backward, the gradient of each ReLU
+// after a residual sum (taken from the ReLU's output) is the prologue of
+// the batch norm gradient that reads it: bn3's reads u's; bn2's reads
+// z's, computed from the sum of bn3's input gradient and the shortcut's,
+// and stores it, as the shortcut to a reads it too. a's ReLU follows bn1
+// directly, so it is bn1's gradient's mask (from x and the saved
+// statistics); that gradient sums its incoming gradients as it reads them
+// and has no input gradient to write (x is a constant). The cuda target
+// forms the backward so, and the _emulated builds run its kernels; the
+// plain cpu build keeps the residual ReLUs' gradients as kernels of their
+// own (formSteps). batch_norm_relu_shifted.mlir checks the mask where beta
+// is not 0.
 //
 // No input of a ReLU comes near its kink at 0, where a central difference
 // is wrong: each channel of x is one permutation of 32 values, 0.6 to 2.1
