@@ -764,8 +764,12 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
           dxConstants(count, "    "), spatial, gradient);
     } else if (saved && registers <= maxChannelRegisters &&
                (writesDx || dy->stored) && !(reluBeta && dy->stored)) {
-      std::string element = llvm::formatv("t / {0}LL * {1}LL + t % {0}LL",
-                                          spatial, channels * spatial);
+      // 32-bit offsets where the tensor allows (EmitRow.cpp's forward).
+      const char *suffix =
+          type.getNumElements() <= std::numeric_limits<int32_t>::max() ? ""
+                                                                       : "LL";
+      std::string element = llvm::formatv("t / {0}{2} * {1}{2} + t % {0}{2}",
+                                          spatial, channels * spatial, suffix);
       std::string gradient;
       if (dy->stored)
         gradient +=

@@ -956,6 +956,12 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
     // wherever they fit).
     int64_t pairs = count / 2;
     int64_t pairRegisters = (pairs + block - 1) / block;
+    // A thread's offsets within its channel in 32-bit arithmetic where the
+    // tensor allows: a 64-bit division by a constant is several times the
+    // instructions of a 32-bit one, and these forms are issue-bound.
+    const char *offsetSuffix =
+        type.getNumElements() <= std::numeric_limits<int32_t>::max() ? ""
+                                                                     : "LL";
     if (registers > maxChannelRegisters && elementBytes(op.getInput()) == 2 &&
         spatial % 2 == 0 && pairRegisters <= maxChannelRegisters)
       inRegisters = llvm::formatv(
@@ -964,7 +970,8 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
           "    mpc_pair v[{0}];\n"
           "    mpc_sum sum = 0.0f;\n"
           "    MPC_FOR_THREAD_UNROLLED(k, p, {1}LL, {0}) {{\n"
-          "      v[k] = mpc_load_pair(xc + p / {2}LL * {3}LL + p % {2}LL * "
+          "      v[k] = mpc_load_pair(xc + p / {2}{11} * {3}{11} + p % {2}{11} "
+          "* "
           "2);\n"
           "      sum += mpc_pair_element<{8}>(v[k], 0);\n"
           "      sum += mpc_pair_element<{8}>(v[k], 1);\n"
@@ -984,8 +991,9 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
           "    float rstd = mpc_rsqrt(var + {5}), g = mpc_load(gamma + c), b "
           "= mpc_load(beta + c);\n"
           "    MPC_FOR_THREAD_UNROLLED(k, p, {1}LL, {0}) {{\n"
-          "      long long i = c * {10}LL + p / {2}LL * {3}LL + p % {2}LL * "
-          "2;\n"
+          "      long long i = c * {10}LL + (p / {2}{11} * {3}{11} + p % "
+          "{2}{11} * "
+          "2);\n"
           "      float normalised = (mpc_pair_element<{8}>(v[k], 0) - mean) * "
           "rstd;\n"
           "      {6}\n"
@@ -999,7 +1007,8 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
           pairRegisters, pairs, spatial / 2, channels * spatial,
           storeBatchStatistics(channels, count, eps, momentum), eps,
           y->store("i", "normalised * g + b"),
-          y->store("i + 1", "normalised * g + b"), element, count, spatial);
+          y->store("i + 1", "normalised * g + b"), element, count, spatial,
+          offsetSuffix);
     else if (registers <= maxChannelRegisters)
       inRegisters = llvm::formatv(
           "#ifdef MPC_DEVICE_BLOCKS\n"
@@ -1007,7 +1016,7 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
           "    float v[{0}];\n"
           "    mpc_sum sum = 0.0f;\n"
           "    MPC_FOR_THREAD_UNROLLED(k, t, {1}LL, {0}) {{\n"
-          "      v[k] = mpc_load(xc + t / {2}LL * {3}LL + t % {2}LL);\n"
+          "      v[k] = mpc_load(xc + t / {2}{7} * {3}{7} + t % {2}{7});\n"
           "      sum += v[k];\n"
           "    }\n"
           "    float mean = mpc_block_reduce_sum(sum) / {1}.0f;\n"
@@ -1021,7 +1030,8 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
           "    float rstd = mpc_rsqrt(var + {5}), g = mpc_load(gamma + c), b "
           "= mpc_load(beta + c);\n"
           "    MPC_FOR_THREAD_UNROLLED(k, t, {1}LL, {0}) {{\n"
-          "      long long i = c * {2}LL + t / {2}LL * {3}LL + t % {2}LL;\n"
+          "      long long i = c * {2}LL + (t / {2}{7} * {3}{7} + t % "
+          "{2}{7});\n"
           "      float normalised = (v[k] - mean) * rstd;\n"
           "      {6}\n"
           "    }\n"
@@ -1030,7 +1040,7 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
           "#endif\n",
           registers, count, spatial, channels * spatial,
           storeBatchStatistics(channels, count, eps, momentum), eps,
-          y->store("i", "normalised * g + b"));
+          y->store("i", "normalised * g + b"), offsetSuffix);
     emitter.addKernel(llvm::formatv(
         "{9}__global__ void {0}(const {1} *__restrict__ x, const {2} "
         "*__restrict__ gamma, const {2} *__restrict__ beta, {3} "

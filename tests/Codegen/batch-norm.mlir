@@ -9,8 +9,9 @@
 // threads an SM, 8 of 128); a block of fewer threads (emulated) takes the
 // passes over the channel. The 28x28 one, 25 elements a thread, keeps
 // them in 13 pairs (a 4-byte load each; planes of 784 elements); the 7x7
-// one (planes of 49) in 13 floats. Kernels are checked in the order they
-// are emitted.
+// one (planes of 49) in 13 floats, their offsets in 32-bit arithmetic
+// (the tensors are under 2^31 elements). Kernels are checked in the order
+// they are emitted.
 
 // A channel of 262,144 elements ([4, 2, 256, 256]) is summed in 16 slices
 // of 16,384 by blocks of 1,024 threads; on the GPU each thread keeps its
@@ -45,7 +46,7 @@
 //  CHECK-NEXT:     float v[13];
 //  CHECK-NEXT:     mpc_sum sum = 0.0f;
 //  CHECK-NEXT:     MPC_FOR_THREAD_UNROLLED(k, t, 1568LL, 13) {
-//  CHECK-NEXT:       v[k] = mpc_load(xc + t / 49LL * 392LL + t % 49LL);
+//  CHECK-NEXT:       v[k] = mpc_load(xc + t / 49 * 392 + t % 49);
 //       CHECK:     MPC_FOR_THREAD_UNROLLED(k, t, 1568LL, 13) squares += mpc_square(v[k] - mean);
 //       CHECK:       float normalised = (v[k] - mean) * rstd;
 //       CHECK:     return;
@@ -59,7 +60,7 @@
 //  CHECK-NEXT:     mpc_pair v[13];
 //  CHECK-NEXT:     mpc_sum sum = 0.0f;
 //  CHECK-NEXT:     MPC_FOR_THREAD_UNROLLED(k, p, 12544LL, 13) {
-//  CHECK-NEXT:       v[k] = mpc_load_pair(xc + p / 392LL * 3136LL + p % 392LL * 2);
+//  CHECK-NEXT:       v[k] = mpc_load_pair(xc + p / 392 * 3136 + p % 392 * 2);
 //  CHECK-NEXT:       sum += mpc_pair_element<__nv_bfloat16>(v[k], 0);
 //  CHECK-NEXT:       sum += mpc_pair_element<__nv_bfloat16>(v[k], 1);
 //       CHECK:       mpc_store(y + i + 1, bn_k{{[0-9]+}}_batch_norm_y(normalised * g + b, i + 1));
