@@ -1,5 +1,4 @@
-//===- SaveBatchNormStatistics.cpp - batch norm statistics for the backward
-//===//
+//===- SaveBatchNormStatistics.cpp - statistics for the backward ---------===//
 //
 // This file implements mpc-save-batch-norm-statistics: each mpc.batch_norm
 // of the training step that a gradient differentiates returns the mean and
