@@ -175,15 +175,14 @@ static mpc_status shard_optimizer_state(mpc_session *session) {
   session->shard_begin = std::min(n, rank * capacity);
   session->shard_count = std::min(capacity, n - session->shard_begin);
   // The control block stays where it is; the slots shrink to the shard.
-  int64_t bytes =
-      model->optimizer_slots_offset + mpcrt::shard_slot_bytes(model, capacity);
-  uint64_t rounded = static_cast<uint64_t>(bytes);
-  void *arena = allocate_arena(rounded);
+  uint64_t bytes = static_cast<uint64_t>(
+      mpcrt::session_arena_bytes(session, MPC_ARENA_OPTIMIZER));
+  void *arena = allocate_arena(bytes);
   if (!arena)
     return set_error(MPC_ERROR_OUT_OF_MEMORY,
                      "mpc_session_create: cannot allocate the optimizer "
                      "arena's shard of model '%s' (%llu bytes)",
-                     model->name, static_cast<unsigned long long>(rounded));
+                     model->name, static_cast<unsigned long long>(bytes));
   std::memcpy(arena, session->arenas[MPC_ARENA_OPTIMIZER],
               static_cast<size_t>(model->optimizer_slots_offset));
   free_arena(session->arenas[MPC_ARENA_OPTIMIZER]);
@@ -494,11 +493,7 @@ extern "C" int64_t mpc_session_arena_bytes(const mpc_session *session,
                      "mpc_session_arena_bytes: arena %d is outside 0..%d",
                      arena, MPC_NUM_ARENAS - 1),
            -1;
-  const mpc_model_desc *model = session->model;
-  if (arena == MPC_ARENA_OPTIMIZER && model->shard_optimizer)
-    return model->optimizer_slots_offset +
-           mpcrt::shard_slot_bytes(model, session->shard_capacity);
-  return model->arena_bytes[arena];
+  return mpcrt::session_arena_bytes(session, arena);
 }
 
 extern "C" int64_t mpc_session_workspace_bytes(const mpc_session *session) {

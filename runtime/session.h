@@ -142,6 +142,17 @@ inline int64_t shard_slot_bytes(const mpc_model_desc *model, int64_t capacity) {
   return slot_begin(model, slots, capacity);
 }
 
+/// The bytes of arena `arena` this session holds: the model's, except a
+/// sharded session's optimizer arena, which is the control block and the
+/// rank's shards (on the host and, on the cuda target, on the device).
+inline int64_t session_arena_bytes(const mpc_session *session, int arena) {
+  const mpc_model_desc *model = session->model;
+  if (arena == MPC_ARENA_OPTIMIZER && model->shard_optimizer)
+    return model->optimizer_slots_offset +
+           shard_slot_bytes(model, session->shard_capacity);
+  return model->arena_bytes[arena];
+}
+
 /// Where optimizer slot `slot` of a parameter lives (laid out as the
 /// parameters, in the slot's dtype); for a sharded session, in full_slots.
 inline unsigned char *optimizer_slot_data(mpc_session *session,

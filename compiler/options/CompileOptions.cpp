@@ -58,12 +58,6 @@ std::optional<std::string> findUnimplemented(const CompileOptions &options) {
   if (options.target == Target::Cuda && options.debugNonfinite)
     return std::string(
         "--debug-nonfinite with --target=cuda is not implemented yet");
-  // The cuda target's NCCL path all-reduces; its reduce-scatter and
-  // all-gather are not written yet. --report models it all the same.
-  if (options.target == Target::Cuda && options.shardOptimizer &&
-      !options.report)
-    return std::string(
-        "--shard-optimizer with --target=cuda is not implemented yet");
   if (options.target == Target::Cuda && options.profileEmulated)
     return std::string("--profile-emulated is for the cpu target (which it "
                        "makes emulate blocks)");

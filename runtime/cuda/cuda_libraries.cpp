@@ -260,6 +260,8 @@ const LoadedNccl &nccl() {
     MPC_BIND(getErrorString, ncclGetErrorString)
     MPC_BIND(allReduce, ncclAllReduce)
     MPC_BIND(broadcast, ncclBroadcast)
+    MPC_BIND(groupStart, ncclGroupStart)
+    MPC_BIND(groupEnd, ncclGroupEnd)
 #undef MPC_BIND
     if (missing)
       loaded.error = name + " has no " + missing;

@@ -21,6 +21,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -56,7 +57,7 @@ mpc_status no_device(const std::string &reason) {
 
 mpc_status upload_arena(mpc_session *session, int arena) {
   mpcrt::CudaSession *cuda = session->cuda;
-  int64_t bytes = session->model->arena_bytes[arena];
+  int64_t bytes = mpcrt::session_arena_bytes(session, arena);
   if (bytes == 0)
     return MPC_OK;
   return check(driver().api.cuMemcpyHtoDAsync(
@@ -293,9 +294,10 @@ mpc_status cuda_session_create(mpc_session *session, int32_t device,
     return status;
   const mpc_model_desc *model = session->model;
   for (int a = 0; a < MPC_NUM_ARENAS; ++a) {
-    // One allocation per arena, as on the host; at least 256 bytes so that
-    // an empty arena has an address.
-    size_t bytes = static_cast<size_t>(model->arena_bytes[a]);
+    // One allocation per arena, as on the host (a sharded optimizer arena
+    // holds the rank's shards); at least 256 bytes so that an empty arena
+    // has an address.
+    size_t bytes = static_cast<size_t>(session_arena_bytes(session, a));
     if (CUresult result = d.cuMemAlloc(&cuda->arenas[a], bytes ? bytes : 256))
       return set_error(MPC_ERROR_OUT_OF_MEMORY,
                        "cannot allocate %zu bytes on the GPU for an arena of "
@@ -525,7 +527,7 @@ mpc_status sync_host(mpc_session *session) {
   if (mpc_status status = activate(cuda))
     return status;
   for (int arena : {MPC_ARENA_PARAMS, MPC_ARENA_GRADS, MPC_ARENA_OPTIMIZER}) {
-    int64_t bytes = session->model->arena_bytes[arena];
+    int64_t bytes = session_arena_bytes(session, arena);
     if (bytes == 0)
       continue;
     if (mpc_status status =
@@ -668,6 +670,46 @@ mpc_rt_cuda_max_across_ranks(mpc_step_context *, float *data, long long count) {
     return set_error(MPC_ERROR_COMMUNICATION,
                      "data parallel: ncclAllReduce (max) failed: %s",
                      nccl().api.getErrorString(result));
+  return MPC_OK;
+}
+
+extern "C" mpc_status mpc_rt_cuda_gather_shards(mpc_step_context *context,
+                                                void *data,
+                                                int32_t element_bytes,
+                                                long long count) {
+  mpcrt::CudaSession *cuda = current_session->cuda;
+  if (!cuda->comm)
+    return cuda->comm_broken
+               ? set_error(MPC_ERROR_COMMUNICATION,
+                           "data parallel: an earlier collective failed, so "
+                           "the ranks are no longer in step; start the job "
+                           "again")
+               : MPC_OK;
+  const mpcrt::Nccl &n = nccl().api;
+  int32_t ranks = mpcrt::process_group_size(current_session->group);
+  long long capacity = context->shard_capacity;
+  unsigned char *bytes = static_cast<unsigned char *>(data);
+  // Rank r updated elements [r * capacity, (r + 1) * capacity) (the last
+  // shards shorter or empty, as shard_optimizer_state cut them); it sends
+  // them to every rank, all ranks in one group.
+  ncclResult_t result = n.groupStart();
+  for (int32_t root = 0; root < ranks && result == ncclSuccess; ++root) {
+    long long begin = std::min(count, root * capacity);
+    long long shard = std::min(capacity, count - begin);
+    if (shard == 0)
+      continue;
+    unsigned char *at = bytes + begin * element_bytes;
+    result = n.broadcast(at, at, static_cast<size_t>(shard * element_bytes),
+                         ncclUint8, root, cuda->comm, cuda->stream);
+  }
+  ncclResult_t ended = n.groupEnd();
+  if (result == ncclSuccess)
+    result = ended;
+  if (result != ncclSuccess)
+    return set_error(MPC_ERROR_COMMUNICATION,
+                     "data parallel: gathering the optimizer's shards "
+                     "(ncclBroadcast) failed: %s",
+                     n.getErrorString(result));
   return MPC_OK;
 }
 

@@ -82,6 +82,13 @@ mpc_status mpc_rt_cuda_max_across_ranks(struct mpc_step_context *context,
 /* mpc_rt_gradients_reduced on the device: the session's stream waits for
  * the communication stream's last bucket (the optimizer comes next). */
 mpc_status mpc_rt_cuda_gradients_reduced(struct mpc_step_context *context);
+/* mpc_rt_gather_shards on the device (--shard-optimizer): each rank's
+ * shard of the `count` elements at `data` broadcast from that rank, in
+ * place, on the session's stream (one NCCL group of broadcasts: the shards
+ * are uneven at the end, which ncclAllGather's equal pieces are not). */
+mpc_status mpc_rt_cuda_gather_shards(struct mpc_step_context *context,
+                                     void *data, int32_t element_bytes,
+                                     long long count);
 
 /* Convolution `index` of the current session's model
  * (mpc_model_desc.convolutions, whose mpc_conv_desc says which of x, w and

@@ -16,7 +16,8 @@
 //     (mpc_rt_gemm_scaled: cuBLASLt's FP8 matmul): cuBLASLt on the
 //     session's stream.
 //   - mpc_rt_reduce_gradients(...) and mpc_rt_gradients_reduced(...) become
-//     their mpc_rt_cuda_ forms: NCCL on a communication stream.
+//     their mpc_rt_cuda_ forms: NCCL on a communication stream;
+//     mpc_rt_gather_shards(...) NCCL broadcasts on the step's stream.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,6 +91,7 @@ struct host_kernel<Kernel> {
 #define mpc_rt_reduce_gradients mpc_rt_cuda_reduce_gradients
 #define mpc_rt_gradients_reduced mpc_rt_cuda_gradients_reduced
 #define mpc_rt_max_across_ranks mpc_rt_cuda_max_across_ranks
+#define mpc_rt_gather_shards mpc_rt_cuda_gather_shards
 #define mpc_rt_gemm_bias mpc_rt_cuda_gemm_bias
 #define mpc_rt_gemm_bias_gelu mpc_rt_cuda_gemm_bias_gelu
 #define mpc_rt_gemm_bgrad mpc_rt_cuda_gemm_bgrad

@@ -95,7 +95,7 @@ def main():
         tag = "graphs" if graphs else "launches"
         alone = os.path.join(args.work, f"alone_{tag}.safetensors")
         ranks = os.path.join(args.work, f"ranks_{tag}.safetensors")
-        for path in (alone, ranks):
+        for path in (alone, ranks, ranks + ".rank1"):
             if os.path.exists(path):
                 os.remove(path)
         run([args.program, f"--steps={args.steps}", f"--checkpoint={alone}",
@@ -103,13 +103,19 @@ def main():
         run([*mpirun, args.program, "--data-parallel",
              f"--steps={args.steps}", f"--checkpoint={ranks}", *graphs,
              *check], env)
-        ours, theirs = read_checkpoint(ranks), read_checkpoint(alone)
-        if ours != theirs:
-            differ = [name for name in theirs[0]
-                      if ours[0].get(name) != theirs[0][name]]
-            sys.exit(f"{tag}: the 2-rank checkpoint differs from the "
-                     f"1-process one: {differ or 'metadata'}")
-        print(f"{tag}: 2 ranks end byte for byte where 1 process ends")
+        theirs = read_checkpoint(alone)
+        # With --shard-optimizer every rank saves (rank 1 to .rank1): its
+        # parameters hold the shard rank 0 updated, as gathered.
+        saved = [ranks] + [ranks + ".rank1"] * os.path.exists(ranks + ".rank1")
+        for path in saved:
+            ours = read_checkpoint(path)
+            if ours != theirs:
+                differ = [name for name in theirs[0]
+                          if ours[0].get(name) != theirs[0][name]]
+                sys.exit(f"{tag}: {os.path.basename(path)} differs from the "
+                         f"1-process checkpoint: {differ or 'metadata'}")
+        print(f"{tag}: 2 ranks end byte for byte where 1 process ends"
+              f"{' (both ranks saved)' if len(saved) > 1 else ''}")
 
 
 if __name__ == "__main__":

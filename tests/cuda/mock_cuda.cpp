@@ -55,12 +55,13 @@
 //   - NCCL (loaded as $MPC_NCCL_LIBRARY): ncclAllReduce sums as if every
 //     rank held what this one holds (the result is nranks x the data: the
 //     test's ranks train on the same batches; a max keeps the data, FP8
-//     amaxes, unlogged), ncclBroadcast keeps the
-//     data. After each all-reduce the bucket's bytes are kept; when a
-//     stream then waits on an event of the communication stream (the
-//     optimizer's join), every bucket must still hold them: a kernel that
-//     wrote into a bucket after its all-reduce was issued (an event placed
-//     too early) stops the program;
+//     amaxes, unlogged); ncclBroadcast moves the root's bytes to the
+//     other ranks (processes) through files (exchangeBroadcast), so that a
+//     rank gets the shards others updated. After each all-reduce the
+//     bucket's bytes are kept; when a stream then waits on an event of the
+//     communication stream (the optimizer's join), every bucket must still
+//     hold them: a kernel that wrote into a bucket after its all-reduce was
+//     issued (an event placed too early) stops the program;
 //   - $MPC_MOCK_DEVICES GPUs (1 when unset).
 // mock_cuda.h declares what tests read back.
 //
@@ -76,6 +77,7 @@
 
 #include <cublasLt.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -981,32 +983,120 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t desc,
 // ----------------------------------------------------------------------------
 // NCCL (the entry points libmpcrt binds)
 
+// A communicator's ranks are processes (mpirun's): a broadcast moves its
+// bytes between them through files in a directory that rank 0's unique id
+// names, each collective numbered in the order every rank issues it.
 struct ncclComm {
   int nranks, rank;
+  std::string directory;
+  unsigned long long collectives = 0;
 };
 struct ncclUniqueId {
   char internal[128];
 };
 
+constexpr char kIdPrefix[] = "mock nccl:";
+
+/// Waits for `path` to exist; a rank that never comes stops the program.
+void waitForFile(const std::string &path) {
+  for (int waited_ms = 0; access(path.c_str(), F_OK) != 0; ++waited_ms) {
+    if (waited_ms == 120000) {
+      std::fprintf(stderr, "mock_nccl: no rank wrote %s in 120 s\n",
+                   path.c_str());
+      std::abort();
+    }
+    usleep(1000);
+  }
+}
+
+void touch(const std::string &path) {
+  if (FILE *file = std::fopen(path.c_str(), "wb"))
+    std::fclose(file);
+}
+
+/// The bytes of collective `number` from `root`: the root writes them
+/// (renamed into place whole), every other rank reads them and says so,
+/// and the root removes the files once all have.
+void exchangeBroadcast(ncclComm *comm, unsigned long long number, int root,
+                       void *data, size_t bytes) {
+  std::string path = comm->directory + "/broadcast_" + std::to_string(number);
+  auto done = [&](int rank) {
+    return path + ".read_by_" + std::to_string(rank);
+  };
+  if (comm->rank == root) {
+    std::string part = path + ".part";
+    FILE *file = std::fopen(part.c_str(), "wb");
+    if (!file || std::fwrite(data, 1, bytes, file) != bytes ||
+        std::fclose(file) != 0 || std::rename(part.c_str(), path.c_str())) {
+      std::fprintf(stderr, "mock_nccl: cannot write %s\n", path.c_str());
+      std::abort();
+    }
+    for (int rank = 0; rank < comm->nranks; ++rank)
+      if (rank != root) {
+        waitForFile(done(rank));
+        std::remove(done(rank).c_str());
+      }
+    std::remove(path.c_str());
+    return;
+  }
+  waitForFile(path);
+  FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file || std::fread(data, 1, bytes, file) != bytes) {
+    std::fprintf(stderr, "mock_nccl: cannot read %zu bytes of %s\n", bytes,
+                 path.c_str());
+    std::abort();
+  }
+  std::fclose(file);
+  touch(done(comm->rank));
+}
+
+/// The last rank to leave removes the directory.
+void leave(ncclComm *comm) {
+  touch(comm->directory + "/left_" + std::to_string(comm->rank));
+  bool last = true;
+  for (int rank = 0; rank < comm->nranks; ++rank)
+    last = last &&
+           access((comm->directory + "/left_" + std::to_string(rank)).c_str(),
+                  F_OK) == 0;
+  if (last) {
+    for (int rank = 0; rank < comm->nranks; ++rank)
+      std::remove((comm->directory + "/left_" + std::to_string(rank)).c_str());
+    rmdir(comm->directory.c_str());
+  }
+  delete comm;
+}
+
 int ncclGetUniqueId(ncclUniqueId *id) {
   std::memset(id, 0, sizeof(*id));
-  std::strcpy(id->internal, "mock nccl");
+  const char *temp = std::getenv("TMPDIR");
+  std::string pattern =
+      std::string(temp && *temp ? temp : "/tmp") + "/mock_nccl_XXXXXX";
+  if (pattern.size() + sizeof(kIdPrefix) > sizeof(id->internal) ||
+      !mkdtemp(pattern.data()))
+    return 2; // ncclSystemError
+  std::snprintf(id->internal, sizeof(id->internal), "%s%s", kIdPrefix,
+                pattern.c_str());
   return 0;
 }
 int ncclCommInitRank(ncclComm **comm, int nranks, ncclUniqueId id, int rank) {
-  if (std::strcmp(id.internal, "mock nccl") != 0 || rank < 0 || rank >= nranks)
+  if (std::strncmp(id.internal, kIdPrefix, sizeof(kIdPrefix) - 1) != 0 ||
+      rank < 0 || rank >= nranks)
     return 4; // ncclInvalidArgument
-  *comm = new ncclComm{nranks, rank};
+  *comm = new ncclComm{nranks, rank, id.internal + sizeof(kIdPrefix) - 1};
   return 0;
 }
 int ncclCommDestroy(ncclComm *comm) {
-  delete comm;
+  leave(comm);
   return 0;
 }
 int ncclCommAbort(ncclComm *comm) {
-  delete comm;
+  leave(comm);
   return 0;
 }
+// A group changes nothing here: every collective runs when it is issued,
+// which is one order a group allows.
+int ncclGroupStart() { return 0; }
+int ncclGroupEnd() { return 0; }
 int ncclCommGetAsyncError(ncclComm *, int *error) {
   *error = 0;
   return 0;
@@ -1053,14 +1143,17 @@ int ncclBroadcast(const void *send, void *receive, size_t count, int type,
   if (type != 1 || root < 0 || root >= comm->nranks) // ncclUint8
     return 4;
   submit(
-      [send, receive, count, stream] {
-        if (send != receive)
+      [send, receive, count, root, comm, stream] {
+        if (send != receive && comm->rank == root)
           std::memmove(receive, send, count);
+        // Numbered when it runs: a graph's broadcasts run at each replay.
+        exchangeBroadcast(comm, comm->collectives++, root, receive, count);
         mock_cuda_op op{};
         op.kind = MOCK_OP_BROADCAST;
         op.stream = streamId(stream);
         op.pointer = receive;
         op.count = count;
+        op.root = root;
         logOp(op);
       },
       stream);

@@ -37,6 +37,7 @@ typedef struct mock_cuda_op {
   int event_stream;         /* wait: the stream the event was recorded on */
   const void *pointer;      /* collectives: the buffer */
   unsigned long long count; /* collectives: elements */
+  int root;                 /* broadcasts: the rank that sends */
   char symbol[64];          /* kernels: the lowered name (cut) */
 } mock_cuda_op;
 

@@ -155,7 +155,7 @@ bool isCompute(const mock_cuda_op &op) {
 /// Checks one step's log against the plan; prints what is wrong.
 bool checkSchedule(const std::vector<mock_cuda_op> &ops,
                    const std::vector<PlannedBucket> &plan, int step,
-                   const mpc_model_desc *model) {
+                   const mpc_model_desc *model, int ranks) {
   auto fail = [&](const std::string &what) {
     std::fprintf(stderr, "error: step %d: %s\n", step, what.c_str());
     return false;
@@ -244,21 +244,50 @@ bool checkSchedule(const std::vector<mock_cuda_op> &ops,
     ++next;
   if (next == ops.size() || !isOptimizer(ops[next]))
     return fail("the optimizer does not start right after the wait");
-  // The state (batch-norm statistics) follows rank 0's once the step has
-  // run: one broadcast on the step's stream, after the optimizer.
-  size_t broadcasts = 0;
-  for (size_t i = 0; i < ops.size(); ++i)
+  // The rest are broadcasts on the step's stream, after the optimizer:
+  // with --shard-optimizer each gathered buffer's shards (parameters, then
+  // half copies) after the update, rank 0's first, their ranges tiling the
+  // buffer (no rank's shard is empty in these models); then the state
+  // (batch-norm statistics) from rank 0, once the step has run.
+  std::vector<size_t> broadcasts;
+  size_t update = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind == MOCK_OP_KERNEL && std::strstr(ops[i].symbol, "_update"))
+      update = i;
     if (ops[i].kind == MOCK_OP_BROADCAST) {
       if (ops[i].stream != compute || i < next)
-        return fail("the state is broadcast before the step ends or on "
-                    "another stream");
-      ++broadcasts;
+        return fail("a broadcast before the optimizer or on another stream");
+      broadcasts.push_back(i);
     }
-  if (broadcasts != (hasState ? 1u : 0u))
-    return fail(std::to_string(broadcasts) + " state broadcasts");
+  }
+  size_t shardBroadcasts = broadcasts.size() - (hasState ? 1 : 0);
+  if (hasState && (broadcasts.empty() || ops[broadcasts.back()].root != 0))
+    return fail("the state does not follow rank 0's");
+  size_t gathered = shardBroadcasts / ranks;
+  if (!model->shard_optimizer ? shardBroadcasts != 0
+                              : gathered == 0 || shardBroadcasts % ranks != 0)
+    return fail(std::to_string(broadcasts.size()) + " broadcasts");
+  for (size_t b = 0; b < shardBroadcasts; ++b) {
+    const mock_cuda_op &shard = ops[broadcasts[b]];
+    int root = static_cast<int>(b % ranks);
+    if (broadcasts[b] < update || shard.root != root)
+      return fail("shard " + std::to_string(b) +
+                  " is not broadcast from its rank after the update");
+    if (root > 0) {
+      const mock_cuda_op &before = ops[broadcasts[b - 1]];
+      if (shard.pointer !=
+          static_cast<const char *>(before.pointer) + before.count)
+        return fail("the shards of rank " + std::to_string(root - 1) + " and " +
+                    std::to_string(root) + " are not adjacent");
+    }
+  }
   std::printf("step %d: %zu buckets all-reduced on stream %d after their "
-              "kernels; the optimizer (%s) waits for them%s\n",
+              "kernels; the optimizer (%s) waits for them%s%s\n",
               step, plan.size(), comm, ops[next].symbol,
+              gathered ? (", then gathers " + std::to_string(gathered) +
+                          " sharded buffers")
+                             .c_str()
+                       : "",
               hasState ? "; the state follows rank 0's" : "");
   return true;
 }
@@ -382,7 +411,8 @@ int main(int argc, char **argv) {
       std::vector<mock_cuda_op> ops;
       for (int i = 0; i < log->count(); ++i)
         ops.push_back(log->get(i));
-      if (!checkSchedule(ops, plan, step, model)) {
+      if (!checkSchedule(ops, plan, step, model,
+                         mpc_session_world_size(session))) {
         mpc_session_destroy(session);
         return 1;
       }
@@ -400,8 +430,14 @@ int main(int argc, char **argv) {
     }
     std::printf("eval %d loss %.9g\n", eval, static_cast<double>(loss));
   }
-  if (checkpoint && mpc_session_rank(session) == 0 &&
-      mpc_save_checkpoint(session, checkpoint) != MPC_OK) {
+  // Saving a sharded optimizer state is collective: every rank saves, rank
+  // r > 0 to <path>.rank<r> (each file the whole state).
+  int rank = mpc_session_rank(session);
+  std::string path = checkpoint ? checkpoint : "";
+  if (rank > 0)
+    path += ".rank" + std::to_string(rank);
+  if (checkpoint && (rank == 0 || model->shard_optimizer) &&
+      mpc_save_checkpoint(session, path.c_str()) != MPC_OK) {
     std::fprintf(stderr, "error: saving: %s\n", mpc_last_error());
     mpc_session_destroy(session);
     return 1;
