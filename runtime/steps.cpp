@@ -126,7 +126,9 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
   context.shard_count = session->shard_count;
   context.shard_capacity = session->shard_capacity;
   session->nonfinite = mpc_nonfinite_record{};
-  if (model->debug_nonfinite) { // a cpu-target feature: the arenas are host
+  // --debug-nonfinite: the loss scaler as the step finds it (a cuda
+  // session reads its device's, cuda_run_step).
+  if (model->debug_nonfinite && !session->cuda) {
     const mpc_loss_scaler_state &scaler = mpcrt::train_control(session)->scaler;
     session->nonfinite_step = scaler.total_steps - scaler.total_skipped;
     session->nonfinite_loss_scale = scaler.scale;

@@ -53,11 +53,6 @@ std::optional<std::string> parseArch(const std::string &text, int &smVersion) {
 }
 
 std::optional<std::string> findUnimplemented(const CompileOptions &options) {
-  // The check kernels write their record through a host pointer; the cuda
-  // runtime does not give them device memory for it yet.
-  if (options.target == Target::Cuda && options.debugNonfinite)
-    return std::string(
-        "--debug-nonfinite with --target=cuda is not implemented yet");
   if (options.target == Target::Cuda && options.profileEmulated)
     return std::string("--profile-emulated is for the cpu target (which it "
                        "makes emulate blocks)");

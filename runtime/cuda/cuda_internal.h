@@ -278,6 +278,10 @@ struct CapturedStep {
 struct StepReadback {
   float loss;
   int32_t index_error;
+  // --debug-nonfinite: the step's record, and the loss scaler as the step
+  // found it (which step of training, which scale).
+  mpc_nonfinite_record nonfinite;
+  mpc_loss_scaler_state scaler;
 };
 
 struct CudaSession {
@@ -286,6 +290,8 @@ struct CudaSession {
   CUstream stream = nullptr;
   CUdeviceptr arenas[MPC_NUM_ARENAS] = {0, 0, 0, 0};
   CUdeviceptr index_error = 0;
+  // --debug-nonfinite: the record the check kernels fill (0: not built).
+  CUdeviceptr nonfinite = 0;
   bool capture_graphs = false;
   std::map<StepVariant, CapturedStep> graphs;
   StepReadback *readback = nullptr; // page-locked

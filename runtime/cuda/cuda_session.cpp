@@ -314,6 +314,12 @@ mpc_status cuda_session_create(mpc_session *session, int32_t device,
   if (mpc_status status = check(d.cuMemsetD8(cuda->index_error, 0, 4),
                                 "cuMemsetD8"))
     return status;
+  if (model->debug_nonfinite) {
+    if (mpc_status status =
+            check(d.cuMemAlloc(&cuda->nonfinite, sizeof(mpc_nonfinite_record)),
+                  "cuMemAlloc"))
+      return status;
+  }
   void *readback = nullptr;
   if (mpc_status status = check(d.cuMemAllocHost(&readback, sizeof(StepReadback)),
                                 "cuMemAllocHost"))
@@ -401,6 +407,8 @@ void cuda_session_destroy(CudaSession *cuda) {
       d.cuMemFree(arena);
   if (cuda->index_error)
     d.cuMemFree(cuda->index_error);
+  if (cuda->nonfinite)
+    d.cuMemFree(cuda->nonfinite);
   if (cuda->stream)
     d.cuStreamDestroy(cuda->stream);
   if (cuda->context)
@@ -453,6 +461,28 @@ mpc_status cuda_run_step(mpc_session *session, mpc_step_fn step,
             "cuMemcpyHtoDAsync"))
       return status;
 
+  // --debug-nonfinite: the check kernels fill a record on the device,
+  // cleared before the step (outside any graph), and the loss scaler is
+  // read as the step finds it.
+  static_assert(sizeof(mpc_nonfinite_record) % 4 == 0, "cleared in words");
+  if (cuda->nonfinite) {
+    context->nonfinite =
+        reinterpret_cast<mpc_nonfinite_record *>(cuda->nonfinite);
+    if (mpc_status status = check(
+            d.cuMemsetD32Async(cuda->nonfinite, 0,
+                               sizeof(mpc_nonfinite_record) / 4, cuda->stream),
+            "cuMemsetD32Async"))
+      return status;
+    if (mpc_status status = check(
+            d.cuMemcpyDtoHAsync(&cuda->readback->scaler,
+                                cuda->arenas[MPC_ARENA_OPTIMIZER] +
+                                    model->control_offset +
+                                    offsetof(mpc_train_control, scaler),
+                                sizeof(mpc_loss_scaler_state), cuda->stream),
+            "cuMemcpyDtoHAsync"))
+      return status;
+  }
+
   current_session = session;
   mpc_status returned = MPC_OK;
   if (!values || !cuda->capture_graphs) {
@@ -484,6 +514,21 @@ mpc_status cuda_run_step(mpc_session *session, mpc_step_fn step,
                               sizeof(int32_t), cuda->stream),
           "cuMemcpyDtoHAsync"))
     return status;
+  if (cuda->nonfinite) {
+    // A debugging build runs its steps synchronously: the report is the
+    // session's once the step returns, as on the cpu target.
+    if (mpc_status status = check(
+            d.cuMemcpyDtoHAsync(&cuda->readback->nonfinite, cuda->nonfinite,
+                                sizeof(mpc_nonfinite_record), cuda->stream),
+            "cuMemcpyDtoHAsync"))
+      return status;
+    if (mpc_status status = wait_for_stream(cuda))
+      return status;
+    session->nonfinite = cuda->readback->nonfinite;
+    const mpc_loss_scaler_state &scaler = cuda->readback->scaler;
+    session->nonfinite_step = scaler.total_steps - scaler.total_skipped;
+    session->nonfinite_loss_scale = scaler.scale;
+  }
   if (!loss) {
     // Nothing to wait for: the step runs on while the host goes on.
     cuda->index_check_pending = true;

@@ -42,6 +42,11 @@
 
 #include "tests/e2e/compiled_model.h"
 
+// tests/cuda builds this for the cuda target (cuda.mock_nonfinite_*).
+#ifndef MPC_TARGET_UNDER_TEST
+#define MPC_TARGET_UNDER_TEST MPC_TARGET_CPU
+#endif
+
 namespace {
 
 class Nonfinite : public ::testing::Test {
@@ -49,6 +54,7 @@ protected:
   void SetUp() override {
     mpc_session_options options;
     mpc_session_options_init(&options);
+    options.target = MPC_TARGET_UNDER_TEST;
     ASSERT_EQ(mpc_session_create(MPC_MODEL_DESC(), &options, &session), MPC_OK)
         << mpc_last_error();
     std::vector<float> ones(64, 1.0f), zeros(8, 0.0f);
@@ -83,6 +89,7 @@ struct GptBatch {
 mpc_session *createGptSession(GptBatch &batch) {
   mpc_session_options options;
   mpc_session_options_init(&options);
+  options.target = MPC_TARGET_UNDER_TEST;
   options.seed = 1;
   mpc_session *session = nullptr;
   EXPECT_EQ(mpc_session_create(MPC_MODEL_DESC(), &options, &session), MPC_OK)
