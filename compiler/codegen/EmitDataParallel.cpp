@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <algorithm>
 #include <numeric>
@@ -44,10 +45,17 @@ mlir::mpc::planGradientBuckets(ModelOp train, const std::vector<Step> &steps,
       ready[i] = stepOf[def];
   }
 
+  // In the order they become final; gradients final at the same step
+  // (a weight and its bias from one GEMM) from the highest offset down:
+  // backward finishes the parameters in reverse, so the bucket still open
+  // lies above them, and taken top down each one is adjacent to it.
   SmallVector<size_t> order(numParams);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return ready[a] < ready[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (ready[a] != ready[b])
+      return ready[a] < ready[b];
+    return plan.paramBuffers[a].offset > plan.paramBuffers[b].offset;
+  });
 
   ArrayRef<Attribute> names = train.getParamNames().getValue();
   std::vector<GradientBucket> buckets;
@@ -76,6 +84,16 @@ mlir::mpc::planGradientBuckets(ModelOp train, const std::vector<Step> &steps,
     bucket.readyStep = ready[i];
     buckets.push_back(bucket);
   }
+  // Each bucket names its parameters in the buffer's order.
+  llvm::StringMap<int64_t> offsetOf;
+  for (size_t i = 0; i < numParams; ++i)
+    offsetOf[cast<StringAttr>(names[i]).getValue()] =
+        plan.paramBuffers[i].offset;
+  for (GradientBucket &bucket : buckets)
+    llvm::stable_sort(bucket.params,
+                      [&](const std::string &a, const std::string &b) {
+                        return offsetOf[a] < offsetOf[b];
+                      });
   // A bucket is reduced once all of it is final; keep them in that order.
   std::stable_sort(buckets.begin(), buckets.end(),
                    [](const GradientBucket &a, const GradientBucket &b) {
