@@ -116,6 +116,25 @@ def main():
                          f"1-process checkpoint: {differ or 'metadata'}")
         print(f"{tag}: 2 ranks end byte for byte where 1 process ends"
               f"{' (both ranks saved)' if len(saved) > 1 else ''}")
+        if len(saved) > 1:
+            # Sharded checkpoints move between world sizes: the ranks'
+            # file loaded by 1 process, and the 1-process file by 2 ranks
+            # (each keeping its shards on the device), saved again at once.
+            moved = [(f"moved_to_1_{tag}.safetensors", [], ranks),
+                     (f"moved_to_2_{tag}.safetensors",
+                      [*mpirun, args.program, "--data-parallel"], alone)]
+            for name, launch, source in moved:
+                path = os.path.join(args.work, name)
+                run([*(launch or [args.program]), "--steps=0",
+                     f"--resume={source}", f"--checkpoint={path}", *graphs],
+                    env)
+                for saved_path in [path] + [path + ".rank1"] * bool(launch):
+                    if read_checkpoint(saved_path) != theirs:
+                        sys.exit(f"{tag}: {os.path.basename(saved_path)}, "
+                                 f"loaded from {os.path.basename(source)} "
+                                 "and saved, differs from it")
+            print(f"{tag}: the checkpoint moves from 2 ranks to 1 and from "
+                  "1 to 2 unchanged")
 
 
 if __name__ == "__main__":

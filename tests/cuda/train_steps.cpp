@@ -13,10 +13,13 @@
 //                                          (tools/bench/gpu_step.py)
 //   train_steps --threads=N                the cpu target on N threads
 //                                          (tests/e2e/same_for_any_threads.py)
+//   train_steps --resume=PATH ...          start from a checkpoint
+//                                          (--steps=0: load, then save)
 //   mpirun -np 2 train_steps --data-parallel ...
 //       every rank trains on the same batches (so N ranks end where one
 //       process ends: the sum over identical ranks is exact), rank 0 prints
-//       and saves;
+//       and saves (with --shard-optimizer every rank saves, rank r > 0 to
+//       PATH.rank<r>: saving a sharded state is collective);
 //   ... --check-buckets=<offset>:<bytes>:<after kernel>,... --check-steps=0,3
 //       on the mock driver (tests/cuda/mock_cuda.cpp), checks in those
 //       steps' log that the gradient buckets (mpc compile --report=json's
@@ -297,7 +300,7 @@ bool checkSchedule(const std::vector<mock_cuda_op> &ops,
 int main(int argc, char **argv) {
   int steps = 20, bench = 0, warmup = 10, cudaGraphs = 0, dataParallel = 0,
       threads = 0;
-  const char *checkpoint = nullptr;
+  const char *checkpoint = nullptr, *resume = nullptr;
   std::vector<PlannedBucket> plan;
   std::vector<int> checkSteps;
   for (int i = 1; i < argc; ++i) {
@@ -305,6 +308,8 @@ int main(int argc, char **argv) {
       steps = std::atoi(argv[i] + 8);
     } else if (std::strncmp(argv[i], "--checkpoint=", 13) == 0) {
       checkpoint = argv[i] + 13;
+    } else if (std::strncmp(argv[i], "--resume=", 9) == 0) {
+      resume = argv[i] + 9;
     } else if (std::strncmp(argv[i], "--bench=", 8) == 0) {
       bench = std::atoi(argv[i] + 8);
     } else if (std::strncmp(argv[i], "--warmup=", 9) == 0) {
@@ -325,7 +330,7 @@ int main(int argc, char **argv) {
       }
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--steps=N] [--checkpoint=PATH] "
+                   "usage: %s [--steps=N] [--checkpoint=PATH] [--resume=PATH] "
                    "[--bench=N [--warmup=N]] [--threads=N] [--cuda-graphs] "
                    "[--data-parallel] [--check-buckets=O:B:K,... "
                    "--check-steps=S,...]\n",
@@ -349,6 +354,13 @@ int main(int argc, char **argv) {
   }
   if (status != MPC_OK) {
     std::fprintf(stderr, "error: creating the session: %s\n", mpc_last_error());
+    return 1;
+  }
+  // A checkpoint to start from (every rank reads it; a sharded session
+  // keeps its shards of the optimizer state).
+  if (resume && mpc_load_checkpoint(session, resume) != MPC_OK) {
+    std::fprintf(stderr, "error: loading %s: %s\n", resume, mpc_last_error());
+    mpc_session_destroy(session);
     return 1;
   }
   if (int64_t workspace = mpc_session_workspace_bytes(session))
