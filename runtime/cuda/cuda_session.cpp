@@ -93,6 +93,16 @@ void abort_communicator(mpcrt::CudaSession *cuda) {
   cuda->comm_broken = true;
 }
 
+/// A collective's answer in a session without a communicator: nothing to
+/// do when it is not data parallel, an error once a collective has failed.
+mpc_status without_communicator(const mpcrt::CudaSession *cuda) {
+  if (!cuda->comm_broken)
+    return MPC_OK;
+  return set_error(MPC_ERROR_COMMUNICATION,
+                   "data parallel: an earlier collective failed, so the "
+                   "ranks are no longer in step; start the job again");
+}
+
 /// Waits for the session's stream. With a communicator, polls it against
 /// the collective timeout instead: a rank that never joins an all-reduce
 /// leaves NCCL's kernel spinning, and only the host can give up on it.
@@ -669,12 +679,7 @@ extern "C" mpc_status mpc_rt_cuda_reduce_gradients(mpc_step_context *,
                                                    long long count) {
   mpcrt::CudaSession *cuda = current_session->cuda;
   if (!cuda->comm)
-    return cuda->comm_broken
-               ? set_error(MPC_ERROR_COMMUNICATION,
-                           "data parallel: an earlier collective failed, so "
-                           "the ranks are no longer in step; start the job "
-                           "again")
-               : MPC_OK;
+    return without_communicator(cuda);
   const Driver &d = driver().api;
   size_t bucket = cuda->buckets_this_step++;
   while (cuda->bucket_events.size() <= bucket) {
@@ -724,12 +729,7 @@ extern "C" mpc_status mpc_rt_cuda_gather_shards(mpc_step_context *context,
                                                 long long count) {
   mpcrt::CudaSession *cuda = current_session->cuda;
   if (!cuda->comm)
-    return cuda->comm_broken
-               ? set_error(MPC_ERROR_COMMUNICATION,
-                           "data parallel: an earlier collective failed, so "
-                           "the ranks are no longer in step; start the job "
-                           "again")
-               : MPC_OK;
+    return without_communicator(cuda);
   const mpcrt::Nccl &n = nccl().api;
   int32_t ranks = mpcrt::process_group_size(current_session->group);
   long long capacity = context->shard_capacity;

@@ -1,9 +1,10 @@
 //===- nonfinite_test.cpp - `mpc compile --debug-nonfinite` end to end ----===//
 //
 // One of the overflow models of models/ (chosen at build time with
-// -DMPC_MODEL=<name>), compiled with --debug-nonfinite or without, and what
-// mpc_get_nonfinite_report says after a step; the expectation is chosen
-// with -DMPC_E2E_EXPECT=<n>:
+// -DMPC_MODEL=<name>, for the target -DMPC_TARGET_UNDER_TEST: tests/cuda
+// runs it on the mock driver), compiled with --debug-nonfinite or without,
+// and what mpc_get_nonfinite_report says after a step; the expectation is
+// chosen with -DMPC_E2E_EXPECT=<n>:
 //
 //   1  forward:  the mpc.scale at FORWARD_LOCATION overflows in the forward
 //                pass (f16), the loss is not finite, the step returns MPC_OK
@@ -41,11 +42,6 @@
 #include <vector>
 
 #include "tests/e2e/compiled_model.h"
-
-// tests/cuda builds this for the cuda target (cuda.mock_nonfinite_*).
-#ifndef MPC_TARGET_UNDER_TEST
-#define MPC_TARGET_UNDER_TEST MPC_TARGET_CPU
-#endif
 
 namespace {
 
