@@ -471,11 +471,13 @@ mpc_status cuda_run_step(mpc_session *session, mpc_step_fn step,
             "cuMemcpyHtoDAsync"))
       return status;
 
-  // --debug-nonfinite: the check kernels fill a record on the device,
-  // cleared before the step (outside any graph), and the loss scaler is
-  // read as the step finds it.
+  // --debug-nonfinite: the check kernels of a step (values: not the
+  // half-copy sync, which has none and keeps the last step's report) fill
+  // a record on the device, cleared before the step (outside any graph),
+  // and the loss scaler is read as the step finds it.
   static_assert(sizeof(mpc_nonfinite_record) % 4 == 0, "cleared in words");
-  if (cuda->nonfinite) {
+  bool checksNonfinite = cuda->nonfinite && values;
+  if (checksNonfinite) {
     context->nonfinite =
         reinterpret_cast<mpc_nonfinite_record *>(cuda->nonfinite);
     if (mpc_status status = check(
@@ -524,7 +526,7 @@ mpc_status cuda_run_step(mpc_session *session, mpc_step_fn step,
                               sizeof(int32_t), cuda->stream),
           "cuMemcpyDtoHAsync"))
     return status;
-  if (cuda->nonfinite) {
+  if (checksNonfinite) {
     // A debugging build runs its steps synchronously: the report is the
     // session's once the step returns, as on the cpu target.
     if (mpc_status status = check(
