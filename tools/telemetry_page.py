@@ -15,6 +15,8 @@ when present and left out otherwise:
               on the loss curve (and the scale curve)
   grad_norm   the gradient norm (empty cells: not computed that step)
   lr          the learning rate
+  fp8_saturated  FP8 elements clipped to the format's largest value in the
+              step (delayed scaling: values that outgrew the amax history)
 
 REPORT.txt is the text of `mpc compile --report` for the same model; its
 "Memory (bytes)" table becomes a memory breakdown bar and table.
@@ -51,6 +53,7 @@ ALIASES = {
     "skipped": ("skipped", "skip"),
     "grad_norm": ("grad_norm", "gradnorm", "grad-norm", "gradient_norm"),
     "lr": ("lr", "learning_rate"),
+    "fp8_saturated": ("fp8_saturated",),
 }
 
 
@@ -146,7 +149,8 @@ def read_memory(path):
 W, H = 1100, 250
 LEFT, RIGHT, TOP, BOTTOM = 80, 20, 14, 36
 COLORS = {"loss": "#1f5fbf", "steps-per-second": "#2a8a3a",
-          "scale": "#8a3ab9", "grad-norm": "#c0611a", "lr": "#5a5a5a"}
+          "scale": "#8a3ab9", "grad-norm": "#c0611a", "lr": "#5a5a5a",
+          "fp8-saturated": "#b8860b"}
 
 
 def fmt(v):
@@ -387,6 +391,12 @@ def render(data, title, memory):
                                 "out"))
     if "lr" in data:
         parts.append(chart("lr", "Learning rate", steps, data["lr"]))
+    if "fp8_saturated" in data:
+        clipped = sum(v for v in data["fp8_saturated"] if v is not None)
+        parts.append(chart("fp8-saturated", "FP8 saturations (elements "
+                           "clipped a step)", steps, data["fp8_saturated"],
+                           note=f"{fmt(clipped)} in all; delayed scaling "
+                                "clips what outgrew its amax history"))
     if memory:
         parts.append(memory_section(*memory))
     body = "\n".join(parts)

@@ -87,9 +87,24 @@ inline int benchTrainStep(mpc_session *session, const void *const *inputs,
   return 0;
 }
 
+/// Whether the model scales its FP8 tensors from an amax history
+/// (--fp8-scaling=delayed): its state `fp8.scaling` then counts the
+/// elements each optimizer step clipped (mpc_training_stats.fp8_saturated).
+inline bool hasDelayedFp8Scaling(const mpc_model_desc *model) {
+  for (int32_t i = 0; i < mpc_model_num_states(model); ++i) {
+    mpc_tensor_info info;
+    if (mpc_model_state_info(model, i, &info) == MPC_OK &&
+        std::strcmp(info.name, "fp8.scaling") == 0)
+      return true;
+  }
+  return false;
+}
+
 /// Opens the per-step loss log with its header line; null `path`: none.
-/// Sets `ok` to false when the file cannot be written.
-inline std::FILE *openLossLog(const char *path, bool &ok) {
+/// Sets `ok` to false when the file cannot be written. A model with
+/// delayed FP8 scaling gets a last column, fp8_saturated.
+inline std::FILE *openLossLog(const char *path, bool &ok,
+                              const mpc_model_desc *model) {
   ok = true;
   if (!path)
     return nullptr;
@@ -99,15 +114,18 @@ inline std::FILE *openLossLog(const char *path, bool &ok) {
     ok = false;
     return nullptr;
   }
-  std::fprintf(csv, "step,loss,seconds,scale,skipped,grad_norm,lr\n");
+  std::fprintf(csv, "step,loss,seconds,scale,skipped,grad_norm,lr%s\n",
+               hasDelayedFp8Scaling(model) ? ",fp8_saturated" : "");
   return csv;
 }
 
 /// One row of the loss log after a train step: the loss and time, and the
 /// runtime's view of the step (the scale the next step uses, whether this
-/// step was skipped, the gradient norm where computed, the rate used).
-inline void writeLossLogRow(std::FILE *csv, mpc_session *session, int step,
-                            float loss, double seconds) {
+/// step was skipped, the gradient norm where computed, the rate used, and
+/// with delayed FP8 scaling the elements the step clipped).
+inline void writeLossLogRow(std::FILE *csv, mpc_session *session,
+                            const mpc_model_desc *model, int step, float loss,
+                            double seconds) {
   mpc_training_stats stats;
   if (mpc_get_training_stats(session, &stats) != MPC_OK)
     return;
@@ -115,7 +133,10 @@ inline void writeLossLogRow(std::FILE *csv, mpc_session *session, int step,
                static_cast<double>(stats.loss_scale), stats.last_skipped);
   if (!std::isnan(stats.grad_norm))
     std::fprintf(csv, "%.9g", static_cast<double>(stats.grad_norm));
-  std::fprintf(csv, ",%.9g\n", static_cast<double>(stats.learning_rate));
+  std::fprintf(csv, ",%.9g", static_cast<double>(stats.learning_rate));
+  if (hasDelayedFp8Scaling(model))
+    std::fprintf(csv, ",%lld", static_cast<long long>(stats.fp8_saturated));
+  std::fprintf(csv, "\n");
 }
 
 /// A one-line progress display, rewritten in place about 5 times a second

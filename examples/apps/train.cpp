@@ -227,7 +227,7 @@ int main(int argc, char **argv) {
   }
 
   bool logOpened = true;
-  std::FILE *csv = mpc_app::openLossLog(options.csv, logOpened);
+  std::FILE *csv = mpc_app::openLossLog(options.csv, logOpened, model);
   if (!logOpened)
     return 1;
 
@@ -251,7 +251,7 @@ int main(int argc, char **argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
     if (csv)
-      mpc_app::writeLossLogRow(csv, session, step, loss, seconds);
+      mpc_app::writeLossLogRow(csv, session, model, step, loss, seconds);
     progress.update(step, loss);
     if (step % options.logEvery == 0 || step == options.steps) {
       progress.clear();

@@ -227,7 +227,7 @@ int main(int argc, char **argv) {
   }
 
   bool logOpened = true;
-  std::FILE *csv = mpc_app::openLossLog(options.csv, logOpened);
+  std::FILE *csv = mpc_app::openLossLog(options.csv, logOpened, model);
   if (!logOpened)
     return 1;
 
@@ -251,10 +251,10 @@ int main(int argc, char **argv) {
       return fail("training step");
     windowLoss += loss;
     if (csv)
-      mpc_app::writeLossLogRow(csv, session, step, loss,
-                   std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count());
+      mpc_app::writeLossLogRow(csv, session, model, step, loss,
+                               std::chrono::duration<double>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count());
     progress.update(step, loss);
     if (step % options.logEvery == 0 || step == options.steps) {
       progress.clear();

@@ -8,7 +8,7 @@
     the CSV's number of steps, and its points attribute holds that many
     points;
   - where the CSV has a seconds column, so does the steps/s series; the
-    same for the scale and lr columns and their series;
+    same for the scale, lr and fp8_saturated columns and their series;
   - where it has a skipped column, the loss and scale curves mark every
     skipped step;
   - with --report: every arena of the report's "Memory (bytes)" table is
@@ -100,7 +100,8 @@ def main():
     check_series("loss", len(steps))
     if "seconds" in header:
         check_series("steps-per-second", len(steps))
-    for column, sid in (("scale", "scale"), ("lr", "lr")):
+    for column, sid in (("scale", "scale"), ("lr", "lr"),
+                        ("fp8_saturated", "fp8-saturated")):
         if column in header:
             check_series(sid, len(steps))
     if "skipped" in header:

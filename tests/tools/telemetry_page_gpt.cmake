@@ -1,4 +1,4 @@
-# Trains the GPT example for 300 steps with --csv, writes `mpc compile
+# Trains the GPT example for STEPS steps (300 unless given) with --csv, writes `mpc compile
 # --report` for the same model (MODEL_OPTIONS), renders the telemetry page
 # and checks it.
 file(REMOVE_RECURSE ${DIR})
@@ -11,7 +11,19 @@ function(run)
     message(FATAL_ERROR "failed (${rc}): ${ARGN}")
   endif()
 endfunction()
-run(${TRAIN} --steps=300 --log-every=100 --sample=0 --csv=${DIR}/run.csv)
+if(NOT DEFINED STEPS)
+  set(STEPS 300)
+endif()
+run(${TRAIN} --steps=${STEPS} --log-every=100 --sample=0 --csv=${DIR}/run.csv)
+# EXPECT_COLUMN: a column the app must have written (its series is checked).
+if(DEFINED EXPECT_COLUMN)
+  file(STRINGS ${DIR}/run.csv header LIMIT_COUNT 1)
+  string(REPLACE "," ";" header "${header}")
+  list(FIND header ${EXPECT_COLUMN} at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "run.csv has no ${EXPECT_COLUMN} column: ${header}")
+  endif()
+endif()
 separate_arguments(MODEL_OPTIONS)
 execute_process(COMMAND ${MPC} compile ${MODEL} ${MODEL_OPTIONS} --report -o ${DIR}/gpt.o
                 OUTPUT_FILE ${DIR}/report.txt RESULT_VARIABLE rc)
