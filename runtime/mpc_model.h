@@ -85,6 +85,19 @@ typedef struct mpc_nonfinite_record {
    * type (beyond its range); -1 for other ops. */
   int64_t outside_half_range;
   float max_abs_finite; /* largest |value| among the finite ones */
+  /* Delayed FP8 scaling: the first quantization of the step whose finite
+   * values outgrew its scale (clipped to the format's largest), claimed as
+   * `found` is (a saturation is not a non-finite value: neither hides the
+   * other). */
+  int32_t fp8_found;
+  int32_t fp8_gemm_site;     /* the first FP8 GEMM that reads the tensor */
+  int32_t fp8_quantize_site; /* the mpc.quantize (located at the tensor) */
+  int32_t fp8_operand;       /* 0: the GEMM's lhs, 1: its rhs */
+  int32_t fp8_format;        /* 0: e4m3, 1: e5m2 */
+  float fp8_amax;            /* the tensor's largest finite magnitude */
+  float fp8_scale;           /* the scale it was quantized with */
+  int64_t fp8_num_elements;
+  int64_t fp8_saturated; /* elements clipped */
 } mpc_nonfinite_record;
 
 /* One checked op output of a --debug-nonfinite build. */

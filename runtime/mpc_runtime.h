@@ -309,9 +309,28 @@ typedef struct mpc_nonfinite_report {
   /* For a cast to f16/bf16: finite values of its source beyond the half
    * type's range (they became inf); -1 for other ops. */
   int64_t outside_half_range;
-  /* The loss scale the step ran with (1 without loss scaling); NaN when
-   * !found. */
+  /* The loss scale the step ran with (1 without loss scaling); NaN, and
+   * training and step 0, when neither found nor fp8_saturated. */
   float loss_scale;
+  /* Delayed FP8 scaling (--fp8-scaling=delayed), independent of `found`:
+   * the first FP8 GEMM of the call (in the order the step runs them) whose
+   * operand saturated: finite values beyond the format's largest at the
+   * scale the history gave (448 in e4m3, 57344 in e5m2), clipped to it.
+   * Training goes on (the next scales come from this step's amax); a GEMM
+   * that saturates step after step needs a larger --fp8-margin or a
+   * longer history. fp8_saturated is 0 and the rest NULL/0 otherwise. */
+  int32_t fp8_saturated;
+  const char *fp8_gemm_op;       /* "mpc.scaled_matmul" */
+  const char *fp8_gemm_location; /* the GEMM's "model.mlir:40:10" */
+  int32_t fp8_backward;          /* 1: a backward-pass GEMM */
+  const char *fp8_operand;       /* "lhs" or "rhs" of the GEMM */
+  const char *fp8_format;        /* "e4m3" or "e5m2" */
+  /* Its mpc.quantize, located at the tensor it quantizes. */
+  const char *fp8_tensor_location;
+  int64_t fp8_num_elements;
+  int64_t fp8_saturated_count; /* elements clipped */
+  float fp8_amax;              /* largest finite magnitude */
+  float fp8_scale;             /* the scale it was quantized with */
 } mpc_nonfinite_report;
 mpc_status mpc_get_nonfinite_report(const mpc_session *session,
                                     mpc_nonfinite_report *report);

@@ -14,6 +14,11 @@
 // transpose) from a constant that holds inf or NaN may hold infinities by
 // design; its check reports NaN only (its inf count is still recorded).
 //
+// Under delayed FP8 scaling a quantization clips finite values that outgrew
+// its scale: after each, a check counts them (emitFp8SaturationCheck) and
+// the step's first claims the record's FP8 part, naming the first FP8 GEMM
+// that reads the tensor.
+//
 // A check is one block (threads stride over the tensor and combine with
 // mpc_block_reduce_*), so it is correct for any block size; counts are
 // float sums, exact up to 2^24 elements.
@@ -38,6 +43,15 @@ std::string mlir::mpc::nonfiniteKernelPrelude() {
          "  long long inf_count;\n"
          "  long long outside_half_range;\n"
          "  float max_abs_finite;\n"
+         "  int fp8_found;\n"
+         "  int fp8_gemm_site;\n"
+         "  int fp8_quantize_site;\n"
+         "  int fp8_operand;\n"
+         "  int fp8_format;\n"
+         "  float fp8_amax;\n"
+         "  float fp8_scale;\n"
+         "  long long fp8_num_elements;\n"
+         "  long long fp8_saturated;\n"
          "};\n\n";
 }
 
@@ -47,7 +61,9 @@ std::string mlir::mpc::nonfiniteHostChecks() {
       "sizeof(mpc_nonfinite_record), \"nonfinite record layout\");\n";
   for (const char *field :
        {"found", "site", "num_elements", "nan_count", "inf_count",
-        "outside_half_range", "max_abs_finite"})
+        "outside_half_range", "max_abs_finite", "fp8_found", "fp8_gemm_site",
+        "fp8_quantize_site", "fp8_operand", "fp8_format", "fp8_amax",
+        "fp8_scale", "fp8_num_elements", "fp8_saturated"})
     checks += llvm::formatv("static_assert(offsetof(mpc_nonfinite_record_dev, "
                             "{0}) == offsetof(mpc_nonfinite_record, {0}), "
                             "\"nonfinite record layout\");\n",
@@ -84,9 +100,60 @@ static bool isInfiniteByDesign(Value value, NonfiniteSites &sites) {
   return byDesign;
 }
 
+/// The first mpc.scaled_matmul in program order that reads `quantize`'s
+/// FP8 tensor (or its transposed copy, or a transpose of either), and
+/// whether as its lhs (0) or rhs (1); null where none does.
+static std::pair<ScaledMatmulOp, int> firstFp8Gemm(QuantizeOp quantize) {
+  ScaledMatmulOp first;
+  int operand = 0;
+  SmallVector<Value> pending{quantize.getResult()};
+  if (Value transposed = quantize.getTransposed())
+    pending.push_back(transposed);
+  while (!pending.empty()) {
+    Value value = pending.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<TransposeOp>(user) || isAlias(user)) {
+        llvm::append_range(pending, user->getResults());
+        continue;
+      }
+      auto gemm = dyn_cast<ScaledMatmulOp>(user);
+      if (!gemm || (use.get() != gemm.getLhs() && use.get() != gemm.getRhs()))
+        continue;
+      if (!first || (gemm->getBlock() == first->getBlock() &&
+                     gemm->isBeforeInBlock(first))) {
+        first = gemm;
+        operand = use.get() == gemm.getLhs() ? 0 : 1;
+      }
+    }
+  }
+  return {first, operand};
+}
+
 void mlir::mpc::emitNonfiniteChecks(const Step &step, StepEmitter &emitter,
                                     NonfiniteSites &sites) {
   for (Operation *op : step.ops) {
+    // Under delayed scaling a quantization can clip (saturate) finite
+    // values: named by the GEMM that reads them.
+    if (auto quantize = dyn_cast<QuantizeOp>(op);
+        quantize && quantize.getScaling()) {
+      if (auto [gemm, operand] = firstFp8Gemm(quantize); gemm) {
+        auto siteOf = [&](Operation *site) {
+          sites.sites.push_back(
+              {site->getName().getStringRef().str(),
+               fileLineCol(site->getLoc()),
+               sites.forwardOps && !sites.forwardOps->contains(site)});
+          return static_cast<int64_t>(sites.sites.size() - 1);
+        };
+        int64_t gemmSite = siteOf(gemm), quantizeSite = siteOf(quantize);
+        std::string description = llvm::formatv(
+            "mpc.quantize at {0}, the {1} of mpc.scaled_matmul at {2}",
+            sites.sites[quantizeSite].location, operand ? "rhs" : "lhs",
+            sites.sites[gemmSite].location);
+        emitFp8SaturationCheck(emitter, quantize, gemmSite, quantizeSite,
+                               operand, description);
+      }
+    }
     // Constants hold what the model declared; an alias is its source.
     if (isa<ConstantOp>(op) || isAlias(op))
       continue;

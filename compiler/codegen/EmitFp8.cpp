@@ -303,6 +303,54 @@ void emitScaledMatmul(StepEmitter &emitter, ScaledMatmulOp op) {
 
 } // namespace
 
+void mlir::mpc::emitFp8SaturationCheck(StepEmitter &emitter, QuantizeOp op,
+                                       int64_t gemmSite, int64_t quantizeSite,
+                                       int operand, StringRef description) {
+  Type format = op.getResult().getType().getElementType();
+  int64_t n = op.getInput().getType().getNumElements();
+  std::string name = emitter.kernelName("check_fp8_saturation");
+  // |v| * scale is |v * scale| exactly (scale is a power of two): the
+  // quantize kernel's test, element for element.
+  emitter.addKernel(llvm::formatv(
+      "// --debug-nonfinite: FP8 saturation of {9}\n"
+      "__global__ void {1}(const {2} *__restrict__ x, const float "
+      "*__restrict__ table, mpc_nonfinite_record_dev *record) {{\n"
+      "  if (record->fp8_found) return; // an earlier GEMM was first\n"
+      "  const float scale = {3};\n"
+      "  float saturated = 0.0f, largest = 0.0f;\n"
+      "  MPC_FOR_THREAD(i, {4}LL) {{\n"
+      "    float v = mpc_load(x + i);\n"
+      "    if (MPC_ISFINITE(v)) {{\n"
+      "      float a = fabsf(v);\n"
+      "      largest = a > largest ? a : largest;\n"
+      "      if (a * scale > {5}) saturated += 1.0f;\n"
+      "    }\n"
+      "  }\n"
+      "  saturated = mpc_block_reduce_sum(saturated);\n"
+      "  largest = mpc_block_reduce_max(largest);\n"
+      "  if (threadIdx.x == 0 && saturated > 0.0f &&\n"
+      "      atomicExch(&record->fp8_found, 1) == 0) {{\n"
+      "    record->fp8_gemm_site = {6};\n"
+      "    record->fp8_quantize_site = {0};\n"
+      "    record->fp8_operand = {7};\n"
+      "    record->fp8_format = {8};\n"
+      "    record->fp8_amax = largest;\n"
+      "    record->fp8_scale = scale;\n"
+      "    record->fp8_num_elements = {4}LL;\n"
+      "    record->fp8_saturated = (long long)saturated;\n"
+      "  }\n"
+      "}\n",
+      quantizeSite, name, elementCType(op.getInput()),
+      powerOfTwo(llvm::formatv("(int)table[{0}]", *op.getIndex()).str()), n,
+      fp8Max(format), gemmSite, operand, isa<Float8E4M3FNType>(format) ? 0 : 1,
+      description));
+  emitter.launch(name, 1, rowBlockSize,
+                 {emitter.constPointer(op.getInput()),
+                  emitter.constPointer(op.getScaling()),
+                  "(mpc_nonfinite_record_dev *)ctx->nonfinite"},
+                 KernelCost().reads(op.getInput()).flopsPer(n, 2));
+}
+
 void mlir::mpc::emitFp8ScalingUpdate(ModelOp train, StepEmitter &emitter,
                                      bool dataParallel) {
   SmallVector<QuantizeOp> delayed;

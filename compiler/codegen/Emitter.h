@@ -663,6 +663,15 @@ FailureOr<bool> emitFp8Op(Operation *op, const Step &step,
 /// Nothing where the step has no delayed quantization.
 void emitFp8ScalingUpdate(ModelOp train, StepEmitter &emitter,
                           bool dataParallel);
+/// --debug-nonfinite under delayed scaling: after the delayed `op`, one
+/// block counts the finite elements of its input beyond the format's
+/// largest at the scale the table gave (those the cast clipped) and, when
+/// the step's first, records them in ctx->nonfinite with the sites of the
+/// FP8 GEMM that reads them (its operand `operand`: 0 lhs, 1 rhs) and of
+/// the quantization (EmitFp8.cpp); `description` names them in a comment.
+void emitFp8SaturationCheck(StepEmitter &emitter, QuantizeOp op,
+                            int64_t gemmSite, int64_t quantizeSite, int operand,
+                            StringRef description);
 /// mpc.attention and mpc.attention_grad (EmitAttention.cpp).
 FailureOr<bool> emitAttention(Operation *op, const Step &step,
                               StepEmitter &emitter);

@@ -114,7 +114,8 @@ cl::opt<int> reportRanks(
 cl::opt<bool> debugNonfinite(
     "debug-nonfinite",
     cl::desc("Check every op output for inf/NaN; the runtime names the "
-             "first (mpc_get_nonfinite_report)"),
+             "first (mpc_get_nonfinite_report), and under delayed FP8 "
+             "scaling the first FP8 GEMM that read clipped values"),
     cl::sub(compileCommand), cl::cat(compileCategory));
 
 cl::opt<bool> shared(

@@ -22,6 +22,11 @@
 //                skipped
 //   7  fp8 scaled: the same with each tensor scaled from its amax: nothing
 //                overflows, nothing to report
+//   8  fp8 delayed: the same with delayed scaling (--fp8-margin=1), which
+//                starts at scale 1: the first step clips gradients beyond
+//                e5m2's 57344 (no inf, nothing non-finite), and the report
+//                names the first FP8 GEMM that read a clipped operand; once
+//                the scales come from unclipped amaxes, nothing is clipped
 //
 // (1 also checks a cast of the input %x, at INPUT_LOCATION, that overflows.)
 //
@@ -283,8 +288,74 @@ TEST(NonfiniteFp8, AnE5m2OverflowIsNamedUnlessScaled) {
 #endif
   mpc_session_destroy(session);
 }
+#elif MPC_E2E_EXPECT == 8
+TEST(NonfiniteFp8, TheFirstSaturatedGemmIsNamed) {
+  GptBatch batch;
+  mpc_session *session = createGptSession(batch);
+  ASSERT_NE(session, nullptr);
+  const void **inputs = batch.inputs;
+  float loss = 0;
+  ASSERT_EQ(mpc_train_step(session, inputs, &loss), MPC_OK) << mpc_last_error();
+  EXPECT_TRUE(std::isfinite(loss));
+  mpc_nonfinite_report report;
+  ASSERT_EQ(mpc_get_nonfinite_report(session, &report), MPC_OK)
+      << mpc_last_error();
+  // Clipped, not overflowed: nothing is non-finite, and the step applies.
+  EXPECT_EQ(report.found, 0) << report.op << " at " << report.location;
+  mpc_training_stats stats;
+  ASSERT_EQ(mpc_get_training_stats(session, &stats), MPC_OK);
+  EXPECT_EQ(stats.last_skipped, 0);
+  ASSERT_EQ(report.fp8_saturated, 1);
+  EXPECT_STREQ(report.fp8_gemm_op, "mpc.scaled_matmul");
+  // The first backward GEMM in FP8: the last block's MLP projection's
+  // input gradient, which reads the gradient leaving the final layer norm
+  // (its mpc.quantize is located there) as its lhs.
+  EXPECT_STREQ(report.fp8_gemm_location, "gpt.mlir:144:13");
+  EXPECT_STREQ(report.fp8_tensor_location, "gpt.mlir:151:9");
+  EXPECT_EQ(report.fp8_backward, 1);
+  EXPECT_STREQ(report.fp8_operand, "lhs");
+  EXPECT_STREQ(report.fp8_format, "e5m2");
+  EXPECT_EQ(report.fp8_scale, 1.0f); // no history yet
+  EXPECT_EQ(report.training, 1);
+  EXPECT_EQ(report.step, 0);
+  EXPECT_EQ(report.loss_scale, 134217728.0f);
+  EXPECT_GT(report.fp8_amax, 57344.0f);
+  EXPECT_GT(report.fp8_saturated_count, 0);
+  EXPECT_LE(report.fp8_saturated_count, report.fp8_num_elements);
+  // Every tensor's clipped elements, this one's among them.
+  EXPECT_GE(stats.fp8_saturated, report.fp8_saturated_count);
+  std::printf("first saturated FP8 GEMM: %s at %s (%s, %s, tensor at %s), "
+              "%lld of %lld elements clipped, amax %g at scale %g\n",
+              report.fp8_gemm_op, report.fp8_gemm_location, report.fp8_operand,
+              report.fp8_format, report.fp8_tensor_location,
+              static_cast<long long>(report.fp8_saturated_count),
+              static_cast<long long>(report.fp8_num_elements), report.fp8_amax,
+              report.fp8_scale);
+  // The second step scales the first tensor from its amax, but the GEMMs
+  // below it in the backward pass had their amaxes from gradients computed
+  // from clipped values: the next GEMM down (the MLP's first layer) clips
+  // once. From then on (--fp8-margin=1) nothing does, and each call's
+  // report says so: it is about the last call only.
+  ASSERT_EQ(mpc_train_step(session, inputs, &loss), MPC_OK);
+  ASSERT_EQ(mpc_get_nonfinite_report(session, &report), MPC_OK);
+  ASSERT_EQ(report.fp8_saturated, 1);
+  EXPECT_STREQ(report.fp8_gemm_location, "gpt.mlir:141:12");
+  EXPECT_EQ(report.fp8_backward, 1);
+  EXPECT_EQ(report.step, 1);
+  for (int step = 2; step < 10; ++step) {
+    ASSERT_EQ(mpc_train_step(session, inputs, &loss), MPC_OK);
+    ASSERT_EQ(mpc_get_nonfinite_report(session, &report), MPC_OK);
+    EXPECT_EQ(report.fp8_saturated, 0)
+        << "step " << step << ": " << report.fp8_gemm_location << ", "
+        << report.fp8_saturated_count << " clipped";
+    EXPECT_EQ(report.fp8_gemm_op, nullptr);
+    ASSERT_EQ(mpc_get_training_stats(session, &stats), MPC_OK);
+    EXPECT_EQ(stats.fp8_saturated, 0);
+  }
+  mpc_session_destroy(session);
+}
 #else
-#error "MPC_E2E_EXPECT must be 1 to 7"
+#error "MPC_E2E_EXPECT must be 1 to 8"
 #endif
 
 } // namespace

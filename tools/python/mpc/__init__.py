@@ -88,7 +88,18 @@ class _NonfiniteReport(ctypes.Structure):
                 ("nan_count", ctypes.c_int64), ("inf_count", ctypes.c_int64),
                 ("max_abs_finite", ctypes.c_float),
                 ("outside_half_range", ctypes.c_int64),
-                ("loss_scale", ctypes.c_float)]
+                ("loss_scale", ctypes.c_float),
+                ("fp8_saturated", ctypes.c_int32),
+                ("fp8_gemm_op", ctypes.c_char_p),
+                ("fp8_gemm_location", ctypes.c_char_p),
+                ("fp8_backward", ctypes.c_int32),
+                ("fp8_operand", ctypes.c_char_p),
+                ("fp8_format", ctypes.c_char_p),
+                ("fp8_tensor_location", ctypes.c_char_p),
+                ("fp8_num_elements", ctypes.c_int64),
+                ("fp8_saturated_count", ctypes.c_int64),
+                ("fp8_amax", ctypes.c_float),
+                ("fp8_scale", ctypes.c_float)]
 
 
 class _WeightsReport(ctypes.Structure):
@@ -444,18 +455,20 @@ class Session:
 
     def nonfinite_report(self):
         """The first op with inf/NaN output in the last step (models built
-        with --debug-nonfinite), as a dict; None when all were finite."""
+        with --debug-nonfinite), as a dict; None when all were finite.
+        Under delayed FP8 scaling, the first FP8 GEMM that read clipped
+        values is in the fp8_* entries (fp8_saturated 1); the report is not
+        None when there is one, even with every value finite (found 0)."""
         with self._lock:
             report = _NonfiniteReport()
             self._check(self._lib.mpc_get_nonfinite_report(
                 self._session(), ctypes.byref(report)))
-            if not report.found:
+            if not report.found and not report.fp8_saturated:
                 return None
             result = {name: getattr(report, name)
-                      for name, _ in report._fields_ if name != "found"}
-            result["op"] = result["op"].decode()
-            result["location"] = result["location"].decode()
-            return result
+                      for name, _ in report._fields_}
+            return {name: value.decode() if isinstance(value, bytes) else value
+                    for name, value in result.items()}
 
     def save(self, path):
         """A safetensors checkpoint, written atomically."""
