@@ -848,14 +848,26 @@ LogicalResult FusionOp::verifyRegions() {
   }
   if (getKind() == FusionKind::Row) {
     // fusion_c6
+    auto row = llvm::find_if(ops, isRowFusible);
+    auto quantize =
+        row == ops.end() ? QuantizeOp() : dyn_cast<QuantizeOp>(*row);
+    auto isBiasSum = [&](Operation *op) {
+      auto sum = dyn_cast<ReduceSumOp>(op);
+      return quantize && quantize.getTransposed() && sum &&
+             sum.getDims() == ArrayRef<int64_t>{0} &&
+             sum.getInput().getType().getRank() == 2 &&
+             llvm::find(ops, op) > row;
+    };
     if (llvm::count_if(ops, isRowFusible) != 1 ||
-        !llvm::all_of(ops, [](Operation *op) {
-          return isRowFusible(op) || isLoopFusible(op);
+        llvm::count_if(ops, isBiasSum) > 1 ||
+        !llvm::all_of(ops, [&](Operation *op) {
+          return isRowFusible(op) || isLoopFusible(op) || isBiasSum(op);
         }))
       return emitOpError() << "of kind 'row' expects one softmax, "
                               "log_softmax, layer_norm, batch_norm or their "
-                              "gradient, or a delayed quantize, and loop "
-                              "ops";
+                              "gradient, or a delayed quantize (a "
+                              "transposing one with its bias sum), and "
+                              "loop ops";
     return success();
   }
   if (getKind() == FusionKind::Attention) {

@@ -299,7 +299,12 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
       batch_norm with the loop ops applied to its result (the ReLU, the
       residual sum), or its gradient with those computing its incoming
       gradient (the ReLU's gradient); a delayed quantize with those
-      computing its input; the row kernel evaluates them per element.
+      computing its input; the row kernel evaluates them per element. A
+      delayed quantize that writes a transposed copy may also sum its input
+      over rows, the bias gradient of the FP8 weight gradient that reads the
+      copy (a reduce_sum over dim 0 of the input or of its reshape to 2-d,
+      and the cast of the sum to f32): each tile it reads gives the sum's
+      partials.
     - `attention`: an mpc.attention or mpc.attention_grad after the views
       (slice, reshape, transpose) that make its operands from a stored
       tensor: the kernels read that tensor in place, through strides (the
@@ -337,7 +342,8 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
     C6: `row`: the body holds one softmax, log_softmax, layer_norm,
         batch_norm, softmax_grad, log_softmax_grad, layer_norm_grad,
         batch_norm_grad or quantize with delayed scaling; every other op is
-        elementwise or a view.
+        elementwise or a view, but for a transposing quantize's one
+        reduce_sum over dim 0 of a 2-d value, after it.
     C7: `attention`: one attention or its gradient; every op before it is
         a reshape, transpose or slice, and every op after it (a gradient's
         only) a reshape, slice_grad or add.

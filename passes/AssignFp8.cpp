@@ -522,16 +522,19 @@ Fp8Assigner::costReason(ArrayRef<Operation *> group) {
     auto linear = dyn_cast<LinearOp>(op);
     // With delayed scaling the GELU (and its gradient) run in the pass
     // that quantizes their output (mpc-form-kernels' row groups): the
-    // GELU costs nothing more, its gradient the read of its input and the
-    // write of its output for the bias gradient.
+    // GELU costs nothing more, its gradient the read of its input (the
+    // bias gradient is summed in the same pass, below).
     bool delayed = history > 0;
     if (linear && linear.getBias() && readBy<GeluOp>(product) && !delayed)
       addedBytes += 2 * result;
     if (isGeluGradient(product))
-      addedBytes += (delayed ? 2 : 3) * result;
+      addedBytes += (delayed ? 1 : 3) * result;
   }
   // A linear's bias gradient, fused into its weight gradient's GEMM in
-  // half (BGRADB), sums its output gradient in a kernel of its own.
+  // half (BGRADB), sums its output gradient in a kernel of its own; with
+  // delayed scaling the pass that quantizes the output gradient sums it
+  // from its 32-row tiles, and only those partial sums (f32, written and
+  // read again) are added.
   for (Operation *op : group) {
     auto linear = dyn_cast<LinearOp>(op);
     if (!linear || !linear.getBias())
@@ -544,8 +547,9 @@ Fp8Assigner::costReason(ArrayRef<Operation *> group) {
     });
     auto type = cast<RankedTensorType>(linear.getResult().getType());
     if (weightGradient)
-      addedBytes +=
-          double(type.getNumElements()) * type.getElementTypeBitWidth() / 8;
+      addedBytes += history > 0 ? double(type.getNumElements()) / 32 * 4 * 2
+                                : double(type.getNumElements()) *
+                                      type.getElementTypeBitWidth() / 8;
   }
   double added = addedBytes / rates->bytesPerSecond;
   if (saved > added) {

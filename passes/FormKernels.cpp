@@ -108,6 +108,52 @@ std::pair<ReduceSumOp, CastOp> biasGradient(Operation *op) {
   return {};
 }
 
+/// The bias gradient of an FP8 weight gradient that a delayed quantization
+/// of its dY can sum as it reads dY: the reduce_sum over dim 0 of `dY`
+/// (2-d) or of its one reshape to [rows, cols] (cols its last dim), after
+/// the quantization, with the widening cast that is its only reader, if
+/// any. The quantization writes dY's transposed copy for the weight
+/// gradient, so it reads dY in tiles of both dims; each tile's column sums
+/// are the sum's partials. Nulls where there is none.
+struct QuantizeBiasSum {
+  ReshapeOp reshape;
+  ReduceSumOp sum;
+  CastOp widen;
+};
+QuantizeBiasSum
+quantizeBiasSum(QuantizeOp quantize,
+                const llvm::DenseMap<Operation *, int64_t> &at) {
+  if (!quantize.getScaling() || !quantize.getTransposed())
+    return {};
+  Value input = quantize.getInput();
+  ArrayRef<int64_t> shape = shapeOf(input);
+  int64_t cols = shape.back();
+  auto isColumnSum = [&](Operation *user, Value summed) {
+    auto sum = dyn_cast<ReduceSumOp>(user);
+    return sum && !sum.getKeepdim() && sum.getInput() == summed &&
+           sum.getDims() == ArrayRef<int64_t>{0} &&
+           shapeOf(summed).size() == 2 && shapeOf(summed)[1] == cols &&
+           at.lookup(user) > at.lookup(quantize);
+  };
+  for (Operation *user : input.getUsers()) {
+    QuantizeBiasSum found;
+    if (isColumnSum(user, input)) {
+      found.sum = cast<ReduceSumOp>(user);
+    } else if (auto reshape = dyn_cast<ReshapeOp>(user);
+               reshape && reshape.getResult().hasOneUse() &&
+               isColumnSum(*reshape.getResult().user_begin(),
+                           reshape.getResult())) {
+      found.reshape = reshape;
+      found.sum = cast<ReduceSumOp>(*reshape.getResult().user_begin());
+    } else {
+      continue;
+    }
+    found.widen = widenedResult(found.sum);
+    return found;
+  }
+  return {};
+}
+
 /// The tanh GELU gradient that a GEMM's epilogue can apply: the only reader
 /// of a 2-d matmul's product (through a reshape, if any) is
 /// gelu_grad(product, x), whose derivative cuBLASLt's DGELU epilogue takes
@@ -289,6 +335,9 @@ private:
   void formClassifierGroups();
   void formEpilogueGroups();
   void formRowGroups();
+  /// Puts the bias gradient that `quantize` can sum (quantizeBiasSum) into
+  /// its row group, taking it from the reduction group it may be in.
+  void takeBiasSum(QuantizeOp quantize, Group &group);
   void growLoopGroup(Group &group);
   void mergeSiblings();
   /// The values of `group` read outside it: what the kernel stores.
@@ -598,6 +647,8 @@ void KernelFormation::formRowGroups() {
     group.kind = FusionKind::Row;
     group.ops.insert(&op);
     group.root = &op;
+    if (auto quantize = dyn_cast<QuantizeOp>(op))
+      takeBiasSum(quantize, group);
     auto joins = [&](Operation *candidate) {
       return candidate && fusible(candidate) && !groupOf.count(candidate) &&
              !isa<DropoutOp>(candidate) &&
@@ -652,6 +703,40 @@ void KernelFormation::formRowGroups() {
       groupOf[member] = groups.size();
     groups.push_back(std::move(group));
   }
+}
+
+void KernelFormation::takeBiasSum(QuantizeOp quantize, Group &group) {
+  QuantizeBiasSum bias = quantizeBiasSum(quantize, position);
+  if (!bias.sum)
+    return;
+  SmallVector<Operation *> members;
+  if (bias.reshape)
+    members.push_back(bias.reshape);
+  members.push_back(bias.sum);
+  if (bias.widen)
+    members.push_back(bias.widen);
+  // Each member ungrouped, or in the reduce group of the sum and its
+  // widening, which this group then replaces.
+  Group *reduce = nullptr;
+  for (Operation *member : members) {
+    auto owner = groupOf.find(member);
+    if (owner == groupOf.end())
+      continue;
+    Group &other = groups[owner->second];
+    if (other.kind != FusionKind::Reduce || other.merged ||
+        (reduce && reduce != &other))
+      return;
+    reduce = &other;
+  }
+  if (reduce) {
+    if (!llvm::all_of(reduce->ops, [&](Operation *op) {
+          return llvm::is_contained(members, op);
+        }))
+      return;
+    reduce->merged = true;
+  }
+  for (Operation *member : members)
+    group.ops.insert(member);
 }
 
 void KernelFormation::growLoopGroup(Group &group) {

@@ -1032,10 +1032,17 @@ int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
     return 4; // count of targets that are not ignored
   if (auto loss = dyn_cast<MseLossOp>(op))
     return mseLossBlocks(loss) * 4; // the blocks' partial sums
-  if (auto quantize = dyn_cast<QuantizeOp>(op))
-    return quantize.getUnscaled() || quantize.getScaling()
-               ? 0
-               : quantizeBlocks(quantize) * 4;
+  if (auto quantize = dyn_cast<QuantizeOp>(op)) {
+    // A bias sum in the group: each 32-row tile's column sums.
+    int64_t biasPartials = 0;
+    if (llvm::any_of(step.ops, llvm::IsaPred<ReduceSumOp>))
+      biasPartials = saturatingProduct(
+          {quantizeBiasTileRows(quantize),
+           quantize.getInput().getType().getShape().back(), 4});
+    return biasPartials + (quantize.getUnscaled() || quantize.getScaling()
+                               ? 0
+                               : quantizeBlocks(quantize) * 4);
+  }
   if (isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradWeightOp>(op))
     return convolutionScratchBytes(op, cudnnConvolutions);
   if (auto norm = dyn_cast<BatchNormOp>(op)) {

@@ -32,19 +32,13 @@ namespace {
 // Normalisation
 //===----------------------------------------------------------------------===//
 
-/// A parameter gradient that a norm gradient's second kernel sums: its
-/// value, its columns' offset in a row of partials, and its name there.
-struct ColumnSum {
-  Value value;
-  int64_t offset;
-  const char *name;
-};
-
 /// Columns of a norm gradient's parameters in a tile of a block.
 constexpr int64_t columnTile = 8;
 /// Slices of the partial-sum rows per tile: columnTile * columnSlices
 /// threads, one block (rowBlockSize).
 constexpr int64_t columnSlices = rowBlockSize / columnTile;
+
+} // namespace
 
 /// The second kernel of a norm gradient: each output[j] (dgamma, dbeta) is
 /// the sum over `blocks` rows of `partials` (row b at b * stride, the
@@ -60,10 +54,10 @@ constexpr int64_t columnSlices = rowBlockSize / columnTile;
 /// loads in turn (0.39 ms for its 25 norms under Nsight Compute, 8x their
 /// bound; the emulator's counters model 2.9 ms). 8 columns and 32 slices
 /// give 96 blocks and 64 loads a warp.
-void emitColumnSums(StepEmitter &emitter, const std::string &name,
-                    const std::string &partials, int64_t blocks,
-                    int64_t stride, int64_t width,
-                    ArrayRef<ColumnSum> outputs) {
+void mlir::mpc::emitColumnSums(StepEmitter &emitter, const std::string &name,
+                               const std::string &partials, int64_t blocks,
+                               int64_t stride, int64_t width,
+                               ArrayRef<ColumnSum> outputs) {
   std::string parameters, sums, adds, slices, finals, stores;
   KernelCost cost = KernelCost()
                         .readsBytes(blocks * outputs.size() * width * 4)
@@ -115,6 +109,8 @@ void emitColumnSums(StepEmitter &emitter, const std::string &name,
   emitter.launch(name, (width + columnTile - 1) / columnTile, rowBlockSize,
                  arguments, cost);
 }
+
+namespace {
 
 /// Warps a block of layer_norm_grad_input a warp a row: each has its own
 /// partial sums of dgamma and dbeta in shared memory (2 * width floats),

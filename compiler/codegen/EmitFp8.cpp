@@ -27,6 +27,12 @@ int64_t mlir::mpc::quantizeBlocks(QuantizeOp op) {
                              256);
 }
 
+int64_t mlir::mpc::quantizeBiasTileRows(QuantizeOp op) {
+  auto shape = op.getInput().getType().getShape();
+  int64_t rows = op.getInput().getType().getNumElements() / shape.back();
+  return (rows + 31) / 32;
+}
+
 namespace {
 
 /// The largest finite magnitude of an FP8 element type (448, 57344).
@@ -225,6 +231,43 @@ LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
     cost += x->fused->cost;
   else
     cost.reads(op.getInput());
+  // A bias sum in the group (mpc-form-kernels: the FP8 weight gradient's
+  // bias): each tile's column sums of the values it casts, then one
+  // kernel adds a column's tiles in order. Its f32 value where its
+  // widening cast is grouped too (written from the f32 sums, once).
+  ReduceSumOp biasSum;
+  Value biasResult;
+  for (Operation *member : step.ops)
+    if (auto sum = dyn_cast<ReduceSumOp>(member))
+      biasSum = sum;
+  if (biasSum) {
+    biasResult = biasSum.getResult();
+    for (Operation *member : step.ops)
+      if (auto widen = dyn_cast<CastOp>(member);
+          widen && widen.getInput() == biasResult)
+        biasResult = widen.getResult();
+    if (!transposed)
+      return op.emitError() << "a bias sum needs the transposed copy's tiles";
+  }
+  std::string biasPartials, biasTile, biasSums;
+  if (biasSum) {
+    biasPartials = emitter.scratchPointer(step, "float");
+    args.push_back(biasPartials);
+    parameters += ", float *__restrict__ bias_partials";
+    cost.writesBytes(saturatingProduct({tilesRows, cols, 4})).flopsPer(n, 1);
+    biasTile = "      values[j / 32 * 33 + j % 32] = v;\n";
+    // After the tile's barrier: thread c sums column c0 + c over the
+    // tile's rows, in order.
+    biasSums =
+        llvm::formatv("    MPC_FOR_THREAD(j, 32) {{\n"
+                      "      if (c0 + j >= {0}LL) continue;\n"
+                      "      float s = 0.0f;\n"
+                      "      for (int i = 0; i < 32 && r0 + i < {1}LL; ++i)\n"
+                      "        s += values[i * 33 + j];\n"
+                      "      bias_partials[t / {2}LL * {0}LL + c0 + j] = s;\n"
+                      "    }\n",
+                      cols, rows, tilesCols);
+  }
   std::string body;
   if (!transposed) {
     body = llvm::formatv(
@@ -237,16 +280,16 @@ LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
     // falls in 32 banks), and writes the transposed tile a row of it at a
     // time, again 32 consecutive elements.
     body = llvm::formatv(
-        "  MPC_SHARED(float, tile, 32 * 33);\n"
+        "  MPC_SHARED(float, tile, 32 * 33);\n{5}"
         "  for (long long t = blockIdx.x; t < {0}LL; t += gridDim.x) {{\n"
         "    const long long r0 = t / {1}LL * 32, c0 = t % {1}LL * 32;\n"
         "    MPC_FOR_THREAD(j, 1024) {{\n"
         "      const long long r = r0 + j / 32, c = c0 + j % 32;\n"
         "      if (r >= {2}LL || c >= {3}LL) continue;\n"
-        "{4}"
+        "{4}{6}"
         "      tile[j / 32 * 33 + j % 32] = y;\n"
         "    }\n"
-        "    __syncthreads();\n"
+        "    __syncthreads();\n{7}"
         "    MPC_FOR_THREAD(j, 1024) {{\n"
         "      const long long c = c0 + j / 32, r = r0 + j % 32;\n"
         "      if (r >= {2}LL || c >= {3}LL) continue;\n"
@@ -262,12 +305,21 @@ LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
                 ? llvm::formatv("    mpc_store(output + r * {0}LL + c, y);\n",
                                 cols)
                       .str()
-                : std::string())));
+                : std::string())),
+        biasSum ? "  MPC_SHARED(float, values, 32 * 33);\n" : "", biasTile,
+        biasSums);
   }
   emitter.addKernel(
       llvm::formatv("{5}__global__ void {0}({1}) {{\n{2}{3}{4}}\n", name,
                     parameters, prologue, body, epilogue, x->functions()));
   emitter.launch(name, grid, 256, args, cost);
+  if (biasSum) {
+    // The sum's kernel: the report counts it as the bias gradient's, not
+    // as quantizing.
+    emitter.setSource({biasSum.getOperation()});
+    emitColumnSums(emitter, emitter.kernelName("fp8_bias_grad"), biasPartials,
+                   tilesRows, cols, cols, {{biasResult, 0, "db"}});
+  }
   return success();
 }
 

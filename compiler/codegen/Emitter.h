@@ -235,6 +235,9 @@ int64_t layerNormGradBlocks(LayerNormGradOp op);
 int64_t rmsNormGradBlocks(RmsNormGradOp op);
 /// The blocks of quantize's amax kernel, each finding one chunk's.
 int64_t quantizeBlocks(QuantizeOp op);
+/// The 32-row tiles of a transposing quantize's input viewed as [rows,
+/// cols] (cols its last dim): the partials of a bias sum in its group.
+int64_t quantizeBiasTileRows(QuantizeOp op);
 /// The blocks of mse_loss's first kernel, each summing one chunk.
 int64_t mseLossBlocks(MseLossOp op);
 
@@ -663,6 +666,20 @@ FailureOr<bool> emitFp8Op(Operation *op, const Step &step,
 /// Nothing where the step has no delayed quantization.
 void emitFp8ScalingUpdate(ModelOp train, StepEmitter &emitter,
                           bool dataParallel);
+/// A sum of partials' columns that emitColumnSums writes: its value, its
+/// columns' offset in a row of partials, and its name in the kernel.
+struct ColumnSum {
+  Value value;
+  int64_t offset;
+  const char *name;
+};
+/// A kernel that writes each output[j] as the sum over `blocks` rows of
+/// `partials` (row b at b * stride) of column offset + j, in one order on
+/// every target (EmitBackward.cpp: the norm gradients' parameters).
+void emitColumnSums(StepEmitter &emitter, const std::string &name,
+                    const std::string &partials, int64_t blocks, int64_t stride,
+                    int64_t width, ArrayRef<ColumnSum> outputs);
+
 /// --debug-nonfinite under delayed scaling: after the delayed `op`, one
 /// block counts the finite elements of its input beyond the format's
 /// largest at the scale the table gave (those the cast clipped) and, when

@@ -441,7 +441,7 @@ mpc.model @fusion_c5 inputs(%x: tensor<4x8xf16>) params() {
 
 // fusion_c6: a row group holds one softmax (or its gradient).
 mpc.model @fusion_c6 inputs(%x: tensor<4x8xf32>) params() {
-  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a delayed quantize, and loop ops}}
+  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a delayed quantize (a transposing one with its bias sum), and loop ops}}
   %0 = mpc.fusion row {
     %a = mpc.softmax %x dim 1 : tensor<4x8xf32>
     %b = mpc.softmax %a dim 1 : tensor<4x8xf32>
@@ -449,6 +449,21 @@ mpc.model @fusion_c6 inputs(%x: tensor<4x8xf32>) params() {
   } : tensor<4x8xf32>
   %l = mpc.reduce_sum %0 dims [0, 1] : tensor<4x8xf32>
   mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// fusion_c6: only a transposing delayed quantize sums its input (the bias
+// gradient of the FP8 weight gradient that reads its transposed copy).
+mpc.model @fusion_c6_sum inputs(%x: tensor<4x8xbf16>) params() state(%t: tensor<5x1xf32> = zeros) {
+  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a delayed quantize (a transposing one with its bias sum), and loop ops}}
+  %0:3 = mpc.fusion row {
+    %q, %s = mpc.quantize %x delayed(%t[0] margin 0 : tensor<5x1xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E5M2>
+    %b = mpc.reduce_sum %x dims [0] : tensor<4x8xbf16>
+    mpc.yield %q, %s, %b : tensor<4x8xf8E5M2>, tensor<f32>, tensor<8xbf16>
+  } : tensor<4x8xf8E5M2>, tensor<f32>, tensor<8xbf16>
+  %l = mpc.reduce_sum %0#2 dims [0] : tensor<8xbf16>
+  mpc.output loss(%l : tensor<bf16>)
 }
 
 // -----

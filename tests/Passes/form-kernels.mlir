@@ -759,6 +759,47 @@ mpc.model @quantize_prologue inputs(%h: tensor<16x32xbf16>, %dy: tensor<16x32xbf
 
 // -----
 
+// A delayed quantization that writes a transposed copy (an FP8 weight
+// gradient's dY) also sums its input over rows, the bias gradient, with the
+// cast of the sum to f32: the row group takes them from their reduce group
+// and runs where the quantization was, before the GEMMs that read it; the
+// GELU gradient is stored only for another reader (a sum of the 3-d value,
+// which stays a reduction of its own).
+// CHECK-LABEL: mpc.model @quantize_bias_sum
+//       CHECK:   %[[G:.*]]:4 = mpc.fusion row {
+//  CHECK-NEXT:     mpc.gelu_grad %dy, %h
+//  CHECK-NEXT:     mpc.quantize %{{.*}} delayed(%t[0]
+//  CHECK-NEXT:     mpc.reshape %{{.*}} : tensor<2x8x32xbf16> to tensor<16x32xbf16>
+//  CHECK-NEXT:     mpc.reduce_sum %{{.*}} dims [0] : tensor<16x32xbf16>
+//  CHECK-NEXT:     mpc.cast %{{.*}} : tensor<32xbf16> to tensor<32xf32>
+//  CHECK-NEXT:     mpc.yield
+//       CHECK:   mpc.scaled_matmul %[[G]]#2[%[[G]]#1]
+//       CHECK:   mpc.fusion reduce {
+//  CHECK-NEXT:     mpc.reduce_sum %[[G]]#0 dims [0, 1] : tensor<2x8x32xbf16>
+//       CHECK:   mpc.reduce_sum %[[G]]#3 dims [0]
+// NOROWS-LABEL: mpc.model @quantize_bias_sum
+//       NOROWS:   mpc.fusion reduce {
+//  NOROWS-NEXT:     mpc.reduce_sum %{{.*}} dims [0] : tensor<16x32xbf16>
+mpc.model @quantize_bias_sum inputs(%h: tensor<2x8x32xbf16>, %dy: tensor<2x8x32xbf16>, %x: tensor<32x16xbf16>) params() state(%t: tensor<5x1xf32> = zeros) {
+  %dg = mpc.gelu_grad %dy, %h approximate tanh : tensor<2x8x32xbf16>
+  %qd, %sd, %qt = mpc.quantize %dg delayed(%t[0] margin 0 : tensor<5x1xf32>) : tensor<2x8x32xbf16> to tensor<2x8x32xf8E5M2> transposed tensor<32x16xf8E5M2>
+  %qx, %sx = mpc.quantize %x : tensor<32x16xbf16> to tensor<32x16xf8E4M3FN>
+  %dw = mpc.scaled_matmul %qt[%sd], %qx[%sx] : tensor<32x16xf8E5M2>, tensor<32x16xf8E4M3FN> -> tensor<32x32xf32>
+  %r = mpc.reshape %dg : tensor<2x8x32xbf16> to tensor<16x32xbf16>
+  %db = mpc.reduce_sum %r dims [0] : tensor<16x32xbf16>
+  %dbf = mpc.cast %db : tensor<32xbf16> to tensor<32xf32>
+  %other = mpc.reduce_sum %dg dims [0, 1] : tensor<2x8x32xbf16>
+  %otherf = mpc.cast %other : tensor<32xbf16> to tensor<32xf32>
+  %a = mpc.reduce_sum %dw dims [0, 1] : tensor<32x32xf32>
+  %b = mpc.reduce_sum %dbf dims [0] : tensor<32xf32>
+  %c = mpc.reduce_sum %otherf dims [0] : tensor<32xf32>
+  %ab = mpc.add %a, %b : tensor<f32>, tensor<f32>
+  %l = mpc.add %ab, %c : tensor<f32>, tensor<f32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
 // A batch norm's kernel applies the ReLU, or the residual sum and the ReLU,
 // to what it normalises and stores only the ReLU's output. The gradient's
 // kernel computes the ReLU's gradient (from the ReLU's output, read with
