@@ -848,7 +848,10 @@ LogicalResult FusionOp::verifyRegions() {
   }
   if (getKind() == FusionKind::Row) {
     // fusion_c6
-    auto row = llvm::find_if(ops, isRowFusible);
+    auto isRowOp = [](Operation *op) {
+      return isRowFusible(op) || isa<QuantizeOp>(op);
+    };
+    auto row = llvm::find_if(ops, isRowOp);
     auto quantize =
         row == ops.end() ? QuantizeOp() : dyn_cast<QuantizeOp>(*row);
     auto isBiasSum = [&](Operation *op) {
@@ -858,16 +861,20 @@ LogicalResult FusionOp::verifyRegions() {
              sum.getInput().getType().getRank() == 2 &&
              llvm::find(ops, op) > row;
     };
-    if (llvm::count_if(ops, isRowFusible) != 1 ||
-        llvm::count_if(ops, isBiasSum) > 1 ||
+    int64_t biasSums = llvm::count_if(ops, isBiasSum);
+    // A quantization that is not delayed has no prologue and is there for
+    // its bias sum.
+    bool current = quantize && !isRowFusible(quantize);
+    if (llvm::count_if(ops, isRowOp) != 1 || biasSums > 1 ||
+        (current && (row != ops.begin() || biasSums != 1)) ||
         !llvm::all_of(ops, [&](Operation *op) {
-          return isRowFusible(op) || isLoopFusible(op) || isBiasSum(op);
+          return isRowOp(op) || isLoopFusible(op) || isBiasSum(op);
         }))
       return emitOpError() << "of kind 'row' expects one softmax, "
                               "log_softmax, layer_norm, batch_norm or their "
-                              "gradient, or a delayed quantize (a "
-                              "transposing one with its bias sum), and "
-                              "loop ops";
+                              "gradient, or a quantize (delayed, or "
+                              "transposing with its bias sum), and loop "
+                              "ops";
     return success();
   }
   if (getKind() == FusionKind::Attention) {

@@ -300,8 +300,8 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
       residual sum), or its gradient with those computing its incoming
       gradient (the ReLU's gradient); a delayed quantize with those
       computing its input; the row kernel evaluates them per element. A
-      delayed quantize that writes a transposed copy may also sum its input
-      over rows, the bias gradient of the FP8 weight gradient that reads the
+      quantize that writes a transposed copy (delayed, or current scaling
+      first and without a prologue) may also sum its input over rows, the bias gradient of the FP8 weight gradient that reads the
       copy (a reduce_sum over dim 0 of the input or of its reshape to 2-d,
       and the cast of the sum to f32): each tile it reads gives the sum's
       partials.
@@ -343,7 +343,8 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
         batch_norm, softmax_grad, log_softmax_grad, layer_norm_grad,
         batch_norm_grad or quantize with delayed scaling; every other op is
         elementwise or a view, but for a transposing quantize's one
-        reduce_sum over dim 0 of a 2-d value, after it.
+        reduce_sum over dim 0 of a 2-d value, after it. A quantize with
+        other scaling is first, and the group has that reduce_sum.
     C7: `attention`: one attention or its gradient; every op before it is
         a reshape, transpose or slice, and every op after it (a gradient's
         only) a reshape, slice_grad or add.

@@ -531,10 +531,9 @@ Fp8Assigner::costReason(ArrayRef<Operation *> group) {
       addedBytes += (delayed ? 1 : 3) * result;
   }
   // A linear's bias gradient, fused into its weight gradient's GEMM in
-  // half (BGRADB), sums its output gradient in a kernel of its own; with
-  // delayed scaling the pass that quantizes the output gradient sums it
-  // from its 32-row tiles, and only those partial sums (f32, written and
-  // read again) are added.
+  // half (BGRADB), is summed by the cast pass that quantizes the output
+  // gradient, from its 32-row tiles: only those partial sums (f32, written
+  // and read again) are added.
   for (Operation *op : group) {
     auto linear = dyn_cast<LinearOp>(op);
     if (!linear || !linear.getBias())
@@ -547,9 +546,7 @@ Fp8Assigner::costReason(ArrayRef<Operation *> group) {
     });
     auto type = cast<RankedTensorType>(linear.getResult().getType());
     if (weightGradient)
-      addedBytes += history > 0 ? double(type.getNumElements()) / 32 * 4 * 2
-                                : double(type.getNumElements()) *
-                                      type.getElementTypeBitWidth() / 8;
+      addedBytes += double(type.getNumElements()) / 32 * 4 * 2;
   }
   double added = addedBytes / rates->bytesPerSecond;
   if (saved > added) {

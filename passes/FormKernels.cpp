@@ -108,8 +108,8 @@ std::pair<ReduceSumOp, CastOp> biasGradient(Operation *op) {
   return {};
 }
 
-/// The bias gradient of an FP8 weight gradient that a delayed quantization
-/// of its dY can sum as it reads dY: the reduce_sum over dim 0 of `dY`
+/// The bias gradient of an FP8 weight gradient that the quantization of
+/// its dY can sum as its cast pass reads dY: the reduce_sum over dim 0 of `dY`
 /// (2-d) or of its one reshape to [rows, cols] (cols its last dim), after
 /// the quantization, with the widening cast that is its only reader, if
 /// any. The quantization writes dY's transposed copy for the weight
@@ -123,7 +123,7 @@ struct QuantizeBiasSum {
 QuantizeBiasSum
 quantizeBiasSum(QuantizeOp quantize,
                 const llvm::DenseMap<Operation *, int64_t> &at) {
-  if (!quantize.getScaling() || !quantize.getTransposed())
+  if (!quantize.getTransposed())
     return {};
   Value input = quantize.getInput();
   ArrayRef<int64_t> shape = shapeOf(input);
@@ -639,6 +639,22 @@ void KernelFormation::formEpilogueGroups() {
 
 void KernelFormation::formRowGroups() {
   for (Operation &op : model.getBody().front().without_terminator()) {
+    if (auto quantize = dyn_cast<QuantizeOp>(op);
+        quantize && !isRowFusible(quantize) && !groupOf.count(&op)) {
+      // Current scaling reads the input twice (amax, then the cast): no
+      // prologue, but the cast pass can sum a bias gradient.
+      Group group;
+      group.kind = FusionKind::Row;
+      group.ops.insert(&op);
+      group.root = &op;
+      takeBiasSum(quantize, group);
+      if (group.ops.size() < 2)
+        continue;
+      for (Operation *member : group.ops)
+        groupOf[member] = groups.size();
+      groups.push_back(std::move(group));
+      continue;
+    }
     if (!isRowFusible(&op) || groupOf.count(&op))
       continue;
     if (isa<BatchNormGradOp>(op) && !options.batchNormGradientPrologues)

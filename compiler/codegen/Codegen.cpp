@@ -794,6 +794,15 @@ std::string StepEmitter::functionSource() const {
   return source;
 }
 
+Operation *mlir::mpc::rowKernelOp(const Step &step) {
+  // A quantization with current scaling is in a row group only with the
+  // bias gradient its cast pass sums (mpc-form-kernels).
+  auto row = llvm::find_if(step.ops, [](Operation *op) {
+    return isRowFusible(op) || isa<QuantizeOp>(op);
+  });
+  return row == step.ops.end() ? nullptr : *row;
+}
+
 namespace {
 /// Sets the emitter's origin op for the lifetime of one step.
 struct OriginScope {
@@ -809,8 +818,7 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
   Operation *op = step.ops.front();
   // A row group's kernel is its row op's, with the loop ops around it fused.
   if (step.group == FusionKind::Row)
-    op = *llvm::find_if(step.ops,
-                        [](Operation *op) { return isRowFusible(op); });
+    op = rowKernelOp(step);
   // An attention group's views are strides of its kernels.
   if (step.group == FusionKind::Attention)
     op = *llvm::find_if(step.ops, isAttentionLike);
@@ -1008,9 +1016,8 @@ int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
       return saturatingProduct({shape.batch, shape.heads, shape.queries, 4});
     }
   // A row group's scratch is its row op's, which a prologue precedes.
-  Operation *op = step.group == FusionKind::Row
-                      ? *llvm::find_if(step.ops, isRowFusible)
-                      : step.ops.front();
+  Operation *op =
+      step.group == FusionKind::Row ? rowKernelOp(step) : step.ops.front();
   if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
     // The partial results of a split reduction (EmitRow.cpp).
     int64_t outputs =

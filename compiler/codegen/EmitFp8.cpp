@@ -251,7 +251,10 @@ LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
   }
   std::string biasPartials, biasTile, biasSums;
   if (biasSum) {
-    biasPartials = emitter.scratchPointer(step, "float");
+    // After current scaling's amax partials, where there are some.
+    int64_t amaxPartials =
+        op.getScaling() || op.getUnscaled() ? 0 : quantizeBlocks(op) * 4;
+    biasPartials = emitter.scratchPointer(step, "float", amaxPartials);
     args.push_back(biasPartials);
     parameters += ", float *__restrict__ bias_partials";
     cost.writesBytes(saturatingProduct({tilesRows, cols, 4})).flopsPer(n, 1);

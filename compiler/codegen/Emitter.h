@@ -53,6 +53,10 @@ struct Step {
   int64_t chunkRows = 0;
 };
 
+/// The op whose kernel a row group's step is: its softmax, norm or
+/// quantization (the other ops are fused around it).
+Operation *rowKernelOp(const Step &step);
+
 /// What a GEMM or reduction step writes: its op's result, or the f32 value
 /// of the widening cast that mpc-form-kernels grouped with it (written from
 /// the f32 accumulator: one rounding fewer).

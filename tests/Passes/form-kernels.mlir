@@ -800,6 +800,34 @@ mpc.model @quantize_bias_sum inputs(%h: tensor<2x8x32xbf16>, %dy: tensor<2x8x32x
 
 // -----
 
+// With current scaling the quantization has no prologue (it reads its
+// input twice: amax, then the cast), but its cast pass sums the bias
+// gradient all the same.
+// CHECK-LABEL: mpc.model @quantize_bias_sum_current
+//       CHECK:   mpc.gelu_grad %dy, %h
+//  CHECK-NEXT:   %[[G:.*]]:3 = mpc.fusion row {
+//  CHECK-NEXT:     mpc.quantize %{{.*}} : tensor<16x32xbf16> to tensor<16x32xf8E5M2> transposed tensor<32x16xf8E5M2>
+//  CHECK-NEXT:     mpc.reduce_sum %{{.*}} dims [0] : tensor<16x32xbf16>
+//  CHECK-NEXT:     mpc.cast %{{.*}} : tensor<32xbf16> to tensor<32xf32>
+//  CHECK-NEXT:     mpc.yield
+//       CHECK:   mpc.scaled_matmul %[[G]]#1[%[[G]]#0]
+// NOROWS-LABEL: mpc.model @quantize_bias_sum_current
+//   NOROWS-NOT:   mpc.fusion row
+mpc.model @quantize_bias_sum_current inputs(%h: tensor<16x32xbf16>, %dy: tensor<16x32xbf16>, %x: tensor<32x16xbf16>) params() {
+  %dg = mpc.gelu_grad %dy, %h approximate tanh : tensor<16x32xbf16>
+  %qd, %sd, %qt = mpc.quantize %dg : tensor<16x32xbf16> to tensor<16x32xf8E5M2> transposed tensor<32x16xf8E5M2>
+  %qx, %sx = mpc.quantize %x : tensor<32x16xbf16> to tensor<32x16xf8E4M3FN>
+  %dw = mpc.scaled_matmul %qt[%sd], %qx[%sx] : tensor<32x16xf8E5M2>, tensor<32x16xf8E4M3FN> -> tensor<32x32xf32>
+  %db = mpc.reduce_sum %dg dims [0] : tensor<16x32xbf16>
+  %dbf = mpc.cast %db : tensor<32xbf16> to tensor<32xf32>
+  %a = mpc.reduce_sum %dw dims [0, 1] : tensor<32x32xf32>
+  %b = mpc.reduce_sum %dbf dims [0] : tensor<32xf32>
+  %l = mpc.add %a, %b : tensor<f32>, tensor<f32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
 // A batch norm's kernel applies the ReLU, or the residual sum and the ReLU,
 // to what it normalises and stores only the ReLU's output. The gradient's
 // kernel computes the ReLU's gradient (from the ReLU's output, read with
