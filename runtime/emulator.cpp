@@ -687,14 +687,33 @@ extern "C" void mpc_emu_fiber_main(Fiber *fiber) {
 // The interface
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// The order check compares in chunks of this many bytes: a launch writes
+/// few of a step's device bytes, and only the chunks it changed are kept
+/// twice.
+constexpr size_t orderCheckChunk = 4096;
+
+/// What check_order_independence keeps of one region: its bytes before
+/// the launch, and the chunks the forward run changed as it left them.
+/// Kept from launch to launch (a step's launches check the same device
+/// allocations): fresh buffers each time cost more in page faults than the
+/// copies.
+struct OrderSnapshot {
+  std::vector<unsigned char> before, forward;
+  std::vector<bool> changed;
+};
+} // namespace
+
 void check_order_independence(const char *kernel, const region *regions,
                               size_t count, run_order other,
                               unsigned long long seed, void (*run)(void *),
                               void *context) {
-  std::vector<std::vector<unsigned char>> before(count), forward(count);
+  static thread_local std::vector<OrderSnapshot> snapshots;
+  if (snapshots.size() < count)
+    snapshots.resize(count);
   for (size_t i = 0; i < count; ++i) {
     auto *bytes = static_cast<unsigned char *>(regions[i].data);
-    before[i].assign(bytes, bytes + regions[i].bytes);
+    snapshots[i].before.assign(bytes, bytes + regions[i].bytes);
   }
   run_order saved = state().order;
   unsigned long long savedSeed = state().seed;
@@ -703,10 +722,22 @@ void check_order_independence(const char *kernel, const region *regions,
   set_order(run_order::forward);
   run(context);
   bool floatAtomics = state().lastLaunchUsedFloatAtomics;
+  // Keep what the forward run changed, and put the bytes back as they were.
   for (size_t i = 0; i < count; ++i) {
     auto *bytes = static_cast<unsigned char *>(regions[i].data);
-    forward[i].assign(bytes, bytes + regions[i].bytes);
-    std::memcpy(bytes, before[i].data(), regions[i].bytes);
+    OrderSnapshot &snapshot = snapshots[i];
+    size_t size = regions[i].bytes;
+    snapshot.forward.resize(size);
+    snapshot.changed.assign((size + orderCheckChunk - 1) / orderCheckChunk,
+                            false);
+    for (size_t at = 0; at < size; at += orderCheckChunk) {
+      size_t length = std::min(orderCheckChunk, size - at);
+      if (std::memcmp(bytes + at, snapshot.before.data() + at, length) == 0)
+        continue;
+      snapshot.changed[at / orderCheckChunk] = true;
+      std::memcpy(snapshot.forward.data() + at, bytes + at, length);
+      std::memcpy(bytes + at, snapshot.before.data() + at, length);
+    }
   }
   set_order(other, seed);
   run(context);
@@ -717,17 +748,28 @@ void check_order_independence(const char *kernel, const region *regions,
     return;
   for (size_t i = 0; i < count; ++i) {
     auto *bytes = static_cast<unsigned char *>(regions[i].data);
-    if (std::memcmp(bytes, forward[i].data(), regions[i].bytes) == 0)
-      continue;
-    size_t at = 0;
-    while (bytes[at] == forward[i][at])
-      ++at;
-    fail(nullptr, 0,
-         "kernel %s is not deterministic: byte %zu of region %zu (%p) is "
-         "0x%02x when its threads and blocks run in %s order, 0x%02x in "
-         "forward order",
-         kernel, at, i, regions[i].data, bytes[at],
-         other == run_order::reverse ? "reverse" : "shuffled", forward[i][at]);
+    const OrderSnapshot &snapshot = snapshots[i];
+    size_t size = regions[i].bytes;
+    for (size_t at = 0; at < size; at += orderCheckChunk) {
+      size_t length = std::min(orderCheckChunk, size - at);
+      const unsigned char *expected =
+          (snapshot.changed[at / orderCheckChunk] ? snapshot.forward
+                                                  : snapshot.before)
+              .data() +
+          at;
+      if (std::memcmp(bytes + at, expected, length) == 0)
+        continue;
+      size_t byte = at;
+      while (bytes[byte] == expected[byte - at])
+        ++byte;
+      fail(nullptr, 0,
+           "kernel %s is not deterministic: byte %zu of region %zu (%p) is "
+           "0x%02x when its threads and blocks run in %s order, 0x%02x in "
+           "forward order",
+           kernel, byte, i, regions[i].data, bytes[byte],
+           other == run_order::reverse ? "reverse" : "shuffled",
+           expected[byte - at]);
+    }
   }
 }
 

@@ -176,6 +176,13 @@ __global__ void last_writer_wins(float *out) {
   out[0] = static_cast<float>(threadIdx.x + blockIdx.x * blockDim.x);
 }
 
+/// The block that runs last marks its own element, `stride` apart: which
+/// element depends on the order of the blocks.
+__global__ void last_block_marks(int *arrived, float *out, long long stride) {
+  if (threadIdx.x == 0 && atomicAdd(arrived, 1) == (int)gridDim.x - 1)
+    out[blockIdx.x * stride] = 1.0f;
+}
+
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
@@ -458,6 +465,44 @@ TEST(EmulatorDeathTest, NonDeterministicKernel) {
                                                  run, out.data),
                "kernel last_writer_wins is not deterministic: byte [0-3] of "
                "region 0 .* when its threads and blocks run in reverse order");
+}
+
+TEST(EmulatorDeathTest, NonDeterministicWriteWhereForwardWroteNothing) {
+  // 4 blocks 8 KiB apart: forward order marks block 3's element, reverse
+  // order block 0's, in a part of the region the forward run left as it
+  // was. The check must compare that part with the bytes before the launch
+  // (1.0f's first nonzero byte is byte 2).
+  long long stride = 2048;
+  Buffer<float> out(4 * stride);
+  Buffer<int> arrived(1);
+  mpc_emu::region regions[] = {{arrived.data, sizeof(int)},
+                               {out.data, 4 * stride * sizeof(float)}};
+  struct Context {
+    int *arrived;
+    float *out;
+    long long stride;
+  } context{arrived.data, out.data, stride};
+  auto run = [](void *pointer) {
+    auto *c = static_cast<Context *>(pointer);
+    MPC_LAUNCH(last_block_marks, 4, 64, c->arrived, c->out, c->stride);
+  };
+  EXPECT_DEATH(mpc_emu::check_order_independence("last_block_marks", regions, 2,
+                                                 mpc_emu::run_order::reverse, 0,
+                                                 run, &context),
+               "kernel last_block_marks is not deterministic: byte 2 of "
+               "region 1 .* is 0x80 when its threads and blocks run in "
+               "reverse order, 0x00 in forward order");
+  // Run once in forward order, the two checks agree: nothing is reported.
+  arrived.data[0] = 0;
+  mpc_emu::region counter[] = {{arrived.data, sizeof(int)}};
+  auto once = [](void *pointer) {
+    auto *c = static_cast<Context *>(pointer);
+    MPC_LAUNCH(last_block_marks, 1, 64, c->arrived, c->out, c->stride);
+  };
+  mpc_emu::check_order_independence("last_block_marks", counter, 1,
+                                    mpc_emu::run_order::reverse, 0, once,
+                                    &context);
+  EXPECT_EQ(arrived.data[0], 1);
 }
 
 TEST(EmulatorDeathTest, NonDeterministicReduction) {
