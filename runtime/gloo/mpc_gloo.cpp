@@ -161,8 +161,14 @@ private:
         continue;
       if (ready[0].revents & POLLIN) {
         int fd = ::accept(listener_, nullptr, nullptr);
-        if (fd >= 0)
+        if (fd >= 0) {
+          // A reply is written in pieces (a byte, a length, the value):
+          // with Nagle's algorithm each piece after the first waited for
+          // the client's delayed acknowledgement, 40 ms a request.
+          int one = 1;
+          ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
           clients_.push_back(fd);
+        }
       }
       for (size_t k = 1; k < ready.size(); ++k)
         if (ready[k].revents && !answer(ready[k].fd)) {

@@ -291,9 +291,10 @@ def check_torchrun(args, worker, runs, work):
              ("kill", 3, "rank 2 or 1 (this rank's neighbours in Gloo's "
                          "ring) closed its connection"),
              ("hang", 3, "rank 1 did not arrive within 3 s")]
-    # Every case mostly waits: they run at once.
+    # Every case mostly waits: they run at once, and with them WORLD_SIZE=3
+    # where rank 2 never starts.
     jobs = {}
-    with concurrent.futures.ThreadPoolExecutor(len(cases)) as pool:
+    with concurrent.futures.ThreadPoolExecutor(len(cases) + 1) as pool:
         for how, ranks, expected in cases:
             checkpoint = work(f"torchrun_failing_{how}_{ranks}")
             jobs[how, ranks] = (checkpoint, pool.submit(
@@ -301,6 +302,10 @@ def check_torchrun(args, worker, runs, work):
                                   "--ranks", str(ranks), "--fail-at", "3",
                                   "--fail-how", how, "--timeout", "3"],
                 timeout=120))
+        missing = pool.submit(
+            torchrun, 2, [*worker, "--lib", sgd, "--out",
+                          work("torchrun_missing"), "--ranks", "3",
+                          "--timeout", "3"], timeout=120, world_size=3)
     for how, ranks, expected in cases:
         checkpoint, job = jobs[how, ranks]
         output = job.result()[0][0]
@@ -319,10 +324,7 @@ def check_torchrun(args, worker, runs, work):
             print(f"ok: torchrun-style, {ranks} ranks, rank 1 {what} at step "
                   f"3: rank 0 fails in {float(waited.group(1)):.1f} s: "
                   f"{expected}")
-    # WORLD_SIZE=3, but rank 2 never starts.
-    results = torchrun(2, [*worker, "--lib", sgd, "--out",
-                           work("torchrun_missing"), "--ranks", "3",
-                           "--timeout", "3"], timeout=120, world_size=3)
+    results = missing.result()
     expected = "rank 2 did not join within 3 s"
     problems = [f"rank {rank} exited {code}, not failing with "
                 f"'{expected}':\n{output}"
