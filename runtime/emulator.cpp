@@ -992,12 +992,16 @@ void countShared(const shared_header &header, long long offset,
 void shared_access(shared_header &header, shadow_cell *shadow, void *data,
                    size_t elementBytes, long long index, bool write,
                    const char *file, int line) {
-  if (!state().active)
+  // The hottest path of emulated kernels that tile through shared memory:
+  // the emulator's state is looked up once, and the counters are called
+  // only when this block is counted.
+  Emulator &e = state();
+  if (!e.active)
     fail(file, line, "shared array '%s' used outside a kernel", header.name);
-  if (header.blockSerial != state().blockSerial) {
+  if (header.blockSerial != e.blockSerial) {
     // A new block: nothing written yet, and garbage in the storage (all
     // ones: a NaN as a float) rather than the last block's values.
-    header.blockSerial = state().blockSerial;
+    header.blockSerial = e.blockSerial;
     std::memset(shadow, 0, sizeof(shadow_cell) * header.count);
     std::memset(data, 0xff, elementBytes * header.count);
   }
@@ -1007,8 +1011,8 @@ void shared_access(shared_header &header, shadow_cell *shadow, void *data,
          "index %lld of %lld",
          header.name, baseName(header.file), header.line, index, header.count);
   shadow_cell &cell = shadow[index];
-  uint32_t epoch = state().launch.epoch;
-  int32_t self = static_cast<int32_t>(state().running->thread);
+  uint32_t epoch = e.launch.epoch;
+  int32_t self = static_cast<int32_t>(e.running->thread);
   const char *what = write ? "writes" : "reads";
   if (cell.writeEpoch == epoch && cell.writer != self)
     fail(file, line,
@@ -1024,7 +1028,8 @@ void shared_access(shared_header &header, shadow_cell *shadow, void *data,
            cell.reader < 0 ? "several threads" : "another thread");
     cell.writeEpoch = epoch;
     cell.writer = self;
-    countShared(header, index * elementBytes, elementBytes, true, file, line);
+    if (e.countingBlock)
+      countShared(header, index * elementBytes, elementBytes, true, file, line);
     return;
   }
   if (cell.writeEpoch == 0)
@@ -1035,7 +1040,8 @@ void shared_access(shared_header &header, shadow_cell *shadow, void *data,
     cell.reader = -1;
   else if (cell.readEpoch != epoch)
     cell.readEpoch = epoch, cell.reader = self;
-  countShared(header, index * elementBytes, elementBytes, false, file, line);
+  if (e.countingBlock)
+    countShared(header, index * elementBytes, elementBytes, false, file, line);
 }
 
 void count_shared_vector(const shared_header &header, long long byteOffset,
