@@ -656,13 +656,12 @@ Value mlir::mpc::throughReshapes(Value value) {
 }
 
 bool mlir::mpc::isRowFusible(Operation *op) {
-  // A delayed quantization knows its scale before it starts, so what
-  // computes its input can run in its pass (current scaling reads the
-  // input twice: amax, then the cast).
-  if (auto quantize = dyn_cast<QuantizeOp>(op))
-    return quantize.getScaling() != nullptr;
+  // What computes a quantization's input runs in its pass; with current
+  // scaling, in its amax pass too (the elementwise prologue is evaluated
+  // twice rather than stored and read twice).
   return isa<SoftmaxOp, LogSoftmaxOp, SoftmaxGradOp, LogSoftmaxGradOp,
-             LayerNormOp, LayerNormGradOp, BatchNormOp, BatchNormGradOp>(op);
+             LayerNormOp, LayerNormGradOp, BatchNormOp, BatchNormGradOp,
+             QuantizeOp>(op);
 }
 
 bool mlir::mpc::isAttentionLike(Operation *op) {
@@ -848,9 +847,7 @@ LogicalResult FusionOp::verifyRegions() {
   }
   if (getKind() == FusionKind::Row) {
     // fusion_c6
-    auto isRowOp = [](Operation *op) {
-      return isRowFusible(op) || isa<QuantizeOp>(op);
-    };
+    auto isRowOp = [](Operation *op) { return isRowFusible(op); };
     auto row = llvm::find_if(ops, isRowOp);
     auto quantize =
         row == ops.end() ? QuantizeOp() : dyn_cast<QuantizeOp>(*row);
@@ -862,19 +859,14 @@ LogicalResult FusionOp::verifyRegions() {
              llvm::find(ops, op) > row;
     };
     int64_t biasSums = llvm::count_if(ops, isBiasSum);
-    // A quantization that is not delayed has no prologue and is there for
-    // its bias sum.
-    bool current = quantize && !isRowFusible(quantize);
     if (llvm::count_if(ops, isRowOp) != 1 || biasSums > 1 ||
-        (current && (row != ops.begin() || biasSums != 1)) ||
         !llvm::all_of(ops, [&](Operation *op) {
           return isRowOp(op) || isLoopFusible(op) || isBiasSum(op);
         }))
       return emitOpError() << "of kind 'row' expects one softmax, "
                               "log_softmax, layer_norm, batch_norm or their "
-                              "gradient, or a quantize (delayed, or "
-                              "transposing with its bias sum), and loop "
-                              "ops";
+                              "gradient, or a quantize (transposing where "
+                              "it sums a bias), and loop ops";
     return success();
   }
   if (getKind() == FusionKind::Attention) {

@@ -298,10 +298,11 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
       residual gradient added to a layer norm's input gradient); a
       batch_norm with the loop ops applied to its result (the ReLU, the
       residual sum), or its gradient with those computing its incoming
-      gradient (the ReLU's gradient); a delayed quantize with those
-      computing its input; the row kernel evaluates them per element. A
-      quantize that writes a transposed copy (delayed, or current scaling
-      first and without a prologue) may also sum its input over rows, the bias gradient of the FP8 weight gradient that reads the
+      gradient (the ReLU's gradient); a quantize with those computing its
+      input (with current scaling both its kernels, the amax pass and the
+      cast, evaluate them); the row kernel evaluates them per element. A
+      quantize that writes a transposed copy may also sum its input over
+      rows, the bias gradient of the FP8 weight gradient that reads the
       copy (a reduce_sum over dim 0 of the input or of its reshape to 2-d,
       and the cast of the sum to f32): each tile it reads gives the sum's
       partials.

@@ -444,13 +444,10 @@ Fp8Assigner::layerGroups(ArrayRef<Operation *> eligible) {
   for (Operation *op : eligible)
     if (!grouped.contains(op))
       groups.push_back({op});
-  // With delayed scaling an MLP's two layers, joined by a GELU, are
-  // decided together: the GELU (and its gradient) run in the pass that
-  // quantizes their output only where the layer that reads it runs in FP8
-  // too.
+  // An MLP's two layers, joined by a GELU, are decided together: the GELU
+  // (and its gradient) run in the passes that quantize their output only
+  // where the layer that reads it runs in FP8 too.
   for (auto &group : groups) {
-    if (history == 0)
-      break;
     auto linear = dyn_cast<LinearOp>(group.front());
     if (!linear)
       continue;
@@ -511,24 +508,17 @@ Fp8Assigner::costReason(ArrayRef<Operation *> group) {
       copy(g.lhs, true);
     if (!g.transposeRhs)
       copy(g.rhs, true);
-    // Epilogues mpc-form-kernels fuses into a half GEMM and not (yet) into
-    // an FP8 one, whose traffic hid under the half GEMM's compute: a
-    // biased linear's GELU then reads the product and writes its output
-    // in a kernel of its own; the GELU's gradient, where the product is
-    // the gradient it multiplies (not the GELU's input, which a forward
-    // GEMM wrote), reads the product and the GELU's input and writes its
-    // output.
+    // Epilogues mpc-form-kernels fuses into a half GEMM, whose traffic hid
+    // under its compute, run in the passes that quantize the FP8 GEMM's
+    // output instead (row groups: the cast, and with current scaling the
+    // amax pass before it). A biased linear's GELU costs nothing more
+    // there; the GELU's gradient, where the product is the gradient it
+    // multiplies (not the GELU's input, which a forward GEMM wrote), adds
+    // the reads of the GELU's input (the bias gradient is summed in the
+    // cast pass, below).
     Value product = op->getResult(0);
-    auto linear = dyn_cast<LinearOp>(op);
-    // With delayed scaling the GELU (and its gradient) run in the pass
-    // that quantizes their output (mpc-form-kernels' row groups): the
-    // GELU costs nothing more, its gradient the read of its input (the
-    // bias gradient is summed in the same pass, below).
-    bool delayed = history > 0;
-    if (linear && linear.getBias() && readBy<GeluOp>(product) && !delayed)
-      addedBytes += 2 * result;
     if (isGeluGradient(product))
-      addedBytes += (delayed ? 1 : 3) * result;
+      addedBytes += (unscaled || history > 0 ? 1 : 2) * result;
   }
   // A linear's bias gradient, fused into its weight gradient's GEMM in
   // half (BGRADB), is summed by the cast pass that quantizes the output

@@ -639,22 +639,6 @@ void KernelFormation::formEpilogueGroups() {
 
 void KernelFormation::formRowGroups() {
   for (Operation &op : model.getBody().front().without_terminator()) {
-    if (auto quantize = dyn_cast<QuantizeOp>(op);
-        quantize && !isRowFusible(quantize) && !groupOf.count(&op)) {
-      // Current scaling reads the input twice (amax, then the cast): no
-      // prologue, but the cast pass can sum a bias gradient.
-      Group group;
-      group.kind = FusionKind::Row;
-      group.ops.insert(&op);
-      group.root = &op;
-      takeBiasSum(quantize, group);
-      if (group.ops.size() < 2)
-        continue;
-      for (Operation *member : group.ops)
-        groupOf[member] = groups.size();
-      groups.push_back(std::move(group));
-      continue;
-    }
     if (!isRowFusible(&op) || groupOf.count(&op))
       continue;
     if (isa<BatchNormGradOp>(op) && !options.batchNormGradientPrologues)

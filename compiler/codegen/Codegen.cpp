@@ -795,11 +795,7 @@ std::string StepEmitter::functionSource() const {
 }
 
 Operation *mlir::mpc::rowKernelOp(const Step &step) {
-  // A quantization with current scaling is in a row group only with the
-  // bias gradient its cast pass sums (mpc-form-kernels).
-  auto row = llvm::find_if(step.ops, [](Operation *op) {
-    return isRowFusible(op) || isa<QuantizeOp>(op);
-  });
+  auto row = llvm::find_if(step.ops, isRowFusible);
   return row == step.ops.end() ? nullptr : *row;
 }
 

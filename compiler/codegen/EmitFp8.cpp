@@ -179,28 +179,38 @@ LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
     int64_t chunk = (n + blocks - 1) / blocks;
     std::string partials = emitter.scratchPointer(step, "float");
     std::string name = emitter.kernelName("fp8_amax");
+    // The input, or the elementwise ops of the row group that compute it,
+    // evaluated here and again in the cast pass (which stores the value
+    // where it is read after the group).
+    FailureOr<RowAccess> x = rowInput(emitter, step, op, op.getInput(), "input",
+                                      name, /*storesOperand=*/false);
+    if (failed(x))
+      return failure();
+    KernelCost amaxCost;
+    if (x->fused)
+      amaxCost += x->fused->cost;
+    else
+      amaxCost.reads(op.getInput());
     // fabsf(v) > m is false for NaN: a NaN is not the amax (it stays NaN
     // through the cast, and the finite check finds it downstream).
     emitter.addKernel(llvm::formatv(
-        "__global__ void {0}(const {1} *__restrict__ input, float "
-        "*__restrict__ partials) {{\n"
+        "{5}__global__ void {0}({1}, float *__restrict__ partials) {{\n"
         "  long long begin = (long long)blockIdx.x * {2}LL;\n"
         "  long long count = {3}LL - begin < {2}LL ? {3}LL - begin : {2}LL;\n"
         "  float m = 0.0f;\n"
         "  MPC_FOR_THREAD(j, count) {{\n"
-        "    float v = fabsf(mpc_load(input + begin + j));\n"
+        "    float v = fabsf({4});\n"
         "    m = v > m ? v : m;\n"
         "  }\n"
         "  m = mpc_block_reduce_max(m);\n"
         "  if (threadIdx.x == 0) partials[blockIdx.x] = m;\n"
         "}\n",
-        name, input, chunk, n));
-    emitter.launch(name, blocks, rowBlockSize,
-                   {emitter.constPointer(op.getInput()), partials},
-                   KernelCost()
-                       .reads(op.getInput())
-                       .writesBytes(blocks * 4)
-                       .flopsPer(n, 1));
+        name, llvm::join(x->parameters, ", "), chunk, n, x->load("begin + j"),
+        x->functions()));
+    std::vector<std::string> amaxArgs(x->arguments.begin(), x->arguments.end());
+    amaxArgs.push_back(partials);
+    emitter.launch(name, blocks, rowBlockSize, amaxArgs,
+                   amaxCost.writesBytes(blocks * 4).flopsPer(n, 1));
     args.push_back(partials);
     parameters += ", const float *__restrict__ partials";
     // The largest power of two s with amax * s <= max (its exponent from
@@ -219,8 +229,8 @@ LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
               "1.0f / scale;\n";
   std::string name = emitter.kernelName(transposed ? "fp8_quantize_transpose"
                                                    : "fp8_quantize");
-  // The input, or (delayed scaling, in a row group) the elementwise ops
-  // that compute it, evaluated in this pass.
+  // The input, or (in a row group) the elementwise ops that compute it,
+  // evaluated in this pass.
   FailureOr<RowAccess> x =
       rowInput(emitter, step, op, op.getInput(), "input", name);
   if (failed(x))

@@ -441,7 +441,7 @@ mpc.model @fusion_c5 inputs(%x: tensor<4x8xf16>) params() {
 
 // fusion_c6: a row group holds one softmax (or its gradient).
 mpc.model @fusion_c6 inputs(%x: tensor<4x8xf32>) params() {
-  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a quantize (delayed, or transposing with its bias sum), and loop ops}}
+  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a quantize (transposing where it sums a bias), and loop ops}}
   %0 = mpc.fusion row {
     %a = mpc.softmax %x dim 1 : tensor<4x8xf32>
     %b = mpc.softmax %a dim 1 : tensor<4x8xf32>
@@ -456,7 +456,7 @@ mpc.model @fusion_c6 inputs(%x: tensor<4x8xf32>) params() {
 // fusion_c6: only a transposing quantize sums its input (the bias gradient
 // of the FP8 weight gradient that reads its transposed copy).
 mpc.model @fusion_c6_sum inputs(%x: tensor<4x8xbf16>) params() state(%t: tensor<5x1xf32> = zeros) {
-  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a quantize (delayed, or transposing with its bias sum), and loop ops}}
+  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a quantize (transposing where it sums a bias), and loop ops}}
   %0:3 = mpc.fusion row {
     %q, %s = mpc.quantize %x delayed(%t[0] margin 0 : tensor<5x1xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E5M2>
     %b = mpc.reduce_sum %x dims [0] : tensor<4x8xbf16>
@@ -468,14 +468,13 @@ mpc.model @fusion_c6_sum inputs(%x: tensor<4x8xbf16>) params() state(%t: tensor<
 
 // -----
 
-// fusion_c6: a quantization with current scaling reads its input twice
-// (amax, then the cast): it has no prologue in a row group.
-mpc.model @fusion_c6_current inputs(%x: tensor<4x8xbf16>) params() {
-  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a quantize (delayed, or transposing with its bias sum), and loop ops}}
+// fusion_c6: a bias sum follows the quantization whose cast pass sums it.
+mpc.model @fusion_c6_sum_first inputs(%x: tensor<4x8xbf16>) params() {
+  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a quantize (transposing where it sums a bias), and loop ops}}
   %0:4 = mpc.fusion row {
     %g = mpc.gelu %x approximate tanh : tensor<4x8xbf16>
-    %q, %s, %t = mpc.quantize %g : tensor<4x8xbf16> to tensor<4x8xf8E5M2> transposed tensor<8x4xf8E5M2>
     %b = mpc.reduce_sum %g dims [0] : tensor<4x8xbf16>
+    %q, %s, %t = mpc.quantize %g : tensor<4x8xbf16> to tensor<4x8xf8E5M2> transposed tensor<8x4xf8E5M2>
     mpc.yield %q, %s, %t, %b : tensor<4x8xf8E5M2>, tensor<f32>, tensor<8x4xf8E5M2>, tensor<8xbf16>
   } : tensor<4x8xf8E5M2>, tensor<f32>, tensor<8x4xf8E5M2>, tensor<8xbf16>
   %l = mpc.reduce_sum %0#3 dims [0] : tensor<8xbf16>

@@ -719,11 +719,10 @@ mpc.model @embedding_gradient inputs(%dy: tensor<2x3x4xf16>, %ids: tensor<2x3xi3
 
 // -----
 
-// A delayed FP8 quantization knows its scale before it starts: the GELU
-// that computes its input runs in its pass (a row group), and a GELU
-// gradient read after it too (by a bias gradient) is stored by that pass.
-// A current-scaling quantization reads its input twice (amax, cast) and
-// stays a kernel of its own.
+// The GELU that computes an FP8 quantization's input runs in its pass (a
+// row group), and a GELU gradient read after it too (by a bias gradient)
+// is stored by that pass. With current scaling too: its amax pass
+// evaluates the GELU again rather than read a stored one.
 // CHECK-LABEL: mpc.model @quantize_prologue
 //       CHECK:   mpc.fusion row {
 //  CHECK-NEXT:     mpc.gelu %h
@@ -734,9 +733,10 @@ mpc.model @embedding_gradient inputs(%dy: tensor<2x3x4xf16>, %ids: tensor<2x3xi3
 //  CHECK-NEXT:     mpc.quantize %{{.*}} delayed(%t[1]
 //  CHECK-NEXT:     mpc.yield
 //       CHECK:   mpc.reduce_sum %[[DG]]#0
-//       CHECK:   mpc.gelu %h
-//   CHECK-NOT:   mpc.fusion row
-//       CHECK:   mpc.quantize %{{.*}} : tensor<16x32xbf16> to tensor<16x32xf8E4M3FN>
+//       CHECK:   mpc.fusion row {
+//  CHECK-NEXT:     mpc.gelu %h
+//  CHECK-NEXT:     mpc.quantize %{{.*}} : tensor<16x32xbf16> to tensor<16x32xf8E4M3FN>
+//  CHECK-NEXT:     mpc.yield
 // NOROWS-LABEL: mpc.model @quantize_prologue
 //   NOROWS-NOT:   mpc.fusion row
 mpc.model @quantize_prologue inputs(%h: tensor<16x32xbf16>, %dy: tensor<16x32xbf16>) params() state(%t: tensor<5x2xf32> = zeros) {
@@ -800,12 +800,11 @@ mpc.model @quantize_bias_sum inputs(%h: tensor<2x8x32xbf16>, %dy: tensor<2x8x32x
 
 // -----
 
-// With current scaling the quantization has no prologue (it reads its
-// input twice: amax, then the cast), but its cast pass sums the bias
-// gradient all the same.
+// With current scaling the GELU gradient runs in the amax pass and again
+// in the cast pass, which sums the bias gradient: nothing stores it.
 // CHECK-LABEL: mpc.model @quantize_bias_sum_current
-//       CHECK:   mpc.gelu_grad %dy, %h
-//  CHECK-NEXT:   %[[G:.*]]:3 = mpc.fusion row {
+//       CHECK:   %[[G:.*]]:3 = mpc.fusion row {
+//  CHECK-NEXT:     mpc.gelu_grad %dy, %h
 //  CHECK-NEXT:     mpc.quantize %{{.*}} : tensor<16x32xbf16> to tensor<16x32xf8E5M2> transposed tensor<32x16xf8E5M2>
 //  CHECK-NEXT:     mpc.reduce_sum %{{.*}} dims [0] : tensor<16x32xbf16>
 //  CHECK-NEXT:     mpc.cast %{{.*}} : tensor<32xbf16> to tensor<32xf32>
