@@ -125,7 +125,8 @@ std::optional<Match> matchAttention(SoftmaxOp softmax) {
   match.softmax = softmax;
   auto type = cast<RankedTensorType>(softmax.getType());
   int64_t rank = type.getRank();
-  if ((rank != 4 && rank != 3) || softmax.getDim() != rank - 1 ||
+  if ((rank != 4 && rank != 3) ||
+      static_cast<int64_t>(softmax.getDim()) != rank - 1 ||
       !softmax.getResult().hasOneUse())
     return std::nullopt;
   match.merged = rank == 3;

@@ -130,6 +130,13 @@ static std::pair<ScaledMatmulOp, int> firstFp8Gemm(QuantizeOp quantize) {
   return {first, operand};
 }
 
+int64_t mlir::mpc::NonfiniteSites::add(Operation *op) {
+  sites.push_back({op->getName().getStringRef().str(),
+                   fileLineCol(op->getLoc()),
+                   forwardOps && !forwardOps->contains(op)});
+  return static_cast<int64_t>(sites.size() - 1);
+}
+
 void mlir::mpc::emitNonfiniteChecks(const Step &step, StepEmitter &emitter,
                                     NonfiniteSites &sites) {
   for (Operation *op : step.ops) {
@@ -138,14 +145,7 @@ void mlir::mpc::emitNonfiniteChecks(const Step &step, StepEmitter &emitter,
     if (auto quantize = dyn_cast<QuantizeOp>(op);
         quantize && quantize.getScaling()) {
       if (auto [gemm, operand] = firstFp8Gemm(quantize); gemm) {
-        auto siteOf = [&](Operation *site) {
-          sites.sites.push_back(
-              {site->getName().getStringRef().str(),
-               fileLineCol(site->getLoc()),
-               sites.forwardOps && !sites.forwardOps->contains(site)});
-          return static_cast<int64_t>(sites.sites.size() - 1);
-        };
-        int64_t gemmSite = siteOf(gemm), quantizeSite = siteOf(quantize);
+        int64_t gemmSite = sites.add(gemm), quantizeSite = sites.add(quantize);
         std::string description = llvm::formatv(
             "mpc.quantize at {0}, the {1} of mpc.scaled_matmul at {2}",
             sites.sites[quantizeSite].location, operand ? "rhs" : "lhs",
@@ -170,10 +170,7 @@ void mlir::mpc::emitNonfiniteChecks(const Step &step, StepEmitter &emitter,
           emitter.getPlan().isMaterialised(castOp.getInput()))
         source = castOp.getInput();
 
-      int64_t site = sites.sites.size();
-      bool backward = sites.forwardOps && !sites.forwardOps->contains(op);
-      sites.sites.push_back({op->getName().getStringRef().str(),
-                             fileLineCol(op->getLoc()), backward});
+      int64_t site = sites.add(op);
 
       int64_t n = type.getNumElements();
       bool infiniteByDesign = isInfiniteByDesign(result, sites);

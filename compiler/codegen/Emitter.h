@@ -714,6 +714,10 @@ struct NonfiniteSites {
   const llvm::DenseSet<Operation *> *forwardOps = nullptr;
   /// Values that hold infinities by design (see EmitDebug.cpp), cached.
   llvm::DenseMap<Value, bool> infiniteByDesign;
+
+  /// Adds `op` (located where it is, in the backward pass where it is not
+  /// a forward op) as a site; its index.
+  int64_t add(Operation *op);
 };
 
 /// After `step` was emitted: one check kernel per float value it
