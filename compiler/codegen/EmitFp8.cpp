@@ -116,7 +116,6 @@ std::string indented(StringRef code) {
 LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
                            QuantizeOp op) {
   int64_t n = op.getInput().getType().getNumElements();
-  std::string input = elementCType(op.getInput());
   std::string output = elementCType(op.getResult());
   Type format = op.getResult().getType().getElementType();
   Value transposed = op.getTransposed();
