@@ -847,8 +847,7 @@ LogicalResult FusionOp::verifyRegions() {
   }
   if (getKind() == FusionKind::Row) {
     // fusion_c6
-    auto isRowOp = [](Operation *op) { return isRowFusible(op); };
-    auto row = llvm::find_if(ops, isRowOp);
+    auto row = llvm::find_if(ops, isRowFusible);
     auto quantize =
         row == ops.end() ? QuantizeOp() : dyn_cast<QuantizeOp>(*row);
     auto isBiasSum = [&](Operation *op) {
@@ -859,9 +858,9 @@ LogicalResult FusionOp::verifyRegions() {
              llvm::find(ops, op) > row;
     };
     int64_t biasSums = llvm::count_if(ops, isBiasSum);
-    if (llvm::count_if(ops, isRowOp) != 1 || biasSums > 1 ||
+    if (llvm::count_if(ops, isRowFusible) != 1 || biasSums > 1 ||
         !llvm::all_of(ops, [&](Operation *op) {
-          return isRowOp(op) || isLoopFusible(op) || isBiasSum(op);
+          return isRowFusible(op) || isLoopFusible(op) || isBiasSum(op);
         }))
       return emitOpError() << "of kind 'row' expects one softmax, "
                               "log_softmax, layer_norm, batch_norm or their "
