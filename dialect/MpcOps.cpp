@@ -848,6 +848,23 @@ LogicalResult FusionOp::verifyRegions() {
   if (getKind() == FusionKind::Row) {
     // fusion_c6
     auto row = llvm::find_if(ops, isRowFusible);
+    int64_t rowOps = llvm::count_if(ops, isRowFusible);
+    if (rowOps == 2) {
+      // A layer norm's (or its input gradient's) kernel finding the amax
+      // of what it stores for the current-scaling quantization after it.
+      auto second = std::find_if(std::next(row), ops.end(), isRowFusible);
+      auto quantize = dyn_cast<QuantizeOp>(*second);
+      Operation *input =
+          quantize ? quantize.getInput().getDefiningOp() : nullptr;
+      if (!isa<LayerNormOp, LayerNormGradOp>(*row) || !quantize ||
+          quantize.getScaling() || quantize.getUnscaled() || !input ||
+          llvm::find(ops, input) < row || llvm::find(ops, input) >= second)
+        return emitOpError()
+               << "of kind 'row' has a second row op only where a layer_norm "
+                  "or layer_norm_grad is followed by a current-scaling "
+                  "quantize of what its kernel stores";
+      row = second;
+    }
     auto quantize =
         row == ops.end() ? QuantizeOp() : dyn_cast<QuantizeOp>(*row);
     auto isBiasSum = [&](Operation *op) {
@@ -858,7 +875,7 @@ LogicalResult FusionOp::verifyRegions() {
              llvm::find(ops, op) > row;
     };
     int64_t biasSums = llvm::count_if(ops, isBiasSum);
-    if (llvm::count_if(ops, isRowFusible) != 1 || biasSums > 1 ||
+    if (rowOps == 0 || rowOps > 2 || biasSums > 1 ||
         !llvm::all_of(ops, [&](Operation *op) {
           return isRowFusible(op) || isLoopFusible(op) || isBiasSum(op);
         }))

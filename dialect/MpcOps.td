@@ -342,10 +342,12 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
         of its result to f32.
     C6: `row`: the body holds one softmax, log_softmax, layer_norm,
         batch_norm, softmax_grad, log_softmax_grad, layer_norm_grad,
-        batch_norm_grad or quantize with delayed scaling; every other op is
-        elementwise or a view, but for a transposing quantize's one
-        reduce_sum over dim 0 of a 2-d value, after it. A quantize with
-        other scaling is first, and the group has that reduce_sum.
+        batch_norm_grad or quantize; every other op is elementwise or a
+        view, but for a transposing quantize's one reduce_sum over dim 0
+        of a 2-d value, after it. Two only where a layer_norm or
+        layer_norm_grad comes first and a current-scaling quantize of a
+        value computed after it in the body (what its kernel stores) second:
+        the norm's kernel finds the quantize's amax.
     C7: `attention`: one attention or its gradient; every op before it is
         a reshape, transpose or slice, and every op after it (a gradient's
         only) a reshape, slice_grad or add.

@@ -335,6 +335,9 @@ private:
   void formClassifierGroups();
   void formEpilogueGroups();
   void formRowGroups();
+  /// Puts a current-scaling quantization of what a layer norm's (or its
+  /// input gradient's) kernel stores into that kernel's row group.
+  void joinStoredAmaxQuantizes();
   /// Puts the bias gradient that `quantize` can sum (quantizeBiasSum) into
   /// its row group, taking it from the reduction group it may be in.
   void takeBiasSum(QuantizeOp quantize, Group &group);
@@ -705,6 +708,59 @@ void KernelFormation::formRowGroups() {
   }
 }
 
+void KernelFormation::joinStoredAmaxQuantizes() {
+  for (Operation &op : model.getBody().front().without_terminator()) {
+    if (!isa<LayerNormOp, LayerNormGradOp>(op))
+      continue;
+    auto owner = groupOf.find(&op);
+    Group group;
+    if (owner == groupOf.end()) {
+      group.kind = FusionKind::Row;
+      group.ops.insert(&op);
+      group.root = &op;
+    } else {
+      group = groups[owner->second];
+    }
+    if (group.kind != FusionKind::Row || group.merged)
+      continue;
+    // What the kernel stores: the norm's result, or its input gradient
+    // through the epilogue.
+    QuantizeOp quantize;
+    for (Operation *user : group.root->getResult(0).getUsers())
+      if (auto candidate = dyn_cast<QuantizeOp>(user);
+          candidate && !candidate.getScaling() && !candidate.getUnscaled())
+        quantize = candidate;
+    if (!quantize)
+      continue;
+    // The quantization's own group holds at most its bias sum.
+    Group *own = nullptr;
+    if (auto it = groupOf.find(quantize); it != groupOf.end()) {
+      own = &groups[it->second];
+      if (own->kind != FusionKind::Row || own->merged ||
+          own->root != quantize.getOperation())
+        continue;
+      group.ops.insert(own->ops.begin(), own->ops.end());
+    } else {
+      group.ops.insert(quantize);
+    }
+    // The group runs where the quantization was: nothing before it may
+    // read what the norm's kernel stores.
+    group.root = quantize;
+    if (!llvm::all_of(outputs(group),
+                      [&](Value value) { return readAfter(value, group); }))
+      continue;
+    size_t index = owner == groupOf.end() ? groups.size() : owner->second;
+    if (own)
+      own->merged = true;
+    if (owner == groupOf.end())
+      groups.push_back(group);
+    else
+      groups[index] = group;
+    for (Operation *member : group.ops)
+      groupOf[member] = index;
+  }
+}
+
 void KernelFormation::takeBiasSum(QuantizeOp quantize, Group &group) {
   QuantizeBiasSum bias = quantizeBiasSum(quantize, position);
   if (!bias.sum)
@@ -862,8 +918,10 @@ int64_t KernelFormation::run() {
     formClassifierGroups();
   if (options.gemmEpilogues)
     formEpilogueGroups();
-  if (options.rows)
+  if (options.rows) {
     formRowGroups();
+    joinStoredAmaxQuantizes();
+  }
   // Roots from the last op backwards: a group grows towards its inputs.
   SmallVector<Operation *> body;
   for (Operation &op : model.getBody().front().without_terminator())

@@ -651,7 +651,7 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
        reduce_sum's sum, or of an embedding gradient's table (accumulated
        in f32 by atomics), joins the reduction (a `reduce` group).
     2. Row kernels (`rows`): the loop ops that compute a softmax's (or
-       log_softmax's, layer_norm's or delayed quantize's) input, or a
+       log_softmax's, layer_norm's or quantize's) input, or a
        batch_norm_grad's incoming gradient, and are read only there, with
        one evaluation per element, join it (the attention's scale and causal
        mask: the scores are never stored); so does the elementwise op that
@@ -663,7 +663,12 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
        it: what it normalised is never stored), a softmax gradient or a
        layer norm's input gradient (the residual gradient added to it), each
        the only reader of the one before. Dropout never joins a row
-       kernel.
+       kernel. A current-scaling quantize of what a layer_norm's or a
+       layer_norm_grad's kernel stores (with its bias sum) joins that
+       kernel's group, which then runs where the quantize was, unless
+       something before the quantize reads what the group stores: the
+       norm's kernel finds the amax as it stores, and the quantize has no
+       amax pass over the tensor of its own.
     3. Loop fusion, from each group's last op backwards: a producer that is
        elementwise or a view joins the group when
        - every reader of its result is in the group; an elementwise

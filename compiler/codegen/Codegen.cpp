@@ -201,6 +201,10 @@ static bool isMaterialisedResult(Value result, const Step &step) {
   if (*step.group == FusionKind::Attention && isAttentionLike(def) &&
       result.use_empty())
     return true;
+  // A row kernel stores what the quantization after it in the group reads.
+  if (QuantizeOp quantize = storedAmaxQuantize(step);
+      quantize && result == quantize.getInput())
+    return true;
   for (Operation *user : result.getUsers())
     if (!llvm::is_contained(step.ops, user))
       return true;
@@ -799,6 +803,43 @@ Operation *mlir::mpc::rowKernelOp(const Step &step) {
   return row == step.ops.end() ? nullptr : *row;
 }
 
+QuantizeOp mlir::mpc::storedAmaxQuantize(const Step &step) {
+  if (step.group != FusionKind::Row)
+    return {};
+  auto rowOps = llvm::make_filter_range(step.ops, isRowFusible);
+  if (llvm::range_size(rowOps) != 2)
+    return {};
+  return dyn_cast<QuantizeOp>(*std::next(rowOps.begin()));
+}
+
+QuantizeScratch mlir::mpc::quantizeScratch(const Step &step, QuantizeOp op) {
+  QuantizeScratch scratch;
+  if (QuantizeOp stored = storedAmaxQuantize(step); stored == op) {
+    // After the row kernel's own scratch (a layer norm gradient's partial
+    // sums of dgamma and dbeta).
+    Step rowKernel = step;
+    rowKernel.ops.assign(step.ops.begin(), llvm::find(step.ops, op));
+    scratch.amaxOffset = scratchBytes(rowKernel);
+    scratch.amaxBlocks = storedAmaxBlocks(rowKernelOp(step));
+    // A row kernel has a block a row or a few: every block of the cast
+    // pass reading thousands of partials would cost more than the pass
+    // over the tensor it saves.
+    scratch.castOffset = scratch.amaxOffset + scratch.amaxBlocks * 4;
+    scratch.castPartials = 1;
+    scratch.biasOffset = scratch.castOffset + 4;
+  } else if (!op.getUnscaled() && !op.getScaling()) {
+    scratch.amaxBlocks = scratch.castPartials = quantizeBlocks(op);
+    scratch.biasOffset = scratch.amaxBlocks * 4;
+  }
+  scratch.end = scratch.biasOffset;
+  // A bias sum in the group: each 32-row tile's column sums.
+  if (llvm::any_of(step.ops, llvm::IsaPred<ReduceSumOp>))
+    scratch.end +=
+        saturatingProduct({quantizeBiasTileRows(op),
+                           op.getInput().getType().getShape().back(), 4});
+  return scratch;
+}
+
 namespace {
 /// Sets the emitter's origin op for the lifetime of one step.
 struct OriginScope {
@@ -827,6 +868,12 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
   if (step.group == FusionKind::Attention)
     std::rotate(sourceOps.begin(), llvm::find(sourceOps, op),
                 llvm::find(sourceOps, op) + 1);
+  // A row kernel that finds the amax of the quantization after it: the
+  // quantization's kernels are its own in the report.
+  QuantizeOp storedAmax = storedAmaxQuantize(step);
+  if (storedAmax)
+    sourceOps.erase(llvm::find(sourceOps, storedAmax.getOperation()),
+                    sourceOps.end());
   emitter.setSource(sourceOps);
   // The optimizer (and the runtime, on a change) keep half copies current.
   if (step.ops.size() == 1 && op->getNumResults() == 1 &&
@@ -844,8 +891,14 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
     FailureOr<bool> handled = family(op, step, emitter);
     if (failed(handled))
       return failure();
-    if (*handled)
+    if (!*handled)
+      continue;
+    if (!storedAmax)
       return success();
+    emitter.setOrigin(storedAmax);
+    emitter.setSource(SmallVector<Operation *>(
+        llvm::find(step.ops, storedAmax.getOperation()), step.ops.end()));
+    return failure(failed(emitFp8Op(storedAmax, step, emitter)));
   }
   return op->emitError() << "code generation for '" << op->getName()
                          << "' is not implemented yet";
@@ -1011,7 +1064,10 @@ int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
       AttentionShape shape = grad.getShape();
       return saturatingProduct({shape.batch, shape.heads, shape.queries, 4});
     }
-  // A row group's scratch is its row op's, which a prologue precedes.
+  // A row group's scratch is its row op's, which a prologue precedes (and
+  // a quantization whose amax it finds follows).
+  if (QuantizeOp quantize = storedAmaxQuantize(step))
+    return quantizeScratch(step, quantize).end;
   Operation *op =
       step.group == FusionKind::Row ? rowKernelOp(step) : step.ops.front();
   if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
@@ -1035,17 +1091,8 @@ int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
     return 4; // count of targets that are not ignored
   if (auto loss = dyn_cast<MseLossOp>(op))
     return mseLossBlocks(loss) * 4; // the blocks' partial sums
-  if (auto quantize = dyn_cast<QuantizeOp>(op)) {
-    // A bias sum in the group: each 32-row tile's column sums.
-    int64_t biasPartials = 0;
-    if (llvm::any_of(step.ops, llvm::IsaPred<ReduceSumOp>))
-      biasPartials = saturatingProduct(
-          {quantizeBiasTileRows(quantize),
-           quantize.getInput().getType().getShape().back(), 4});
-    return biasPartials + (quantize.getUnscaled() || quantize.getScaling()
-                               ? 0
-                               : quantizeBlocks(quantize) * 4);
-  }
+  if (auto quantize = dyn_cast<QuantizeOp>(op))
+    return quantizeScratch(step, quantize).end;
   if (isa<Conv2dOp, Conv2dGradInputOp, Conv2dGradWeightOp>(op))
     return convolutionScratchBytes(op, cudnnConvolutions);
   if (auto norm = dyn_cast<BatchNormOp>(op)) {

@@ -121,11 +121,26 @@ constexpr int64_t gradRowWarps = 4;
 /// warps an SM, each with 48 loads in flight).
 constexpr int gradRowRegisterBudget = 80;
 
+/// What a layer_norm_grad input kernel adds where it finds dx's amax for
+/// the quantization after it (dx.amax): the parameter, the thread's amax,
+/// and each block's into the step's scratch at the end.
+struct DxAmax {
+  std::string parameter, declaration, partial;
+};
+DxAmax dxAmax(const RowAccess &dx) {
+  if (!dx.amax)
+    return {};
+  return {", float *__restrict__ amax_partials", "  float amax = 0.0f;\n",
+          "  amax = mpc_block_reduce_max(amax);\n"
+          "  if (threadIdx.x == 0) amax_partials[blockIdx.x] = amax;\n"};
+}
+
 /// Launches layer_norm_grad's first kernel (either shape) on `grid` blocks
 /// of `block` threads, leaving `sets` partial sums of dgamma and dbeta.
 void launchLayerNormGradInput(StepEmitter &emitter, LayerNormGradOp op,
                               const RowAccess &dx, const std::string &name,
-                              const std::string &partials, int64_t sets,
+                              const std::string &partials,
+                              const std::string &amaxPartials, int64_t sets,
                               int64_t grid, int block) {
   int64_t width = op.getGamma().getType().getNumElements();
   int64_t rows = op.getInput().getType().getNumElements() / width;
@@ -134,8 +149,10 @@ void launchLayerNormGradInput(StepEmitter &emitter, LayerNormGradOp op,
                                      emitter.constPointer(op.getGamma())};
   llvm::append_range(arguments, dx.arguments);
   arguments.push_back(partials);
+  if (dx.amax)
+    arguments.push_back(amaxPartials);
   // Mean and variance again (4 FLOPs an element), then the two sums (6),
-  // dx (7) and the partial sums (3).
+  // dx (7) and the partial sums (3); and dx's amax (1).
   KernelCost cost = KernelCost()
                         .reads(op.getGrad())
                         .reads(op.getInput())
@@ -146,6 +163,8 @@ void launchLayerNormGradInput(StepEmitter &emitter, LayerNormGradOp op,
                         .flopsPer(rows, 7);
   if (dx.fused)
     cost += dx.fused->cost;
+  if (dx.amax)
+    cost.writesBytes(grid * 4).flopsPer(rows * width, 1);
   emitter.launch(name, grid, block, arguments, cost);
 }
 
@@ -161,7 +180,10 @@ void launchLayerNormGradInput(StepEmitter &emitter, LayerNormGradOp op,
 /// row, and ncu counted 2,200 warp instructions a row of GPT-2 small).
 void emitLayerNormGradInputByWarps(StepEmitter &emitter, LayerNormGradOp op,
                                    const RowAccess &dx, const std::string &name,
-                                   const std::string &partials, int64_t sets) {
+                                   const std::string &partials,
+                                   const std::string &amaxPartials,
+                                   int64_t sets) {
+  DxAmax amax = dxAmax(dx);
   int64_t width = op.getGamma().getType().getNumElements();
   int64_t rows = op.getInput().getType().getNumElements() / width;
   int64_t registers = (width + 31) / 32;
@@ -172,8 +194,8 @@ void emitLayerNormGradInputByWarps(StepEmitter &emitter, LayerNormGradOp op,
   emitter.addKernel(llvm::formatv(
       "{8}__global__ void {0}(const {1} *__restrict__ dy, const {2} "
       "*__restrict__ x, const {3} *__restrict__ gamma, {4}, "
-      "float *__restrict__ partials) {{\n"
-      "  MPC_SHARED(float, acc, {5}LL);\n"
+      "float *__restrict__ partials{16}) {{\n"
+      "  MPC_SHARED(float, acc, {5}LL);\n{17}"
       "  for (int w = MPC_ROW_WARP; w < {6}; w += MPC_ROW_WARPS) {{\n"
       "  long long set = (long long)blockIdx.x * {6} + w;\n"
       "  if (set >= {7}LL) break;\n"
@@ -254,16 +276,16 @@ void emitLayerNormGradInputByWarps(StepEmitter &emitter, LayerNormGradOp op,
       "    partials[set * {9}LL + {10}LL + j] = acc[own + {10}LL + j];\n"
       "  }\n"
       "  }\n"
+      "{18}"
       "}\n",
       name, elementCType(op.getGrad()), elementCType(op.getInput()),
       elementCType(op.getGamma()), llvm::join(dx.parameters, ", "),
       gradRowWarps * 2 * width, gradRowWarps, sets, dx.functions(), 2 * width,
       width, rows, registers, eps, dx.store(unrolledAt, dxValue),
-      dx.store(at, dxValue)));
+      dx.store(at, dxValue), amax.parameter, amax.declaration, amax.partial));
   emitter.limitRegisters(name, gradRowRegisterBudget);
-  launchLayerNormGradInput(emitter, op, dx, name, partials, sets,
-                           (sets + gradRowWarps - 1) / gradRowWarps,
-                           gradRowWarps * 32);
+  launchLayerNormGradInput(emitter, op, dx, name, partials, amaxPartials, sets,
+                           layerNormGradInputGrid(op), gradRowWarps * 32);
 }
 
 /// layer_norm_grad's first kernel a block a row (rows wider than a warp
@@ -273,7 +295,9 @@ void emitLayerNormGradInputByBlocks(StepEmitter &emitter, LayerNormGradOp op,
                                     const RowAccess &dx,
                                     const std::string &rowName,
                                     const std::string &partials,
+                                    const std::string &amaxPartials,
                                     int64_t blocks) {
+  DxAmax amax = dxAmax(dx);
   int64_t width = op.getGamma().getType().getNumElements();
   int64_t rows = op.getInput().getType().getNumElements() / width;
   std::string eps = floatLiteral(op.getEps().convertToDouble());
@@ -347,8 +371,8 @@ void emitLayerNormGradInputByBlocks(StepEmitter &emitter, LayerNormGradOp op,
   emitter.addKernel(llvm::formatv(
       "{8}__global__ void {0}(const {1} *__restrict__ dy, const {2} "
       "*__restrict__ x, const {3} *__restrict__ gamma, {4}, "
-      "float *__restrict__ partials) {{\n"
-      "{10}"
+      "float *__restrict__ partials{13}) {{\n"
+      "{10}{14}"
       "  MPC_FOR_THREAD(j, {5}LL) {{ acc[j] = 0.0f; acc[{5}LL + j] = 0.0f; "
       "}\n"
       "  for (long long r = blockIdx.x; r < {7}LL; r += gridDim.x) {{\n"
@@ -381,18 +405,19 @@ void emitLayerNormGradInputByBlocks(StepEmitter &emitter, LayerNormGradOp op,
       "    acc[{5}LL + j] = static_cast<float>(acc[{5}LL + j]) + d;\n"
       "  }\n"
       "  }\n"
-      "{11}"
+      "{11}{15}"
       "}\n",
       rowName, elementCType(op.getGrad()), elementCType(op.getInput()),
       elementCType(op.getGamma()), llvm::join(dx.parameters, ", "), width, eps,
       rows, dx.functions(),
       dx.store(llvm::formatv("r * {0}LL + j", width).str(),
                "rstd * (g - sg - xhat * sgx)"),
-      accumulators, flush, inRegisters));
+      accumulators, flush, inRegisters, amax.parameter, amax.declaration,
+      amax.partial));
   if (!inRegisters.empty())
     emitter.limitRegisters(rowName, 32);
-  launchLayerNormGradInput(emitter, op, dx, rowName, partials, blocks, blocks,
-                           rowBlockSize);
+  launchLayerNormGradInput(emitter, op, dx, rowName, partials, amaxPartials,
+                           blocks, blocks, rowBlockSize);
 }
 
 /// layer_norm_grad over rows of `width` elements (gamma's element count).
@@ -407,6 +432,19 @@ void emitLayerNormGradInputByBlocks(StepEmitter &emitter, LayerNormGradOp op,
 /// Kernel 2, per column: dgamma[j] and dbeta[j] are the sums of the blocks'
 /// partials, in block order. No pass over the activations but the first,
 /// and the same sums in the same order on every target (deterministic).
+} // namespace
+
+int64_t mlir::mpc::layerNormGradInputGrid(LayerNormGradOp op) {
+  int64_t width = op.getGamma().getType().getNumElements();
+  int64_t blocks = layerNormGradBlocks(op);
+  // A warp a row takes each block's sets in its warps.
+  if (width <= 32 * maxWarpRowRegisters)
+    return (blocks + gradRowWarps - 1) / gradRowWarps;
+  return blocks;
+}
+
+namespace {
+
 LogicalResult emitLayerNormGrad(StepEmitter &emitter, const Step &step,
                                 LayerNormGradOp op) {
   int64_t width = op.getGamma().getType().getNumElements();
@@ -420,10 +458,21 @@ LogicalResult emitLayerNormGrad(StepEmitter &emitter, const Step &step,
       rowOutput(emitter, step, op, op.getInputGrad(), "dx", rowName);
   if (failed(dx))
     return failure();
+  // A current-scaling quantization of what it stores after it in the
+  // group: the kernel finds its amax, each block's into the step's scratch.
+  std::string amaxPartials;
+  if (QuantizeOp quantize = storedAmaxQuantize(step)) {
+    dx->amax = "amax";
+    amaxPartials = emitter.scratchPointer(
+        step, "float", quantizeScratch(step, quantize).amaxOffset,
+        layerNormGradInputGrid(op) * 4);
+  }
   if (width <= 32 * maxWarpRowRegisters)
-    emitLayerNormGradInputByWarps(emitter, op, *dx, rowName, partials, blocks);
+    emitLayerNormGradInputByWarps(emitter, op, *dx, rowName, partials,
+                                  amaxPartials, blocks);
   else
-    emitLayerNormGradInputByBlocks(emitter, op, *dx, rowName, partials, blocks);
+    emitLayerNormGradInputByBlocks(emitter, op, *dx, rowName, partials,
+                                   amaxPartials, blocks);
   emitColumnSums(emitter, emitter.kernelName("layer_norm_grad_params"),
                  partials, blocks, 2 * width, width,
                  {{op.getGammaGrad(), 0, "dgamma"},

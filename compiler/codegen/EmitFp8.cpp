@@ -2,7 +2,8 @@
 //-*-===//
 //
 // This file implements emitFp8Op: mpc.quantize as two kernels (each block's
-// amax into scratch; then every block finds the amax from those partials,
+// amax into scratch, or the row kernel that stored the input finds it; then
+// every block finds the amax from those partials,
 // derives the power-of-two scale and casts its elements, block 0 writing
 // the inverse scale), and mpc.scaled_matmul as mpc_rt_gemm_scaled, which
 // reads the inverse scales where they are (cuBLASLt's scale pointers on
@@ -109,8 +110,71 @@ std::string indented(StringRef code) {
   return result;
 }
 
+/// Current scaling's amax pass: each of `blocks` blocks the largest
+/// magnitude of its chunk of the input into `partials`.
+LogicalResult launchAmaxPass(StepEmitter &emitter, const Step &step,
+                             QuantizeOp op, int64_t blocks,
+                             const std::string &partials) {
+  int64_t n = op.getInput().getType().getNumElements();
+  int64_t chunk = (n + blocks - 1) / blocks;
+  std::string name = emitter.kernelName("fp8_amax");
+  // The input, or the elementwise ops of the row group that compute it,
+  // evaluated here and again in the cast pass (which stores the value
+  // where it is read after the group).
+  FailureOr<RowAccess> x = rowInput(emitter, step, op, op.getInput(), "input",
+                                    name, /*storesOperand=*/false);
+  if (failed(x))
+    return failure();
+  KernelCost cost;
+  if (x->fused)
+    cost += x->fused->cost;
+  else
+    cost.reads(op.getInput());
+  // fabsf(v) > m is false for NaN: a NaN is not the amax (it stays NaN
+  // through the cast, and the finite check finds it downstream).
+  emitter.addKernel(llvm::formatv(
+      "{5}__global__ void {0}({1}, float *__restrict__ partials) {{\n"
+      "  long long begin = (long long)blockIdx.x * {2}LL;\n"
+      "  long long count = {3}LL - begin < {2}LL ? {3}LL - begin : {2}LL;\n"
+      "  float m = 0.0f;\n"
+      "  MPC_FOR_THREAD(j, count) {{\n"
+      "    float v = fabsf({4});\n"
+      "    m = v > m ? v : m;\n"
+      "  }\n"
+      "  m = mpc_block_reduce_max(m);\n"
+      "  if (threadIdx.x == 0) partials[blockIdx.x] = m;\n"
+      "}\n",
+      name, llvm::join(x->parameters, ", "), chunk, n, x->load("begin + j"),
+      x->functions()));
+  std::vector<std::string> arguments(x->arguments.begin(), x->arguments.end());
+  arguments.push_back(partials);
+  emitter.launch(name, blocks, rowBlockSize, arguments,
+                 cost.writesBytes(blocks * 4).flopsPer(n, 1));
+  return success();
+}
+
+/// The maximum of the `blocks` amax partials that a row kernel left in
+/// `partials`, into `amax` (one block).
+void launchAmaxCombine(StepEmitter &emitter, int64_t blocks,
+                       const std::string &partials, const std::string &amax) {
+  std::string name = emitter.kernelName("fp8_amax_combine");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const float *__restrict__ partials, float "
+      "*__restrict__ amax) {{\n"
+      "  float m = 0.0f;\n"
+      "  MPC_FOR_THREAD(b, {1}LL) m = partials[b] > m ? partials[b] : m;\n"
+      "  m = mpc_block_reduce_max(m);\n"
+      "  if (threadIdx.x == 0) amax[0] = m;\n"
+      "}\n",
+      name, blocks));
+  emitter.launch(
+      name, 1, rowBlockSize, {partials, amax},
+      KernelCost().readsBytes(blocks * 4).writesBytes(4).flopsPer(blocks, 1));
+}
+
 /// mpc.quantize: the scale (1; from this step's amax, found by a kernel of
-/// its own first; or from the delayed-scaling table), then one pass that
+/// its own first or by the row kernel before it in the group that stored
+/// the input; or from the delayed-scaling table), then one pass that
 /// casts, writes the transposed copy where the op has one, and under
 /// delayed scaling raises the table's amax.
 LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
@@ -174,43 +238,19 @@ LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
             .str();
     cost.readsBytes(grid * 4).writesBytes(grid * 4).flopsPer(n, 1);
   } else if (!op.getUnscaled()) {
-    int64_t blocks = quantizeBlocks(op);
-    int64_t chunk = (n + blocks - 1) / blocks;
-    std::string partials = emitter.scratchPointer(step, "float");
-    std::string name = emitter.kernelName("fp8_amax");
-    // The input, or the elementwise ops of the row group that compute it,
-    // evaluated here and again in the cast pass (which stores the value
-    // where it is read after the group).
-    FailureOr<RowAccess> x = rowInput(emitter, step, op, op.getInput(), "input",
-                                      name, /*storesOperand=*/false);
-    if (failed(x))
+    QuantizeScratch scratch = quantizeScratch(step, op);
+    std::string partials = emitter.scratchPointer(
+        step, "float", scratch.amaxOffset, scratch.amaxBlocks * 4);
+    if (storedAmaxQuantize(step) == op)
+      launchAmaxCombine(
+          emitter, scratch.amaxBlocks, partials,
+          emitter.scratchPointer(step, "float", scratch.castOffset, 4));
+    else if (failed(launchAmaxPass(emitter, step, op, scratch.amaxBlocks,
+                                   partials)))
       return failure();
-    KernelCost amaxCost;
-    if (x->fused)
-      amaxCost += x->fused->cost;
-    else
-      amaxCost.reads(op.getInput());
-    // fabsf(v) > m is false for NaN: a NaN is not the amax (it stays NaN
-    // through the cast, and the finite check finds it downstream).
-    emitter.addKernel(llvm::formatv(
-        "{5}__global__ void {0}({1}, float *__restrict__ partials) {{\n"
-        "  long long begin = (long long)blockIdx.x * {2}LL;\n"
-        "  long long count = {3}LL - begin < {2}LL ? {3}LL - begin : {2}LL;\n"
-        "  float m = 0.0f;\n"
-        "  MPC_FOR_THREAD(j, count) {{\n"
-        "    float v = fabsf({4});\n"
-        "    m = v > m ? v : m;\n"
-        "  }\n"
-        "  m = mpc_block_reduce_max(m);\n"
-        "  if (threadIdx.x == 0) partials[blockIdx.x] = m;\n"
-        "}\n",
-        name, llvm::join(x->parameters, ", "), chunk, n, x->load("begin + j"),
-        x->functions()));
-    std::vector<std::string> amaxArgs(x->arguments.begin(), x->arguments.end());
-    amaxArgs.push_back(partials);
-    emitter.launch(name, blocks, rowBlockSize, amaxArgs,
-                   amaxCost.writesBytes(blocks * 4).flopsPer(n, 1));
-    args.push_back(partials);
+    int64_t blocks = scratch.castPartials;
+    args.push_back(
+        emitter.scratchPointer(step, "float", scratch.castOffset, blocks * 4));
     parameters += ", const float *__restrict__ partials";
     // The largest power of two s with amax * s <= max (its exponent from
     // max / amax), which amax = 0, inf or NaN leave at 1.
@@ -261,9 +301,8 @@ LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
   std::string biasPartials, biasTile, biasSums;
   if (biasSum) {
     // After current scaling's amax partials, where there are some.
-    int64_t amaxPartials =
-        op.getScaling() || op.getUnscaled() ? 0 : quantizeBlocks(op) * 4;
-    biasPartials = emitter.scratchPointer(step, "float", amaxPartials);
+    biasPartials = emitter.scratchPointer(step, "float",
+                                          quantizeScratch(step, op).biasOffset);
     args.push_back(biasPartials);
     parameters += ", float *__restrict__ bias_partials";
     cost.writesBytes(saturatingProduct({tilesRows, cols, 4})).flopsPer(n, 1);

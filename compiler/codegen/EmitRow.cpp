@@ -784,6 +784,29 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
                      : std::string();
   };
   std::string eps = floatLiteral(op.getEps().convertToDouble());
+  // A current-scaling quantization of y after it in the group: the kernel
+  // finds y's amax as it stores it, each block's into the step's scratch.
+  QuantizeOp quantize = storedAmaxQuantize(step);
+  auto storeY = [&](StringRef index, StringRef value) {
+    return quantize
+               ? llvm::formatv("mpc_store_amax(y + {0}, {1}, amax);", index,
+                               value)
+                     .str()
+               : llvm::formatv("mpc_store(y + {0}, {1});", index, value).str();
+  };
+  std::string amaxParameter, amaxPartials;
+  if (quantize) {
+    amaxParameter = ", float *__restrict__ amax_partials";
+    amaxPartials = "  amax = mpc_block_reduce_max(amax);\n"
+                   "  if (threadIdx.x == 0) amax_partials[blockIdx.x] = "
+                   "amax;\n";
+    // A block a row leaves early: with its amax written.
+    if (shape.exit == "return;")
+      shape.exit = "amax = mpc_block_reduce_max(amax);\n"
+                   "    if (threadIdx.x == 0) amax_partials[blockIdx.x] = "
+                   "amax;\n"
+                   "    return;";
+  }
   std::string inRegisters;
   if (shape.registers)
     inRegisters = llvm::formatv(
@@ -802,17 +825,18 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
         "    }\n"
         "    float rstd = mpc_rsqrt({7}(squares) / {1}.0f + {4});\n"
         "    {6}(k, j, {1}LL, {0})\n"
-        "      mpc_store(y + {9}, (v[k] - mean) * rstd * "
-        "mpc_load(gamma + j) + mpc_load(beta + j));\n"
+        "      {9}\n"
         "    {8}\n"
         "  }\n",
         shape.registers, width, x->load(shape.unrolledIndex),
         keep("v[k]", shape.unrolledIndex), eps, shape.sharers,
-        shape.forUnrolled, shape.reduce, shape.exit, shape.unrolledIndex);
+        shape.forUnrolled, shape.reduce, shape.exit,
+        storeY(shape.unrolledIndex, "(v[k] - mean) * rstd * mpc_load(gamma + "
+                                    "j) + mpc_load(beta + j)"));
   emitter.addKernel(llvm::formatv(
       "{7}__global__ void {0}({1}, const {2} *__restrict__ gamma, const {2} "
-      "*__restrict__ beta, {3} *__restrict__ y) {{\n"
-      "{10}"
+      "*__restrict__ beta, {3} *__restrict__ y{14}) {{\n"
+      "{16}{10}"
       "  mpc_sum sum = 0.0f;\n"
       "{9}"
       "  {11}(j, {4}LL) {{ float v = {6}; {8}sum += v; }\n"
@@ -820,18 +844,25 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
       "  mpc_sum squares = 0.0f;\n"
       "  {11}(j, {4}LL) {{ float d = {6} - mean; squares += d * d; }\n"
       "  float rstd = mpc_rsqrt({12}(squares) / {4}.0f + {5});\n"
-      "  {11}(j, {4}LL) mpc_store(y + r * {4}LL + j, ({6} - mean) * rstd * "
-      "mpc_load(gamma + j) + mpc_load(beta + j));\n"
-      "{13}"
+      "  {11}(j, {4}LL) {17}\n"
+      "{13}{15}"
       "}\n",
       name, llvm::join(x->parameters, ", "), elementCType(op.getGamma()),
       elementCType(op.getResult()), width, eps, element, x->functions(),
       keep("v", at), inRegisters, shape.open, shape.forElements, shape.reduce,
-      shape.close));
+      shape.close, amaxParameter, amaxPartials,
+      quantize ? "  float amax = 0.0f;\n" : "",
+      storeY(at, "(" + element +
+                     " - mean) * rstd * mpc_load(gamma + j) + "
+                     "mpc_load(beta + j)")));
   SmallVector<std::string> arguments(x->arguments);
   arguments.append({emitter.constPointer(op.getGamma()),
                     emitter.constPointer(op.getBeta()),
                     emitter.pointer(op.getResult())});
+  if (quantize)
+    arguments.push_back(emitter.scratchPointer(
+        step, "float", quantizeScratch(step, quantize).amaxOffset,
+        shape.grid * 4));
   // Mean, variance, then (x - mean) * rstd * gamma + beta: 8 FLOPs an
   // element and 5 a row.
   KernelCost cost = KernelCost()
@@ -844,6 +875,8 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
     cost += x->fused->cost;
   else
     cost.reads(op.getInput());
+  if (quantize)
+    cost.writesBytes(shape.grid * 4).flopsPer(rows * width, 1);
   emitter.launch(name, shape.grid, rowBlockSize, arguments, cost);
   if (shape.registers)
     emitter.limitRegisters(name, warpRowRegisterBudget);
@@ -1338,18 +1371,31 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
 
 } // namespace
 
+int64_t mlir::mpc::storedAmaxBlocks(Operation *rowOp) {
+  if (auto norm = dyn_cast<LayerNormOp>(rowOp)) {
+    int64_t width = norm.getGamma().getType().getNumElements();
+    return rowShape(norm.getInput().getType().getNumElements() / width, width)
+        .grid;
+  }
+  return layerNormGradInputGrid(cast<LayerNormGradOp>(rowOp));
+}
+
 FailureOr<RowAccess> mlir::mpc::rowInput(StepEmitter &emitter, const Step &step,
                                          Operation *rowOp, Value operand,
                                          StringRef pointer, StringRef kernel,
                                          bool storesOperand) {
   RowAccess access;
   access.pointer = pointer.str();
+  // The ops before `rowOp`; none after another row op (a quantization
+  // whose amax the row kernel before it finds reads what that stored).
   SmallVector<Operation *> prologue;
   for (Operation *op : step.ops) {
     if (op == rowOp)
       break;
     prologue.push_back(op);
   }
+  if (llvm::any_of(prologue, isRowFusible))
+    prologue.clear();
   Operation *def = operand.getDefiningOp();
   if (!step.group || !def || !llvm::is_contained(prologue, def)) {
     access.parameters.push_back("const " + elementCType(operand) +
@@ -1383,11 +1429,14 @@ FailureOr<RowAccess> mlir::mpc::rowOutput(StepEmitter &emitter,
                                           StringRef kernel) {
   RowAccess access;
   access.pointer = pointer.str();
+  // The ops after `rowOp`, up to the quantization whose amax the kernel
+  // finds, if any.
   SmallVector<Operation *> epilogue;
-  for (Operation *op : llvm::reverse(step.ops)) {
-    if (op == rowOp)
+  for (Operation *op : llvm::drop_begin(
+           llvm::make_range(llvm::find(step.ops, rowOp), step.ops.end()))) {
+    if (isRowFusible(op))
       break;
-    epilogue.insert(epilogue.begin(), op);
+    epilogue.push_back(op);
   }
   Value written = epilogue.empty() ? result : epilogue.back()->getResult(0);
   access.written = written;

@@ -57,6 +57,29 @@ struct Step {
 /// quantization (the other ops are fused around it).
 Operation *rowKernelOp(const Step &step);
 
+/// The current-scaling quantization of a row group that follows its row op
+/// (mpc-form-kernels: a layer norm or its input gradient, whose kernel
+/// finds the amax of what it stores, so the quantization has no amax pass
+/// of its own); null where there is none.
+QuantizeOp storedAmaxQuantize(const Step &step);
+/// Blocks of the kernel of `rowOp` (a layer_norm or layer_norm_grad) that
+/// finds a quantization's amax: one partial amax each.
+int64_t storedAmaxBlocks(Operation *rowOp);
+/// Blocks of layer_norm_grad's first kernel (either shape, EmitBackward.cpp).
+int64_t layerNormGradInputGrid(LayerNormGradOp op);
+
+/// Where a quantization's partial results lie in its step's scratch: the
+/// amax partials of current scaling (its amax pass's blocks; or those of
+/// the row kernel before it, after that kernel's own scratch, and then
+/// their maximum, which one block finds), then a bias sum's tile partials.
+struct QuantizeScratch {
+  int64_t amaxOffset = 0, amaxBlocks = 0;
+  /// The partials the cast pass reads: all of them, or their maximum.
+  int64_t castOffset = 0, castPartials = 0;
+  int64_t biasOffset = 0, end = 0;
+};
+QuantizeScratch quantizeScratch(const Step &step, QuantizeOp op);
+
 /// What a GEMM or reduction step writes: its op's result, or the f32 value
 /// of the widening cast that mpc-form-kernels grouped with it (written from
 /// the f32 accumulator: one rounding fewer).
@@ -620,10 +643,18 @@ struct RowAccess {
     return fused ? fused->call(index)
                  : ("mpc_load(" + pointer + " + " + index + ")").str();
   }
+  /// For an output whose amax the kernel finds (storedAmaxQuantize): the
+  /// variable each store raises.
+  std::optional<std::string> amax;
+
   /// Stores `value` as the result's element at `index`.
   std::string store(StringRef index, StringRef value) const {
-    return ("mpc_store(" + pointer + " + " + index + ", " +
-            (fused ? fused->call(index, value) : value.str()) + ");")
+    std::string element = fused ? fused->call(index, value) : value.str();
+    if (amax)
+      return ("mpc_store_amax(" + pointer + " + " + index + ", " + element +
+              ", " + *amax + ");")
+          .str();
+    return ("mpc_store(" + pointer + " + " + index + ", " + element + ");")
         .str();
   }
   std::string functions() const { return fused ? fused->source : ""; }

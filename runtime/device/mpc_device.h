@@ -552,6 +552,18 @@ __device__ __forceinline__ float mpc_store_and_use(T *p, float v) {
   mpc_store(p, v);
   return v;
 }
+/// Stores `v` at `p` and raises `amax` to the magnitude of what was stored
+/// (rounded to T): a row kernel finding the amax that a current-scaling
+/// FP8 quantization of its result needs, as the quantization's own amax
+/// pass over the stored tensor would (a NaN is not the amax).
+template <typename T>
+__device__ __forceinline__ void mpc_store_amax(T *p, float v, float &amax) {
+  T stored; // a scalar: the rounding, in registers
+  mpc_store(&stored, v);
+  *p = stored;
+  float a = fabsf(mpc_load(&stored));
+  amax = a > amax ? a : amax;
+}
 /// The gradient through a ReLU of a training batch norm's output, masked
 /// by that output computed again from the norm's input x, its saved mean
 /// and rstd, gamma g and beta b, as the forward computes it (EmitRow.cpp's

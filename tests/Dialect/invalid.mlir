@@ -445,10 +445,53 @@ mpc.model @fusion_c6 inputs(%x: tensor<4x8xf32>) params() {
   %0 = mpc.fusion row {
     %a = mpc.softmax %x dim 1 : tensor<4x8xf32>
     %b = mpc.softmax %a dim 1 : tensor<4x8xf32>
+    %c = mpc.softmax %b dim 1 : tensor<4x8xf32>
+    mpc.yield %c : tensor<4x8xf32>
+  } : tensor<4x8xf32>
+  %l = mpc.reduce_sum %0 dims [0, 1] : tensor<4x8xf32>
+  mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// fusion_c6: two row ops only where a layer norm's kernel finds the amax of
+// the quantization after it.
+mpc.model @fusion_c6_two inputs(%x: tensor<4x8xf32>) params() {
+  // expected-error@+1 {{'mpc.fusion' op of kind 'row' has a second row op only where a layer_norm or layer_norm_grad is followed by a current-scaling quantize of what its kernel stores}}
+  %0 = mpc.fusion row {
+    %a = mpc.softmax %x dim 1 : tensor<4x8xf32>
+    %b = mpc.softmax %a dim 1 : tensor<4x8xf32>
     mpc.yield %b : tensor<4x8xf32>
   } : tensor<4x8xf32>
   %l = mpc.reduce_sum %0 dims [0, 1] : tensor<4x8xf32>
   mpc.output loss(%l : tensor<f32>)
+}
+
+// -----
+
+// fusion_c6: under delayed scaling the cast pass raises the amax itself.
+mpc.model @fusion_c6_two_delayed inputs(%x: tensor<4x8xbf16>) params(%g: tensor<8xbf16> = ones, %b: tensor<8xbf16> = zeros) state(%t: tensor<5x1xf32> = zeros) {
+  // expected-error@+1 {{'mpc.fusion' op of kind 'row' has a second row op only where a layer_norm or layer_norm_grad is followed by a current-scaling quantize of what its kernel stores}}
+  %0:2 = mpc.fusion row {
+    %y = mpc.layer_norm %x, %g, %b : tensor<4x8xbf16>, tensor<8xbf16>
+    %q, %s = mpc.quantize %y delayed(%t[0] margin 0 : tensor<5x1xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
+    mpc.yield %q, %s : tensor<4x8xf8E4M3FN>, tensor<f32>
+  } : tensor<4x8xf8E4M3FN>, tensor<f32>
+  mpc.output loss(%0#1 : tensor<f32>)
+}
+
+// -----
+
+// fusion_c6: the norm's kernel finds the amax of what it stores, not of its
+// input.
+mpc.model @fusion_c6_two_input inputs(%x: tensor<4x8xbf16>) params(%g: tensor<8xbf16> = ones, %b: tensor<8xbf16> = zeros) {
+  // expected-error@+1 {{'mpc.fusion' op of kind 'row' has a second row op only where a layer_norm or layer_norm_grad is followed by a current-scaling quantize of what its kernel stores}}
+  %0:3 = mpc.fusion row {
+    %y = mpc.layer_norm %x, %g, %b : tensor<4x8xbf16>, tensor<8xbf16>
+    %q, %s = mpc.quantize %x : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
+    mpc.yield %y, %q, %s : tensor<4x8xbf16>, tensor<4x8xf8E4M3FN>, tensor<f32>
+  } : tensor<4x8xbf16>, tensor<4x8xf8E4M3FN>, tensor<f32>
+  mpc.output loss(%0#2 : tensor<f32>)
 }
 
 // -----

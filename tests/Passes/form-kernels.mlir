@@ -827,6 +827,77 @@ mpc.model @quantize_bias_sum_current inputs(%h: tensor<16x32xbf16>, %dy: tensor<
 
 // -----
 
+// A current-scaling quantization of what a layer norm's kernel stores joins
+// the kernel's group, which finds the amax as it stores (no amax pass):
+// after the residual sum the kernel stores too (read after the group).
+// The layer norm's input gradient likewise, through its epilogue (the
+// residual gradient added), with the quantization's bias sum. Must not
+// join: delayed scaling (the cast pass raises the table's amax itself); a
+// group whose stored residual sum is read before the quantization (%r2).
+// CHECK-LABEL: mpc.model @layer_norm_amax
+//       CHECK:   %[[A:.*]]:3 = mpc.fusion row {
+//  CHECK-NEXT:     %[[S:.*]] = mpc.add %x, %res
+//  CHECK-NEXT:     %[[N:.*]] = mpc.layer_norm %[[S]], %gamma, %beta
+//  CHECK-NEXT:     %{{.*}}, %{{.*}}, %{{.*}} = mpc.quantize %[[N]] : tensor<16x32xbf16> to tensor<16x32xf8E4M3FN> transposed
+//  CHECK-NEXT:     mpc.yield %[[S]],
+//  CHECK-NEXT:   }
+//  CHECK-NEXT:   %[[D:.*]] = mpc.layer_norm %[[A]]#0, %gamma, %beta
+//  CHECK-NEXT:   mpc.quantize %[[D]] delayed
+//       CHECK:   %[[R2:.*]]:2 = mpc.fusion row {
+//  CHECK-NEXT:     mpc.add %x, %res
+//  CHECK-NEXT:     mpc.layer_norm
+//  CHECK-NEXT:     mpc.yield
+//       CHECK:   mpc.neg %[[R2]]#0
+//       CHECK:   mpc.quantize %[[R2]]#1 :
+//       CHECK:   %[[G:.*]]:5 = mpc.fusion row {
+//  CHECK-NEXT:     %[[DX:.*]], %{{.*}}, %{{.*}} = mpc.layer_norm_grad %dy, %x, %gamma
+//  CHECK-NEXT:     %[[DR:.*]] = mpc.add %[[DX]], %dres
+//  CHECK-NEXT:     mpc.quantize %[[DR]] : tensor<16x32xbf16> to tensor<16x32xf8E5M2> transposed
+//  CHECK-NEXT:     mpc.reduce_sum %[[DR]] dims [0]
+//  CHECK-NEXT:     mpc.cast
+//  CHECK-NEXT:     mpc.yield
+// NOROWS-LABEL: mpc.model @layer_norm_amax
+//   NOROWS-NOT:   mpc.fusion row
+mpc.model @layer_norm_amax inputs(%x: tensor<16x32xbf16>, %res: tensor<16x32xbf16>, %dy: tensor<16x32xbf16>, %dres: tensor<16x32xbf16>, %w: tensor<32x32xbf16>) params(%gamma: tensor<32xbf16> = ones, %beta: tensor<32xbf16> = zeros) state(%t: tensor<5x1xf32> = zeros) {
+  %s = mpc.add %x, %res : tensor<16x32xbf16>, tensor<16x32xbf16>
+  %n = mpc.layer_norm %s, %gamma, %beta : tensor<16x32xbf16>, tensor<32xbf16>
+  %qn, %sn, %qnt = mpc.quantize %n : tensor<16x32xbf16> to tensor<16x32xf8E4M3FN> transposed tensor<32x16xf8E4M3FN>
+  %nd = mpc.layer_norm %s, %gamma, %beta : tensor<16x32xbf16>, tensor<32xbf16>
+  %qd, %sd, %qdt = mpc.quantize %nd delayed(%t[0] margin 0 : tensor<5x1xf32>) : tensor<16x32xbf16> to tensor<16x32xf8E4M3FN> transposed tensor<32x16xf8E4M3FN>
+  %s2 = mpc.add %x, %res : tensor<16x32xbf16>, tensor<16x32xbf16>
+  %n2 = mpc.layer_norm %s2, %gamma, %beta : tensor<16x32xbf16>, tensor<32xbf16>
+  %r2 = mpc.neg %s2 : tensor<16x32xbf16>
+  %q2, %sc2 = mpc.quantize %n2 : tensor<16x32xbf16> to tensor<16x32xf8E4M3FN>
+  %dx, %dg, %db = mpc.layer_norm_grad %dy, %x, %gamma : tensor<16x32xbf16>, tensor<32xbf16>
+  %dr = mpc.add %dx, %dres : tensor<16x32xbf16>, tensor<16x32xbf16>
+  %qg, %sg, %qgt = mpc.quantize %dr : tensor<16x32xbf16> to tensor<16x32xf8E5M2> transposed tensor<32x16xf8E5M2>
+  %qw, %sw = mpc.quantize %w : tensor<32x32xbf16> to tensor<32x32xf8E4M3FN>
+  %dw = mpc.scaled_matmul %qgt[%sg], %qnt[%sn] : tensor<32x16xf8E5M2>, tensor<32x16xf8E4M3FN> -> tensor<32x32xf32>
+  %dwd = mpc.scaled_matmul %qgt[%sg], %qdt[%sd] : tensor<32x16xf8E5M2>, tensor<32x16xf8E4M3FN> -> tensor<32x32xf32>
+  %y = mpc.scaled_matmul %q2[%sc2], %qw[%sw] : tensor<16x32xf8E4M3FN>, tensor<32x32xf8E4M3FN> -> tensor<16x32xf32>
+  %bsum = mpc.reduce_sum %dr dims [0] : tensor<16x32xbf16>
+  %bsumf = mpc.cast %bsum : tensor<32xbf16> to tensor<32xf32>
+  %l1 = mpc.reduce_sum %dw dims [0, 1] : tensor<32x32xf32>
+  %l2 = mpc.reduce_sum %dwd dims [0, 1] : tensor<32x32xf32>
+  %l3 = mpc.reduce_sum %y dims [0, 1] : tensor<16x32xf32>
+  %l4 = mpc.reduce_sum %bsumf dims [0] : tensor<32xf32>
+  %l5 = mpc.reduce_sum %r2 dims [0, 1] : tensor<16x32xbf16>
+  %l5f = mpc.cast %l5 : tensor<bf16> to tensor<f32>
+  %a1 = mpc.add %l1, %l2 : tensor<f32>, tensor<f32>
+  %a2 = mpc.add %a1, %l3 : tensor<f32>, tensor<f32>
+  %a3 = mpc.add %a2, %l4 : tensor<f32>, tensor<f32>
+  %a4 = mpc.add %a3, %l5f : tensor<f32>, tensor<f32>
+  %dgs = mpc.reduce_sum %dg dims [0] : tensor<32xbf16>
+  %dbs = mpc.reduce_sum %db dims [0] : tensor<32xbf16>
+  %dgsf = mpc.cast %dgs : tensor<bf16> to tensor<f32>
+  %dbsf = mpc.cast %dbs : tensor<bf16> to tensor<f32>
+  %a5 = mpc.add %a4, %dgsf : tensor<f32>, tensor<f32>
+  %a6 = mpc.add %a5, %dbsf : tensor<f32>, tensor<f32>
+  mpc.output loss(%a6 : tensor<f32>)
+}
+
+// -----
+
 // A batch norm's kernel applies the ReLU, or the residual sum and the ReLU,
 // to what it normalises and stores only the ReLU's output. The gradient's
 // kernel computes the ReLU's gradient (from the ReLU's output, read with
