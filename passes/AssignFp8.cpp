@@ -57,6 +57,24 @@ bool isGeluGradient(Value value) {
   return false;
 }
 
+/// Whether current scaling finds the amax of `value` in the kernel that
+/// stores it, not in a pass of its own (mpc-form-kernels puts the
+/// quantization in that kernel's row group): a layer norm's result, or its
+/// input gradient, with the residual gradient added or not.
+bool amaxFoundByProducer(Value value) {
+  auto isInputGradient = [](Value v) {
+    auto result = dyn_cast<OpResult>(v);
+    return result && isa<LayerNormGradOp>(result.getOwner()) &&
+           result.getResultNumber() == 0;
+  };
+  if (value.getDefiningOp<LayerNormOp>() || isInputGradient(value))
+    return true;
+  auto add = value.getDefiningOp<AddOp>();
+  return add && llvm::any_of(add->getOperands(), [&](Value operand) {
+           return operand.hasOneUse() && isInputGradient(operand);
+         });
+}
+
 /// Whether the loss reads `value`: the classifier's logits.
 bool readByLoss(Value value) {
   return readBy<CrossEntropyOp, CrossEntropyGradOp, MseLossOp>(value);
@@ -483,13 +501,15 @@ Fp8Assigner::costReason(ArrayRef<Operation *> group) {
       return;
     auto type = cast<RankedTensorType>(root.getType());
     double elements = double(type.getNumElements());
+    // Read by the cast, and by current scaling's amax pass unless the
+    // kernel that stores it finds the amax.
+    bool amaxPass = !unscaled && history == 0 && !amaxFoundByProducer(root);
     if (transposed) // written by the quantizing pass
       addedBytes += elements;
-    else // amax (current scaling) and the cast read it; FP8 written
-      addedBytes += ((unscaled || history > 0 ? 1 : 2) *
-                         type.getElementTypeBitWidth() / 8 +
-                     1) *
-                    elements;
+    else // read (once or twice); FP8 written
+      addedBytes +=
+          ((amaxPass ? 2 : 1) * type.getElementTypeBitWidth() / 8 + 1) *
+          elements;
   };
   for (Operation *op : group) {
     GemmShape g = shapeOf(op);

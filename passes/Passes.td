@@ -208,7 +208,9 @@ def MpcAssignFp8Pass : Pass<"mpc-assign-fp8", "mlir::ModuleOp"> {
     max(FLOPs / peak, bytes / bandwidth) at the half and the FP8 peak, from
     the `*-tflops` and `bandwidth-gbs` options) exceeds what FP8 adds:
     quantizing the operands no earlier choice quantized (reading each
-    twice, amax then cast, and writing it in FP8), their transposed
+    twice, amax then cast, and writing it in FP8; once where a layer
+    norm's kernel or its input gradient's finds the amax as it stores,
+    or under delayed scaling), their transposed
     copies, and the GEMM epilogues FP8 does not fuse yet (a linear's GELU,
     the GELU's gradient, the bias gradient), each a kernel of its own over
     the product. A GEMM left in half says why in its `mpc.fp8` attribute, which
