@@ -888,13 +888,16 @@ LogicalResult FusionOp::verifyRegions() {
   if (getKind() == FusionKind::Attention) {
     // fusion_c7
     auto attention = llvm::find_if(ops, isAttentionLike);
+    auto quantizeAt =
+        std::find_if(attention == ops.end() ? ops.end() : std::next(attention),
+                     ops.end(), llvm::IsaPred<QuantizeOp>);
     bool valid =
         llvm::count_if(ops, isAttentionLike) == 1 &&
         std::all_of(ops.begin(), attention,
                     [](Operation *op) {
                       return isa<ReshapeOp, TransposeOp, SliceOp>(op);
                     }) &&
-        std::all_of(std::next(attention), ops.end(), [&](Operation *op) {
+        std::all_of(std::next(attention), quantizeAt, [&](Operation *op) {
           return isa<AttentionGradOp>(*attention) &&
                  isa<ReshapeOp, SliceGradOp, AddOp>(op);
         });
@@ -904,6 +907,25 @@ LogicalResult FusionOp::verifyRegions() {
                               "gradient, and after a gradient only the "
                               "reshapes, slice_grads and adds that scatter "
                               "its results";
+    if (quantizeAt == ops.end())
+      return success();
+    // What the kernels store (the output, or the sum the gradient is
+    // scattered into), quantized with current scaling: the kernels find
+    // its amax. Then only the quantization's bias sum.
+    auto quantize = cast<QuantizeOp>(*quantizeAt);
+    Operation *input = quantize.getInput().getDefiningOp();
+    bool stored = isa<AttentionOp>(*attention)
+                      ? input == *attention
+                      : isa_and_nonnull<AddOp>(input) &&
+                            llvm::find(ops, input) < quantizeAt;
+    if (!stored || quantize.getScaling() || quantize.getUnscaled() ||
+        !std::all_of(std::next(quantizeAt), ops.end(), [&](Operation *op) {
+          return quantize.getTransposed() &&
+                 isa<ReshapeOp, ReduceSumOp, CastOp>(op);
+        }))
+      return emitOpError() << "of kind 'attention' quantizes only what its "
+                              "kernels store, with current scaling, and then "
+                              "sums only that quantization's bias";
     return success();
   }
   if (getKind() == FusionKind::Classifier) {

@@ -350,7 +350,11 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
         the norm's kernel finds the quantize's amax.
     C7: `attention`: one attention or its gradient; every op before it is
         a reshape, transpose or slice, and every op after it (a gradient's
-        only) a reshape, slice_grad or add.
+        only) a reshape, slice_grad or add, up to a current-scaling
+        quantize of what the kernels store (the attention's result, or the
+        add its gradient is scattered into), if any, which only a
+        transposing quantize's reshape, reduce_sum and cast (its bias sum)
+        follow.
     C8: `classifier`: a cross_entropy and a cross_entropy_grad of the same
         logits, targets and ignore_index.
     C9: `linear_classifier`: a bias-free linear first, then a classifier's

@@ -336,7 +336,9 @@ private:
   void formEpilogueGroups();
   void formRowGroups();
   /// Puts a current-scaling quantization of what a layer norm's (or its
-  /// input gradient's) kernel stores into that kernel's row group.
+  /// input gradient's) kernel stores into that kernel's row group, and one
+  /// of an attention's output (or its gradient's scattered dq, dk and dv)
+  /// into its attention group.
   void joinStoredAmaxQuantizes();
   /// Puts the bias gradient that `quantize` can sum (quantizeBiasSum) into
   /// its row group, taking it from the reduction group it may be in.
@@ -710,21 +712,30 @@ void KernelFormation::formRowGroups() {
 
 void KernelFormation::joinStoredAmaxQuantizes() {
   for (Operation &op : model.getBody().front().without_terminator()) {
-    if (!isa<LayerNormOp, LayerNormGradOp>(op))
+    if (!isa<LayerNormOp, LayerNormGradOp, AttentionOp, AttentionGradOp>(op))
       continue;
     auto owner = groupOf.find(&op);
     Group group;
     if (owner == groupOf.end()) {
+      if (isAttentionLike(&op) || !options.rows)
+        continue;
       group.kind = FusionKind::Row;
       group.ops.insert(&op);
       group.root = &op;
     } else {
       group = groups[owner->second];
     }
-    if (group.kind != FusionKind::Row || group.merged)
+    FusionKind kind =
+        isAttentionLike(&op) ? FusionKind::Attention : FusionKind::Row;
+    if (group.kind != kind || group.merged)
       continue;
-    // What the kernel stores: the norm's result, or its input gradient
-    // through the epilogue.
+    // An attention gradient's kernels store one tensor only where the
+    // group scatters dq, dk and dv into it.
+    if (isa<AttentionGradOp>(group.root))
+      continue;
+    // What the kernels store: the norm's result, or its input gradient
+    // through the epilogue; the attention's output, or the sum its
+    // gradient is scattered into.
     QuantizeOp quantize;
     for (Operation *user : group.root->getResult(0).getUsers())
       if (auto candidate = dyn_cast<QuantizeOp>(user);
@@ -744,7 +755,7 @@ void KernelFormation::joinStoredAmaxQuantizes() {
       group.ops.insert(quantize);
     }
     // The group runs where the quantization was: nothing before it may
-    // read what the norm's kernel stores.
+    // read what the kernels store.
     group.root = quantize;
     if (!llvm::all_of(outputs(group),
                       [&](Value value) { return readAfter(value, group); }))
@@ -918,10 +929,9 @@ int64_t KernelFormation::run() {
     formClassifierGroups();
   if (options.gemmEpilogues)
     formEpilogueGroups();
-  if (options.rows) {
+  if (options.rows)
     formRowGroups();
-    joinStoredAmaxQuantizes();
-  }
+  joinStoredAmaxQuantizes();
   // Roots from the last op backwards: a group grows towards its inputs.
   SmallVector<Operation *> body;
   for (Operation &op : model.getBody().front().without_terminator())

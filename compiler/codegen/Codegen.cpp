@@ -804,12 +804,25 @@ Operation *mlir::mpc::rowKernelOp(const Step &step) {
 }
 
 QuantizeOp mlir::mpc::storedAmaxQuantize(const Step &step) {
+  if (step.group == FusionKind::Attention) {
+    auto quantize = llvm::find_if(step.ops, llvm::IsaPred<QuantizeOp>);
+    return quantize == step.ops.end() ? QuantizeOp()
+                                      : cast<QuantizeOp>(*quantize);
+  }
   if (step.group != FusionKind::Row)
     return {};
   auto rowOps = llvm::make_filter_range(step.ops, isRowFusible);
   if (llvm::range_size(rowOps) != 2)
     return {};
   return dyn_cast<QuantizeOp>(*std::next(rowOps.begin()));
+}
+
+Operation *mlir::mpc::storedAmaxProducer(const Step &step) {
+  if (!storedAmaxQuantize(step))
+    return nullptr;
+  if (step.group == FusionKind::Attention)
+    return *llvm::find_if(step.ops, isAttentionLike);
+  return rowKernelOp(step);
 }
 
 QuantizeScratch mlir::mpc::quantizeScratch(const Step &step, QuantizeOp op) {
@@ -820,7 +833,7 @@ QuantizeScratch mlir::mpc::quantizeScratch(const Step &step, QuantizeOp op) {
     Step rowKernel = step;
     rowKernel.ops.assign(step.ops.begin(), llvm::find(step.ops, op));
     scratch.amaxOffset = scratchBytes(rowKernel);
-    scratch.amaxBlocks = storedAmaxBlocks(rowKernelOp(step));
+    scratch.amaxBlocks = storedAmaxBlocks(storedAmaxProducer(step));
     // A row kernel has a block a row or a few: every block of the cast
     // pass reading thousands of partials would cost more than the pass
     // over the tensor it saves.
@@ -1057,6 +1070,10 @@ void mlir::mpc::chooseClassifierChunks(ModelOp model, std::vector<Step> &steps,
 int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
   if (step.group == FusionKind::LinearClassifier)
     return classifierScratch(step).total;
+  // A kernel that finds the amax of a quantization after it: its own
+  // scratch, then the quantization's.
+  if (QuantizeOp quantize = storedAmaxQuantize(step))
+    return quantizeScratch(step, quantize).end;
   // D_i per query, from the dQ kernel to the dK/dV kernel (EmitAttention):
   // an attention group's views come before its op.
   for (Operation *member : step.ops)
@@ -1064,10 +1081,7 @@ int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
       AttentionShape shape = grad.getShape();
       return saturatingProduct({shape.batch, shape.heads, shape.queries, 4});
     }
-  // A row group's scratch is its row op's, which a prologue precedes (and
-  // a quantization whose amax it finds follows).
-  if (QuantizeOp quantize = storedAmaxQuantize(step))
-    return quantizeScratch(step, quantize).end;
+  // A row group's scratch is its row op's, which a prologue precedes.
   Operation *op =
       step.group == FusionKind::Row ? rowKernelOp(step) : step.ops.front();
   if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {

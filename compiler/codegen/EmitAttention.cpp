@@ -208,6 +208,70 @@ LogicalResult readOperand(Operation *op, const Step &step, Value operand,
   return success();
 }
 
+/// Each kernel's tiles for `shape` (f16 or bf16 operands where `half`),
+/// into `plan` (whose head dims are set): the largest that fit the static
+/// shared memory, no larger than the sequences. False where none fits.
+bool chooseTiles(const AttentionShape &shape, bool half, AttentionPlan &plan) {
+  int64_t bytes = half ? 2 : 4;
+  auto clamp = [&](std::pair<int64_t, int64_t> tiles) {
+    return SharedBytes{std::min(tiles.first, roundUp16(shape.queries)),
+                       std::min(tiles.second, roundUp16(shape.keys)), plan.d,
+                       plan.dv, bytes};
+  };
+  auto choose = [&](ArrayRef<std::pair<int64_t, int64_t>> candidates,
+                    int64_t (SharedBytes::*footprint)(bool) const,
+                    AttentionPlan::Tiles &tiles) {
+    for (std::pair<int64_t, int64_t> candidate : candidates) {
+      SharedBytes shared = clamp(candidate);
+      if ((shared.*footprint)(half) <= sharedMemoryLimit) {
+        tiles = {shared.bq, shared.bk};
+        return true;
+      }
+    }
+    return false;
+  };
+  if (half) {
+    // The tensor-core kernels: tiles of multiples of 16 rows, a warp per
+    // 16. The backward kernels' tiles are those their streamed operands
+    // fit double-buffered beside. Forward tiles of 128 x 32, whose warps
+    // own 32 rows (mpc_attention_forward_rows), took 0.226 ms on an H200
+    // where 64 x 64 took 0.166 (GPT-2 small's shape): 128 x 64 needs more
+    // than the static 48 KB.
+    return choose({{64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}},
+                  &SharedBytes::forwardBytes, plan.forward) &&
+           choose({{64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}},
+                  &SharedBytes::queryBytes, plan.query) &&
+           choose({{64, 64}, {32, 64}, {32, 32}, {16, 32}, {16, 16}},
+                  &SharedBytes::keyValueBytes, plan.keyValue);
+  }
+  // The f32 kernels: the forward and dQ kernels share their tiles, and the
+  // dK/dV kernel halves its query tile until its two more key-sized f32
+  // tiles fit.
+  for (std::pair<int64_t, int64_t> candidate :
+       {std::pair<int64_t, int64_t>{64, 64},
+        {64, 32},
+        {32, 32},
+        {32, 16},
+        {16, 16},
+        {16, 8},
+        {8, 8}}) {
+    SharedBytes shared = clamp(candidate);
+    if (shared.forward() > sharedMemoryLimit ||
+        shared.backwardQuery() > sharedMemoryLimit)
+      continue;
+    SharedBytes keyValue = shared;
+    while (keyValue.backwardKeyValue() > sharedMemoryLimit &&
+           keyValue.bq / 2 >= 8 && keyValue.bq % 2 == 0)
+      keyValue.bq /= 2;
+    if (keyValue.backwardKeyValue() <= sharedMemoryLimit) {
+      plan.forward = plan.query = {shared.bq, shared.bk};
+      plan.keyValue = {keyValue.bq, keyValue.bk};
+      return true;
+    }
+  }
+  return false;
+}
+
 FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
                                        AttentionShape shape, Value q, Value k,
                                        Value v, Value mask,
@@ -226,69 +290,7 @@ FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
   plan.half = !cast<RankedTensorType>(q.getType()).getElementType().isF32();
   plan.d = roundUp16(shape.headDim);
   plan.dv = roundUp16(shape.valueDim);
-  int64_t bytes = plan.half ? 2 : 4;
-  // Each kernel's largest tiles that fit the static shared memory, no
-  // larger than the sequences.
-  auto clamp = [&](std::pair<int64_t, int64_t> tiles) {
-    return SharedBytes{std::min(tiles.first, roundUp16(shape.queries)),
-                       std::min(tiles.second, roundUp16(shape.keys)), plan.d,
-                       plan.dv, bytes};
-  };
-  auto choose = [&](ArrayRef<std::pair<int64_t, int64_t>> candidates,
-                    int64_t (SharedBytes::*footprint)(bool) const,
-                    AttentionPlan::Tiles &tiles) {
-    for (std::pair<int64_t, int64_t> candidate : candidates) {
-      SharedBytes shared = clamp(candidate);
-      if ((shared.*footprint)(plan.half) <= sharedMemoryLimit) {
-        tiles = {shared.bq, shared.bk};
-        return true;
-      }
-    }
-    return false;
-  };
-  bool fits;
-  if (plan.half) {
-    // The tensor-core kernels: tiles of multiples of 16 rows, a warp per
-    // 16. The backward kernels' tiles are those their streamed operands
-    // fit double-buffered beside. Forward tiles of 128 x 32, whose warps
-    // own 32 rows (mpc_attention_forward_rows), took 0.226 ms on an H200
-    // where 64 x 64 took 0.166 (GPT-2 small's shape): 128 x 64 needs more
-    // than the static 48 KB.
-    fits = choose({{64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}},
-                  &SharedBytes::forwardBytes, plan.forward) &&
-           choose({{64, 64}, {64, 32}, {32, 32}, {32, 16}, {16, 16}},
-                  &SharedBytes::queryBytes, plan.query) &&
-           choose({{64, 64}, {32, 64}, {32, 32}, {16, 32}, {16, 16}},
-                  &SharedBytes::keyValueBytes, plan.keyValue);
-  } else {
-    // The f32 kernels: the forward and dQ kernels share their tiles, and
-    // the dK/dV kernel halves its query tile until its two more key-sized
-    // f32 tiles fit.
-    fits = false;
-    for (std::pair<int64_t, int64_t> candidate :
-         {std::pair<int64_t, int64_t>{64, 64},
-          {64, 32},
-          {32, 32},
-          {32, 16},
-          {16, 16},
-          {16, 8},
-          {8, 8}}) {
-      SharedBytes shared = clamp(candidate);
-      if (shared.forward() > sharedMemoryLimit ||
-          shared.backwardQuery() > sharedMemoryLimit)
-        continue;
-      SharedBytes keyValue = shared;
-      while (keyValue.backwardKeyValue() > sharedMemoryLimit &&
-             keyValue.bq / 2 >= 8 && keyValue.bq % 2 == 0)
-        keyValue.bq /= 2;
-      if (keyValue.backwardKeyValue() <= sharedMemoryLimit) {
-        plan.forward = plan.query = {shared.bq, shared.bk};
-        plan.keyValue = {keyValue.bq, keyValue.bk};
-        fits = true;
-        break;
-      }
-    }
-  }
+  bool fits = chooseTiles(shape, plan.half, plan);
   if (!fits)
     return op->emitError() << "the attention kernels' tiles do not fit "
                            << sharedMemoryLimit
@@ -336,18 +338,40 @@ FailureOr<AttentionPlan> planAttention(Operation *op, const Step &step,
 /// exp and sum forward; exp, the difference and two products backward.
 constexpr int64_t softmaxFlopsPerPair = 5;
 
-void emitForward(AttentionOp op, const AttentionPlan &plan,
+/// Where the kernels of `step` find the amax of what they store for the
+/// quantization after them (storedAmaxQuantize): the parameter, the
+/// argument of the kernel body, and the partials' pointer (empty where
+/// they do not).
+struct AmaxPartials {
+  std::string parameter, argument, pointer;
+};
+AmaxPartials amaxPartials(const Step &step, StepEmitter &emitter,
+                          int64_t firstBlock, int64_t blocks) {
+  QuantizeOp quantize = storedAmaxQuantize(step);
+  if (!quantize)
+    return {};
+  return {", float *__restrict__ amax_partials", ", amax_partials",
+          emitter.scratchPointer(step, "float",
+                                 quantizeScratch(step, quantize).amaxOffset +
+                                     firstBlock * 4,
+                                 blocks * 4)};
+}
+
+void emitForward(AttentionOp op, const Step &step, const AttentionPlan &plan,
                  StepEmitter &emitter) {
   std::string name = emitter.kernelName("attention");
+  int64_t grid =
+      plan.heads() * plan.tilesOf(plan.shape.queries, plan.forward.queries);
+  AmaxPartials amax = amaxPartials(step, emitter, 0, grid);
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const {1} *__restrict__ q, const {1} *__restrict__ "
       "k, const {1} *__restrict__ v, const unsigned char *__restrict__ mask, "
-      "{1} *__restrict__ o, float *__restrict__ lse) {{\n"
+      "{1} *__restrict__ o, float *__restrict__ lse{4}) {{\n"
       "  const mpc_attention_shape a = {2};\n"
-      "  mpc_attention_forward<{3}>(a, q, k, v, mask, o, lse);\n"
+      "  mpc_attention_forward<{3}>(a, q, k, v, mask, o, lse{5});\n"
       "}\n",
       name, plan.type, plan.shapeLiteral(),
-      plan.templateArguments(plan.forward)));
+      plan.templateArguments(plan.forward), amax.parameter, amax.argument));
   int64_t pairs = plan.computedPairs(plan.forward);
   KernelCost cost =
       KernelCost()
@@ -360,13 +384,23 @@ void emitForward(AttentionOp op, const AttentionPlan &plan,
                                softmaxFlopsPerPair);
   if (op.getMask())
     cost.reads(op.getMask());
+  SmallVector<std::string> arguments{plan.q,
+                                     plan.k,
+                                     plan.v,
+                                     plan.mask,
+                                     emitter.pointer(op.getResult()),
+                                     emitter.pointer(op.getLse())};
+  if (!amax.pointer.empty()) {
+    arguments.push_back(amax.pointer);
+    cost.writesBytes(grid * 4).flopsPer(plan.shape.batch * plan.shape.heads *
+                                            plan.shape.queries *
+                                            plan.shape.valueDim,
+                                        1);
+  }
   emitter.launch(
-      name,
-      plan.heads() * plan.tilesOf(plan.shape.queries, plan.forward.queries),
+      name, grid,
       plan.attentionBlock(plan.forward.queries, plan.forwardRowsPerWarp()),
-      {plan.q, plan.k, plan.v, plan.mask, emitter.pointer(op.getResult()),
-       emitter.pointer(op.getLse())},
-      cost, KernelKind::TensorCoreKernel, plan.half);
+      arguments, cost, KernelKind::TensorCoreKernel, plan.half);
 }
 
 void emitBackward(AttentionGradOp op, const Step &step,
@@ -400,16 +434,33 @@ void emitBackward(AttentionGradOp op, const Step &step,
   // runs after it.
   std::string delta = emitter.scratchPointer(step, "float", 0);
 
+  // Where the kernels find the amax of the scattered dq, dk and dv for the
+  // quantization after them: the dQ kernel's blocks' partials, then the
+  // dK/dV kernel's.
+  int64_t queryGrid =
+      plan.heads() * plan.tilesOf(plan.shape.queries, plan.query.queries);
+  int64_t keyValueGrid =
+      plan.heads() * plan.tilesOf(plan.shape.keys, plan.keyValue.keys);
+  AmaxPartials queryAmax = amaxPartials(step, emitter, 0, queryGrid);
+  AmaxPartials keyValueAmax =
+      amaxPartials(step, emitter, queryGrid, keyValueGrid);
+  // One comparison an element stored.
+  auto findsAmax = [&](KernelCost &cost, int64_t grid, int64_t elements) {
+    cost.writesBytes(grid * 4).flopsPer(elements, 1);
+  };
+  int64_t elements = plan.shape.batch * plan.shape.heads;
+
   std::string query = emitter.kernelName("attention_grad_q");
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}({1}, {2} *__restrict__ dq, float *__restrict__ "
-      "delta) {{\n"
+      "delta{5}) {{\n"
       "  const mpc_attention_shape a = {3};\n"
       "  mpc_attention_backward_q<{4}>(a, dout, q, k, v, o, lse, mask, dq, "
-      "delta);\n"
+      "delta{6});\n"
       "}\n",
       query, parameters, plan.type, plan.shapeLiteral(),
-      plan.templateArguments(plan.query)));
+      plan.templateArguments(plan.query), queryAmax.parameter,
+      queryAmax.argument));
   // S, dP and dQ.
   KernelCost queryCost = readsInputs(KernelCost())
                              .writes(op.getQueryGrad())
@@ -418,22 +469,24 @@ void emitBackward(AttentionGradOp op, const Step &step,
   SmallVector<std::string> arguments(inputs);
   arguments.push_back(plan.dqPointer);
   arguments.push_back(delta);
-  emitter.launch(query,
-                 plan.heads() *
-                     plan.tilesOf(plan.shape.queries, plan.query.queries),
-                 plan.attentionBlock(plan.query.queries), arguments, queryCost,
-                 KernelKind::TensorCoreKernel, plan.half);
+  if (!queryAmax.pointer.empty()) {
+    arguments.push_back(queryAmax.pointer);
+    findsAmax(queryCost, queryGrid, elements * plan.shape.queries * d);
+  }
+  emitter.launch(query, queryGrid, plan.attentionBlock(plan.query.queries),
+                 arguments, queryCost, KernelKind::TensorCoreKernel, plan.half);
 
   std::string keyValue = emitter.kernelName("attention_grad_kv");
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}({1}, const float *__restrict__ delta, {2} "
-      "*__restrict__ dk, {2} *__restrict__ dv) {{\n"
+      "*__restrict__ dk, {2} *__restrict__ dv{5}) {{\n"
       "  const mpc_attention_shape a = {3};\n"
       "  mpc_attention_backward_kv<{4}>(a, dout, q, k, v, o, lse, delta, mask, "
-      "dk, dv);\n"
+      "dk, dv{6});\n"
       "}\n",
       keyValue, parameters, plan.type, plan.shapeLiteral(),
-      plan.templateArguments(plan.keyValue)));
+      plan.templateArguments(plan.keyValue), keyValueAmax.parameter,
+      keyValueAmax.argument));
   // S and dP, then dV and dK.
   KernelCost keyValueCost = readsInputs(KernelCost())
                                 .writes(op.getKeyGrad())
@@ -444,14 +497,43 @@ void emitBackward(AttentionGradOp op, const Step &step,
   arguments.push_back(delta);
   arguments.push_back(plan.dkPointer);
   arguments.push_back(plan.dvPointer);
-  emitter.launch(keyValue,
-                 plan.heads() *
-                     plan.tilesOf(plan.shape.keys, plan.keyValue.keys),
+  if (!keyValueAmax.pointer.empty()) {
+    arguments.push_back(keyValueAmax.pointer);
+    findsAmax(keyValueCost, keyValueGrid,
+              elements * plan.shape.keys * (d + dv));
+  }
+  emitter.launch(keyValue, keyValueGrid,
                  plan.attentionBlock(plan.keyValue.keys), arguments,
                  keyValueCost, KernelKind::TensorCoreKernel, plan.half);
 }
 
 } // namespace
+
+int64_t mlir::mpc::attentionBlocks(Operation *attention) {
+  AttentionShape shape;
+  Value query;
+  if (auto forward = dyn_cast<AttentionOp>(attention)) {
+    shape = forward.getShape();
+    query = forward.getQuery();
+  } else {
+    auto grad = cast<AttentionGradOp>(attention);
+    shape = grad.getShape();
+    query = grad.getQuery();
+  }
+  AttentionPlan plan;
+  plan.shape = shape;
+  plan.d = roundUp16(shape.headDim);
+  plan.dv = roundUp16(shape.valueDim);
+  if (!chooseTiles(
+          shape,
+          !cast<RankedTensorType>(query.getType()).getElementType().isF32(),
+          plan))
+    return 0;
+  if (isa<AttentionOp>(attention))
+    return plan.heads() * plan.tilesOf(shape.queries, plan.forward.queries);
+  return plan.heads() * (plan.tilesOf(shape.queries, plan.query.queries) +
+                         plan.tilesOf(shape.keys, plan.keyValue.keys));
+}
 
 FailureOr<bool> mlir::mpc::emitAttention(Operation *op, const Step &step,
                                          StepEmitter &emitter) {
@@ -463,7 +545,7 @@ FailureOr<bool> mlir::mpc::emitAttention(Operation *op, const Step &step,
         attention.getScale().convertToDouble(), attention.getLayout(), emitter);
     if (failed(plan))
       return failure();
-    emitForward(attention, *plan, emitter);
+    emitForward(attention, step, *plan, emitter);
     return true;
   }
   if (auto grad = dyn_cast<AttentionGradOp>(op)) {

@@ -1371,13 +1371,15 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
 
 } // namespace
 
-int64_t mlir::mpc::storedAmaxBlocks(Operation *rowOp) {
-  if (auto norm = dyn_cast<LayerNormOp>(rowOp)) {
+int64_t mlir::mpc::storedAmaxBlocks(Operation *producer) {
+  if (isAttentionLike(producer))
+    return attentionBlocks(producer);
+  if (auto norm = dyn_cast<LayerNormOp>(producer)) {
     int64_t width = norm.getGamma().getType().getNumElements();
     return rowShape(norm.getInput().getType().getNumElements() / width, width)
         .grid;
   }
-  return layerNormGradInputGrid(cast<LayerNormGradOp>(rowOp));
+  return layerNormGradInputGrid(cast<LayerNormGradOp>(producer));
 }
 
 FailureOr<RowAccess> mlir::mpc::rowInput(StepEmitter &emitter, const Step &step,
@@ -1386,15 +1388,18 @@ FailureOr<RowAccess> mlir::mpc::rowInput(StepEmitter &emitter, const Step &step,
                                          bool storesOperand) {
   RowAccess access;
   access.pointer = pointer.str();
-  // The ops before `rowOp`; none after another row op (a quantization
-  // whose amax the row kernel before it finds reads what that stored).
+  // The ops before `rowOp`; none after another row op or an attention (a
+  // quantization whose amax the kernels before it find reads what they
+  // stored).
   SmallVector<Operation *> prologue;
   for (Operation *op : step.ops) {
     if (op == rowOp)
       break;
     prologue.push_back(op);
   }
-  if (llvm::any_of(prologue, isRowFusible))
+  if (llvm::any_of(prologue, [](Operation *op) {
+        return isRowFusible(op) || isAttentionLike(op);
+      }))
     prologue.clear();
   Operation *def = operand.getDefiningOp();
   if (!step.group || !def || !llvm::is_contained(prologue, def)) {

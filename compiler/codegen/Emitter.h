@@ -57,16 +57,24 @@ struct Step {
 /// quantization (the other ops are fused around it).
 Operation *rowKernelOp(const Step &step);
 
-/// The current-scaling quantization of a row group that follows its row op
-/// (mpc-form-kernels: a layer norm or its input gradient, whose kernel
-/// finds the amax of what it stores, so the quantization has no amax pass
-/// of its own); null where there is none.
+/// The current-scaling quantization that follows the op whose kernels
+/// store its input, in a row group (a layer norm or its input gradient)
+/// or an attention group (the attention's output, or its gradient's
+/// scattered dq, dk and dv): mpc-form-kernels grouped them so that those
+/// kernels find the amax as they store, and the quantization has no amax
+/// pass of its own. Null where there is none.
 QuantizeOp storedAmaxQuantize(const Step &step);
-/// Blocks of the kernel of `rowOp` (a layer_norm or layer_norm_grad) that
-/// finds a quantization's amax: one partial amax each.
-int64_t storedAmaxBlocks(Operation *rowOp);
+/// That op (null where there is no such quantization).
+Operation *storedAmaxProducer(const Step &step);
+/// Blocks of the kernels of `producer` (storedAmaxProducer) that find a
+/// quantization's amax: one partial amax each, the kernels' in launch
+/// order.
+int64_t storedAmaxBlocks(Operation *producer);
 /// Blocks of layer_norm_grad's first kernel (either shape, EmitBackward.cpp).
 int64_t layerNormGradInputGrid(LayerNormGradOp op);
+/// Blocks of an attention's kernel, or of its gradient's two
+/// (EmitAttention.cpp).
+int64_t attentionBlocks(Operation *attention);
 
 /// Where a quantization's partial results lie in its step's scratch: the
 /// amax partials of current scaling (its amax pass's blocks; or those of

@@ -91,6 +91,37 @@ __device__ __forceinline__ __nv_bfloat16 mpc_round(float v,
                                                    const __nv_bfloat16 *) {
   return __float2bfloat16_rn(v);
 }
+/// Raises the thread's `amax` to |stored|, the value as stored, where the
+/// kernel `finds` one (the amax of what it stores, for the FP8
+/// quantization after it; a NaN is not the amax). A reference and a flag,
+/// not a pointer that may be null: ptxas kept such an amax in local
+/// memory.
+template <typename T>
+__device__ __forceinline__ void mpc_raise_amax(bool finds, float &amax,
+                                               T stored) {
+  if (!finds)
+    return;
+  float magnitude = fabsf(mpc_value(stored));
+  amax = magnitude > amax ? magnitude : amax;
+}
+/// `v` rounded as mpc_round rounds it, its magnitude raising `amax`.
+template <typename T>
+__device__ __forceinline__ T mpc_round_amax(float v, const T *tag, bool finds,
+                                            float &amax) {
+  T stored = mpc_round(v, tag);
+  mpc_raise_amax(finds, amax, stored);
+  return stored;
+}
+/// Each block's amax of what it stored into `partials` (null where the
+/// kernel finds none): the block's threads' largest, at blockIdx.x.
+__device__ __forceinline__ void mpc_store_amax_partial(float *partials,
+                                                       float amax) {
+  if (!partials)
+    return;
+  amax = mpc_block_reduce_max(amax);
+  if (threadIdx.x == 0)
+    partials[blockIdx.x] = amax;
+}
 
 template <typename T> struct mpc_is_float {
   static constexpr bool value = false;
@@ -749,7 +780,8 @@ mpc_tile_load_async(mpc_async_copies &copies, S &s, long long offset,
 /// aligned. Starts after the caller's barrier.
 template <typename T, int R, int W, typename S>
 __device__ __forceinline__ void mpc_tile_store(T *base, long long seq, int row0,
-                                               int count, int width, S &s) {
+                                               int count, int width, S &s,
+                                               bool findsAmax, float &amax) {
   constexpr int Run = 8;
   static_assert(W % Run == 0, "tile widths are padded to multiples of 16");
 #if defined(MPC_DEVICE_CUDA) || defined(MPC_DEVICE_EMULATION)
@@ -763,6 +795,9 @@ __device__ __forceinline__ void mpc_tile_store(T *base, long long seq, int row0,
       continue;
     long long e0 = (long long)r * MPC_LD(T, W) + c0;
     T *to = base + (row0 + r) * seq + c0;
+    if (findsAmax)
+      for (int c = 0; c < Run && c0 + c < width; ++c)
+        mpc_raise_amax(true, amax, static_cast<T>(s[e0 + c]));
 #if defined(MPC_DEVICE_CUDA)
     if (aligned && c0 + Run <= width) {
       const uint4 *from = reinterpret_cast<const uint4 *>(&s[e0]);
@@ -797,6 +832,14 @@ __device__ __forceinline__ void mpc_tile_store(T *base, long long seq, int row0,
     for (int c = 0; c < Run && c0 + c < width; ++c)
       to[c] = values[c];
   }
+}
+
+/// mpc_tile_store of a kernel that finds no amax.
+template <typename T, int R, int W, typename S>
+__device__ __forceinline__ void mpc_tile_store(T *base, long long seq, int row0,
+                                               int count, int width, S &s) {
+  float unused = 0.0f;
+  mpc_tile_store<T, R, W>(base, seq, row0, count, width, s, false, unused);
 }
 
 /// Whether query `i` sees key `j`.
@@ -903,7 +946,7 @@ template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_forward_tiles(const mpc_attention_shape &a, const T *q,
                             const T *k, const T *v, const Mask *mask, T *o,
-                            float *lse) {
+                            float *lse, float *amaxPartials) {
   MPC_SHARED_TILE(T, qs, BQ, D);
   MPC_SHARED_TILE(T, ks, BK, D);
   MPC_SHARED_TILE(T, vs, BK, DV);
@@ -942,20 +985,22 @@ mpc_attention_forward_tiles(const mpc_attention_shape &a, const T *q,
     mpc_tile_gemm<T, BQ, DV, BK, false, false, true>(os, ps, vs);
   }
   T *oBase = o + b * a.o.batch + h * a.o.head;
+  float amax = 0.0f;
   MPC_FOR_THREAD(e, (long long)BQ * a.valueDim) {
     int r = (int)(e / a.valueDim), c = (int)(e % a.valueDim);
     if (q0 + r < a.queries)
       // A query that sees no key: 0 / 0, NaN, as the written-out softmax.
       oBase[(q0 + r) * a.o.seq + c] =
-          mpc_round(static_cast<float>(os[r * MPC_LD(float, DV) + c]) /
-                        static_cast<float>(rowSum[r]),
-                    o);
+          mpc_round_amax(static_cast<float>(os[r * MPC_LD(float, DV) + c]) /
+                             static_cast<float>(rowSum[r]),
+                         o, amaxPartials != nullptr, amax);
   }
   MPC_FOR_THREAD(r, BQ) {
     if (q0 + r < a.queries)
       lse[(long long)bh * a.queries + q0 + r] =
           static_cast<float>(rowMax[r]) + logf(static_cast<float>(rowSum[r]));
   }
+  mpc_store_amax_partial(amaxPartials, amax);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1052,11 +1097,10 @@ mpc_attention_load_statistics(const mpc_attention_shape &a, int bh, int q0,
 /// One block: BK keys of one (batch, head), their dK and dV. Grid: batch *
 /// heads * ceil(keys / BK) blocks.
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
-__device__ __forceinline__ void
-mpc_attention_backward_kv_tiles(const mpc_attention_shape &a, const T *dout,
-                                const T *q, const T *k, const T *v, const T *o,
-                                const float *lse, const float *delta,
-                                const Mask *mask, T *dk, T *dv) {
+__device__ __forceinline__ void mpc_attention_backward_kv_tiles(
+    const mpc_attention_shape &a, const T *dout, const T *q, const T *k,
+    const T *v, const T *o, const float *lse, const float *delta,
+    const Mask *mask, T *dk, T *dv, float *amaxPartials) {
   MPC_SHARED_TILE(T, ks, BK, D);
   MPC_SHARED_TILE(T, vs, BK, DV);
   MPC_SHARED_TILE(T, qs, BQ, D);
@@ -1097,18 +1141,22 @@ mpc_attention_backward_kv_tiles(const mpc_attention_shape &a, const T *dout,
   }
   T *dkBase = dk + b * a.dk.batch + h * a.dk.head;
   T *dvBase = dv + b * a.dv.batch + h * a.dv.head;
+  float amax = 0.0f;
+  const bool finds = amaxPartials != nullptr;
   MPC_FOR_THREAD(e, (long long)BK * a.headDim) {
     int r = (int)(e / a.headDim), c = (int)(e % a.headDim);
     if (k0 + r < a.keys)
-      dkBase[(k0 + r) * a.dk.seq + c] = mpc_round(
-          static_cast<float>(dks[r * MPC_LD(float, D) + c]) * a.scale, dk);
+      dkBase[(k0 + r) * a.dk.seq + c] = mpc_round_amax(
+          static_cast<float>(dks[r * MPC_LD(float, D) + c]) * a.scale, dk,
+          finds, amax);
   }
   MPC_FOR_THREAD(e, (long long)BK * a.valueDim) {
     int r = (int)(e / a.valueDim), c = (int)(e % a.valueDim);
     if (k0 + r < a.keys)
-      dvBase[(k0 + r) * a.dv.seq + c] =
-          mpc_round(static_cast<float>(dvs[r * MPC_LD(float, DV) + c]), dv);
+      dvBase[(k0 + r) * a.dv.seq + c] = mpc_round_amax(
+          static_cast<float>(dvs[r * MPC_LD(float, DV) + c]), dv, finds, amax);
   }
+  mpc_store_amax_partial(amaxPartials, amax);
 }
 
 /// One block: BQ queries of one (batch, head), their dQ. Grid: batch *
@@ -1118,7 +1166,7 @@ __device__ __forceinline__ void
 mpc_attention_backward_q_tiles(const mpc_attention_shape &a, const T *dout,
                                const T *q, const T *k, const T *v, const T *o,
                                const float *lse, const Mask *mask, T *dq,
-                               float *delta) {
+                               float *delta, float *amaxPartials) {
   MPC_SHARED_TILE(T, qs, BQ, D);
   MPC_SHARED_TILE(T, dos, BQ, DV);
   MPC_SHARED_TILE(T, ks, BK, D);
@@ -1155,12 +1203,15 @@ mpc_attention_backward_q_tiles(const mpc_attention_shape &a, const T *dout,
     mpc_tile_gemm<T, BQ, D, BK, false, false, true>(dqs, dss, ks);
   }
   T *dqBase = dq + b * a.dq.batch + h * a.dq.head;
+  float amax = 0.0f;
   MPC_FOR_THREAD(e, (long long)BQ * a.headDim) {
     int r = (int)(e / a.headDim), c = (int)(e % a.headDim);
     if (q0 + r < a.queries)
-      dqBase[(q0 + r) * a.dq.seq + c] = mpc_round(
-          static_cast<float>(dqs[r * MPC_LD(float, D) + c]) * a.scale, dq);
+      dqBase[(q0 + r) * a.dq.seq + c] = mpc_round_amax(
+          static_cast<float>(dqs[r * MPC_LD(float, D) + c]) * a.scale, dq,
+          amaxPartials != nullptr, amax);
   }
+  mpc_store_amax_partial(amaxPartials, amax);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1263,7 +1314,8 @@ template <int BQ> struct mpc_attention_forward_rows {
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q, const T *k,
-                          const T *v, const Mask *mask, T *o, float *lse) {
+                          const T *v, const Mask *mask, T *o, float *lse,
+                          float *amaxPartials) {
   constexpr int MT = mpc_attention_forward_rows<BQ>::tiles;
   // The queries, then the output's staging tile.
   constexpr int DQ = D > DV ? D : DV;
@@ -1394,8 +1446,11 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q, const T *k,
     }
   }
   __syncthreads();
+  float amax = 0.0f;
   mpc_tile_store<T, BQ, DQ>(o + b * a.o.batch + h * a.o.head, a.o.seq, q0,
-                            a.queries, a.valueDim, qs);
+                            a.queries, a.valueDim, qs, amaxPartials != nullptr,
+                            amax);
+  mpc_store_amax_partial(amaxPartials, amax);
 }
 
 /// The dK/dV kernel: see mpc_attention_backward_kv. Its warps own keys:
@@ -1403,11 +1458,10 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q, const T *k,
 /// operands of dV += Pᵀ dO and dK += dSᵀ Q. The query-side tiles (Q, dO
 /// and the row statistics) are double-buffered.
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
-__device__ __forceinline__ void
-mpc_attention_backward_kv_mma(const mpc_attention_shape &a, const T *dout,
-                              const T *q, const T *k, const T *v, const T *o,
-                              const float *lse, const float *delta,
-                              const Mask *mask, T *dk, T *dv) {
+__device__ __forceinline__ void mpc_attention_backward_kv_mma(
+    const mpc_attention_shape &a, const T *dout, const T *q, const T *k,
+    const T *v, const T *o, const float *lse, const float *delta,
+    const Mask *mask, T *dk, T *dv, float *amaxPartials) {
   constexpr int LDK = MPC_LD(T, D), LDV = MPC_LD(T, DV);
   // The keys and values, then the staging tiles of dK and dV.
   MPC_SHARED_TILE(T, ks, BK, D);
@@ -1503,10 +1557,13 @@ mpc_attention_backward_kv_mma(const mpc_attention_shape &a, const T *dout,
     }
   }
   __syncthreads();
+  float amax = 0.0f;
+  const bool finds = amaxPartials != nullptr;
   mpc_tile_store<T, BK, D>(dk + b * a.dk.batch + h * a.dk.head, a.dk.seq, k0,
-                           a.keys, a.headDim, ks);
+                           a.keys, a.headDim, ks, finds, amax);
   mpc_tile_store<T, BK, DV>(dv + b * a.dv.batch + h * a.dv.head, a.dv.seq, k0,
-                            a.keys, a.valueDim, vs);
+                            a.keys, a.valueDim, vs, finds, amax);
+  mpc_store_amax_partial(amaxPartials, amax);
 }
 
 /// The dQ kernel: see mpc_attention_backward_q. The key and value tiles
@@ -1516,7 +1573,7 @@ __device__ __forceinline__ void
 mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
                              const T *q, const T *k, const T *v, const T *o,
                              const float *lse, const Mask *mask, T *dq,
-                             float *delta) {
+                             float *delta, float *amaxPartials) {
   constexpr int LDK = MPC_LD(T, D), LDV = MPC_LD(T, DV);
   // The queries, then dQ's staging tile.
   MPC_SHARED_TILE(T, qs, BQ, D);
@@ -1599,8 +1656,11 @@ mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
       mpc_warp_stage<D>(qs, (long long)row0 * LDK, LDK, dqAcc, a.scale, dq);
   }
   __syncthreads();
+  float amax = 0.0f;
   mpc_tile_store<T, BQ, D>(dq + b * a.dq.batch + h * a.dq.head, a.dq.seq, q0,
-                           a.queries, a.headDim, qs);
+                           a.queries, a.headDim, qs, amaxPartials != nullptr,
+                           amax);
+  mpc_store_amax_partial(amaxPartials, amax);
 }
 #endif
 
@@ -1613,31 +1673,33 @@ mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
 __device__ __forceinline__ void
 mpc_attention_forward(const mpc_attention_shape &a, const T *q, const T *k,
-                      const T *v, const Mask *mask, T *o, float *lse) {
+                      const T *v, const Mask *mask, T *o, float *lse,
+                      float *amaxPartials = nullptr) {
 #if defined(MPC_DEVICE_BLOCKS)
   if constexpr (mpc_use_mma<T>::value)
-    mpc_attention_forward_mma<T, D, DV, BQ, BK>(a, q, k, v, mask, o, lse);
+    mpc_attention_forward_mma<T, D, DV, BQ, BK>(a, q, k, v, mask, o, lse,
+                                                amaxPartials);
   else
 #endif
-    mpc_attention_forward_tiles<T, D, DV, BQ, BK>(a, q, k, v, mask, o, lse);
+    mpc_attention_forward_tiles<T, D, DV, BQ, BK>(a, q, k, v, mask, o, lse,
+                                                  amaxPartials);
 }
 
 /// One block: BK keys of one (batch, head), their dK and dV. Grid: batch *
 /// heads * ceil(keys / BK) blocks.
 template <typename T, int D, int DV, int BQ, int BK, typename Mask>
-__device__ __forceinline__ void
-mpc_attention_backward_kv(const mpc_attention_shape &a, const T *dout,
-                          const T *q, const T *k, const T *v, const T *o,
-                          const float *lse, const float *delta,
-                          const Mask *mask, T *dk, T *dv) {
+__device__ __forceinline__ void mpc_attention_backward_kv(
+    const mpc_attention_shape &a, const T *dout, const T *q, const T *k,
+    const T *v, const T *o, const float *lse, const float *delta,
+    const Mask *mask, T *dk, T *dv, float *amaxPartials = nullptr) {
 #if defined(MPC_DEVICE_BLOCKS)
   if constexpr (mpc_use_mma<T>::value)
-    mpc_attention_backward_kv_mma<T, D, DV, BQ, BK>(a, dout, q, k, v, o, lse,
-                                                    delta, mask, dk, dv);
+    mpc_attention_backward_kv_mma<T, D, DV, BQ, BK>(
+        a, dout, q, k, v, o, lse, delta, mask, dk, dv, amaxPartials);
   else
 #endif
-    mpc_attention_backward_kv_tiles<T, D, DV, BQ, BK>(a, dout, q, k, v, o, lse,
-                                                      delta, mask, dk, dv);
+    mpc_attention_backward_kv_tiles<T, D, DV, BQ, BK>(
+        a, dout, q, k, v, o, lse, delta, mask, dk, dv, amaxPartials);
 }
 
 /// One block: BQ queries of one (batch, head), their dQ. Grid: batch *
@@ -1647,15 +1709,15 @@ __device__ __forceinline__ void
 mpc_attention_backward_q(const mpc_attention_shape &a, const T *dout,
                          const T *q, const T *k, const T *v, const T *o,
                          const float *lse, const Mask *mask, T *dq,
-                         float *delta) {
+                         float *delta, float *amaxPartials = nullptr) {
 #if defined(MPC_DEVICE_BLOCKS)
   if constexpr (mpc_use_mma<T>::value)
-    mpc_attention_backward_q_mma<T, D, DV, BQ, BK>(a, dout, q, k, v, o, lse,
-                                                   mask, dq, delta);
+    mpc_attention_backward_q_mma<T, D, DV, BQ, BK>(
+        a, dout, q, k, v, o, lse, mask, dq, delta, amaxPartials);
   else
 #endif
-    mpc_attention_backward_q_tiles<T, D, DV, BQ, BK>(a, dout, q, k, v, o, lse,
-                                                     mask, dq, delta);
+    mpc_attention_backward_q_tiles<T, D, DV, BQ, BK>(
+        a, dout, q, k, v, o, lse, mask, dq, delta, amaxPartials);
 }
 
 #endif // MPC_RUNTIME_DEVICE_MPC_ATTENTION_H

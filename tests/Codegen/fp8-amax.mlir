@@ -1,4 +1,6 @@
 // RUN: mpc compile %s --target=cuda --arch=sm_90 --amp=O2 --half=bf16 --fp8=all --emit=kernels | FileCheck %s
+// RUN: mpc compile %S/../../examples/gpt.mlir --target=cuda --arch=sm_90 --amp=O2 --half=bf16 --fp8=all --emit=kernels \
+// RUN:   | FileCheck %s --check-prefix=ATTENTION
 
 // Under current FP8 scaling, a layer norm's kernel finds the amax of what
 // it stores for the quantization after it (mpc-form-kernels put them in one
@@ -9,6 +11,21 @@
 // gradients' kernels likewise, for the quantization of the linears' output
 // gradients (their weight gradients' operands). Kernels are checked in the
 // order they are emitted.
+
+// The attention kernels likewise (mpc_attention.h: each block's amax of
+// the tiles it stores), for the quantization of the attention's output and
+// of its gradient's dq, dk and dv where the QKV projection's gradient sums
+// them: the dQ kernel's blocks' partials, then the dK/dV kernel's.
+// ATTENTION-LABEL: __global__ void {{.*}}gpt_k{{[0-9]+}}_attention({{.*}}, float *__restrict__ lse, float *__restrict__ amax_partials) {
+//       ATTENTION:   mpc_attention_forward<__nv_bfloat16, 16, 16, 16, 16>(a, q, k, v, mask, o, lse, amax_partials);
+//   ATTENTION-NOT: __global__
+//       ATTENTION: __global__ void {{.*}}gpt_k{{[0-9]+}}_fp8_amax_combine(
+// ATTENTION-LABEL: __global__ void {{.*}}gpt_k{{[0-9]+}}_attention_grad_q({{.*}}, float *__restrict__ delta, float *__restrict__ amax_partials) {
+//       ATTENTION:   mpc_attention_backward_q<{{.*}}>(a, dout, q, k, v, o, lse, mask, dq, delta, amax_partials);
+//       ATTENTION: __global__ void {{.*}}gpt_k{{[0-9]+}}_attention_grad_kv({{.*}}, __nv_bfloat16 *__restrict__ dv, float *__restrict__ amax_partials) {
+//       ATTENTION:   mpc_attention_backward_kv<{{.*}}>(a, dout, q, k, v, o, lse, delta, mask, dk, dv, amax_partials);
+//   ATTENTION-NOT: __global__
+//       ATTENTION: __global__ void {{.*}}gpt_k{{[0-9]+}}_fp8_amax_combine(
 
 // CHECK-LABEL: __global__ void {{.*}}amax_k{{[0-9]+}}_layer_norm({{.*}}, __nv_bfloat16 *__restrict__ y, float *__restrict__ amax_partials) {
 //  CHECK-NEXT:   float amax = 0.0f;

@@ -540,6 +540,32 @@ mpc.model @fusion_c7 inputs(%x: tensor<2x16x2x8xf32>) params() {
 
 // -----
 
+// fusion_c7: a quantization in an attention group is of what the kernels
+// store, with current scaling (the kernels find its amax).
+mpc.model @fusion_c7_delayed inputs(%x: tensor<2x16x2x16xbf16>) params() state(%t: tensor<5x1xf32> = zeros) {
+  // expected-error@+1 {{'mpc.fusion' op of kind 'attention' quantizes only what its kernels store, with current scaling, and then sums only that quantization's bias}}
+  %0:2 = mpc.fusion attention {
+    %y, %lse = mpc.attention %x, %x, %x scale 0.25 layout bthd : tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>
+    %q, %s = mpc.quantize %y delayed(%t[0] margin 0 : tensor<5x1xf32>) : tensor<2x16x2x16xbf16> to tensor<2x16x2x16xf8E4M3FN>
+    mpc.yield %q, %s : tensor<2x16x2x16xf8E4M3FN>, tensor<f32>
+  } : tensor<2x16x2x16xf8E4M3FN>, tensor<f32>
+  mpc.output loss(%0#1 : tensor<f32>)
+}
+
+// -----
+
+mpc.model @fusion_c7_input inputs(%x: tensor<2x16x2x16xbf16>) params() {
+  // expected-error@+1 {{'mpc.fusion' op of kind 'attention' quantizes only what its kernels store, with current scaling, and then sums only that quantization's bias}}
+  %0:3 = mpc.fusion attention {
+    %y, %lse = mpc.attention %x, %x, %x scale 0.25 layout bthd : tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>
+    %q, %s = mpc.quantize %x : tensor<2x16x2x16xbf16> to tensor<2x16x2x16xf8E4M3FN>
+    mpc.yield %y, %q, %s : tensor<2x16x2x16xbf16>, tensor<2x16x2x16xf8E4M3FN>, tensor<f32>
+  } : tensor<2x16x2x16xbf16>, tensor<2x16x2x16xf8E4M3FN>, tensor<f32>
+  mpc.output loss(%0#2 : tensor<f32>)
+}
+
+// -----
+
 // fusion_c8: a classifier group is a cross-entropy and its gradient, of the
 // same targets.
 mpc.model @fusion_c8 inputs(%x: tensor<4x10xf32>, %y: tensor<4xi32>, %z: tensor<4xi32>) params() {

@@ -423,6 +423,72 @@ mpc.model @attention_grad_scatter inputs(%q: tensor<2x16x2x16xf16>, %y: tensor<2
 
 // -----
 
+// A current-scaling quantization of what the attention kernels store joins
+// their group, which finds the amax as it stores: the forward's output, and
+// the sum its gradient is scattered into (with the quantization's bias
+// sum). Must not join: delayed scaling (the cast pass raises the table's
+// amax itself).
+// CHECK-LABEL: mpc.model @attention_amax
+//       CHECK:   %[[Y:.*]]:4 = mpc.fusion attention {
+//       CHECK:     %[[O:.*]], %{{.*}} = mpc.attention
+//  CHECK-NEXT:     mpc.quantize %[[O]] : tensor<2x16x2x16xbf16> to tensor<2x16x2x16xf8E4M3FN>
+//  CHECK-NEXT:     mpc.yield
+//       CHECK:   mpc.fusion attention {
+//       CHECK:     mpc.attention_grad
+//       CHECK:     mpc.slice_grad %{{.*}} starts [0, 0, 0]
+//  CHECK-NEXT:     %[[SUM:.*]] = mpc.add
+//  CHECK-NEXT:     mpc.quantize %[[SUM]] : tensor<2x16x96xbf16> to tensor<2x16x96xf8E5M2> transposed
+//  CHECK-NEXT:     mpc.reshape %[[SUM]]
+//  CHECK-NEXT:     mpc.reduce_sum
+//  CHECK-NEXT:     mpc.cast
+//  CHECK-NEXT:     mpc.yield
+//       CHECK:   %[[D:.*]] = mpc.fusion attention {
+//       CHECK:     mpc.attention
+//  CHECK-NEXT:     mpc.yield
+//  CHECK-NEXT:   }
+//  CHECK-NEXT:   mpc.quantize %[[D]] delayed
+mpc.model @attention_amax inputs(%qkv: tensor<2x16x96xbf16>, %dy: tensor<2x16x2x16xbf16>, %w: tensor<32x32xbf16>) params() state(%t: tensor<5x1xf32> = zeros) {
+  %q = mpc.slice %qkv starts [0, 0, 0] limits [2, 16, 32] : tensor<2x16x96xbf16>
+  %k = mpc.slice %qkv starts [0, 0, 32] limits [2, 16, 64] : tensor<2x16x96xbf16>
+  %v = mpc.slice %qkv starts [0, 0, 64] limits [2, 16, 96] : tensor<2x16x96xbf16>
+  %q4 = mpc.reshape %q : tensor<2x16x32xbf16> to tensor<2x16x2x16xbf16>
+  %k4 = mpc.reshape %k : tensor<2x16x32xbf16> to tensor<2x16x2x16xbf16>
+  %v4 = mpc.reshape %v : tensor<2x16x32xbf16> to tensor<2x16x2x16xbf16>
+  %y, %lse = mpc.attention %q4, %k4, %v4 scale 0.25 causal layout bthd : tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>
+  %qy, %sy = mpc.quantize %y : tensor<2x16x2x16xbf16> to tensor<2x16x2x16xf8E4M3FN>
+  %qy2 = mpc.reshape %qy : tensor<2x16x2x16xf8E4M3FN> to tensor<32x32xf8E4M3FN>
+  %qw, %sw = mpc.quantize %w : tensor<32x32xbf16> to tensor<32x32xf8E4M3FN>
+  %out = mpc.scaled_matmul %qy2[%sy], %qw[%sw] : tensor<32x32xf8E4M3FN>, tensor<32x32xf8E4M3FN> -> tensor<32x32xf32>
+  %dq, %dk, %dv = mpc.attention_grad %dy, %q4, %k4, %v4, %y, %lse scale 0.25 causal layout bthd : tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>, tensor<2x2x16xf32>
+  %v3 = mpc.reshape %dv : tensor<2x16x2x16xbf16> to tensor<2x16x32xbf16>
+  %k3 = mpc.reshape %dk : tensor<2x16x2x16xbf16> to tensor<2x16x32xbf16>
+  %q3 = mpc.reshape %dq : tensor<2x16x2x16xbf16> to tensor<2x16x32xbf16>
+  %sv = mpc.slice_grad %v3 starts [0, 0, 64] strides [1, 1, 1] : tensor<2x16x32xbf16> -> tensor<2x16x96xbf16>
+  %sk = mpc.slice_grad %k3 starts [0, 0, 32] strides [1, 1, 1] : tensor<2x16x32xbf16> -> tensor<2x16x96xbf16>
+  %a = mpc.add %sv, %sk : tensor<2x16x96xbf16>, tensor<2x16x96xbf16>
+  %sq = mpc.slice_grad %q3 starts [0, 0, 0] strides [1, 1, 1] : tensor<2x16x32xbf16> -> tensor<2x16x96xbf16>
+  %b = mpc.add %a, %sq : tensor<2x16x96xbf16>, tensor<2x16x96xbf16>
+  %qb, %sb, %qbt = mpc.quantize %b : tensor<2x16x96xbf16> to tensor<2x16x96xf8E5M2> transposed tensor<96x32xf8E5M2>
+  %b2 = mpc.reshape %b : tensor<2x16x96xbf16> to tensor<32x96xbf16>
+  %bs = mpc.reduce_sum %b2 dims [0] : tensor<32x96xbf16>
+  %bsf = mpc.cast %bs : tensor<96xbf16> to tensor<96xf32>
+  %dw = mpc.scaled_matmul %qbt[%sb], %qw[%sw] : tensor<96x32xf8E5M2>, tensor<32x32xf8E4M3FN> -> tensor<96x32xf32>
+  %y2, %lse2 = mpc.attention %q4, %k4, %v4 scale 0.25 causal layout bthd : tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>, tensor<2x16x2x16xbf16>
+  %qd, %sd = mpc.quantize %y2 delayed(%t[0] margin 0 : tensor<5x1xf32>) : tensor<2x16x2x16xbf16> to tensor<2x16x2x16xf8E4M3FN>
+  %qd2 = mpc.reshape %qd : tensor<2x16x2x16xf8E4M3FN> to tensor<32x32xf8E4M3FN>
+  %outd = mpc.scaled_matmul %qd2[%sd], %qw[%sw] : tensor<32x32xf8E4M3FN>, tensor<32x32xf8E4M3FN> -> tensor<32x32xf32>
+  %l1 = mpc.reduce_sum %out dims [0, 1] : tensor<32x32xf32>
+  %l2 = mpc.reduce_sum %dw dims [0, 1] : tensor<96x32xf32>
+  %l3 = mpc.reduce_sum %bsf dims [0] : tensor<96xf32>
+  %l4 = mpc.reduce_sum %outd dims [0, 1] : tensor<32x32xf32>
+  %a1 = mpc.add %l1, %l2 : tensor<f32>, tensor<f32>
+  %a2 = mpc.add %a1, %l3 : tensor<f32>, tensor<f32>
+  %a3 = mpc.add %a2, %l4 : tensor<f32>, tensor<f32>
+  mpc.output loss(%a3 : tensor<f32>)
+}
+
+// -----
+
 // Not scattered: two of the slices overlap (dk lands on dq's columns), so
 // the sum adds them there and the kernels could not write both in place.
 // CHECK-LABEL: mpc.model @attention_grad_overlap
