@@ -57,10 +57,11 @@ bool isGeluGradient(Value value) {
   return false;
 }
 
-/// Whether current scaling finds the amax of `value` in the kernel that
-/// stores it, not in a pass of its own (mpc-form-kernels puts the
-/// quantization in that kernel's row group): a layer norm's result, or its
-/// input gradient, with the residual gradient added or not.
+/// Whether current scaling finds the amax of `value` in the kernels that
+/// store it, not in a pass of its own (mpc-form-kernels puts the
+/// quantization in their group): a layer norm's result, or its input
+/// gradient, with the residual gradient added or not; an attention's
+/// output, or the sum its gradient's dq, dk and dv are scattered into.
 bool amaxFoundByProducer(Value value) {
   auto isInputGradient = [](Value v) {
     auto result = dyn_cast<OpResult>(v);
@@ -69,10 +70,25 @@ bool amaxFoundByProducer(Value value) {
   };
   if (value.getDefiningOp<LayerNormOp>() || isInputGradient(value))
     return true;
+  if (auto result = dyn_cast<OpResult>(value);
+      result && isa<AttentionOp>(result.getOwner()) &&
+      result.getResultNumber() == 0)
+    return true;
   auto add = value.getDefiningOp<AddOp>();
-  return add && llvm::any_of(add->getOperands(), [&](Value operand) {
-           return operand.hasOneUse() && isInputGradient(operand);
-         });
+  if (!add)
+    return false;
+  if (llvm::any_of(add->getOperands(), [&](Value operand) {
+        return operand.hasOneUse() && isInputGradient(operand);
+      }))
+    return true;
+  // The scatter: sums of slice_grads of reshapes of the gradient's results.
+  Value scattered = add.getLhs();
+  while (Operation *op = scattered.getDefiningOp()) {
+    if (!isa<AddOp, SliceGradOp, ReshapeOp>(op))
+      return isa<AttentionGradOp>(op);
+    scattered = op->getOperand(0);
+  }
+  return false;
 }
 
 /// Whether the loss reads `value`: the classifier's logits.

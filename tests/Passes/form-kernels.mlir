@@ -924,7 +924,7 @@ mpc.model @quantize_bias_sum_current inputs(%h: tensor<16x32xbf16>, %dy: tensor<
 //  CHECK-NEXT:     mpc.yield
 // NOROWS-LABEL: mpc.model @layer_norm_amax
 //   NOROWS-NOT:   mpc.fusion row
-mpc.model @layer_norm_amax inputs(%x: tensor<16x32xbf16>, %res: tensor<16x32xbf16>, %dy: tensor<16x32xbf16>, %dres: tensor<16x32xbf16>, %w: tensor<32x32xbf16>) params(%gamma: tensor<32xbf16> = ones, %beta: tensor<32xbf16> = zeros) state(%t: tensor<5x1xf32> = zeros) {
+mpc.model @layer_norm_amax inputs(%x: tensor<16x32xbf16>, %res: tensor<16x32xbf16>, %dy: tensor<16x32xbf16>, %dres: tensor<16x32xbf16>, %w: tensor<32x32xbf16>, %gamma: tensor<32xbf16>, %beta: tensor<32xbf16>) params() state(%t: tensor<5x1xf32> = zeros) {
   %s = mpc.add %x, %res : tensor<16x32xbf16>, tensor<16x32xbf16>
   %n = mpc.layer_norm %s, %gamma, %beta : tensor<16x32xbf16>, tensor<32xbf16>
   %qn, %sn, %qnt = mpc.quantize %n : tensor<16x32xbf16> to tensor<16x32xf8E4M3FN> transposed tensor<32x16xf8E4M3FN>
