@@ -201,7 +201,7 @@ static bool isMaterialisedResult(Value result, const Step &step) {
   if (*step.group == FusionKind::Attention && isAttentionLike(def) &&
       result.use_empty())
     return true;
-  // A row kernel stores what the quantization after it in the group reads.
+  // The kernels before a quantization in its group store what it reads.
   if (QuantizeOp quantize = storedAmaxQuantize(step);
       quantize && result == quantize.getInput())
     return true;
@@ -828,15 +828,15 @@ Operation *mlir::mpc::storedAmaxProducer(const Step &step) {
 QuantizeScratch mlir::mpc::quantizeScratch(const Step &step, QuantizeOp op) {
   QuantizeScratch scratch;
   if (QuantizeOp stored = storedAmaxQuantize(step); stored == op) {
-    // After the row kernel's own scratch (a layer norm gradient's partial
-    // sums of dgamma and dbeta).
-    Step rowKernel = step;
-    rowKernel.ops.assign(step.ops.begin(), llvm::find(step.ops, op));
-    scratch.amaxOffset = scratchBytes(rowKernel);
+    // After the producing kernels' own scratch (a layer norm gradient's
+    // partial sums of dgamma and dbeta, an attention gradient's D_i).
+    Step producer = step;
+    producer.ops.assign(step.ops.begin(), llvm::find(step.ops, op));
+    scratch.amaxOffset = scratchBytes(producer);
     scratch.amaxBlocks = storedAmaxBlocks(storedAmaxProducer(step));
-    // A row kernel has a block a row or a few: every block of the cast
-    // pass reading thousands of partials would cost more than the pass
-    // over the tensor it saves.
+    // Those kernels have a block a row or a tile or a few: every block of
+    // the cast pass reading thousands of partials would cost more than the
+    // pass over the tensor it saves.
     scratch.castOffset = scratch.amaxOffset + scratch.amaxBlocks * 4;
     scratch.castPartials = 1;
     scratch.biasOffset = scratch.castOffset + 4;
@@ -881,7 +881,7 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
   if (step.group == FusionKind::Attention)
     std::rotate(sourceOps.begin(), llvm::find(sourceOps, op),
                 llvm::find(sourceOps, op) + 1);
-  // A row kernel that finds the amax of the quantization after it: the
+  // Kernels that find the amax of the quantization after them: the
   // quantization's kernels are its own in the report.
   QuantizeOp storedAmax = storedAmaxQuantize(step);
   if (storedAmax)

@@ -153,8 +153,8 @@ LogicalResult launchAmaxPass(StepEmitter &emitter, const Step &step,
   return success();
 }
 
-/// The maximum of the `blocks` amax partials that a row kernel left in
-/// `partials`, into `amax` (one block).
+/// The maximum of the `blocks` amax partials that the kernels storing the
+/// input left in `partials` (storedAmaxQuantize), into `amax` (one block).
 void launchAmaxCombine(StepEmitter &emitter, int64_t blocks,
                        const std::string &partials, const std::string &amax) {
   std::string name = emitter.kernelName("fp8_amax_combine");
