@@ -825,6 +825,12 @@ Operation *mlir::mpc::storedAmaxProducer(const Step &step) {
   return rowKernelOp(step);
 }
 
+std::string mlir::mpc::blockAmaxPartial(StringRef indent) {
+  return (indent + "amax = mpc_block_reduce_max(amax);\n" + indent +
+          "if (threadIdx.x == 0) amax_partials[blockIdx.x] = amax;\n")
+      .str();
+}
+
 QuantizeScratch mlir::mpc::quantizeScratch(const Step &step, QuantizeOp op) {
   QuantizeScratch scratch;
   if (QuantizeOp stored = storedAmaxQuantize(step); stored == op) {

@@ -130,9 +130,7 @@ struct DxAmax {
 DxAmax dxAmax(const RowAccess &dx) {
   if (!dx.amax)
     return {};
-  return {", float *__restrict__ amax_partials", "  float amax = 0.0f;\n",
-          "  amax = mpc_block_reduce_max(amax);\n"
-          "  if (threadIdx.x == 0) amax_partials[blockIdx.x] = amax;\n"};
+  return {amaxPartialsParameter, threadAmaxDeclaration, blockAmaxPartial("  ")};
 }
 
 /// Launches layer_norm_grad's first kernel (either shape) on `grid` blocks

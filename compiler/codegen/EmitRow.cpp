@@ -796,16 +796,12 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
   };
   std::string amaxParameter, amaxPartials;
   if (quantize) {
-    amaxParameter = ", float *__restrict__ amax_partials";
-    amaxPartials = "  amax = mpc_block_reduce_max(amax);\n"
-                   "  if (threadIdx.x == 0) amax_partials[blockIdx.x] = "
-                   "amax;\n";
+    amaxParameter = amaxPartialsParameter;
+    amaxPartials = blockAmaxPartial("  ");
     // A block a row leaves early: with its amax written.
     if (shape.exit == "return;")
-      shape.exit = "amax = mpc_block_reduce_max(amax);\n"
-                   "    if (threadIdx.x == 0) amax_partials[blockIdx.x] = "
-                   "amax;\n"
-                   "    return;";
+      shape.exit =
+          StringRef(blockAmaxPartial("    ")).ltrim().str() + "    return;";
   }
   std::string inRegisters;
   if (shape.registers)
@@ -851,7 +847,7 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
       elementCType(op.getResult()), width, eps, element, x->functions(),
       keep("v", at), inRegisters, shape.open, shape.forElements, shape.reduce,
       shape.close, amaxParameter, amaxPartials,
-      quantize ? "  float amax = 0.0f;\n" : "",
+      quantize ? threadAmaxDeclaration : "",
       storeY(at, "(" + element +
                      " - mean) * rstd * mpc_load(gamma + j) + "
                      "mpc_load(beta + j)")));

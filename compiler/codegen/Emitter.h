@@ -66,6 +66,13 @@ Operation *rowKernelOp(const Step &step);
 QuantizeOp storedAmaxQuantize(const Step &step);
 /// That op (null where there is no such quantization).
 Operation *storedAmaxProducer(const Step &step);
+/// The kernel source of a row kernel that finds a stored amax: its
+/// parameter, the thread's amax, and (indented by `indent`) the statements
+/// that leave each block's in `amax_partials` (every thread reaches them).
+constexpr const char *amaxPartialsParameter =
+    ", float *__restrict__ amax_partials";
+constexpr const char *threadAmaxDeclaration = "  float amax = 0.0f;\n";
+std::string blockAmaxPartial(StringRef indent);
 /// Blocks of the kernels of `producer` (storedAmaxProducer) that find a
 /// quantization's amax: one partial amax each, the kernels' in launch
 /// order.
