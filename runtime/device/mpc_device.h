@@ -1096,6 +1096,26 @@ __device__ __forceinline__ void mpc_store_run(T *p, int count,
     mpc_store(p + k, v[k]);
 }
 
+/// Copies the 16 bytes at `src` to `dst`: one 16-byte load and store where
+/// both are 16-byte aligned (on the GPU, and under emulation so that the
+/// counters see the same requests), element by element otherwise.
+template <typename T>
+__device__ __forceinline__ void mpc_copy16(T *dst, const T *src) {
+  static_assert(16 % sizeof(T) == 0, "a whole number of elements");
+#if defined(MPC_DEVICE_CUDA) || defined(MPC_DEVICE_EMULATION)
+  if ((reinterpret_cast<unsigned long long>(dst) |
+       reinterpret_cast<unsigned long long>(src)) %
+          16 ==
+      0) {
+    *reinterpret_cast<mpc_vector16 *>(dst) =
+        *reinterpret_cast<const mpc_vector16 *>(src);
+    return;
+  }
+#endif
+  for (unsigned k = 0; k < 16 / sizeof(T); ++k)
+    dst[k] = src[k];
+}
+
 /// The maximum `m` of a row of `n` logits and the sum `s` of exp(x - m),
 /// over the block, in one pass (an online softmax: each thread's sum is
 /// rescaled when its running maximum grows, and the threads' sums to the
