@@ -585,8 +585,11 @@ bool releaseBarrier() {
     return false; // reportStuck names the exited thread
   ++launch.epoch;
   // Every thread has done its share of the requests before the barrier.
-  if (state().countingBlock)
+  if (state().countingBlock) {
     state().counts.flush();
+    state().counts.count_barrier((launch.block + warpSize - 1) / warpSize,
+                                 launch.block);
+  }
   for (unsigned t = 0; t < launch.block; ++t)
     fiberOf(t).state = State::Runnable;
   return true;
@@ -877,7 +880,8 @@ uint32_t warp_exchange(warp_op op, unsigned mask, uint32_t value, int operand,
   }
   lanesOf.arrived &= ~mask;
   if (state().countingBlock)
-    state().counts.warp_synchronised(warp);
+    state().counts.warp_synchronised(
+        warp, op, static_cast<unsigned>(__builtin_popcount(mask)));
   for (unsigned other = 0; other < lanes; ++other) {
     if (!(mask >> other & 1))
       continue;

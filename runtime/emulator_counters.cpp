@@ -70,6 +70,15 @@ public:
     addGlobal("global_atomic", c.global_atomic);
     addShared("shared_load", c.shared_load);
     addShared("shared_store", c.shared_store);
+    auto addWarp = [&](const char *name, const warp_counters &w) {
+      std::string prefix = std::string(name) + ".";
+      t.values[prefix + "instructions"] += scale * w.instructions;
+      t.values[prefix + "lanes"] += scale * w.lanes;
+    };
+    addWarp("shuffle", c.shuffles);
+    addWarp("vote", c.votes);
+    addWarp("warp_sync", c.warp_syncs);
+    addWarp("barrier", c.barriers);
     t.values["distinct_sectors"] += scale * c.distinct_sectors;
     t.values["distinct_load_sectors"] += scale * c.distinct_load_sectors;
     t.values["wmma_products"] += scale * c.wmma_products;
@@ -306,8 +315,34 @@ void launch_count::close_round(warp_requests &warp) {
   result.load_rounds += (longest + loadsUnrolled - 1) / loadsUnrolled;
 }
 
-void launch_count::warp_synchronised(unsigned warp) {
+void launch_count::warp_synchronised(unsigned warp, warp_op op,
+                                     unsigned lanes) {
   close_round(warps[warp]);
+  // mma.sync and ldmatrix are counted as what they do (products, shared
+  // loads), not here.
+  warp_counters *counted = nullptr;
+  switch (op) {
+  case warp_op::shfl_idx:
+  case warp_op::shfl_up:
+  case warp_op::shfl_down:
+  case warp_op::shfl_xor:
+    counted = &result.shuffles;
+    break;
+  case warp_op::ballot:
+  case warp_op::any:
+  case warp_op::all:
+    counted = &result.votes;
+    break;
+  case warp_op::sync:
+    counted = &result.warp_syncs;
+    break;
+  case warp_op::collective:
+    break;
+  }
+  if (counted) {
+    ++counted->instructions;
+    counted->lanes += lanes;
+  }
 }
 
 void launch_count::flush() {

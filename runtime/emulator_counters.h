@@ -55,8 +55,14 @@ public:
   /// Prices every request recorded since the last flush: at a barrier
   /// and at the block's end, when each lane has done its share.
   void flush();
-  /// Warp `warp` synchronised (a shuffle): its loads so far are a round.
-  void warp_synchronised(unsigned warp);
+  /// Warp `warp` synchronised by `op` on `lanes` lanes (a shuffle, a vote):
+  /// its loads so far are a round, and the instruction is counted.
+  void warp_synchronised(unsigned warp, warp_op op, unsigned lanes);
+  /// A __syncthreads that `threads` threads reached, in `warps` warps.
+  void count_barrier(unsigned warps, unsigned threads) {
+    result.barriers.instructions += warps;
+    result.barriers.lanes += threads;
+  }
   void end_block();
   void count_wmma() { ++result.wmma_products; }
   void count_mma() { ++result.mma_products; }

@@ -15,7 +15,11 @@
 //            request costs one wavefront per 128-byte line it touches, a
 //            shared one its wavefronts, bank conflicts included (the L1 and
 //            shared memory of an SM are one array with one 128-byte data
-//            path, CUDA C++ Programming Guide);
+//            path, CUDA C++ Programming Guide); and where ptxas spilled, a
+//            wavefront per spilled 4-byte word and warp for its store and
+//            one for its load (local memory interleaves a warp's words: a
+//            lower bound, as ptxas's bytes are static, not how often a
+//            loop reloads them);
 //   tensor   WMMA products x 16x16x16x2 FLOP / the tensor-core peak;
 //   fp32     the kernel's other FLOPs / the fp32 peak;
 //   latency  each warp waits a memory latency per load round (the loads it
@@ -61,6 +65,7 @@
 #include "compiler/report/KernelModel.h"
 
 #include "compiler/cuda/Occupancy.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -100,6 +105,10 @@ double field(const llvm::json::Object &kernel, llvm::StringRef group,
 }
 
 } // namespace
+
+const char *const mlir::mpc::instructionClassNames[9] = {
+    "global_load", "global_store", "global_atomic", "shared_load", "shared_store",
+    "shuffle",     "vote",         "warp_sync",     "barrier"};
 
 std::optional<llvm::StringMap<EmulatedCounters>>
 mlir::mpc::readEmulatedCounters(llvm::StringRef path,
@@ -166,6 +175,14 @@ mlir::mpc::readEmulatedCounters(llvm::StringRef path,
     c.wmmaProducts = perLaunch(number(*kernel, "wmma_products"));
     if (kernel->getNumber("mma_products"))
       c.mmaProducts = perLaunch(number(*kernel, "mma_products"));
+    // Memory instructions are counted as requests, the others as
+    // instructions.
+    for (auto [index, name] : llvm::enumerate(instructionClassNames)) {
+      InstructionClass &k = c.classes[index];
+      k.instructions = perLaunch(field(*kernel, name, "requests") +
+                                 field(*kernel, name, "instructions"));
+      k.lanes = perLaunch(field(*kernel, name, "lanes"));
+    }
     c.loadRounds = kernel->getNumber("load_rounds")
                        ? perLaunch(number(*kernel, "load_rounds"))
                        : c.loadRequests;
@@ -177,7 +194,7 @@ mlir::mpc::readEmulatedCounters(llvm::StringRef path,
 llvm::StringMap<CompiledKernel> mlir::mpc::analyseCompiledKernels(
     llvm::StringRef ptx,
     llvm::ArrayRef<std::pair<std::string, std::string>> kernels,
-    const llvm::StringMap<int> &registers) {
+    const llvm::StringMap<CompiledKernel> &resources) {
   // Each entry's body: from `.entry <lowered>(` to the `}` that closes it,
   // alone on its line.
   llvm::StringMap<std::pair<int64_t, int64_t>> counts; // lowered name
@@ -227,9 +244,12 @@ llvm::StringMap<CompiledKernel> mlir::mpc::analyseCompiledKernels(
     if (found != counts.end() && found->second.second > 0)
       k.instructionsPerRequest =
           double(found->second.first) / double(found->second.second);
-    auto used = registers.find(source);
-    if (used != registers.end())
-      k.registers = used->second;
+    auto used = resources.find(source);
+    if (used != resources.end()) {
+      k.registers = used->second.registers;
+      k.spillStoreBytes = used->second.spillStoreBytes;
+      k.spillLoadBytes = used->second.spillLoadBytes;
+    }
   }
   return result;
 }
@@ -243,7 +263,11 @@ ModelledTime mlir::mpc::modelKernel(double idealBytes, double flops,
   t.dram = idealBytes / (dramEfficiency * gpu.bandwidthGBs * 1e9);
   t.l2 = (c.distinctLoadSectors + c.storeSectors + c.atomicSectors) * 32 /
          (gpu.l2BandwidthGBs * 1e9);
-  t.l1 = (c.lines + c.sharedWavefronts) / (gpu.sms * clock);
+  double warps = c.grid * std::ceil(c.block / 32.0);
+  t.spillWavefronts =
+      warps * (compiled.spillStoreBytes + compiled.spillLoadBytes) / 4.0;
+  t.l1 = (c.lines + c.sharedWavefronts + t.spillWavefronts) /
+         (gpu.sms * clock);
   t.tensor = (c.wmmaProducts * wmmaFlops + c.mmaProducts * mmaFlops) /
              (gpu.halfTensorTflops * 1e12);
   t.fp32 =

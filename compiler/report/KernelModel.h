@@ -23,6 +23,13 @@
 
 namespace mlir::mpc {
 
+/// Warp instructions of one class as the emulator counted them, with the
+/// lanes that took part in each summed: lanes / instructions is 32 where
+/// none diverged.
+struct InstructionClass {
+  double instructions = 0, lanes = 0;
+};
+
 /// One kernel's counters, summed over its launches in the counted steps and
 /// scaled to whole grids (runtime/device/mpc_emulator.h, launch_counters).
 struct EmulatedCounters {
@@ -43,7 +50,15 @@ struct EmulatedCounters {
   /// one after another (launch_counters::load_rounds). Counters written
   /// before it was counted give every load request a round.
   double loadRounds = 0;
+  /// By class, in the order of instructionClassNames: the memory
+  /// instructions (requests) and the warp-wide ones (shuffles, votes,
+  /// __syncwarp, __syncthreads). Counters written before the warp-wide
+  /// classes were counted leave those 0.
+  InstructionClass classes[9];
 };
+
+/// The names of EmulatedCounters::classes, as the emulator's JSON has them.
+extern const char *const instructionClassNames[9];
 
 /// Reads the JSON that MPC_EMULATION_COUNTERS names, by kernel name; on
 /// failure says why on `errors` and returns nothing.
@@ -62,15 +77,19 @@ struct CompiledKernel {
   double instructionsPerRequest = 0;
   /// ptxas's registers a thread (0: unknown, assumed 32).
   int registers = 0;
+  /// ptxas's spill stores and loads, bytes a thread: local memory traffic
+  /// the counters do not see (the emulator runs the source, not SASS).
+  int spillStoreBytes = 0, spillLoadBytes = 0;
 };
 
 /// Reads each kernel's CompiledKernel from a model's PTX, by the lowered
-/// names `kernels` maps source names to (CudaImage::kernels), with
-/// `registers` by source name.
+/// names `kernels` maps source names to (CudaImage::kernels), with its
+/// registers and spills from `resources` by source name (what ptxas said;
+/// its instructionsPerRequest is ignored).
 llvm::StringMap<CompiledKernel> analyseCompiledKernels(
     llvm::StringRef ptx,
     llvm::ArrayRef<std::pair<std::string, std::string>> kernels,
-    const llvm::StringMap<int> &registers);
+    const llvm::StringMap<CompiledKernel> &resources);
 
 /// A kernel's modelled time: the largest of its terms, each the time one
 /// resource needs for the kernel's work.
@@ -89,6 +108,9 @@ struct ModelledTime {
   double warpInstructions = 0;
   /// Resident warps an SM runs the kernel with (the latency term's).
   double warpsPerSm = 0;
+  /// L1 wavefronts of local memory the l1 term includes for ptxas's
+  /// spills: each spilled word stored and loaded once a thread, at least.
+  double spillWavefronts = 0;
 };
 
 /// The modelled time of a generated kernel that moves at least

@@ -243,6 +243,8 @@ struct KernelRow {
   /// from (none for GEMMs and for kernels the file lacks).
   ModelledTime modelled;
   const EmulatedCounters *counters = nullptr;
+  /// What the cuda target's compiled kernel adds (none elsewhere).
+  CompiledKernel compiled;
 };
 
 /// What a kernel is, whatever its number: its family (the name without
@@ -284,15 +286,36 @@ void modelRow(KernelRow &row, StringRef countedName,
   }
   row.counters = &found->second;
   auto code = compiled.find(record.name);
-  row.modelled = modelKernel(
-      double(record.cost.bytes()), double(record.cost.flops), found->second,
-      gpu, code == compiled.end() ? CompiledKernel() : code->second);
+  if (code != compiled.end())
+    row.compiled = code->second;
+  row.modelled = modelKernel(double(record.cost.bytes()),
+                             double(record.cost.flops), found->second, gpu,
+                             row.compiled);
 }
 
 llvm::json::Object countersJson(const EmulatedCounters &c,
-                                const ModelledTime &t) {
+                                const ModelledTime &t,
+                                const CompiledKernel &compiled) {
   auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+  // Each class's instructions and the lanes active in them on average (32:
+  // no divergence), as Nsight Compute's instructions executed and threads
+  // per instruction; and over every class counted.
+  llvm::json::Object classes;
+  double instructions = 0, lanes = 0;
+  for (auto [name, k] : llvm::zip_equal(instructionClassNames, c.classes)) {
+    classes[name] = llvm::json::Object{
+        {"instructions", k.instructions},
+        {"active_lanes", ratio(k.lanes, k.instructions)}};
+    instructions += k.instructions;
+    lanes += k.lanes;
+  }
   return llvm::json::Object{
+      {"instructions_by_class", std::move(classes)},
+      {"active_lanes", ratio(lanes, instructions)},
+      {"registers", compiled.registers},
+      {"spill_store_bytes", compiled.spillStoreBytes},
+      {"spill_load_bytes", compiled.spillLoadBytes},
+      {"spill_wavefronts", t.spillWavefronts},
       {"load_requests", c.loadRequests},
       {"load_rounds", c.loadRounds},
       {"store_requests", c.storeRequests},
@@ -657,10 +680,14 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     if (!compileWithNvrtc(generated->kernelSource, smVersion,
                           "(the kernels --report compiled)", image))
       return 1;
-    llvm::StringMap<int> registers;
-    for (const KernelResources &resources : image.resources)
-      registers[resources.name] = resources.registers;
-    compiled = analyseCompiledKernels(image.ptx, image.kernels, registers);
+    llvm::StringMap<CompiledKernel> ptxas;
+    for (const KernelResources &resources : image.resources) {
+      CompiledKernel &k = ptxas[resources.name];
+      k.registers = resources.registers;
+      k.spillStoreBytes = resources.spillStoreBytes;
+      k.spillLoadBytes = resources.spillLoadBytes;
+    }
+    compiled = analyseCompiledKernels(image.ptx, image.kernels, ptxas);
   }
   // The counters come from a --profile-emulated build: the cpu target
   // running the cuda target's kernels, numbered apart from them wherever
@@ -893,7 +920,8 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
         entry["limited_by"] = row.modelled.limitedBy;
         entry["counters"] =
             row.counters
-                ? llvm::json::Value(countersJson(*row.counters, row.modelled))
+                ? llvm::json::Value(countersJson(*row.counters, row.modelled,
+                                                row.compiled))
                 : llvm::json::Value(nullptr);
       }
     }

@@ -163,6 +163,13 @@ struct shared_counters {
   /// beyond these are bank conflicts.
   unsigned long long ideal_wavefronts = 0;
 };
+/// Warp-wide instructions that are not memory accesses, counted as Nsight
+/// Compute counts executed instructions: once a warp, with the lanes that
+/// took part (`lanes / (32 x instructions)` is how divergent they ran).
+struct warp_counters {
+  unsigned long long instructions = 0;
+  unsigned long long lanes = 0;
+};
 /// One launch, summed over the blocks counted: all of them for grids of up
 /// to 6 blocks, else the first two, two from the middle and the last two
 /// (scale by grid / counted_blocks for the whole grid).
@@ -180,6 +187,10 @@ struct launch_counters {
   /// The same for loads alone: what reaches L2 if L1 kept what a block
   /// reads again (stores always go through to L2).
   unsigned long long distinct_load_sectors = 0;
+  /// Shuffles (__shfl_*_sync), votes (__ballot_sync, __any_sync,
+  /// __all_sync), __syncwarp, and __syncthreads (each warp of the block
+  /// that reaches one: its lanes are the threads not exited).
+  warp_counters shuffles, votes, warp_syncs, barriers;
   /// WMMA 16x16x16 products (mma_sync calls of a warp).
   unsigned long long wmma_products = 0;
   /// mma.sync m16n8k16 products of a warp (half of a WMMA product's work).

@@ -237,6 +237,42 @@ TEST_F(Counting, LoadRoundsAreTheWarpsDependentLoads) {
   EXPECT_EQ(c.load_rounds, 4u); // two a warp
 }
 
+//===----------------------------------------------------------------------===//
+// Warp-wide instructions by class, with their active lanes
+//===----------------------------------------------------------------------===//
+
+/// A warp's sum by shuffles (5 xor steps), a barrier, then a ballot and a
+/// shuffle among the first 16 lanes alone (divergent: half the lanes), and
+/// a __syncwarp of all.
+__global__ void reduce_then_vote(const float *in, float *out) {
+  float sum = mpc_warp_reduce<false>(in[threadIdx.x]);
+  __syncthreads();
+  if (threadIdx.x % 32 < 16) {
+    unsigned positive = __ballot_sync(0x0000ffffu, sum > 0);
+    sum = __shfl_xor_sync(0x0000ffffu, sum, 1) + float(positive);
+  }
+  __syncwarp();
+  out[threadIdx.x] = sum;
+}
+
+TEST_F(Counting, WarpInstructionsByClassWithTheirLanes) {
+  device_buffer in(4096), out(4096);
+  const auto &c = launch(
+      1, 64, [&] { reduce_then_vote(in.as<float>(), out.as<float>()); });
+  // Two warps: 5 full shuffles and 1 half one each.
+  EXPECT_EQ(c.shuffles.instructions, 2u * 6u);
+  EXPECT_EQ(c.shuffles.lanes, 2u * (5u * 32u + 16u));
+  EXPECT_EQ(c.votes.instructions, 2u);
+  EXPECT_EQ(c.votes.lanes, 2u * 16u);
+  EXPECT_EQ(c.barriers.instructions, 2u);
+  EXPECT_EQ(c.barriers.lanes, 64u);
+  EXPECT_EQ(c.warp_syncs.instructions, 2u);
+  EXPECT_EQ(c.warp_syncs.lanes, 64u);
+  // Memory instructions keep their own counts of lanes.
+  EXPECT_EQ(c.global_load.requests, 2u);
+  EXPECT_EQ(c.global_load.lanes, 64u);
+}
+
 /// The stack, the kernel's parameters and shared arrays are not global
 /// memory, and neither is host memory no allocation registered.
 __global__ void locals_only(const float *host, float *out) {

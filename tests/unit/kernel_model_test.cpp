@@ -107,12 +107,16 @@ $L__BB0_2:
 	ret;
 }
 )";
-  llvm::StringMap<int> registers;
-  registers["copy"] = 40;
+  llvm::StringMap<CompiledKernel> ptxas;
+  ptxas["copy"].registers = 40;
+  ptxas["copy"].spillStoreBytes = 8;
+  ptxas["copy"].spillLoadBytes = 12;
   llvm::StringMap<CompiledKernel> kernels = analyseCompiledKernels(
-      ptx, {{"copy", "_Z4copyPKfPf"}, {"none", "_Z4nonev"}}, registers);
+      ptx, {{"copy", "_Z4copyPKfPf"}, {"none", "_Z4nonev"}}, ptxas);
   EXPECT_DOUBLE_EQ(kernels["copy"].instructionsPerRequest, 6.0 / 2.0);
   EXPECT_EQ(kernels["copy"].registers, 40);
+  EXPECT_EQ(kernels["copy"].spillStoreBytes, 8);
+  EXPECT_EQ(kernels["copy"].spillLoadBytes, 12);
   EXPECT_DOUBLE_EQ(kernels["none"].instructionsPerRequest, 0);
   // The issue term: 1000 requests a launch x 3 instructions over 132 SMs'
   // 4 schedulers at 1.98 GHz; at 255 registers one block of 256 fits an SM.
@@ -127,6 +131,25 @@ $L__BB0_2:
   EXPECT_DOUBLE_EQ(t.warpInstructions, 3000);
   EXPECT_DOUBLE_EQ(t.warpsPerSm, 8);
   EXPECT_DOUBLE_EQ(t.sm, t.issue + t.l1);
+}
+
+TEST(KernelModel, SpillsAreLocalWavefronts) {
+  // 1000 blocks of 256 threads (8000 warps), each thread spilling 8 bytes
+  // and reloading 12: a wavefront a warp per spilled word each way.
+  EmulatedCounters c;
+  c.grid = 1000;
+  c.block = 256;
+  c.loadRequests = c.loadRounds = c.lines = 1000;
+  CompiledKernel clean{3.0, 64};
+  CompiledKernel spilling = clean;
+  spilling.spillStoreBytes = 8;
+  spilling.spillLoadBytes = 12;
+  ModelledTime without = modelKernel(0, 0, c, h100(), clean);
+  ModelledTime with = modelKernel(0, 0, c, h100(), spilling);
+  EXPECT_DOUBLE_EQ(without.spillWavefronts, 0);
+  EXPECT_DOUBLE_EQ(with.spillWavefronts, 8000 * (8 + 12) / 4.0);
+  EXPECT_NEAR(with.l1 - without.l1, 40000 / (132 * 1.98e9), 1e-15);
+  EXPECT_STREQ(with.limitedBy, "issue+l1");
 }
 
 TEST(KernelModel, GemmsAtTheMeasuredEfficiency) {

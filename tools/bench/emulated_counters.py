@@ -17,6 +17,10 @@ model's prefix and number), as Nsight Compute would name it:
   uniq MB    distinct sectors x 32: the DRAM traffic if L2 kept all reuse
   wav/req    shared-memory wavefronts per request; conflicts = wavefronts
              beyond the fewest the request needs, as a share of all
+  shfl       warp shuffles (__shfl_*_sync), counted once a warp
+  lanes      the lanes active in a warp instruction on average, over the
+             memory requests, shuffles, votes, __syncwarp and __syncthreads
+             (Nsight Compute's threads per instruction; 32: no divergence)
 
 Counts are scaled from the sampled blocks to whole grids and summed over
 the launches of --steps steps. GEMMs run on the host's BLAS-like kernel
@@ -212,7 +216,8 @@ def families(data):
             "distinct_sectors": 0, "shared_requests": 0, "wavefronts": 0,
             "ideal_wavefronts": 0, "wmma_products": 0, "mma_products": 0,
             "load_requests": 0, "load_sectors": 0,
-            "store_requests": 0, "store_sectors": 0})
+            "store_requests": 0, "store_sectors": 0, "shuffles": 0,
+            "instructions": 0, "lanes": 0})
         row["launches"] += kernel["launches"]
         for kind in ("global_load", "global_store", "global_atomic"):
             g = kernel[kind]
@@ -229,6 +234,17 @@ def families(data):
             row["shared_requests"] += s["requests"]
             row["wavefronts"] += s["wavefronts"]
             row["ideal_wavefronts"] += s["ideal_wavefronts"]
+        for kind in ("global_load", "global_store", "global_atomic",
+                     "shared_load", "shared_store"):
+            row["instructions"] += kernel[kind]["requests"]
+            row["lanes"] += kernel[kind].get("lanes", 0)
+        # Counters written before the warp-wide classes were counted lack
+        # them.
+        for kind in ("shuffle", "vote", "warp_sync", "barrier"):
+            counted = kernel.get(kind, {})
+            row["instructions"] += counted.get("instructions", 0)
+            row["lanes"] += counted.get("lanes", 0)
+        row["shuffles"] += kernel.get("shuffle", {}).get("instructions", 0)
         row["wmma_products"] += kernel["wmma_products"]
         row["mma_products"] += kernel.get("mma_products", 0)
     return rows
@@ -241,7 +257,7 @@ def ratio(a, b):
 def print_table(rows):
     print(f"{'family':<28} {'launch':>6} {'requests':>9} {'ld s/r':>6} "
           f"{'st s/r':>6} {'eff':>5} {'L1 MB':>8} {'uniq MB':>8} "
-          f"{'wav/req':>7} {'confl':>6}")
+          f"{'wav/req':>7} {'confl':>6} {'shfl':>9} {'lanes':>5}")
     total = {"sectors": 0, "ideal": 0, "distinct": 0}
     for name, r in sorted(rows.items(), key=lambda kv: -kv[1]["sectors"]):
         conflicts = ratio(r["wavefronts"] - r["ideal_wavefronts"],
@@ -253,7 +269,8 @@ def print_table(rows):
               f"{r['sectors'] * 32 / 1e6:>8.2f} "
               f"{r['distinct_sectors'] * 32 / 1e6:>8.2f} "
               f"{ratio(r['wavefronts'], r['shared_requests']):>7.2f} "
-              f"{100 * conflicts:>5.0f}%")
+              f"{100 * conflicts:>5.0f}% {r['shuffles']:>9} "
+              f"{ratio(r['lanes'], r['instructions']):>5.1f}")
         total["sectors"] += r["sectors"]
         total["ideal"] += r["ideal_sectors"]
         total["distinct"] += r["distinct_sectors"]
