@@ -56,7 +56,11 @@
 // instructions (a warp is assumed to issue whenever it is not waiting on
 // memory), the L1 hits of data a block reads again (priced as L2 hits),
 // L1 capacity (a block's re-read of a row too large for it comes from L2
-// or DRAM), launch overhead. GEMMs are not emulated: cuBLASLt's kernels are
+// or DRAM), launch overhead, the instructions ptxas expands a PTX one into
+// (a 64-bit division by a constant is one PTX multiply-high and several
+// SASS instructions, so 32-bit index arithmetic can look dearer here), the
+// dependent latencies of shared loads and MMAs (the load rounds count
+// global loads only). GEMMs are not emulated: cuBLASLt's kernels are
 // priced at their roofline bound over the efficiency measured for them in
 // an earlier profile (stop 44: 6.15 ms of bound in 12.0 ms measured: 51 %).
 //
