@@ -934,6 +934,14 @@ TEST_F(Checkpoint, KilledSavesLeaveTheLastCheckpointAndOneTemporaryFile) {
     ASSERT_GE(child, 0);
     if (child == 0)
       saveForever(path, static_cast<uint64_t>(round));
+    // The first round lets a save finish (up to 30 s), so that there is a
+    // checkpoint to keep: a sanitized build beside other tests can take
+    // longer than 4 ms for its first, and then no round of 100 had (a
+    // failure in a fresh clone's suite, 2026-12-01).
+    for (int waited = 0; round == 0 && waited < 30000 &&
+                         access(path.c_str(), F_OK) != 0;
+         ++waited)
+      usleep(1000);
     // Between 0 and 4 ms: sometimes before the first save is done, mostly
     // in the middle of one.
     usleep(static_cast<useconds_t>(random() % 4000));
