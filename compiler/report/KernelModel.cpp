@@ -110,7 +110,7 @@ double field(const llvm::json::Object &kernel, llvm::StringRef group,
 
 } // namespace
 
-const char *const mlir::mpc::instructionClassNames[9] = {
+const char *const mlir::mpc::instructionClassNames[instructionClasses] = {
     "global_load", "global_store", "global_atomic", "shared_load", "shared_store",
     "shuffle",     "vote",         "warp_sync",     "barrier"};
 

@@ -23,6 +23,9 @@
 
 namespace mlir::mpc {
 
+/// The classes of warp instructions the emulator counts (instructionClassNames).
+constexpr int instructionClasses = 9;
+
 /// Warp instructions of one class as the emulator counted them, with the
 /// lanes that took part in each summed: lanes / instructions is 32 where
 /// none diverged.
@@ -54,11 +57,11 @@ struct EmulatedCounters {
   /// instructions (requests) and the warp-wide ones (shuffles, votes,
   /// __syncwarp, __syncthreads). Counters written before the warp-wide
   /// classes were counted leave those 0.
-  InstructionClass classes[9];
+  InstructionClass classes[instructionClasses];
 };
 
 /// The names of EmulatedCounters::classes, as the emulator's JSON has them.
-extern const char *const instructionClassNames[9];
+extern const char *const instructionClassNames[instructionClasses];
 
 /// Reads the JSON that MPC_EMULATION_COUNTERS names, by kernel name; on
 /// failure says why on `errors` and returns nothing.
