@@ -12,7 +12,9 @@
  * the output and the per-query logsumexp are stored. Causal tiles wholly
  * above the diagonal are skipped, not masked. The backward pass recomputes
  * the probabilities of each tile from the logsumexp, P = exp(scale S - lse),
- * and needs D_i = sum_j dO_ij O_ij per query. It runs as two kernels, one
+ * and needs D_i = sum_j dO_ij O_ij per query. Exponentials are taken in
+ * base 2 with the scale folded in, as FlashAttention-2 takes them
+ * (mpc_exp_scaled). It runs as two kernels, one
  * block per key tile for dK and dV (walking the query tiles) and one block
  * per query tile for dQ (walking the key tiles): FlashAttention-2 computes
  * dQ in the first with float atomics instead, which makes it depend on the
@@ -854,12 +856,28 @@ mpc_attention_visible(const mpc_attention_shape &a, const Mask *mask, int i,
   return !mask || mask[(long long)i * a.keys + j] != 0;
 }
 
+/// log2(e): e^x = 2^(x log2 e).
+static constexpr float mpc_log2e = 1.4426950408889634f;
+
+/// e^(scale s - shift) as 2^(s scaleLog2 - shift2), where scaleLog2 = scale
+/// log2 e and shift2 = shift log2 e: one multiply-add (nvcc contracts it)
+/// and one ex2 instruction, where expf is a range reduction around an ex2
+/// (FlashAttention-2 exponentiates so). Scores and their running maxima
+/// stay unscaled, since the op's scale is positive (the verifier says so)
+/// and a maximum commutes with it; the logsumexp is stored in natural
+/// units, as mpc.attention defines it. A score of -inf gives 0.
+__device__ __forceinline__ float mpc_exp_scaled(float s, float scaleLog2,
+                                                float shift2) {
+  return exp2f(s * scaleLog2 - shift2);
+}
+
 //===----------------------------------------------------------------------===//
 // Forward
 //===----------------------------------------------------------------------===//
 
 /// One step of the online softmax over the scores of key tile `k0` (`ss`,
-/// unscaled): each row's maximum and sum of exponentials move on, its
+/// unscaled): each row's (unscaled) maximum and sum of exponentials move
+/// on, its
 /// probabilities go to `ps` (rounded like `tag`'s pointee), and rowRescale
 /// says by how much the row's output accumulator shrinks. Ends with a
 /// barrier.
@@ -873,6 +891,7 @@ mpc_attention_online_softmax(const mpc_attention_shape &a, const Mask *mask,
   // A warp per row, its lanes across the keys: the scores are read without
   // bank conflicts and the row's maximum and sum are butterflies.
   constexpr int PerLane = (BK + 31) / 32;
+  const float scaleLog2 = a.scale * mpc_log2e;
   int lane = threadIdx.x % 32;
   for (int r = threadIdx.x / 32; r < BQ; r += blockDim.x / 32) {
     // Lane 0 alone reads and writes the row's running state: no lane reads
@@ -886,22 +905,23 @@ mpc_attention_online_softmax(const mpc_attention_shape &a, const Mask *mask,
     for (int j = 0; j < PerLane; ++j) {
       int c = lane + 32 * j;
       visible[j] = c < BK && mpc_attention_visible(a, mask, q0 + r, k0 + c);
-      scores[j] =
-          visible[j]
-              ? static_cast<float>(ss[r * MPC_LD(float, BK) + c]) * a.scale
-              : -INFINITY;
+      scores[j] = visible[j] ? static_cast<float>(ss[r * MPC_LD(float, BK) + c])
+                             : -INFINITY;
       m = mpc_max(m, scores[j]);
     }
     m = mpc_warp_reduce<true>(m);
     // No visible key yet: nothing to rescale, and exp(-inf - -inf) would
     // be NaN.
     bool none = m == -INFINITY;
-    float rescale = none ? 1.0f : expf(previous - m);
+    float shift2 = m * scaleLog2;
+    float rescale = none ? 1.0f : mpc_exp_scaled(previous, scaleLog2, shift2);
     float sum = 0.0f;
 #pragma unroll
     for (int j = 0; j < PerLane; ++j) {
       int c = lane + 32 * j;
-      float p = !none && visible[j] ? expf(scores[j] - m) : 0.0f;
+      float p = !none && visible[j]
+                    ? mpc_exp_scaled(scores[j], scaleLog2, shift2)
+                    : 0.0f;
       sum += p;
       if (c < BK)
         ps[r * MPC_LD(T, BK) + c] = mpc_round(p, tag);
@@ -914,20 +934,21 @@ mpc_attention_online_softmax(const mpc_attention_shape &a, const Mask *mask,
     }
   }
 #else
+  const float scaleLog2 = a.scale * mpc_log2e;
   for (int r = 0; r < BQ; ++r) {
     float previous = rowMax[r], m = previous;
     for (int c = 0; c < BK; ++c)
       if (mpc_attention_visible(a, mask, q0 + r, k0 + c))
-        m = mpc_max(m, static_cast<float>(ss[r * MPC_LD(float, BK) + c]) *
-                           a.scale);
+        m = mpc_max(m, static_cast<float>(ss[r * MPC_LD(float, BK) + c]));
     bool none = m == -INFINITY; // as above
-    float rescale = none ? 1.0f : expf(previous - m);
+    float shift2 = m * scaleLog2;
+    float rescale = none ? 1.0f : mpc_exp_scaled(previous, scaleLog2, shift2);
     float sum = 0.0f;
     for (int c = 0; c < BK; ++c) {
       float p = !none && mpc_attention_visible(a, mask, q0 + r, k0 + c)
-                    ? expf(static_cast<float>(ss[r * MPC_LD(float, BK) + c]) *
-                               a.scale -
-                           m)
+                    ? mpc_exp_scaled(
+                          static_cast<float>(ss[r * MPC_LD(float, BK) + c]),
+                          scaleLog2, shift2)
                     : 0.0f;
       sum += p;
       ps[r * MPC_LD(T, BK) + c] = mpc_round(p, tag);
@@ -998,7 +1019,8 @@ mpc_attention_forward_tiles(const mpc_attention_shape &a, const T *q,
   MPC_FOR_THREAD(r, BQ) {
     if (q0 + r < a.queries)
       lse[(long long)bh * a.queries + q0 + r] =
-          static_cast<float>(rowMax[r]) + logf(static_cast<float>(rowSum[r]));
+          static_cast<float>(rowMax[r]) * a.scale +
+          logf(static_cast<float>(rowSum[r]));
   }
   mpc_store_amax_partial(amaxPartials, amax);
 }
@@ -1015,14 +1037,15 @@ __device__ __forceinline__ void
 mpc_attention_probabilities(const mpc_attention_shape &a, const Mask *mask,
                             int q0, int k0, SS &ss, SS &dps, SL &rowLse,
                             SL &rowDelta, SP &ps, SH &dss, const T *tag) {
+  const float scaleLog2 = a.scale * mpc_log2e;
   MPC_FOR_THREAD(e, (long long)BQ * BK) {
     int r = (int)(e / BK), c = (int)(e % BK);
     long long scores = (long long)r * MPC_LD(float, BK) + c,
               halves = (long long)r * MPC_LD(T, BK) + c;
     float p =
         q0 + r < a.queries && mpc_attention_visible(a, mask, q0 + r, k0 + c)
-            ? expf(static_cast<float>(ss[scores]) * a.scale -
-                   static_cast<float>(rowLse[r]))
+            ? mpc_exp_scaled(static_cast<float>(ss[scores]), scaleLog2,
+                             static_cast<float>(rowLse[r]) * mpc_log2e)
             : 0.0f;
     float ds =
         p * (static_cast<float>(dps[scores]) - static_cast<float>(rowDelta[r]));
@@ -1317,6 +1340,7 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q, const T *k,
                           const T *v, const Mask *mask, T *o, float *lse,
                           float *amaxPartials) {
   constexpr int MT = mpc_attention_forward_rows<BQ>::tiles;
+  const float scaleLog2 = a.scale * mpc_log2e;
   // The queries, then the output's staging tile.
   constexpr int DQ = D > DV ? D : DV;
   constexpr int LDQ = MPC_LD(T, DQ), LDK = MPC_LD(T, D), LDV = MPC_LD(T, DV);
@@ -1385,19 +1409,22 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q, const T *k,
                   key = k0 + mpc_mma_column(j, i);
               p[m][j][i] = whole || (query < a.queries &&
                                      mpc_attention_visible(a, mask, query, key))
-                               ? p[m][j][i] * a.scale
+                               ? p[m][j][i]
                                : -INFINITY;
               tileMax[i / 2] = mpc_max(tileMax[i / 2], p[m][j][i]);
             }
-          float rescale[2];
+          float rescale[2], shift2[2];
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
             float rowMaximum = mpc_quad_reduce<true>(tileMax[r]);
             // No visible key yet: nothing to rescale, and exp(-inf - -inf)
-            // would be NaN.
-            rescale[r] = rowMaximum == -INFINITY
-                             ? 1.0f
-                             : expf(rowMax[m][r] - rowMaximum);
+            // would be NaN; a shift of 0 leaves every score of the row
+            // -inf, whose exponential is 0, without a test a score.
+            bool none = rowMaximum == -INFINITY;
+            shift2[r] = none ? 0.0f : rowMaximum * scaleLog2;
+            rescale[r] =
+                none ? 1.0f
+                     : mpc_exp_scaled(rowMax[m][r], scaleLog2, shift2[r]);
             rowMax[m][r] = rowMaximum;
             rowSum[m][r] *= rescale[r];
           }
@@ -1405,9 +1432,7 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q, const T *k,
           for (int j = 0; j < BK / 8; ++j)
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-              p[m][j][i] = p[m][j][i] == -INFINITY
-                               ? 0.0f
-                               : expf(p[m][j][i] - rowMax[m][i / 2]);
+              p[m][j][i] = mpc_exp_scaled(p[m][j][i], scaleLog2, shift2[i / 2]);
               rowSum[m][i / 2] += p[m][j][i];
             }
 #pragma unroll
@@ -1440,7 +1465,7 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q, const T *k,
           int query = q0 + row0 + 16 * m + mpc_mma_row(2 * r);
           if (threadIdx.x % 4 == 0 && query < a.queries)
             lse[(long long)bh * a.queries + query] =
-                rowMax[m][r] + logf(sum[r]);
+                rowMax[m][r] * a.scale + logf(sum[r]);
         }
       }
     }
@@ -1463,6 +1488,7 @@ __device__ __forceinline__ void mpc_attention_backward_kv_mma(
     const T *v, const T *o, const float *lse, const float *delta,
     const Mask *mask, T *dk, T *dv, float *amaxPartials) {
   constexpr int LDK = MPC_LD(T, D), LDV = MPC_LD(T, DV);
+  const float scaleLog2 = a.scale * mpc_log2e;
   // The keys and values, then the staging tiles of dK and dV.
   MPC_SHARED_TILE(T, ks, BK, D);
   MPC_SHARED_TILE(T, vs, BK, DV);
@@ -1530,11 +1556,13 @@ __device__ __forceinline__ void mpc_attention_backward_kv_mma(
           for (int i = 0; i < 4; ++i) {
             int c = mpc_mma_column(j, i), query = q0 + c,
                 key = k0 + row0 + mpc_mma_row(i);
-            float pe = whole || (query < a.queries &&
-                                 mpc_attention_visible(a, mask, query, key))
-                           ? expf(p[j][i] * a.scale -
-                                  static_cast<float>(rowLse[buffer + c]))
-                           : 0.0f;
+            float pe =
+                whole || (query < a.queries &&
+                          mpc_attention_visible(a, mask, query, key))
+                    ? mpc_exp_scaled(p[j][i], scaleLog2,
+                                     static_cast<float>(rowLse[buffer + c]) *
+                                         mpc_log2e)
+                    : 0.0f;
             ds[j][i] =
                 pe * (ds[j][i] - static_cast<float>(rowDelta[buffer + c]));
             p[j][i] = pe;
@@ -1575,6 +1603,7 @@ mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
                              const float *lse, const Mask *mask, T *dq,
                              float *delta, float *amaxPartials) {
   constexpr int LDK = MPC_LD(T, D), LDV = MPC_LD(T, DV);
+  const float scaleLog2 = a.scale * mpc_log2e;
   // The queries, then dQ's staging tile.
   MPC_SHARED_TILE(T, qs, BQ, D);
   MPC_SHARED_TILE(T, dos, BQ, DV);
@@ -1610,7 +1639,8 @@ mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
     float rowL[2] = {0.0f, 0.0f}, rowD[2] = {0.0f, 0.0f};
     if (active) {
       for (int r = 0; r < 2; ++r) {
-        rowL[r] = rowLse[row0 + mpc_mma_row(2 * r)];
+        // In base 2 (mpc_exp_scaled).
+        rowL[r] = rowLse[row0 + mpc_mma_row(2 * r)] * mpc_log2e;
         rowD[r] = rowDelta[row0 + mpc_mma_row(2 * r)];
       }
     }
@@ -1643,7 +1673,7 @@ mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
                 key = k0 + mpc_mma_column(j, i);
             float pe = whole || (query < a.queries &&
                                  mpc_attention_visible(a, mask, query, key))
-                           ? expf(ds[j][i] * a.scale - rowL[i / 2])
+                           ? mpc_exp_scaled(ds[j][i], scaleLog2, rowL[i / 2])
                            : 0.0f;
             ds[j][i] = pe * (dp[j][i] - rowD[i / 2]);
           }
