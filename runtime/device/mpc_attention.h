@@ -489,6 +489,33 @@ mpc_warp_product_registers_rows(float (&acc)[MT][N / 8][4],
   }
 }
 
+/// The A operands of a warp's 16 rows of a shared tile over all K columns
+/// (K / 16 k steps), from element `offset`, rows `ld` apart: loaded once
+/// into registers where a kernel multiplies the same rows with every tile
+/// it streams (the dQ kernel's Q and dO).
+template <int K, typename S>
+__device__ __forceinline__ void
+mpc_warp_load_a_rows(unsigned (&a)[K / 16][4], S &s, long long offset, int ld) {
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 16)
+    mpc_warp_load_a(a[k0 / 16], s, offset + k0, ld);
+}
+
+/// acc += A B for a warp's 16 rows, A the fragments mpc_warp_load_a_rows
+/// loaded; B as for mpc_warp_mma_b_rows from element `bOffset`.
+template <typename T, int N, int K, bool BRowsAreN, typename SB>
+__device__ __forceinline__ void
+mpc_warp_product_fragments(float (&acc)[N / 8][4],
+                           const unsigned (&a)[K / 16][4], SB &bs,
+                           long long bOffset, int ldb) {
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 16)
+    mpc_warp_mma_b_rows<T, 1, N, BRowsAreN>(
+        reinterpret_cast<float(&)[1][N / 8][4]>(acc),
+        reinterpret_cast<const unsigned(&)[1][4]>(a[k0 / 16]), bs,
+        bOffset + (BRowsAreN ? (long long)k0 : (long long)k0 * ldb), ldb);
+}
+
 /// mpc_warp_product_rows and mpc_warp_product_registers_rows for one row
 /// tile (16 rows), as the backward kernels' warps own: the accumulators
 /// viewed as a single row tile's.
@@ -1637,7 +1664,12 @@ mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
     float dqAcc[D / 8][4];
     mpc_zero(dqAcc);
     float rowL[2] = {0.0f, 0.0f}, rowD[2] = {0.0f, 0.0f};
+    // The warp's rows of Q and dO, the A operands of S and dP with every
+    // key tile, in registers: a quarter of the kernel's ldmatrix loads.
+    unsigned qA[D / 16][4], doA[DV / 16][4];
     if (active) {
+      mpc_warp_load_a_rows<D>(qA, qs, (long long)row0 * LDK, LDK);
+      mpc_warp_load_a_rows<DV>(doA, dos, (long long)row0 * LDV, LDV);
       for (int r = 0; r < 2; ++r) {
         // In base 2 (mpc_exp_scaled).
         rowL[r] = rowLse[row0 + mpc_mma_row(2 * r)] * mpc_log2e;
@@ -1658,10 +1690,10 @@ mpc_attention_backward_q_mma(const mpc_attention_shape &a, const T *dout,
         float ds[BK / 8][4], dp[BK / 8][4];
         mpc_zero(ds);
         mpc_zero(dp);
-        mpc_warp_product<T, BK, D, true>(ds, qs, (long long)row0 * LDK, LDK, ks,
-                                         buffer * LDK, LDK);
-        mpc_warp_product<T, BK, DV, true>(dp, dos, (long long)row0 * LDV, LDV,
-                                          vs, buffer * LDV, LDV);
+        mpc_warp_product_fragments<T, BK, D, true>(ds, qA, ks, buffer * LDK,
+                                                   LDK);
+        mpc_warp_product_fragments<T, BK, DV, true>(dp, doA, vs, buffer * LDV,
+                                                    LDV);
         bool whole = !mask && k0 + BK <= a.keys &&
                      q0 + row0 + 16 <= a.queries &&
                      (!a.causal || k0 + BK - 1 <= q0 + row0);
