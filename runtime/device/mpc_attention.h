@@ -904,10 +904,9 @@ __device__ __forceinline__ float mpc_exp_scaled(float s, float scaleLog2,
 
 /// One step of the online softmax over the scores of key tile `k0` (`ss`,
 /// unscaled): each row's (unscaled) maximum and sum of exponentials move
-/// on, its
-/// probabilities go to `ps` (rounded like `tag`'s pointee), and rowRescale
-/// says by how much the row's output accumulator shrinks. Ends with a
-/// barrier.
+/// on, its probabilities go to `ps` (rounded like `tag`'s pointee), and
+/// rowRescale says by how much the row's output accumulator shrinks. Ends
+/// with a barrier.
 template <int BQ, int BK, typename Mask, typename SS, typename SP, typename SR,
           typename T>
 __device__ __forceinline__ void
