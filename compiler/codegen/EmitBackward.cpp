@@ -356,24 +356,24 @@ void emitLayerNormGradInputByBlocks(StepEmitter &emitter, LayerNormGradOp op,
   std::string inRegisters;
   if (registers <= maxRowRegisters)
     inRegisters = llvm::formatv(
-        "  if (blockDim.x * {0}LL >= {1}LL) {{\n"
+        "  if (blockDim.x == {4}) {{\n"
         "    float xv[{0}], dv[{0}];\n"
         "    mpc_sum sum = 0.0f;\n"
-        "    MPC_FOR_THREAD_UNROLLED(k, j, {1}LL, {0}) {{\n"
+        "    MPC_FOR_THREAD_UNROLLED_BY(k, j, {1}LL, {0}, {4}) {{\n"
         "      xv[k] = mpc_load(xr + j);\n"
         "      dv[k] = mpc_load(dyr + j);\n"
         "      sum += xv[k];\n"
         "    }\n"
         "    float mean = mpc_block_reduce_sum(sum) / {1}.0f;\n"
         "    mpc_sum squares = 0.0f;\n"
-        "    MPC_FOR_THREAD_UNROLLED(k, j, {1}LL, {0}) {{\n"
+        "    MPC_FOR_THREAD_UNROLLED_BY(k, j, {1}LL, {0}, {4}) {{\n"
         "      float d = xv[k] - mean;\n"
         "      squares += d * d;\n"
         "    }\n"
         "    float rstd = mpc_rsqrt(mpc_block_reduce_sum(squares) / {1}.0f + "
         "{2});\n"
         "    mpc_sum sg = 0.0f, sgx = 0.0f;\n"
-        "    MPC_FOR_THREAD_UNROLLED(k, j, {1}LL, {0}) {{\n"
+        "    MPC_FOR_THREAD_UNROLLED_BY(k, j, {1}LL, {0}, {4}) {{\n"
         "      float xhat = (xv[k] - mean) * rstd;\n"
         "      float g = dv[k] * mpc_load(gamma + j);\n"
         "      sg += g;\n"
@@ -381,7 +381,7 @@ void emitLayerNormGradInputByBlocks(StepEmitter &emitter, LayerNormGradOp op,
         "    }\n"
         "    sg = mpc_block_reduce_sum(sg) / {1}.0f;\n"
         "    sgx = mpc_block_reduce_sum(sgx) / {1}.0f;\n"
-        "    MPC_FOR_THREAD_UNROLLED(k, j, {1}LL, {0}) {{\n"
+        "    MPC_FOR_THREAD_UNROLLED_BY(k, j, {1}LL, {0}, {4}) {{\n"
         "      float xhat = (xv[k] - mean) * rstd;\n"
         "      float d = dv[k];\n"
         "      float g = d * mpc_load(gamma + j);\n"
@@ -391,7 +391,7 @@ void emitLayerNormGradInputByBlocks(StepEmitter &emitter, LayerNormGradOp op,
         "    }\n"
         "    continue;\n"
         "  }\n",
-        registers, width, eps, dx.store(at, "rstd * (g - sg - xhat * sgx)"));
+        registers, width, eps, dx.store(at, "rstd * (g - sg - xhat * sgx)"), rowBlockSize);
   emitter.addKernel(llvm::formatv(
       "{8}__global__ void {0}(const {1} *__restrict__ dy, const {2} "
       "*__restrict__ x, const {3} *__restrict__ gamma, {4}, "
@@ -438,11 +438,16 @@ void emitLayerNormGradInputByBlocks(StepEmitter &emitter, LayerNormGradOp op,
                "rstd * (g - sg - xhat * sgx)"),
       accumulators, flush, inRegisters, amax.parameter, amax.declaration,
       amax.partial));
-  // 32 registers held GPT-2 small's 3 elements of x and dy a thread; 5
-  // (1,280 wide) spilled at 32 (with the amax of dx for FP8 too), not at
-  // 40 or 48; 7 (GPT-2 XL's 1,600) keep 8 bytes spilled at any budget.
+  // ptxas (sm_90), x and dy of `registers` elements a thread held: 3 fit
+  // 32 registers; 5 (1,280 wide) spilled at 32 (with the amax of dx for
+  // FP8 too), not at 48; 7 (GPT-2 XL's 1,600) fit 48, 8 and 12 fit 64,
+  // 16 (4,096 wide) needed 96. With blockDim.x's stride rather than the
+  // constant's, 7 and more spilled at these budgets.
   if (!inRegisters.empty())
-    emitter.limitRegisters(rowName, registers <= 3 ? 32 : 48);
+    emitter.limitRegisters(rowName, registers <= 3   ? 32
+                                    : registers <= 7  ? 48
+                                    : registers <= 12 ? 64
+                                                      : 96);
   launchLayerNormGradInput(emitter, op, dx, rowName, partials, amaxPartials,
                            blocks, blocks, rowBlockSize);
 }

@@ -715,11 +715,13 @@ struct RowShape {
   std::string open, close;
   /// Leaves the row early.
   std::string exit;
-  /// The loops over the row's elements `j` (MPC_FOR_LANE or
-  /// MPC_FOR_THREAD), with and without registers.
-  std::string forElements, forUnrolled;
-  /// The threads that share a row (mpc_row_lanes() or blockDim.x).
-  std::string sharers;
+  /// The loop over the row's elements `j` (MPC_FOR_LANE or MPC_FOR_THREAD).
+  std::string forElements;
+  /// Where `registers` is not 0: the condition under which the sharers of
+  /// a row hold it all (the launch's threads; never on the cpu target's one
+  /// thread), and the unrolled loop over their elements `j`, `k` counting
+  /// them.
+  std::string holds, forHeld;
   /// Combines the sharers' sums.
   std::string reduce;
   /// The index of element `j` of row `r` in the unrolled loops (`k` the
@@ -728,7 +730,17 @@ struct RowShape {
   /// Elements each sharer holds in registers (0 where none).
   int64_t registers;
   int64_t grid;
+  /// Registers a thread may use where it holds its elements
+  /// (limitRegisters).
+  int registerBudget;
 };
+
+/// Registers a thread of a layer norm a block a row may use while it holds
+/// `elements` of the row: ptxas (sm_90) used 42 for 7 (1,600 wide), 56
+/// for 12 and 65 for 16 (4,096 wide: 4 bytes spilled at 64).
+static int blockRowRegisterBudget(int64_t elements) {
+  return elements <= 12 ? 64 : 80;
+}
 
 static RowShape rowShape(int64_t rows, int64_t width) {
   int64_t warpRegisters = (width + 31) / 32;
@@ -739,23 +751,31 @@ static RowShape rowShape(int64_t rows, int64_t width) {
             "  }\n",
             "continue;",
             "MPC_FOR_LANE",
-            "MPC_FOR_LANE_UNROLLED",
-            "mpc_row_lanes()",
+            llvm::formatv("mpc_row_lanes() * {0}LL >= {1}LL", warpRegisters,
+                          width)
+                .str(),
+            llvm::formatv("MPC_FOR_LANE_UNROLLED(k, j, {0}LL, {1})", width,
+                          warpRegisters)
+                .str(),
             "mpc_row_reduce_sum",
             warpRowUnrolledIndex(width),
             warpRegisters,
-            (rows + warpRowsPerBlock - 1) / warpRowsPerBlock};
+            (rows + warpRowsPerBlock - 1) / warpRowsPerBlock,
+            warpRowRegisterBudget};
   int64_t blockRegisters = (width + rowBlockSize - 1) / rowBlockSize;
   return {"  {\n  long long r = blockIdx.x;\n",
           "  }\n",
           "return;",
           "MPC_FOR_THREAD",
-          "MPC_FOR_THREAD_UNROLLED",
-          "blockDim.x",
+          llvm::formatv("blockDim.x == {0}", rowBlockSize).str(),
+          llvm::formatv("MPC_FOR_THREAD_UNROLLED_BY(k, j, {0}LL, {1}, {2})",
+                        width, blockRegisters, rowBlockSize)
+              .str(),
           "mpc_block_reduce_sum",
           llvm::formatv("r * {0}LL + j", width).str(),
           blockRegisters <= maxRowRegisters ? blockRegisters : 0,
-          rows};
+          rows,
+          blockRowRegisterBudget(blockRegisters)};
 }
 
 /// layer_norm over rows of `width` elements: mean, variance, then the
@@ -811,27 +831,27 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
   std::string inRegisters;
   if (shape.registers)
     inRegisters = llvm::formatv(
-        "  if ({5} * {0}LL >= {1}LL) {{\n"
+        "  if ({5}) {{\n"
         "    // The thread's elements of the row, read once.\n"
         "    float v[{0}];\n"
-        "    {6}(k, j, {1}LL, {0}) {{\n"
+        "    {6} {{\n"
         "      v[k] = {2};\n"
         "      {3}sum += v[k];\n"
         "    }\n"
         "    float mean = {7}(sum) / {1}.0f;\n"
         "    mpc_sum squares = 0.0f;\n"
-        "    {6}(k, j, {1}LL, {0}) {{\n"
+        "    {6} {{\n"
         "      float d = v[k] - mean;\n"
         "      squares += d * d;\n"
         "    }\n"
         "    float rstd = mpc_rsqrt({7}(squares) / {1}.0f + {4});\n"
-        "    {6}(k, j, {1}LL, {0})\n"
+        "    {6}\n"
         "      {9}\n"
         "    {8}\n"
         "  }\n",
         shape.registers, width, x->load(shape.unrolledIndex),
-        keep("v[k]", shape.unrolledIndex), eps, shape.sharers,
-        shape.forUnrolled, shape.reduce, shape.exit,
+        keep("v[k]", shape.unrolledIndex), eps, shape.holds, shape.forHeld,
+        shape.reduce, shape.exit,
         storeY(shape.unrolledIndex, "(v[k] - mean) * rstd * mpc_load(gamma + "
                                     "j) + mpc_load(beta + j)"));
   emitter.addKernel(llvm::formatv(
@@ -880,7 +900,7 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
     cost.writesBytes(shape.grid * 4).flopsPer(rows * width, 1);
   emitter.launch(name, shape.grid, rowBlockSize, arguments, cost);
   if (shape.registers)
-    emitter.limitRegisters(name, warpRowRegisterBudget);
+    emitter.limitRegisters(name, shape.registerBudget);
   return success();
 }
 

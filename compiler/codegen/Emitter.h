@@ -459,8 +459,10 @@ constexpr int64_t maxRowRegisters = 16;
 /// Rows a block of a warp-a-row kernel (MPC_FOR_WARP_ROW): a warp each.
 constexpr int64_t warpRowsPerBlock = rowBlockSize / 32;
 /// Elements of a row each lane of a warp-a-row kernel keeps in registers at
-/// most: rows up to 1024 wide take a warp, wider ones a block.
-constexpr int64_t maxWarpRowRegisters = 32;
+/// most: rows up to 768 wide take a warp, wider ones a block. At 1,024 (32
+/// a lane) ptxas spilled 196 bytes a thread in layer_norm at its 64
+/// registers, and the gradient needed 168 (sm_90); a block a row holds 4.
+constexpr int64_t maxWarpRowRegisters = 24;
 
 /// Registers a thread of a warp-a-row kernel may use (limitRegisters): left
 /// alone, ptxas gave GPT-2 small's layer norm 96 to 122 (the next loops'

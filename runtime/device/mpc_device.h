@@ -376,6 +376,15 @@ inline long long mpc_plane_run_end(long long i0, long long plane,
   MPC_UNROLL for (int k = 0; k < (K);                                          \
                   ++k) if (int j = threadIdx.x + k * blockDim.x; j < (n))
 
+/// MPC_FOR_THREAD_UNROLLED for a block of exactly `S` threads, `S` a
+/// constant (the caller checks blockDim.x == S): each element's address is
+/// then the row's plus an immediate offset. blockDim.x's stride cost ptxas
+/// registers for every element held (a layer norm's gradient 4,096 wide:
+/// 155 registers against 96 with the constant).
+#define MPC_FOR_THREAD_UNROLLED_BY(k, j, n, K, S)                              \
+  MPC_UNROLL for (int k = 0; k < (K);                                          \
+                  ++k) if (int j = threadIdx.x + k * (S); j < (n))
+
 /// Row kernels with a warp a row (layer_norm and its gradient on rows of
 /// up to a thousand elements): block b takes rows [b * rowsPerBlock, (b +
 /// 1) * rowsPerBlock), its warps one each in turn, and a warp's lanes

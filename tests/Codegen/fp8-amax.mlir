@@ -6,7 +6,8 @@
 // it stores for the quantization after it (mpc-form-kernels put them in one
 // row group): no amax pass over the stored tensor. Each block's amax goes
 // into the step's scratch, one block finds their maximum, and the cast
-// pass reads that one value. A block a row (1,280 wide) writes its amax
+// pass reads that one value. A block a row (1,280 wide: 5 elements a
+// thread held, at the constant stride of its 256 threads) writes its amax
 // before it leaves early; a warp a row (64 wide) after its rows. The input
 // gradients' kernels likewise, for the quantization of the linears' output
 // gradients (their weight gradients' operands). Kernels are checked in the
@@ -29,6 +30,8 @@
 
 // CHECK-LABEL: __global__ void {{.*}}amax_k{{[0-9]+}}_layer_norm({{.*}}, __nv_bfloat16 *__restrict__ y, float *__restrict__ amax_partials) {
 //  CHECK-NEXT:   float amax = 0.0f;
+//       CHECK:   if (blockDim.x == 256) {
+//       CHECK:     MPC_FOR_THREAD_UNROLLED_BY(k, j, 1280LL, 5, 256)
 //       CHECK:       mpc_store_amax(y + r * 1280LL + j, (v[k] - mean) * rstd * mpc_load(gamma + j) + mpc_load(beta + j), amax);
 //  CHECK-NEXT:     amax = mpc_block_reduce_max(amax);
 //  CHECK-NEXT:     if (threadIdx.x == 0) amax_partials[blockIdx.x] = amax;
@@ -66,6 +69,8 @@
 //       CHECK: __global__ void {{.*}}amax_k{{[0-9]+}}_fp8_amax_combine(
 
 // CHECK-LABEL: __global__ void {{.*}}amax_k{{[0-9]+}}_layer_norm_grad_input({{.*}}, float *__restrict__ partials, float *__restrict__ amax_partials) {
+//       CHECK:   if (blockDim.x == 256) {
+//       CHECK:     MPC_FOR_THREAD_UNROLLED_BY(k, j, 1280LL, 5, 256) {
 //       CHECK:     mpc_store_amax(dx + r * 1280LL + j, rstd * (g - sg - xhat * sgx), amax);
 //       CHECK:   amax = mpc_block_reduce_max(amax);
 //  CHECK-NEXT:   if (threadIdx.x == 0) amax_partials[blockIdx.x] = amax;
