@@ -27,6 +27,7 @@
 
 using namespace mlir;
 using namespace mlir::mpc;
+using llvm::ArrayRef;
 using llvm::SmallVector;
 using llvm::StringRef;
 
@@ -311,22 +312,11 @@ void warnAboutResources(const KernelResources &kernel, StringRef source,
          " bytes of static shared memory exceed 48 KiB a block");
 }
 
-} // namespace
-
-bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
-                                 StringRef savedPath, CudaImage &image) {
-  std::string text = source.str();
-  // For tests of the diagnostics only (generated kernels are meant to
-  // compile cleanly): $MPC_TEST_NVRTC_INJECT=<kernel>=<code> puts a line of
-  // code at the start of that kernel's body.
-  if (const char *inject = std::getenv("MPC_TEST_NVRTC_INJECT")) {
-    auto [kernel, code] = StringRef(inject).split('=');
-    size_t at = text.find((" " + kernel + "(").str());
-    size_t body = at == std::string::npos ? at : text.find("{\n", at);
-    if (body != std::string::npos)
-      text.insert(body + 2, ("  " + code + "\n").str());
-  }
-
+/// Compiles `text` once into `image`, leaving NVRTC's log (ptxas's report
+/// in it) in `log`; prints errors, not warnings (compileWithNvrtc may
+/// compile again).
+bool compileProgram(const std::string &text, int smVersion,
+                    StringRef savedPath, CudaImage &image, std::string &log) {
   // The program's name appears in NVRTC's log: the saved file's name ties
   // the log to the source a user can open.
   std::string programName = llvm::sys::path::filename(savedPath).str();
@@ -379,12 +369,6 @@ bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
     reportFailure(programLog(program), text, smVersion, savedPath);
     return false;
   }
-  // Generated kernels should compile cleanly; a warning is worth a look
-  // (tests/cuda fails on one).
-  if (reportLog(programLog(program), "warning", text, smVersion, savedPath))
-    llvm::errs() << "mpc compile: note: the generated kernel source is saved "
-                    "at "
-                 << savedPath << "\n";
 
   size_t size = 0;
   if (nvrtcGetCUBINSize(program, &size) != NVRTC_SUCCESS || size == 0) {
@@ -405,7 +389,7 @@ bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
   if (!image.ptx.empty() && image.ptx.back() == '\0')
     image.ptx.pop_back();
 
-  std::string log = programLog(program);
+  log = programLog(program);
   image.kernels.clear();
   image.resources.clear();
   for (const KernelDeclaration &declaration : declarations) {
@@ -432,8 +416,93 @@ bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
           theoreticalOccupancy(smVersion, resources.maxThreads,
                                resources.registers, resources.sharedBytes);
     image.resources.push_back(resources);
-    warnAboutResources(resources, text, smVersion, savedPath);
   }
+  return true;
+}
+
+/// Gives each kernel that ptxas spilled the registers of one resident block
+/// fewer: `__launch_bounds__(N[, M])` becomes `(N, B - 1)`, B the blocks its
+/// registers allowed, in `texts`. Where a kernel has no minimum, ptxas
+/// chooses its registers for occupancy and may spill to reach it (the
+/// attention's dQ kernel at D = 64 on sm_80: 128 registers and 4 bytes
+/// spilled, where 156 fit 3 blocks); where it has one (a register budget,
+/// StepEmitter::limitRegisters), the budget was too tight for that
+/// architecture (GPT-2 small's layer norm on sm_80 to sm_89: 8 bytes at 64,
+/// none at 80). Returns whether any bound changed.
+bool raiseSpilledBounds(ArrayRef<KernelResources> resources, int smVersion,
+                        ArrayRef<std::string *> texts) {
+  bool raised = false;
+  for (const KernelResources &kernel : resources) {
+    // 255 registers a thread is every architecture's limit: nothing to add.
+    if (!(kernel.spillStoreBytes || kernel.spillLoadBytes) ||
+        kernel.maxThreads <= 0 || kernel.registers >= 255)
+      continue;
+    std::optional<KernelOccupancy> fit = theoreticalOccupancy(
+        smVersion, kernel.maxThreads, kernel.registers, /*sharedBytes=*/0);
+    if (!fit)
+      continue;
+    for (std::string *text : texts) {
+      size_t name = text->find(" " + kernel.name + "(");
+      size_t start = name == std::string::npos
+                         ? name
+                         : text->rfind(boundsMarker.str(), name);
+      // The bounds on the kernel's own line (every kernel declares them).
+      if (start == std::string::npos || text->find('\n', start) < name)
+        continue;
+      // One block fewer than its registers allowed, or than it asked for
+      // (ptxas may stay below a minimum's registers and spill anyway).
+      StringRef bounds(text->data() + start + boundsMarker.size(),
+                       name - start - boundsMarker.size());
+      int blocks = fit->blocksPerSm, asked = 0;
+      if (!bounds.split(',').second.trim().rtrim(") ").getAsInteger(10,
+                                                                    asked) &&
+          asked > 0)
+        blocks = std::min(blocks, asked);
+      if (blocks <= 1)
+        continue;
+      text->replace(start, name + 1 - start,
+                    "__launch_bounds__(" + std::to_string(kernel.maxThreads) +
+                        ", " + std::to_string(blocks - 1) + ") ");
+      raised = true;
+    }
+  }
+  return raised;
+}
+
+} // namespace
+
+bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
+                                 StringRef savedPath, CudaImage &image) {
+  std::string clean = source.str(), text = clean;
+  // For tests of the diagnostics only (generated kernels are meant to
+  // compile cleanly): $MPC_TEST_NVRTC_INJECT=<kernel>=<code> puts a line of
+  // code at the start of that kernel's body.
+  if (const char *inject = std::getenv("MPC_TEST_NVRTC_INJECT")) {
+    auto [kernel, code] = StringRef(inject).split('=');
+    size_t at = text.find((" " + kernel + "(").str());
+    size_t body = at == std::string::npos ? at : text.find("{\n", at);
+    if (body != std::string::npos)
+      text.insert(body + 2, ("  " + code + "\n").str());
+  }
+  // Spills are ptxas's choice or a budget's: a kernel that spilled is
+  // compiled again with room for one block fewer, at most twice.
+  std::string log;
+  for (int compiles = 1;; ++compiles) {
+    if (!compileProgram(text, smVersion, savedPath, image, log))
+      return false;
+    if (compiles == 3 ||
+        !raiseSpilledBounds(image.resources, smVersion, {&clean, &text}))
+      break;
+  }
+  // Generated kernels should compile cleanly; a warning is worth a look
+  // (tests/cuda fails on one).
+  if (reportLog(log, "warning", text, smVersion, savedPath))
+    llvm::errs() << "mpc compile: note: the generated kernel source is saved "
+                    "at "
+                 << savedPath << "\n";
+  for (const KernelResources &resources : image.resources)
+    warnAboutResources(resources, text, smVersion, savedPath);
+  image.source = std::move(clean);
   return true;
 }
 

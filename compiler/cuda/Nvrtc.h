@@ -50,6 +50,9 @@ struct CudaImage {
   std::vector<std::pair<std::string, std::string>> kernels;
   /// The same kernels' resources, in the same order.
   std::vector<KernelResources> resources;
+  /// The source compiled: the one given, but where ptxas spilled a kernel
+  /// at its launch bounds and compileWithNvrtc raised them.
+  std::string source;
 };
 
 /// One `__global__` function of a kernel source.
@@ -77,7 +80,10 @@ std::string cudaToolkitDescription();
 std::vector<std::string> findKernelNames(llvm::StringRef source);
 
 /// Compiles `source` for sm_<smVersion>. `savedPath` is where the caller has
-/// written the source; messages point there. On failure prints diagnostics
+/// written the source; messages point there. A kernel that ptxas spilled
+/// is compiled again with the registers of one resident block fewer (its
+/// `__launch_bounds__` rewritten in `image.source`, which the caller saves
+/// where it differs; at most twice). On failure prints diagnostics
 /// (`file:line:col: error: ...` at the op a failing kernel was generated
 /// for, when its source records one) and returns false.
 bool compileWithNvrtc(llvm::StringRef source, int smVersion,

@@ -124,6 +124,10 @@ std::optional<std::string> buildCudaImage(const GeneratedModel &model,
   if (!compileWithNvrtc(model.kernelSource, smVersion, base + "_kernels.cu",
                         image))
     return std::nullopt;
+  // Launch bounds raised where ptxas spilled: the saved source is what ran.
+  if (image.source != model.kernelSource &&
+      failed(writeFile(base + "_kernels.cu", image.source)))
+    return std::nullopt;
   // .incbin resolves relative paths against the assembler's directory, not
   // ours.
   SmallString<256> absolute(base);
