@@ -391,7 +391,8 @@ void emitLayerNormGradInputByBlocks(StepEmitter &emitter, LayerNormGradOp op,
         "    }\n"
         "    continue;\n"
         "  }\n",
-        registers, width, eps, dx.store(at, "rstd * (g - sg - xhat * sgx)"), rowBlockSize);
+        registers, width, eps, dx.store(at, "rstd * (g - sg - xhat * sgx)"),
+        rowBlockSize);
   emitter.addKernel(llvm::formatv(
       "{8}__global__ void {0}(const {1} *__restrict__ dy, const {2} "
       "*__restrict__ x, const {3} *__restrict__ gamma, {4}, "
@@ -444,7 +445,7 @@ void emitLayerNormGradInputByBlocks(StepEmitter &emitter, LayerNormGradOp op,
   // 16 (4,096 wide) needed 96. With blockDim.x's stride rather than the
   // constant's, 7 and more spilled at these budgets.
   if (!inRegisters.empty())
-    emitter.limitRegisters(rowName, registers <= 3   ? 32
+    emitter.limitRegisters(rowName, registers <= 3    ? 32
                                     : registers <= 7  ? 48
                                     : registers <= 12 ? 64
                                                       : 96);

@@ -386,7 +386,7 @@ inline long long mpc_plane_run_end(long long i0, long long plane,
                   ++k) if (int j = threadIdx.x + k * (S); j < (n))
 
 /// Row kernels with a warp a row (layer_norm and its gradient on rows of
-/// up to a thousand elements): block b takes rows [b * rowsPerBlock, (b +
+/// up to 768 elements): block b takes rows [b * rowsPerBlock, (b +
 /// 1) * rowsPerBlock), its warps one each in turn, and a warp's lanes
 /// stride over the row and combine with mpc_row_reduce_sum: shuffles, no
 /// shared memory and no barrier, where a block a row of 768 elements paid
