@@ -248,6 +248,10 @@ mpc_status check_model(const mpc_model_desc *model) {
         static_cast<long long>(model->control_offset),
         sizeof(mpc_train_control),
         static_cast<long long>(model->arena_bytes[MPC_ARENA_OPTIMIZER]));
+  if (model->shard_unit < 0)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s': a shard unit of %lld elements",
+                     model->name, static_cast<long long>(model->shard_unit));
   // The GEMM workspace: inside the activation arena, 256-aligned (the
   // arena's device allocation is, and cuBLASLt wants its workspace so).
   int64_t workspace_end = 0;

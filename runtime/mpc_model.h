@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define MPC_MODEL_ABI_VERSION 7
+#define MPC_MODEL_ABI_VERSION 8
 
 /* Flat buffers of the memory plan. Offsets in tensor descriptors are byte
  * offsets into one of these, each aligned to its dtype's size. The runtime
@@ -180,6 +180,20 @@ typedef struct mpc_step_context {
  * without a process group. */
 mpc_status mpc_rt_reduce_gradients(mpc_step_context *context, float *grads,
                                    long long count);
+/* --shard-optimizer on the cpu target, in a step that updates: the ZeRO-1
+ * reduce-scatter. Of the `count` f32 gradients at flat + begin (flat: the
+ * flat gradient buffer, or the accumulator), rank r sums only those in its
+ * shard [shard_begin, shard_begin + shard_count), bit for bit as
+ * mpc_rt_reduce_gradients does; the others stay this rank's. Deferred as
+ * mpc_rt_reduce_gradients is, to mpc_rt_gradients_reduced. */
+mpc_status mpc_rt_reduce_scatter_gradients(mpc_step_context *context,
+                                           float *flat, long long begin,
+                                           long long count);
+/* The `count` floats at `data` become, on every rank and at once, their
+ * sum over the ranks in rank order (the sharded step's partial gradient
+ * statistics). A no-op without a process group. */
+mpc_status mpc_rt_sum_across_ranks(mpc_step_context *context, float *data,
+                                   long long count);
 /* Called after the last bucket's mpc_rt_reduce_gradients, before the
  * optimizer reads the gradients: on the cuda target the reductions run on
  * a stream of their own, and this makes the step wait for them. */
@@ -268,6 +282,10 @@ struct mpc_model_desc {
    * cpu target. */
   int32_t num_convolutions;
   const mpc_conv_desc *convolutions;
+  /* --shard-optimizer: every rank's shard is a multiple of this many
+   * elements, the chunk of the gradient statistics, so that each chunk is
+   * one rank's to sum (0, as hand-written descriptors may leave it: 16). */
+  int64_t shard_unit;
 };
 
 #ifdef __cplusplus

@@ -24,6 +24,7 @@
 #include "runtime/thread_pool.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -169,8 +170,10 @@ static mpc_status shard_optimizer_state(mpc_session *session) {
     return MPC_OK;
   int64_t ranks = mpcrt::process_group_size(session->group);
   int64_t rank = mpcrt::process_group_rank(session->group);
-  // 16 elements (64 bytes of f32) a unit, so that every shard is aligned.
-  int64_t capacity = ((n + ranks - 1) / ranks + 15) / 16 * 16;
+  // Whole chunks of the gradient statistics (each then one rank's), and
+  // at least 16 elements (64 bytes of f32), so that every shard is aligned.
+  int64_t unit = std::max<int64_t>(16, model->shard_unit) / 16 * 16;
+  int64_t capacity = ((n + ranks - 1) / ranks + unit - 1) / unit * unit;
   session->shard_capacity = capacity;
   session->shard_begin = std::min(n, rank * capacity);
   session->shard_count = std::min(capacity, n - session->shard_begin);
@@ -214,6 +217,14 @@ mpc_status gather_optimizer_shards(mpc_session *session) {
       // Whole on every rank: this rank's micro-batches' sum.
       std::memcpy(full, slot_shard(session, slot),
                   static_cast<size_t>(n * element));
+      // After an optimizer step that reduce-scattered it, the ranks' sum
+      // is in its owners' shards: gathered, it is what the all-reduce of
+      // an unsharded session leaves on every rank, bit for bit.
+      if (session->gradients_scattered && session->group)
+        if (mpc_status status = process_group_all_gather(
+                session->group, full, session->shard_capacity * element,
+                n * element))
+          return status;
       continue;
     }
     std::memcpy(full + session->shard_begin * element,
@@ -328,6 +339,7 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   fresh.gradients_nonfinite = 0;
   fresh.checkpoint_verified = 0;
   fresh.gradients_summed = 0;
+  fresh.gradients_scattered = 0;
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     fresh.arenas[a] = nullptr;
   if (mpc_status status = resolve_hyperparameter(
@@ -514,6 +526,29 @@ extern "C" mpc_status mpc_rt_reduce_gradients(mpc_step_context *context,
         static_cast<mpcrt::process_group *>(context->process_group), grads,
         count);
   return MPC_OK;
+}
+
+extern "C" mpc_status mpc_rt_reduce_scatter_gradients(
+    mpc_step_context *context, float *flat, long long begin, long long count) {
+  if (context->process_group)
+    mpcrt::process_group_defer_scattered_sum(
+        static_cast<mpcrt::process_group *>(context->process_group), flat,
+        begin, count, context->shard_capacity);
+  return MPC_OK;
+}
+
+static_assert(offsetof(mpc_train_control, partial_nonfinite) ==
+                  offsetof(mpc_train_control, partial_sumsq) +
+                      MPC_GRAD_STATS_BLOCKS * sizeof(float),
+              "a sharded step sums the partial statistics as one array");
+
+extern "C" mpc_status mpc_rt_sum_across_ranks(mpc_step_context *context,
+                                              float *data, long long count) {
+  if (!context->process_group)
+    return MPC_OK;
+  return mpcrt::process_group_sum_in_rank_order(
+      static_cast<mpcrt::process_group *>(context->process_group), data,
+      count);
 }
 
 extern "C" mpc_status mpc_rt_gradients_reduced(mpc_step_context *context) {

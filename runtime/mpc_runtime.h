@@ -219,7 +219,10 @@ mpc_status mpc_compute_gradients(mpc_session *session,
  * scale divided out (of the last micro-batch, with accumulation); with
  * data parallelism, the mean over the ranks (with accumulation the ranks
  * sum once per optimizer step, their accumulated gradients, so after a
- * train step it is this rank's own last micro-batch's). */
+ * train step it is this rank's own last micro-batch's). After a train step
+ * of a --shard-optimizer session on the cpu target, which sums only each
+ * rank's shard (a reduce-scatter), it fails with MPC_ERROR_INVALID_ARGUMENT
+ * and a message: mpc_compute_gradients sums them whole. */
 mpc_status mpc_get_gradient(mpc_session *session, const char *name,
                             float *data, size_t count);
 

@@ -68,6 +68,7 @@ struct Gloo {
   decltype(&mpc_gloo_join) join = nullptr;
   decltype(&mpc_gloo_broadcast) broadcast = nullptr;
   decltype(&mpc_gloo_all_gather) allGather = nullptr;
+  decltype(&mpc_gloo_all_to_all) allToAll = nullptr;
   decltype(&mpc_gloo_release) release = nullptr;
 };
 
@@ -135,6 +136,13 @@ mpc_status mpiError(Mpi &mpi, const char *what, int code) {
 
 } // namespace
 
+/// A bucket of the flat gradient buffer at `flat`: elements [begin, begin
+/// + count), of which each rank sums only those in its shard.
+struct scattered_range {
+  float *flat;
+  int64_t begin, count;
+};
+
 struct process_group {
   Gloo *gloo;
   mpc_gloo_group *glooGroup; // null for a job of one rank
@@ -146,6 +154,10 @@ struct process_group {
   // process_group_defer_sum's buffers, and where they are packed.
   std::vector<std::pair<float *, int64_t>> deferred;
   std::vector<float> packed;
+  // process_group_defer_scattered_sum's ranges of the flat buffer.
+  std::vector<scattered_range> scattered;
+  int64_t shard_capacity = 0;
+  std::vector<float> sent, received; // all-to-all scratch
 
   ~process_group() {
     if (glooGroup)
@@ -154,6 +166,9 @@ struct process_group {
 
   /// Every rank's `bytes` at `mine` into `all`, rank r's at r * bytes.
   mpc_status gather(const char *what, const void *mine, void *all, int bytes);
+  /// Rank r gets `bytes` at in + r * bytes from every rank s, into
+  /// out + s * bytes.
+  mpc_status exchange(const char *what, const void *in, void *out, int bytes);
   /// Gloo failed with `code` and `message` while this rank waited on
   /// `who` (Gloo does not say which connection broke; the caller knows
   /// the pattern): the group is broken, and the status says so.
@@ -226,9 +241,10 @@ Gloo *loadGloo(std::string *why) {
       bind(library, "mpc_gloo_join", gloo.join);
       bind(library, "mpc_gloo_broadcast", gloo.broadcast);
       bind(library, "mpc_gloo_all_gather", gloo.allGather);
+      bind(library, "mpc_gloo_all_to_all", gloo.allToAll);
       bind(library, "mpc_gloo_release", gloo.release);
       if (version && version() == MPC_GLOO_ABI_VERSION && gloo.join &&
-          gloo.broadcast && gloo.allGather && gloo.release) {
+          gloo.broadcast && gloo.allGather && gloo.allToAll && gloo.release) {
         gloo.library = library;
         break;
       }
@@ -469,6 +485,19 @@ mpc_status process_group::gather(const char *what, const void *mine, void *all,
   return MPC_OK;
 }
 
+mpc_status process_group::exchange(const char *what, const void *in,
+                                   void *out, int bytes) {
+  if (broken)
+    return brokenAlready(what);
+  char message[1024] = "";
+  // Gloo's all-to-all talks to every rank at once, and its errors do not
+  // say to which one.
+  if (int code = gloo->allToAll(glooGroup, in, out, static_cast<size_t>(bytes),
+                                message, sizeof(message)))
+    return glooFailed(what, code, message, "a rank");
+  return MPC_OK;
+}
+
 mpc_status process_group_broadcast(process_group *group, void *data,
                                    int64_t bytes) {
   const char *what = "broadcasting rank 0's parameters";
@@ -554,11 +583,116 @@ void process_group_defer_sum(process_group *group, float *data, int64_t count) {
 
 void process_group_discard_deferred(process_group *group) {
   group->deferred.clear();
+  group->scattered.clear();
 }
+
+void process_group_defer_scattered_sum(process_group *group, float *flat,
+                                       int64_t begin, int64_t count,
+                                       int64_t shard_capacity) {
+  if (group->size > 1 && count > 0) {
+    group->scattered.push_back({flat, begin, count});
+    group->shard_capacity = shard_capacity;
+  }
+}
+
+namespace {
+
+/// The pieces of the deferred ranges that rank `owner`'s shard holds, in
+/// the order they were deferred (every rank defers the same ranges).
+std::vector<std::pair<float *, int64_t>>
+owned_pieces(const process_group &group, int32_t owner) {
+  // The ranges lie inside the flat buffer, which bounds the last shard.
+  int64_t first = owner * group.shard_capacity;
+  int64_t end = first + group.shard_capacity;
+  std::vector<std::pair<float *, int64_t>> pieces;
+  for (const scattered_range &range : group.scattered) {
+    int64_t begin = std::max(first, range.begin);
+    int64_t stop = std::min(end, range.begin + range.count);
+    if (begin < stop)
+      pieces.emplace_back(range.flat + begin, stop - begin);
+  }
+  return pieces;
+}
+
+/// Calls visit(pointer, length, position) for the elements [at, at +
+/// length) of the pieces taken as one sequence, piece by piece.
+template <typename Visit>
+void for_each_span(const std::vector<std::pair<float *, int64_t>> &pieces,
+                   int64_t at, int64_t length, Visit visit) {
+  int64_t position = 0; // of the piece's first element in the sequence
+  for (const auto &[data, count] : pieces) {
+    int64_t begin = std::max(at, position);
+    int64_t end = std::min(at + length, position + count);
+    if (begin < end)
+      visit(data + (begin - position), end - begin, begin - at);
+    position += count;
+  }
+}
+
+/// The reduce-scatter of the deferred ranges: each rank sends every other
+/// rank the elements of its shard (an all-to-all), and sums what it gets
+/// in rank order, as process_group_sum_in_rank_order does, so that a
+/// shard's bits are those of the all-reduce.
+mpc_status sum_scattered(process_group *group) {
+  std::vector<std::vector<std::pair<float *, int64_t>>> pieces(
+      static_cast<size_t>(group->size));
+  int64_t longest = 0;
+  for (int32_t r = 0; r < group->size; ++r) {
+    pieces[r] = owned_pieces(*group, r);
+    int64_t length = 0;
+    for (const auto &piece : pieces[r])
+      length += piece.second;
+    longest = std::max(longest, length);
+  }
+  group->scattered.clear();
+  if (longest == 0)
+    return MPC_OK;
+  int64_t chunk = std::max<int64_t>(
+      1, std::min(longest, kChunkBytes / static_cast<int64_t>(sizeof(float)) /
+                               group->size));
+  size_t scratch = static_cast<size_t>(chunk * group->size);
+  if (group->sent.size() < scratch) {
+    group->sent.resize(scratch);
+    group->received.resize(scratch);
+  }
+  const auto &mine = pieces[group->rank];
+  for (int64_t at = 0; at < longest; at += chunk) {
+    int64_t length = std::min(chunk, longest - at);
+    // Rank r's elements [at, at + length) of its shard, zero past its end.
+    std::fill_n(group->sent.begin(), length * group->size, 0.0f);
+    for (int32_t r = 0; r < group->size; ++r)
+      for_each_span(pieces[r], at, length,
+                    [&](const float *data, int64_t count, int64_t to) {
+                      std::copy_n(data, count,
+                                  group->sent.data() + r * length + to);
+                    });
+    if (mpc_status status = group->exchange(
+            "summing the gradients' shards", group->sent.data(),
+            group->received.data(),
+            static_cast<int>(length * static_cast<int64_t>(sizeof(float)))))
+      return status;
+    const float *received = group->received.data();
+    for_each_span(mine, at, length, [&](float *data, int64_t count,
+                                        int64_t from) {
+      for (int64_t i = 0; i < count; ++i) {
+        float sum = 0.0f;
+        for (int32_t s = 0; s < group->size; ++s)
+          sum += received[s * length + from + i];
+        data[i] = sum;
+      }
+    });
+  }
+  return MPC_OK;
+}
+
+} // namespace
 
 mpc_status process_group_sum_deferred(process_group *group) {
   std::vector<std::pair<float *, int64_t>> buffers;
   buffers.swap(group->deferred);
+  if (!group->scattered.empty())
+    if (mpc_status status = sum_scattered(group))
+      return status;
   if (buffers.empty())
     return MPC_OK;
   if (buffers.size() == 1)

@@ -72,6 +72,16 @@ mpc_status process_group_sum_in_rank_order(process_group *group, float *data,
 /// millisecond over Gloo's TCP on a small VM) would otherwise be paid once
 /// a bucket. The bits are the same: every element is summed alone.
 void process_group_defer_sum(process_group *group, float *data, int64_t count);
+/// --shard-optimizer's reduce-scatter, deferred as process_group_defer_sum
+/// is: of the `count` floats at flat + begin (a range of the flat
+/// gradient buffer at `flat`), each rank r gets the sum over the ranks
+/// in rank order, bit for bit process_group_sum_in_rank_order's, of those
+/// in its shard [r * shard_capacity, (r + 1) * shard_capacity); the rest
+/// it keeps as they were. Each rank receives its shard from the others
+/// (an all-to-all): 1/N of what summing the whole buffer receives.
+void process_group_defer_scattered_sum(process_group *group, float *flat,
+                                       int64_t begin, int64_t count,
+                                       int64_t shard_capacity);
 /// Sums every deferred buffer and forgets them (also when it fails).
 mpc_status process_group_sum_deferred(process_group *group);
 /// Forgets deferred buffers left by a step that failed before summing.

@@ -44,6 +44,10 @@ struct mpc_session {
   // (mpc_compute_gradients, or a train step without accumulation: with it
   // the ranks sum the accumulator, once per optimizer step).
   int32_t gradients_summed;
+  // Whether the last step summed only this rank's shard of them
+  // (--shard-optimizer on the cpu target, a step that updated; with
+  // accumulation, the last micro-batch's).
+  int32_t gradients_scattered;
   // Whether the last mpc_load_checkpoint verified every tensor against a
   // stored checksum (mpc_checkpoint_was_verified).
   int32_t checkpoint_verified;

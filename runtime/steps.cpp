@@ -111,6 +111,13 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
                      : session->step;
   session->gradients_summed =
       session->group && (!apply_update || accumulate == 1);
+  // --shard-optimizer on the cpu target: a step that updates (with
+  // accumulation, the last micro-batch, the one that communicates) sums
+  // each rank's shard of the gradients only (a reduce-scatter).
+  session->gradients_scattered =
+      session->group && apply_update && model->shard_optimizer &&
+      model->target == MPC_TARGET_CPU &&
+      session->step % accumulate == accumulate - 1;
   context.learning_rate = session->learning_rate;
   context.momentum = session->momentum;
   context.weight_decay = session->weight_decay;
@@ -303,6 +310,12 @@ extern "C" mpc_status mpc_get_gradient(mpc_session *session, const char *name,
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "mpc_get_gradient: '%s' is state, which has no gradient",
                      name);
+  if (session->gradients_scattered)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "mpc_get_gradient: the last step of this --shard-optimizer "
+                     "session summed only this rank's shard of the gradients "
+                     "over the ranks (a reduce-scatter); mpc_compute_gradients "
+                     "sums them whole");
   if (mpc_status status = mpcrt::sync_host(session))
     return status;
   // The gradient of a parameter sits at the parameter's offset in the

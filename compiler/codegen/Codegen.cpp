@@ -625,6 +625,11 @@ int64_t mlir::mpc::elementwiseGrid(int64_t n) {
   return tiledGrid(n, 4096); // MPC_TILE in mpc_device.h
 }
 
+int64_t mlir::mpc::gradStatsChunk(int64_t n) {
+  int64_t chunk = (n + MPC_GRAD_STATS_BLOCKS - 1) / MPC_GRAD_STATS_BLOCKS;
+  return std::max<int64_t>(16, (chunk + 15) / 16 * 16);
+}
+
 int64_t mlir::mpc::tiledGrid(int64_t n, int64_t tile) {
   constexpr int64_t maxGrid = 65535;
   return std::max<int64_t>(1, std::min(maxGrid, (n + tile - 1) / tile));

@@ -117,6 +117,12 @@ constexpr int64_t gemmWorkspaceAlignment = 256;
 /// (sm_90), 4 MiB on other architectures.
 int64_t gemmWorkspaceBytes(int smVersion);
 
+/// The elements of each chunk that the gradient statistics sum apart (a
+/// multiple of 16, at most MPC_GRAD_STATS_BLOCKS chunks in `n`), fixed by
+/// `n` alone: a --shard-optimizer shard is whole chunks (the descriptor's
+/// shard_unit), so that every rank count sums the same partials.
+int64_t gradStatsChunk(int64_t n);
+
 /// What a model's library allocates, per arena, from its train and eval
 /// plans: the figures of the descriptor and of `mpc compile --report`.
 struct MemorySummary {

@@ -97,6 +97,16 @@ void emitReadyBuckets(BucketPlan &plan, size_t step, StepEmitter &emitter) {
         "MPC_CHECK(mpc_rt_reduce_gradients(ctx, (float *)({0}), {1}LL));", at,
         count));
   };
+  // A step that updates, sharded on the cpu target: each rank sums only
+  // its shard (ZeRO-1's reduce-scatter), which is all its optimizer reads.
+  auto reduceForUpdate = [&](auto at, const GradientBucket &bucket) {
+    if (!memory.scatteredGradients)
+      return reduce(at(bucket.offset), bucket.bytes / 4);
+    emitter.hostStatement(llvm::formatv(
+        "MPC_CHECK(mpc_rt_reduce_scatter_gradients(ctx, (float *)({0}), "
+        "{1}LL, {2}LL));",
+        at(0), bucket.offset / 4, bucket.bytes / 4));
+  };
   for (GradientBucket &bucket : plan.buckets) {
     if (bucket.readyStep != step)
       continue;
@@ -105,7 +115,16 @@ void emitReadyBuckets(BucketPlan &plan, size_t step, StepEmitter &emitter) {
                           llvm::join(bucket.params, ", "));
     if (plan.accumulate == 1) {
       bucket.afterKernels = emitter.getKernelRecords().size();
+      if (!memory.scatteredGradients) {
+        reduce(inGradients(bucket.offset), count);
+        continue;
+      }
+      // mpc_compute_gradients sums the gradients whole.
+      emitter.hostStatement("if (ctx->apply_update) {");
+      reduceForUpdate(inGradients, bucket);
+      emitter.hostStatement("} else {");
       reduce(inGradients(bucket.offset), count);
+      emitter.hostStatement("}");
       continue;
     }
     if (plan.accumulateKernel.empty()) {
@@ -132,7 +151,7 @@ void emitReadyBuckets(BucketPlan &plan, size_t step, StepEmitter &emitter) {
                        .writesBytes(bucket.bytes)
                        .flopsPer(count, 1));
     bucket.afterKernels = emitter.getKernelRecords().size();
-    reduce(inAccumulator(bucket.offset), count);
+    reduceForUpdate(inAccumulator, bucket);
     emitter.hostStatement("} else if (!ctx->apply_update) {");
     reduce(inGradients(bucket.offset), count);
     emitter.hostStatement("}");
@@ -361,6 +380,8 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
                          options.classifierChunks);
   MemoryPlan trainPlan(train, trainSteps, gradients, options.gemmWorkspaceBytes,
                        options.cudnnConvolutions);
+  // The cuda target all-reduces the buckets over NCCL, sharded or not.
+  trainPlan.scatteredGradients = trainPlan.shardedSlots && !options.cuda;
   StepEmitter trainEmitter(trainPlan, name, name + "_train_step", kernels,
                            /*training=*/true);
   // The cuda target's cuDNN convolutions, one table for both steps.
@@ -602,6 +623,12 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << "  " << (optimizer.getShardOptimizer() ? 1 : 0) << ", "
        << trainPlan.slotsOffset << ",\n"
        << "  " << convolutions.size() << ", " << name << "_convolutions,\n"
+       // Sharded models sum f32 gradients (data parallelism's rule).
+       << "  "
+       << (trainPlan.shardedSlots
+               ? gradStatsChunk(trainPlan.arenaBytes[MPC_ARENA_GRADS] / 4)
+               : 0)
+       << ",\n"
        << "};\n\n"
        << "extern \"C\" const mpc_model_desc *mpc_model_" << name
        << "(void) { return &" << name << "_desc; }\n";

@@ -216,8 +216,9 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
     grads = "(const " + accumulator.substr(1);
   }
 
-  int64_t statsBlocks = std::min<int64_t>(elementwiseGrid(n),
-                                          MPC_GRAD_STATS_BLOCKS);
+  // The statistics' chunks, a block each (gradStatsChunk).
+  int64_t statsChunk = gradStatsChunk(n);
+  int64_t statsBlocks = (n + statsChunk - 1) / statsChunk;
   // Scaled gradient -> gradient: 1/scale, and 1/N for the mean over
   // micro-batches. In double, rounded once.
   // Data parallel: the sum is over ranks too (an exact product of two small
@@ -234,38 +235,70 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
   if (stats) {
     std::string name = emitter.kernelName("grad_stats");
     emitter.addKernel(llvm::formatv(
-        "// Per block: the sum of squares of the unscaled gradients and\n"
-        "// whether any gradient is inf or NaN.\n"
+        "// Per chunk of {3} gradients, a block each: the sum of squares of\n"
+        "// the unscaled gradients and whether any is inf or NaN. Only the\n"
+        "// chunks [first_chunk, end_chunk) (a rank's shard); 0 for others.\n"
         "__global__ void {0}(const {1} *__restrict__ grads, "
-        "mpc_train_control *control, long long n) {{\n"
+        "mpc_train_control *control, long long n, long long first_chunk, "
+        "long long end_chunk) {{\n"
         "  const float unscale = (float)({2});\n"
         "  mpc_sum sumsq = 0.0f;\n"
         "  float nonfinite = 0.0f;\n"
-        "  MPC_FOR_EACH(i, n) {{\n"
-        "    float g = mpc_load(grads + i);\n"
-        "    if (!MPC_ISFINITE(g)) nonfinite = 1.0f;\n"
-        "    float u = g * unscale;\n"
-        "    sumsq += u * u;\n"
+        "  const long long chunk = blockIdx.x;\n"
+        "  if (chunk >= first_chunk && chunk < end_chunk) {{\n"
+        "    const long long begin = chunk * {3}LL;\n"
+        "    const long long end = begin + {3}LL < n ? begin + {3}LL : n;\n"
+        "    for (long long i = begin + threadIdx.x; i < end; "
+        "i += blockDim.x) {{\n"
+        "      float g = mpc_load(grads + i);\n"
+        "      if (!MPC_ISFINITE(g)) nonfinite = 1.0f;\n"
+        "      float u = g * unscale;\n"
+        "      sumsq += u * u;\n"
+        "    }\n"
         "  }\n"
         "  sumsq = mpc_block_reduce_sum(sumsq);\n"
         "  nonfinite = mpc_block_reduce_max(nonfinite);\n"
         "  if (threadIdx.x == 0) {{\n"
-        "    control->partial_sumsq[blockIdx.x] = sumsq;\n"
-        "    control->partial_nonfinite[blockIdx.x] = nonfinite;\n"
+        "    control->partial_sumsq[chunk] = sumsq;\n"
+        "    control->partial_nonfinite[chunk] = nonfinite;\n"
         "  }\n"
         "}\n",
-        name, storage, unscale));
+        name, storage, unscale, statsChunk));
     emitter.setSource({}, "optimizer: gradient statistics");
-    // Blocks of 1024 threads: the MPC_GRAD_STATS_BLOCKS (256) blocks then
-    // fill a GPU (2 of them a multiprocessor), where blocks of 256 left an
-    // H100 a quarter occupied, too few loads in flight: GPT-2 small's 124M
-    // gradients read at 0.5 TB/s (0.97 ms). The cpu target runs a block on
-    // one thread either way.
-    emitter.launch(name, statsBlocks, 1024, {grads, control, count},
+    // Blocks of up to 1024 threads: the MPC_GRAD_STATS_BLOCKS (256) blocks
+    // then fill a GPU (2 of them a multiprocessor), where blocks of 256
+    // left an H100 a quarter occupied, too few loads in flight: GPT-2
+    // small's 124M gradients read at 0.5 TB/s (0.97 ms). The cpu target
+    // runs a block on one thread either way; a small chunk takes fewer.
+    int64_t threads = std::min<int64_t>(1024, (statsChunk + 31) / 32 * 32);
+    std::string chunks = std::to_string(statsBlocks) + "LL";
+    // Sharded on the cpu target: this rank's chunks; the others' partials
+    // come from the ranks that own them.
+    std::string firstChunk =
+        plan.scatteredGradients
+            ? llvm::formatv("ctx->shard_begin / {0}LL", statsChunk).str()
+            : std::string("0LL");
+    std::string endChunk =
+        plan.scatteredGradients
+            ? llvm::formatv("(ctx->shard_begin + ctx->shard_count + {0}LL - "
+                            "1) / {0}LL",
+                            statsChunk)
+                  .str()
+            : chunks;
+    emitter.launch(name, statsBlocks, threads,
+                   {grads, control, count, firstChunk, endChunk},
                    KernelCost()
                        .readsElements(n, element)
                        .writesBytes(2 * 4 * statsBlocks)
                        .flopsPer(n, 3));
+    if (plan.scatteredGradients) {
+      // Every partial is one rank's and zero on the others: the sum in
+      // rank order is exact, the partials of the unsharded step.
+      emitter.hostStatement("// the partial statistics of every rank's shard");
+      emitter.hostStatement(
+          "MPC_CHECK(mpc_rt_sum_across_ranks(ctx, (" + control +
+          ")->partial_sumsq, 2LL * MPC_GRAD_STATS_BLOCKS));");
+    }
   }
 
   {

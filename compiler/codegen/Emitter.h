@@ -221,6 +221,10 @@ public:
   SmallVector<int64_t> slotElementBytesBefore;
   int64_t controlOffset = 0;
   bool shardedSlots = false;
+  /// Sharded on the cpu target: a step that updates reduce-scatters the
+  /// gradients (mpc_rt_reduce_scatter_gradients), and each rank sums the
+  /// statistics of its shard's chunks (the cuda target all-reduces them).
+  bool scatteredGradients = false;
   /// cuBLASLt's workspace, live for the whole step (GEMMs run throughout);
   /// gemmWorkspaceAlignment-aligned, 0 bytes without one. cuDNN's
   /// convolutions share it (they run on the same stream).
@@ -427,6 +431,7 @@ private:
 
 /// Grid size for an elementwise loop over `n` elements (MPC_FOR_EACH).
 int64_t elementwiseGrid(int64_t n);
+
 
 /// Elements a block per round of MPC_FOR_EACH_TILED for loops over image
 /// rows (im2col, col2im, max pooling's gradient): one a thread, where MPC_TILE's 4096 would leave a

@@ -362,9 +362,10 @@ cl::opt<bool> dataParallel(
 cl::opt<bool> shardOptimizer(
     "shard-optimizer",
     cl::desc("With --data-parallel: ZeRO stage 1, each rank keeps and "
-             "updates 1/N of the optimizer state (moments), then the ranks "
-             "gather the updated parameters; checkpoints hold the whole "
-             "state, as without it"),
+             "updates 1/N of the optimizer state (moments), summing only "
+             "that 1/N of the gradients on the cpu target (a "
+             "reduce-scatter), then the ranks gather the updated "
+             "parameters; checkpoints hold the whole state, as without it"),
     cl::sub(compileCommand), cl::cat(optimizerCategory));
 cl::opt<mlir::mpc::OptimizerState> optimizerState(
     "optimizer-state",

@@ -475,8 +475,11 @@ ShardedOptimizer shardOptimizer(const MemorySummary &memory,
       (static_cast<int64_t>(sizeof(mpc_train_control)) + 63) / 64 * 64;
   sharded.slots = static_cast<int64_t>(state.slots.size());
   sharded.bytesPerParameter = state.slotElementBytes;
-  // The runtime's shards: 16-element units (mpc_runtime.cpp).
-  int64_t capacity = ((state.elements + ranks - 1) / ranks + 15) / 16 * 16;
+  // The runtime's shards: whole chunks of the gradient statistics, the
+  // descriptor's shard_unit (mpc_runtime.cpp).
+  int64_t unit = gradStatsChunk(state.elements);
+  int64_t capacity =
+      ((state.elements + ranks - 1) / ranks + unit - 1) / unit * unit;
   sharded.wholeBytes = memory.optimizerState;
   // The gradient accumulator stays whole on every rank (mpc_runtime.cpp).
   int64_t shardedBytes = state.slotElementBytes - state.accumulatorBytes;

@@ -143,7 +143,8 @@ mpc_warmup_cosine_lr(double base, double min_lr, long long warmup,
   return min_lr + (base - min_lr) * 0.5 * (1.0 + cosine);
 }
 
-/* Blocks of the gradient statistics kernel; each leaves one partial. */
+/* Chunks of the flat gradients that the gradient statistics kernel sums
+ * apart, a block each; each leaves one partial. */
 #define MPC_GRAD_STATS_BLOCKS 256
 
 /* What may change from one step to the next, written by the runtime into
@@ -182,10 +183,13 @@ typedef struct mpc_train_control {
   float learning_rate;    /* after the schedule */
   float step_size;        /* Adam: lr / (1 - beta1^t) */
   float bias_correction2_sqrt; /* Adam: sqrt(1 - beta2^t) */
-  /* Gradient statistics, one per block of the statistics kernel. */
+  /* Gradient statistics, one per chunk of the statistics kernel. One
+   * array after the other: a --shard-optimizer step sums both over the
+   * ranks in one collective (each rank has summed its shard's chunks). */
   float partial_sumsq[MPC_GRAD_STATS_BLOCKS];
   float partial_nonfinite[MPC_GRAD_STATS_BLOCKS];
 } mpc_train_control;
+
 
 #ifdef __cplusplus
 } /* extern "C" */

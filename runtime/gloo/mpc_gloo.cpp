@@ -15,6 +15,7 @@
 #include "runtime/gloo/mpc_gloo.h"
 
 #include <gloo/allgather.h>
+#include <gloo/alltoall.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/rendezvous/context.h>
@@ -449,6 +450,25 @@ int mpc_gloo_all_gather(mpc_gloo_group *group, const void *mine, void *all,
     options.setInput(const_cast<char *>(in), piece_bytes);
     options.setOutput(out, piece_bytes * static_cast<size_t>(size));
     gloo::allgather(options);
+  });
+}
+
+int mpc_gloo_all_to_all(mpc_gloo_group *group, const void *in, void *out,
+                        size_t piece_bytes, char *error, size_t error_size) {
+  return guarded(error, error_size, [&] {
+    auto *to = static_cast<char *>(out);
+    const auto *from = static_cast<const char *>(in);
+    int rank = group->context->rank, size = group->context->size;
+    if (size == 1 || piece_bytes == 0) {
+      std::memmove(to + rank * piece_bytes, from + rank * piece_bytes,
+                   piece_bytes);
+      return;
+    }
+    gloo::AlltoallOptions options(group->context);
+    options.setInput(const_cast<char *>(from),
+                     piece_bytes * static_cast<size_t>(size));
+    options.setOutput(to, piece_bytes * static_cast<size_t>(size));
+    gloo::alltoall(options);
   });
 }
 

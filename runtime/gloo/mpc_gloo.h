@@ -31,7 +31,7 @@ enum {
 
 /* Bumped when a signature below changes: the runtime refuses a plugin of
  * another version (an old libmpc_gloo.so on the library path). */
-#define MPC_GLOO_ABI_VERSION 1
+#define MPC_GLOO_ABI_VERSION 2
 
 typedef struct mpc_gloo_group mpc_gloo_group;
 
@@ -52,6 +52,12 @@ int mpc_gloo_broadcast(mpc_gloo_group *group, void *data, size_t bytes,
 /* all[r * piece_bytes, (r + 1) * piece_bytes) = rank r's `mine`, on every
  * rank (Gloo's ring all-gather: a rank receives from rank - 1). */
 int mpc_gloo_all_gather(mpc_gloo_group *group, const void *mine, void *all,
+                        size_t piece_bytes, char *error, size_t error_size);
+
+/* out[s * piece_bytes, (s + 1) * piece_bytes) = rank s's
+ * in[r * piece_bytes, (r + 1) * piece_bytes), where r is this rank (Gloo's
+ * all-to-all: each rank sends every other rank its own piece). */
+int mpc_gloo_all_to_all(mpc_gloo_group *group, const void *in, void *out,
                         size_t piece_bytes, char *error, size_t error_size);
 
 void mpc_gloo_release(mpc_gloo_group *group);

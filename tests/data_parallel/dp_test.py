@@ -23,7 +23,9 @@ elsewhere.
 Each ctest runs one part (PARTS): the comparison above for one optimizer
 and level, or one of the checks below.
 
-mpc_get_gradient on 3 ranks is the mean of the ranks' gradients, and the
+mpc_get_gradient on 3 ranks is the mean of the ranks' gradients (and after
+a --shard-optimizer train step, which sums only each rank's shard, an
+error), and the
 ResNet example's batch-norm statistics follow rank 0's on every rank;
 with dropout, and with delayed FP8 scaling (its table the largest amax
 over the ranks), 2 ranks still end where --accumulate=2 ends; a bucket per
@@ -521,9 +523,13 @@ class Runs:
         self.arena_bytes = {}
 
     def flags(self, optimizer, level):
+        # AdamW clips (the MLP's norm is above 1 in most of its 20 steps), so that
+        # the gradient norm a sharded step sums from its ranks' chunks
+        # reaches the parameters.
         return [*LEVELS[level], f"--optimizer={optimizer}", "--lr=0.01",
                 "--momentum=0.9" if optimizer == "sgd" else "--beta1=0.9",
-                "--weight-decay=0.01"]
+                "--weight-decay=0.01",
+                *(["--clip-norm=1.0"] if optimizer == "adamw" else [])]
 
     def build(self, name, flags):
         directory = os.path.join(self.args.work, name)
@@ -586,6 +592,12 @@ def check_matches_accumulation(runs, optimizer, level):
         if len(trajectories[0]) != 20 or any(
                 t != trajectories[0] for t in trajectories):
             problems.append("the ranks' scaler states differ after some step")
+        # And equal to one process's, the gradient norm bit for bit (which
+        # clipping multiplies in: AdamW clips).
+        with open(f"{theirs}.scaler.rank0") as trajectory:
+            if trajectory.read().splitlines() != trajectories[0]:
+                problems.append("the scaler or the gradient norm differs "
+                                "from --accumulate's after some step")
         if ours_meta["skipped_steps"] != "1":
             problems.append(f"{ours_meta['skipped_steps']} steps skipped, "
                             "expected the overflowed one")
@@ -605,8 +617,11 @@ def check_matches_accumulation(runs, optimizer, level):
             # whole.
             runs.on_ranks(optimizer, level, ranks, "")
             whole = runs.arena_bytes[(optimizer, level, ranks, "")][0]
+            # A shard is whole chunks of the gradient statistics (800 of the
+            # MLP's 203,530 parameters), so a rank may hold one more chunk
+            # of each slot (8 bytes a parameter at most here).
             if len(arena) != ranks or max(arena.values()) > \
-                    whole / ranks + 4096:
+                    whole / ranks + 4096 + 800 * 8:
                 problems.append(f"optimizer arenas {arena} bytes, "
                                 f"unsharded {whole}")
         label = f"{optimizer} {level}, {ranks} ranks{shard}"
@@ -659,6 +674,11 @@ def main():
                       runs.library("sgd", "O0", "dp"), "--out",
                       os.path.join(args.work, "gradients"), "--gradients"])
         print(f"ok: {output.strip()}")
+        output = run([*mpirun, "3", *worker, "--lib",
+                      runs.library("sgd", "O0", "dp_shard"), "--out",
+                      os.path.join(args.work, "gradients_sharded"),
+                      "--gradients", "--sharded"])
+        print(f"ok: sharded: {output.strip()}")
         failures = 0
     elif part == "state":
         failures = check_state_follows_rank0(args, mpirun, worker)

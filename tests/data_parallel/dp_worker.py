@@ -65,18 +65,34 @@ def check_gradients(model, args):
                 np.save(f"{args.out}.rank{rank}.{name}.npy",
                         alone.gradient(name))
             session.compute_gradients(*rank_inputs)
-            if rank != 0:
+            if rank == 0:
+                for name in names:
+                    total = np.zeros_like(session.gradient(name))
+                    for r in range(ranks):
+                        total = total + np.load(
+                            f"{args.out}.rank{r}.{name}.npy")
+                    mean = total / np.float32(ranks)
+                    if not np.array_equal(session.gradient(name), mean):
+                        sys.exit(f"FAIL: gradient of {name} is not the mean "
+                                 "over the ranks")
+                print(f"gradients: mpc_get_gradient is the mean over {ranks} "
+                      f"ranks for {len(names)} parameters, bit for bit")
+            if not args.sharded:
                 return
-            for name in names:
-                total = np.zeros_like(session.gradient(name))
-                for r in range(ranks):
-                    total = total + np.load(f"{args.out}.rank{r}.{name}.npy")
-                mean = total / np.float32(ranks)
-                if not np.array_equal(session.gradient(name), mean):
-                    sys.exit(f"FAIL: gradient of {name} is not the mean over "
-                             "the ranks")
-            print(f"gradients: mpc_get_gradient is the mean over {ranks} "
-                  f"ranks for {len(names)} parameters, bit for bit")
+            # A sharded train step sums only each rank's shard: no whole
+            # gradient to return.
+            session.train_step(*rank_inputs)
+            try:
+                session.gradient(names[0])
+                sys.exit("FAIL: mpc_get_gradient after a sharded train step "
+                         "returned gradients only partly summed")
+            except mpc.MpcError as error:
+                if "reduce-scatter" not in str(error):
+                    sys.exit(f"FAIL: mpc_get_gradient after a sharded train "
+                             f"step: {error}")
+                if rank == 0:
+                    print(f"gradients: after a sharded train step "
+                          f"mpc_get_gradient says: {error}")
 
 
 def main():
@@ -91,6 +107,8 @@ def main():
     parser.add_argument("--resume", help="a checkpoint to start from")
     parser.add_argument("--first-step", type=int, default=0,
                         help="the optimizer step the run starts at")
+    parser.add_argument("--sharded", action="store_true",
+                        help="with --gradients: the library shards")
     parser.add_argument("--rank-accumulate", type=int, default=1,
                         help="with --ranks: micro-batches per step a rank")
     group = parser.add_mutually_exclusive_group(required=True)
@@ -146,12 +164,7 @@ def main():
                     session.save(args.out)
                 # The scaler's state after every step, for dp_test to hold
                 # the ranks against each other.
-                stats = session.stats()
-                trajectory.write(
-                    f"step {step} scaler {stats['loss_scale']!r} "
-                    f"{stats['steps_since_growth']} "
-                    f"{stats['hysteresis_left']} {stats['skipped_steps']} "
-                    f"grad norm {stats['grad_norm']!r}\n")
+                write_state(trajectory, step, session)
             trajectory.close()
             if args.fail_at >= 0:
                 return
@@ -160,11 +173,25 @@ def main():
             print(f"rank {session.rank} optimizer arena "
                   f"{session.arena_bytes('optimizer')} bytes", flush=True)
         else:
-            for step in steps:
-                for micro in range(args.accumulate):
-                    session.train_step(*batch(step * args.accumulate + micro,
-                                              args.overflow_at))
+            # The same trajectory, which the ranks' must equal.
+            with open(f"{args.out}.scaler.rank0", "w") as trajectory:
+                for step in steps:
+                    for micro in range(args.accumulate):
+                        session.train_step(
+                            *batch(step * args.accumulate + micro,
+                                   args.overflow_at))
+                    write_state(trajectory, step, session)
             session.save(args.out)
+
+
+def write_state(trajectory, step, session):
+    """The loss scaler's state and the gradient norm after a step."""
+    stats = session.stats()
+    trajectory.write(
+        f"step {step} scaler {stats['loss_scale']!r} "
+        f"{stats['steps_since_growth']} "
+        f"{stats['hysteresis_left']} {stats['skipped_steps']} "
+        f"grad norm {stats['grad_norm']!r}\n")
 
 
 if __name__ == "__main__":
