@@ -93,6 +93,21 @@ std::vector<checkpoint_entry> checkpoint_entries(mpc_session *session) {
   return entries;
 }
 
+/// A sharded session's whole state, staged (mpcrt::stage_whole_state)
+/// while in scope: unstaged without writing back on every early return.
+class staged_state {
+public:
+  explicit staged_state(mpc_session *session) : session(session) {}
+  staged_state(const staged_state &) = delete;
+  staged_state &operator=(const staged_state &) = delete;
+  ~staged_state() { mpcrt::unstage_whole_state(session, false); }
+  /// The rank's shards (and f32 copies) from the staged tensors.
+  void write_back() { mpcrt::unstage_whole_state(session, true); }
+
+private:
+  mpc_session *session;
+};
+
 /// Whether `entries` holds one called `name`.
 bool has_entry(const std::vector<checkpoint_entry> &entries,
                const std::string &name) {
@@ -218,9 +233,9 @@ extern "C" mpc_status mpc_save_checkpoint(mpc_session *session,
   if (mpc_status status = mpcrt::sync_host(session))
     return status;
   // A sharded optimizer state is written whole, as an unsharded one.
-  if (session->full_slots)
-    if (mpc_status status = mpcrt::gather_optimizer_shards(session))
-      return status;
+  staged_state staged(session);
+  if (mpc_status status = mpcrt::stage_whole_state(session, /*gather=*/true))
+    return status;
   std::vector<checkpoint_entry> entries = checkpoint_entries(session);
   std::vector<mpcrt::safetensors_tensor> tensors;
   for (const checkpoint_entry &entry : entries)
@@ -350,7 +365,10 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
   bool modelBetweenSteps = step % accumulate == 0;
 
   // Tensors: every one the session has, with its dtype and shape, and no
-  // others.
+  // others (a sharded session's, whole: each rank takes its shards).
+  staged_state staged(session);
+  if (mpc_status status = mpcrt::stage_whole_state(session, /*gather=*/false))
+    return status;
   std::vector<checkpoint_entry> entries = checkpoint_entries(session);
   std::vector<checkpoint_entry> zeroed;
   for (auto entry = entries.begin(); entry != entries.end();) {
@@ -454,8 +472,7 @@ extern "C" mpc_status mpc_load_checkpoint(mpc_session *session,
   mpc_train_control *control = mpcrt::train_control(session);
   control->scaler = scaler;
   control->step_scale = scaler.scale;
-  if (session->full_slots)
-    mpcrt::scatter_optimizer_shards(session);
+  staged.write_back();
   if (mpc_status status = mpcrt::sync_device(session))
     return status;
   session->checkpoint_verified = checksummed ? 1 : 0;
@@ -505,7 +522,12 @@ extern "C" mpc_status mpc_load_weights(mpc_session *session, const char *path,
     return status;
 
   // Parameters and state only: an mpc checkpoint's optimizer state is not
-  // weights.
+  // weights (sharded master weights: staged whole, this rank's filled in,
+  // which is all it takes back).
+  staged_state staged(session);
+  if (mpc_status status = mpcrt::stage_whole_state(
+          session, /*gather=*/false, /*with_slots=*/false))
+    return status;
   std::vector<checkpoint_entry> entries = checkpoint_entries(session);
   entries.resize(static_cast<size_t>(model->num_params + model->num_states));
   auto isOptimizerState = [](const std::string &name) {
@@ -607,6 +629,7 @@ extern "C" mpc_status mpc_load_weights(mpc_session *session, const char *path,
                          mpc_load_as_f32(from, data, i));
     ++converted;
   }
+  staged.write_back();
   if (mpc_status status = mpcrt::sync_device(session))
     return status;
   // The names (left empty where no memory is left for them).

@@ -38,7 +38,7 @@ const char *arena_name(int32_t arena) {
 
 static mpc_status check_tensor(const mpc_model_desc *model, const char *kind,
                                int32_t index, const mpc_tensor_desc &tensor,
-                               int32_t expected_arena) {
+                               int32_t expected_arena, int32_t bound_arena) {
   const char *name = tensor.name ? tensor.name : "";
   if (!tensor.name || !*tensor.name)
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
@@ -77,14 +77,14 @@ static mpc_status check_tensor(const mpc_model_desc *model, const char *kind,
   if (tensor.offset < 0 || tensor.offset % size != 0 ||
       __builtin_mul_overflow(elements, size, &bytes) ||
       __builtin_add_overflow(tensor.offset, bytes, &end) ||
-      end > model->arena_bytes[expected_arena])
+      end > model->arena_bytes[bound_arena])
     return set_error(
         MPC_ERROR_INVALID_ARGUMENT,
         "model '%s': %s '%s' at offset %lld (%lld bytes) does "
         "not fit, aligned, in the %s arena of %lld bytes",
         model->name, kind, name, static_cast<long long>(tensor.offset),
-        static_cast<long long>(bytes), arena_name(expected_arena),
-        static_cast<long long>(model->arena_bytes[expected_arena]));
+        static_cast<long long>(bytes), arena_name(bound_arena),
+        static_cast<long long>(model->arena_bytes[bound_arena]));
   if (tensor.index_bound != 0 &&
       !(tensor.dtype == MPC_I32 || tensor.dtype == MPC_I64))
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
@@ -102,13 +102,16 @@ static mpc_status check_tensor_list(const mpc_model_desc *model,
                                     const char *kind, int32_t count,
                                     const mpc_tensor_desc *tensors,
                                     int32_t arena,
-                                    std::set<std::string> *names) {
+                                    std::set<std::string> *names,
+                                    int32_t bound_arena = -1) {
   if (count < 0 || (count > 0 && !tensors))
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "model '%s': bad %s list (%d entries at %p)", model->name,
                      kind, count, static_cast<const void *>(tensors));
   for (int32_t i = 0; i < count; ++i) {
-    if (mpc_status status = check_tensor(model, kind, i, tensors[i], arena))
+    if (mpc_status status =
+            check_tensor(model, kind, i, tensors[i], arena,
+                         bound_arena >= 0 ? bound_arena : arena))
       return status;
     if (!names->insert(tensors[i].name).second)
       return set_error(MPC_ERROR_INVALID_ARGUMENT,
@@ -133,6 +136,39 @@ mpc_status check_model_header(const mpc_model_desc *model) {
   return MPC_OK;
 }
 
+/// shard_master_weights: a sharded cpu-target model of f32 parameters,
+/// each parameter's f32 copy inside the parameter arena or absent, and a
+/// sync_half_copies (which makes the half copies from the shards).
+static mpc_status check_sharded_master_weights(const mpc_model_desc *model) {
+  if (!model->shard_master_weights)
+    return MPC_OK;
+  if (!model->shard_optimizer || model->target != MPC_TARGET_CPU ||
+      !model->param_copy_offsets || !model->sync_half_copies)
+    return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                     "model '%s' shards its master weights, which needs "
+                     "shard_optimizer, the cpu target, param_copy_offsets "
+                     "and sync_half_copies",
+                     model->name);
+  for (int32_t i = 0; i < model->num_params; ++i) {
+    const mpc_tensor_desc &param = model->params[i];
+    int64_t copy = model->param_copy_offsets[i], end = 0;
+    if (param.dtype != MPC_F32 ||
+        (copy != -1 &&
+         (copy < 0 || copy % 4 != 0 ||
+          __builtin_add_overflow(copy, mpcrt::tensor_bytes(param), &end) ||
+          end > model->arena_bytes[MPC_ARENA_PARAMS])))
+      return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                       "model '%s': param '%s' (%s) with its f32 copy at "
+                       "offset %lld does not fit in the params arena of %lld "
+                       "bytes (sharded master weights are f32)",
+                       model->name, param.name, mpcrt::dtype_name(param.dtype),
+                       static_cast<long long>(copy),
+                       static_cast<long long>(
+                           model->arena_bytes[MPC_ARENA_PARAMS]));
+  }
+  return MPC_OK;
+}
+
 mpc_status check_model(const mpc_model_desc *model) {
   for (int a = 0; a < MPC_NUM_ARENAS; ++a)
     if (model->arena_bytes[a] < 0)
@@ -149,9 +185,13 @@ mpc_status check_model(const mpc_model_desc *model) {
           check_tensor_list(model, "input", model->num_inputs, model->inputs,
                             MPC_ARENA_ACTIVATIONS, &inputs))
     return status;
-  if (mpc_status status =
-          check_tensor_list(model, "param", model->num_params, model->params,
-                            MPC_ARENA_PARAMS, &params))
+  // Sharded master weights: a parameter's offset is its place in the flat
+  // buffer, which the gradients' arena holds (its f32 copy, if any, is
+  // checked below).
+  if (mpc_status status = check_tensor_list(
+          model, "param", model->num_params, model->params, MPC_ARENA_PARAMS,
+          &params,
+          model->shard_master_weights ? MPC_ARENA_GRADS : MPC_ARENA_PARAMS))
     return status;
   if (mpc_status status =
           check_tensor_list(model, "state", model->num_states, model->states,
@@ -252,6 +292,8 @@ mpc_status check_model(const mpc_model_desc *model) {
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "model '%s': a shard unit of %lld elements",
                      model->name, static_cast<long long>(model->shard_unit));
+  if (mpc_status status = check_sharded_master_weights(model))
+    return status;
   // The GEMM workspace: inside the activation arena, 256-aligned (the
   // arena's device allocation is, and cuBLASLt wants its workspace so).
   int64_t workspace_end = 0;

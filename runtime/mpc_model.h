@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define MPC_MODEL_ABI_VERSION 8
+#define MPC_MODEL_ABI_VERSION 9
 
 /* Flat buffers of the memory plan. Offsets in tensor descriptors are byte
  * offsets into one of these, each aligned to its dtype's size. The runtime
@@ -286,6 +286,16 @@ struct mpc_model_desc {
    * elements, the chunk of the gradient statistics, so that each chunk is
    * one rank's to sum (0, as hand-written descriptors may leave it: 16). */
   int64_t shard_unit;
+  /* 1 when shard_optimizer shards the f32 master weights too (ZeRO-1 with
+   * half copies, cpu target): a rank keeps only its shard of them, its
+   * shard_capacity f32 elements after the slots' (at optimizer_slots_offset
+   * plus the slots' shards, the accumulator whole among them), and params[i]
+   * .offset is then its place in the flat buffer the gradients and shards
+   * share. The parameter arena holds the half copies, the states, and a
+   * whole f32 copy of each parameter a step reads in f32, at
+   * param_copy_offsets[i] (-1 for the others). */
+  int32_t shard_master_weights;
+  const int64_t *param_copy_offsets;
 };
 
 #ifdef __cplusplus

@@ -102,6 +102,11 @@ mpc_status sync_half_copies(mpc_session *session) {
   context.seed = session->seed;
   context.step = session->step;
   context.index_error = &index_error;
+  // Sharded master weights: the rank's shard, which the ranks gather.
+  context.process_group = session->group;
+  context.shard_begin = session->shard_begin;
+  context.shard_count = session->shard_count;
+  context.shard_capacity = session->shard_capacity;
   // On the cuda target the kernels run on the device arenas.
   mpc_status status;
   if (session->cuda) {
@@ -140,9 +145,15 @@ static mpc_status join_data_parallel(mpc_session *session,
                                                       timeout_seconds)
               : mpcrt::process_group_join_mpi(&session->group, timeout_seconds))
     return status;
-  return mpcrt::process_group_broadcast(session->group,
-                                        session->arenas[MPC_ARENA_PARAMS],
-                                        model->arena_bytes[MPC_ARENA_PARAMS]);
+  if (mpc_status status = mpcrt::process_group_broadcast(
+          session->group, session->arenas[MPC_ARENA_PARAMS],
+          model->arena_bytes[MPC_ARENA_PARAMS]))
+    return status;
+  // Sharded master weights: initialised whole, not yet in the arenas.
+  if (!session->full_params)
+    return MPC_OK;
+  return mpcrt::process_group_broadcast(session->group, session->full_params,
+                                        mpcrt::flat_elements(model) * 4);
 }
 
 /// The shard of the optimizer state this session keeps: all of it unless
@@ -155,18 +166,7 @@ static mpc_status shard_optimizer_state(mpc_session *session) {
   session->shard_begin = 0;
   session->shard_count = n;
   session->shard_capacity = n;
-  if (!model->shard_optimizer)
-    return MPC_OK;
-  size_t full =
-      static_cast<size_t>(mpcrt::slot_begin(model, model->optimizer_slots, n));
-  session->full_slots =
-      static_cast<unsigned char *>(std::calloc(full ? full : 1, 1));
-  if (!session->full_slots)
-    return set_error(MPC_ERROR_OUT_OF_MEMORY,
-                     "mpc_session_create: no memory for the optimizer state "
-                     "of checkpoints (%zu bytes)",
-                     full);
-  if (!session->group)
+  if (!model->shard_optimizer || !session->group)
     return MPC_OK;
   int64_t ranks = mpcrt::process_group_size(session->group);
   int64_t rank = mpcrt::process_group_rank(session->group);
@@ -207,7 +207,31 @@ static unsigned char *full_slot(mpc_session *session, int32_t slot) {
          slot_begin(session->model, slot, flat_elements(session->model));
 }
 
-mpc_status gather_optimizer_shards(mpc_session *session) {
+/// This rank's shard of the f32 master weights (shard_master_weights),
+/// after the slots' shards.
+static float *master_shard(mpc_session *session) {
+  return reinterpret_cast<float *>(
+      static_cast<unsigned char *>(session->arenas[MPC_ARENA_OPTIMIZER]) +
+      session->model->optimizer_slots_offset +
+      shard_slot_bytes(session->model, session->shard_capacity));
+}
+
+const float *local_master_weights(mpc_session *session,
+                                  const mpc_tensor_desc &param) {
+  const mpc_model_desc *model = session->model;
+  int64_t index = &param - model->params;
+  if (model->param_copy_offsets[index] >= 0)
+    return reinterpret_cast<const float *>(
+        static_cast<unsigned char *>(session->arenas[MPC_ARENA_PARAMS]) +
+        model->param_copy_offsets[index]);
+  int64_t first = param.offset / 4;
+  if (first < session->shard_begin ||
+      first + param.num_elements > session->shard_begin + session->shard_count)
+    return nullptr;
+  return master_shard(session) + (first - session->shard_begin);
+}
+
+static mpc_status gather_optimizer_shards(mpc_session *session) {
   const mpc_model_desc *model = session->model;
   int64_t n = flat_elements(model);
   for (int32_t slot = 0; slot < model->optimizer_slots; ++slot) {
@@ -239,7 +263,7 @@ mpc_status gather_optimizer_shards(mpc_session *session) {
   return MPC_OK;
 }
 
-void scatter_optimizer_shards(mpc_session *session) {
+static void scatter_optimizer_shards(mpc_session *session) {
   const mpc_model_desc *model = session->model;
   for (int32_t slot = 0; slot < model->optimizer_slots; ++slot) {
     int64_t element = slot_element_bytes(model, slot);
@@ -251,6 +275,77 @@ void scatter_optimizer_shards(mpc_session *session) {
                   full_slot(session, slot) + session->shard_begin * element,
                   static_cast<size_t>(session->shard_count * element));
   }
+}
+
+mpc_status stage_whole_state(mpc_session *session, bool gather,
+                             bool with_slots) {
+  const mpc_model_desc *model = session->model;
+  if (!model->shard_optimizer)
+    return MPC_OK;
+  int64_t n = flat_elements(model);
+  size_t slots =
+      with_slots
+          ? static_cast<size_t>(slot_begin(model, model->optimizer_slots, n))
+          : 0;
+  size_t params = model->shard_master_weights ? static_cast<size_t>(n) * 4 : 0;
+  session->full_slots =
+      with_slots
+          ? static_cast<unsigned char *>(std::calloc(slots ? slots : 1, 1))
+          : nullptr;
+  session->full_params =
+      params ? static_cast<unsigned char *>(std::calloc(params, 1)) : nullptr;
+  if ((with_slots && !session->full_slots) ||
+      (params && !session->full_params)) {
+    unstage_whole_state(session, /*write_back=*/false);
+    return set_error(MPC_ERROR_OUT_OF_MEMORY,
+                     "no memory for the whole optimizer state of model '%s' "
+                     "(%zu bytes), which checkpoints read and write",
+                     model->name, slots + params);
+  }
+  if (gather && with_slots)
+    if (mpc_status status = gather_optimizer_shards(session)) {
+      unstage_whole_state(session, /*write_back=*/false);
+      return status;
+    }
+  if (!params)
+    return MPC_OK;
+  float *whole = reinterpret_cast<float *>(session->full_params);
+  std::memcpy(whole + session->shard_begin, master_shard(session),
+              static_cast<size_t>(session->shard_count) * 4);
+  for (int32_t i = 0; i < model->num_params; ++i)
+    if (model->param_copy_offsets[i] >= 0)
+      std::memcpy(whole + model->params[i].offset / 4,
+                  local_master_weights(session, model->params[i]),
+                  static_cast<size_t>(model->params[i].num_elements) * 4);
+  if (gather && session->group)
+    if (mpc_status status = process_group_all_gather(
+            session->group, whole, session->shard_capacity * 4, n * 4)) {
+      unstage_whole_state(session, /*write_back=*/false);
+      return status;
+    }
+  return MPC_OK;
+}
+
+void unstage_whole_state(mpc_session *session, bool write_back) {
+  const mpc_model_desc *model = session->model;
+  if (write_back && session->full_slots)
+    scatter_optimizer_shards(session);
+  if (write_back && session->full_params) {
+    const float *whole = reinterpret_cast<const float *>(session->full_params);
+    std::memcpy(master_shard(session), whole + session->shard_begin,
+                static_cast<size_t>(session->shard_count) * 4);
+    for (int32_t i = 0; i < model->num_params; ++i)
+      if (int64_t copy = model->param_copy_offsets[i]; copy >= 0)
+        std::memcpy(
+            static_cast<unsigned char *>(session->arenas[MPC_ARENA_PARAMS]) +
+                copy,
+            whole + model->params[i].offset / 4,
+            static_cast<size_t>(model->params[i].num_elements) * 4);
+  }
+  std::free(session->full_slots);
+  std::free(session->full_params);
+  session->full_slots = nullptr;
+  session->full_params = nullptr;
 }
 
 } // namespace mpcrt
@@ -336,6 +431,7 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
   fresh.cuda = nullptr;
   fresh.group = nullptr;
   fresh.full_slots = nullptr;
+  fresh.full_params = nullptr;
   fresh.gradients_nonfinite = 0;
   fresh.checkpoint_verified = 0;
   fresh.gradients_summed = 0;
@@ -387,6 +483,19 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
                        static_cast<unsigned long long>(bytes));
     }
   }
+  // Sharded master weights: initialised whole, in full_params (staged
+  // until the rank knows its shard).
+  if (model->shard_master_weights) {
+    created->full_params = static_cast<unsigned char *>(std::calloc(
+        static_cast<size_t>(mpcrt::flat_elements(model)) * 4 + 1, 1));
+    if (!created->full_params) {
+      mpc_session_destroy(created);
+      return set_error(MPC_ERROR_OUT_OF_MEMORY,
+                       "mpc_session_create: no memory for the initial "
+                       "parameters of model '%s'",
+                       model->name);
+    }
+  }
   // Params are numbered 0.., states after them, so adding a state does not
   // change any parameter's initial value.
   for (int32_t i = 0; i < model->num_params; ++i)
@@ -425,6 +534,9 @@ extern "C" mpc_status mpc_session_create(const mpc_model_desc *model,
     mpc_session_destroy(created);
     return status;
   }
+  // This rank's shard of the master weights and the f32 copies.
+  if (created->full_params)
+    mpcrt::unstage_whole_state(created, /*write_back=*/true);
   // A cuda session keeps these arenas as the host mirror of its device ones
   // (runtime/cuda/cuda_session.h) and starts from the same initial values.
   if (model_target == MPC_TARGET_CUDA) {
@@ -463,6 +575,7 @@ extern "C" void mpc_session_destroy(mpc_session *session) {
     free_arena(session->arenas[a]);
   std::free(session->weights_missing);
   std::free(session->full_slots);
+  std::free(session->full_params);
   std::free(session->weights_unexpected);
   std::free(session);
 }

@@ -228,7 +228,13 @@ mpc_status mpc_get_gradient(mpc_session *session, const char *name,
 
 /* Parameters and state by name, as fp32 values, `count` elements (which must
  * equal the tensor's element count). f16/bf16 tensors are converted with
- * round to nearest even. */
+ * round to nearest even. A --shard-optimizer build with f32 master weights
+ * and half copies (cpu target) keeps each rank's shard of the masters only:
+ * there every rank calls mpc_set_param with the same value (it gathers the
+ * half copies), and mpc_get_param reads a parameter that a step reads in
+ * f32 or that lies in this rank's shard, and fails with
+ * MPC_ERROR_INVALID_ARGUMENT for the others (mpc_save_checkpoint gathers
+ * them). */
 mpc_status mpc_get_param(mpc_session *session, const char *name, float *data,
                          size_t count);
 mpc_status mpc_set_param(mpc_session *session, const char *name,

@@ -71,8 +71,11 @@ struct mpc_session {
   int64_t shard_begin, shard_count, shard_capacity;
   // A sharded session's whole optimizer state in the unsharded layout,
   // which checkpoints read and write (gathered before a save, scattered
-  // after a load); malloc'ed, null otherwise.
+  // after a load), and, where the model shards its master weights too, the
+  // whole f32 parameters in the flat layout (params[i].offset): malloc'ed
+  // while staged (stage_whole_state), null otherwise.
   unsigned char *full_slots;
+  unsigned char *full_params;
 };
 
 namespace mpcrt {
@@ -87,9 +90,14 @@ inline int64_t tensor_bytes(const mpc_tensor_desc &tensor) {
          static_cast<int64_t>(mpc_dtype_size(tensor.dtype));
 }
 
-/// Where a tensor's data lives in a session.
+/// Where a tensor's data lives in a session (a parameter of a model that
+/// shards its master weights: in full_params, staged).
 inline unsigned char *tensor_data(mpc_session *session,
                                   const mpc_tensor_desc &tensor) {
+  const mpc_model_desc *model = session->model;
+  if (model->shard_master_weights && &tensor >= model->params &&
+      &tensor < model->params + model->num_params)
+    return session->full_params + tensor.offset;
   return static_cast<unsigned char *>(session->arenas[tensor.arena]) +
          tensor.offset;
 }
@@ -148,12 +156,14 @@ inline int64_t shard_slot_bytes(const mpc_model_desc *model, int64_t capacity) {
 
 /// The bytes of arena `arena` this session holds: the model's, except a
 /// sharded session's optimizer arena, which is the control block and the
-/// rank's shards (on the host and, on the cuda target, on the device).
+/// rank's shards, its master weights' included (on the host and, on the
+/// cuda target, on the device).
 inline int64_t session_arena_bytes(const mpc_session *session, int arena) {
   const mpc_model_desc *model = session->model;
   if (arena == MPC_ARENA_OPTIMIZER && model->shard_optimizer)
     return model->optimizer_slots_offset +
-           shard_slot_bytes(model, session->shard_capacity);
+           shard_slot_bytes(model, session->shard_capacity) +
+           (model->shard_master_weights ? session->shard_capacity * 4 : 0);
   return model->arena_bytes[arena];
 }
 
@@ -176,10 +186,24 @@ inline unsigned char *optimizer_slot_data(mpc_session *session,
          model->optimizer_slots_offset + at;
 }
 
-/// --shard-optimizer: full_slots from every rank's shards (collective:
-/// every rank calls it), and this rank's shards from full_slots.
-mpc_status gather_optimizer_shards(mpc_session *session);
-void scatter_optimizer_shards(mpc_session *session);
+/// --shard-optimizer: the whole state checkpoints read and write, staged
+/// in full_slots (unless `with_slots` is false) and, where the model
+/// shards its master weights, full_params; no-ops for an unsharded
+/// session. stage_whole_state allocates them and fills in this rank's
+/// master weights (its shard and the f32 copies), and with `gather` every
+/// rank's shards of both (collective: every rank calls it).
+/// unstage_whole_state, with `write_back`, takes this rank's shards and the
+/// f32 copies from them (the half copies are then sync_half_copies's), and
+/// frees them.
+mpc_status stage_whole_state(mpc_session *session, bool gather,
+                             bool with_slots = true);
+void unstage_whole_state(mpc_session *session, bool write_back);
+
+/// A sharded master weight's f32 values as this rank has them: its f32
+/// copy, or its elements when they are all in this rank's shard; null
+/// otherwise (the owners' shards hold them).
+const float *local_master_weights(mpc_session *session,
+                                  const mpc_tensor_desc &param);
 
 /// The training control block (loss scaler state, per-step values).
 inline mpc_train_control *train_control(mpc_session *session) {
@@ -188,7 +212,9 @@ inline mpc_train_control *train_control(mpc_session *session) {
       session->model->control_offset);
 }
 
-/// Runs the model's sync_half_copies (if any) after parameters changed.
+/// Runs the model's sync_half_copies (if any) after parameters changed
+/// (collective where the model shards its master weights: it gathers the
+/// half copies).
 mpc_status sync_half_copies(mpc_session *session);
 
 } // namespace mpcrt

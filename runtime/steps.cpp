@@ -371,7 +371,21 @@ extern "C" mpc_status mpc_get_param(mpc_session *session, const char *name,
     return status;
   if (mpc_status status = mpcrt::sync_host(session))
     return status;
-  const unsigned char *source = mpcrt::tensor_data(session, *tensor);
+  const mpc_model_desc *model = session->model;
+  const unsigned char *source = nullptr;
+  if (model->shard_master_weights && tensor >= model->params &&
+      tensor < model->params + model->num_params) {
+    source = reinterpret_cast<const unsigned char *>(
+        mpcrt::local_master_weights(session, *tensor));
+    if (!source)
+      return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                       "mpc_get_param: '%s' is in other ranks' shards of the "
+                       "master weights (model '%s' was compiled with "
+                       "--shard-optimizer); mpc_save_checkpoint gathers them",
+                       name, model->name);
+  } else {
+    source = mpcrt::tensor_data(session, *tensor);
+  }
   for (int64_t i = 0; i < tensor->num_elements; ++i)
     data[i] = mpc_load_as_f32(tensor->dtype, source, i);
   return MPC_OK;
@@ -386,9 +400,15 @@ extern "C" mpc_status mpc_set_param(mpc_session *session, const char *name,
   // The rest of the mirror must be current before it goes back whole.
   if (mpc_status status = mpcrt::sync_host(session))
     return status;
+  // Sharded master weights: the rank takes its shard of the value (and
+  // the f32 copy), then the ranks gather the half copies (collective).
+  if (mpc_status status = mpcrt::stage_whole_state(
+          session, /*gather=*/false, /*with_slots=*/false))
+    return status;
   unsigned char *target = mpcrt::tensor_data(session, *tensor);
   for (int64_t i = 0; i < tensor->num_elements; ++i)
     mpc_store_from_f32(tensor->dtype, target, i, data[i]);
+  mpcrt::unstage_whole_state(session, /*write_back=*/true);
   if (mpc_status status = mpcrt::sync_device(session))
     return status;
   // The half copy the forward pass reads follows the master weight.

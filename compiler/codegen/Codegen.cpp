@@ -211,10 +211,47 @@ static bool isMaterialisedResult(Value result, const Step &step) {
   return false;
 }
 
+SmallVector<bool> mlir::mpc::shardedMasterCopies(ModelOp train, ModelOp eval,
+                                                bool cuda) {
+  auto optimizer = train->getAttrOfType<OptimizerAttr>(kOptimizerAttr);
+  // The cuda target keeps the masters whole (its gathers are broadcasts
+  // of the flat buffers).
+  if (cuda || !optimizer || !optimizer.getShardOptimizer() ||
+      optimizer.getMasterWeights() != MasterWeights::F32 ||
+      train.getNumParams() == 0 || eval.getNumParams() != train.getNumParams())
+    return {};
+  // The half type MemoryPlan mirrors: the first a parameter is cast to.
+  Type halfType;
+  for (BlockArgument param : train.getParams())
+    for (Operation *user : param.getUsers())
+      if (auto cast = dyn_cast<CastOp>(user);
+          cast && !halfType && isParamHalfCast(cast))
+        halfType = cast.getResult().getType().getElementType();
+  if (!halfType)
+    return {};
+  SmallVector<bool> copies(train.getNumParams(), false);
+  for (ModelOp model : {train, eval})
+    for (auto [i, param] : llvm::enumerate(model.getParams())) {
+      bool mirrored = false;
+      for (Operation *user : param.getUsers()) {
+        auto cast = dyn_cast<CastOp>(user);
+        if (!mirrored && cast && isParamHalfCast(cast) &&
+            cast.getResult().getType().getElementType() == halfType) {
+          mirrored = true;
+          continue;
+        }
+        copies[i] = true;
+      }
+    }
+  return copies;
+}
+
 MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
                        ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes,
-                       bool cudnnConvolutions)
+                       bool cudnnConvolutions, ArrayRef<bool> masterCopies)
     : cudnnConvolutions(cudnnConvolutions) {
+  shardedMasters =
+      model.getNumParams() > 0 && masterCopies.size() == model.getNumParams();
   // Reshapes that are a step of their own share their operand's buffer; in
   // a kernel group they are index arithmetic.
   llvm::DenseSet<Operation *> aliases;
@@ -238,15 +275,27 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
   //    does, when the operand's buffer is an activation read by nothing
   //    after the step: the two are one interval, which the result's uses
   //    extend.
-  int64_t offset = 0;
-  for (BlockArgument param : model.getParams()) {
-    Buffer buffer{MPC_ARENA_PARAMS, offset,
+  //    Sharded master weights: the parameters' offsets are in the flat
+  //    buffer (the gradients', the masters' shards), and only the
+  //    parameters a step reads in f32 have a place, their f32 copy.
+  int64_t offset = 0, flat = 0;
+  for (auto [i, param] : llvm::enumerate(model.getParams())) {
+    Buffer buffer{MPC_ARENA_PARAMS, flat,
                   storageBytes(cast<RankedTensorType>(param.getType()))};
-    buffers[param] = buffer;
     paramBuffers.push_back(buffer);
-    offset += buffer.bytes;
+    flat += buffer.bytes;
+    if (!shardedMasters) {
+      buffers[param] = buffer;
+      offset += buffer.bytes;
+      continue;
+    }
+    paramCopyOffsets.push_back(masterCopies[i] ? offset : -1);
+    if (masterCopies[i]) {
+      buffers[param] = {MPC_ARENA_PARAMS, offset, buffer.bytes};
+      offset += buffer.bytes;
+    }
   }
-  arenaBytes[MPC_ARENA_GRADS] = offset;
+  arenaBytes[MPC_ARENA_GRADS] = flat;
   for (BlockArgument state : model.getStates()) {
     Buffer buffer{MPC_ARENA_PARAMS, offset,
                   storageBytes(cast<RankedTensorType>(state.getType()))};
@@ -321,6 +370,19 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
       shardedSlots = true;
       slotsOffset = alignTo64(controlBytes);
       arenaBytes[MPC_ARENA_OPTIMIZER] = slotsOffset + slotBytes;
+      if (shardedMasters) {
+        // The masters' shard follows the slots' (the accumulator, whole,
+        // is the last slot): an f32 element a parameter element.
+        masterShardWholeBytes = 0;
+        masterShardElementBytes = elementBytesBefore;
+        if (optimizer.getAccumulate() > 1) {
+          masterShardElementBytes = slotElementBytesBefore.back();
+          masterShardWholeBytes =
+              (elements * (elementBytesBefore - masterShardElementBytes) + 3) /
+              4 * 4;
+        }
+        arenaBytes[MPC_ARENA_OPTIMIZER] += elements * 4;
+      }
     } else {
       controlOffset = alignTo64(slotBytes);
       arenaBytes[MPC_ARENA_OPTIMIZER] = controlOffset + controlBytes;

@@ -130,6 +130,10 @@ struct MemorySummary {
   /// parameters (shared by the train and eval plans).
   int64_t params = 0;
   int64_t parameterBytes = 0; ///< of which the parameters as stored
+  /// The f32 master weights are sharded over the ranks (MemoryPlan::
+  /// shardedMasters): optimizer state (optimizerState counts them whole),
+  /// and parameterBytes is the f32 copies of those read in f32.
+  bool shardedMasters = false;
   int64_t stateBytes = 0;     ///< of which the state (running statistics)
   int64_t gradients = 0;
   int64_t optimizerState = 0;
@@ -155,11 +159,13 @@ struct MemorySummary {
 /// generateModel does (without fusion for --debug-nonfinite: `fuse` false;
 /// `blocks` where the kernels run in blocks of threads, on the cuda target
 /// or under --emulate-blocks, which form them a little differently: see
-/// formSteps) and returns their arena sizes.
+/// formSteps; `cuda` for the cuda target, which keeps master weights
+/// whole: see shardedMasterCopies) and returns their arena sizes.
 MemorySummary planMemory(ModelOp train, ModelOp eval, bool fuse = true,
                          int64_t gemmWorkspaceBytes = 0,
                          bool cudnnConvolutions = false,
-                         int64_t classifierChunks = 0, bool blocks = false);
+                         int64_t classifierChunks = 0, bool blocks = false,
+                         bool cuda = false);
 
 /// Generates the sources of a model (cpu or cuda target) from a model whose
 /// `train` copy holds the training step (forward, backward and gradients on

@@ -291,8 +291,12 @@ MemorySummary mlir::mpc::summarizeMemory(const MemoryPlan &trainPlan,
   // Both plans place parameters, state and their half copies alike.
   memory.params = std::max(trainPlan.arenaBytes[MPC_ARENA_PARAMS],
                            evalPlan.arenaBytes[MPC_ARENA_PARAMS]);
-  for (const Buffer &buffer : trainPlan.paramBuffers)
-    memory.parameterBytes += buffer.bytes;
+  // Sharded master weights: the parameter arena holds the f32 copies of
+  // the parameters read in f32, the masters are optimizer state.
+  memory.shardedMasters = trainPlan.shardedMasters;
+  for (auto [i, buffer] : llvm::enumerate(trainPlan.paramBuffers))
+    if (!trainPlan.shardedMasters || trainPlan.paramCopyOffsets[i] >= 0)
+      memory.parameterBytes += buffer.bytes;
   for (const Buffer &buffer : trainPlan.stateBuffers)
     memory.stateBytes += buffer.bytes;
   memory.gradients = trainPlan.arenaBytes[MPC_ARENA_GRADS];
@@ -349,17 +353,19 @@ static void addTrainingState(ModelOp train, ModelOp eval) {
 MemorySummary mlir::mpc::planMemory(ModelOp train, ModelOp eval, bool fuse,
                                     int64_t gemmWorkspaceBytes,
                                     bool cudnnConvolutions,
-                                    int64_t classifierChunks, bool blocks) {
+                                    int64_t classifierChunks, bool blocks,
+                                    bool cuda) {
   addTrainingState(train, eval);
   SmallVector<Value> gradients(train.getOutputOp().getGradients());
   std::vector<Step> trainSteps = formSteps(train, fuse, !blocks);
   chooseClassifierChunks(train, trainSteps, gradients, gemmWorkspaceBytes,
                          cudnnConvolutions, classifierChunks);
+  SmallVector<bool> masterCopies = shardedMasterCopies(train, eval, cuda);
   MemoryPlan trainPlan(train, trainSteps, gradients, gemmWorkspaceBytes,
-                       cudnnConvolutions);
+                       cudnnConvolutions, masterCopies);
   std::vector<Step> evalSteps = formSteps(eval, fuse, !blocks);
   MemoryPlan evalPlan(eval, evalSteps, {}, gemmWorkspaceBytes,
-                      cudnnConvolutions);
+                      cudnnConvolutions, masterCopies);
   return summarizeMemory(trainPlan, evalPlan);
 }
 
@@ -378,8 +384,10 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   chooseClassifierChunks(train, trainSteps, gradients,
                          options.gemmWorkspaceBytes, options.cudnnConvolutions,
                          options.classifierChunks);
+  SmallVector<bool> masterCopies =
+      shardedMasterCopies(train, eval, options.cuda);
   MemoryPlan trainPlan(train, trainSteps, gradients, options.gemmWorkspaceBytes,
-                       options.cudnnConvolutions);
+                       options.cudnnConvolutions, masterCopies);
   // The cuda target all-reduces the buckets over NCCL, sharded or not.
   trainPlan.scatteredGradients = trainPlan.shardedSlots && !options.cuda;
   StepEmitter trainEmitter(trainPlan, name, name + "_train_step", kernels,
@@ -410,7 +418,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
 
   std::vector<Step> evalSteps = formSteps(eval, fuse, !options.emulateBlocks);
   MemoryPlan evalPlan(eval, evalSteps, {}, options.gemmWorkspaceBytes,
-                      options.cudnnConvolutions);
+                      options.cudnnConvolutions, masterCopies);
   StepEmitter evalEmitter(evalPlan, name, name + "_eval", kernels,
                           /*training=*/false);
   evalEmitter.setConvolutionTable(&convolutions);
@@ -584,6 +592,12 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
       os << "  " << convolution << ",\n";
     os << "  {0}};\n\n";
 
+    // Sharded master weights: where each parameter's f32 copy is.
+    os << "static const int64_t " << name << "_param_copies[] = {";
+    for (int64_t offset : trainPlan.paramCopyOffsets)
+      os << offset << ", ";
+    os << "-1};\n\n";
+
     MemorySummary memory = summarizeMemory(trainPlan, evalPlan);
     os << "// Memory plan (bytes): parameters, state and half copies "
        << memory.params << ", gradients " << memory.gradients
@@ -628,6 +642,9 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << (trainPlan.shardedSlots
                ? gradStatsChunk(trainPlan.arenaBytes[MPC_ARENA_GRADS] / 4)
                : 0)
+       << ",\n"
+       << "  " << (trainPlan.shardedMasters ? 1 : 0) << ", "
+       << (trainPlan.shardedMasters ? name + "_param_copies" : std::string("0"))
        << ",\n"
        << "};\n\n"
        << "extern \"C\" const mpc_model_desc *mpc_model_" << name

@@ -45,6 +45,74 @@ std::string doubleLiteral(double value) {
   return llvm::formatv("{0:e17}", value).str();
 }
 
+/// Sharded master weights: this rank's shard of them in the optimizer
+/// arena (MemoryPlan::shardedMasters), its element 0 the flat buffer's
+/// ctx->shard_begin.
+std::string masterShardPointer(const MemoryPlan &plan) {
+  return llvm::formatv("(float *)(arena{0} + {1} + {2}LL * "
+                       "ctx->shard_capacity + {3}LL)",
+                       static_cast<int>(MPC_ARENA_OPTIMIZER), plan.slotsOffset,
+                       plan.masterShardElementBytes,
+                       plan.masterShardWholeBytes)
+      .str();
+}
+
+/// Sharded master weights: the whole f32 copies of the parameters a step
+/// reads in f32 (the parameter arena's first bytes), from every rank's
+/// masters. Each rank writes its shard's elements and -0.0 for the others,
+/// and the ranks sum the copies: x + -0.0 is x for every x, +0.0 and -0.0
+/// included, so the sum in rank order is the owners' values bit for bit.
+/// Written whether or not the step updated, as the masters it reads are
+/// current either way.
+void emitMasterCopies(ModelOp model, StepEmitter &emitter) {
+  const MemoryPlan &plan = emitter.getPlan();
+  std::string table;
+  int64_t copied = 0, segments = 0;
+  for (auto [i, param] : llvm::enumerate(model.getParams())) {
+    int64_t at = plan.paramCopyOffsets[i];
+    if (at < 0)
+      continue;
+    table += llvm::formatv("{{{0}LL, {1}LL, {2}LL}, ",
+                           plan.paramBuffers[i].offset / 4, at / 4,
+                           plan.paramBuffers[i].bytes / 4)
+                 .str();
+    copied += plan.paramBuffers[i].bytes / 4;
+    ++segments;
+  }
+  if (segments == 0)
+    return;
+  std::string name = emitter.kernelName("master_copies");
+  emitter.addKernel(llvm::formatv(
+      "// The f32 copies of the parameters read in f32: {{flat element,\n"
+      "// copy element, elements} each, from this rank's master shard.\n"
+      "__global__ void {0}(const float *__restrict__ masters, float "
+      "*__restrict__ copies, long long shard_begin, long long shard_count) "
+      "{{\n"
+      "  static const long long segments[{1}][3] = {{{2}};\n"
+      "  for (int s = 0; s < {1}; ++s) {{\n"
+      "    const long long flat = segments[s][0], copy = segments[s][1];\n"
+      "    MPC_FOR_EACH(i, segments[s][2]) {{\n"
+      "      long long at = flat + i - shard_begin;\n"
+      "      copies[copy + i] = at >= 0 && at < shard_count ? masters[at] "
+      ": -0.0f;\n"
+      "    }\n"
+      "  }\n"
+      "}\n",
+      name, segments, table));
+  emitter.setSource({}, "optimizer: f32 copies of the sharded master weights");
+  emitter.launch(name, elementwiseGrid(copied), 256,
+                 {masterShardPointer(plan),
+                  llvm::formatv("(float *)arena{0}",
+                                static_cast<int>(MPC_ARENA_PARAMS))
+                      .str(),
+                  "ctx->shard_begin", "ctx->shard_count"},
+                 KernelCost().readsBytes(4 * copied).writesBytes(4 * copied));
+  emitter.hostStatement("// every rank's shard of the f32 copies");
+  emitter.hostStatement(llvm::formatv(
+      "MPC_CHECK(mpc_rt_sum_across_ranks(ctx, (float *)arena{0}, {1}LL));",
+      static_cast<int>(MPC_ARENA_PARAMS), copied));
+}
+
 const char *modeEnum(LossScaleMode mode) {
   switch (mode) {
   case LossScaleMode::None:
@@ -385,7 +453,11 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
         std::string(stringifyOptimizerKind(optimizer.getKind())) + "_update");
     // Sharded: the rank's range of the flat buffers.
     std::string shardBegin = sharded ? " + ctx->shard_begin" : "";
-    std::string params = "(" + storage + " *)arena0" + shardBegin;
+    // Sharded master weights: the rank's shard of them, from its element
+    // 0.
+    std::string params = plan.shardedMasters
+                             ? masterShardPointer(plan)
+                             : "(" + storage + " *)arena0" + shardBegin;
     std::string updateGrads = grads + shardBegin;
     SmallVector<std::string> parameters = {
         storage + " *__restrict__ params",
@@ -498,9 +570,12 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
     // Every rank gets the shards the others updated (a skipped step
     // changed nothing, and the ranks agree on that).
     emitter.hostStatement("// gather the ranks' updated shards");
-    emitter.hostStatement(
-        "MPC_CHECK(mpc_rt_gather_shards(ctx, (float *)arena0, 4, " + count +
-        "));");
+    if (plan.shardedMasters)
+      emitMasterCopies(train, emitter);
+    else
+      emitter.hostStatement(
+          "MPC_CHECK(mpc_rt_gather_shards(ctx, (float *)arena0, 4, " + count +
+          "));");
     if (plan.halfMirror)
       emitter.hostStatement(llvm::formatv(
           "MPC_CHECK(mpc_rt_gather_shards(ctx, arena{0} + {1}, {2}, {3}));",
@@ -527,14 +602,27 @@ void mlir::mpc::emitSyncHalfCopies(ModelOp train, StepEmitter &emitter) {
       "}\n",
       name, half));
   emitter.setSource({}, "half copies of the parameters");
+  std::string halfCopy = llvm::formatv("({0} *)(arena{1} + {2})", half,
+                                       static_cast<int>(MPC_ARENA_PARAMS),
+                                       plan.halfMirror->offset)
+                             .str();
+  if (!plan.shardedMasters) {
+    emitter.launch(
+        name, elementwiseGrid(n), 256,
+        {"(const float *)arena0", halfCopy, std::to_string(n) + "LL"},
+        KernelCost().readsBytes(4 * n).writesElements(n, plan.halfMirrorType));
+    return;
+  }
+  // Sharded master weights: each rank its shard, then the ranks gather
+  // them, as after an update (collective: every rank syncs together).
   emitter.launch(name, elementwiseGrid(n), 256,
-                 {"(const float *)arena0",
-                  llvm::formatv("({0} *)(arena{1} + {2})", half,
-                                static_cast<int>(MPC_ARENA_PARAMS),
-                                plan.halfMirror->offset)
-                      .str(),
-                  std::to_string(n) + "LL"},
-                 KernelCost()
-                     .readsBytes(4 * n)
-                     .writesElements(n, plan.halfMirrorType));
+                 {masterShardPointer(plan), halfCopy + " + ctx->shard_begin",
+                  "ctx->shard_count"},
+                 KernelCost().readsBytes(4 * n).writesElements(
+                     n, plan.halfMirrorType));
+  emitter.hostStatement(llvm::formatv(
+      "MPC_CHECK(mpc_rt_gather_shards(ctx, arena{0} + {1}, {2}, {3}LL));",
+      static_cast<int>(MPC_ARENA_PARAMS), plan.halfMirror->offset,
+      plan.halfMirrorType.getIntOrFloatBitWidth() / 8, n));
+  emitMasterCopies(train, emitter);
 }

@@ -167,9 +167,12 @@ public:
   /// plans of a model put it at one offset.
   /// `cudnnConvolutions` (cuda target): convolutions are cuDNN calls
   /// (runsOnCudnn), which need no scratch of their own.
+  /// `masterCopies`, one entry a parameter (shardedMasterCopies): the f32
+  /// master weights are sharded, and the parameters it marks have a whole
+  /// f32 copy in the parameter arena; empty otherwise.
   MemoryPlan(ModelOp model, const std::vector<Step> &steps,
              ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes = 0,
-             bool cudnnConvolutions = false);
+             bool cudnnConvolutions = false, ArrayRef<bool> masterCopies = {});
 
   /// The buffer of a value. A value the plan has no place for, read by
   /// emitted code, is a bug in code generation, not in the model: it is
@@ -221,6 +224,20 @@ public:
   SmallVector<int64_t> slotElementBytesBefore;
   int64_t controlOffset = 0;
   bool shardedSlots = false;
+  /// ZeRO-1's master-weight shard (--shard-optimizer with f32 master
+  /// weights and half copies, cpu target): a rank keeps the f32 masters of
+  /// its shard alone, ctx->shard_capacity of them at slotsOffset +
+  /// masterShardElementBytes * ctx->shard_capacity + masterShardWholeBytes
+  /// in the optimizer arena, after the slots' shards (and the accumulator,
+  /// whole). The parameter arena holds the half copies and, for the
+  /// parameters a step reads in f32, a whole f32 copy each, in parameter
+  /// order from offset 0 (paramCopyOffsets: -1 for the others); the
+  /// parameters' own buffers (paramBuffers) are then offsets in the flat
+  /// buffer the gradients and the shards share.
+  bool shardedMasters = false;
+  SmallVector<int64_t> paramCopyOffsets;
+  int64_t masterShardElementBytes = 0;
+  int64_t masterShardWholeBytes = 0;
   /// Sharded on the cpu target: a step that updates reduce-scatters the
   /// gradients (mpc_rt_reduce_scatter_gradients), and each rank sums the
   /// statistics of its shard's chunks (the cuda target all-reduces them).
@@ -245,6 +262,13 @@ private:
   /// Set by lookup and scratch on a miss (see failed()).
   mutable bool missingEntry = false;
 };
+
+/// --shard-optimizer with f32 master weights and half copies, on the cpu
+/// target: for each parameter, whether a step of `train` or `eval` reads
+/// it in f32 (anything but its one half copy), and so needs a whole f32
+/// copy beside the ranks' shards of the masters (MemoryPlan). Empty where
+/// the master weights are not sharded.
+SmallVector<bool> shardedMasterCopies(ModelOp train, ModelOp eval, bool cuda);
 
 /// Gives each linear_classifier step its rows a chunk: `chunks` chunks of
 /// as many rows (a multiple of 8, so that each chunk's rows start aligned

@@ -461,7 +461,9 @@ llvm::json::Value optimizerJson(OptimizerAttr optimizer,
 
 /// --shard-optimizer (ZeRO-1) over `ranks`: what one rank keeps of the
 /// optimizer state against the whole, and the parameters gathered after
-/// every update (the f32 parameters and their half copies).
+/// every update (the f32 parameters and their half copies; with sharded
+/// master weights, the half copies and the f32 copies of the parameters
+/// read in f32, the masters being optimizer state).
 struct ShardedOptimizer {
   int64_t slots = 0, bytesPerParameter = 0, wholeBytes = 0, rankBytes = 0,
           gatherBytes = 0;
@@ -474,7 +476,8 @@ ShardedOptimizer shardOptimizer(const MemorySummary &memory,
   int64_t control =
       (static_cast<int64_t>(sizeof(mpc_train_control)) + 63) / 64 * 64;
   sharded.slots = static_cast<int64_t>(state.slots.size());
-  sharded.bytesPerParameter = state.slotElementBytes;
+  int64_t masterBytes = memory.shardedMasters ? 4 : 0;
+  sharded.bytesPerParameter = state.slotElementBytes + masterBytes;
   // The runtime's shards: whole chunks of the gradient statistics, the
   // descriptor's shard_unit (mpc_runtime.cpp).
   int64_t unit = gradStatsChunk(state.elements);
@@ -482,14 +485,17 @@ ShardedOptimizer shardOptimizer(const MemorySummary &memory,
       ((state.elements + ranks - 1) / ranks + unit - 1) / unit * unit;
   sharded.wholeBytes = memory.optimizerState;
   // The gradient accumulator stays whole on every rank (mpc_runtime.cpp).
-  int64_t shardedBytes = state.slotElementBytes - state.accumulatorBytes;
+  int64_t shardedBytes =
+      state.slotElementBytes - state.accumulatorBytes + masterBytes;
   sharded.rankBytes = control + capacity * shardedBytes +
                       state.elements * state.accumulatorBytes;
   sharded.rankBytesPerParameter =
       1.0 * shardedBytes / ranks + state.accumulatorBytes;
   int64_t halfCopies =
       memory.params - memory.parameterBytes - memory.stateBytes;
-  sharded.gatherBytes = memory.gradients + std::max<int64_t>(halfCopies, 0);
+  sharded.gatherBytes =
+      (memory.shardedMasters ? memory.parameterBytes : memory.gradients) +
+      std::max<int64_t>(halfCopies, 0);
   return sharded;
 }
 
@@ -653,10 +659,10 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   bool blocks = cuda || options.emulateBlocks;
   MemorySummary at =
       planMemory(chosen->trainModel(), chosen->forwardModel(), fuse, workspace,
-                 cudnn, options.classifierChunks, blocks);
+                 cudnn, options.classifierChunks, blocks, cuda);
   MemorySummary o0 =
       planMemory(baseline->trainModel(), baseline->forwardModel(), fuse,
-                 workspace, cudnn, options.classifierChunks, blocks);
+                 workspace, cudnn, options.classifierChunks, blocks, cuda);
 
   // 4. The kernels of one training step, as the library launches them.
   CodegenOptions codegen;
@@ -743,7 +749,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     }
     unfused.activations =
         planMemory(chosen->trainModel(), chosen->forwardModel(), false,
-                   workspace, cudnn, 0, blocks)
+                   workspace, cudnn, 0, blocks, cuda)
             .trainActivations;
   }
   llvm::DenseSet<Operation *> forwardOps = findForwardOps(chosen->trainModel());
@@ -961,6 +967,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
                                              options.reportRanks, link));
         shardJson = llvm::json::Object{
             {"slots", sharded->slots},
+            {"master_weights_sharded", at.shardedMasters},
             {"bytes_per_parameter", sharded->bytesPerParameter},
             {"bytes_per_parameter_sharded", sharded->rankBytesPerParameter},
             {"optimizer_bytes", sharded->wholeBytes},
@@ -1093,6 +1100,10 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
        {"total", std::to_string(total(o0)), std::to_string(total(at)),
         percent(total(at), total(o0))}},
       {false, true, true, true});
+  if (at.shardedMasters)
+    out << "The f32 master weights are optimizer state, sharded with the "
+           "slots (--shard-optimizer); the parameters as stored are the f32 "
+           "copies of those the steps read in f32.\n";
   out << "\nActivations (train step peak, memory reused by liveness) at "
       << label << ": " << percent(at.trainActivations, o0.trainActivations)
       << " of O0 (" << at.trainActivations << " of " << o0.trainActivations
@@ -1261,7 +1272,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
       int ranks = options.reportRanks;
       out << llvm::formatv(
           "Optimizer state sharded over {0} ranks (--shard-optimizer, "
-          "ZeRO-1): {1} slots, {2} bytes per parameter, of which a rank "
+          "ZeRO-1): {1} slots{8}, {2} bytes per parameter, of which a rank "
           "keeps {3:F2}: {4} bytes of optimizer state a rank instead of {5} "
           "(saves {6:F2} bytes per parameter); the updated parameters are "
           "gathered after every step, {7} bytes:\n",
@@ -1269,7 +1280,8 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
           sharded->rankBytesPerParameter, sharded->rankBytes,
           sharded->wholeBytes,
           sharded->bytesPerParameter - sharded->rankBytesPerParameter,
-          sharded->gatherBytes);
+          sharded->gatherBytes,
+          at.shardedMasters ? " and the f32 master weights" : "");
       for (const Link &link : kLinks)
         out << "  " << link.name << ": all-gather "
             << microseconds(allGatherSeconds(sharded->gatherBytes, ranks, link))

@@ -466,6 +466,59 @@ def check_dropout(args, mpirun, worker):
     return 0
 
 
+def check_sharded_master_copies(args, mpirun, worker):
+    """Sharded master weights with f32 copies: a model whose layer norm the
+    steps read in f32 at O2 (its weight and bias get whole f32 copies,
+    which each rank writes for its shard and the ranks sum), on 2 ranks
+    (whose shards meet inside ln.bias) and 3, ends where --accumulate=N
+    ends, bit for bit; a stale copy would change every later step."""
+    model = os.path.join(HERE, "..", "e2e", "models", "layer_norm_mlp.mlir")
+    flags = [*LEVELS["O2_f16"], "--optimizer=adamw", "--lr=0.01",
+             "--weight-decay=0.01", "--clip-norm=1.0"]
+    failures = 0
+    for ranks in [2, 3]:
+        libraries = {}
+        for name, extra in [("shard", ["--data-parallel",
+                                       "--shard-optimizer"]),
+                            ("acc", [f"--accumulate={ranks}"])]:
+            directory = os.path.join(args.work, f"ln_{name}{ranks}")
+            run([args.mpc, "compile", model, "--shared", "-o", directory,
+                 *flags, *extra])
+            libraries[name] = os.path.join(directory,
+                                           "liblayer_norm_mlp.so")
+        header = open(os.path.join(args.work, f"ln_shard{ranks}",
+                                   "layer_norm_mlp.cpp")).read()
+        if "layer_norm_mlp_param_copies[] = {-1, -1, 0, 256," not in header:
+            print("FAIL: the layer norm's parameters have no f32 copies")
+            failures += 1
+            continue
+        ours = os.path.join(args.work, f"ln_np{ranks}")
+        theirs = ours + "_accumulate"
+        # Step 3 overflows on rank 1 and is skipped: the copies stay.
+        overflow = ["--overflow-at", str(3 * ranks + 1)]
+        run([*mpirun, str(ranks), *worker, "--lib", libraries["shard"],
+             "--out", ours, "--ranks", str(ranks), *overflow])
+        run([*worker, "--lib", libraries["acc"], "--out", theirs,
+             "--accumulate", str(ranks), *overflow])
+        tensors, metadata = read_checkpoint(ours)
+        problems = different(tensors, metadata, *read_checkpoint(theirs))
+        if metadata["skipped_steps"] != "1":
+            problems.append(f"{metadata['skipped_steps']} steps skipped, "
+                            "expected the overflowed one")
+        for rank in range(1, ranks):
+            problems += [f"rank {rank}: {problem}" for problem in different(
+                *read_checkpoint(f"{ours}.rank{rank}"), tensors, metadata)]
+        if problems:
+            failures += 1
+            print(f"FAIL: layer norm, {ranks} sharded ranks: differs from "
+                  f"--accumulate={ranks}: {', '.join(problems)}")
+        else:
+            print(f"ok: layer norm, {ranks} sharded ranks, master weights "
+                  "sharded, its f32 copies summed: every rank ends where "
+                  f"--accumulate={ranks} ends, bit for bit")
+    return failures
+
+
 def check_fp8_delayed(args, mpirun, worker):
     """Delayed FP8 scaling (--fp8-scaling=delayed): the ranks' amaxes of a
     step become the largest over the ranks before the table's update, as
@@ -511,6 +564,7 @@ LEVELS = {"O0": ["--amp=O0"],
 PARTS = ([f"{optimizer}_{level}" for optimizer in ["sgd", "adam", "adamw"]
           for level in LEVELS] +
          ["moves", "failing_rank", "gradients", "state", "dropout",
+          "master_copies",
           "accumulate_on_ranks", "buckets", "torchrun", "fp8_delayed"])
 
 
@@ -559,8 +613,10 @@ class Runs:
                           library, "--out", out, "--ranks", str(ranks),
                           "--overflow-at", str(3 * ranks + 1)])
             self.arena_bytes[(optimizer, level, ranks, shard)] = {
-                int(rank): int(size) for rank, size in re.findall(
-                    r"rank (\d+) optimizer arena (\d+) bytes", output)}
+                int(rank): (int(optimizer_bytes), int(params_bytes))
+                for rank, optimizer_bytes, params_bytes in re.findall(
+                    r"rank (\d+) optimizer arena (\d+) bytes, params arena "
+                    r"(\d+) bytes", output)}
         return out
 
 
@@ -614,24 +670,37 @@ def check_matches_accumulation(runs, optimizer, level):
                                 "do, so the test cannot fail")
         if shard:
             # The slots shrink to a rank's shard; the control block stays
-            # whole.
+            # whole. With half copies (O2) the f32 master weights are
+            # sharded too: they leave the params arena (the MLP reads none
+            # in f32) for the rank's optimizer arena.
             runs.on_ranks(optimizer, level, ranks, "")
-            whole = runs.arena_bytes[(optimizer, level, ranks, "")][0]
+            whole, whole_params = runs.arena_bytes[(optimizer, level, ranks,
+                                                    "")][0]
+            masters = 4 * 203530 if level != "O0" else 0
             # A shard is whole chunks of the gradient statistics (800 of the
             # MLP's 203,530 parameters), so a rank may hold one more chunk
-            # of each slot (8 bytes a parameter at most here).
-            if len(arena) != ranks or max(arena.values()) > \
-                    whole / ranks + 4096 + 800 * 8:
+            # of each slot and of the masters (12 bytes a parameter at most
+            # here).
+            if len(arena) != ranks or max(
+                    optimizer_bytes for optimizer_bytes, _ in
+                    arena.values()) > (whole + masters) / ranks + 4096 + \
+                    800 * 12:
                 problems.append(f"optimizer arenas {arena} bytes, "
                                 f"unsharded {whole}")
+            if any(params_bytes > whole_params - masters
+                   for _, params_bytes in arena.values()):
+                problems.append(f"params arenas {arena} bytes, unsharded "
+                                f"{whole_params}: the {masters} bytes of "
+                                "master weights are still whole")
         label = f"{optimizer} {level}, {ranks} ranks{shard}"
         if problems:
             failures += 1
             print(f"FAIL: {label}: differs from --accumulate={ranks}: "
                   f"{', '.join(problems)}")
         else:
-            held = (f"; optimizer arena {max(arena.values())} bytes a rank"
-                    if arena else "")
+            held = (f"; optimizer arena {max(o for o, _ in arena.values())}"
+                    f" and params arena {max(p for _, p in arena.values())} "
+                    "bytes a rank" if arena else "")
             print(f"ok: {label}: every rank's {len(ours_tensors)} tensors "
                   f"and the scaler (scale {ours_meta['loss_scale']}, "
                   f"{ours_meta['skipped_steps']} skipped of "
@@ -686,6 +755,8 @@ def main():
         failures = check_dropout(args, mpirun, worker)
     elif part == "fp8_delayed":
         failures = check_fp8_delayed(args, mpirun, worker)
+    elif part == "master_copies":
+        failures = check_sharded_master_copies(args, mpirun, worker)
     elif part == "accumulate_on_ranks":
         failures = check_accumulate_on_ranks(args, mpirun, worker)
     elif part == "buckets":

@@ -171,7 +171,8 @@ def main():
             suffix = f".rank{session.rank}" if session.rank else ""
             session.save(args.out + suffix)
             print(f"rank {session.rank} optimizer arena "
-                  f"{session.arena_bytes('optimizer')} bytes", flush=True)
+                  f"{session.arena_bytes('optimizer')} bytes, params arena "
+                  f"{session.arena_bytes('params')} bytes", flush=True)
         else:
             # The same trajectory, which the ranks' must equal.
             with open(f"{args.out}.scaler.rank0", "w") as trajectory:

@@ -305,6 +305,21 @@ TEST(ApiSession, TargetMustMatchTheModel) {
   EXPECT_EQ(session, nullptr);
 }
 
+TEST(ApiSession, ShardedMasterWeightsNeedAShardedCpuModel) {
+  // Sharded master weights are a --shard-optimizer build's, with each
+  // parameter's f32 copy (or none) inside the parameter arena.
+  mpc_model_desc model = *linear_model();
+  model.shard_master_weights = 1;
+  mpc_session_options options;
+  mpc_session_options_init(&options);
+  mpc_session *session = nullptr;
+  EXPECT_EQ(mpc_session_create(&model, &options, &session),
+            MPC_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(error_mentions("shards its master weights, which needs "
+                             "shard_optimizer"));
+  EXPECT_EQ(session, nullptr);
+}
+
 TEST(ApiSession, ArenasAreAlignedZeroedAndMayBeEmpty) {
   model_builder builder("empty");
   builder.add_output("loss", MPC_F32, {});

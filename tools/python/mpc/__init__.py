@@ -424,7 +424,8 @@ class Session:
     def arena_bytes(self, arena):
         """Bytes this session holds for an arena: "params", "grads",
         "optimizer" or "activations" (a --shard-optimizer session's
-        optimizer arena holds its rank's shard)."""
+        optimizer arena holds its rank's shard, with its shard of the
+        master weights where they are sharded too)."""
         index = ["params", "grads", "optimizer", "activations"].index(arena)
         with self._lock:
             return self._lib.mpc_session_arena_bytes(self._session(), index)
