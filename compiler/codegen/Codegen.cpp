@@ -211,6 +211,16 @@ static bool isMaterialisedResult(Value result, const Step &step) {
   return false;
 }
 
+/// The half type of the parameters' mirror (MemoryPlan::halfMirror): the
+/// first a parameter is cast to; null without any.
+static Type halfMirrorTypeOf(ModelOp model) {
+  for (BlockArgument param : model.getParams())
+    for (Operation *user : param.getUsers())
+      if (auto cast = dyn_cast<CastOp>(user); cast && isParamHalfCast(cast))
+        return cast.getResult().getType().getElementType();
+  return {};
+}
+
 SmallVector<bool> mlir::mpc::shardedMasterCopies(ModelOp train, ModelOp eval,
                                                 bool cuda) {
   auto optimizer = train->getAttrOfType<OptimizerAttr>(kOptimizerAttr);
@@ -220,13 +230,7 @@ SmallVector<bool> mlir::mpc::shardedMasterCopies(ModelOp train, ModelOp eval,
       optimizer.getMasterWeights() != MasterWeights::F32 ||
       train.getNumParams() == 0 || eval.getNumParams() != train.getNumParams())
     return {};
-  // The half type MemoryPlan mirrors: the first a parameter is cast to.
-  Type halfType;
-  for (BlockArgument param : train.getParams())
-    for (Operation *user : param.getUsers())
-      if (auto cast = dyn_cast<CastOp>(user);
-          cast && !halfType && isParamHalfCast(cast))
-        halfType = cast.getResult().getType().getElementType();
+  Type halfType = halfMirrorTypeOf(train);
   if (!halfType)
     return {};
   SmallVector<bool> copies(train.getNumParams(), false);
@@ -310,11 +314,7 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
   // a parameter at byte offset o is at halfMirror.offset + o / 2, so the
   // optimizer writes it from the same flat index it updates (parameters
   // without a copy leave holes). Other casts of parameters follow it.
-  for (BlockArgument param : model.getParams())
-    for (Operation *user : param.getUsers())
-      if (auto cast = dyn_cast<CastOp>(user);
-          cast && !halfMirrorType && isParamHalfCast(cast))
-        halfMirrorType = cast.getResult().getType().getElementType();
+  halfMirrorType = halfMirrorTypeOf(model);
   if (halfMirrorType) {
     offset = alignTo64(offset);
     halfMirror = Buffer{MPC_ARENA_PARAMS, offset,
