@@ -20,8 +20,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #ifdef MPC_HAVE_NVRTC
+#include <dlfcn.h>
 #include <nvrtc.h>
 #endif
 
@@ -109,14 +111,94 @@ bool mlir::mpc::compileWithNvrtc(StringRef, int, StringRef, CudaImage &) {
 
 #else
 
+namespace {
+
+/// NVRTC's entry points, loaded with dlopen the first time a kernel source
+/// is compiled. Linked, libnvrtc's relocations and initialisers cost 40 ms
+/// of CPU at every start of mpc, half of what a `mpc compile` that reports
+/// an error takes, for every run, cuda target or not.
+struct NvrtcLibrary {
+  decltype(&::nvrtcVersion) version;
+  decltype(&::nvrtcGetErrorString) getErrorString;
+  decltype(&::nvrtcCreateProgram) createProgram;
+  decltype(&::nvrtcDestroyProgram) destroyProgram;
+  decltype(&::nvrtcAddNameExpression) addNameExpression;
+  decltype(&::nvrtcCompileProgram) compileProgram;
+  decltype(&::nvrtcGetProgramLogSize) getProgramLogSize;
+  decltype(&::nvrtcGetProgramLog) getProgramLog;
+  decltype(&::nvrtcGetCUBINSize) getCUBINSize;
+  decltype(&::nvrtcGetCUBIN) getCUBIN;
+  decltype(&::nvrtcGetPTXSize) getPTXSize;
+  decltype(&::nvrtcGetPTX) getPTX;
+  decltype(&::nvrtcGetLoweredName) getLoweredName;
+};
+
+/// The library, or null with `error` saying why it could not be loaded:
+/// the one this mpc was built against, then by its soname (an installed
+/// mpc on a machine whose toolkit is elsewhere, on the loader's path).
+const NvrtcLibrary *loadNvrtc(std::string &error) {
+  static std::string loadError;
+  static const NvrtcLibrary *library = []() -> const NvrtcLibrary * {
+    void *handle = nullptr;
+    for (const char *name : {MPC_NVRTC_LIBRARY, MPC_NVRTC_SONAME}) {
+      if ((handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
+        break;
+      loadError += (loadError.empty() ? "" : "; ") + std::string(dlerror());
+    }
+    if (!handle)
+      return nullptr;
+    static NvrtcLibrary loaded;
+    bool complete = true;
+    auto resolve = [&](auto &entry, const char *symbol) {
+      entry = reinterpret_cast<std::remove_reference_t<decltype(entry)>>(
+          dlsym(handle, symbol));
+      if (!entry) {
+        complete = false;
+        loadError = std::string("no ") + symbol + " in " + MPC_NVRTC_SONAME;
+      }
+    };
+    resolve(loaded.version, "nvrtcVersion");
+    resolve(loaded.getErrorString, "nvrtcGetErrorString");
+    resolve(loaded.createProgram, "nvrtcCreateProgram");
+    resolve(loaded.destroyProgram, "nvrtcDestroyProgram");
+    resolve(loaded.addNameExpression, "nvrtcAddNameExpression");
+    resolve(loaded.compileProgram, "nvrtcCompileProgram");
+    resolve(loaded.getProgramLogSize, "nvrtcGetProgramLogSize");
+    resolve(loaded.getProgramLog, "nvrtcGetProgramLog");
+    resolve(loaded.getCUBINSize, "nvrtcGetCUBINSize");
+    resolve(loaded.getCUBIN, "nvrtcGetCUBIN");
+    resolve(loaded.getPTXSize, "nvrtcGetPTXSize");
+    resolve(loaded.getPTX, "nvrtcGetPTX");
+    resolve(loaded.getLoweredName, "nvrtcGetLoweredName");
+    return complete ? &loaded : nullptr;
+  }();
+  if (!library)
+    error = loadError;
+  return library;
+}
+
+/// The loaded library; only after loadNvrtc succeeded.
+const NvrtcLibrary &nvrtc() {
+  std::string unused;
+  return *loadNvrtc(unused);
+}
+
+std::string nvrtcVersionText() {
+  int major = 0, minor = 0;
+  nvrtc().version(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+} // namespace
+
 bool mlir::mpc::haveNvrtc() { return true; }
 
 std::string mlir::mpc::cudaToolkitDescription() {
-  int major = 0, minor = 0;
-  nvrtcVersion(&major, &minor);
+  std::string error;
   return "CUDA toolkit " MPC_CUDA_TOOLKIT_VERSION " (" MPC_CUDA_INCLUDE_DIR
-         "), NVRTC " +
-         std::to_string(major) + "." + std::to_string(minor);
+         "), " +
+         (loadNvrtc(error) ? "NVRTC " + nvrtcVersionText()
+                           : "NVRTC not loadable: " + error);
 }
 
 namespace {
@@ -157,10 +239,10 @@ SourcePlace findPlace(StringRef source, unsigned line) {
 
 std::string programLog(nvrtcProgram program) {
   size_t size = 0;
-  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size == 0)
+  if (nvrtc().getProgramLogSize(program, &size) != NVRTC_SUCCESS || size == 0)
     return "";
   std::string log(size, '\0');
-  if (nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS)
+  if (nvrtc().getProgramLog(program, log.data()) != NVRTC_SUCCESS)
     return "";
   log.resize(strnlen(log.c_str(), log.size()));
   return log;
@@ -321,15 +403,15 @@ bool compileProgram(const std::string &text, int smVersion,
   // the log to the source a user can open.
   std::string programName = llvm::sys::path::filename(savedPath).str();
   nvrtcProgram program;
-  if (nvrtcResult result = nvrtcCreateProgram(
+  if (nvrtcResult result = nvrtc().createProgram(
           &program, text.c_str(), programName.c_str(), 0, nullptr, nullptr)) {
     llvm::errs() << "mpc compile: error: NVRTC cannot create a program: "
-                 << nvrtcGetErrorString(result) << "\n";
+                 << nvrtc().getErrorString(result) << "\n";
     return false;
   }
   struct Destroy {
     nvrtcProgram &program;
-    ~Destroy() { nvrtcDestroyProgram(&program); }
+    ~Destroy() { nvrtc().destroyProgram(&program); }
   } destroy{program};
 
   // Kernels are C++ functions; their mangled names are what
@@ -339,7 +421,7 @@ bool compileProgram(const std::string &text, int smVersion,
   for (const KernelDeclaration &declaration : declarations)
     names.push_back(declaration.name);
   for (const std::string &name : names)
-    nvrtcAddNameExpression(program, ("&" + name).c_str());
+    nvrtc().addNameExpression(program, ("&" + name).c_str());
 
   std::string arch = "--gpu-architecture=sm_" + std::to_string(smVersion);
   std::vector<std::string> options = {
@@ -354,15 +436,10 @@ bool compileProgram(const std::string &text, int smVersion,
   for (const std::string &option : options)
     argv.push_back(option.c_str());
   nvrtcResult result =
-      nvrtcCompileProgram(program, static_cast<int>(argv.size()), argv.data());
+      nvrtc().compileProgram(program, static_cast<int>(argv.size()), argv.data());
   if (result == NVRTC_ERROR_INVALID_OPTION) {
-    llvm::errs() << "mpc compile: error: NVRTC " <<
-        [] {
-          int major = 0, minor = 0;
-          nvrtcVersion(&major, &minor);
-          return std::to_string(major) + "." + std::to_string(minor);
-        }() << " does not support --arch=sm_"
-                 << smVersion << "\n";
+    llvm::errs() << "mpc compile: error: NVRTC " << nvrtcVersionText()
+                 << " does not support --arch=sm_" << smVersion << "\n";
     return false;
   }
   if (result != NVRTC_SUCCESS) {
@@ -371,20 +448,20 @@ bool compileProgram(const std::string &text, int smVersion,
   }
 
   size_t size = 0;
-  if (nvrtcGetCUBINSize(program, &size) != NVRTC_SUCCESS || size == 0) {
+  if (nvrtc().getCUBINSize(program, &size) != NVRTC_SUCCESS || size == 0) {
     llvm::errs() << "mpc compile: error: NVRTC produced no cubin for sm_"
                  << smVersion << "\n";
     return false;
   }
   image.cubin.assign(size, '\0');
-  nvrtcGetCUBIN(program, image.cubin.data());
-  if (nvrtcGetPTXSize(program, &size) != NVRTC_SUCCESS || size == 0) {
+  nvrtc().getCUBIN(program, image.cubin.data());
+  if (nvrtc().getPTXSize(program, &size) != NVRTC_SUCCESS || size == 0) {
     llvm::errs() << "mpc compile: error: NVRTC produced no PTX for sm_"
                  << smVersion << "\n";
     return false;
   }
   image.ptx.assign(size, '\0');
-  nvrtcGetPTX(program, image.ptx.data());
+  nvrtc().getPTX(program, image.ptx.data());
   // The PTX ends with its NUL; the driver wants it there, the file not.
   if (!image.ptx.empty() && image.ptx.back() == '\0')
     image.ptx.pop_back();
@@ -395,7 +472,7 @@ bool compileProgram(const std::string &text, int smVersion,
   for (const KernelDeclaration &declaration : declarations) {
     const std::string &name = declaration.name;
     const char *lowered = nullptr;
-    if (nvrtcGetLoweredName(program, ("&" + name).c_str(), &lowered) !=
+    if (nvrtc().getLoweredName(program, ("&" + name).c_str(), &lowered) !=
             NVRTC_SUCCESS ||
         !lowered) {
       llvm::errs() << "mpc compile: error: NVRTC has no symbol for kernel '"
@@ -473,6 +550,12 @@ bool raiseSpilledBounds(ArrayRef<KernelResources> resources, int smVersion,
 
 bool mlir::mpc::compileWithNvrtc(StringRef source, int smVersion,
                                  StringRef savedPath, CudaImage &image) {
+  std::string loadError;
+  if (!loadNvrtc(loadError)) {
+    llvm::errs() << "mpc compile: error: --target=cuda cannot load NVRTC: "
+                 << loadError << "\n";
+    return false;
+  }
   std::string clean = source.str(), text = clean;
   // For tests of the diagnostics only (generated kernels are meant to
   // compile cleanly): $MPC_TEST_NVRTC_INJECT=<kernel>=<code> puts a line of
