@@ -180,18 +180,20 @@ typedef struct mpc_step_context {
  * without a process group. */
 mpc_status mpc_rt_reduce_gradients(mpc_step_context *context, float *grads,
                                    long long count);
-/* --shard-optimizer on the cpu target, in a step that updates: the ZeRO-1
- * reduce-scatter. Of the `count` f32 gradients at flat + begin (flat: the
+/* --shard-optimizer, in a step that updates: the ZeRO-1 reduce-scatter. Of the `count` f32 gradients at flat + begin (flat: the
  * flat gradient buffer, or the accumulator), rank r sums only those in its
  * shard [shard_begin, shard_begin + shard_count), bit for bit as
  * mpc_rt_reduce_gradients does; the others stay this rank's. Deferred as
- * mpc_rt_reduce_gradients is, to mpc_rt_gradients_reduced. */
+ * mpc_rt_reduce_gradients is, to mpc_rt_gradients_reduced (on the cuda
+ * target: each piece reduced to its owner on the communication stream). */
 mpc_status mpc_rt_reduce_scatter_gradients(mpc_step_context *context,
                                            float *flat, long long begin,
                                            long long count);
 /* The `count` floats at `data` become, on every rank and at once, their
  * sum over the ranks in rank order (the sharded step's partial gradient
- * statistics). A no-op without a process group. */
+ * statistics; on the cuda target in NCCL's order, which gives the same
+ * sums where, as there, each value is one rank's and +0 on the others).
+ * A no-op without a process group. */
 mpc_status mpc_rt_sum_across_ranks(mpc_step_context *context, float *data,
                                    long long count);
 /* Called after the last bucket's mpc_rt_reduce_gradients, before the

@@ -97,8 +97,8 @@ void emitReadyBuckets(BucketPlan &plan, size_t step, StepEmitter &emitter) {
         "MPC_CHECK(mpc_rt_reduce_gradients(ctx, (float *)({0}), {1}LL));", at,
         count));
   };
-  // A step that updates, sharded on the cpu target: each rank sums only
-  // its shard (ZeRO-1's reduce-scatter), which is all its optimizer reads.
+  // A step that updates, sharded: each rank sums only its shard (ZeRO-1's
+  // reduce-scatter), which is all its optimizer reads.
   auto reduceForUpdate = [&](auto at, const GradientBucket &bucket) {
     if (!memory.scatteredGradients)
       return reduce(at(bucket.offset), bucket.bytes / 4);
@@ -388,8 +388,9 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
       shardedMasterCopies(train, eval, options.cuda);
   MemoryPlan trainPlan(train, trainSteps, gradients, options.gemmWorkspaceBytes,
                        options.cudnnConvolutions, masterCopies);
-  // The cuda target all-reduces the buckets over NCCL, sharded or not.
-  trainPlan.scatteredGradients = trainPlan.shardedSlots && !options.cuda;
+  // ZeRO-1 sums each rank's shard of the gradients only (a reduce-scatter:
+  // Gloo on the cpu target, NCCL reduces on the cuda target).
+  trainPlan.scatteredGradients = trainPlan.shardedSlots;
   StepEmitter trainEmitter(trainPlan, name, name + "_train_step", kernels,
                            /*training=*/true);
   // The cuda target's cuDNN convolutions, one table for both steps.

@@ -340,8 +340,8 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
     // runs a block on one thread either way; a small chunk takes fewer.
     int64_t threads = std::min<int64_t>(1024, (statsChunk + 31) / 32 * 32);
     std::string chunks = std::to_string(statsBlocks) + "LL";
-    // Sharded on the cpu target: this rank's chunks; the others' partials
-    // come from the ranks that own them.
+    // Sharded: this rank's chunks; the others' partials come from the
+    // ranks that own them.
     std::string firstChunk =
         plan.scatteredGradients
             ? llvm::formatv("ctx->shard_begin / {0}LL", statsChunk).str()
@@ -360,8 +360,8 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
                        .writesBytes(2 * 4 * statsBlocks)
                        .flopsPer(n, 3));
     if (plan.scatteredGradients) {
-      // Every partial is one rank's and zero on the others: the sum in
-      // rank order is exact, the partials of the unsharded step.
+      // Every partial is one rank's and zero on the others: the sum, in
+      // any order, is exact, the partials of the unsharded step.
       emitter.hostStatement("// the partial statistics of every rank's shard");
       emitter.hostStatement(
           "MPC_CHECK(mpc_rt_sum_across_ranks(ctx, (" + control +

@@ -238,9 +238,9 @@ public:
   SmallVector<int64_t> paramCopyOffsets;
   int64_t masterShardElementBytes = 0;
   int64_t masterShardWholeBytes = 0;
-  /// Sharded on the cpu target: a step that updates reduce-scatters the
+  /// Sharded (--shard-optimizer): a step that updates reduce-scatters the
   /// gradients (mpc_rt_reduce_scatter_gradients), and each rank sums the
-  /// statistics of its shard's chunks (the cuda target all-reduces them).
+  /// statistics of its shard's chunks, which the ranks then add up.
   bool scatteredGradients = false;
   /// cuBLASLt's workspace, live for the whole step (GEMMs run throughout);
   /// gemmWorkspaceAlignment-aligned, 0 bytes without one. cuDNN's

@@ -364,9 +364,9 @@ cl::opt<bool> shardOptimizer(
     cl::desc("With --data-parallel: ZeRO stage 1, each rank keeps and "
              "updates 1/N of the optimizer state (moments, and on the cpu "
              "target the f32 master weights of half copies), summing only "
-             "that 1/N of the gradients on the cpu target (a "
-             "reduce-scatter), then the ranks gather the updated "
-             "parameters; checkpoints hold the whole state, as without it"),
+             "that 1/N of the gradients (a reduce-scatter), then the ranks "
+             "gather the updated parameters; checkpoints hold the whole "
+             "state, as without it"),
     cl::sub(compileCommand), cl::cat(optimizerCategory));
 cl::opt<mlir::mpc::OptimizerState> optimizerState(
     "optimizer-state",

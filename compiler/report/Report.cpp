@@ -390,11 +390,15 @@ double allReduceSeconds(int64_t bytes, int ranks, const Link &link) {
 }
 
 /// A ring all-gather of `bytes` in all over `ranks`: each rank receives
-/// (N-1)/N of the data in N-1 steps.
+/// (N-1)/N of the data in N-1 steps. A reduce-scatter (--shard-optimizer's
+/// gradient buckets) moves the same, the other way: half an all-reduce.
 double allGatherSeconds(int64_t bytes, int ranks, const Link &link) {
   return 1.0 * (ranks - 1) / ranks * static_cast<double>(bytes) /
              (link.gigabytesPerSecond * 1e9) +
          1.0 * (ranks - 1) * link.latencySeconds;
+}
+double reduceScatterSeconds(int64_t bytes, int ranks, const Link &link) {
+  return allGatherSeconds(bytes, ranks, link);
 }
 
 /// The optimizer's slots and what --optimizer-state and --master-weights
@@ -509,7 +513,7 @@ struct Communication {
 };
 Communication modelCommunication(const std::vector<GradientBucket> &buckets,
                                  const std::vector<double> &kernelSeconds,
-                                 int ranks, const Link &link) {
+                                 int ranks, bool scattered, const Link &link) {
   Communication result;
   std::vector<double> elapsed{0.0};
   for (double seconds : kernelSeconds)
@@ -517,7 +521,9 @@ Communication modelCommunication(const std::vector<GradientBucket> &buckets,
   double free = 0;
   for (const GradientBucket &bucket : buckets) {
     double ready = elapsed[std::min(bucket.afterKernels, kernelSeconds.size())];
-    double seconds = allReduceSeconds(bucket.bytes, ranks, link);
+    double seconds = scattered
+                         ? reduceScatterSeconds(bucket.bytes, ranks, link)
+                         : allReduceSeconds(bucket.bytes, ranks, link);
     result.readySeconds.push_back(ready);
     result.bucketSeconds.push_back(seconds);
     result.totalSeconds += seconds;
@@ -851,8 +857,9 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     reducedBytes += bucket.bytes;
   if (!buckets.empty())
     for (const Link &link : kLinks)
-      communication.push_back(modelCommunication(buckets, kernelSeconds,
-                                                 options.reportRanks, link));
+      communication.push_back(
+          modelCommunication(buckets, kernelSeconds, options.reportRanks,
+                             options.shardOptimizer, link));
   TrainingState trainState = trainingState(chosen->trainModel(), at);
   std::optional<ShardedOptimizer> sharded;
   if (!buckets.empty() && options.shardOptimizer)
@@ -978,6 +985,10 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
       dataParallel =
           llvm::json::Object{{"ranks", options.reportRanks},
                              {"bucket_cap_bytes", options.bucketBytes},
+                             // What allreduce_seconds models.
+                             {"collective", options.shardOptimizer
+                                                ? "reduce-scatter"
+                                                : "all-reduce"},
                              {"shard_optimizer", std::move(shardJson)},
                              {"bytes_per_step", reducedBytes},
                              {"buckets", std::move(bucketArray)},
@@ -1235,12 +1246,17 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
         << int64_t(kernels.size()) - countedKernels - gemmCalls
         << " at their bound (no counters)\n";
   if (!buckets.empty()) {
+    // ZeRO-1 sums each bucket only where its shards are kept.
+    const char *collective =
+        options.shardOptimizer ? "reduce-scatter (--shard-optimizer)"
+                               : "all-reduce";
     out << "\nData parallel (--data-parallel): " << buckets.size()
         << " gradient buckets of at most " << options.bucketBytes
         << " bytes (--bucket-mb), " << reducedBytes
         << " bytes of f32 gradients per step, each summed over the ranks "
-           "once backward has finished it; a ring all-reduce over "
-        << options.reportRanks << " ranks, modelled on each link:\n";
+           "once backward has finished it; a ring "
+        << collective << " over " << options.reportRanks
+        << " ranks, modelled on each link:\n";
     std::vector<std::vector<std::string>> rows = {
         {"#", "parameters", "bytes", "after kernel", "ready (us)"}};
     for (const Link &link : kLinks)
@@ -1262,7 +1278,8 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     rightAligned[1] = false;
     printTable(out, rows, rightAligned);
     for (auto [link, model] : llvm::zip(kLinks, communication))
-      out << "  " << link.name << ": all-reduce "
+      out << "  " << link.name << ": "
+          << (options.shardOptimizer ? "reduce-scatter " : "all-reduce ")
           << microseconds(model.totalSeconds)
           << " us in all, exposed after backward "
           << microseconds(model.exposedSeconds) << " us (backward ends at "

@@ -248,6 +248,8 @@ struct Nccl {
                             CUstream);
   ncclResult_t (*broadcast)(const void *, void *, size_t, int, int, ncclComm_t,
                             CUstream);
+  ncclResult_t (*reduce)(const void *, void *, size_t, int, int, int,
+                         ncclComm_t, CUstream);
   ncclResult_t (*groupStart)();
   ncclResult_t (*groupEnd)();
 };

@@ -260,6 +260,7 @@ const LoadedNccl &nccl() {
     MPC_BIND(getErrorString, ncclGetErrorString)
     MPC_BIND(allReduce, ncclAllReduce)
     MPC_BIND(broadcast, ncclBroadcast)
+    MPC_BIND(reduce, ncclReduce)
     MPC_BIND(groupStart, ncclGroupStart)
     MPC_BIND(groupEnd, ncclGroupEnd)
 #undef MPC_BIND

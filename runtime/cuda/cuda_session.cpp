@@ -676,12 +676,13 @@ mpc_status sync_device(mpc_session *session) {
 // ----------------------------------------------------------------------------
 // Called by generated code (runtime/cuda/mpc_cuda.h)
 
-extern "C" mpc_status mpc_rt_cuda_reduce_gradients(mpc_step_context *,
-                                                   float *grads,
-                                                   long long count) {
-  mpcrt::CudaSession *cuda = current_session->cuda;
-  if (!cuda->comm)
-    return without_communicator(cuda);
+namespace {
+
+/// Bucket `buckets_this_step` of the step is final once the kernels issued
+/// so far have run: records an event on the step's stream and makes the
+/// communication stream wait for it, so that the bucket is summed there
+/// while backward goes on.
+mpc_status start_bucket(mpcrt::CudaSession *cuda) {
   const Driver &d = driver().api;
   size_t bucket = cuda->buckets_this_step++;
   while (cuda->bucket_events.size() <= bucket) {
@@ -691,21 +692,81 @@ extern "C" mpc_status mpc_rt_cuda_reduce_gradients(mpc_step_context *,
       return status;
     cuda->bucket_events.push_back(event);
   }
-  // The bucket is final once the kernels issued so far have run: the
-  // communication stream starts on it then, while backward goes on.
   CUevent ready = cuda->bucket_events[bucket];
   if (mpc_status status =
           check(d.cuEventRecord(ready, cuda->stream), "cuEventRecord"))
     return status;
-  if (mpc_status status =
-          check(d.cuStreamWaitEvent(cuda->comm_stream, ready, 0),
-                "cuStreamWaitEvent"))
+  return check(d.cuStreamWaitEvent(cuda->comm_stream, ready, 0),
+               "cuStreamWaitEvent");
+}
+
+} // namespace
+
+extern "C" mpc_status mpc_rt_cuda_reduce_gradients(mpc_step_context *,
+                                                   float *grads,
+                                                   long long count) {
+  mpcrt::CudaSession *cuda = current_session->cuda;
+  if (!cuda->comm)
+    return without_communicator(cuda);
+  if (mpc_status status = start_bucket(cuda))
     return status;
   if (ncclResult_t result = nccl().api.allReduce(
           grads, grads, static_cast<size_t>(count), ncclFloat32, ncclSum,
           cuda->comm, cuda->comm_stream))
     return set_error(MPC_ERROR_COMMUNICATION,
                      "data parallel: ncclAllReduce failed: %s",
+                     nccl().api.getErrorString(result));
+  return MPC_OK;
+}
+
+extern "C" mpc_status mpc_rt_cuda_reduce_scatter_gradients(
+    mpc_step_context *context, float *flat, long long begin, long long count) {
+  mpcrt::CudaSession *cuda = current_session->cuda;
+  if (!cuda->comm)
+    return without_communicator(cuda);
+  if (mpc_status status = start_bucket(cuda))
+    return status;
+  const mpcrt::Nccl &n = nccl().api;
+  int32_t ranks = mpcrt::process_group_size(current_session->group);
+  long long capacity = context->shard_capacity;
+  long long end = begin + count;
+  // Rank r owns [r * capacity, (r + 1) * capacity) (shard_optimizer_state):
+  // each piece of the bucket is summed on its owner alone, one group of
+  // reduces (a bucket's pieces are uneven, which ncclReduceScatter's equal
+  // ones are not; in all they move what a reduce-scatter moves).
+  ncclResult_t result = n.groupStart();
+  for (int32_t root = 0; root < ranks && result == ncclSuccess; ++root) {
+    long long first = std::max(begin, root * capacity);
+    long long last = std::min(end, (root + 1) * capacity);
+    if (first >= last)
+      continue;
+    float *piece = flat + first;
+    result = n.reduce(piece, piece, static_cast<size_t>(last - first),
+                      ncclFloat32, ncclSum, root, cuda->comm,
+                      cuda->comm_stream);
+  }
+  ncclResult_t ended = n.groupEnd();
+  if (result == ncclSuccess)
+    result = ended;
+  if (result != ncclSuccess)
+    return set_error(MPC_ERROR_COMMUNICATION,
+                     "data parallel: reducing a gradient bucket to the ranks "
+                     "that own its shards (ncclReduce) failed: %s",
+                     n.getErrorString(result));
+  return MPC_OK;
+}
+
+extern "C" mpc_status
+mpc_rt_cuda_sum_across_ranks(mpc_step_context *, float *data, long long count) {
+  mpcrt::CudaSession *cuda = current_session->cuda;
+  if (!cuda->comm || count <= 0)
+    return MPC_OK;
+  // On the step's own stream: the kernel after it reads the sums.
+  if (ncclResult_t result =
+          nccl().api.allReduce(data, data, static_cast<size_t>(count),
+                               ncclFloat32, ncclSum, cuda->comm, cuda->stream))
+    return set_error(MPC_ERROR_COMMUNICATION,
+                     "data parallel: ncclAllReduce (sum) failed: %s",
                      nccl().api.getErrorString(result));
   return MPC_OK;
 }

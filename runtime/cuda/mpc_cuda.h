@@ -75,6 +75,17 @@ struct mpc_step_context; /* runtime/mpc_model.h */
  * in a session that is not data parallel. */
 mpc_status mpc_rt_cuda_reduce_gradients(struct mpc_step_context *context,
                                         float *grads, long long count);
+/* mpc_rt_reduce_scatter_gradients on the device (--shard-optimizer, a
+ * step that updates): as mpc_rt_cuda_reduce_gradients, but each piece of
+ * the bucket is summed only on the rank whose shard holds it (a group of
+ * ncclReduce, a piece a rank). */
+mpc_status mpc_rt_cuda_reduce_scatter_gradients(
+    struct mpc_step_context *context, float *flat, long long begin,
+    long long count);
+/* mpc_rt_sum_across_ranks on the device: an ncclAllReduce (sum) on the
+ * session's stream. */
+mpc_status mpc_rt_cuda_sum_across_ranks(struct mpc_step_context *context,
+                                        float *data, long long count);
 /* mpc_rt_max_across_ranks on the device: an ncclAllReduce (max) on the
  * session's stream. */
 mpc_status mpc_rt_cuda_max_across_ranks(struct mpc_step_context *context,

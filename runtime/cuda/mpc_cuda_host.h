@@ -15,9 +15,11 @@
 //     mpc_rt_cuda_gemm_bias_gelu(...), and so on for the other GEMMs
 //     (mpc_rt_gemm_scaled: cuBLASLt's FP8 matmul): cuBLASLt on the
 //     session's stream.
-//   - mpc_rt_reduce_gradients(...) and mpc_rt_gradients_reduced(...) become
-//     their mpc_rt_cuda_ forms: NCCL on a communication stream;
-//     mpc_rt_gather_shards(...) NCCL broadcasts on the step's stream.
+//   - mpc_rt_reduce_gradients(...), mpc_rt_reduce_scatter_gradients(...)
+//     and mpc_rt_gradients_reduced(...) become their mpc_rt_cuda_ forms:
+//     NCCL on a communication stream; mpc_rt_gather_shards(...) NCCL
+//     broadcasts and mpc_rt_sum_across_ranks(...) an all-reduce on the
+//     step's stream.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,6 +92,8 @@ struct host_kernel<Kernel> {
 #define mpc_rt_gemm mpc_rt_cuda_gemm
 #define mpc_rt_reduce_gradients mpc_rt_cuda_reduce_gradients
 #define mpc_rt_gradients_reduced mpc_rt_cuda_gradients_reduced
+#define mpc_rt_reduce_scatter_gradients mpc_rt_cuda_reduce_scatter_gradients
+#define mpc_rt_sum_across_ranks mpc_rt_cuda_sum_across_ranks
 #define mpc_rt_max_across_ranks mpc_rt_cuda_max_across_ranks
 #define mpc_rt_gather_shards mpc_rt_cuda_gather_shards
 #define mpc_rt_gemm_bias mpc_rt_cuda_gemm_bias

@@ -52,16 +52,18 @@
 //     capture takes in the stream it began on and every stream that waited
 //     on an event recorded in it; it fails as CUDA's does (UNJOINED) when
 //     such a stream has work after its last event the origin waited on;
-//   - NCCL (loaded as $MPC_NCCL_LIBRARY): ncclAllReduce sums as if every
-//     rank held what this one holds (the result is nranks x the data: the
-//     test's ranks train on the same batches; a max keeps the data, FP8
-//     amaxes, unlogged); ncclBroadcast moves the root's bytes to the
-//     other ranks (processes) through files (exchangeBroadcast), so that a
-//     rank gets the shards others updated. After each all-reduce the
+//   - NCCL (loaded as $MPC_NCCL_LIBRARY): the ranks are processes, and
+//     collectives move their bytes between them through files.
+//     ncclAllReduce sums every rank's floats in rank order, ncclReduce
+//     the same on the root alone (exchangeSum: the test's ranks train on
+//     the same batches, so a gradient's sum is nranks x the data; a max
+//     keeps the data, FP8 amaxes, unlogged); ncclBroadcast moves the
+//     root's bytes to the other ranks (exchangeBroadcast), so that a rank
+//     gets the shards others updated. After each all-reduce or reduce the
 //     bucket's bytes are kept; when a stream then waits on an event of the
 //     communication stream (the optimizer's join), every bucket must still
-//     hold them: a kernel that wrote into a bucket after its all-reduce was
-//     issued (an event placed too early) stops the program;
+//     hold them: a kernel that wrote into a bucket after its collective
+//     was issued (an event placed too early) stops the program;
 //   - $MPC_MOCK_DEVICES GPUs (1 when unset).
 // mock_cuda.h declares what tests read back.
 //
@@ -1014,6 +1016,18 @@ void touch(const std::string &path) {
     std::fclose(file);
 }
 
+/// Writes `bytes` at `data` to `path` whole: to a part file renamed into
+/// place, so that a reader never sees a file half written.
+void writeWhole(const std::string &path, const void *data, size_t bytes) {
+  std::string part = path + ".part";
+  FILE *file = std::fopen(part.c_str(), "wb");
+  if (!file || std::fwrite(data, 1, bytes, file) != bytes ||
+      std::fclose(file) != 0 || std::rename(part.c_str(), path.c_str())) {
+    std::fprintf(stderr, "mock_nccl: cannot write %s\n", path.c_str());
+    std::abort();
+  }
+}
+
 /// The bytes of collective `number` from `root`: the root writes them
 /// (renamed into place whole), every other rank reads them and says so,
 /// and the root removes the files once all have.
@@ -1024,13 +1038,7 @@ void exchangeBroadcast(ncclComm *comm, unsigned long long number, int root,
     return path + ".read_by_" + std::to_string(rank);
   };
   if (comm->rank == root) {
-    std::string part = path + ".part";
-    FILE *file = std::fopen(part.c_str(), "wb");
-    if (!file || std::fwrite(data, 1, bytes, file) != bytes ||
-        std::fclose(file) != 0 || std::rename(part.c_str(), path.c_str())) {
-      std::fprintf(stderr, "mock_nccl: cannot write %s\n", path.c_str());
-      std::abort();
-    }
+    writeWhole(path, data, bytes);
     for (int rank = 0; rank < comm->nranks; ++rank)
       if (rank != root) {
         waitForFile(done(rank));
@@ -1048,6 +1056,48 @@ void exchangeBroadcast(ncclComm *comm, unsigned long long number, int root,
   }
   std::fclose(file);
   touch(done(comm->rank));
+}
+
+/// The f32 sum over the ranks of collective `number`, in rank order
+/// ((0 + x_0) + x_1) + ...: every rank writes its `count` floats, and the
+/// ranks that take the sum (all, or `root` alone) read every rank's, add
+/// them into `data` and say so; each rank removes its file once they have.
+void exchangeSum(ncclComm *comm, unsigned long long number, float *data,
+                 size_t count, int root /* -1: every rank */) {
+  std::string path = comm->directory + "/sum_" + std::to_string(number);
+  auto from = [&](int rank) { return path + ".from_" + std::to_string(rank); };
+  auto readBy = [&](int writer, int reader) {
+    return from(writer) + ".read_by_" + std::to_string(reader);
+  };
+  auto takesSum = [&](int rank) { return root < 0 || rank == root; };
+  std::vector<float> mine(data, data + count);
+  writeWhole(from(comm->rank), mine.data(), count * 4);
+  if (takesSum(comm->rank)) {
+    std::vector<float> theirs(count);
+    for (int rank = 0; rank < comm->nranks; ++rank) {
+      const float *values = mine.data();
+      if (rank != comm->rank) {
+        waitForFile(from(rank));
+        FILE *file = std::fopen(from(rank).c_str(), "rb");
+        if (!file || std::fread(theirs.data(), 4, count, file) != count) {
+          std::fprintf(stderr, "mock_nccl: cannot read %zu floats of %s\n",
+                       count, from(rank).c_str());
+          std::abort();
+        }
+        std::fclose(file);
+        touch(readBy(rank, comm->rank));
+        values = theirs.data();
+      }
+      for (size_t i = 0; i < count; ++i)
+        data[i] = (rank == 0 ? 0.0f : data[i]) + values[i];
+    }
+  }
+  for (int rank = 0; rank < comm->nranks; ++rank)
+    if (rank != comm->rank && takesSum(rank)) {
+      waitForFile(readBy(comm->rank, rank));
+      std::remove(readBy(comm->rank, rank).c_str());
+    }
+  std::remove(from(comm->rank).c_str());
 }
 
 /// The last rank to leave removes the directory.
@@ -1103,7 +1153,26 @@ int ncclCommGetAsyncError(ncclComm *, int *error) {
 }
 const char *ncclGetErrorString(int) { return "mock nccl error"; }
 
-// Every rank holds what this one holds: the sum is nranks x the data.
+/// A bucket's bytes as its collective left them, for the next join
+/// (checkReducedBuckets), and the op in the log.
+void logCollective(int kind, void *stream, const void *pointer, size_t count,
+                   int root) {
+  mock_cuda_op op{};
+  op.kind = kind;
+  op.stream = streamId(stream);
+  op.pointer = pointer;
+  op.count = count;
+  op.root = root;
+  logOp(op);
+  const auto *bytes = static_cast<const unsigned char *>(pointer);
+  reducedBuckets.push_back(
+      {streamId(stream), pointer,
+       std::vector<unsigned char>(bytes, bytes + count * 4)});
+}
+
+// The sum over the ranks (processes), exchanged through files; the test's
+// ranks train on the same batches, so for gradients it is nranks x the
+// data. A max keeps the data (FP8 amaxes, equal on every rank; unlogged).
 int ncclAllReduce(const void *send, void *receive, size_t count, int type,
                   int reduction, ncclComm *comm, void *stream) {
   if (type != 7 || (reduction != 0 && reduction != 2)) // ncclFloat32; sum, max
@@ -1117,23 +1186,32 @@ int ncclAllReduce(const void *send, void *receive, size_t count, int type,
         stream);
     return 0;
   }
-  int nranks = comm->nranks;
   submit(
-      [send, receive, count, nranks, stream] {
-        const float *from = static_cast<const float *>(send);
-        float *to = static_cast<float *>(receive);
-        for (size_t i = 0; i < count; ++i)
-          to[i] = from[i] * static_cast<float>(nranks);
-        mock_cuda_op op{};
-        op.kind = MOCK_OP_ALLREDUCE;
-        op.stream = streamId(stream);
-        op.pointer = receive;
-        op.count = count;
-        logOp(op);
-        const auto *bytes = static_cast<const unsigned char *>(receive);
-        reducedBuckets.push_back(
-            {streamId(stream), receive,
-             std::vector<unsigned char>(bytes, bytes + count * 4)});
+      [send, receive, count, comm, stream] {
+        if (send != receive)
+          std::memmove(receive, send, count * 4);
+        // Numbered when it runs: a graph's collectives run at each replay.
+        exchangeSum(comm, comm->collectives++, static_cast<float *>(receive),
+                    count, -1);
+        logCollective(MOCK_OP_ALLREDUCE, stream, receive, count, -1);
+      },
+      stream);
+  return 0;
+}
+// The sum over the ranks on `root` alone; the other ranks' buffers are
+// left as they were (NCCL does not write them).
+int ncclReduce(const void *send, void *receive, size_t count, int type,
+               int reduction, int root, ncclComm *comm, void *stream) {
+  if (type != 7 || reduction != 0 || root < 0 || root >= comm->nranks)
+    return 4; // ncclFloat32, sum
+  submit(
+      [send, receive, count, root, comm, stream] {
+        float *data = static_cast<float *>(
+            comm->rank == root ? receive : const_cast<void *>(send));
+        if (comm->rank == root && send != receive)
+          std::memmove(receive, send, count * 4);
+        exchangeSum(comm, comm->collectives++, data, count, root);
+        logCollective(MOCK_OP_REDUCE, stream, data, count, root);
       },
       stream);
   return 0;

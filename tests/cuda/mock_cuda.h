@@ -28,7 +28,8 @@ typedef enum mock_cuda_op_kind {
   MOCK_OP_STREAM_WAIT,
   MOCK_OP_ALLREDUCE,
   MOCK_OP_BROADCAST,
-  MOCK_OP_CONV /* cudnnBackendExecute */
+  MOCK_OP_CONV, /* cudnnBackendExecute */
+  MOCK_OP_REDUCE /* ncclReduce, to `root` */
 } mock_cuda_op_kind;
 typedef struct mock_cuda_op {
   int kind;                 /* mock_cuda_op_kind */
@@ -37,7 +38,8 @@ typedef struct mock_cuda_op {
   int event_stream;         /* wait: the stream the event was recorded on */
   const void *pointer;      /* collectives: the buffer */
   unsigned long long count; /* collectives: elements */
-  int root;                 /* broadcasts: the rank that sends */
+  int root;                 /* broadcasts: the rank that sends; reduces:
+                               the rank that sums */
   char symbol[64];          /* kernels: the lowered name (cut) */
 } mock_cuda_op;
 

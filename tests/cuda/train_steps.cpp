@@ -168,8 +168,8 @@ bool checkSchedule(const std::vector<mock_cuda_op> &ops,
   int accumulate = model->accumulate_steps;
   if (step % accumulate != accumulate - 1) {
     for (const mock_cuda_op &op : ops)
-      if (op.kind == MOCK_OP_ALLREDUCE || op.kind == MOCK_OP_STREAM_WAIT ||
-          op.kind == MOCK_OP_BROADCAST)
+      if (op.kind == MOCK_OP_ALLREDUCE || op.kind == MOCK_OP_REDUCE ||
+          op.kind == MOCK_OP_STREAM_WAIT || op.kind == MOCK_OP_BROADCAST)
         return fail("micro-batch " + std::to_string(step % accumulate) +
                     " of " + std::to_string(accumulate) + " communicates");
     std::printf("step %d: micro-batch %d of %d does not communicate\n", step,
@@ -182,26 +182,69 @@ bool checkSchedule(const std::vector<mock_cuda_op> &ops,
       compute = op.stream;
       break;
     }
-  std::vector<size_t> reduces;
-  for (size_t i = 0; i < ops.size(); ++i)
+  // Each bucket's collectives: an all-reduce, or with --shard-optimizer
+  // (ZeRO-1's reduce-scatter) a reduce of each piece to the rank whose
+  // shard holds it, in rank order, the pieces tiling the bucket. With
+  // --shard-optimizer the step's stream also sums the ranks' partial
+  // gradient statistics, right after the kernel that finds them.
+  bool sharded = model->shard_optimizer != 0;
+  auto isStatistics = [&](size_t i) {
+    return sharded && ops[i].kind == MOCK_OP_ALLREDUCE &&
+           ops[i].stream == compute && i > 0 &&
+           ops[i - 1].kind == MOCK_OP_KERNEL &&
+           std::strstr(ops[i - 1].symbol, "grad_stats");
+  };
+  std::vector<std::vector<size_t>> buckets;
+  int statistics = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (isStatistics(i)) {
+      ++statistics;
+      continue;
+    }
     if (ops[i].kind == MOCK_OP_ALLREDUCE)
-      reduces.push_back(i);
-  if (reduces.size() != plan.size())
-    return fail(std::to_string(reduces.size()) + " all-reduces, the plan has " +
-                std::to_string(plan.size()) + " buckets");
+      buckets.push_back({i});
+    if (ops[i].kind == MOCK_OP_REDUCE) {
+      if (buckets.empty() || ops[buckets.back().back()].kind != MOCK_OP_REDUCE ||
+          buckets.back().back() != i - 1)
+        buckets.emplace_back();
+      buckets.back().push_back(i);
+    }
+  }
+  if (buckets.size() != plan.size())
+    return fail(std::to_string(buckets.size()) + " buckets reduced, the plan " +
+                "has " + std::to_string(plan.size()));
+  if (statistics != (sharded ? 1 : 0))
+    return fail(std::to_string(statistics) + " sums of the gradient " +
+                "statistics over the ranks");
+  std::vector<size_t> reduces;
+  for (const std::vector<size_t> &bucket : buckets)
+    reduces.push_back(bucket.back());
   const char *base =
-      static_cast<const char *>(ops[reduces[0]].pointer) - plan[0].offset;
+      static_cast<const char *>(ops[buckets[0][0]].pointer) - plan[0].offset;
   size_t previous = 0;
   for (size_t b = 0; b < plan.size(); ++b) {
-    const mock_cuda_op &reduce = ops[reduces[b]];
+    const mock_cuda_op &reduce = ops[buckets[b][0]];
     std::string name = "bucket " + std::to_string(b);
     if (reduce.stream == compute)
-      return fail(name + " is all-reduced on the step's own stream");
-    if (static_cast<const char *>(reduce.pointer) != base + plan[b].offset ||
-        static_cast<long long>(reduce.count) * 4 != plan[b].bytes)
-      return fail(name + " all-reduces another range than the plan's");
+      return fail(name + " is reduced on the step's own stream");
+    const char *at = base + plan[b].offset;
+    int lastRoot = -1;
+    for (size_t piece : buckets[b]) {
+      const mock_cuda_op &op = ops[piece];
+      if (op.kind != (sharded ? MOCK_OP_REDUCE : MOCK_OP_ALLREDUCE))
+        return fail(name + (sharded ? " is all-reduced, not reduced to the "
+                                      "ranks that keep its shards"
+                                    : " is reduced, not all-reduced"));
+      if (op.pointer != at || op.stream != reduce.stream ||
+          (sharded && (op.root <= lastRoot || op.root >= ranks)))
+        return fail(name + "'s pieces do not tile it in rank order");
+      at += op.count * 4;
+      lastRoot = op.root;
+    }
+    if (at != base + plan[b].offset + plan[b].bytes)
+      return fail(name + " reduces another range than the plan's");
     // The wait just before it on its stream, and the record it waits on.
-    size_t wait = reduces[b];
+    size_t wait = buckets[b][0];
     while (wait > previous && !(ops[wait].kind == MOCK_OP_STREAM_WAIT &&
                                 ops[wait].stream == reduce.stream))
       --wait;
@@ -284,9 +327,12 @@ bool checkSchedule(const std::vector<mock_cuda_op> &ops,
                     std::to_string(root) + " are not adjacent");
     }
   }
-  std::printf("step %d: %zu buckets all-reduced on stream %d after their "
-              "kernels; the optimizer (%s) waits for them%s%s\n",
-              step, plan.size(), comm, ops[next].symbol,
+  std::printf("step %d: %zu buckets %s on stream %d after their kernels; "
+              "the optimizer (%s) waits for them%s%s%s\n",
+              step, plan.size(),
+              sharded ? "reduced to the ranks that keep them" : "all-reduced",
+              comm, ops[next].symbol,
+              sharded ? ", sums the statistics over the ranks" : "",
               gathered ? (", then gathers " + std::to_string(gathered) +
                           " sharded buffers")
                              .c_str()
