@@ -136,18 +136,18 @@ mpc_status check_model_header(const mpc_model_desc *model) {
   return MPC_OK;
 }
 
-/// shard_master_weights: a sharded cpu-target model of f32 parameters,
+/// shard_master_weights: a sharded model of f32 parameters,
 /// each parameter's f32 copy inside the parameter arena or absent, and a
 /// sync_half_copies (which makes the half copies from the shards).
 static mpc_status check_sharded_master_weights(const mpc_model_desc *model) {
   if (!model->shard_master_weights)
     return MPC_OK;
-  if (!model->shard_optimizer || model->target != MPC_TARGET_CPU ||
-      !model->param_copy_offsets || !model->sync_half_copies)
+  if (!model->shard_optimizer || !model->param_copy_offsets ||
+      !model->sync_half_copies)
     return set_error(MPC_ERROR_INVALID_ARGUMENT,
                      "model '%s' shards its master weights, which needs "
-                     "shard_optimizer, the cpu target, param_copy_offsets "
-                     "and sync_half_copies",
+                     "shard_optimizer, param_copy_offsets and "
+                     "sync_half_copies",
                      model->name);
   for (int32_t i = 0; i < model->num_params; ++i) {
     const mpc_tensor_desc &param = model->params[i];

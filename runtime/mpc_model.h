@@ -289,7 +289,7 @@ struct mpc_model_desc {
    * one rank's to sum (0, as hand-written descriptors may leave it: 16). */
   int64_t shard_unit;
   /* 1 when shard_optimizer shards the f32 master weights too (ZeRO-1 with
-   * half copies, cpu target): a rank keeps only its shard of them, its
+   * half copies): a rank keeps only its shard of them, its
    * shard_capacity f32 elements after the slots' (at optimizer_slots_offset
    * plus the slots' shards, the accumulator whole among them), and params[i]
    * .offset is then its place in the flat buffer the gradients and shards

@@ -220,7 +220,7 @@ mpc_status mpc_compute_gradients(mpc_session *session,
  * data parallelism, the mean over the ranks (with accumulation the ranks
  * sum once per optimizer step, their accumulated gradients, so after a
  * train step it is this rank's own last micro-batch's). After a train step
- * of a --shard-optimizer session on the cpu target, which sums only each
+ * of a --shard-optimizer session, which sums only each
  * rank's shard (a reduce-scatter), it fails with MPC_ERROR_INVALID_ARGUMENT
  * and a message: mpc_compute_gradients sums them whole. */
 mpc_status mpc_get_gradient(mpc_session *session, const char *name,
@@ -229,7 +229,7 @@ mpc_status mpc_get_gradient(mpc_session *session, const char *name,
 /* Parameters and state by name, as fp32 values, `count` elements (which must
  * equal the tensor's element count). f16/bf16 tensors are converted with
  * round to nearest even. A --shard-optimizer build with f32 master weights
- * and half copies (cpu target) keeps each rank's shard of the masters only:
+ * and half copies keeps each rank's shard of the masters only:
  * there every rank calls mpc_set_param with the same value (it gathers the
  * half copies), and mpc_get_param reads a parameter that a step reads in
  * f32 or that lies in this rank's shard, and fails with

@@ -45,7 +45,7 @@ struct mpc_session {
   // the ranks sum the accumulator, once per optimizer step).
   int32_t gradients_summed;
   // Whether the last step summed only this rank's shard of them
-  // (--shard-optimizer on the cpu target, a step that updated; with
+  // (--shard-optimizer, a step that updated; with
   // accumulation, the last micro-batch's).
   int32_t gradients_scattered;
   // Whether the last mpc_load_checkpoint verified every tensor against a

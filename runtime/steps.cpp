@@ -111,12 +111,11 @@ mpc_status run_step(mpc_session *session, const void *const *inputs,
                      : session->step;
   session->gradients_summed =
       session->group && (!apply_update || accumulate == 1);
-  // --shard-optimizer on the cpu target: a step that updates (with
-  // accumulation, the last micro-batch, the one that communicates) sums
-  // each rank's shard of the gradients only (a reduce-scatter).
+  // --shard-optimizer: a step that updates (with accumulation, the last
+  // micro-batch, the one that communicates) sums each rank's shard of the
+  // gradients only (a reduce-scatter).
   session->gradients_scattered =
       session->group && apply_update && model->shard_optimizer &&
-      model->target == MPC_TARGET_CPU &&
       session->step % accumulate == accumulate - 1;
   context.learning_rate = session->learning_rate;
   context.momentum = session->momentum;

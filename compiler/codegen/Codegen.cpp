@@ -221,12 +221,10 @@ static Type halfMirrorTypeOf(ModelOp model) {
   return {};
 }
 
-SmallVector<bool> mlir::mpc::shardedMasterCopies(ModelOp train, ModelOp eval,
-                                                bool cuda) {
+SmallVector<bool> mlir::mpc::shardedMasterCopies(ModelOp train,
+                                                ModelOp eval) {
   auto optimizer = train->getAttrOfType<OptimizerAttr>(kOptimizerAttr);
-  // The cuda target keeps the masters whole (its gathers are broadcasts
-  // of the flat buffers).
-  if (cuda || !optimizer || !optimizer.getShardOptimizer() ||
+  if (!optimizer || !optimizer.getShardOptimizer() ||
       optimizer.getMasterWeights() != MasterWeights::F32 ||
       train.getNumParams() == 0 || eval.getNumParams() != train.getNumParams())
     return {};

@@ -159,13 +159,11 @@ struct MemorySummary {
 /// generateModel does (without fusion for --debug-nonfinite: `fuse` false;
 /// `blocks` where the kernels run in blocks of threads, on the cuda target
 /// or under --emulate-blocks, which form them a little differently: see
-/// formSteps; `cuda` for the cuda target, which keeps master weights
-/// whole: see shardedMasterCopies) and returns their arena sizes.
+/// formSteps) and returns their arena sizes.
 MemorySummary planMemory(ModelOp train, ModelOp eval, bool fuse = true,
                          int64_t gemmWorkspaceBytes = 0,
                          bool cudnnConvolutions = false,
-                         int64_t classifierChunks = 0, bool blocks = false,
-                         bool cuda = false);
+                         int64_t classifierChunks = 0, bool blocks = false);
 
 /// Generates the sources of a model (cpu or cuda target) from a model whose
 /// `train` copy holds the training step (forward, backward and gradients on

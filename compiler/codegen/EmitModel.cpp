@@ -353,14 +353,13 @@ static void addTrainingState(ModelOp train, ModelOp eval) {
 MemorySummary mlir::mpc::planMemory(ModelOp train, ModelOp eval, bool fuse,
                                     int64_t gemmWorkspaceBytes,
                                     bool cudnnConvolutions,
-                                    int64_t classifierChunks, bool blocks,
-                                    bool cuda) {
+                                    int64_t classifierChunks, bool blocks) {
   addTrainingState(train, eval);
   SmallVector<Value> gradients(train.getOutputOp().getGradients());
   std::vector<Step> trainSteps = formSteps(train, fuse, !blocks);
   chooseClassifierChunks(train, trainSteps, gradients, gemmWorkspaceBytes,
                          cudnnConvolutions, classifierChunks);
-  SmallVector<bool> masterCopies = shardedMasterCopies(train, eval, cuda);
+  SmallVector<bool> masterCopies = shardedMasterCopies(train, eval);
   MemoryPlan trainPlan(train, trainSteps, gradients, gemmWorkspaceBytes,
                        cudnnConvolutions, masterCopies);
   std::vector<Step> evalSteps = formSteps(eval, fuse, !blocks);
@@ -384,8 +383,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   chooseClassifierChunks(train, trainSteps, gradients,
                          options.gemmWorkspaceBytes, options.cudnnConvolutions,
                          options.classifierChunks);
-  SmallVector<bool> masterCopies =
-      shardedMasterCopies(train, eval, options.cuda);
+  SmallVector<bool> masterCopies = shardedMasterCopies(train, eval);
   MemoryPlan trainPlan(train, trainSteps, gradients, options.gemmWorkspaceBytes,
                        options.cudnnConvolutions, masterCopies);
   // ZeRO-1 sums each rank's shard of the gradients only (a reduce-scatter:

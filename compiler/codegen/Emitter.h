@@ -225,7 +225,7 @@ public:
   int64_t controlOffset = 0;
   bool shardedSlots = false;
   /// ZeRO-1's master-weight shard (--shard-optimizer with f32 master
-  /// weights and half copies, cpu target): a rank keeps the f32 masters of
+  /// weights and half copies): a rank keeps the f32 masters of
   /// its shard alone, ctx->shard_capacity of them at slotsOffset +
   /// masterShardElementBytes * ctx->shard_capacity + masterShardWholeBytes
   /// in the optimizer arena, after the slots' shards (and the accumulator,
@@ -263,12 +263,11 @@ private:
   mutable bool missingEntry = false;
 };
 
-/// --shard-optimizer with f32 master weights and half copies, on the cpu
-/// target: for each parameter, whether a step of `train` or `eval` reads
+/// --shard-optimizer with f32 master weights and half copies: for each parameter, whether a step of `train` or `eval` reads
 /// it in f32 (anything but its one half copy), and so needs a whole f32
 /// copy beside the ranks' shards of the masters (MemoryPlan). Empty where
 /// the master weights are not sharded.
-SmallVector<bool> shardedMasterCopies(ModelOp train, ModelOp eval, bool cuda);
+SmallVector<bool> shardedMasterCopies(ModelOp train, ModelOp eval);
 
 /// Gives each linear_classifier step its rows a chunk: `chunks` chunks of
 /// as many rows (a multiple of 8, so that each chunk's rows start aligned

@@ -362,8 +362,8 @@ cl::opt<bool> dataParallel(
 cl::opt<bool> shardOptimizer(
     "shard-optimizer",
     cl::desc("With --data-parallel: ZeRO stage 1, each rank keeps and "
-             "updates 1/N of the optimizer state (moments, and on the cpu "
-             "target the f32 master weights of half copies), summing only "
+             "updates 1/N of the optimizer state (moments, and the f32 "
+             "master weights of half copies), summing only "
              "that 1/N of the gradients (a reduce-scatter), then the ranks "
              "gather the updated parameters; checkpoints hold the whole "
              "state, as without it"),

@@ -665,10 +665,10 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   bool blocks = cuda || options.emulateBlocks;
   MemorySummary at =
       planMemory(chosen->trainModel(), chosen->forwardModel(), fuse, workspace,
-                 cudnn, options.classifierChunks, blocks, cuda);
+                 cudnn, options.classifierChunks, blocks);
   MemorySummary o0 =
       planMemory(baseline->trainModel(), baseline->forwardModel(), fuse,
-                 workspace, cudnn, options.classifierChunks, blocks, cuda);
+                 workspace, cudnn, options.classifierChunks, blocks);
 
   // 4. The kernels of one training step, as the library launches them.
   CodegenOptions codegen;
@@ -755,7 +755,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     }
     unfused.activations =
         planMemory(chosen->trainModel(), chosen->forwardModel(), false,
-                   workspace, cudnn, 0, blocks, cuda)
+                   workspace, cudnn, 0, blocks)
             .trainActivations;
   }
   llvm::DenseSet<Operation *> forwardOps = findForwardOps(chosen->trainModel());

@@ -186,19 +186,30 @@ bool checkSchedule(const std::vector<mock_cuda_op> &ops,
   // (ZeRO-1's reduce-scatter) a reduce of each piece to the rank whose
   // shard holds it, in rank order, the pieces tiling the bucket. With
   // --shard-optimizer the step's stream also sums the ranks' partial
-  // gradient statistics, right after the kernel that finds them.
+  // gradient statistics, right after the kernel that finds them, and
+  // where the master weights are sharded and a step reads some of them in
+  // f32, the ranks' shards of those f32 copies, right after the kernel
+  // that writes them.
   bool sharded = model->shard_optimizer != 0;
-  auto isStatistics = [&](size_t i) {
+  auto sumsAfter = [&](size_t i, const char *kernel) {
     return sharded && ops[i].kind == MOCK_OP_ALLREDUCE &&
            ops[i].stream == compute && i > 0 &&
            ops[i - 1].kind == MOCK_OP_KERNEL &&
-           std::strstr(ops[i - 1].symbol, "grad_stats");
+           std::strstr(ops[i - 1].symbol, kernel);
   };
+  bool masterCopies = false;
+  if (model->shard_master_weights)
+    for (int32_t p = 0; p < model->num_params; ++p)
+      masterCopies |= model->param_copy_offsets[p] >= 0;
   std::vector<std::vector<size_t>> buckets;
-  int statistics = 0;
+  int statistics = 0, copySums = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (isStatistics(i)) {
+    if (sumsAfter(i, "grad_stats")) {
       ++statistics;
+      continue;
+    }
+    if (sumsAfter(i, "master_copies")) {
+      ++copySums;
       continue;
     }
     if (ops[i].kind == MOCK_OP_ALLREDUCE)
@@ -216,6 +227,9 @@ bool checkSchedule(const std::vector<mock_cuda_op> &ops,
   if (statistics != (sharded ? 1 : 0))
     return fail(std::to_string(statistics) + " sums of the gradient " +
                 "statistics over the ranks");
+  if (copySums != (masterCopies ? 1 : 0))
+    return fail(std::to_string(copySums) + " sums of the f32 copies of " +
+                "the sharded master weights");
   std::vector<size_t> reduces;
   for (const std::vector<size_t> &bucket : buckets)
     reduces.push_back(bucket.back());
@@ -328,11 +342,12 @@ bool checkSchedule(const std::vector<mock_cuda_op> &ops,
     }
   }
   std::printf("step %d: %zu buckets %s on stream %d after their kernels; "
-              "the optimizer (%s) waits for them%s%s%s\n",
+              "the optimizer (%s) waits for them%s%s%s%s\n",
               step, plan.size(),
               sharded ? "reduced to the ranks that keep them" : "all-reduced",
               comm, ops[next].symbol,
               sharded ? ", sums the statistics over the ranks" : "",
+              masterCopies ? ", sums the f32 copies of the master shards" : "",
               gathered ? (", then gathers " + std::to_string(gathered) +
                           " sharded buffers")
                              .c_str()
