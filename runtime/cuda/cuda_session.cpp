@@ -756,34 +756,32 @@ extern "C" mpc_status mpc_rt_cuda_reduce_scatter_gradients(
   return MPC_OK;
 }
 
-extern "C" mpc_status
-mpc_rt_cuda_sum_across_ranks(mpc_step_context *, float *data, long long count) {
+/// An in-place ncclAllReduce of `count` floats on the step's own stream:
+/// the kernel after it reads the result. `operation` is ncclSum or ncclMax,
+/// named `operationName` in the error.
+static mpc_status all_reduce_on_step_stream(float *data, long long count,
+                                            int operation,
+                                            const char *operationName) {
   mpcrt::CudaSession *cuda = current_session->cuda;
   if (!cuda->comm || count <= 0)
     return MPC_OK;
-  // On the step's own stream: the kernel after it reads the sums.
-  if (ncclResult_t result =
-          nccl().api.allReduce(data, data, static_cast<size_t>(count),
-                               ncclFloat32, ncclSum, cuda->comm, cuda->stream))
+  if (ncclResult_t result = nccl().api.allReduce(
+          data, data, static_cast<size_t>(count), ncclFloat32, operation,
+          cuda->comm, cuda->stream))
     return set_error(MPC_ERROR_COMMUNICATION,
-                     "data parallel: ncclAllReduce (sum) failed: %s",
-                     nccl().api.getErrorString(result));
+                     "data parallel: ncclAllReduce (%s) failed: %s",
+                     operationName, nccl().api.getErrorString(result));
   return MPC_OK;
 }
 
 extern "C" mpc_status
+mpc_rt_cuda_sum_across_ranks(mpc_step_context *, float *data, long long count) {
+  return all_reduce_on_step_stream(data, count, ncclSum, "sum");
+}
+
+extern "C" mpc_status
 mpc_rt_cuda_max_across_ranks(mpc_step_context *, float *data, long long count) {
-  mpcrt::CudaSession *cuda = current_session->cuda;
-  if (!cuda->comm || count <= 0)
-    return MPC_OK;
-  // On the step's own stream: the update kernel after it reads the result.
-  if (ncclResult_t result =
-          nccl().api.allReduce(data, data, static_cast<size_t>(count),
-                               ncclFloat32, ncclMax, cuda->comm, cuda->stream))
-    return set_error(MPC_ERROR_COMMUNICATION,
-                     "data parallel: ncclAllReduce (max) failed: %s",
-                     nccl().api.getErrorString(result));
-  return MPC_OK;
+  return all_reduce_on_step_stream(data, count, ncclMax, "max");
 }
 
 extern "C" mpc_status mpc_rt_cuda_gather_shards(mpc_step_context *context,

@@ -28,7 +28,8 @@ the all-reduce the report models on NVLink and on 100 Gb/s InfiniBand,
 with the part left exposed after the backward pass (also with buckets
 capped at 1, 5 and 100 MiB instead of 25), and what
 --shard-optimizer (ZeRO-1) leaves of the optimizer state on each rank and
-the all-gather of the updated parameters it adds.
+the all-gather of the updated parameters it adds, beside the ring
+reduce-scatter that sums its gradient buckets (half an all-reduce).
 
 With --modelled, also the modelled time of the O2 bf16 step: the same
 model built with --profile-emulated runs one step of its kernels' sampled
@@ -182,10 +183,11 @@ def main():
                              "--report-ranks=8", f"--bucket-mb={mb}"]
                             )["data_parallel"]
                  for mb in BUCKET_MB_SWEEP}
-        sharded = report(mpc, model_path,
-                         ["--amp=O2", "--half=bf16", "--data-parallel",
-                          "--shard-optimizer", "--report-ranks=8"]
-                         )["data_parallel"]["shard_optimizer"]
+        sharded_plan = report(mpc, model_path,
+                              ["--amp=O2", "--half=bf16", "--data-parallel",
+                               "--shard-optimizer", "--report-ranks=8"]
+                              )["data_parallel"]
+        sharded = sharded_plan["shard_optimizer"]
         if args.modelled:
             modelled = modelled_step(
                 args.build_dir, model_path, ["--amp=O2", "--half=bf16"],
@@ -214,6 +216,13 @@ def main():
             "gather_gb": sharded["gather_bytes"] / 1e9,
             "gather_ms": {link["name"]: seconds * 1e3 for link, seconds in
                           zip(parallel["links"], sharded["gather_seconds"])},
+            # The buckets' collective of a sharded step: each rank needs
+            # only its shard's sums.
+            "collective": sharded_plan["collective"],
+            "buckets_ms": {link["name"]: {
+                "total_ms": link["allreduce_seconds"] * 1e3,
+                "exposed_ms": link["exposed_seconds"] * 1e3}
+                for link in sharded_plan["links"]},
         },
     }
     if args.json:
@@ -265,9 +274,13 @@ def main():
           f"{shard['optimizer_gb_per_rank']:.3f} GB instead of "
           f"{shard['optimizer_gb']:.3f} GB; the updated parameters "
           f"({shard['gather_gb']:.2f} GB with their half copies) are "
-          "gathered after every step:")
+          f"gathered after every step, and the gradient buckets are "
+          f"summed by a ring {shard['collective']}:")
     for name, ms in shard["gather_ms"].items():
-        print(f"  {name}: all-gather {ms:.2f} ms")
+        buckets = shard["buckets_ms"][name]
+        print(f"  {name}: {shard['collective']} {buckets['total_ms']:.2f} ms "
+              f"({buckets['exposed_ms']:.2f} ms exposed after backward), "
+              f"all-gather {ms:.2f} ms")
     if modelled:
         print("\nO2 bf16, ", end="")
         print_modelled(modelled)
