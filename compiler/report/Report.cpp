@@ -758,6 +758,36 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
                    workspace, cudnn, 0, blocks)
             .trainActivations;
   }
+  // The same step with every classifier whole (--classifier-chunks=1),
+  // where it runs in chunks: what the chunks cost in bytes and bound
+  // beside the activations they save.
+  std::optional<StepTotals> wholeClassifier;
+  if (llvm::any_of(generated->classifierChunks,
+                   [](const GeneratedModel::ClassifierChunks &chunking) {
+                     return chunking.chunks() > 1;
+                   })) {
+    CodegenOptions whole = codegen;
+    whole.classifierChunks = 1;
+    // On copies: forming kernels again would erase ops the records of the
+    // chunked step above point to.
+    OwningOpRef<ModelOp> train(cast<ModelOp>(chosen->trainModel()->clone()));
+    OwningOpRef<ModelOp> forward(
+        cast<ModelOp>(chosen->forwardModel()->clone()));
+    FailureOr<GeneratedModel> unchunked =
+        generateModel(*train, *forward, whole);
+    if (failed(unchunked))
+      return 1;
+    StepTotals totals;
+    for (const KernelRecord &record : unchunked->trainKernels) {
+      ++totals.kernels;
+      totals.cost += record.cost;
+      totals.seconds += rooflineBound(record, *gpu).seconds;
+    }
+    totals.activations =
+        planMemory(*train, *forward, fuse, workspace, cudnn, 1, blocks)
+            .trainActivations;
+    wholeClassifier = totals;
+  }
   llvm::DenseSet<Operation *> forwardOps = findForwardOps(chosen->trainModel());
   std::vector<KernelRow> kernels;
   KernelCost stepCost;
@@ -1040,6 +1070,14 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
                                     {"bound_seconds", unfused.seconds},
                                     {"train_activations", unfused.activations}})
                               : llvm::json::Value(nullptr)},
+        {"whole_classifier_step",
+         wholeClassifier
+             ? llvm::json::Value(llvm::json::Object{
+                   {"kernels", wholeClassifier->kernels},
+                   {"bytes", wholeClassifier->cost.bytes()},
+                   {"bound_seconds", wholeClassifier->seconds},
+                   {"train_activations", wholeClassifier->activations}})
+             : llvm::json::Value(nullptr)},
         {"optimizer_step",
          llvm::json::Object{{"optimizer", optimizerName.str()},
                             {"kernels", optimizerKernels},
@@ -1173,6 +1211,14 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
           << (chunks - 1) * chunking.bytesPerExtraChunk << " bytes";
     out << "\n";
   }
+  if (wholeClassifier)
+    out << "  the step with the classifier whole (--classifier-chunks=1): "
+        << wholeClassifier->kernels << " launches, "
+        << wholeClassifier->cost.bytes() << " bytes, bound "
+        << microseconds(wholeClassifier->seconds) << " us, activations "
+        << wholeClassifier->activations << " bytes; in chunks: "
+        << stepCost.bytes() << " bytes, bound " << microseconds(stepSeconds)
+        << " us, activations " << at.trainActivations << " bytes\n";
   if (options.fp8 != Fp8Gemms::None) {
     out << "FP8 (--fp8="
         << (options.fp8 == Fp8Gemms::Auto

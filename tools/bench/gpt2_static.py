@@ -127,6 +127,12 @@ def figures(data):
         "total_gb": memory["total"] / 1e9,
         "classifier_chunks": [(c["chunks"], c["chunk_rows"])
                               for c in data["classifier_chunks"]],
+        # The same step with the classifier whole, where it is chunked.
+        "whole_classifier": data["whole_classifier_step"] and {
+            "gbytes": data["whole_classifier_step"]["bytes"] / 1e9,
+            "bound_ms": data["whole_classifier_step"]["bound_seconds"] * 1e3,
+            "activations_gb":
+                data["whole_classifier_step"]["train_activations"] / 1e9},
         "fp8": fp8_figures(data["fp8"]),
     }
 
@@ -246,6 +252,14 @@ def main():
                        for n, rows in results["O2 bf16"]["classifier_chunks"])
     print(f"The classifier (lm-head GEMM, cross-entropy, the GEMMs of its "
           f"gradient) runs in {chunks or 'one piece'} by default")
+    whole = results["O2 bf16"]["whole_classifier"]
+    if whole:
+        chunked = results["O2 bf16"]
+        print(f"  against the classifier whole: "
+              f"{chunked['gbytes'] - whole['gbytes']:+.2f} GB moved, "
+              f"{chunked['bound_ms'] - whole['bound_ms']:+.2f} ms of bound, "
+              f"{chunked['activations_gb'] - whole['activations_gb']:+.2f} "
+              "GB of activation peak")
     print_fp8("GPT-2 small", results)
     print("\nGPT-2 XL (48 layers, width 1600, 25 heads), batch 4 x 1024 "
           "tokens, AdamW, cuda sm_90, roofline on H100 SXM5:")
