@@ -741,6 +741,16 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     double seconds = 0;
     int64_t activations = 0;
   } unfused;
+  // The launches, traffic and bound of another build's training step.
+  auto totalsOf = [&](const GeneratedModel &step) {
+    StepTotals totals;
+    for (const KernelRecord &record : step.trainKernels) {
+      ++totals.kernels;
+      totals.cost += record.cost;
+      totals.seconds += rooflineBound(record, *gpu).seconds;
+    }
+    return totals;
+  };
   if (fuse) {
     CodegenOptions plain = codegen;
     plain.fuse = false;
@@ -748,11 +758,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
         generateModel(chosen->trainModel(), chosen->forwardModel(), plain);
     if (failed(separate))
       return 1;
-    for (const KernelRecord &record : separate->trainKernels) {
-      ++unfused.kernels;
-      unfused.cost += record.cost;
-      unfused.seconds += rooflineBound(record, *gpu).seconds;
-    }
+    unfused = totalsOf(*separate);
     unfused.activations =
         planMemory(chosen->trainModel(), chosen->forwardModel(), false,
                    workspace, cudnn, 0, blocks)
@@ -777,16 +783,10 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
         generateModel(*train, *forward, whole);
     if (failed(unchunked))
       return 1;
-    StepTotals totals;
-    for (const KernelRecord &record : unchunked->trainKernels) {
-      ++totals.kernels;
-      totals.cost += record.cost;
-      totals.seconds += rooflineBound(record, *gpu).seconds;
-    }
-    totals.activations =
+    wholeClassifier = totalsOf(*unchunked);
+    wholeClassifier->activations =
         planMemory(*train, *forward, fuse, workspace, cudnn, 1, blocks)
             .trainActivations;
-    wholeClassifier = totals;
   }
   llvm::DenseSet<Operation *> forwardOps = findForwardOps(chosen->trainModel());
   std::vector<KernelRow> kernels;
