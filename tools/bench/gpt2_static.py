@@ -9,7 +9,8 @@ scaling, and at O2 bf16 with the GELU recomputed in the backward pass
 bf16 (--optimizer-state=bf16), and with them and bf16 parameters updated by
 stochastic rounding (--master-weights=none: no f32 master weights), and
 with the classifier's logits whole (--classifier-chunks=1) rather than in
-the chunks of rows the compiler chooses by default, and with its GEMMs on
+the chunks of rows the compiler chooses by default (and a sweep of chunk
+counts, 1 to 16: bytes, bound and activation peak), and with its GEMMs on
 FP8 operands (--fp8=all, and --fp8=auto: where the cost model says FP8
 pays; with what each chose and why), each with current and with delayed
 scaling (--fp8-scaling=delayed). The same for GPT-2 XL (48 layers,
@@ -98,6 +99,10 @@ XL_VARIANTS = [("O2 bf16", ["--amp=O2", "--half=bf16"]),
 
 BUCKET_MB_SWEEP = [1, 5, 100]
 
+# --classifier-chunks at O2 bf16, beside the chunks the compiler chooses:
+# what each count moves, bounds and keeps.
+CLASSIFIER_CHUNKS_SWEEP = [1, 2, 4, 8, 16]
+
 
 def report(mpc, model_path, flags):
     command = [mpc, "compile", model_path, "--target=cuda", "--arch=sm_90",
@@ -174,6 +179,11 @@ def main():
                                  layers, batch))
         for name, flags in VARIANTS:
             results[name] = figures(report(mpc, model_path, flags))
+        chunk_sweep = {
+            chunks: figures(report(mpc, model_path,
+                                   ["--amp=O2", "--half=bf16",
+                                    f"--classifier-chunks={chunks}"]))
+            for chunks in CLASSIFIER_CHUNKS_SWEEP}
         xl_path = os.path.join(workdir, "gpt2_xl.mlir")
         with open(xl_path, "w") as model:
             model.write(gpt_mlir("gpt2_xl", *CONFIGS["gpt2-xl"]))
@@ -234,7 +244,8 @@ def main():
     if args.json:
         extra = {"modelled": modelled} if modelled else {}
         print(json.dumps({**results, "data parallel": dp, "gpt2-xl": xl,
-                          **extra}, indent=2))
+                          "classifier chunks": chunk_sweep, **extra},
+                         indent=2))
         return
     print("GPT-2 small, batch 8 x 1024 tokens, AdamW, cuda sm_90, "
           "roofline on H100 SXM5:")
@@ -260,6 +271,10 @@ def main():
               f"{chunked['bound_ms'] - whole['bound_ms']:+.2f} ms of bound, "
               f"{chunked['activations_gb'] - whole['activations_gb']:+.2f} "
               "GB of activation peak")
+    print("  --classifier-chunks:", "; ".join(
+        f"{chunks}: {f['launches']} launches, {f['gbytes']:.2f} GB, "
+        f"{f['bound_ms']:.2f} ms, activations {f['activations_gb']:.2f} GB"
+        for chunks, f in chunk_sweep.items()))
     print_fp8("GPT-2 small", results)
     print("\nGPT-2 XL (48 layers, width 1600, 25 heads), batch 4 x 1024 "
           "tokens, AdamW, cuda sm_90, roofline on H100 SXM5:")
