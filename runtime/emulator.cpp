@@ -1098,18 +1098,6 @@ void note_access_hooks() { accessHooksPresent = true; }
 uncounted_scope::uncounted_scope() { ++state().uncountedDepth; }
 uncounted_scope::~uncounted_scope() { --state().uncountedDepth; }
 
-void count_wmma_tile(bool write, unsigned bytes) {
-  Emulator &e = state();
-  if (e.countingBlock)
-    e.counts.count_wmma_tile(write, bytes);
-}
-
-void count_wmma_product() {
-  Emulator &e = state();
-  if (e.countingBlock)
-    e.counts.count_wmma();
-}
-
 } // namespace mpc_emu
 
 namespace {

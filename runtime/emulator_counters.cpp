@@ -81,7 +81,6 @@ public:
     addWarp("barrier", c.barriers);
     t.values["distinct_sectors"] += scale * c.distinct_sectors;
     t.values["distinct_load_sectors"] += scale * c.distinct_load_sectors;
-    t.values["wmma_products"] += scale * c.wmma_products;
     t.values["mma_products"] += scale * c.mma_products;
     t.values["load_rounds"] += scale * c.load_rounds;
     t.sharedBytesPerBlock =

@@ -64,15 +64,7 @@ public:
     result.barriers.lanes += threads;
   }
   void end_block();
-  void count_wmma() { ++result.wmma_products; }
   void count_mma() { ++result.mma_products; }
-  void count_wmma_tile(bool write, unsigned bytes) {
-    shared_counters &s = write ? result.shared_store : result.shared_load;
-    ++s.requests;
-    s.lanes += 32;
-    s.wavefronts += (bytes + 127) / 128;
-    s.ideal_wavefronts += (bytes + 127) / 128;
-  }
   /// A shared array of `bytes` the running block uses (each once a block).
   void note_shared_array(const void *array, unsigned long long bytes);
   /// The launch's counters; publishes them for $MPC_EMULATION_COUNTERS.

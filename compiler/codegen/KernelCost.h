@@ -84,7 +84,7 @@ struct KernelCost {
 };
 
 /// Whether a kernel runs on the tensor cores (a GEMM, or a generated kernel
-/// whose products are WMMA: attention's) or the vector units: the roofline
+/// whose products are mma.sync: attention's) or the vector units: the roofline
 /// takes a different peak for each.
 enum class KernelKind { Kernel, Gemm, TensorCoreKernel };
 

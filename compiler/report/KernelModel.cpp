@@ -20,7 +20,7 @@
 //            one for its load (local memory interleaves a warp's words: a
 //            lower bound, as ptxas's bytes are static, not how often a
 //            loop reloads them);
-//   tensor   WMMA products x 16x16x16x2 FLOP / the tensor-core peak;
+//   tensor   mma.sync products x 16x8x16x2 FLOP / the tensor-core peak;
 //   fp32     the kernel's other FLOPs / the fp32 peak;
 //   latency  each warp waits a memory latency per load round (the loads it
 //            has to wait for one after another: launch_counters::
@@ -88,7 +88,6 @@ constexpr double gemmEfficiency = 0.51;
 /// device-to-device copy moved 3.0 TB/s of the 3.35 on the H100 lent to
 /// this workplace, and AdamW's update 2.8 TB/s (Nsight Compute).
 constexpr double dramEfficiency = 0.9;
-constexpr double wmmaFlops = 16.0 * 16.0 * 16.0 * 2.0;
 constexpr double mmaFlops = 16.0 * 8.0 * 16.0 * 2.0; // m16n8k16
 /// Registers per thread for the occupancy where ptxas did not say.
 constexpr int assumedRegisters = 32;
@@ -176,7 +175,6 @@ mlir::mpc::readEmulatedCounters(llvm::StringRef path,
       c.sharedIdealWavefronts +=
           perLaunch(field(*kernel, kind, "ideal_wavefronts"));
     }
-    c.wmmaProducts = perLaunch(number(*kernel, "wmma_products"));
     if (kernel->getNumber("mma_products"))
       c.mmaProducts = perLaunch(number(*kernel, "mma_products"));
     // Memory instructions are counted as requests, the others as
@@ -231,7 +229,6 @@ llvm::StringMap<CompiledKernel> mlir::mpc::analyseCompiledKernels(
       bool access =
           opcode.starts_with("ld.") || opcode.starts_with("st.") ||
           opcode.starts_with("atom.") || opcode.starts_with("red.") ||
-          opcode.starts_with("wmma.load") || opcode.starts_with("wmma.store") ||
           opcode.starts_with("ldmatrix") || opcode.starts_with("cp.async.ca") ||
           opcode.starts_with("cp.async.cg");
       // Parameters, constants and the stack are not what the emulator counts.
@@ -272,10 +269,8 @@ ModelledTime mlir::mpc::modelKernel(double idealBytes, double flops,
       warps * (compiled.spillStoreBytes + compiled.spillLoadBytes) / 4.0;
   t.l1 = (c.lines + c.sharedWavefronts + t.spillWavefronts) /
          (gpu.sms * clock);
-  t.tensor = (c.wmmaProducts * wmmaFlops + c.mmaProducts * mmaFlops) /
-             (gpu.halfTensorTflops * 1e12);
-  t.fp32 =
-      c.wmmaProducts + c.mmaProducts > 0 ? 0 : flops / (gpu.fp32Tflops * 1e12);
+  t.tensor = c.mmaProducts * mmaFlops / (gpu.halfTensorTflops * 1e12);
+  t.fp32 = c.mmaProducts > 0 ? 0 : flops / (gpu.fp32Tflops * 1e12);
 
   // Resident warps: what occupancy allows, and no more than the grid has.
   double warpsPerBlock = std::ceil(c.block / 32.0);

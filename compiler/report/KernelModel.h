@@ -46,8 +46,7 @@ struct EmulatedCounters {
   double distinctSectors = 0, distinctLoadSectors = 0;
   double storeSectors = 0, atomicSectors = 0;
   double sharedRequests = 0, sharedWavefronts = 0, sharedIdealWavefronts = 0;
-  double wmmaProducts = 0;
-  /// mma.sync m16n8k16 products (half a WMMA product each).
+  /// mma.sync m16n8k16 products.
   double mmaProducts = 0;
   /// Global-load rounds summed over warps: the loads each warp waits for
   /// one after another (launch_counters::load_rounds). Counters written
@@ -73,7 +72,7 @@ readEmulatedCounters(llvm::StringRef path, llvm::raw_ostream &errors);
 /// instruction, and its registers.
 struct CompiledKernel {
   /// PTX instructions over PTX memory instructions (global and shared
-  /// loads, stores and atomics, WMMA loads and stores): the emulator counts
+  /// loads, stores and atomics, ldmatrix and cp.async): the emulator counts
   /// the latter as requests, and a warp issues the former about this many
   /// times as often (Nsight Compute on GPT-2 small: within 0.5x to 1.5x of
   /// its warp instructions for every kernel family above 1 % of the step).

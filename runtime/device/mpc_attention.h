@@ -554,8 +554,9 @@ __device__ __forceinline__ void mpc_zero(float (&acc)[Tiles][4]) {
 
 /// The row stride, in elements, of a shared tile W elements wide: its rows
 /// padded by 16 bytes. Rows of 128 or 256 bytes all start in the same
-/// bank, so the 16 rows that a WMMA load or store touches conflicted 4- to
-/// 6-way (Nsight Compute, on an H200); 16 more bytes a row spread them.
+/// bank, so the 16 rows that one tile load or store touches conflicted 4-
+/// to 6-way (Nsight Compute, on an H200, with the earlier WMMA kernels);
+/// 16 more bytes a row spread them for ldmatrix too.
 template <typename T, int W> struct mpc_tile_row {
   static constexpr int stride = W + 16 / (int)sizeof(T);
 };

@@ -980,8 +980,8 @@ inline void mpc_sum_scale(mpc_sum &sum, float factor) { sum.scale(factor); }
 #define MPC_SHARED(type, name, count) type name[count]
 #endif
 
-/// MPC_SHARED aligned to 32 bytes on the GPU, as WMMA's loads and stores
-/// need (runtime/device/mpc_attention.h).
+/// MPC_SHARED aligned to 32 bytes on the GPU, for the 16-byte ldmatrix and
+/// cp.async accesses of runtime/device/mpc_attention.h.
 #if defined(MPC_DEVICE_CUDA)
 #define MPC_SHARED_ALIGNED(type, name, count)                                  \
   __shared__ __align__(32) type name[count]

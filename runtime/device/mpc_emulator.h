@@ -191,9 +191,7 @@ struct launch_counters {
   /// __all_sync), __syncwarp, and __syncthreads (each warp of the block
   /// that reaches one: its lanes are the threads not exited).
   warp_counters shuffles, votes, warp_syncs, barriers;
-  /// WMMA 16x16x16 products (mma_sync calls of a warp).
-  unsigned long long wmma_products = 0;
-  /// mma.sync m16n8k16 products of a warp (half of a WMMA product's work).
+  /// mma.sync m16n8k16 products of a warp (16 x 8 x 16 multiply-adds).
   unsigned long long mma_products = 0;
   /// Global-load rounds, summed over warps: the loads a warp has to wait
   /// for one after another, each a memory latency (the critical path of
@@ -235,23 +233,17 @@ void global_access(const void *site, const void *address, unsigned bytes,
                    access_kind kind);
 /// The instrumented code is in the process (its constructor says so).
 void note_access_hooks();
-/// The accesses a WMMA collective emulates on lane 0 for the whole warp are
-/// not the instructions a GPU runs: they are not counted while one of these
-/// lives; the product is counted by count_wmma_product, and the tile's
-/// shared-memory traffic by count_wmma_tile.
+/// Accesses that are not the instructions a GPU runs (the parts of an
+/// emulated atomic, the elements of one vector request) are not counted
+/// while one of these lives.
 struct uncounted_scope {
   uncounted_scope();
   ~uncounted_scope();
   uncounted_scope(const uncounted_scope &) = delete;
   uncounted_scope &operator=(const uncounted_scope &) = delete;
 };
-void count_wmma_product();
+/// An mma.sync product of the running warp (mma_products).
 void count_mma();
-/// A WMMA load or store of a 16x16 tile of `bytes` in shared memory, as one
-/// request at its ideal wavefronts (128 bytes each): the kernels pad their
-/// tiles' rows so that these are conflict-free (mpc_tile_row), which the
-/// emulation cannot check since it does not run the GPU's ldmatrix.
-void count_wmma_tile(bool write, unsigned bytes);
 
 //===----------------------------------------------------------------------===//
 // Shared memory

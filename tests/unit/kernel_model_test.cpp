@@ -45,7 +45,6 @@ EmulatedCounters fromLaunch(const mpc_emu::launch_counters &l) {
       scale * (l.shared_load.wavefronts + l.shared_store.wavefronts);
   c.sharedIdealWavefronts = scale * (l.shared_load.ideal_wavefronts +
                                      l.shared_store.ideal_wavefronts);
-  c.wmmaProducts = scale * l.wmma_products;
   c.loadRounds = scale * l.load_rounds;
   return c;
 }

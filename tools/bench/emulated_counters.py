@@ -24,8 +24,8 @@ model's prefix and number), as Nsight Compute would name it:
 
 Counts are scaled from the sampled blocks to whole grids and summed over
 the launches of --steps steps. GEMMs run on the host's BLAS-like kernel
-and are not counted (cuBLASLt's on the GPU); WMMA collectives count as
-products, not as the lane-0 loops that emulate them.
+and are not counted (cuBLASLt's on the GPU); mma.sync collectives count as
+products, not as the loops that emulate them.
 
   /usr/bin/python3 tools/bench/emulated_counters.py [--config=gpt2-layer]
       [--model=M.mlir] [--build-dir=build] [--amp=O2] [--half=bf16]
@@ -214,7 +214,7 @@ def families(data):
         row = rows.setdefault(family(kernel["kernel"]), {
             "launches": 0, "requests": 0, "sectors": 0, "ideal_sectors": 0,
             "distinct_sectors": 0, "shared_requests": 0, "wavefronts": 0,
-            "ideal_wavefronts": 0, "wmma_products": 0, "mma_products": 0,
+            "ideal_wavefronts": 0, "mma_products": 0,
             "load_requests": 0, "load_sectors": 0,
             "store_requests": 0, "store_sectors": 0, "shuffles": 0,
             "instructions": 0, "lanes": 0})
@@ -245,7 +245,6 @@ def families(data):
             row["instructions"] += counted.get("instructions", 0)
             row["lanes"] += counted.get("lanes", 0)
         row["shuffles"] += kernel.get("shuffle", {}).get("instructions", 0)
-        row["wmma_products"] += kernel["wmma_products"]
         row["mma_products"] += kernel.get("mma_products", 0)
     return rows
 

@@ -1,4 +1,4 @@
-// Two mpc.attention ops whose half builds run on WMMA on the cuda target
+// Two mpc.attention ops whose half builds run on mma.sync on the cuda target
 // (emulated, on the mock driver): causal in [B, T, H, D] with D = 64 and
 // 37 tokens (two full 16-row tiles and a partial one), and plain in
 // [B, H, T, D] with D = 128, 25 queries against 30 keys. The parameters
