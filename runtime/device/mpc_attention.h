@@ -1404,6 +1404,14 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q, const T *k,
       rowMax[m][0] = rowMax[m][1] = -INFINITY;
       rowSum[m][0] = rowSum[m][1] = 0.0f;
     }
+    // The warp's rows of Q, the A operands of S with every key tile, in
+    // registers where they leave room (one row tile, head dims up to 64):
+    // a ninth of the kernel's ldmatrix loads.
+    constexpr bool holdRows = MT == 1 && D <= 64;
+    unsigned qA[holdRows ? D / 16 : 1][4];
+    if constexpr (holdRows)
+      if (active)
+        mpc_warp_load_a_rows<D>(qA, qs, (long long)row0 * LDQ, LDQ);
     loadKeys(0);
     for (int tile = 0; tile < keyTiles; ++tile) {
       if (tile + 1 < keyTiles)
@@ -1419,8 +1427,12 @@ mpc_attention_forward_mma(const mpc_attention_shape &a, const T *q, const T *k,
 #pragma unroll
         for (int m = 0; m < MT; ++m)
           mpc_zero(p[m]);
-        mpc_warp_product_rows<T, MT, BK, D, true>(p, qs, (long long)row0 * LDQ,
-                                                  LDQ, ks, buffer * LDK, LDK);
+        if constexpr (holdRows)
+          mpc_warp_product_fragments<T, BK, D, true>(p[0], qA, ks,
+                                                     buffer * LDK, LDK);
+        else
+          mpc_warp_product_rows<T, MT, BK, D, true>(
+              p, qs, (long long)row0 * LDQ, LDQ, ks, buffer * LDK, LDK);
         // Only tiles on the diagonal or an edge, or masked, hide scores.
         bool whole = !mask && k0 + BK <= a.keys &&
                      q0 + row0 + 16 * MT <= a.queries &&
@@ -1556,8 +1568,22 @@ __device__ __forceinline__ void mpc_attention_backward_kv_mma(
     float dkAcc[D / 8][4], dvAcc[DV / 8][4];
     mpc_zero(dkAcc);
     mpc_zero(dvAcc);
+    // The warp's rows of K and V, the A operands of Sᵀ and dPᵀ with every
+    // query tile, in registers where the accumulators leave room for them
+    // (head dims up to 64): a fifth of the kernel's ldmatrix loads.
+    constexpr bool holdRows = D <= 64 && DV <= 64;
+    unsigned kA[holdRows ? D / 16 : 1][4], vA[holdRows ? DV / 16 : 1][4];
     if (queryTiles > 0)
       loadQueries(0);
+    if constexpr (holdRows) {
+      // The block's K and V tiles: the group before the first query tile's.
+      copies.wait<1>();
+      __syncthreads();
+      if (active && queryTiles > 0) {
+        mpc_warp_load_a_rows<D>(kA, ks, (long long)row0 * LDK, LDK);
+        mpc_warp_load_a_rows<DV>(vA, vs, (long long)row0 * LDV, LDV);
+      }
+    }
     for (int tile = 0; tile < queryTiles; ++tile) {
       if (tile + 1 < queryTiles)
         loadQueries(tile + 1);
@@ -1570,10 +1596,31 @@ __device__ __forceinline__ void mpc_attention_backward_kv_mma(
         float p[BQ / 8][4], ds[BQ / 8][4];
         mpc_zero(p);
         mpc_zero(ds);
-        mpc_warp_product<T, BQ, D, true>(p, ks, (long long)row0 * LDK, LDK, qs,
-                                         (long long)buffer * LDK, LDK);
-        mpc_warp_product<T, BQ, DV, true>(ds, vs, (long long)row0 * LDV, LDV,
-                                          dos, (long long)buffer * LDV, LDV);
+        if constexpr (holdRows) {
+          mpc_warp_product_fragments<T, BQ, D, true>(
+              p, kA, qs, (long long)buffer * LDK, LDK);
+          mpc_warp_product_fragments<T, BQ, DV, true>(
+              ds, vA, dos, (long long)buffer * LDV, LDV);
+        } else {
+          mpc_warp_product<T, BQ, D, true>(p, ks, (long long)row0 * LDK, LDK,
+                                           qs, (long long)buffer * LDK, LDK);
+          mpc_warp_product<T, BQ, DV, true>(ds, vs, (long long)row0 * LDV,
+                                            LDV, dos, (long long)buffer * LDV,
+                                            LDV);
+        }
+        // The statistics of this lane's columns (queries), read once a
+        // tile: rows g and g + 8 of the tile share them.
+        float columnLse[BQ / 8][2], columnDelta[BQ / 8][2];
+#pragma unroll
+        for (int j = 0; j < BQ / 8; ++j)
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            int c = mpc_mma_column(j, i);
+            // In base 2 (mpc_exp_scaled).
+            columnLse[j][i] =
+                static_cast<float>(rowLse[buffer + c]) * mpc_log2e;
+            columnDelta[j][i] = static_cast<float>(rowDelta[buffer + c]);
+          }
         bool whole = !mask && q0 + BQ <= a.queries &&
                      k0 + row0 + 16 <= a.keys &&
                      (!a.causal || k0 + row0 + 15 <= q0);
@@ -1581,17 +1628,14 @@ __device__ __forceinline__ void mpc_attention_backward_kv_mma(
         for (int j = 0; j < BQ / 8; ++j)
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
-            int c = mpc_mma_column(j, i), query = q0 + c,
+            int query = q0 + mpc_mma_column(j, i),
                 key = k0 + row0 + mpc_mma_row(i);
-            float pe =
-                whole || (query < a.queries &&
-                          mpc_attention_visible(a, mask, query, key))
-                    ? mpc_exp_scaled(p[j][i], scaleLog2,
-                                     static_cast<float>(rowLse[buffer + c]) *
-                                         mpc_log2e)
-                    : 0.0f;
-            ds[j][i] =
-                pe * (ds[j][i] - static_cast<float>(rowDelta[buffer + c]));
+            float pe = whole || (query < a.queries &&
+                                 mpc_attention_visible(a, mask, query, key))
+                           ? mpc_exp_scaled(p[j][i], scaleLog2,
+                                            columnLse[j][i % 2])
+                           : 0.0f;
+            ds[j][i] = pe * (ds[j][i] - columnDelta[j][i % 2]);
             p[j][i] = pe;
           }
         mpc_warp_product_registers<T, DV, BQ, false>(
