@@ -24,6 +24,9 @@ constexpr int attentionBlockSize = 128;
 constexpr int64_t sharedMemoryLimit = 48 * 1024;
 /// The largest head dim the tiles are sized for.
 constexpr int64_t maxHeadDim = 128;
+/// Registers a thread of the dK/dV kernel may use where its warps hold
+/// their rows of K and V (limitRegisters).
+constexpr int keyValueRegisters = 168;
 
 int64_t roundUp16(int64_t n) { return (n + 15) / 16 * 16; }
 
@@ -505,6 +508,11 @@ void emitBackward(AttentionGradOp op, const Step &step,
   emitter.launch(keyValue, keyValueGrid,
                  plan.attentionBlock(plan.keyValue.keys), arguments,
                  keyValueCost, KernelKind::TensorCoreKernel, plan.half);
+  // Where its warps hold their K and V rows (head dims up to 64:
+  // mpc_attention_backward_kv_mma's holdRows), 168 registers keep 3 blocks
+  // of 4 warps an SM; left to itself ptxas took 170 on sm_80, 2 blocks.
+  if (plan.half && plan.d <= 64 && plan.dv <= 64)
+    emitter.limitRegisters(keyValue, keyValueRegisters);
 }
 
 } // namespace

@@ -565,6 +565,36 @@ template <typename T, int W> struct mpc_tile_row {
 #define MPC_SHARED_TILE(type, name, rows, W)                                   \
   MPC_SHARED_ALIGNED(type, name, (rows)*MPC_LD(type, W))
 
+#if defined(MPC_DEVICE_BLOCKS)
+/// Elements `index` and `index + 1` of a shared f32 array (8-byte
+/// aligned: MPC_SHARED_ALIGNED, an even index) as one 8-byte load, the
+/// GPU's ld.shared.v2.f32; under emulation counted as that one request.
+template <typename S>
+__device__ __forceinline__ void
+mpc_shared_load2(S &s, long long index, float &first, float &second,
+                 const char *file = __builtin_FILE(),
+                 int line = __builtin_LINE()) {
+#if defined(MPC_DEVICE_EMULATION)
+  if (index % 2 != 0)
+    mpc_emu::fail(file, line,
+                  "8-byte shared load at element %lld: it must be 8-byte "
+                  "aligned",
+                  index);
+  {
+    mpc_emu::uncounted_scope oneLoad;
+    first = s[mpc_emu::shared_index(index, file, line)];
+    second = s[mpc_emu::shared_index(index + 1, file, line)];
+  }
+  s.count_vector(index, 2, /*write=*/false, file, line);
+#else
+  (void)file, (void)line;
+  float2 pair = *reinterpret_cast<const float2 *>(&s[index]);
+  first = pair.x;
+  second = pair.y;
+#endif
+}
+#endif
+
 //===----------------------------------------------------------------------===//
 // Products of shared tiles
 //===----------------------------------------------------------------------===//
@@ -1533,8 +1563,9 @@ __device__ __forceinline__ void mpc_attention_backward_kv_mma(
   MPC_SHARED_TILE(T, vs, BK, DV);
   MPC_SHARED_TILE(T, qs, 2 * BQ, D);
   MPC_SHARED_TILE(T, dos, 2 * BQ, DV);
-  MPC_SHARED(float, rowLse, 2 * BQ);
-  MPC_SHARED(float, rowDelta, 2 * BQ);
+  // Aligned for mpc_shared_load2.
+  MPC_SHARED_ALIGNED(float, rowLse, 2 * BQ);
+  MPC_SHARED_ALIGNED(float, rowDelta, 2 * BQ);
 
   int tiles = (a.keys + BK - 1) / BK;
   int bh = blockIdx.x / tiles, k0 = blockIdx.x % tiles * BK;
@@ -1608,19 +1639,19 @@ __device__ __forceinline__ void mpc_attention_backward_kv_mma(
                                             LDV, dos, (long long)buffer * LDV,
                                             LDV);
         }
-        // The statistics of this lane's columns (queries), read once a
-        // tile: rows g and g + 8 of the tile share them.
+        // The statistics of this lane's two columns (queries) of each
+        // accumulator tile, read once a tile as pairs: rows g and g + 8 of
+        // the tile share them.
         float columnLse[BQ / 8][2], columnDelta[BQ / 8][2];
 #pragma unroll
-        for (int j = 0; j < BQ / 8; ++j)
-#pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            int c = mpc_mma_column(j, i);
-            // In base 2 (mpc_exp_scaled).
-            columnLse[j][i] =
-                static_cast<float>(rowLse[buffer + c]) * mpc_log2e;
-            columnDelta[j][i] = static_cast<float>(rowDelta[buffer + c]);
-          }
+        for (int j = 0; j < BQ / 8; ++j) {
+          long long c = buffer + mpc_mma_column(j, 0);
+          mpc_shared_load2(rowLse, c, columnLse[j][0], columnLse[j][1]);
+          mpc_shared_load2(rowDelta, c, columnDelta[j][0], columnDelta[j][1]);
+          // In base 2 (mpc_exp_scaled).
+          columnLse[j][0] *= mpc_log2e;
+          columnLse[j][1] *= mpc_log2e;
+        }
         bool whole = !mask && q0 + BQ <= a.queries &&
                      k0 + row0 + 16 <= a.keys &&
                      (!a.causal || k0 + row0 + 15 <= q0);

@@ -143,6 +143,42 @@ TEST(MmaDeathTest, LdmatrixNeedsAlignedRows) {
                "rows must be 16-byte aligned");
 }
 
+/// mpc_shared_load2: lane L reads elements 2 (L % 4) and 2 (L % 4) + 1 of
+/// a shared f32 array, as the dK/dV kernel reads its columns' statistics
+/// (from element `from`), and writes them out.
+__global__ void shared_pairs(float *out, int from) {
+  MPC_SHARED_ALIGNED(float, s, 16);
+  MPC_FOR_THREAD(e, 16) s[e] = float(e);
+  __syncthreads();
+  float first, second;
+  mpc_shared_load2(s, from + 2 * (threadIdx.x % 4), first, second);
+  out[2 * threadIdx.x] = first;
+  out[2 * threadIdx.x + 1] = second;
+}
+
+/// Each lane gets its pair, and the counters see one request a warp where
+/// scalar loads were two: 8-byte accesses are served a half warp at a
+/// time, each half's four distinct pairs one wavefront.
+TEST(SharedPairs, LoadTwoElementsAsOneRequest) {
+  Buffer<float> out(64);
+  mpc_emu::set_counting(true);
+  MPC_LAUNCH(shared_pairs, 1, 32, out.data, 0);
+  mpc_emu::set_counting(false);
+  for (int lane = 0; lane < 32; ++lane) {
+    EXPECT_EQ(out.data[2 * lane], float(2 * (lane % 4)));
+    EXPECT_EQ(out.data[2 * lane + 1], float(2 * (lane % 4) + 1));
+  }
+  const mpc_emu::launch_counters &c = mpc_emu::last_launch_counters();
+  EXPECT_EQ(c.shared_load.requests, 1u);
+  EXPECT_EQ(c.shared_load.wavefronts, 2u);
+}
+
+TEST(SharedPairsDeathTest, NeedAnEvenElement) {
+  Buffer<float> out(64);
+  EXPECT_DEATH(MPC_LAUNCH(shared_pairs, 1, 32, out.data, 1),
+               "8-byte shared load at element 1: it must be 8-byte aligned");
+}
+
 /// Two groups of asynchronous copies, 8 half values a thread each: the
 /// first into `first`, the second into `second`; then wait<Waits> (all but
 /// the Waits most recent groups complete), a barrier, and every thread
