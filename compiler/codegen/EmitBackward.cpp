@@ -10,8 +10,10 @@
 // every output element is written by exactly one thread, as a gather over
 // what contributes to it (pool gradients) or as a block reduction
 // (norm parameter gradients: one block per column or channel, never
-// atomics). The one exception is embedding_grad, a scatter-add whose rows
-// may repeat; it uses atomicAdd, as PyTorch's embedding backward does.
+// atomics). embedding_grad, a scatter-add whose rows may repeat, is a
+// gather too on the GPU: the first position of each index sums the rows of
+// all its positions in order (mpc_embedding_grad_rows), where PyTorch's
+// default uses atomicAdd.
 //
 //===----------------------------------------------------------------------===//
 
@@ -1200,8 +1202,8 @@ void emitRoundOnce(StepEmitter &emitter, StringRef hint,
                  KernelCost().readsBytes(elements * 4).writes(result));
 }
 
-/// embedding_grad: zero the [V, D] table gradient, then scatter-add each row
-/// of dy into the row its index names (atomicAdd: indices may repeat).
+/// embedding_grad: zero the [V, D] table gradient, then add each row of dy
+/// to the row its index names, in position order (indices may repeat).
 /// Out-of-range indices are skipped; the forward lookup has already raised
 /// the step's index error for them. A half table accumulates in fp32
 /// scratch and is rounded once at the end, unless its widening cast is in
@@ -1227,23 +1229,33 @@ void emitEmbeddingGrad(StepEmitter &emitter, const Step &step,
   emitter.launch(zeroName, elementwiseGrid(tableElements), 256, {accumulator},
                  KernelCost().writesBytes(tableElements * 4));
 
+  // On the GPU (and emulated) a block a position, the first of each index
+  // summing its rows in position order (mpc_embedding_grad_rows); on the
+  // cpu target the scatter, its blocks in order on one thread: the same
+  // additions in the same order, so the same bits, and neither depends on
+  // the order blocks run in.
+  int64_t positions = n / width;
   std::string name = emitter.kernelName("embedding_grad");
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
       "*__restrict__ indices, float *table) {{\n"
+      "#ifdef MPC_DEVICE_BLOCKS\n"
+      "  mpc_embedding_grad_rows(dy, indices, table, {6}LL, {4}LL, {5}LL);\n"
+      "#else\n"
       "  MPC_FOR_EACH(i, {3}LL) {{\n"
       "    long long index = indices[i / {4}LL];\n"
       "    if (index < 0 || index >= {5}LL) continue;\n"
-      "    atomicAdd(table + index * {4}LL + i % {4}LL, mpc_load(dy + i));\n"
+      "    table[index * {4}LL + i % {4}LL] += mpc_load(dy + i);\n"
       "  }\n"
+      "#endif\n"
       "}\n",
       name, elementCType(op.getGrad()), elementCType(op.getIndices()), n, width,
-      rows));
+      rows, positions));
   emitter.launchInBlockOrder(
-      name, elementwiseGrid(n), 256,
+      name, std::max<int64_t>(positions, elementwiseGrid(n)), 256,
       {emitter.constPointer(op.getGrad()),
        emitter.constPointer(op.getIndices()), accumulator},
-      // Each atomicAdd reads and writes one fp32 table element.
+      // Each row of dy is read once and added to its fp32 table row.
       KernelCost()
           .reads(op.getGrad())
           .reads(op.getIndices())

@@ -111,6 +111,7 @@ inline int __all_sync(unsigned mask, int predicate,
   return static_cast<int>(mpc_emu::warp_exchange(
       mpc_emu::warp_op::all, mask, predicate != 0, 0, 32, file, line));
 }
+inline int __popc(unsigned value) { return __builtin_popcount(value); }
 #else
 struct mpc_dim3 {
   unsigned x = 0, y = 0, z = 0;
@@ -1022,6 +1023,59 @@ __device__ __forceinline__ float mpc_block_reduce(float value) {
   value = lane < numWarps ? static_cast<float>(partial[lane])
                           : (IsMax ? -INFINITY : 0.0f);
   return mpc_warp_reduce<IsMax>(value);
+}
+/// The embedding gradient without float atomics, so that it is the same
+/// bits on any GPU and in any block order: block p takes position p if p is
+/// the first position of its index (indices in [0, rows); others are
+/// skipped, as the forward lookup raised their error), and adds to the
+/// index's row of `table` (zeroed before) the rows of `dy` of every position
+/// with that index, in position order, each thread its columns; later
+/// positions of the index do nothing. That is the order in which the cpu
+/// target's scatter adds them (its blocks in order on one thread), so both
+/// targets sum to the same bits. Each block scans the indices a block-size
+/// chunk at a time, the matches of a chunk listed in order by warp ballots,
+/// and stops at a chunk whose first match is before p.
+template <typename DY, typename I>
+__device__ __forceinline__ void
+mpc_embedding_grad_rows(const DY *__restrict__ dy, const I *__restrict__ indices,
+                        float *__restrict__ table, long long positions,
+                        long long width, long long rows) {
+  MPC_SHARED(int, warpMatches, 32);
+  MPC_SHARED(int, matches, 1024);
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int warps = (blockDim.x + 31) / 32;
+  for (long long p = blockIdx.x; p < positions; p += gridDim.x) {
+    long long index = indices[p];
+    if (index < 0 || index >= rows)
+      continue;
+    float *row = table + index * width;
+    for (long long base = 0; base < positions; base += blockDim.x) {
+      long long j = base + threadIdx.x;
+      bool match = j < positions && (long long)indices[j] == index;
+      unsigned ballot = __ballot_sync(0xffffffffu, match);
+      __syncthreads(); // the previous chunk's list is read
+      if (lane == 0)
+        warpMatches[warp] = __popc(ballot);
+      __syncthreads();
+      int before = 0, total = 0;
+      for (int w = 0; w < warps; ++w) {
+        int count = static_cast<int>(warpMatches[w]);
+        before += w < warp ? count : 0;
+        total += count;
+      }
+      if (match)
+        matches[before + __popc(ballot & ((1u << lane) - 1u))] =
+            static_cast<int>(j - base);
+      __syncthreads();
+      if (total > 0 && base + static_cast<int>(matches[0]) < p)
+        break; // an earlier position has the index
+      for (int m = 0; m < total; ++m) {
+        const DY *source = dy + (base + static_cast<int>(matches[m])) * width;
+        for (long long c = threadIdx.x; c < width; c += blockDim.x)
+          row[c] += mpc_load(source + c);
+      }
+    }
+  }
 }
 /// Sum over the block; every thread gets the result.
 __device__ __forceinline__ float mpc_block_reduce_sum(float value) {

@@ -17,8 +17,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
 #include <vector>
 
 namespace {
@@ -181,6 +183,13 @@ __global__ void last_writer_wins(float *out) {
 __global__ void last_block_marks(int *arrived, float *out, long long stride) {
   if (threadIdx.x == 0 && atomicAdd(arrived, 1) == (int)gridDim.x - 1)
     out[blockIdx.x * stride] = 1.0f;
+}
+
+/// The embedding gradient's GPU kernel (EmitBackward.cpp).
+__global__ void embedding_grad(const __nv_bfloat16 *dy, const int *indices,
+                               float *table, long long positions,
+                               long long width, long long rows) {
+  mpc_embedding_grad_rows(dy, indices, table, positions, width, rows);
 }
 
 //===----------------------------------------------------------------------===//
@@ -347,6 +356,54 @@ TEST(Emulator, BlockReductionIsOrderIndependent) {
       "row_sum", regions, 1, mpc_emu::run_order::reverse, 0, run, &context);
   mpc_emu::check_order_independence(
       "row_sum", regions, 1, mpc_emu::run_order::shuffled, 3, run, &context);
+}
+
+/// The embedding gradient sums each index's rows in position order, as the
+/// cpu target's scatter does, bit for bit, at every block size and in every
+/// run order, with no float atomics: 700 positions (several chunks of a
+/// block's size, an index repeating across them), values whose sums round
+/// differently in another order, out-of-range indices skipped and rows no
+/// position names left as they were.
+TEST(Emulator, EmbeddingGradientSumsInPositionOrder) {
+  const long long positions = 700, width = 40, rows = 9;
+  Buffer<__nv_bfloat16> dy(positions * width);
+  Buffer<int> indices(positions);
+  for (long long p = 0; p < positions; ++p) {
+    // Index 3 at every seventh position, -1 or 9 (out of range) at some
+    // others, p * 5 % 8 elsewhere: row 8 is never named.
+    indices.data[p] = p % 7 == 0 ? 3 : p % 11 == 0 ? (p % 2 ? -1 : 9)
+                                                    : int(p * 5 % 8);
+    for (long long c = 0; c < width; ++c)
+      dy.data[p * width + c] =
+          __float2bfloat16_rn(std::sin(float(p * width + c)) *
+                              std::exp2(float((p + c) % 24) - 12.0f));
+  }
+  std::vector<float> expected(rows * width, 0.5f);
+  for (long long p = 0; p < positions; ++p) {
+    int index = indices.data[p];
+    if (index < 0 || index >= rows)
+      continue;
+    for (long long c = 0; c < width; ++c)
+      expected[index * width + c] += __bfloat162float(dy.data[p * width + c]);
+  }
+  Buffer<float> table(rows * width);
+  for (mpc_emu::run_order order :
+       {mpc_emu::run_order::forward, mpc_emu::run_order::reverse,
+        mpc_emu::run_order::shuffled}) {
+    mpc_emu::set_order(order, 5);
+    for (unsigned block : blockSizes)
+      for (unsigned grid : {unsigned(positions), 64u}) {
+        SCOPED_TRACE("block " + std::to_string(block) + " grid " +
+                     std::to_string(grid));
+        std::fill(table.data, table.data + rows * width, 0.5f);
+        MPC_LAUNCH(embedding_grad, grid, block, dy.data, indices.data,
+                   table.data, positions, width, rows);
+        EXPECT_FALSE(mpc_emu::last_launch_used_float_atomics());
+        for (long long i = 0; i < rows * width; ++i)
+          ASSERT_EQ(table.data[i], expected[i]) << "element " << i;
+      }
+  }
+  mpc_emu::set_order(mpc_emu::run_order::forward);
 }
 
 //===----------------------------------------------------------------------===//
