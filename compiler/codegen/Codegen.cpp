@@ -804,27 +804,12 @@ void StepEmitter::recordCall(StringRef function, KernelKind kind,
 void StepEmitter::launch(StringRef kernel, int64_t grid, int block,
                          ArrayRef<std::string> args, const KernelCost &cost,
                          KernelKind kind, bool halfInputs) {
-  emitLaunch(kernel, grid, block, args, cost, kind, halfInputs,
-             /*parallel=*/true);
-}
-
-void StepEmitter::launchInBlockOrder(StringRef kernel, int64_t grid, int block,
-                                     ArrayRef<std::string> args,
-                                     const KernelCost &cost) {
-  emitLaunch(kernel, grid, block, args, cost, KernelKind::Kernel,
-             /*halfInputs=*/false, /*parallel=*/false);
-}
-
-void StepEmitter::emitLaunch(StringRef kernel, int64_t grid, int block,
-                             ArrayRef<std::string> args,
-                             const KernelCost &cost, KernelKind kind,
-                             bool halfInputs, bool parallel) {
   recordCall(kernel, kind, halfInputs, cost);
   int &bound = launchBlocks[kernel.str()];
   bound = std::max(bound, block);
   std::string statement;
   llvm::raw_string_ostream os(statement);
-  if (parallel && grid > 1) {
+  if (grid > 1) {
     // The work (bytes moved and FLOPs) decides on the cpu target whether
     // the launch is worth spreading over threads.
     int64_t work = cost.flops;
@@ -1208,12 +1193,13 @@ int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
            (splits > 1 ? saturatingProduct({sums, channels, splits, 4}) : 0);
   }
   if (auto grad = dyn_cast<EmbeddingGradOp>(op)) {
-    // Half tables accumulate in fp32 first (atomicAdd is on floats), unless
-    // the step writes the f32 widening of the table.
-    auto table = cast<RankedTensorType>(writtenResult(step).getType());
-    return table.getElementType().isF32()
-               ? 0
-               : saturatingProduct({table.getNumElements(), 4});
+    // The cpu target's lists (emitEmbeddingGrad): the first position of
+    // each row and the next of each position, then a row of f32 sums.
+    auto table = grad.getResult().getType();
+    int64_t width = table.getDimSize(1);
+    int64_t positions = grad.getGrad().getType().getNumElements() / width;
+    return saturatingProduct({table.getDimSize(0) + positions, 8}) +
+           saturatingProduct({width, 4});
   }
   if (auto grad = dyn_cast<ReduceMaxGradOp>(op))
     // ties per output

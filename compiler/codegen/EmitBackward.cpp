@@ -11,9 +11,11 @@
 // what contributes to it (pool gradients) or as a block reduction
 // (norm parameter gradients: one block per column or channel, never
 // atomics). embedding_grad, a scatter-add whose rows may repeat, is a
-// gather too on the GPU: the first position of each index sums the rows of
-// all its positions in order (mpc_embedding_grad_rows), where PyTorch's
-// default uses atomicAdd.
+// gather too: the first position of each index sums the rows of all its
+// positions in order, in registers, and writes the row once in the table's
+// type (mpc_embedding_grad_rows; the cpu target links each index's
+// positions, mpc_embedding_grad_lists), where PyTorch's default uses
+// atomicAdd.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +25,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <limits>
 
 using namespace mlir;
@@ -1185,87 +1188,76 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
 // Embedding
 //===----------------------------------------------------------------------===//
 
-/// Rounds an fp32 accumulator (`float *` code) once into `result`'s
-/// storage type: the end of a sum kept in f32 so that it is rounded once.
-void emitRoundOnce(StepEmitter &emitter, StringRef hint,
-                   const std::string &accumulator, Value result) {
-  int64_t elements = cast<RankedTensorType>(result.getType()).getNumElements();
-  std::string name = emitter.kernelName(hint);
-  emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const float *__restrict__ acc, {1} *__restrict__ "
-      "out) {{\n"
-      "  MPC_FOR_EACH(i, {2}LL) mpc_store(out + i, acc[i]);\n"
-      "}\n",
-      name, elementCType(result), elements));
-  emitter.launch(name, elementwiseGrid(elements), 256,
-                 {accumulator, emitter.pointer(result)},
-                 KernelCost().readsBytes(elements * 4).writes(result));
-}
-
-/// embedding_grad: zero the [V, D] table gradient, then add each row of dy
-/// to the row its index names, in position order (indices may repeat).
-/// Out-of-range indices are skipped; the forward lookup has already raised
-/// the step's index error for them. A half table accumulates in fp32
-/// scratch and is rounded once at the end, unless its widening cast is in
-/// the step: then the f32 result is the accumulator.
+/// embedding_grad: each row of the [V, D] table gradient the sum of the rows
+/// of dy whose index names it, in position order (indices may repeat), or
+/// zeros. Out-of-range indices are skipped; the forward lookup has already
+/// raised the step's index error for them. The sums are f32, rounded once
+/// into the table's type where it is half, and written straight into the
+/// step's result (the f32 widening where that is in the step).
 void emitEmbeddingGrad(StepEmitter &emitter, const Step &step,
                        EmbeddingGradOp op) {
   auto table = op.getResult().getType();
   int64_t rows = table.getDimSize(0), width = table.getDimSize(1);
   int64_t tableElements = table.getNumElements();
   int64_t n = op.getGrad().getType().getNumElements();
+  int64_t positions = n / width;
   Value written = writtenResult(step);
-  bool direct =
-      cast<RankedTensorType>(written.getType()).getElementType().isF32();
-  std::string accumulator =
-      direct ? emitter.pointer(written) : emitter.scratchPointer(step, "float");
+  std::string output = elementCType(written);
 
+  // On the GPU (and emulated) the rows no position names are zeroed first;
+  // the cpu target's kernel writes every row.
   std::string zeroName = emitter.kernelName("embedding_grad_zero");
   emitter.addKernel(
-      llvm::formatv("__global__ void {0}(float *__restrict__ table) {{\n"
-                    "  MPC_FOR_EACH(i, {1}LL) table[i] = 0.0f;\n"
+      llvm::formatv("__global__ void {0}({1} *__restrict__ table) {{\n"
+                    "#ifdef MPC_DEVICE_BLOCKS\n"
+                    "  MPC_FOR_EACH(i, {2}LL) mpc_store(table + i, 0.0f);\n"
+                    "#endif\n"
                     "}\n",
-                    zeroName, tableElements));
-  emitter.launch(zeroName, elementwiseGrid(tableElements), 256, {accumulator},
-                 KernelCost().writesBytes(tableElements * 4));
+                    zeroName, output, tableElements));
+  emitter.launch(zeroName, elementwiseGrid(tableElements), 256,
+                 {emitter.pointer(written)}, KernelCost().writes(written));
 
-  // On the GPU (and emulated) a block a position, the first of each index
-  // summing its rows in position order (mpc_embedding_grad_rows); on the
-  // cpu target the scatter, its blocks in order on one thread: the same
-  // additions in the same order, so the same bits, and neither depends on
-  // the order blocks run in.
-  int64_t positions = n / width;
+  // On the GPU (and emulated) a warp a position, the first of each index
+  // summing its rows in position order in registers, up to 32 columns a
+  // lane a pass (mpc_embedding_grad_rows); on the cpu target one thread,
+  // each index's positions linked in order (mpc_embedding_grad_lists): the
+  // same additions in the same order, so the same bits, and neither
+  // depends on the order blocks run in.
+  constexpr int64_t block = 256, warpsPerBlock = block / 32;
+  int64_t columnsPerLane = std::clamp<int64_t>((width + 31) / 32, 1, 32);
+  std::string links = emitter.scratchPointer(
+      step, "long long", 0, saturatingProduct({rows + positions, 8}));
+  std::string sums = emitter.scratchPointer(
+      step, "float", saturatingProduct({rows + positions, 8}), width * 4);
   std::string name = emitter.kernelName("embedding_grad");
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
-      "*__restrict__ indices, float *table) {{\n"
+      "*__restrict__ indices, {3} *__restrict__ table, long long "
+      "*__restrict__ links, float *__restrict__ sums) {{\n"
       "#ifdef MPC_DEVICE_BLOCKS\n"
-      "  mpc_embedding_grad_rows(dy, indices, table, {6}LL, {4}LL, {5}LL);\n"
+      "  mpc_embedding_grad_rows<{7}>(dy, indices, table, {4}LL, {5}LL, "
+      "{6}LL);\n"
       "#else\n"
-      "  MPC_FOR_EACH(i, {3}LL) {{\n"
-      "    long long index = indices[i / {4}LL];\n"
-      "    if (index < 0 || index >= {5}LL) continue;\n"
-      "    table[index * {4}LL + i % {4}LL] += mpc_load(dy + i);\n"
-      "  }\n"
+      "  if (blockIdx.x == 0)\n"
+      "    mpc_embedding_grad_lists(dy, indices, table, links, sums, {4}LL, "
+      "{5}LL, {6}LL);\n"
       "#endif\n"
       "}\n",
-      name, elementCType(op.getGrad()), elementCType(op.getIndices()), n, width,
-      rows, positions));
-  emitter.launchInBlockOrder(
-      name, std::max<int64_t>(positions, elementwiseGrid(n)), 256,
+      name, elementCType(op.getGrad()), elementCType(op.getIndices()), output,
+      positions, width, rows, columnsPerLane));
+  emitter.launch(
+      name, (positions + warpsPerBlock - 1) / warpsPerBlock, block,
       {emitter.constPointer(op.getGrad()),
-       emitter.constPointer(op.getIndices()), accumulator},
-      // Each row of dy is read once and added to its fp32 table row.
+       emitter.constPointer(op.getIndices()), emitter.pointer(written), links,
+       sums},
+      // Each row of dy is read once and each named row of the table written
+      // once (at most a row a position).
       KernelCost()
           .reads(op.getGrad())
           .reads(op.getIndices())
-          .readsBytes(n * 4)
-          .writesBytes(n * 4)
+          .writesElements(
+              n, cast<RankedTensorType>(written.getType()).getElementType())
           .flopsPer(n, 1));
-  if (direct)
-    return;
-
-  emitRoundOnce(emitter, "embedding_grad_round", accumulator, op.getResult());
 }
 
 //===----------------------------------------------------------------------===//

@@ -387,12 +387,6 @@ public:
   void launch(StringRef kernel, int64_t grid, int block,
               ArrayRef<std::string> args, const KernelCost &cost,
               KernelKind kind = KernelKind::Kernel, bool halfInputs = false);
-  /// As launch, for a kernel whose blocks add into the same memory on the
-  /// cpu target (the embedding gradient's scatter): it runs its blocks in
-  /// order on one thread, so the sums' order (and rounding) is the same for
-  /// any thread count.
-  void launchInBlockOrder(StringRef kernel, int64_t grid, int block,
-                          ArrayRef<std::string> args, const KernelCost &cost);
   /// Records the cost of a runtime call the step makes (a GEMM), which
   /// `--report` lists beside the kernels.
   void recordCall(StringRef function, KernelKind kind, bool halfInputs,
@@ -434,10 +428,6 @@ public:
   std::string functionSource() const;
 
 private:
-  void emitLaunch(StringRef kernel, int64_t grid, int block,
-                  ArrayRef<std::string> args, const KernelCost &cost,
-                  KernelKind kind, bool halfInputs, bool parallel);
-
   const MemoryPlan &plan;
   std::string modelName;
   std::string functionName;

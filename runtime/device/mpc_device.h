@@ -112,6 +112,7 @@ inline int __all_sync(unsigned mask, int predicate,
       mpc_emu::warp_op::all, mask, predicate != 0, 0, 32, file, line));
 }
 inline int __popc(unsigned value) { return __builtin_popcount(value); }
+inline int __ffs(int value) { return __builtin_ffs(value); }
 #else
 struct mpc_dim3 {
   unsigned x = 0, y = 0, z = 0;
@@ -1025,54 +1026,63 @@ __device__ __forceinline__ float mpc_block_reduce(float value) {
   return mpc_warp_reduce<IsMax>(value);
 }
 /// The embedding gradient without float atomics, so that it is the same
-/// bits on any GPU and in any block order: block p takes position p if p is
-/// the first position of its index (indices in [0, rows); others are
-/// skipped, as the forward lookup raised their error), and adds to the
-/// index's row of `table` (zeroed before) the rows of `dy` of every position
-/// with that index, in position order, each thread its columns; later
-/// positions of the index do nothing. That is the order in which the cpu
-/// target's scatter adds them (its blocks in order on one thread), so both
-/// targets sum to the same bits. Each block scans the indices a block-size
-/// chunk at a time, the matches of a chunk listed in order by warp ballots,
-/// and stops at a chunk whose first match is before p.
-template <typename DY, typename I>
+/// bits on any GPU and in any block order: a warp a position p, which it
+/// takes if p is the first position of its index (indices in [0, rows);
+/// others are skipped, as the forward lookup raised their error). It sums
+/// in f32 the rows of `dy` of every position with that index, in position
+/// order, each lane K columns in registers (32 * K columns a pass over the
+/// positions, passes as the width needs), and stores the sums as the
+/// index's row of `table`, rounded once into its type; later positions of
+/// the index do nothing, and rows no position names are left as they are
+/// (zeroed before). That is the order in which the cpu target adds them
+/// (mpc_embedding_grad_lists), so both targets give the same bits, and a
+/// half table needs no f32 copy. The warp scans the indices 32 at a time,
+/// the matches of each 32 taken in order from a ballot: before p to find
+/// that none matches (it stops at one that does), from p on to sum them.
+/// No barrier and no shared memory: a block's warps are independent.
+/// Block sizes must be multiples of 32.
+template <int K, typename DY, typename I, typename T>
 __device__ __forceinline__ void
-mpc_embedding_grad_rows(const DY *__restrict__ dy, const I *__restrict__ indices,
-                        float *__restrict__ table, long long positions,
-                        long long width, long long rows) {
-  MPC_SHARED(int, warpMatches, 32);
-  MPC_SHARED(int, matches, 1024);
-  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  int warps = (blockDim.x + 31) / 32;
-  for (long long p = blockIdx.x; p < positions; p += gridDim.x) {
+mpc_embedding_grad_rows(const DY *__restrict__ dy,
+                        const I *__restrict__ indices, T *__restrict__ table,
+                        long long positions, long long width, long long rows) {
+  const unsigned all = 0xffffffffu;
+  const int lane = threadIdx.x % 32;
+  const long long warps = blockDim.x / 32;
+  for (long long p = blockIdx.x * warps + threadIdx.x / 32; p < positions;
+       p += gridDim.x * warps) {
     long long index = indices[p];
     if (index < 0 || index >= rows)
       continue;
-    float *row = table + index * width;
-    for (long long base = 0; base < positions; base += blockDim.x) {
-      long long j = base + threadIdx.x;
-      bool match = j < positions && (long long)indices[j] == index;
-      unsigned ballot = __ballot_sync(0xffffffffu, match);
-      __syncthreads(); // the previous chunk's list is read
-      if (lane == 0)
-        warpMatches[warp] = __popc(ballot);
-      __syncthreads();
-      int before = 0, total = 0;
-      for (int w = 0; w < warps; ++w) {
-        int count = static_cast<int>(warpMatches[w]);
-        before += w < warp ? count : 0;
-        total += count;
+    bool first = true;
+    for (long long base = 0; base < p && first; base += 32) {
+      long long j = base + lane;
+      first = __ballot_sync(all, j < p && (long long)indices[j] == index) == 0;
+    }
+    if (!first)
+      continue; // an earlier position has the index
+    for (long long c0 = 0; c0 < width; c0 += 32LL * K) {
+      float sum[K];
+      MPC_UNROLL for (int k = 0; k < K; ++k) sum[k] = 0.0f;
+      for (long long base = p - p % 32; base < positions; base += 32) {
+        long long j = base + lane;
+        unsigned matches = __ballot_sync(
+            all, j >= p && j < positions && (long long)indices[j] == index);
+        while (matches != 0) {
+          int match = __ffs(static_cast<int>(matches)) - 1;
+          matches &= matches - 1;
+          const DY *source = dy + (base + match) * width + c0;
+          MPC_UNROLL for (int k = 0; k < K; ++k) {
+            long long c = lane + 32LL * k;
+            if (c0 + c < width)
+              sum[k] += mpc_load(source + c);
+          }
+        }
       }
-      if (match)
-        matches[before + __popc(ballot & ((1u << lane) - 1u))] =
-            static_cast<int>(j - base);
-      __syncthreads();
-      if (total > 0 && base + static_cast<int>(matches[0]) < p)
-        break; // an earlier position has the index
-      for (int m = 0; m < total; ++m) {
-        const DY *source = dy + (base + static_cast<int>(matches[m])) * width;
-        for (long long c = threadIdx.x; c < width; c += blockDim.x)
-          row[c] += mpc_load(source + c);
+      MPC_UNROLL for (int k = 0; k < K; ++k) {
+        long long c = lane + 32LL * k;
+        if (c0 + c < width)
+          mpc_store(table + index * width + c0 + c, sum[k]);
       }
     }
   }
@@ -1099,6 +1109,45 @@ __device__ float mpc_row_reduce_sum(float value) { return value; }
 __device__ float mpc_row_reduce_max(float value) { return value; }
 __device__ float mpc_block_reduce_sum(float value) { return value; }
 __device__ float mpc_block_reduce_max(float value) { return value; }
+/// The cpu target's embedding gradient (one thread): each index's positions
+/// linked in position order (`first`, `rows` of them, and `next`, one a
+/// position, in `links`), then every row of `table` written once: the f32
+/// sums of its positions' rows of `dy` in position order (in `sums`, a row
+/// wide), rounded once into the table's type, or zeros. The additions and
+/// their order are mpc_embedding_grad_rows', so the targets agree bit for
+/// bit; the scratch is a few integers a position and a row, not an f32
+/// copy of the table.
+template <typename DY, typename I, typename T>
+inline void
+mpc_embedding_grad_lists(const DY *__restrict__ dy,
+                         const I *__restrict__ indices, T *__restrict__ table,
+                         long long *__restrict__ links,
+                         float *__restrict__ sums, long long positions,
+                         long long width, long long rows) {
+  long long *first = links, *next = links + rows;
+  for (long long r = 0; r < rows; ++r)
+    first[r] = -1;
+  for (long long p = positions - 1; p >= 0; --p) {
+    long long index = indices[p];
+    if (index < 0 || index >= rows)
+      continue;
+    next[p] = first[index];
+    first[index] = p;
+  }
+  for (long long r = 0; r < rows; ++r) {
+    T *row = table + r * width;
+    MPC_SIMD for (long long c = 0; c < width; ++c) { sums[c] = 0.0f; }
+    for (long long p = first[r]; p >= 0; p = next[p]) {
+      const DY *source = dy + p * width;
+      MPC_SIMD for (long long c = 0; c < width; ++c) {
+        sums[c] += mpc_load(source + c);
+      }
+    }
+    MPC_SIMD for (long long c = 0; c < width; ++c) {
+      mpc_store(row + c, sums[c]);
+    }
+  }
+}
 #endif
 
 //===----------------------------------------------------------------------===//

@@ -185,11 +185,13 @@ __global__ void last_block_marks(int *arrived, float *out, long long stride) {
     out[blockIdx.x * stride] = 1.0f;
 }
 
-/// The embedding gradient's GPU kernel (EmitBackward.cpp).
+/// The embedding gradient's GPU kernel (EmitBackward.cpp), `K` columns a
+/// lane, into an f32 or a bf16 table.
+template <int K, typename T>
 __global__ void embedding_grad(const __nv_bfloat16 *dy, const int *indices,
-                               float *table, long long positions,
-                               long long width, long long rows) {
-  mpc_embedding_grad_rows(dy, indices, table, positions, width, rows);
+                               T *table, long long positions, long long width,
+                               long long rows) {
+  mpc_embedding_grad_rows<K>(dy, indices, table, positions, width, rows);
 }
 
 //===----------------------------------------------------------------------===//
@@ -359,12 +361,14 @@ TEST(Emulator, BlockReductionIsOrderIndependent) {
 }
 
 /// The embedding gradient sums each index's rows in position order, as the
-/// cpu target's scatter does, bit for bit, at every block size and in every
-/// run order, with no float atomics: 700 positions (several chunks of a
-/// block's size, an index repeating across them), values whose sums round
-/// differently in another order, out-of-range indices skipped and rows no
-/// position names left as they were.
-TEST(Emulator, EmbeddingGradientSumsInPositionOrder) {
+/// cpu target's scatter into a zeroed f32 table would, bit for bit, at every
+/// block size and in every run order, with no float atomics: 700 positions
+/// (several chunks of a block's size, an index repeating across them),
+/// values whose sums round differently in another order, out-of-range
+/// indices skipped and rows no position names left as they were. A bf16
+/// table gets those f32 sums rounded once; with 1 column a lane the 40
+/// columns take two passes over the positions, with 2 one.
+template <int K, typename T> void checkEmbeddingGradient() {
   const long long positions = 700, width = 40, rows = 9;
   Buffer<__nv_bfloat16> dy(positions * width);
   Buffer<int> indices(positions);
@@ -378,15 +382,20 @@ TEST(Emulator, EmbeddingGradientSumsInPositionOrder) {
           __float2bfloat16_rn(std::sin(float(p * width + c)) *
                               std::exp2(float((p + c) % 24) - 12.0f));
   }
-  std::vector<float> expected(rows * width, 0.5f);
+  std::vector<float> sums(rows * width, 0.0f);
   for (long long p = 0; p < positions; ++p) {
     int index = indices.data[p];
     if (index < 0 || index >= rows)
       continue;
     for (long long c = 0; c < width; ++c)
-      expected[index * width + c] += __bfloat162float(dy.data[p * width + c]);
+      sums[index * width + c] += __bfloat162float(dy.data[p * width + c]);
   }
-  Buffer<float> table(rows * width);
+  T untouched;
+  mpc_store(&untouched, 0.5f);
+  std::vector<T> expected(rows * width, untouched);
+  for (long long i = 0; i < 8 * width; ++i)
+    mpc_store(&expected[i], sums[i]);
+  Buffer<T> table(rows * width);
   for (mpc_emu::run_order order :
        {mpc_emu::run_order::forward, mpc_emu::run_order::reverse,
         mpc_emu::run_order::shuffled}) {
@@ -394,16 +403,24 @@ TEST(Emulator, EmbeddingGradientSumsInPositionOrder) {
     for (unsigned block : blockSizes)
       for (unsigned grid : {unsigned(positions), 64u}) {
         SCOPED_TRACE("block " + std::to_string(block) + " grid " +
-                     std::to_string(grid));
-        std::fill(table.data, table.data + rows * width, 0.5f);
-        MPC_LAUNCH(embedding_grad, grid, block, dy.data, indices.data,
+                     std::to_string(grid) + ", " + std::to_string(K) +
+                     " columns a lane");
+        std::fill(table.data, table.data + rows * width, untouched);
+        MPC_LAUNCH((embedding_grad<K, T>), grid, block, dy.data, indices.data,
                    table.data, positions, width, rows);
         EXPECT_FALSE(mpc_emu::last_launch_used_float_atomics());
         for (long long i = 0; i < rows * width; ++i)
-          ASSERT_EQ(table.data[i], expected[i]) << "element " << i;
+          ASSERT_EQ(mpc_load(&table.data[i]), mpc_load(&expected[i]))
+              << "element " << i;
       }
   }
   mpc_emu::set_order(mpc_emu::run_order::forward);
+}
+
+TEST(Emulator, EmbeddingGradientSumsInPositionOrder) {
+  checkEmbeddingGradient<1, float>();
+  checkEmbeddingGradient<2, float>();
+  checkEmbeddingGradient<1, __nv_bfloat16>();
 }
 
 //===----------------------------------------------------------------------===//
