@@ -518,9 +518,15 @@ Fp8Assigner::costReason(ArrayRef<Operation *> group) {
     auto type = cast<RankedTensorType>(root.getType());
     double elements = double(type.getNumElements());
     // Read by the cast, and by current scaling's amax pass unless the
-    // kernel that stores it finds the amax.
+    // kernel that stores it finds the amax. Under delayed scaling a layer
+    // norm's kernel writes the FP8 copy itself (mpc-form-kernels), which
+    // is then read once more for the transposed copy.
     bool amaxPass = !unscaled && history == 0 && !amaxFoundByProducer(root);
-    if (transposed) // written by the quantizing pass
+    bool castByNorm =
+        !unscaled && history > 0 && root.getDefiningOp<LayerNormOp>();
+    if (castByNorm) // FP8 written; read and written again transposed
+      addedBytes += (transposed ? 2 : 1) * elements;
+    else if (transposed) // written by the quantizing pass
       addedBytes += elements;
     else // read (once or twice); FP8 written
       addedBytes +=

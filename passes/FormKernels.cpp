@@ -735,11 +735,15 @@ void KernelFormation::joinStoredAmaxQuantizes() {
       continue;
     // What the kernels store: the norm's result, or its input gradient
     // through the epilogue; the attention's output, or the sum its
-    // gradient is scattered into.
+    // gradient is scattered into. Under delayed scaling a layer norm's
+    // kernel casts its output itself (the scale is known before the step),
+    // where the FP8 result is read: the transposed copy is made from it.
     QuantizeOp quantize;
     for (Operation *user : group.root->getResult(0).getUsers())
       if (auto candidate = dyn_cast<QuantizeOp>(user);
-          candidate && !candidate.getScaling() && !candidate.getUnscaled())
+          candidate && !candidate.getUnscaled() &&
+          (!candidate.getScaling() || (isa<LayerNormOp>(group.root) &&
+                                       !candidate.getResult().use_empty())))
         quantize = candidate;
     if (!quantize)
       continue;
@@ -748,7 +752,7 @@ void KernelFormation::joinStoredAmaxQuantizes() {
     if (auto it = groupOf.find(quantize); it != groupOf.end()) {
       own = &groups[it->second];
       if (own->kind != FusionKind::Row || own->merged ||
-          own->root != quantize.getOperation())
+          own->root != quantize.getOperation() || quantize.getScaling())
         continue;
       group.ops.insert(own->ops.begin(), own->ops.end());
     } else {

@@ -670,7 +670,11 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
        kernel's group, which then runs where the quantize was, unless
        something before the quantize reads what the group stores: the
        norm's kernel finds the amax as it stores, and the quantize has no
-       amax pass over the tensor of its own.
+       amax pass over the tensor of its own. A delayed-scaling quantize of
+       a layer_norm's result joins it the same way:
+       the norm's kernel casts y to FP8 with the scale the step starts
+       with, and the quantize writes only the transposed copy, from the FP8
+       bytes.
     3. Loop fusion, from each group's last op backwards: a producer that is
        elementwise or a view joins the group when
        - every reader of its result is in the group; an elementwise

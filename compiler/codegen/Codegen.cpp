@@ -853,7 +853,7 @@ Operation *mlir::mpc::rowKernelOp(const Step &step) {
   return row == step.ops.end() ? nullptr : *row;
 }
 
-QuantizeOp mlir::mpc::storedAmaxQuantize(const Step &step) {
+QuantizeOp mlir::mpc::groupedQuantize(const Step &step) {
   if (step.group == FusionKind::Attention) {
     auto quantize = llvm::find_if(step.ops, llvm::IsaPred<QuantizeOp>);
     return quantize == step.ops.end() ? QuantizeOp()
@@ -865,6 +865,25 @@ QuantizeOp mlir::mpc::storedAmaxQuantize(const Step &step) {
   if (llvm::range_size(rowOps) != 2)
     return {};
   return dyn_cast<QuantizeOp>(*std::next(rowOps.begin()));
+}
+
+QuantizeOp mlir::mpc::storedAmaxQuantize(const Step &step) {
+  QuantizeOp quantize = groupedQuantize(step);
+  return quantize && !quantize.getScaling() ? quantize : QuantizeOp();
+}
+
+QuantizeOp mlir::mpc::rowCastQuantize(const Step &step) {
+  QuantizeOp quantize = groupedQuantize(step);
+  return quantize && quantize.getScaling() ? quantize : QuantizeOp();
+}
+
+std::string mlir::mpc::indentLines(StringRef code, StringRef indent) {
+  std::string result;
+  SmallVector<StringRef> lines;
+  code.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (StringRef line : lines)
+    result += (indent + line + "\n").str();
+  return result;
 }
 
 Operation *mlir::mpc::storedAmaxProducer(const Step &step) {
@@ -937,11 +956,12 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
   if (step.group == FusionKind::Attention)
     std::rotate(sourceOps.begin(), llvm::find(sourceOps, op),
                 llvm::find(sourceOps, op) + 1);
-  // Kernels that find the amax of the quantization after them: the
-  // quantization's kernels are its own in the report.
-  QuantizeOp storedAmax = storedAmaxQuantize(step);
-  if (storedAmax)
-    sourceOps.erase(llvm::find(sourceOps, storedAmax.getOperation()),
+  // Kernels that find the amax of the quantization after them, or cast
+  // their output themselves: the quantization's kernels (its cast or
+  // transposed copy) are its own in the report.
+  QuantizeOp grouped = groupedQuantize(step);
+  if (grouped)
+    sourceOps.erase(llvm::find(sourceOps, grouped.getOperation()),
                     sourceOps.end());
   emitter.setSource(sourceOps);
   // The optimizer (and the runtime, on a change) keep half copies current.
@@ -962,12 +982,12 @@ LogicalResult mlir::mpc::emitStep(const Step &step, StepEmitter &emitter) {
       return failure();
     if (!*handled)
       continue;
-    if (!storedAmax)
+    if (!grouped)
       return success();
-    emitter.setOrigin(storedAmax);
+    emitter.setOrigin(grouped);
     emitter.setSource(SmallVector<Operation *>(
-        llvm::find(step.ops, storedAmax.getOperation()), step.ops.end()));
-    return failure(failed(emitFp8Op(storedAmax, step, emitter)));
+        llvm::find(step.ops, grouped.getOperation()), step.ops.end()));
+    return failure(failed(emitFp8Op(grouped, step, emitter)));
   }
   return op->emitError() << "code generation for '" << op->getName()
                          << "' is not implemented yet";

@@ -66,6 +66,44 @@ std::string scaleExponentCode(StringRef amax, StringRef largest) {
       .str();
 }
 
+/// Delayed scaling's cast of a value `v` scaled to `y` (`indent` before
+/// each line): |v| raises the thread's amax `m`, and a finite y beyond the
+/// format's largest is clipped and counted in `saturated`.
+std::string delayedSaturation(Type format, StringRef v, StringRef y,
+                              StringRef m, StringRef saturated,
+                              StringRef indent) {
+  // fabsf(v) > m is false for NaN: a NaN is not the amax. A finite value
+  // that outgrew the history saturates (clipped this step, and counted;
+  // its amax sets the next scales), as Transformer Engine's casts do;
+  // inf and NaN stay non-finite (NaN in e4m3, which has no inf), so a
+  // loss scaler still sees them.
+  return llvm::formatv(
+             "{6}float {0}_magnitude = fabsf({0});\n"
+             "{6}{2} = {0}_magnitude > {2} ? {0}_magnitude : {2};\n"
+             "{6}if (MPC_ISFINITE({0})) {{\n"
+             "{6}  if (fabsf({1}) > {4}) {3} += 1.0f;\n"
+             "{6}  {1} = {1} > {4} ? {4} : ({1} < -{4} ? -{4} : {1});\n"
+             "{6}}\n"
+             "{5}",
+             v, y, m, saturated, fp8Max(format),
+             isa<Float8E4M3FNType>(format)
+                 ? (indent + "else " + y + " = NAN;\n").str()
+                 : std::string(),
+             indent)
+      .str();
+}
+
+/// The table's entries of a delayed quantization: its scale's exponent,
+/// the step's amax and the step's saturation count.
+struct DelayedColumns {
+  int64_t scale, amax, saturated;
+};
+DelayedColumns delayedColumns(QuantizeOp op) {
+  auto table = cast<RankedTensorType>(op.getScaling().getType());
+  int64_t columns = table.getDimSize(1), column = *op.getIndex();
+  return {column, columns + column, 2 * columns + column};
+}
+
 /// The elements of the cast pass: `v` read through `input` (loaded, or
 /// computed by the fused prologue, and then stored where it is read after
 /// the kernel too), `y` its scaled value stored (at `index`), each
@@ -81,33 +119,51 @@ std::string castElementCode(QuantizeOp op, const RowAccess &input,
             .str();
   code += "    float y = v * scale;\n";
   if (op.getScaling())
-    // fabsf(v) > m is false for NaN: a NaN is not the amax. A finite value
-    // that outgrew the history saturates (clipped this step, and counted;
-    // its amax sets the next scales), as Transformer Engine's casts do;
-    // inf and NaN stay non-finite (NaN in e4m3, which has no inf), so a
-    // loss scaler still sees them.
-    code += llvm::formatv("    float a = fabsf(v);\n"
-                          "    m = a > m ? a : m;\n"
-                          "    if (MPC_ISFINITE(v)) {{\n"
-                          "      if (fabsf(y) > {0}) saturated += 1.0f;\n"
-                          "      y = y > {0} ? {0} : (y < -{0} ? -{0} : y);\n"
-                          "    }\n"
-                          "{1}",
-                          fp8Max(format),
-                          isa<Float8E4M3FNType>(format) ? "    else y = NAN;\n"
-                                                        : "")
-                .str();
+    code += delayedSaturation(format, "v", "y", "m", "saturated", "    ");
   return code + store.str();
 }
 
-/// `code` two spaces further in.
-std::string indented(StringRef code) {
-  std::string result;
-  SmallVector<StringRef> lines;
-  code.split(lines, '\n', -1, /*KeepEmpty=*/false);
-  for (StringRef line : lines)
-    result += "  " + line.str() + "\n";
-  return result;
+/// A delayed quantization's transposed copy, where the layer norm before
+/// it in its row group cast the FP8 result (rowCastQuantize): the bytes,
+/// 32 x 32 tiles through shared memory (33 a row: a column falls in 32
+/// banks), a warp reading 32 consecutive bytes of a row and writing 32 of
+/// a column of the result.
+void emitFp8Transpose(StepEmitter &emitter, QuantizeOp op) {
+  int64_t n = op.getResult().getType().getNumElements();
+  int64_t cols = op.getResult().getType().getShape().back();
+  int64_t rows = n / cols;
+  int64_t tilesRows = (rows + 31) / 32, tilesCols = (cols + 31) / 32;
+  std::string type = elementCType(op.getResult());
+  std::string name = emitter.kernelName("fp8_transpose");
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ input, {1} *__restrict__ "
+      "output_t) {{\n"
+      "  const unsigned char *in = reinterpret_cast<const unsigned char "
+      "*>(input);\n"
+      "  unsigned char *out = reinterpret_cast<unsigned char *>(output_t);\n"
+      "  MPC_SHARED(unsigned char, tile, 32 * 33);\n"
+      "  for (long long t = blockIdx.x; t < {2}LL; t += gridDim.x) {{\n"
+      "    const long long r0 = t / {3}LL * 32, c0 = t % {3}LL * 32;\n"
+      "    MPC_FOR_THREAD(j, 1024) {{\n"
+      "      const long long r = r0 + j / 32, c = c0 + j % 32;\n"
+      "      if (r < {4}LL && c < {5}LL) tile[j / 32 * 33 + j % 32] = in[r * "
+      "{5}LL + c];\n"
+      "    }\n"
+      "    __syncthreads();\n"
+      "    MPC_FOR_THREAD(j, 1024) {{\n"
+      "      const long long c = c0 + j / 32, r = r0 + j % 32;\n"
+      "      if (r < {4}LL && c < {5}LL) out[c * {4}LL + r] = tile[j % 32 * 33 "
+      "+ j / 32];\n"
+      "    }\n"
+      "    __syncthreads();\n"
+      "  }\n"
+      "}\n",
+      name, type, tilesRows * tilesCols, tilesCols, rows, cols));
+  emitter.launch(
+      name, std::clamp<int64_t>((tilesRows * tilesCols + 3) / 4, 1, 65535), 256,
+      {emitter.constPointer(op.getResult()),
+       emitter.pointer(op.getTransposed())},
+      KernelCost().reads(op.getResult()).writes(op.getTransposed()));
 }
 
 /// Current scaling's amax pass: each of `blocks` blocks the largest
@@ -216,26 +272,10 @@ LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
     grid = elementwiseGrid(n);
   }
   if (op.getScaling()) {
-    auto table = cast<RankedTensorType>(op.getScaling().getType());
-    int64_t columns = table.getDimSize(1), column = *op.getIndex();
     args.push_back(emitter.pointer(op.getScaling()));
     parameters += ", float *__restrict__ table";
-    prologue = llvm::formatv(
-                   "  const float scale = {0};\n"
-                   "  float m = 0.0f, saturated = 0.0f;\n",
-                   powerOfTwo(llvm::formatv("(int)table[{0}]", column).str()))
-                   .str();
-    // A thread's and a block's counts are exact in f32 (far below 2^24).
-    epilogue =
-        llvm::formatv("  m = mpc_block_reduce_max(m);\n"
-                      "  saturated = mpc_block_reduce_sum(saturated);\n"
-                      "  if (threadIdx.x == 0) {{\n"
-                      "    mpc_atomic_max_nonnegative(table + {0}, m);\n"
-                      "    if (saturated > 0.0f) mpc_atomic_add_count(table + "
-                      "{1}, saturated);\n"
-                      "  }\n",
-                      columns + column, 2 * columns + column)
-            .str();
+    prologue = delayedScaleCode(op, "m", "saturated");
+    epilogue = delayedTableUpdate(op, "m", "saturated");
     cost.readsBytes(grid * 4).writesBytes(grid * 4).flopsPer(n, 1);
   } else if (!op.getUnscaled()) {
     QuantizeScratch scratch = quantizeScratch(step, op);
@@ -350,13 +390,15 @@ LogicalResult emitQuantize(StepEmitter &emitter, const Step &step,
         "    __syncthreads();\n"
         "  }\n",
         tilesRows * tilesCols, tilesCols, rows, cols,
-        indented(castElementCode(
-            op, *x, llvm::formatv("r * {0}LL + c", cols).str(),
-            writesResult
-                ? llvm::formatv("    mpc_store(output + r * {0}LL + c, y);\n",
-                                cols)
-                      .str()
-                : std::string())),
+        indentLines(
+            castElementCode(
+                op, *x, llvm::formatv("r * {0}LL + c", cols).str(),
+                writesResult
+                    ? llvm::formatv(
+                          "    mpc_store(output + r * {0}LL + c, y);\n", cols)
+                          .str()
+                    : std::string()),
+            "  "),
         biasSum ? "  MPC_SHARED(float, values, 32 * 33);\n" : "", biasTile,
         biasSums);
   }
@@ -405,6 +447,52 @@ void emitScaledMatmul(StepEmitter &emitter, ScaledMatmulOp op) {
 }
 
 } // namespace
+
+std::string mlir::mpc::delayedScaleCode(QuantizeOp op, StringRef amax,
+                                        StringRef saturated) {
+  return llvm::formatv("  const float scale = {0};\n"
+                       "  float {1} = 0.0f, {2} = 0.0f;\n",
+                       powerOfTwo(llvm::formatv("(int)table[{0}]",
+                                                delayedColumns(op).scale)
+                                      .str()),
+                       amax, saturated)
+      .str();
+}
+
+std::string mlir::mpc::delayedTableUpdate(QuantizeOp op, StringRef amax,
+                                          StringRef saturated) {
+  DelayedColumns columns = delayedColumns(op);
+  // A thread's and a block's counts are exact in f32 (far below 2^24).
+  return llvm::formatv("  {0} = mpc_block_reduce_max({0});\n"
+                       "  {1} = mpc_block_reduce_sum({1});\n"
+                       "  if (threadIdx.x == 0) {{\n"
+                       "    mpc_atomic_max_nonnegative(table + {2}, {0});\n"
+                       "    if ({1} > 0.0f) mpc_atomic_add_count(table + "
+                       "{3}, {1});\n"
+                       "  }\n",
+                       amax, saturated, columns.amax, columns.saturated)
+      .str();
+}
+
+std::string mlir::mpc::delayedCastStore(QuantizeOp op, StringRef output,
+                                        StringRef stored, StringRef index,
+                                        StringRef value, StringRef amax,
+                                        StringRef saturated) {
+  // Rounded to the input's type first: the value a quantization pass would
+  // have read back, so the FP8 bytes are the same.
+  std::string code =
+      llvm::formatv("{{ {0} fp8_in; mpc_store(&fp8_in, {1}); float fp8_v = "
+                    "mpc_load(&fp8_in); float fp8_y = fp8_v * scale;\n",
+                    elementCType(op.getInput()), value)
+          .str();
+  code += delayedSaturation(op.getResult().getType().getElementType(), "fp8_v",
+                            "fp8_y", amax, saturated, "      ");
+  if (!stored.empty())
+    code += llvm::formatv("      {0}[{1}] = fp8_in;\n", stored, index).str();
+  return code +
+         llvm::formatv("      mpc_store({0} + {1}, fp8_y); }", output, index)
+             .str();
+}
 
 void mlir::mpc::emitFp8SaturationCheck(StepEmitter &emitter, QuantizeOp op,
                                        int64_t gemmSite, int64_t quantizeSite,
@@ -526,6 +614,12 @@ void mlir::mpc::emitFp8ScalingUpdate(ModelOp train, StepEmitter &emitter,
 FailureOr<bool> mlir::mpc::emitFp8Op(Operation *op, const Step &step,
                                      StepEmitter &emitter) {
   if (auto quantize = dyn_cast<QuantizeOp>(op)) {
+    // The layer norm's kernel cast it: only the transposed copy is left.
+    if (rowCastQuantize(step) == quantize) {
+      if (quantize.getTransposed())
+        emitFp8Transpose(emitter, quantize);
+      return true;
+    }
     if (failed(emitQuantize(emitter, step, quantize)))
       return failure();
     return true;

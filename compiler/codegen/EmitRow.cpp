@@ -812,21 +812,50 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
   // A current-scaling quantization of y after it in the group: the kernel
   // finds y's amax as it stores it, each block's into the step's scratch.
   QuantizeOp quantize = storedAmaxQuantize(step);
+  // A delayed-scaling quantization of y after it in the group: the kernel
+  // casts y to FP8 with the table's scale (and stores y only where it is
+  // read elsewhere), raising the table's amax and saturation count.
+  QuantizeOp cast = rowCastQuantize(step);
+  bool storesY = !cast || emitter.getPlan().isMaterialised(op.getResult());
   auto storeY = [&](StringRef index, StringRef value) {
+    if (cast)
+      return delayedCastStore(cast, "q", storesY ? "y" : "", index, value,
+                              "fp8_amax", "fp8_saturated");
     return quantize
                ? llvm::formatv("mpc_store_amax(y + {0}, {1}, amax);", index,
                                value)
                      .str()
                : llvm::formatv("mpc_store(y + {0}, {1});", index, value).str();
   };
-  std::string amaxParameter, amaxPartials;
+  std::string outputParameters =
+      storesY
+          ? llvm::formatv(", {0} *__restrict__ y", elementCType(op.getResult()))
+                .str()
+          : std::string();
+  std::string amaxDeclaration, amaxPartials;
   if (quantize) {
-    amaxParameter = amaxPartialsParameter;
+    outputParameters += amaxPartialsParameter;
+    amaxDeclaration = threadAmaxDeclaration;
     amaxPartials = blockAmaxPartial("  ");
     // A block a row leaves early: with its amax written.
     if (shape.exit == "return;")
       shape.exit =
           StringRef(blockAmaxPartial("    ")).ltrim().str() + "    return;";
+  }
+  if (cast) {
+    outputParameters +=
+        llvm::formatv(", {0} *__restrict__ q, float *__restrict__ scale_inv, "
+                      "float *__restrict__ table",
+                      elementCType(cast.getResult()))
+            .str();
+    amaxDeclaration =
+        delayedScaleCode(cast, "fp8_amax", "fp8_saturated") +
+        "  if (blockIdx.x == 0 && threadIdx.x == 0) scale_inv[0] = 1.0f / "
+        "scale;\n";
+    amaxPartials = delayedTableUpdate(cast, "fp8_amax", "fp8_saturated");
+    if (shape.exit == "return;")
+      shape.exit = StringRef(indentLines(amaxPartials, "  ")).ltrim().str() +
+                   "    return;";
   }
   std::string inRegisters;
   if (shape.registers)
@@ -856,7 +885,7 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
                                     "j) + mpc_load(beta + j)"));
   emitter.addKernel(llvm::formatv(
       "{7}__global__ void {0}({1}, const {2} *__restrict__ gamma, const {2} "
-      "*__restrict__ beta, {3} *__restrict__ y{14}) {{\n"
+      "*__restrict__ beta{14}) {{\n"
       "{16}{10}"
       "  mpc_sum sum = 0.0f;\n"
       "{9}"
@@ -871,15 +900,15 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
       name, llvm::join(x->parameters, ", "), elementCType(op.getGamma()),
       elementCType(op.getResult()), width, eps, element, x->functions(),
       keep("v", at), inRegisters, shape.open, shape.forElements, shape.reduce,
-      shape.close, amaxParameter, amaxPartials,
-      quantize ? threadAmaxDeclaration : "",
+      shape.close, outputParameters, amaxPartials, amaxDeclaration,
       storeY(at, "(" + element +
                      " - mean) * rstd * mpc_load(gamma + j) + "
                      "mpc_load(beta + j)")));
   SmallVector<std::string> arguments(x->arguments);
   arguments.append({emitter.constPointer(op.getGamma()),
-                    emitter.constPointer(op.getBeta()),
-                    emitter.pointer(op.getResult())});
+                    emitter.constPointer(op.getBeta())});
+  if (storesY)
+    arguments.push_back(emitter.pointer(op.getResult()));
   if (quantize)
     arguments.push_back(emitter.scratchPointer(
         step, "float", quantizeScratch(step, quantize).amaxOffset,
@@ -889,9 +918,22 @@ LogicalResult emitLayerNorm(StepEmitter &emitter, const Step &step,
   KernelCost cost = KernelCost()
                         .reads(op.getGamma())
                         .reads(op.getBeta())
-                        .writes(op.getResult())
                         .flopsPer(rows * width, 8)
                         .flopsPer(rows, 5);
+  if (storesY)
+    cost.writes(op.getResult());
+  if (cast) {
+    arguments.append({emitter.pointer(cast.getResult()),
+                      emitter.pointer(cast.getScaleInv()),
+                      emitter.pointer(cast.getScaling())});
+    // The cast (a scale and a clip an element), the scale's inverse, and
+    // each block's amax and count raised into the table.
+    cost.writes(cast.getResult())
+        .writes(cast.getScaleInv())
+        .readsBytes(shape.grid * 4)
+        .writesBytes(shape.grid * 8)
+        .flopsPer(rows * width, 3);
+  }
   if (x->fused)
     cost += x->fused->cost;
   else

@@ -64,8 +64,20 @@ Operation *rowKernelOp(const Step &step);
 /// kernels find the amax as they store, and the quantization has no amax
 /// pass of its own. Null where there is none.
 QuantizeOp storedAmaxQuantize(const Step &step);
+/// The delayed-scaling quantization of a layer norm's output in its row
+/// group: the norm's kernel casts y to FP8 itself (its scale is known
+/// before the step), so y is not stored unless read elsewhere, and the
+/// quantization only writes the transposed copy, from the FP8 bytes.
+/// Null where there is none.
+QuantizeOp rowCastQuantize(const Step &step);
+/// Either of those: the quantization that follows the kernels of its group
+/// that store (or cast) its input.
+QuantizeOp groupedQuantize(const Step &step);
 /// That op (null where there is no such quantization).
 Operation *storedAmaxProducer(const Step &step);
+/// `code`'s lines, each with `indent` before it (kernel source nested in a
+/// block).
+std::string indentLines(StringRef code, StringRef indent);
 /// The kernel source of a row kernel that finds a stored amax: its
 /// parameter, the thread's amax, and (indented by `indent`) the statements
 /// that leave each block's in `amax_partials` (every thread reaches them).
@@ -731,6 +743,22 @@ FailureOr<bool> emitConvolution(Operation *op, const Step &step,
 /// mpc.quantize and mpc.scaled_matmul (EmitFp8.cpp).
 FailureOr<bool> emitFp8Op(Operation *op, const Step &step,
                           StepEmitter &emitter);
+/// The code of a kernel that casts its output to FP8 under delayed scaling
+/// itself (rowCastQuantize), with `table` the scaling table among its
+/// parameters (EmitFp8.cpp): the scale the table gives, and the thread's
+/// amax and saturation count (named `amax`, `saturated`), zeroed...
+std::string delayedScaleCode(QuantizeOp op, StringRef amax,
+                             StringRef saturated);
+/// ...each value's cast: `value` rounded to the quantization's input type
+/// (and stored at `stored`[`index`] unless that is empty), scaled, clipped
+/// and counted, and stored at `output` + `index`...
+std::string delayedCastStore(QuantizeOp op, StringRef output, StringRef stored,
+                             StringRef index, StringRef value, StringRef amax,
+                             StringRef saturated);
+/// ...and, reached by every thread of the block, the block's amax and count
+/// raised into the table.
+std::string delayedTableUpdate(QuantizeOp op, StringRef amax,
+                               StringRef saturated);
 /// Delayed FP8 scaling's update of its table, once a step after the
 /// optimizer's prepare kernel has decided whether the step applies; with
 /// `dataParallel`, the step's amaxes are first the largest over the ranks.
