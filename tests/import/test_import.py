@@ -25,9 +25,14 @@ Each model (and the round trip) runs in a process of its own: a process
 holds three compiled libraries, and glibc's static TLS fits about five.
 
     test_import.py --mpc build/bin/mpc --work DIR [--models mlp,round_trip]
+
+The CMake build runs it with --stage=build (the exports, the imports and
+the compiles) and the test with --stage=test (the checks on what the build
+compiled); without --stage it does both.
 """
 
 import argparse
+import filecmp
 import json
 import os
 import shutil
@@ -71,14 +76,44 @@ def export(name, path, opset=17):
 
 
 def build(args, onnx_path, directory, flags):
-    """mpc import, then mpc compile --shared; the loaded model."""
-    os.makedirs(directory, exist_ok=True)
+    """mpc import, then mpc compile --shared; the loaded model. The build
+    runs the imports and compiles (--stage=build) and the test loads what
+    it compiled (--stage=test), after checking that it was compiled with
+    these flags."""
     mlir = os.path.join(directory, "model.mlir")
     weights = os.path.join(directory, "weights.safetensors")
-    run(args.mpc, "import", onnx_path, "-o", mlir, "--weights", weights,
-        "--name", "model")
-    run(args.mpc, "compile", mlir, "--shared", "-o", directory, *flags)
-    return mlir, weights, mpc.load(os.path.join(directory, "libmodel.so"))
+    library = os.path.join(directory, "libmodel.so")
+    stamp = os.path.join(directory, "flags")
+    if args.stage == "test":
+        built = open(stamp).read() if os.path.exists(stamp) else None
+        if built != " ".join(flags):
+            sys.exit(f"FAIL: {directory} was not built with {flags} (built: "
+                     f"{built}): the build's --stage=build and the test "
+                     "disagree")
+    else:
+        os.makedirs(directory, exist_ok=True)
+        run(args.mpc, "import", onnx_path, "-o", mlir, "--weights", weights,
+            "--name", "model")
+        run(args.mpc, "compile", mlir, "--shared", "-o", directory, *flags)
+        with open(stamp, "w") as file:
+            file.write(" ".join(flags))
+    if args.stage == "build":
+        return mlir, weights, None
+    return mlir, weights, mpc.load(library)
+
+
+def export_for_stage(args, export, name, onnx_path, **options):
+    """export(name, onnx_path, **options), the module it exported. The test
+    stage exports again beside the build's file and requires the same
+    bytes: the module it checks against is the one the build compiled."""
+    if args.stage != "test":
+        return export(name, onnx_path, **options)
+    again = onnx_path.replace(".onnx", ".test.onnx")
+    module = export(name, again, **options)
+    if not filecmp.cmp(again, onnx_path, shallow=False):
+        sys.exit(f"FAIL: {again} differs from the build's {onnx_path}: "
+                 "the export is not deterministic, or the build is stale")
+    return module
 
 
 def numpy_inputs(batch):
@@ -99,6 +134,8 @@ def check_o0(args, name, module, onnx_path, label="O0"):
     directory = os.path.join(args.work, name, label)
     mlir, weights, model = build(args, onnx_path, directory,
                                  ["--amp=O0", "--optimizer=sgd", f"--lr={LR}"])
+    if model is None:
+        return mlir
     # The exported weights, batch-norm statistics included (the export ran
     # the module in training mode, which moved them).
     module.load_state_dict(read_safetensors(weights), strict=False)
@@ -152,6 +189,8 @@ def check_o2(args, name, onnx_path, flags, label):
     mlir, weights, model = build(args, onnx_path, directory,
                                  ["--amp=O2", *flags, "--optimizer=adam",
                                   "--lr=0.01"])
+    if model is None:
+        return
     batch = numpy_inputs(MODELS[name][1](300))
     with model.session(seed=0) as session:
         session.load_weights(weights)
@@ -172,6 +211,8 @@ def check_nonfinite_locator(args, name, onnx_path, parameter, node):
     directory = os.path.join(args.work, name, "debug_nonfinite")
     _, weights, model = build(args, onnx_path, directory,
                               ["--debug-nonfinite"])
+    if model is None:
+        return
     batch = numpy_inputs(MODELS[name][1](500))
     with model.session(seed=0) as session:
         session.load_weights(weights)
@@ -211,10 +252,12 @@ def check_round_trip(args):
     directory = os.path.join(args.work, "round_trip")
     os.makedirs(directory, exist_ok=True)
     onnx_path = os.path.join(directory, "mlp.onnx")
-    module = export(name, onnx_path)
+    module = export_for_stage(args, export, name, onnx_path)
     _, weights, model = build(args, onnx_path, directory,
                               ["--amp=O2", "--half=bf16", "--optimizer=adamw",
                                "--lr=0.01"])
+    if model is None:
+        return
     checkpoint = os.path.join(directory, "checkpoint.safetensors")
     with model.session(seed=0) as session:
         session.load_weights(weights)
@@ -238,16 +281,21 @@ def main():
     parser.add_argument("--mpc", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--models", default=",".join([*MODELS, "round_trip"]))
+    parser.add_argument("--stage", choices=["all", "build", "test"],
+                        default="all",
+                        help="build: export, import and compile only (the "
+                        "CMake build runs it); test: check what it built")
     args = parser.parse_args()
     names = args.models.split(",")
     if len(names) > 1:
         # One process per model: each process holds three of the compiled
         # libraries, and glibc's static TLS fits about five.
-        shutil.rmtree(args.work, ignore_errors=True)
+        if args.stage != "test":
+            shutil.rmtree(args.work, ignore_errors=True)
         for name in names:
             result = subprocess.run([sys.executable, __file__, "--mpc",
                                      args.mpc, "--work", args.work,
-                                     "--models", name])
+                                     "--models", name, "--stage", args.stage])
             if result.returncode != 0:
                 sys.exit(f"FAIL: {name}")
         print("PASS")
@@ -263,7 +311,7 @@ def main():
         return
     os.makedirs(os.path.join(args.work, name), exist_ok=True)
     onnx_path = os.path.join(args.work, name, f"{name}.onnx")
-    module = export(name, onnx_path)
+    module = export_for_stage(args, export, name, onnx_path)
     check_o0(args, name, module, onnx_path)
     check_o2(args, name, onnx_path, ["--half=f16"], "O2_f16")
     check_o2(args, name, onnx_path, ["--half=bf16"], "O2_bf16")
@@ -273,8 +321,10 @@ def main():
         # Opsets before 17 write layer norm out in ReduceMean, Sub, Pow,
         # Sqrt, Div, Mul and Add; the import puts it back together.
         onnx_path = os.path.join(args.work, name, f"{name}_opset14.onnx")
-        module = export(name, onnx_path, opset=14)
+        module = export_for_stage(args, export, name, onnx_path, opset=14)
         mlir = check_o0(args, name, module, onnx_path, "O0_opset14")
+        if args.stage == "build":
+            return
         with open(mlir) as file:
             norms = file.read().count("mpc.layer_norm")
         if norms != 3:
