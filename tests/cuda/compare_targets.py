@@ -3,7 +3,7 @@
 
   compare_targets.py --rtol 1e-2 --atol 1e-3 --steps 20 \
       --reference <cpu train_steps> --candidate <cuda train_steps> \
-      [--candidate-arg=--cuda-graphs]
+      [--candidate-arg=--cuda-graphs] [--graphs-bit-for-bit]
 
 Both programs (tests/cuda/train_steps.cpp) train the same model from the same
 seed on the same inputs, evaluate it and save a checkpoint. The test fails
@@ -12,7 +12,11 @@ optimizer state) agree within |cuda - cpu| <= atol + rtol * |cpu| (per
 element; for tensors rtol, or --tensor-rtol, scales with the tensor's
 largest magnitude), and
 the checkpoints have the same tensors, dtypes, shapes and metadata: one
-format on both targets. Exits 77 (ctest's skip code) when the candidate
+format on both targets. With --graphs-bit-for-bit the candidate also trains
+as CUDA graphs, which must give every loss and the checkpoint, bit for bit,
+that its kernel-by-kernel launches give (a graph replays its captured
+arguments: anything that changes between steps must come from device
+memory). Exits 77 (ctest's skip code) when the candidate
 reports that there is no CUDA device.
 """
 
@@ -66,6 +70,38 @@ def read_safetensors(path):
     return metadata, tensors
 
 
+def graphs_differ(args, launches_out, launches_ckpt, graphs_ckpt):
+    """The candidate again, as CUDA graphs: how its losses and checkpoint
+    differ from the kernel-by-kernel run's (nothing, or failures)."""
+    status, graphs_out = run(args.candidate, args.steps, graphs_ckpt,
+                             args.candidate_arg + ["--cuda-graphs"])
+    if status != 0:
+        sys.exit(f"error: {args.candidate} --cuda-graphs exited {status}:\n"
+                 f"{graphs_out}")
+    failures = []
+    for kind in ("step", "eval"):
+        if losses(graphs_out, kind) != losses(launches_out, kind):
+            failures.append(f"graphs: the {kind} losses differ from the "
+                            f"launches': {losses(graphs_out, kind)} vs "
+                            f"{losses(launches_out, kind)}")
+    graphs_meta, graphs_tensors = read_safetensors(graphs_ckpt)
+    launches_meta, launches_tensors = read_safetensors(launches_ckpt)
+    if graphs_meta != launches_meta:
+        failures.append(f"graphs: metadata {graphs_meta}, launches "
+                        f"{launches_meta}")
+    for name in sorted(set(graphs_tensors) | set(launches_tensors)):
+        got, want = graphs_tensors.get(name), launches_tensors.get(name)
+        same = got is not None and want is not None and got[:2] == want[:2] \
+            and all(g == w or (g != g and w != w)
+                    for g, w in zip(got[2], want[2]))
+        if not same:
+            failures.append(f"graphs: {name} differs from the launches'")
+    if not failures:
+        print(f"graphs: {args.steps} steps' losses and "
+              f"{len(graphs_tensors)} tensors bit for bit the launches'")
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--rtol", type=float, required=True)
@@ -78,6 +114,9 @@ def main():
     parser.add_argument("--candidate", required=True)
     parser.add_argument("--candidate-arg", action="append", default=[],
                         help="an argument for the candidate program")
+    parser.add_argument("--graphs-bit-for-bit", action="store_true",
+                        help="also run the candidate with --cuda-graphs and "
+                             "require its launches' bits")
     args = parser.parse_args()
     tensor_rtol = args.rtol if args.tensor_rtol is None else args.tensor_rtol
 
@@ -96,6 +135,9 @@ def main():
             sys.exit(f"error: {args.reference} exited {status}:\n{cpu_out}")
 
         failures = []
+        if args.graphs_bit_for_bit:
+            failures += graphs_differ(args, cuda_out, cuda_ckpt,
+                                      os.path.join(tmp, "graphs.safetensors"))
         worst_loss = 0.0  # the largest |cuda - cpu| / |cpu| of a loss
         for kind, count in (("step", args.steps), ("eval", 3)):
             cpu_losses, cuda_losses = losses(cpu_out, kind), losses(cuda_out,
