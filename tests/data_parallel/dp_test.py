@@ -18,10 +18,12 @@ the --data-parallel build run as one process (MPI's singleton) ends
 elsewhere.
 
     dp_test.py --mpc build/bin/mpc --mpirun mpirun --model examples/mlp.mlir
-               --work DIR --part PART
+               --work DIR --part PART [--stage build|test --libraries LIBS]
 
 Each ctest runs one part (PARTS): the comparison above for one optimizer
-and level, or one of the checks below.
+and level, or one of the checks below. The CMake build compiles each
+part's libraries (--stage=build, into LIBS) and the test checks with them
+(--stage=test); without --stage the part compiles them as it goes.
 
 mpc_get_gradient on 3 ranks is the mean of the ranks' gradients (and after
 a --shard-optimizer train step, which sums only each rank's shard, an
@@ -146,17 +148,8 @@ def check_accumulate_on_ranks(args, mpirun, worker):
     every rank keeping about half the momentum."""
     import numpy as np
     work = lambda name: os.path.join(args.work, f"rank_accumulate_{name}")
-    flags = ["--optimizer=sgd", "--lr=0.01", "--momentum=0.9", "--amp=O2",
-             "--half=f16", "--loss-scale=dynamic"]
-    libraries = {}
-    for name, extra in [("dp", ["--data-parallel", "--accumulate=2"]),
-                        ("dp_shard", ["--data-parallel", "--accumulate=2",
-                                      "--shard-optimizer"]),
-                        ("acc4", ["--accumulate=4"])]:
-        directory = work(name)
-        run([args.mpc, "compile", args.model, "--shared", "-o", directory,
-             *flags, *extra])
-        libraries[name] = os.path.join(directory, "libmlp.so")
+    libraries = {name: args.libraries.path(f"rank_accumulate_{name}")
+                 for name in ["dp", "dp_shard", "acc4"]}
     # Rank 1's second micro-batch of step 3 overflows.
     overflow = ["--overflow-at", str(3 * 4 + 3)]
     arenas = {}
@@ -222,13 +215,9 @@ def check_bucket_size(args, mpirun, worker, reference):
     own (4 sums instead of 2): 3 ranks end where 3 ranks with 25 MiB
     buckets end, bit for bit, since every element is summed in rank order
     whatever its bucket (Adam, O2 f16, the same overflow)."""
-    directory = os.path.join(args.work, "adam_O2_f16_dp_small_buckets")
-    run([args.mpc, "compile", args.model, "--shared", "-o", directory,
-         "--amp=O2", "--half=f16", "--loss-scale=dynamic", "--optimizer=adam",
-         "--lr=0.01", "--beta1=0.9", "--weight-decay=0.01", "--data-parallel",
-         "--bucket-mb=0.001"])
     ours = os.path.join(args.work, "adam_O2_f16_np3_small_buckets")
-    run([*mpirun, "3", *worker, "--lib", os.path.join(directory, "libmlp.so"),
+    run([*mpirun, "3", *worker, "--lib",
+         args.libraries.path("adam_O2_f16_dp_small_buckets"),
          "--out", ours, "--ranks", "3", "--overflow-at", str(3 * 3 + 1)])
     problems = different(*read_checkpoint(ours), *read_checkpoint(reference))
     if problems:
@@ -425,14 +414,9 @@ def check_state_follows_rank0(args, mpirun, worker):
     """The ResNet example's batch-norm running statistics, which each
     rank's batch moves, follow rank 0's after every step: the ranks' whole
     checkpoints stay equal."""
-    directory = os.path.join(args.work, "resnet_dp")
-    resnet = os.path.join(os.path.dirname(args.model), "resnet.mlir")
-    run([args.mpc, "compile", resnet, "--shared", "-o", directory,
-         "--data-parallel", "--optimizer=sgd", "--momentum=0.9"])
     out = os.path.join(args.work, "resnet_np2")
-    run([*mpirun, "2", *worker, "--lib",
-         os.path.join(directory, "libresnet.so"), "--out", out, "--ranks",
-         "2", "--steps", "3"])
+    run([*mpirun, "2", *worker, "--lib", args.libraries.path("resnet_dp"),
+         "--out", out, "--ranks", "2", "--steps", "3"])
     tensors, metadata = read_checkpoint(out)
     problems = different(*read_checkpoint(out + ".rank1"), tensors, metadata)
     states = [name for name in tensors if "running_" in name]
@@ -448,14 +432,8 @@ def check_state_follows_rank0(args, mpirun, worker):
 def check_dropout(args, mpirun, worker):
     """With dropout, rank r's micro-batch of step t draws the masks of
     micro-batch t*N + r, so 2 ranks still end where --accumulate=2 ends."""
-    model = os.path.join(HERE, "..", "e2e", "models", "dropout_mlp.mlir")
-    libraries = {}
-    for name, flags in [("dp", ["--data-parallel"]),
-                        ("acc2", ["--accumulate=2"])]:
-        directory = os.path.join(args.work, f"dropout_{name}")
-        run([args.mpc, "compile", model, "--shared", "-o", directory,
-             "--optimizer=adam", "--lr=0.01", *flags])
-        libraries[name] = os.path.join(directory, "libdropout_mlp.so")
+    libraries = {name: args.libraries.path(f"dropout_{name}")
+                 for name in ["dp", "acc2"]}
     ours = os.path.join(args.work, "dropout_np2")
     theirs = ours + "_accumulate"
     run([*mpirun, "2", *worker, "--lib", libraries["dp"], "--out", ours,
@@ -478,21 +456,11 @@ def check_sharded_master_copies(args, mpirun, worker):
     which each rank writes for its shard and the ranks sum), on 2 ranks
     (whose shards meet inside ln.bias) and 3, ends where --accumulate=N
     ends, bit for bit; a stale copy would change every later step."""
-    model = os.path.join(HERE, "..", "e2e", "models", "layer_norm_mlp.mlir")
-    flags = [*LEVELS["O2_f16"], "--optimizer=adamw", "--lr=0.01",
-             "--weight-decay=0.01", "--clip-norm=1.0"]
     failures = 0
     for ranks in [2, 3]:
-        libraries = {}
-        for name, extra in [("shard", ["--data-parallel",
-                                       "--shard-optimizer"]),
-                            ("acc", [f"--accumulate={ranks}"])]:
-            directory = os.path.join(args.work, f"ln_{name}{ranks}")
-            run([args.mpc, "compile", model, "--shared", "-o", directory,
-                 *flags, *extra])
-            libraries[name] = os.path.join(directory,
-                                           "liblayer_norm_mlp.so")
-        header = open(os.path.join(args.work, f"ln_shard{ranks}",
+        libraries = {name: args.libraries.path(f"ln_{name}{ranks}")
+                     for name in ["shard", "acc"]}
+        header = open(os.path.join(os.path.dirname(libraries["shard"]),
                                    "layer_norm_mlp.cpp")).read()
         if "layer_norm_mlp_param_copies[] = {-1, -1, 0, 256," not in header:
             print("FAIL: the layer norm's parameters have no f32 copies")
@@ -531,16 +499,8 @@ def check_fp8_delayed(args, mpirun, worker):
     one process accumulating the micro-batches raises one amax over them,
     so 2 ranks end where --accumulate=2 ends, the table (fp8.scaling, its
     scales and histories) included, and both ranks hold the same table."""
-    options = ["--amp=O2", "--half=bf16", "--fp8=all",
-               "--fp8-scaling=delayed", "--fp8-history=4",
-               "--optimizer=adam", "--lr=0.01"]
-    libraries = {}
-    for name, flags in [("dp", ["--data-parallel"]),
-                        ("acc2", ["--accumulate=2"])]:
-        directory = os.path.join(args.work, f"fp8_{name}")
-        run([args.mpc, "compile", args.model, "--shared", "-o", directory,
-             *options, *flags])
-        libraries[name] = os.path.join(directory, "libmlp.so")
+    libraries = {name: args.libraries.path(f"fp8_{name}")
+                 for name in ["dp", "acc2"]}
     ours = os.path.join(args.work, "fp8_np2")
     theirs = ours + "_accumulate"
     run([*mpirun, "2", *worker, "--lib", libraries["dp"], "--out", ours,
@@ -574,38 +534,138 @@ PARTS = ([f"{optimizer}_{level}" for optimizer in ["sgd", "adam", "adamw"]
           "accumulate_on_ranks", "buckets", "torchrun", "fp8_delayed"])
 
 
+def matrix_library(optimizer, level, kind):
+    """The MLP's library name and flags for one optimizer and level; kind:
+    dp, dp_shard or acc<N>."""
+    # AdamW clips (the MLP's norm is above 1 in most of its 20 steps), so
+    # that the gradient norm a sharded step sums from its ranks' chunks
+    # reaches the parameters.
+    flags = [*LEVELS[level], f"--optimizer={optimizer}", "--lr=0.01",
+             "--momentum=0.9" if optimizer == "sgd" else "--beta1=0.9",
+             "--weight-decay=0.01",
+             *(["--clip-norm=1.0"] if optimizer == "adamw" else [])]
+    extra = {"dp": ["--data-parallel"],
+             "dp_shard": ["--data-parallel", "--shard-optimizer"]}.get(
+                 kind, [f"--accumulate={kind[3:]}"])
+    return f"{optimizer}_{level}_{kind}", (None, [*flags, *extra])
+
+
+def part_libraries(part):
+    """The libraries a part trains: {name: (model, flags)}, the model a
+    file beside this one's tests (None: --model, the MLP example)."""
+    matrix = lambda optimizer, level, kinds: dict(
+        matrix_library(optimizer, level, kind) for kind in kinds)
+    if part in PARTS[:3 * len(LEVELS)]:
+        optimizer, level = part.split("_", 1)
+        return matrix(optimizer, level, ["dp", "dp_shard", "acc2", "acc3"])
+    if part == "moves":
+        return matrix("adam", "O2_f16", ["dp", "dp_shard", "acc2", "acc3"])
+    if part == "failing_rank":
+        return matrix("adamw", "O2_f16", ["dp"])
+    if part == "gradients":
+        return matrix("sgd", "O0", ["dp", "dp_shard"])
+    if part == "buckets":
+        _, (_, flags) = matrix_library("adam", "O2_f16", "dp")
+        return {**matrix("adam", "O2_f16", ["dp"]),
+                "adam_O2_f16_dp_small_buckets": (None,
+                                                 [*flags, "--bucket-mb=0.001"])}
+    if part == "torchrun":
+        return {**matrix("adam", "O2_f16", ["dp", "dp_shard"]),
+                **matrix("sgd", "O0", ["dp"])}
+    if part == "state":
+        return {"resnet_dp": ("../../examples/resnet.mlir",
+                              ["--data-parallel", "--optimizer=sgd",
+                               "--momentum=0.9"])}
+    if part == "dropout":
+        return {f"dropout_{name}": ("../e2e/models/dropout_mlp.mlir",
+                                    ["--optimizer=adam", "--lr=0.01", flag])
+                for name, flag in [("dp", "--data-parallel"),
+                                   ("acc2", "--accumulate=2")]}
+    if part == "master_copies":
+        flags = [*LEVELS["O2_f16"], "--optimizer=adamw", "--lr=0.01",
+                 "--weight-decay=0.01", "--clip-norm=1.0"]
+        return {f"ln_{name}{ranks}": ("../e2e/models/layer_norm_mlp.mlir",
+                                      [*flags, *extra])
+                for ranks in [2, 3]
+                for name, extra in [("shard", ["--data-parallel",
+                                               "--shard-optimizer"]),
+                                    ("acc", [f"--accumulate={ranks}"])]}
+    if part == "accumulate_on_ranks":
+        flags = ["--optimizer=sgd", "--lr=0.01", "--momentum=0.9", "--amp=O2",
+                 "--half=f16", "--loss-scale=dynamic"]
+        return {f"rank_accumulate_{name}": (None, [*flags, *extra])
+                for name, extra in [
+                    ("dp", ["--data-parallel", "--accumulate=2"]),
+                    ("dp_shard", ["--data-parallel", "--accumulate=2",
+                                  "--shard-optimizer"]),
+                    ("acc4", ["--accumulate=4"])]}
+    if part == "fp8_delayed":
+        options = ["--amp=O2", "--half=bf16", "--fp8=all",
+                   "--fp8-scaling=delayed", "--fp8-history=4",
+                   "--optimizer=adam", "--lr=0.01"]
+        return {f"fp8_{name}": (None, [*options, flag])
+                for name, flag in [("dp", "--data-parallel"),
+                                   ("acc2", "--accumulate=2")]}
+    raise KeyError(part)
+
+
+class Libraries:
+    """The compiled libraries of one part (part_libraries), each in a
+    directory of its own under `directory`. --stage=build compiles them
+    all (the CMake build runs it, with record_status.sh) and the test
+    (--stage=test) uses them, after checking that each was compiled from
+    the same model with the same flags; without --stage a part compiles
+    what it uses, when it first uses it."""
+
+    def __init__(self, args, directory):
+        self.args, self.directory = args, directory
+        self.wanted = part_libraries(args.part)
+
+    def source(self, name):
+        model, flags = self.wanted[name]
+        model = (os.path.normpath(os.path.join(HERE, model)) if model
+                 else os.path.abspath(self.args.model))
+        return model, flags, " ".join([model, *flags])
+
+    def path(self, name):
+        if name not in self.wanted:
+            sys.exit(f"FAIL: part {self.args.part} uses library {name}, "
+                     "which part_libraries does not list for it")
+        model, flags, recipe = self.source(name)
+        directory = os.path.join(self.directory, name)
+        library = os.path.join(
+            directory, f"lib{os.path.splitext(os.path.basename(model))[0]}.so")
+        stamp = os.path.join(directory, "recipe")
+        if self.args.stage == "test":
+            built = open(stamp).read() if os.path.exists(stamp) else None
+            if built != recipe or not os.path.exists(library):
+                sys.exit(f"FAIL: {directory} was not built from {recipe} "
+                         f"(built: {built}): the build's --stage=build and "
+                         "the test disagree")
+        elif not os.path.exists(stamp):
+            run([self.args.mpc, "compile", model, "--shared", "-o",
+                 directory, *flags])
+            with open(stamp, "w") as file:
+                file.write(recipe)
+        return library
+
+    def build_all(self):
+        for name in self.wanted:
+            self.path(name)
+
+
 class Runs:
-    """The libraries and multi-rank runs of one part, built once each in
-    the part's work directory."""
+    """The multi-rank runs of one part, made once each in the part's work
+    directory."""
 
     def __init__(self, args, mpirun, worker):
         self.args, self.mpirun, self.worker = args, mpirun, worker
         self.arena_bytes = {}
 
-    def flags(self, optimizer, level):
-        # AdamW clips (the MLP's norm is above 1 in most of its 20 steps), so that
-        # the gradient norm a sharded step sums from its ranks' chunks
-        # reaches the parameters.
-        return [*LEVELS[level], f"--optimizer={optimizer}", "--lr=0.01",
-                "--momentum=0.9" if optimizer == "sgd" else "--beta1=0.9",
-                "--weight-decay=0.01",
-                *(["--clip-norm=1.0"] if optimizer == "adamw" else [])]
-
-    def build(self, name, flags):
-        directory = os.path.join(self.args.work, name)
-        library = os.path.join(directory, "libmlp.so")
-        if not os.path.exists(library):
-            run([self.args.mpc, "compile", self.args.model, "--shared", "-o",
-                 directory, *flags])
-        return library
-
     def library(self, optimizer, level, kind):
         """kind: dp, dp_shard or acc<N>."""
-        extra = {"dp": ["--data-parallel"],
-                 "dp_shard": ["--data-parallel", "--shard-optimizer"]}.get(
-                     kind, [f"--accumulate={kind[3:]}"])
-        return self.build(f"{optimizer}_{level}_{kind}",
-                          [*self.flags(optimizer, level), *extra])
+        return self.args.libraries.path(
+            matrix_library(optimizer, level, kind)[0])
 
     def on_ranks(self, optimizer, level, ranks, shard):
         """Trains on `ranks` ranks, rank 1's micro-batch of step 3 holding
@@ -728,7 +788,31 @@ def main():
     parser.add_argument("--work", required=True)
     parser.add_argument("--part", required=True, choices=PARTS,
                         help="which check to run (each ctest runs one)")
+    parser.add_argument("--stage", choices=["all", "build", "test"],
+                        default="all",
+                        help="build: compile the part's libraries only (the "
+                        "CMake build runs it); test: check with what it "
+                        "built")
+    parser.add_argument("--libraries",
+                        help="where the part's libraries are (default: in "
+                        "--work)")
     args = parser.parse_args()
+    if args.stage != "all" and not args.libraries:
+        parser.error("--stage=build and --stage=test need --libraries")
+    args.libraries = Libraries(args, args.libraries or
+                               os.path.join(args.work, "libraries"))
+    if args.stage == "build":
+        args.libraries.build_all()
+        return
+    if args.stage == "test":
+        # What the build's record_status.sh kept of --stage=build.
+        status = os.path.join(args.libraries.directory, "status")
+        if not os.path.exists(status):
+            sys.exit(f"FAIL: {args.libraries.directory} was not built (run "
+                     "the build first)")
+        if open(status).read().strip() != "0":
+            log = open(os.path.join(args.libraries.directory, "log")).read()
+            sys.exit(f"FAIL: the build's --stage=build failed:\n{log}")
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
 
