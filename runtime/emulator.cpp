@@ -1060,6 +1060,12 @@ void count_mma() {
     e.counts.count_mma();
 }
 
+void count_shuffles(unsigned instructions, unsigned lanes) {
+  Emulator &e = state();
+  if (e.countingBlock)
+    e.counts.count_shuffles(instructions, lanes);
+}
+
 void set_counting(bool on) {
   state().counting = on;
   state().countingChosen = true;

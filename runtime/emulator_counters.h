@@ -65,6 +65,13 @@ public:
   }
   void end_block();
   void count_mma() { ++result.mma_products; }
+  /// `instructions` shuffles of `lanes` lanes each that a warp collective
+  /// stands for (warp_synchronised counts the collective itself as none).
+  void count_shuffles(unsigned instructions, unsigned lanes) {
+    result.shuffles.instructions += instructions;
+    result.shuffles.lanes += static_cast<unsigned long long>(instructions) *
+                             lanes;
+  }
   /// A shared array of `bytes` the running block uses (each once a block).
   void note_shared_array(const void *array, unsigned long long bytes);
   /// The launch's counters; publishes them for $MPC_EMULATION_COUNTERS.

@@ -1004,12 +1004,44 @@ __device__ __forceinline__ float mpc_max(float a, float b) {
 /// Combines one value per lane over the warp, a sum or (IsMax) a maximum,
 /// by a butterfly; every lane gets the result. All 32 lanes must call it.
 template <bool IsMax>
+__device__ __forceinline__ float mpc_combine(float value, float other) {
+  return IsMax ? mpc_max(value, other) : value + other;
+}
+#if defined(MPC_DEVICE_EMULATION)
+/// The butterfly of mpc_warp_reduce for all 32 lanes at once: each round
+/// combines a lane's value with its partner's (lane ^ offset) in the order
+/// the shuffles do, so every lane gets the same bits, and the 5 shuffles
+/// are counted as such.
+template <bool IsMax> void mpc_warp_reduce_complete(void *const *lanes) {
+  float value[32], next[32];
+  for (int lane = 0; lane < 32; ++lane)
+    value[lane] = *static_cast<const float *>(lanes[lane]);
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    for (int lane = 0; lane < 32; ++lane)
+      next[lane] = mpc_combine<IsMax>(value[lane], value[lane ^ offset]);
+    std::memcpy(value, next, sizeof value);
+  }
+  for (int lane = 0; lane < 32; ++lane)
+    *static_cast<float *>(lanes[lane]) = value[lane];
+  mpc_emu::count_shuffles(5, 32);
+}
+#endif
+template <bool IsMax>
 __device__ __forceinline__ float mpc_warp_reduce(float value) {
+#if defined(MPC_DEVICE_EMULATION)
+  // Under emulation one warp collective, not 5 shuffles: a shuffle is a
+  // fiber switch for each of the 32 lanes, and block reductions were most
+  // of an emulated step's time (mpc_block_reduce takes two of these).
+  mpc_emu::warp_collective(&value, mpc_warp_reduce_complete<IsMax>,
+                           __builtin_FILE(), __builtin_LINE());
+  return value;
+#else
   for (int offset = 16; offset > 0; offset >>= 1) {
     float other = __shfl_xor_sync(0xffffffffu, value, offset);
-    value = IsMax ? mpc_max(value, other) : value + other;
+    value = mpc_combine<IsMax>(value, other);
   }
   return value;
+#endif
 }
 template <bool IsMax>
 __device__ __forceinline__ float mpc_block_reduce(float value) {

@@ -244,6 +244,10 @@ struct uncounted_scope {
 };
 /// An mma.sync product of the running warp (mma_products).
 void count_mma();
+/// `instructions` shuffles of `lanes` lanes each, done by the running warp
+/// as one collective (a warp's butterfly reduction): counted as the
+/// shuffles a GPU runs.
+void count_shuffles(unsigned instructions, unsigned lanes);
 
 //===----------------------------------------------------------------------===//
 // Shared memory
