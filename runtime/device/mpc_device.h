@@ -997,15 +997,22 @@ __device__ __forceinline__ float mpc_max(float a, float b) {
 }
 
 #ifdef MPC_DEVICE_BLOCKS
-/// Combines one value per thread over the block, a sum or (IsMax) a
-/// maximum: a butterfly within each warp, the warps' results through shared
-/// memory, then a butterfly over those; every thread gets the result. Block
-/// size must be a multiple of 32 and at most 1024 (launchers use 256).
-/// Combines one value per lane over the warp, a sum or (IsMax) a maximum,
-/// by a butterfly; every lane gets the result. All 32 lanes must call it.
+/// A lane's value combined with another lane's: a sum or (IsMax) a
+/// maximum.
 template <bool IsMax>
 __device__ __forceinline__ float mpc_combine(float value, float other) {
   return IsMax ? mpc_max(value, other) : value + other;
+}
+/// mpc_warp_reduce as the GPU runs it: 5 shuffles. Under emulation the
+/// emulator's tests run it against the collective below
+/// (emulator.WarpReduceIsTheShuffleButterfly).
+template <bool IsMax>
+__device__ __forceinline__ float mpc_warp_reduce_by_shuffles(float value) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    float other = __shfl_xor_sync(0xffffffffu, value, offset);
+    value = mpc_combine<IsMax>(value, other);
+  }
+  return value;
 }
 #if defined(MPC_DEVICE_EMULATION)
 /// The butterfly of mpc_warp_reduce for all 32 lanes at once: each round
@@ -1026,6 +1033,8 @@ template <bool IsMax> void mpc_warp_reduce_complete(void *const *lanes) {
   mpc_emu::count_shuffles(5, 32);
 }
 #endif
+/// Combines one value per lane over the warp, a sum or (IsMax) a maximum,
+/// by a butterfly; every lane gets the result. All 32 lanes must call it.
 template <bool IsMax>
 __device__ __forceinline__ float mpc_warp_reduce(float value) {
 #if defined(MPC_DEVICE_EMULATION)
@@ -1036,13 +1045,13 @@ __device__ __forceinline__ float mpc_warp_reduce(float value) {
                            __builtin_FILE(), __builtin_LINE());
   return value;
 #else
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    float other = __shfl_xor_sync(0xffffffffu, value, offset);
-    value = mpc_combine<IsMax>(value, other);
-  }
-  return value;
+  return mpc_warp_reduce_by_shuffles<IsMax>(value);
 #endif
 }
+/// Combines one value per thread over the block, a sum or (IsMax) a
+/// maximum: a butterfly within each warp, the warps' results through shared
+/// memory, then a butterfly over those; every thread gets the result. Block
+/// size must be a multiple of 32 and at most 1024 (launchers use 256).
 template <bool IsMax>
 __device__ __forceinline__ float mpc_block_reduce(float value) {
   MPC_SHARED(float, partial, 32);

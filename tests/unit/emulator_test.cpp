@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -37,6 +38,19 @@ __global__ void row_max(const float *x, float *out, long long n) {
   m = mpc_block_reduce_max(m);
   if (threadIdx.x == 0)
     out[blockIdx.x] = m;
+}
+
+/// Each lane's value reduced over its warp both ways: by mpc_warp_reduce
+/// (under emulation one warp collective) and by the shuffles the GPU runs
+/// (mpc_warp_reduce_by_shuffles), a sum and a maximum each.
+__global__ void warp_reduce_both_ways(const float *x, float *collective,
+                                      float *shuffles) {
+  long long i = blockIdx.x * blockDim.x + threadIdx.x;
+  float v = x[i];
+  collective[2 * i] = mpc_warp_reduce<false>(v);
+  collective[2 * i + 1] = mpc_warp_reduce<true>(v);
+  shuffles[2 * i] = mpc_warp_reduce_by_shuffles<false>(v);
+  shuffles[2 * i + 1] = mpc_warp_reduce_by_shuffles<true>(v);
 }
 
 __global__ void row_sum(const float *x, float *out, long long n) {
@@ -223,6 +237,49 @@ TEST(Emulator, BlockMaxKeepsNaNAtEveryBlockSize) {
             << out.data[1];
       }
     }
+  }
+}
+
+/// Under emulation a warp's butterfly is one collective that combines the
+/// lanes itself; every lane must get the bits the GPU's 5 shuffles give it:
+/// sums whose rounding depends on the order (magnitudes 2^-20 to 2^20,
+/// both signs), maxima with -0.0 beside +0.0 and infinities, and NaNs of
+/// different payloads, of which mpc_max keeps a particular one. (Which
+/// payload a sum of two NaNs keeps is the host compiler's choice of operand
+/// order, and a GPU's sum is the canonical NaN: a sum need only be NaN.)
+TEST(Emulator, WarpReduceIsTheShuffleButterfly) {
+  const unsigned block = 256, grid = 4, n = block * grid;
+  Buffer<float> x(n), collective(2 * n), shuffles(2 * n);
+  unsigned long long state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<uint32_t>(state >> 33);
+  };
+  for (unsigned i = 0; i < n; ++i) {
+    float magnitude = std::ldexp(1.0f + (next() % 1000) / 1000.0f,
+                                 static_cast<int>(next() % 41) - 20);
+    x.data[i] = next() % 2 ? magnitude : -magnitude;
+  }
+  // Warp 1: signed zeros and infinities; warp 2: two NaNs of different
+  // payloads; warp 3: a NaN among infinities.
+  x.data[32] = -0.0f, x.data[33] = 0.0f, x.data[40] = INFINITY;
+  x.data[41] = -INFINITY;
+  for (unsigned lane = 0; lane < 32; ++lane)
+    x.data[64 + lane] = lane % 2 ? -0.0f : 0.0f;
+  uint32_t quiet = 0x7fc00001u, other = 0xffc12345u;
+  std::memcpy(&x.data[96 + 5], &quiet, 4);
+  std::memcpy(&x.data[96 + 20], &other, 4);
+  std::memcpy(&x.data[128 + 7], &other, 4);
+  x.data[128 + 8] = INFINITY;
+  MPC_LAUNCH(warp_reduce_both_ways, grid, block, x.data, collective.data,
+             shuffles.data);
+  for (unsigned i = 0; i < 2 * n; ++i) {
+    bool sumOfNaNs = i % 2 == 0 && std::isnan(collective.data[i]) &&
+                     std::isnan(shuffles.data[i]);
+    EXPECT_TRUE(sumOfNaNs ||
+                std::memcmp(&collective.data[i], &shuffles.data[i], 4) == 0)
+        << (i % 2 ? "maximum" : "sum") << " of thread " << i / 2 << ": "
+        << collective.data[i] << " against the shuffles' " << shuffles.data[i];
   }
 }
 
