@@ -260,8 +260,9 @@ TEST(Emulator, WarpReduceIsTheShuffleButterfly) {
                                  static_cast<int>(next() % 41) - 20);
     x.data[i] = next() % 2 ? magnitude : -magnitude;
   }
-  // Warp 1: signed zeros and infinities; warp 2: two NaNs of different
-  // payloads; warp 3: a NaN among infinities.
+  // Warp 1: signed zeros beside infinities; warp 2: signed zeros alone;
+  // warp 3: two NaNs of different payloads; warp 4: a NaN beside an
+  // infinity.
   x.data[32] = -0.0f, x.data[33] = 0.0f, x.data[40] = INFINITY;
   x.data[41] = -INFINITY;
   for (unsigned lane = 0; lane < 32; ++lane)
