@@ -262,6 +262,31 @@ def Mpc_MaxPool2dGradOp : Mpc_PolicyOp<"max_pool2d_grad", "Follow", [Pure,
   }];
 }
 
+def Mpc_MaxPool2dIndicesGradOp
+    : Mpc_PolicyOp<"max_pool2d_indices_grad", "Follow", [Pure]> {
+  let summary = "Gradient of `mpc.max_pool2d_with_indices`";
+  let description = [{
+    Routes each window's gradient to the element `indices` names in it (a
+    position in the window, as `mpc.max_pool2d_with_indices` returns them;
+    none for -1). The result has the pooled input's type.
+
+    C1: `indices` has the shape of `grad`; `kernel`, `stride` and `padding`
+        have two entries.
+    C2: the result has rank 4, `grad`'s batch and channels and element
+        type, and spatial extents that pool (rounded down or up) to
+        `grad`'s.
+  }];
+  let arguments = (ins Mpc_FloatTensor:$grad, Mpc_WindowIndexTensor:$indices,
+                       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$stride,
+                       DenseI64ArrayAttr:$padding);
+  let results = (outs Mpc_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $indices `kernel` $kernel `stride` $stride `padding` $padding
+    attr-dict `:` type($grad) `,` type($indices) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Mpc_AvgPool2dGradOp : Mpc_PolicyOp<"avg_pool2d_grad", "Follow", [Pure]> {
   let summary = "Gradient of `mpc.avg_pool2d`";
   let arguments = (ins Mpc_FloatTensor:$grad, DenseI64ArrayAttr:$kernel,

@@ -1862,6 +1862,46 @@ LogicalResult BatchNormOp::verify() {
   return verifyBatchNormStats(*this, getStats(), gamma);
 }
 
+LogicalResult MaxPool2dIndicesGradOp::verify() {
+  auto grad = getGrad().getType();
+  auto result = getResult().getType();
+  // max_pool2d_indices_grad_c1
+  if (getIndices().getType().getShape() != grad.getShape())
+    return emitOpError() << "expects indices of the gradient's shape "
+                         << quoted(grad) << ", got "
+                         << quoted(getIndices().getType());
+  ArrayRef<int64_t> kernel = getKernel(), stride = getStride(),
+                    padding = getPadding();
+  if (kernel.size() != 2 || stride.size() != 2 || padding.size() != 2)
+    return emitOpError() << "expects two entries in kernel, stride and "
+                            "padding";
+  // max_pool2d_indices_grad_c2
+  bool pools = grad.getRank() == 4 && result.getRank() == 4 &&
+               result.getElementType() == grad.getElementType() &&
+               result.getDimSize(0) == grad.getDimSize(0) &&
+               result.getDimSize(1) == grad.getDimSize(1);
+  for (int i = 0; i < 2 && pools; ++i) {
+    if (kernel[i] < 1 || stride[i] < 1 || padding[i] < 0 ||
+        padding[i] > kernel[i] / 2 ||
+        result.getDimSize(2 + i) + 2 * padding[i] < kernel[i]) {
+      pools = false;
+      break;
+    }
+    int64_t size = result.getDimSize(2 + i);
+    pools = grad.getDimSize(2 + i) ==
+                pooledExtent(size, kernel[i], stride[i], padding[i], false) ||
+            grad.getDimSize(2 + i) ==
+                pooledExtent(size, kernel[i], stride[i], padding[i], true);
+  }
+  if (!pools)
+    return emitOpError() << "expects a result that pools to the gradient "
+                         << quoted(grad) << " with kernel "
+                         << shapeString(kernel) << ", stride "
+                         << shapeString(stride) << " and padding "
+                         << shapeString(padding) << ", got " << quoted(result);
+  return success();
+}
+
 LogicalResult BatchNormGradOp::verify() {
   // batch_norm_grad_c1
   if (failed(verifyBatchNormStats(*this, getStats(), getGamma().getType())))
@@ -2183,6 +2223,34 @@ static LogicalResult inferPool2d(std::optional<Location> loc, StringRef name,
 MPC_POOL(MaxPool2dOp)
 MPC_POOL(AvgPool2dOp)
 #undef MPC_POOL
+
+LogicalResult MaxPool2dWithIndicesOp::inferReturnTypes(
+    MLIRContext *context, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferred) {
+  StringRef name = getOperationName();
+  // max_pool2d_with_indices_c1
+  if (failed(inferPool2d(loc, name, adaptor.getInput(), adaptor.getKernel(),
+                         adaptor.getStride(), adaptor.getPadding(),
+                         adaptor.getCeilMode(), inferred)))
+    return failure();
+  // max_pool2d_with_indices_c2
+  ArrayRef<int64_t> kernel = adaptor.getKernel();
+  if (kernel[0] * kernel[1] > 127)
+    return opError(loc, name, "expects a kernel of at most 127 elements (a "
+                   "window position is a byte), got ", shapeString(kernel));
+  auto pooled = cast<RankedTensorType>(inferred.back());
+  inferred.push_back(RankedTensorType::get(pooled.getShape(),
+                                           IntegerType::get(context, 8)));
+  return success();
+}
+
+SmallVector<int64_t, 2> MaxPool2dWithIndicesOp::getStrideOrDefault() {
+  return pairOr(getStride(), getKernel());
+}
+
+SmallVector<int64_t, 2> MaxPool2dWithIndicesOp::getPaddingOrDefault() {
+  return pairOr(getPadding(), {0, 0});
+}
 
 //===----------------------------------------------------------------------===//
 // Backward ops

@@ -26,6 +26,8 @@ def Mpc_Float : AnyTypeOf<[F32, F16, BF16]>;
 def Mpc_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16]>;
 def Mpc_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def Mpc_MaskTensor : StaticShapeTensorOf<[I1]>;
+// A max pooling window's argmax, as its position in the window.
+def Mpc_WindowIndexTensor : StaticShapeTensorOf<[I8]>;
 def Mpc_ScalarFloatTensor : 0DTensorOf<[F32, F16, BF16]>;
 def Mpc_InputTensor : StaticShapeTensorOf<[F32, F16, BF16, I32, I64]>;
 // Reshape also flattens integer targets ([B, T] -> [B * T]).
@@ -1216,6 +1218,47 @@ def Mpc_ConcatOp : Mpc_PolicyOp<"concat", "Promote", [Differentiable, Pure, Infe
 
 def Mpc_MaxPool2dOp : Mpc_Pool2dOp<"max_pool2d", "Max">;
 def Mpc_AvgPool2dOp : Mpc_Pool2dOp<"avg_pool2d", "Average">;
+
+def Mpc_MaxPool2dWithIndicesOp
+    : Mpc_PolicyOp<"max_pool2d_with_indices", "Follow",
+                   [Pure, InferTypeOpAdaptor]> {
+  let summary = "Max pooling that also returns each window's argmax";
+  let description = [{
+    `mpc.max_pool2d`'s result, and in `indices` the position in its window
+    of the element each window took (`ky * kernel[1] + kx`: the first
+    maximum, or the last NaN, which wins; -1 for a window that holds no
+    input), so that `mpc.max_pool2d_indices_grad` routes the gradient
+    without reading the input again, as PyTorch's `max_pool2d_with_indices`
+    keeps its indices for the backward pass (into the plane, 8 bytes each;
+    a position in the window fits a byte). mpc-save-max-pool-indices
+    creates it in the training step.
+
+    C1: as `mpc.max_pool2d`'s C1 to C3.
+    C2: the kernel has at most 127 elements.
+
+    ```mlir
+    %y, %i = mpc.max_pool2d_with_indices %x kernel [3, 3] stride [2, 2]
+        padding [1, 1] : tensor<8x16x32x32xf32>
+    // tensor<8x16x16x16xf32>, tensor<8x16x16x16xi8>
+    ```
+  }];
+  let arguments = (ins Mpc_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+                       OptionalAttr<DenseI64ArrayAttr>:$stride,
+                       OptionalAttr<DenseI64ArrayAttr>:$padding,
+                       UnitAttr:$ceil_mode);
+  let results = (outs Mpc_FloatTensor:$result,
+                      Mpc_WindowIndexTensor:$indices);
+  let assemblyFormat = [{
+    $input `kernel` $kernel (`stride` $stride^)? (`padding` $padding^)?
+    (`ceil_mode` $ceil_mode^)? attr-dict `:` type($input)
+  }];
+  let extraClassDeclaration = [{
+    /// The stride, defaulting to the kernel.
+    ::llvm::SmallVector<int64_t, 2> getStrideOrDefault();
+    /// The padding, defaulting to zero.
+    ::llvm::SmallVector<int64_t, 2> getPaddingOrDefault();
+  }];
+}
 
 include "dialect/MpcGradOps.td"
 

@@ -62,6 +62,7 @@ void mlir::mpc::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizer(options));
   pm.addPass(createCSEPass());
   pm.addPass(createMpcSaveBatchNormStatisticsPass());
+  pm.addPass(createMpcSaveMaxPoolIndicesPass());
   // After CSE: a layer's forward GEMM and its gradient's read one weight
   // and one input, which then are quantized once.
   if (options.fp8.gemms != Fp8Gemms::None)

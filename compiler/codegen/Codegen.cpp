@@ -609,6 +609,8 @@ std::string mlir::mpc::cType(Type elementType) {
     return "__nv_fp8_e5m2";
   if (elementType.isInteger(1))
     return "unsigned char";
+  if (elementType.isInteger(8))
+    return "signed char";
   if (elementType.isInteger(32))
     return "int";
   if (elementType.isInteger(64))

@@ -1287,6 +1287,115 @@ std::string windowsContaining(ArrayRef<int64_t> kernel,
          "      for (long long ox = ox_lo; ox <= ox_hi; ++ox) {\n";
 }
 
+/// The second kernel of max_pool2d_grad, shared with
+/// max_pool2d_indices_grad: routes each window's dy to its argmax, which
+/// `pixel(window, oy, ox)` reads from `argmax` (of C type `indexType`,
+/// `indexBytes` in all) as an index into the input plane, negative for
+/// none. Each input pixel sums its windows in the same order (oy, then ox)
+/// on every path, so overlapping windows need no atomics and the result is
+/// deterministic.
+void routeMaxPoolGrad(
+    StepEmitter &emitter, TypedValue<RankedTensorType> dy,
+    TypedValue<RankedTensorType> dx, ArrayRef<int64_t> kernel,
+    ArrayRef<int64_t> stride, ArrayRef<int64_t> padding, StringRef indexType,
+    StringRef argmax, int64_t indexBytes,
+    llvm::function_ref<std::string(StringRef, StringRef, StringRef)> pixel) {
+  auto in = dx.getType();
+  auto out = dy.getType();
+  int64_t h = in.getDimSize(2), w = in.getDimSize(3);
+  int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
+  std::string name = emitter.kernelName("max_pool2d_grad");
+  if (in.getElementType().isF32()) {
+    // An fp32 dx accumulates in place, one input row (plane, iy) per
+    // iteration: the row is zeroed, then the windows that contain row iy are
+    // visited in order (oy, then ox) and add their dy to the pixel of the
+    // row that is their argmax. Each pixel thus sums its windows in the same
+    // order, and from 0, as the per-pixel gather below.
+    // The cpu target scatters instead, a plane at a time: each window in
+    // turn adds its dy to its argmax, so each pixel sums the same windows
+    // in the same order, without a row's scan of windows that miss it.
+    int64_t planes = in.getDimSize(0) * in.getDimSize(1);
+    int64_t grid = tiledGrid(in.getNumElements() / w, imageRowTile);
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+        "*__restrict__ argmax, float *__restrict__ dx) {{\n"
+        "#ifndef MPC_DEVICE_BLOCKS\n"
+        "  MPC_FOR_EACH_TILED(plane, {13}LL, {14}LL) {{\n"
+        "    float *out = dx + plane * {15}LL;\n"
+        "    for (long long i = 0; i < {15}LL; ++i) out[i] = 0.0f;\n"
+        "    const {1} *g = dy + plane * {6}LL;\n"
+        "    const {2} *best = argmax + plane * {6}LL;\n"
+        "    for (long long oy = 0; oy < {10}LL; ++oy)\n"
+        "      for (long long ox = 0; ox < {11}LL; ++ox) {{\n"
+        "        long long a = {16};\n"
+        "        if (a >= 0) out[a] += mpc_load(g + oy * {11}LL + ox);\n"
+        "      }\n"
+        "  }\n"
+        "#else\n"
+        "  MPC_FOR_EACH_TILED(r, {3}LL, {12}LL) {{\n"
+        "    long long plane = r / {4}LL, iy = r % {4}LL;\n"
+        "    float *out = dx + r * {5}LL;\n"
+        "    for (long long ix = 0; ix < {5}LL; ++ix) out[ix] = 0.0f;\n"
+        "    const {1} *g = dy + plane * {6}LL;\n"
+        "    const {2} *best = argmax + plane * {6}LL;\n"
+        "    long long rowStart = iy * {5}LL;\n"
+        "    long long oy_lo_num = iy + {9}LL - {7}LL + 1;\n"
+        "    long long oy_lo = oy_lo_num <= 0 ? 0 : (oy_lo_num + {8}LL - 1) / "
+        "{8}LL;\n"
+        "    long long oy_hi = (iy + {9}LL) / {8}LL;\n"
+        "    if (oy_hi > {10}LL - 1) oy_hi = {10}LL - 1;\n"
+        "    for (long long oy = oy_lo; oy <= oy_hi; ++oy)\n"
+        "      for (long long ox = 0; ox < {11}LL; ++ox) {{\n"
+        "        long long a = {16};\n"
+        "        a = a < 0 ? -1 : a - rowStart;\n"
+        "        if (a >= 0 && a < {5}LL) out[a] += mpc_load(g + oy * {11}LL + "
+        "ox);\n"
+        "      }\n"
+        "  }\n"
+        "#endif\n"
+        "}\n",
+        name, elementCType(dy), indexType, in.getNumElements() / w, h, w,
+        oh * ow, kernel[0], stride[0], padding[0], oh, ow, imageRowTile,
+        planes, (planes + grid - 1) / grid, h * w,
+        pixel("oy * " + std::to_string(ow) + "LL + ox", "oy", "ox")));
+    emitter.launch(name, grid, 256,
+                   {emitter.constPointer(dy), argmax.str(),
+                    emitter.pointer(dx)},
+                   // Each window's dy is added once, at its maximum.
+                   KernelCost()
+                       .reads(dy)
+                       .readsBytes(indexBytes)
+                       .writes(dx)
+                       .flopsPer(out.getNumElements(), 1));
+    return;
+  }
+  emitter.addKernel(llvm::formatv(
+      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
+      "*__restrict__ argmax, {3} *__restrict__ dx) {{\n"
+      "  MPC_FOR_EACH(i, {4}LL) {{\n"
+      "    long long plane = i / {5}LL, iy = (i / {6}LL) % {7}LL, ix = i % "
+      "{6}LL;\n"
+      "    const {1} *g = dy + plane * {8}LL;\n"
+      "    const {2} *best = argmax + plane * {8}LL;\n"
+      "    long long self = iy * {6}LL + ix;\n"
+      "    float acc = 0.0f;\n{9}"
+      "        if ({11} == self) acc += mpc_load(g + oy * {10}LL + ox);\n"
+      "      }\n"
+      "    mpc_store(dx + i, acc);\n"
+      "  }\n"
+      "}\n",
+      name, elementCType(dy), indexType, elementCType(dx), in.getNumElements(),
+      h * w, w, h, oh * ow, windowsContaining(kernel, stride, padding, oh, ow),
+      ow, pixel("oy * " + std::to_string(ow) + "LL + ox", "oy", "ox")));
+  emitter.launch(name, elementwiseGrid(in.getNumElements()), 256,
+                 {emitter.constPointer(dy), argmax.str(), emitter.pointer(dx)},
+                 KernelCost()
+                     .reads(dy)
+                     .readsBytes(indexBytes)
+                     .writes(dx)
+                     .flopsPer(out.getNumElements(), 1));
+}
+
 /// max_pool2d_grad in two kernels. Kernel 1, one thread per output window:
 /// the window's first maximum (the forward's scan order and comparison,
 /// padding excluded) as an index into its input plane, kept in scratch (-1
@@ -1315,59 +1424,16 @@ void emitMaxPoolGrad(StepEmitter &emitter, const Step &step,
                   kernel,
                   stride,
                   padding};
-  // The forward's comparison, so that both pick the same element (the first
-  // maximum; the last NaN, which wins). Arithmetic, not an `if`: a branch on
-  // the data is mispredicted half the time on a CPU.
-  std::string onCpu =
-      poolRowsOnCpu(
-          shape, elementCType(op.getInput()), argmaxGrid,
-          llvm::formatv("    float bestValue[{0}];\n"
-                        "    long long best[{0}];\n"
-                        "    for (long long ox = 0; ox < {0}LL; ++ox) {{ "
-                        "bestValue[ox] = -INFINITY; best[ox] = -1; }\n",
-                        ow)
-              .str(),
-          "          long long take = (long long)((best[ox] < 0) | (v > "
-          "bestValue[ox]) | (v != v));\n"
-          "          best[ox] += take * (index - best[ox]);\n"
-          "          bestValue[ox] = mpc_max_nan(bestValue[ox], v);\n",
-          llvm::formatv("    for (long long ox = 0; ox < {0}LL; ++ox) "
-                        "argmax[r * {0}LL + ox] = ({1})best[ox];\n",
-                        ow, indexType)
-              .str())
-          .value_or("");
-  emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ x, {2} *__restrict__ "
-      "argmax) {{\n"
-      "{16}"
-      "  MPC_FOR_EACH(o, {3}LL) {{\n"
-      "    long long plane = o / {4}LL, oy = (o / {5}LL) % {6}LL, ox = o % "
-      "{5}LL;\n"
-      "    const {1} *src = x + plane * {7}LL;\n"
-      "    long long best = -1;\n"
-      "    float bestValue = -INFINITY;\n"
-      "    for (long long ky = 0; ky < {8}LL; ++ky) {{\n"
-      "      long long y = oy * {10}LL - {12}LL + ky;\n"
-      "      if (y < 0 || y >= {13}LL) continue;\n"
-      "      for (long long kx = 0; kx < {9}LL; ++kx) {{\n"
-      "        long long xx = ox * {11}LL - {14}LL + kx;\n"
-      "        if (xx < 0 || xx >= {15}LL) continue;\n"
-      "        float v = mpc_load(src + y * {15}LL + xx);\n"
-      "        long long take = (long long)((best < 0) | (v > bestValue) | "
-      "(v != v));\n"
-      "        best += take * (y * {15}LL + xx - best);\n"
-      "        bestValue = mpc_max_nan(bestValue, v);\n"
-      "      }\n"
-      "    }\n"
-      "    argmax[o] = ({2})best;\n"
-      "  }\n"
-      "{17}"
-      "}\n",
-      argmaxName, elementCType(op.getInput()), indexType, out.getNumElements(),
-      oh * ow, ow, oh, h * w, kernel[0], kernel[1], stride[0], stride[1],
-      padding[0], h, padding[1], w,
-      onCpu.empty() ? "" : "#ifdef MPC_DEVICE_BLOCKS\n",
-      onCpu.empty() ? "" : "#else\n" + onCpu + "#endif\n"));
+  emitter.addKernel(argmaxPoolKernel(
+      argmaxName,
+      llvm::formatv("const {0} *__restrict__ x, {1} *__restrict__ argmax",
+                    elementCType(op.getInput()), indexType)
+          .str(),
+      shape, elementCType(op.getInput()), argmaxGrid, /*inWindow=*/false,
+      llvm::formatv("    argmax[i] = ({0})best;\n", indexType).str(),
+      llvm::formatv("      argmax[r * {0}LL + ox] = ({1})best[ox];\n", ow,
+                    indexType)
+          .str()));
   emitter.launch(
       argmaxName, argmaxGrid, 256,
       {emitter.constPointer(op.getInput()), argmax},
@@ -1375,97 +1441,35 @@ void emitMaxPoolGrad(StepEmitter &emitter, const Step &step,
           .reads(op.getInput())
           .writesBytes(out.getNumElements() * (indexType == "int" ? 4 : 8)));
 
-  std::string name = emitter.kernelName("max_pool2d_grad");
-  if (op.getResult().getType().getElementType().isF32()) {
-    // An fp32 dx accumulates in place, one input row (plane, iy) per
-    // iteration: the row is zeroed, then the windows that contain row iy are
-    // visited in order (oy, then ox) and add their dy to the pixel of the
-    // row that is their argmax. Each pixel thus sums its windows in the same
-    // order, and from 0, as the per-pixel gather below.
-    // The cpu target scatters instead, a plane at a time: each window in
-    // turn adds its dy to its argmax, so each pixel sums the same windows
-    // in the same order, without a row's scan of windows that miss it.
-    int64_t planes = in.getDimSize(0) * in.getDimSize(1);
-    int64_t grid = tiledGrid(in.getNumElements() / w, imageRowTile);
-    emitter.addKernel(llvm::formatv(
-        "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
-        "*__restrict__ argmax, float *__restrict__ dx) {{\n"
-        "#ifndef MPC_DEVICE_BLOCKS\n"
-        "  MPC_FOR_EACH_TILED(plane, {13}LL, {14}LL) {{\n"
-        "    float *out = dx + plane * {15}LL;\n"
-        "    for (long long i = 0; i < {15}LL; ++i) out[i] = 0.0f;\n"
-        "    const {1} *g = dy + plane * {6}LL;\n"
-        "    const {2} *best = argmax + plane * {6}LL;\n"
-        "    for (long long o = 0; o < {6}LL; ++o) {{\n"
-        "      long long a = (long long)best[o];\n"
-        "      if (a >= 0) out[a] += mpc_load(g + o);\n"
-        "    }\n"
-        "  }\n"
-        "#else\n"
-        "  MPC_FOR_EACH_TILED(r, {3}LL, {12}LL) {{\n"
-        "    long long plane = r / {4}LL, iy = r % {4}LL;\n"
-        "    float *out = dx + r * {5}LL;\n"
-        "    for (long long ix = 0; ix < {5}LL; ++ix) out[ix] = 0.0f;\n"
-        "    const {1} *g = dy + plane * {6}LL;\n"
-        "    const {2} *best = argmax + plane * {6}LL;\n"
-        "    long long rowStart = iy * {5}LL;\n"
-        "    long long oy_lo_num = iy + {9}LL - {7}LL + 1;\n"
-        "    long long oy_lo = oy_lo_num <= 0 ? 0 : (oy_lo_num + {8}LL - 1) / "
-        "{8}LL;\n"
-        "    long long oy_hi = (iy + {9}LL) / {8}LL;\n"
-        "    if (oy_hi > {10}LL - 1) oy_hi = {10}LL - 1;\n"
-        "    for (long long oy = oy_lo; oy <= oy_hi; ++oy)\n"
-        "      for (long long ox = 0; ox < {11}LL; ++ox) {{\n"
-        "        long long a = (long long)best[oy * {11}LL + ox] - rowStart;\n"
-        "        if (a >= 0 && a < {5}LL) out[a] += mpc_load(g + oy * {11}LL + "
-        "ox);\n"
-        "      }\n"
-        "  }\n"
-        "#endif\n"
-        "}\n",
-        name, elementCType(op.getGrad()), indexType, in.getNumElements() / w, h,
-        w, oh * ow, kernel[0], stride[0], padding[0], oh, ow, imageRowTile,
-        planes, (planes + grid - 1) / grid, h * w));
-    emitter.launch(
-        name, grid, 256,
-        {emitter.constPointer(op.getGrad()), argmax,
-         emitter.pointer(op.getResult())},
-        // Each window's dy is added once, at its maximum.
-        KernelCost()
-            .reads(op.getGrad())
-            .readsBytes(out.getNumElements() * (indexType == "int" ? 4 : 8))
-            .writes(op.getResult())
-            .flopsPer(out.getNumElements(), 1));
-    return;
-  }
-  emitter.addKernel(llvm::formatv(
-      "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
-      "*__restrict__ argmax, {3} *__restrict__ dx) {{\n"
-      "  MPC_FOR_EACH(i, {4}LL) {{\n"
-      "    long long plane = i / {5}LL, iy = (i / {6}LL) % {7}LL, ix = i % "
-      "{6}LL;\n"
-      "    const {1} *g = dy + plane * {8}LL;\n"
-      "    const {2} *best = argmax + plane * {8}LL;\n"
-      "    {2} self = ({2})(iy * {6}LL + ix);\n"
-      "    float acc = 0.0f;\n{9}"
-      "        if (best[oy * {10}LL + ox] == self) acc += mpc_load(g + oy * "
-      "{10}LL + ox);\n"
-      "      }\n"
-      "    mpc_store(dx + i, acc);\n"
-      "  }\n"
-      "}\n",
-      name, elementCType(op.getGrad()), indexType,
-      elementCType(op.getResult()), in.getNumElements(), h * w, w, h, oh * ow,
-      windowsContaining(kernel, stride, padding, oh, ow), ow));
-  emitter.launch(
-      name, elementwiseGrid(in.getNumElements()), 256,
-      {emitter.constPointer(op.getGrad()), argmax,
-       emitter.pointer(op.getResult())},
-      KernelCost()
-          .reads(op.getGrad())
-          .readsBytes(out.getNumElements() * (indexType == "int" ? 4 : 8))
-          .writes(op.getResult())
-          .flopsPer(out.getNumElements(), 1));
+  routeMaxPoolGrad(emitter, op.getGrad(), op.getResult(), kernel, stride,
+                   padding, indexType, argmax,
+                   out.getNumElements() * (indexType == "int" ? 4 : 8),
+                   [](StringRef window, StringRef, StringRef) {
+                     return "(long long)best[" + window.str() + "]";
+                   });
+}
+
+/// max_pool2d_indices_grad: the routing of max_pool2d_grad, each window's
+/// argmax its position in the window, as the forward stored it.
+void emitMaxPoolIndicesGrad(StepEmitter &emitter,
+                            MaxPool2dIndicesGradOp op) {
+  auto in = op.getResult().getType();
+  int64_t w = in.getDimSize(3);
+  ArrayRef<int64_t> kernel = op.getKernel(), stride = op.getStride(),
+                    padding = op.getPadding();
+  routeMaxPoolGrad(
+      emitter, op.getGrad(), op.getResult(), kernel, stride, padding,
+      "signed char", emitter.constPointer(op.getIndices()),
+      storageBytes(op.getIndices().getType()),
+      [&](StringRef window, StringRef oy, StringRef ox) {
+        // -1 (no input in the window) stays out of every plane.
+        return llvm::formatv(
+                   "mpc_window_pixel(best[{0}], {1} * {2}LL - {3}LL, {4} * "
+                   "{5}LL - {6}LL, {7}LL, {8}LL)",
+                   window, oy, stride[0], padding[0], ox, stride[1],
+                   padding[1], kernel[1], w)
+            .str();
+      });
 }
 
 /// avg_pool2d_grad as a gather: each input pixel sums dy / (KH * KW) over
@@ -1662,6 +1666,10 @@ FailureOr<bool> mlir::mpc::emitBackwardOp(Operation *op, const Step &step,
   }
   if (auto grad = dyn_cast<MaxPool2dGradOp>(op)) {
     emitMaxPoolGrad(emitter, step, grad);
+    return true;
+  }
+  if (auto grad = dyn_cast<MaxPool2dIndicesGradOp>(op)) {
+    emitMaxPoolIndicesGrad(emitter, grad);
     return true;
   }
   if (auto grad = dyn_cast<AvgPool2dGradOp>(op)) {

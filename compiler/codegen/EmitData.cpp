@@ -192,7 +192,116 @@ mlir::mpc::poolRowsOnCpu(const PoolShape &shape, StringRef elementType,
       .str();
 }
 
+std::string mlir::mpc::argmaxPoolKernel(StringRef name, StringRef parameters,
+                                        const PoolShape &shape,
+                                        StringRef elementType, int64_t grid,
+                                        bool inWindow, StringRef storeOutput,
+                                        StringRef storeRow) {
+  std::string position =
+      inWindow ? llvm::formatv("ky * {0}LL + kx", shape.kernel[1]).str()
+               : llvm::formatv("iy * {0}LL + ix", shape.w).str();
+  // Arithmetic, not an `if`: a branch on the data is mispredicted half the
+  // time on a CPU.
+  std::string onCpu =
+      poolRowsOnCpu(
+          shape, elementType, grid,
+          llvm::formatv("    float bestValue[{0}];\n"
+                        "    long long best[{0}];\n"
+                        "    for (long long ox = 0; ox < {0}LL; ++ox) {{ "
+                        "bestValue[ox] = -INFINITY; best[ox] = -1; }\n",
+                        shape.ow)
+              .str(),
+          llvm::formatv(
+              "          long long take = (long long)((best[ox] < 0) | (v > "
+              "bestValue[ox]) | (v != v));\n"
+              "          best[ox] += take * ({0} - best[ox]);\n"
+              "          bestValue[ox] = mpc_max_nan(bestValue[ox], v);\n",
+              inWindow ? StringRef(position) : StringRef("index"))
+              .str(),
+          llvm::formatv("    for (long long ox = 0; ox < {0}LL; ++ox) {{\n"
+                        "{1}"
+                        "    }\n",
+                        shape.ow, storeRow)
+              .str())
+          .value_or("");
+  return llvm::formatv(
+      "__global__ void {0}({1}) {{\n"
+      "{17}"
+      "  MPC_FOR_EACH(i, {2}LL) {{\n"
+      "    long long plane = i / {3}LL, oy = (i / {4}LL) % {5}LL, ox = i % "
+      "{4}LL;\n"
+      "    const {6} *src = x + plane * {7}LL;\n"
+      "    long long best = -1;\n"
+      "    float bestValue = -INFINITY;\n"
+      "    for (long long ky = 0; ky < {8}LL; ++ky) {{\n"
+      "      long long iy = oy * {10}LL - {12}LL + ky;\n"
+      "      if (iy < 0 || iy >= {14}LL) continue;\n"
+      "      for (long long kx = 0; kx < {9}LL; ++kx) {{\n"
+      "        long long ix = ox * {11}LL - {13}LL + kx;\n"
+      "        if (ix < 0 || ix >= {15}LL) continue;\n"
+      "        float v = mpc_load(src + iy * {15}LL + ix);\n"
+      "        long long take = (long long)((best < 0) | (v > bestValue) | "
+      "(v != v));\n"
+      "        best += take * ({16} - best);\n"
+      "        bestValue = mpc_max_nan(bestValue, v);\n"
+      "      }\n"
+      "    }\n"
+      "{19}"
+      "  }\n"
+      "{18}"
+      "}\n",
+      name, parameters, shape.planes * shape.oh * shape.ow,
+      shape.oh * shape.ow, shape.ow, shape.oh, elementType, shape.h * shape.w,
+      shape.kernel[0], shape.kernel[1], shape.stride[0], shape.stride[1],
+      shape.padding[0], shape.padding[1], shape.h, shape.w, position,
+      onCpu.empty() ? "" : "#ifdef MPC_DEVICE_BLOCKS\n",
+      onCpu.empty() ? "" : "#else\n" + onCpu + "#endif\n", storeOutput);
+}
+
 namespace {
+
+/// Max pooling that also stores each window's argmax as its position in
+/// the window (ky * KW + kx; -1 for a window of padding only), found with
+/// the comparison max_pool2d_grad's argmax kernel used: the first maximum,
+/// the last NaN.
+void emitMaxPoolWithIndices(StepEmitter &emitter, MaxPool2dWithIndicesOp op) {
+  auto in = op.getInput().getType();
+  auto out = op.getResult().getType();
+  std::string name = emitter.kernelName("max_pool2d_with_indices");
+  int64_t grid = elementwiseGrid(out.getNumElements());
+  int64_t ow = out.getDimSize(3);
+  SmallVector<int64_t, 2> stride = op.getStrideOrDefault(),
+                          padding = op.getPaddingOrDefault();
+  PoolShape shape{in.getDimSize(0) * in.getDimSize(1),
+                  in.getDimSize(2),
+                  in.getDimSize(3),
+                  out.getDimSize(2),
+                  ow,
+                  op.getKernel(),
+                  stride,
+                  padding};
+  emitter.addKernel(argmaxPoolKernel(
+      name,
+      llvm::formatv("const {0} *__restrict__ x, {1} *__restrict__ y, signed "
+                    "char *__restrict__ argmax",
+                    elementCType(op.getInput()), elementCType(op.getResult()))
+          .str(),
+      shape, elementCType(op.getInput()), grid, /*inWindow=*/true,
+      "    mpc_store(y + i, bestValue);\n"
+      "    argmax[i] = (signed char)best;\n",
+      llvm::formatv("      mpc_store(y + r * {0}LL + ox, bestValue[ox]);\n"
+                    "      argmax[r * {0}LL + ox] = (signed char)best[ox];\n",
+                    ow)
+          .str()));
+  emitter.launch(name, grid, 256,
+                 {emitter.constPointer(op.getInput()),
+                  emitter.pointer(op.getResult()),
+                  emitter.pointer(op.getIndices())},
+                 KernelCost()
+                     .reads(op.getInput())
+                     .writes(op.getResult())
+                     .writes(op.getIndices()));
+}
 
 /// Max or average pooling of NCHW; padding never wins a maximum and counts
 /// towards an average's divisor (count_include_pad).
@@ -383,6 +492,10 @@ FailureOr<bool> mlir::mpc::emitDataMovement(Operation *op, const Step &step,
   if (auto pool = dyn_cast<MaxPool2dOp>(op)) {
     emitPool(emitter, op, pool.getInput(), pool.getResult(), pool.getKernel(),
              pool.getStrideOrDefault(), pool.getPaddingOrDefault(), true);
+    return true;
+  }
+  if (auto pool = dyn_cast<MaxPool2dWithIndicesOp>(op)) {
+    emitMaxPoolWithIndices(emitter, pool);
     return true;
   }
   if (auto pool = dyn_cast<AvgPool2dOp>(op)) {

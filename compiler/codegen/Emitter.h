@@ -344,6 +344,18 @@ std::optional<std::string> poolRowsOnCpu(const PoolShape &shape,
                                          StringRef elementType, int64_t grid,
                                          StringRef state, StringRef tap,
                                          StringRef finish);
+/// A max pooling kernel `name(parameters)` over `x` (element type
+/// `elementType`) that finds each window's argmax as the forward's
+/// comparison does (the first maximum; the last NaN, which wins), as its
+/// offset in the plane or, with `inWindow`, its position in the window (ky
+/// * KW + kx); -1 for a window without input. Then `storeOutput` runs per
+/// output `i` with `best` and `bestValue` (the maximum), and on the cpu
+/// target `storeRow` per output row `r` with `best[ox]` and `bestValue[ox]`
+/// (poolRowsOnCpu's form, where the row fits it).
+std::string argmaxPoolKernel(StringRef name, StringRef parameters,
+                             const PoolShape &shape, StringRef elementType,
+                             int64_t grid, bool inWindow,
+                             StringRef storeOutput, StringRef storeRow);
 
 //===----------------------------------------------------------------------===//
 // Emission

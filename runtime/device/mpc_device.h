@@ -495,6 +495,16 @@ __device__ __forceinline__ float mpc_max_nan(float acc, float v) {
   return v != v ? v : acc;
 }
 
+/// The input-plane index of the element at position `k` (ky * kw + kx, as
+/// mpc.max_pool2d_with_indices stores a window's argmax) of the window
+/// whose first element is at row y0, column x0 of a plane `w` wide; -1 for
+/// k < 0 (a window without input).
+__device__ __forceinline__ long long
+mpc_window_pixel(int k, long long y0, long long x0, long long kw,
+                 long long w) {
+  return k < 0 ? -1 : (y0 + k / kw) * w + x0 + k % kw;
+}
+
 //===----------------------------------------------------------------------===//
 // Storage conversion
 //===----------------------------------------------------------------------===//

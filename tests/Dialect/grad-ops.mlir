@@ -71,6 +71,8 @@ func.func @norm_grads(%dy: tensor<2x4x8xf32>, %x: tensor<2x4x8xf32>, %g: tensor<
 //       CHECK:   mpc.slice_grad %{{.*}} starts [0, 1] strides [1, 2] : tensor<4x3xf32> -> tensor<4x8xf32>
 //       CHECK:   mpc.max_pool2d_grad %{{.*}}, %{{.*}} kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<1x2x2x2xf32>, tensor<1x2x4x4xf32>
 //       CHECK:   mpc.avg_pool2d_grad %{{.*}} kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<1x2x2x2xf32> -> tensor<1x2x4x4xf32>
+//       CHECK:   %{{.*}}, %[[I:.*]] = mpc.max_pool2d_with_indices %{{.*}} kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<1x2x4x4xf32>
+//       CHECK:   mpc.max_pool2d_indices_grad %{{.*}}, %[[I]] kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<1x2x2x2xf32>, tensor<1x2x2x2xi8> -> tensor<1x2x4x4xf32>
 func.func @gather_and_window_grads(%de: tensor<2x3x4xf32>, %ids: tensor<2x3xi32>,
                                    %ds: tensor<4x3xf32>, %dp: tensor<1x2x2x2xf32>,
                                    %x: tensor<1x2x4x4xf32>) {
@@ -78,6 +80,8 @@ func.func @gather_and_window_grads(%de: tensor<2x3x4xf32>, %ids: tensor<2x3xi32>
   %1 = mpc.slice_grad %ds starts [0, 1] strides [1, 2] : tensor<4x3xf32> -> tensor<4x8xf32>
   %2 = mpc.max_pool2d_grad %dp, %x kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<1x2x2x2xf32>, tensor<1x2x4x4xf32>
   %3 = mpc.avg_pool2d_grad %dp kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<1x2x2x2xf32> -> tensor<1x2x4x4xf32>
+  %4:2 = mpc.max_pool2d_with_indices %x kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<1x2x4x4xf32>
+  %5 = mpc.max_pool2d_indices_grad %dp, %4#1 kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<1x2x2x2xf32>, tensor<1x2x2x2xi8> -> tensor<1x2x4x4xf32>
   return
 }
 

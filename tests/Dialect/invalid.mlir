@@ -2380,6 +2380,54 @@ func.func @max_pool2d_c3(%x: tensor<1x3x8x2xf32>) {
 
 // -----
 
+func.func @max_pool2d_with_indices_c1(%x: tensor<1x3x8x8xf32>) {
+  // expected-error@+1 {{'mpc.max_pool2d_with_indices' op expects padding at most half the kernel, got padding [2, 0] for kernel [3, 3]}}
+  %0:2 = mpc.max_pool2d_with_indices %x kernel [3, 3] padding [2, 0] : tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool2d_with_indices_c2(%x: tensor<1x3x16x16xf32>) {
+  // expected-error@+1 {{'mpc.max_pool2d_with_indices' op expects a kernel of at most 127 elements (a window position is a byte), got [8, 16]}}
+  %0:2 = mpc.max_pool2d_with_indices %x kernel [8, 16] : tensor<1x3x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool2d_indices_grad_c1_shape(%dy: tensor<1x3x4x4xf32>, %i: tensor<1x3x4x2xi8>) {
+  // expected-error@+1 {{'mpc.max_pool2d_indices_grad' op expects indices of the gradient's shape 'tensor<1x3x4x4xf32>', got 'tensor<1x3x4x2xi8>'}}
+  %0 = mpc.max_pool2d_indices_grad %dy, %i kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<1x3x4x4xf32>, tensor<1x3x4x2xi8> -> tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool2d_indices_grad_c1_entries(%dy: tensor<1x3x4x4xf32>, %i: tensor<1x3x4x4xi8>) {
+  // expected-error@+1 {{'mpc.max_pool2d_indices_grad' op expects two entries in kernel, stride and padding}}
+  %0 = mpc.max_pool2d_indices_grad %dy, %i kernel [2, 2] stride [2] padding [0, 0] : tensor<1x3x4x4xf32>, tensor<1x3x4x4xi8> -> tensor<1x3x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool2d_indices_grad_c2_extent(%dy: tensor<1x3x4x4xf32>, %i: tensor<1x3x4x4xi8>) {
+  // expected-error@+1 {{'mpc.max_pool2d_indices_grad' op expects a result that pools to the gradient 'tensor<1x3x4x4xf32>' with kernel [2, 2], stride [2, 2] and padding [0, 0], got 'tensor<1x3x8x12xf32>'}}
+  %0 = mpc.max_pool2d_indices_grad %dy, %i kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<1x3x4x4xf32>, tensor<1x3x4x4xi8> -> tensor<1x3x8x12xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool2d_indices_grad_c2_type(%dy: tensor<1x3x4x4xf32>, %i: tensor<1x3x4x4xi8>) {
+  // expected-error@+1 {{'mpc.max_pool2d_indices_grad' op expects a result that pools to the gradient 'tensor<1x3x4x4xf32>' with kernel [2, 2], stride [2, 2] and padding [0, 0], got 'tensor<1x3x8x8xbf16>'}}
+  %0 = mpc.max_pool2d_indices_grad %dy, %i kernel [2, 2] stride [2, 2] padding [0, 0] : tensor<1x3x4x4xf32>, tensor<1x3x4x4xi8> -> tensor<1x3x8x8xbf16>
+  return
+}
+
+// -----
+
 func.func @avg_pool2d_c1(%x: tensor<2x8x8x1x1xf32>) {
   // expected-error@+1 {{'mpc.avg_pool2d' op expects an NCHW input of rank 4, got 'tensor<2x8x8x1x1xf32>'}}
   %0 = mpc.avg_pool2d %x kernel [2, 2] : tensor<2x8x8x1x1xf32>
