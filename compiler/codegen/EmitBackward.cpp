@@ -1266,40 +1266,49 @@ void emitEmbeddingGrad(StepEmitter &emitter, const Step &step,
 
 /// Kernel code that loops `oy`, `ox` over the output windows that contain
 /// input pixel (iy, ix): oy * stride - pad <= iy < oy * stride - pad + kernel.
+/// In `integer` arithmetic (literals with `suffix`): int where the tensors'
+/// offsets fit it, as a 64-bit division by a constant is several
+/// instructions.
 std::string windowsContaining(ArrayRef<int64_t> kernel,
                               ArrayRef<int64_t> stride,
                               ArrayRef<int64_t> padding, int64_t oh,
-                              int64_t ow) {
+                              int64_t ow, StringRef integer = "long long",
+                              StringRef suffix = "LL") {
   auto range = [&](StringRef o, StringRef in, int64_t k, int64_t s, int64_t p,
                    int64_t extent) {
     return llvm::formatv(
-               "    long long {0}_lo_num = {1} + {4}LL - {2}LL + 1;\n"
-               "    long long {0}_lo = {0}_lo_num <= 0 ? 0 : ({0}_lo_num + "
-               "{3}LL - 1) / {3}LL;\n"
-               "    long long {0}_hi = ({1} + {4}LL) / {3}LL;\n"
-               "    if ({0}_hi > {5}LL - 1) {0}_hi = {5}LL - 1;\n",
-               o, in, k, s, p, extent)
+               "    {6} {0}_lo_num = {1} + {4}{7} - {2}{7} + 1;\n"
+               "    {6} {0}_lo = {0}_lo_num <= 0 ? 0 : ({0}_lo_num + "
+               "{3}{7} - 1) / {3}{7};\n"
+               "    {6} {0}_hi = ({1} + {4}{7}) / {3}{7};\n"
+               "    if ({0}_hi > {5}{7} - 1) {0}_hi = {5}{7} - 1;\n",
+               o, in, k, s, p, extent, integer, suffix)
         .str();
   };
   return range("oy", "iy", kernel[0], stride[0], padding[0], oh) +
          range("ox", "ix", kernel[1], stride[1], padding[1], ow) +
-         "    for (long long oy = oy_lo; oy <= oy_hi; ++oy)\n"
-         "      for (long long ox = ox_lo; ox <= ox_hi; ++ox) {\n";
+         llvm::formatv("    for ({0} oy = oy_lo; oy <= oy_hi; ++oy)\n"
+                       "      for ({0} ox = ox_lo; ox <= ox_hi; ++ox) {{\n",
+                       integer)
+             .str();
 }
 
 /// The second kernel of max_pool2d_grad, shared with
 /// max_pool2d_indices_grad: routes each window's dy to its argmax, which
 /// `pixel(window, oy, ox)` reads from `argmax` (of C type `indexType`,
 /// `indexBytes` in all) as an index into the input plane, negative for
-/// none. Each input pixel sums its windows in the same order (oy, then ox)
-/// on every path, so overlapping windows need no atomics and the result is
+/// none; `isArgmax(window)`, whether it is input pixel (iy, ix) of the
+/// window at (oy, ox), which contains it.
+/// Each input pixel sums its windows in the same order (oy, then ox) on
+/// every path, so overlapping windows need no atomics and the result is
 /// deterministic.
 void routeMaxPoolGrad(
     StepEmitter &emitter, TypedValue<RankedTensorType> dy,
     TypedValue<RankedTensorType> dx, ArrayRef<int64_t> kernel,
     ArrayRef<int64_t> stride, ArrayRef<int64_t> padding, StringRef indexType,
     StringRef argmax, int64_t indexBytes,
-    llvm::function_ref<std::string(StringRef, StringRef, StringRef)> pixel) {
+    llvm::function_ref<std::string(StringRef, StringRef, StringRef)> pixel,
+    llvm::function_ref<std::string(StringRef)> isArgmax) {
   auto in = dx.getType();
   auto out = dy.getType();
   int64_t h = in.getDimSize(2), w = in.getDimSize(3);
@@ -1369,24 +1378,32 @@ void routeMaxPoolGrad(
                        .flopsPer(out.getNumElements(), 1));
     return;
   }
+  // A thread an input pixel. Its offsets in int where the tensors' fit:
+  // the gather is bound by its instructions, not its bytes.
+  bool narrow = std::max(in.getNumElements(), out.getNumElements()) <=
+                INT32_MAX;
+  StringRef integer = narrow ? "int" : "long long";
+  StringRef suffix = narrow ? "" : "LL";
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
       "*__restrict__ argmax, {3} *__restrict__ dx) {{\n"
       "  MPC_FOR_EACH(i, {4}LL) {{\n"
-      "    long long plane = i / {5}LL, iy = (i / {6}LL) % {7}LL, ix = i % "
-      "{6}LL;\n"
-      "    const {1} *g = dy + plane * {8}LL;\n"
-      "    const {2} *best = argmax + plane * {8}LL;\n"
-      "    long long self = iy * {6}LL + ix;\n"
+      "    {12} at = ({12})i;\n"
+      "    {12} plane = at / {5}{13}, iy = (at / {6}{13}) % {7}{13}, ix = at "
+      "% {6}{13};\n"
+      "    const {1} *g = dy + plane * {8}{13};\n"
+      "    const {2} *best = argmax + plane * {8}{13};\n"
       "    float acc = 0.0f;\n{9}"
-      "        if ({11} == self) acc += mpc_load(g + oy * {10}LL + ox);\n"
+      "        if ({11}) acc += mpc_load(g + oy * {10}{13} + ox);\n"
       "      }\n"
       "    mpc_store(dx + i, acc);\n"
       "  }\n"
       "}\n",
       name, elementCType(dy), indexType, elementCType(dx), in.getNumElements(),
-      h * w, w, h, oh * ow, windowsContaining(kernel, stride, padding, oh, ow),
-      ow, pixel("oy * " + std::to_string(ow) + "LL + ox", "oy", "ox")));
+      h * w, w, h, oh * ow,
+      windowsContaining(kernel, stride, padding, oh, ow, integer, suffix), ow,
+      isArgmax("oy * " + std::to_string(ow) + suffix.str() + " + ox"),
+      integer, suffix));
   emitter.launch(name, elementwiseGrid(in.getNumElements()), 256,
                  {emitter.constPointer(dy), argmax.str(), emitter.pointer(dx)},
                  KernelCost()
@@ -1446,6 +1463,11 @@ void emitMaxPoolGrad(StepEmitter &emitter, const Step &step,
                    out.getNumElements() * (indexType == "int" ? 4 : 8),
                    [](StringRef window, StringRef, StringRef) {
                      return "(long long)best[" + window.str() + "]";
+                   },
+                   [&](StringRef window) {
+                     return llvm::formatv("best[{0}] == iy * {1} + ix",
+                                          window, w)
+                         .str();
                    });
 }
 
@@ -1468,6 +1490,14 @@ void emitMaxPoolIndicesGrad(StepEmitter &emitter,
                    "{5}LL - {6}LL, {7}LL, {8}LL)",
                    window, oy, stride[0], padding[0], ox, stride[1],
                    padding[1], kernel[1], w)
+            .str();
+      },
+      // The pixel's position in the window, which contains it.
+      [&](StringRef window) {
+        return llvm::formatv("best[{0}] == (iy - (oy * {1} - {2})) * {3} + "
+                             "ix - (ox * {4} - {5})",
+                             window, stride[0], padding[0], kernel[1],
+                             stride[1], padding[1])
             .str();
       });
 }

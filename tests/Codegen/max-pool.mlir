@@ -1,4 +1,5 @@
 // RUN: mpc compile %s --target=cuda --emit=kernels | FileCheck %s
+// RUN: mpc compile %s --target=cuda --emit=kernels --amp=O2 --half=bf16 | FileCheck %s --check-prefix=HALF
 
 // A max pooling whose gradient the step takes stores each window's argmax
 // as its position in the window (ky * KW + kx, a signed byte; -1 for a
@@ -25,6 +26,19 @@
 //   CHECK-NOT: max_pool2d_argmax
 //       CHECK: pool_k{{[0-9]+}}_max_pool2d_grad(const float *__restrict__ dy, const signed char *__restrict__ argmax, float *__restrict__ dx) {
 //       CHECK:         long long a = mpc_window_pixel(best[oy * 5LL + ox], oy * 2LL - 1LL, ox * 2LL - 1LL, 3LL, 9LL);
+// A half dx is gathered instead, a thread an input pixel summing its
+// windows in f32, in int arithmetic (the tensors have under 2^31
+// elements): a window adds its dy where the pixel's position in it is the
+// stored one.
+// HALF-LABEL: pool_k{{[0-9]+}}_max_pool2d_grad(const __nv_bfloat16 *__restrict__ dy, const signed char *__restrict__ argmax, __nv_bfloat16 *__restrict__ dx) {
+//  HALF-NEXT:   MPC_FOR_EACH(i, 648LL) {
+//  HALF-NEXT:     int at = (int)i;
+//  HALF-NEXT:     int plane = at / 81, iy = (at / 9) % 9, ix = at % 9;
+//       HALF:     for (int oy = oy_lo; oy <= oy_hi; ++oy)
+//  HALF-NEXT:       for (int ox = ox_lo; ox <= ox_hi; ++ox) {
+//  HALF-NEXT:         if (best[oy * 5 + ox] == (iy - (oy * 2 - 1)) * 3 + ix - (ox * 2 - 1)) acc += mpc_load(g + oy * 5 + ox);
+//  HALF-NEXT:       }
+//  HALF-NEXT:     mpc_store(dx + i, acc);
 mpc.model @pool
     inputs(%x: tensor<2x4x9x9xf32>)
     params(%w: tensor<2x4x9x9xf32> = normal(1.0)) {
