@@ -360,9 +360,9 @@ def MpcSaveMaxPoolIndicesPass
                 "gradient";
   let description = [{
     mpc-autodiff's `mpc.max_pool2d_grad` finds each window's maximum again
-    from the pooled input, so the backward pass reads the input twice (once
-    to find the maxima, once more as it routes the gradient through a
-    kernel of their indices) and the input stays alive until then. This
+    from the pooled input (a kernel that reads the input and writes each
+    window's argmax, 4 bytes, to scratch, which a second kernel routes the
+    gradient through), so the input stays alive until then. This
     pass turns each `mpc.max_pool2d` that such a gradient differentiates
     (same input, kernel, stride and padding; the forward op dominates it)
     into `mpc.max_pool2d_with_indices`, which also writes each window's
