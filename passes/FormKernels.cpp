@@ -668,6 +668,15 @@ void KernelFormation::formRowGroups() {
       // group (the residual sum before a layer norm; a GELU's gradient that
       // a bias gradient sums too; a residual block's gradient, which its
       // shortcut reads).
+      // A max pooling's gradient that only a batch norm's gradient reads (a
+      // ResNet's stem) joins it instead: its kernels gather each element of
+      // dy as they read it.
+      if (auto grad = dyn_cast<BatchNormGradOp>(op))
+        if (auto pool =
+                grad.getGrad().getDefiningOp<MaxPool2dIndicesGradOp>();
+            pool && pool.getResult().hasOneUse() && !groupOf.count(pool) &&
+            pool->getBlock() == op.getBlock())
+          group.ops.insert(pool);
       int64_t elements = elementCount(op.getOperand(0));
       SmallVector<Value> worklist{op.getOperand(0)};
       while (!worklist.empty()) {
@@ -695,6 +704,18 @@ void KernelFormation::formRowGroups() {
         group.ops.insert(user);
         group.root = user;
         current = user->getResult(0);
+      }
+      // A max pooling that alone reads the chain's result (a ResNet's stem:
+      // batch norm, ReLU, max pool) joins it: its loads normalise, so what
+      // it pools is never stored.
+      if (auto pool = current.hasOneUse()
+                          ? dyn_cast<MaxPool2dWithIndicesOp>(
+                                *current.getUsers().begin())
+                          : MaxPool2dWithIndicesOp();
+          pool && isa<BatchNormOp>(op) && !groupOf.count(pool) &&
+          pool->getBlock() == op.getBlock()) {
+        group.ops.insert(pool);
+        group.root = pool;
       }
       // The op moves to the end of the chain: its other results (a layer
       // norm's parameter gradients) must not be read before.

@@ -855,6 +855,12 @@ Operation *mlir::mpc::rowKernelOp(const Step &step) {
   return row == step.ops.end() ? nullptr : *row;
 }
 
+MaxPool2dWithIndicesOp mlir::mpc::normalisingPool(const Step &step) {
+  if (step.group != FusionKind::Row)
+    return {};
+  return dyn_cast<MaxPool2dWithIndicesOp>(step.ops.back());
+}
+
 QuantizeOp mlir::mpc::groupedQuantize(const Step &step) {
   if (step.group == FusionKind::Attention) {
     auto quantize = llvm::find_if(step.ops, llvm::IsaPred<QuantizeOp>);
@@ -1189,11 +1195,13 @@ int64_t mlir::mpc::scratchBytes(const Step &step, bool cudnnConvolutions) {
     return convolutionScratchBytes(op, cudnnConvolutions);
   if (auto norm = dyn_cast<BatchNormOp>(op)) {
     // mean, rstd (unless the op returns them); and each slice's two
-    // partial sums where a channel is summed in slices (EmitRow.cpp).
+    // partial sums where a channel is summed in slices, as it always is
+    // where a max pooling normalises (EmitRow.cpp).
     int64_t channels = norm.getGamma().getType().getNumElements();
     int64_t splits = batchNormSplits(norm.getInput().getType());
+    bool sliced = splits > 1 || normalisingPool(step);
     return (norm.getStats() ? 0 : saturatingProduct({2, channels, 4})) +
-           (splits > 1 ? saturatingProduct({2, channels, splits, 4}) : 0);
+           (sliced ? saturatingProduct({2, channels, splits, 4}) : 0);
   }
   if (auto grad = dyn_cast<RmsNormGradOp>(op))
     // Each block's partial sums of dgamma.

@@ -150,10 +150,14 @@ void emitEmbedding(StepEmitter &emitter, EmbeddingOp op) {
 
 } // namespace
 
+std::string mlir::mpc::PoolInput::at(StringRef offset) const {
+  return llvm::formatv(load.c_str(), offset).str();
+}
+
 std::optional<std::string>
 mlir::mpc::poolRowsOnCpu(const PoolShape &shape, StringRef elementType,
                          int64_t grid, StringRef state, StringRef tap,
-                         StringRef finish) {
+                         StringRef finish, const PoolInput &input) {
   // A row's state lives on the stack: a few KB at most.
   constexpr int64_t widestRow = 1024;
   if (shape.ow > widestRow)
@@ -163,6 +167,7 @@ mlir::mpc::poolRowsOnCpu(const PoolShape &shape, StringRef elementType,
              "  MPC_FOR_EACH_TILED(r, {0}LL, {1}LL) {{\n"
              "    long long plane = r / {2}LL, oy = r % {2}LL;\n"
              "    const {3} *src = x + plane * {4}LL;\n"
+             "{17}"
              "{5}"
              "    for (long long ky = 0; ky < {6}LL; ++ky) {{\n"
              "      long long iy = oy * {7}LL - {8}LL + ky;\n"
@@ -178,7 +183,7 @@ mlir::mpc::poolRowsOnCpu(const PoolShape &shape, StringRef elementType,
              "        if (hi > {14}LL) hi = {14}LL;\n"
              "        MPC_SIMD for (long long ox = lo; ox < hi; ++ox) {{\n"
              "          long long index = iy * {13}LL + ox * {12}LL + shift;\n"
-             "          float v = mpc_load(src + index);\n"
+             "          float v = {18};\n"
              "{15}"
              "        }\n"
              "      }\n"
@@ -188,7 +193,8 @@ mlir::mpc::poolRowsOnCpu(const PoolShape &shape, StringRef elementType,
              rows, (rows + grid - 1) / grid, shape.oh, elementType,
              shape.h * shape.w, state, shape.kernel[0], shape.stride[0],
              shape.padding[0], shape.h, shape.kernel[1], shape.padding[1],
-             shape.stride[1], shape.w, shape.ow, tap, finish)
+             shape.stride[1], shape.w, shape.ow, tap, finish, input.setup,
+             input.at("index"))
       .str();
 }
 
@@ -196,7 +202,8 @@ std::string mlir::mpc::argmaxPoolKernel(StringRef name, StringRef parameters,
                                         const PoolShape &shape,
                                         StringRef elementType, int64_t grid,
                                         bool inWindow, StringRef storeOutput,
-                                        StringRef storeRow) {
+                                        StringRef storeRow,
+                                        const PoolInput &input) {
   std::string position =
       inWindow ? llvm::formatv("ky * {0}LL + kx", shape.kernel[1]).str()
                : llvm::formatv("iy * {0}LL + ix", shape.w).str();
@@ -222,7 +229,8 @@ std::string mlir::mpc::argmaxPoolKernel(StringRef name, StringRef parameters,
                         "{1}"
                         "    }\n",
                         shape.ow, storeRow)
-              .str())
+              .str(),
+          input)
           .value_or("");
   return llvm::formatv(
       "__global__ void {0}({1}) {{\n"
@@ -231,6 +239,7 @@ std::string mlir::mpc::argmaxPoolKernel(StringRef name, StringRef parameters,
       "    long long plane = i / {3}LL, oy = (i / {4}LL) % {5}LL, ox = i % "
       "{4}LL;\n"
       "    const {6} *src = x + plane * {7}LL;\n"
+      "{20}"
       "    long long best = -1;\n"
       "    float bestValue = -INFINITY;\n"
       "    for (long long ky = 0; ky < {8}LL; ++ky) {{\n"
@@ -239,7 +248,7 @@ std::string mlir::mpc::argmaxPoolKernel(StringRef name, StringRef parameters,
       "      for (long long kx = 0; kx < {9}LL; ++kx) {{\n"
       "        long long ix = ox * {11}LL - {13}LL + kx;\n"
       "        if (ix < 0 || ix >= {15}LL) continue;\n"
-      "        float v = mpc_load(src + iy * {15}LL + ix);\n"
+      "        float v = {21};\n"
       "        long long take = (long long)((best < 0) | (v > bestValue) | "
       "(v != v));\n"
       "        best += take * ({16} - best);\n"
@@ -255,19 +264,17 @@ std::string mlir::mpc::argmaxPoolKernel(StringRef name, StringRef parameters,
       shape.kernel[0], shape.kernel[1], shape.stride[0], shape.stride[1],
       shape.padding[0], shape.padding[1], shape.h, shape.w, position,
       onCpu.empty() ? "" : "#ifdef MPC_DEVICE_BLOCKS\n",
-      onCpu.empty() ? "" : "#else\n" + onCpu + "#endif\n", storeOutput);
+      onCpu.empty() ? "" : "#else\n" + onCpu + "#endif\n", storeOutput,
+      input.setup, input.at(llvm::formatv("iy * {0}LL + ix", shape.w).str()));
 }
 
-namespace {
-
-/// Max pooling that also stores each window's argmax as its position in
-/// the window (ky * KW + kx; -1 for a window of padding only), found with
-/// the comparison max_pool2d_grad's argmax kernel used: the first maximum,
-/// the last NaN.
-void emitMaxPoolWithIndices(StepEmitter &emitter, MaxPool2dWithIndicesOp op) {
+void mlir::mpc::emitMaxPoolWithIndices(
+    StepEmitter &emitter, MaxPool2dWithIndicesOp op, StringRef name, Value x,
+    const PoolInput &input, ArrayRef<std::string> extraParameters,
+    ArrayRef<std::string> extraArguments, const ElementFunction *prologue,
+    KernelCost cost) {
   auto in = op.getInput().getType();
   auto out = op.getResult().getType();
-  std::string name = emitter.kernelName("max_pool2d_with_indices");
   int64_t grid = elementwiseGrid(out.getNumElements());
   int64_t ow = out.getDimSize(3);
   SmallVector<int64_t, 2> stride = op.getStrideOrDefault(),
@@ -280,28 +287,42 @@ void emitMaxPoolWithIndices(StepEmitter &emitter, MaxPool2dWithIndicesOp op) {
                   op.getKernel(),
                   stride,
                   padding};
-  emitter.addKernel(argmaxPoolKernel(
-      name,
+  std::string parameters =
       llvm::formatv("const {0} *__restrict__ x, {1} *__restrict__ y, signed "
                     "char *__restrict__ argmax",
-                    elementCType(op.getInput()), elementCType(op.getResult()))
-          .str(),
-      shape, elementCType(op.getInput()), grid, /*inWindow=*/true,
-      "    mpc_store(y + i, bestValue);\n"
-      "    argmax[i] = (signed char)best;\n",
-      llvm::formatv("      mpc_store(y + r * {0}LL + ox, bestValue[ox]);\n"
-                    "      argmax[r * {0}LL + ox] = (signed char)best[ox];\n",
-                    ow)
-          .str()));
-  emitter.launch(name, grid, 256,
-                 {emitter.constPointer(op.getInput()),
-                  emitter.pointer(op.getResult()),
-                  emitter.pointer(op.getIndices())},
-                 KernelCost()
-                     .reads(op.getInput())
-                     .writes(op.getResult())
-                     .writes(op.getIndices()));
+                    elementCType(x), elementCType(op.getResult()))
+          .str();
+  SmallVector<std::string> arguments{emitter.constPointer(x),
+                                     emitter.pointer(op.getResult()),
+                                     emitter.pointer(op.getIndices())};
+  for (const std::string &parameter : extraParameters)
+    parameters += ", " + parameter;
+  llvm::append_range(arguments, extraArguments);
+  std::string functions;
+  if (prologue) {
+    for (const std::string &parameter : prologue->parameters)
+      parameters += ", " + parameter;
+    llvm::append_range(arguments, prologue->arguments);
+    functions = prologue->source;
+    cost += prologue->cost;
+  }
+  emitter.addKernel(
+      functions +
+      argmaxPoolKernel(
+          name, parameters, shape, elementCType(x), grid, /*inWindow=*/true,
+          "    mpc_store(y + i, bestValue);\n"
+          "    argmax[i] = (signed char)best;\n",
+          llvm::formatv("      mpc_store(y + r * {0}LL + ox, bestValue[ox]);\n"
+                        "      argmax[r * {0}LL + ox] = (signed "
+                        "char)best[ox];\n",
+                        ow)
+              .str(),
+          input));
+  emitter.launch(name, grid, 256, arguments,
+                 cost.reads(x).writes(op.getResult()).writes(op.getIndices()));
 }
+
+namespace {
 
 /// Max or average pooling of NCHW; padding never wins a maximum and counts
 /// towards an average's divisor (count_include_pad).
@@ -495,7 +516,13 @@ FailureOr<bool> mlir::mpc::emitDataMovement(Operation *op, const Step &step,
     return true;
   }
   if (auto pool = dyn_cast<MaxPool2dWithIndicesOp>(op)) {
-    emitMaxPoolWithIndices(emitter, pool);
+    // Max pooling that also stores each window's argmax as its position in
+    // the window (ky * KW + kx; -1 for a window of padding only), found
+    // with the comparison max_pool2d_grad's argmax kernel used: the first
+    // maximum, the last NaN.
+    emitMaxPoolWithIndices(emitter, pool,
+                           emitter.kernelName("max_pool2d_with_indices"),
+                           pool.getInput());
     return true;
   }
   if (auto pool = dyn_cast<AvgPool2dOp>(op)) {

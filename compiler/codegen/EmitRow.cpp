@@ -999,6 +999,64 @@ std::string storeBatchStatistics(int64_t channels, int64_t count, StringRef eps,
       channels, eps, momentum, count, std::max<int64_t>(count - 1, 1));
 }
 
+/// The max pooling after a batch norm (and the loop ops applied to its
+/// result, its ReLU) in one row group: the pool's loads compute what the
+/// norm's apply kernel would have stored, from x, the channel's `stats`,
+/// gamma and beta, rounded to the type it would have stored, and only
+/// the pooled values and their window positions are written. The pool's
+/// taps read x where they read the stored output (a 3x3 window of stride
+/// 2 evaluates an element 2.25 times, in registers).
+LogicalResult emitNormalisingPool(StepEmitter &emitter, const Step &step,
+                                  BatchNormOp op, MaxPool2dWithIndicesOp pool,
+                                  StringRef stats) {
+  auto type = op.getInput().getType();
+  int64_t channels = type.getDimSize(1);
+  int64_t plane = type.getDimSize(2) * type.getDimSize(3);
+  std::string name = emitter.kernelName("batch_norm_max_pool2d");
+  SmallVector<Operation *> epilogue;
+  for (Operation *member : step.ops)
+    if (member != op && member != pool)
+      epilogue.push_back(member);
+  Value pooled = pool.getInput();
+  std::string normalised =
+      "(mpc_load(src + {0}) - mean) * rstd * g + b";
+  std::optional<ElementFunction> fused;
+  if (!epilogue.empty()) {
+    FailureOr<ElementFunction> function = buildElementFunction(
+        epilogue, pooled, op.getResult(), emitter, name + "_y", "y_");
+    if (failed(function))
+      return failure();
+    fused = std::move(*function);
+    normalised = fused->call(
+        ("plane * " + std::to_string(plane) + "LL + ({0})"), normalised);
+  }
+  PoolInput input;
+  input.setup = llvm::formatv("    long long c = plane % {0}LL;\n"
+                              "    float mean = stats[c], rstd = stats[{0}LL + "
+                              "c], g = mpc_load(gamma + c), b = "
+                              "mpc_load(beta + c);\n",
+                              channels)
+                    .str();
+  input.load =
+      "mpc_rounded<" + elementCType(pooled) + ">(" + normalised + ")";
+  std::string param = elementCType(op.getGamma());
+  emitMaxPoolWithIndices(
+      emitter, pool, name, op.getInput(), input,
+      {"const " + param + " *__restrict__ gamma",
+       "const " + param + " *__restrict__ beta",
+       "const float *__restrict__ stats"},
+      {emitter.constPointer(op.getGamma()), emitter.constPointer(op.getBeta()),
+       stats.str()},
+      fused ? &*fused : nullptr,
+      // (x - mean) * rstd * gamma + beta, an element's every evaluation.
+      KernelCost()
+          .reads(op.getGamma())
+          .reads(op.getBeta())
+          .readsBytes(2 * channels * 4)
+          .flopsPer(type.getNumElements(), 4));
+  return success();
+}
+
 /// batch_norm over channel dim 1 of [N, C] or [N, C, H, W], its result
 /// stored through the epilogue mpc-form-kernels grouped with it (a ReLU, a
 /// residual sum and the ReLU after it), so that what it normalises is never
@@ -1029,8 +1087,12 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
   // parameters without master weights.
   std::string running = elementCType(op.getRunningMean());
   int64_t splits = batchNormSplits(type);
+  // A max pooling that normalises as it loads (mpc-form-kernels' stem
+  // rule) follows the statistics, which are then always summed in slices
+  // (one slice is the one-kernel form's sums, bit for bit).
+  MaxPool2dWithIndicesOp pool = normalisingPool(step);
 
-  if (emitter.isTraining() && splits == 1) {
+  if (emitter.isTraining() && splits == 1 && !pool) {
     std::string name = emitter.kernelName("batch_norm");
     FailureOr<RowAccess> y =
         rowOutput(emitter, step, op, op.getResult(), "y", name);
@@ -1370,6 +1432,9 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
                        .flopsPer(channels, 3));
   }
 
+  if (pool)
+    return emitNormalisingPool(emitter, step, op, pool, stats);
+
   std::string name = emitter.kernelName("batch_norm_apply");
   FailureOr<RowAccess> y =
       rowOutput(emitter, step, op, op.getResult(), "y", name);
@@ -1471,9 +1536,16 @@ FailureOr<RowAccess> mlir::mpc::rowInput(StepEmitter &emitter, const Step &step,
     access.arguments.push_back(emitter.constPointer(operand));
     return access;
   }
-  FailureOr<ElementFunction> fused = buildElementFunction(
-      prologue, operand, Value(), emitter, (kernel + "_" + pointer).str(),
-      (pointer + "_").str());
+  // A max pooling's gradient (a ResNet's stem, before its batch norm's
+  // gradient) is gathered as it is read: its dx is never stored.
+  FailureOr<ElementFunction> fused =
+      isa<MaxPool2dIndicesGradOp>(def)
+          ? maxPoolGradientElement(emitter, cast<MaxPool2dIndicesGradOp>(def),
+                                   (kernel + "_" + pointer).str(),
+                                   (pointer + "_").str())
+          : buildElementFunction(prologue, operand, Value(), emitter,
+                                 (kernel + "_" + pointer).str(),
+                                 (pointer + "_").str());
   if (failed(fused))
     return failure();
   access.parameters = fused->parameters;
@@ -1498,11 +1570,11 @@ FailureOr<RowAccess> mlir::mpc::rowOutput(StepEmitter &emitter,
   RowAccess access;
   access.pointer = pointer.str();
   // The ops after `rowOp`, up to the quantization whose amax the kernel
-  // finds, if any.
+  // finds or the max pooling that normalises, if any.
   SmallVector<Operation *> epilogue;
   for (Operation *op : llvm::drop_begin(
            llvm::make_range(llvm::find(step.ops, rowOp), step.ops.end()))) {
-    if (isRowFusible(op))
+    if (isRowFusible(op) || isa<MaxPool2dWithIndicesOp>(op))
       break;
     epilogue.push_back(op);
   }

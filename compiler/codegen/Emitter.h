@@ -57,6 +57,10 @@ struct Step {
 /// quantization (the other ops are fused around it).
 Operation *rowKernelOp(const Step &step);
 
+/// The max pooling at the end of a batch norm's row group, whose loads
+/// normalise (mpc-form-kernels' stem rule); null where there is none.
+MaxPool2dWithIndicesOp normalisingPool(const Step &step);
+
 /// The current-scaling quantization that follows the op whose kernels
 /// store its input, in a row group (a layer norm or its input gradient)
 /// or an attention group (the attention's output, or its gradient's
@@ -331,6 +335,15 @@ struct PoolShape {
   int64_t planes, h, w, oh, ow;
   ArrayRef<int64_t> kernel, stride, padding;
 };
+/// How a pooling kernel reads its input's element at offset `{0}` of the
+/// plane `src` points to (a formatv format): as stored, or through what a
+/// batch norm's pool computes from it. `setup` runs once per plane a
+/// thread visits, after `plane` and `src` are set.
+struct PoolInput {
+  std::string setup;
+  std::string load = "mpc_load(src + {0})";
+  std::string at(StringRef offset) const;
+};
 /// The cpu target's body of a pooling scan kernel over `x` (element type
 /// `elementType`), for a grid of `grid` blocks: a block takes whole output
 /// rows (plane, oy), and each output visits its window's taps in the GPU
@@ -343,7 +356,8 @@ struct PoolShape {
 std::optional<std::string> poolRowsOnCpu(const PoolShape &shape,
                                          StringRef elementType, int64_t grid,
                                          StringRef state, StringRef tap,
-                                         StringRef finish);
+                                         StringRef finish,
+                                         const PoolInput &input = {});
 /// A max pooling kernel `name(parameters)` over `x` (element type
 /// `elementType`) that finds each window's argmax as the forward's
 /// comparison does (the first maximum; the last NaN, which wins), as its
@@ -355,7 +369,8 @@ std::optional<std::string> poolRowsOnCpu(const PoolShape &shape,
 std::string argmaxPoolKernel(StringRef name, StringRef parameters,
                              const PoolShape &shape, StringRef elementType,
                              int64_t grid, bool inWindow,
-                             StringRef storeOutput, StringRef storeRow);
+                             StringRef storeOutput, StringRef storeRow,
+                             const PoolInput &input = {});
 
 //===----------------------------------------------------------------------===//
 // Emission
@@ -685,6 +700,15 @@ FailureOr<ElementFunction> buildElementFunction(ArrayRef<Operation *> ops,
                                                 StepEmitter &emitter,
                                                 StringRef name,
                                                 StringRef parameterPrefix);
+/// The gradient a max_pool2d_indices_grad routes to element `i` of its
+/// result, as its kernel stores it (the windows whose stored argmax the
+/// pixel is, summed in f32 in window order and rounded to dx's type), as an
+/// ElementFunction named `name`: a batch norm gradient's prologue, so that
+/// dx is never stored (EmitBackward.cpp).
+ElementFunction maxPoolGradientElement(StepEmitter &emitter,
+                                       MaxPool2dIndicesGradOp op,
+                                       StringRef name,
+                                       StringRef parameterPrefix);
 /// A row kernel's access to one operand or its result: through a pointer,
 /// or, in a `row` group, through the ElementFunction of the loop ops fused
 /// before (a prologue computing the operand) or after it (an epilogue
@@ -736,6 +760,19 @@ FailureOr<RowAccess> rowOutput(StepEmitter &emitter, const Step &step,
                                Operation *rowOp, Value result,
                                StringRef pointer, StringRef kernel);
 
+/// A max pooling kernel `name` that stores each window's maximum and its
+/// position in the window (the argmax max_pool2d_indices_grad routes
+/// through), over `x` read through `input`: the pool's own input as
+/// stored, or a batch norm's input that `input` normalises, with the
+/// kernel's other `parameters` and their `arguments`, the loop ops of
+/// `prologue` (the norm's epilogue) and `cost` besides the pool's own.
+void emitMaxPoolWithIndices(StepEmitter &emitter, MaxPool2dWithIndicesOp op,
+                            StringRef name, Value x,
+                            const PoolInput &input = {},
+                            ArrayRef<std::string> parameters = {},
+                            ArrayRef<std::string> arguments = {},
+                            const ElementFunction *prologue = nullptr,
+                            KernelCost cost = {});
 FailureOr<bool> emitGemmLike(Operation *op, const Step &step,
                              StepEmitter &emitter);
 FailureOr<bool> emitRowOp(Operation *op, const Step &step,

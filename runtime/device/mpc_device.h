@@ -585,6 +585,14 @@ __device__ __forceinline__ void mpc_store_amax(T *p, float v, float &amax) {
   float a = fabsf(mpc_load(&stored));
   amax = a > amax ? a : amax;
 }
+/// `v` rounded to T and read back: what a kernel reading `v` after another
+/// stored it as T gets, in registers (a batch norm's output in the max
+/// pooling whose loads normalise; the mask below).
+template <typename T> __device__ __forceinline__ float mpc_rounded(float v) {
+  T stored; // a scalar: the rounding, in registers
+  mpc_store(&stored, v);
+  return mpc_load(&stored);
+}
 /// The gradient through a ReLU of a training batch norm's output, masked
 /// by that output computed again from the norm's input x, its saved mean
 /// and rstd, gamma g and beta b, as the forward computes it (EmitRow.cpp's
@@ -595,9 +603,7 @@ __device__ __forceinline__ float
 mpc_batch_norm_relu_grad(float dy, float x, float mean, float rstd, float g,
                          float b) {
   float normalised = (x - mean) * rstd;
-  T stored; // a scalar: the forward's rounding, in registers
-  mpc_store(&stored, normalised * g + b);
-  return mpc_load(&stored) > 0.0f ? dy : 0.0f;
+  return mpc_rounded<T>(normalised * g + b) > 0.0f ? dy : 0.0f;
 }
 #if defined(MPC_DEVICE_CUDA) && defined(MPC_DEVICE_FP8)
 // FP8 (mpc-assign-fp8's quantized GEMM operands), for kernel sources that

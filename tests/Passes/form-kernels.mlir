@@ -1031,3 +1031,67 @@ mpc.model @batch_norm_relu
   %l = mpc.add %l012, %l3 : tensor<f32>, tensor<f32>
   mpc.output loss(%l : tensor<f32>)
 }
+
+// -----
+
+// A max pooling that alone reads a batch norm's ReLU (a ResNet's stem)
+// joins the batch norm's group as its last op: the pool's loads normalise,
+// and only the pooled values, their window positions and the statistics
+// are stored. Its gradient, read only by a batch norm's gradient, joins
+// that group as its first op: dy is gathered as it is read. Must not fuse:
+// a ReLU read besides the pool (%r2, by %l2), a pool's gradient read
+// besides the batch norm's gradient (%d2, by %l3).
+// CHECK-LABEL: mpc.model @batch_norm_max_pool
+//       CHECK:   %[[F:.*]]:3 = mpc.fusion row {
+//  CHECK-NEXT:     %[[Y:.*]], %[[S:.*]] = mpc.batch_norm %x, %g, %b, %m1, %v1
+//  CHECK-NEXT:     %[[R:.*]] = mpc.relu %[[Y]]
+//  CHECK-NEXT:     %[[P:.*]], %[[I:.*]] = mpc.max_pool2d_with_indices %[[R]]
+//  CHECK-NEXT:     mpc.yield %[[S]], %[[P]], %[[I]]
+//       CHECK:   %[[R2:.*]] = mpc.fusion row {
+//  CHECK-NEXT:     mpc.batch_norm %x, %g, %b, %m2, %v2
+//  CHECK-NEXT:     mpc.relu
+//  CHECK-NEXT:     mpc.yield
+//  CHECK-NEXT:   }
+//  CHECK-NEXT:   %[[P2:.*]], %[[I2:.*]] = mpc.max_pool2d_with_indices %[[R2]]
+//       CHECK:   mpc.fusion row {
+//  CHECK-NEXT:     %[[D:.*]] = mpc.max_pool2d_indices_grad %[[F]]#1, %[[F]]#2
+//  CHECK-NEXT:     %{{.*}}, %[[DG:.*]], %{{.*}} = mpc.batch_norm_grad %[[D]], %x, %g
+//  CHECK-NEXT:     mpc.yield %[[DG]]
+//       CHECK:   %[[D2:.*]] = mpc.max_pool2d_indices_grad %[[P2]], %[[I2]]
+//  CHECK-NEXT:   mpc.batch_norm_grad %[[D2]], %x, %g
+// NOROWS-LABEL: mpc.model @batch_norm_max_pool
+//   NOROWS-NOT:   mpc.fusion row
+//       NOROWS:   mpc.output
+// Without batch-norm-gradient-prologues (the cpu target), the forward
+// groups only.
+//  NOBNP-LABEL: mpc.model @batch_norm_max_pool
+//        NOBNP:   mpc.max_pool2d_with_indices
+//        NOBNP:   mpc.fusion row {
+//    NOBNP-NOT:   mpc.fusion row
+//        NOBNP:   mpc.output
+mpc.model @batch_norm_max_pool
+    inputs(%x: tensor<2x3x6x6xf32>, %g: tensor<3xf32>, %b: tensor<3xf32>)
+    params()
+    state(%m1: tensor<3xf32> = zeros, %v1: tensor<3xf32> = ones,
+          %m2: tensor<3xf32> = zeros, %v2: tensor<3xf32> = ones) {
+  %y, %s = mpc.batch_norm %x, %g, %b, %m1, %v1 : tensor<2x3x6x6xf32>, tensor<3xf32> stats tensor<2x3xf32>
+  %r = mpc.relu %y : tensor<2x3x6x6xf32>
+  %p, %i = mpc.max_pool2d_with_indices %r kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x3x6x6xf32>
+  %y2 = mpc.batch_norm %x, %g, %b, %m2, %v2 : tensor<2x3x6x6xf32>, tensor<3xf32>
+  %r2 = mpc.relu %y2 : tensor<2x3x6x6xf32>
+  %p2, %i2 = mpc.max_pool2d_with_indices %r2 kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x3x6x6xf32>
+  %d = mpc.max_pool2d_indices_grad %p, %i kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x3x3x3xf32>, tensor<2x3x3x3xi8> -> tensor<2x3x6x6xf32>
+  %dx, %dg, %db = mpc.batch_norm_grad %d, %x, %g : tensor<2x3x6x6xf32>, tensor<3xf32>
+  %d2 = mpc.max_pool2d_indices_grad %p2, %i2 kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<2x3x3x3xf32>, tensor<2x3x3x3xi8> -> tensor<2x3x6x6xf32>
+  %dx2, %dg2, %db2 = mpc.batch_norm_grad %d2, %x, %g : tensor<2x3x6x6xf32>, tensor<3xf32>
+  %l0 = mpc.reduce_sum %dg dims [0] : tensor<3xf32>
+  %l1 = mpc.reduce_sum %dg2 dims [0] : tensor<3xf32>
+  %l2 = mpc.reduce_sum %r2 dims [0, 1, 2, 3] : tensor<2x3x6x6xf32>
+  %l3 = mpc.reduce_sum %d2 dims [0, 1, 2, 3] : tensor<2x3x6x6xf32>
+  %ls = mpc.reduce_sum %s dims [0, 1] : tensor<2x3xf32>
+  %l01 = mpc.add %l0, %l1 : tensor<f32>, tensor<f32>
+  %l012 = mpc.add %l01, %l2 : tensor<f32>, tensor<f32>
+  %l0123 = mpc.add %l012, %l3 : tensor<f32>, tensor<f32>
+  %l = mpc.add %l0123, %ls : tensor<f32>, tensor<f32>
+  mpc.output loss(%l : tensor<f32>)
+}
