@@ -881,25 +881,16 @@ LogicalResult FusionOp::verifyRegions() {
       return isa<MaxPool2dWithIndicesOp>(op) && op == ops.back() &&
              row != ops.end() && isa<BatchNormOp>(*row);
     };
-    // The gradient of such a pooling, gathered as the batch norm's gradient
-    // reads it: the group's first op, its incoming gradient.
-    auto isPoolGradient = [&](Operation *op) {
-      auto normGrad = row == ops.end() ? BatchNormGradOp()
-                                       : dyn_cast<BatchNormGradOp>(*row);
-      return isa<MaxPool2dIndicesGradOp>(op) && op == ops.front() &&
-             normGrad && normGrad.getGrad() == op->getResult(0);
-    };
     if (rowOps == 0 || rowOps > 2 || biasSums > 1 ||
         !llvm::all_of(ops, [&](Operation *op) {
           return isRowFusible(op) || isLoopFusible(op) || isBiasSum(op) ||
-                 isNormPool(op) || isPoolGradient(op);
+                 isNormPool(op);
         }))
       return emitOpError()
              << "of kind 'row' expects one softmax, log_softmax, layer_norm, "
                 "batch_norm or their gradient, or a quantize (transposing "
                 "where it sums a bias), and loop ops (a batch_norm's then "
-                "possibly a max_pool2d_with_indices; a batch_norm_grad's "
-                "possibly after the max_pool2d_indices_grad of its dy)";
+                "possibly a max_pool2d_with_indices)";
     return success();
   }
   if (getKind() == FusionKind::Attention) {

@@ -302,8 +302,7 @@ def Mpc_FusionOp : Mpc_Op<"fusion", [HasParent<"ModelOp">, SingleBlock,
       residual sum), then possibly a max_pool2d_with_indices of what they
       compute, whose loads apply them (nothing before the pool is stored),
       or its gradient with those computing its incoming
-      gradient (the ReLU's gradient), or with the max_pool2d_indices_grad
-      that computes it, gathered as it is read; a quantize with those computing its
+      gradient (the ReLU's gradient); a quantize with those computing its
       input (with current scaling both its kernels, the amax pass and the
       cast, evaluate them); the row kernel evaluates them per element. A
       quantize that writes a transposed copy may also sum its input over

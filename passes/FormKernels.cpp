@@ -668,15 +668,6 @@ void KernelFormation::formRowGroups() {
       // group (the residual sum before a layer norm; a GELU's gradient that
       // a bias gradient sums too; a residual block's gradient, which its
       // shortcut reads).
-      // A max pooling's gradient that only a batch norm's gradient reads (a
-      // ResNet's stem) joins it instead: its kernels gather each element of
-      // dy as they read it.
-      if (auto grad = dyn_cast<BatchNormGradOp>(op))
-        if (auto pool =
-                grad.getGrad().getDefiningOp<MaxPool2dIndicesGradOp>();
-            pool && pool.getResult().hasOneUse() && !groupOf.count(pool) &&
-            pool->getBlock() == op.getBlock())
-          group.ops.insert(pool);
       int64_t elements = elementCount(op.getOperand(0));
       SmallVector<Value> worklist{op.getOperand(0)};
       while (!worklist.empty()) {

@@ -714,11 +714,7 @@ def MpcFormKernelsPass : Pass<"mpc-form-kernels", "mlir::ModuleOp"> {
        alone reads a batch_norm's result or that chain's end joins it too,
        as the group's last op: the pool's loads normalise (the stem of a
        ResNet, batch norm, ReLU and max pool: what is pooled is never
-       stored). Backward, a max_pool2d_indices_grad whose result only a
-       batch_norm_grad reads, as its incoming gradient, joins that
-       gradient's group, first (its kernels gather each element of dy as
-       they read it; with `batch-norm-gradient-prologues` only). Dropout
-       never joins a row kernel. A current-scaling quantize of what a
+       stored). Dropout never joins a row kernel. A current-scaling quantize of what a
        layer_norm's or a layer_norm_grad's kernel stores (with its bias
        sum) joins that
        kernel's group, which then runs where the quantize was, unless

@@ -1293,53 +1293,6 @@ std::string windowsContaining(ArrayRef<int64_t> kernel,
              .str();
 }
 
-/// The statements that sum, into `acc`, the dy of the windows whose
-/// argmax is input pixel `i` (of dx), in window order (oy, then ox), from
-/// `dy` and `argmax` (of C type `indexType`); `isArgmax(window)` says
-/// whether it is the pixel (iy, ix) of the window at (oy, ox). Offsets in
-/// int where the tensors fit it: the gather is bound by its instructions,
-/// not its bytes.
-std::string gatherPixelGradient(
-    TypedValue<RankedTensorType> dy, TypedValue<RankedTensorType> dx,
-    ArrayRef<int64_t> kernel, ArrayRef<int64_t> stride,
-    ArrayRef<int64_t> padding, StringRef indexType,
-    llvm::function_ref<std::string(StringRef)> isArgmax) {
-  auto in = dx.getType();
-  auto out = dy.getType();
-  int64_t h = in.getDimSize(2), w = in.getDimSize(3);
-  int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
-  bool narrow = std::max(in.getNumElements(), out.getNumElements()) <=
-                INT32_MAX;
-  StringRef integer = narrow ? "int" : "long long";
-  StringRef suffix = narrow ? "" : "LL";
-  return llvm::formatv(
-      "    {8} at = ({8})i;\n"
-      "    {8} plane = at / {0}{9}, iy = (at / {1}{9}) % {2}{9}, ix = at "
-      "% {1}{9};\n"
-      "    const {3} *g = dy + plane * {4}{9};\n"
-      "    const {10} *best = argmax + plane * {4}{9};\n"
-      "    float acc = 0.0f;\n{5}"
-      "        if ({7}) acc += mpc_load(g + oy * {6}{9} + ox);\n"
-      "      }\n",
-      h * w, w, h, elementCType(dy), oh * ow,
-      windowsContaining(kernel, stride, padding, oh, ow, integer, suffix), ow,
-      isArgmax("oy * " + std::to_string(ow) + suffix.str() + " + ox"),
-      integer, suffix, indexType);
-}
-
-/// Whether input pixel (iy, ix) is the argmax of the window at (oy, ox)
-/// (`window` its index in the plane), which contains it:
-/// max_pool2d_indices_grad's stored position in the window.
-std::string isWindowArgmax(MaxPool2dIndicesGradOp op, StringRef window) {
-  ArrayRef<int64_t> kernel = op.getKernel(), stride = op.getStride(),
-                    padding = op.getPadding();
-  return llvm::formatv("best[{0}] == (iy - (oy * {1} - {2})) * {3} + "
-                       "ix - (ox * {4} - {5})",
-                       window, stride[0], padding[0], kernel[1], stride[1],
-                       padding[1])
-      .str();
-}
-
 /// The second kernel of max_pool2d_grad, shared with
 /// max_pool2d_indices_grad: routes each window's dy to its argmax, which
 /// `pixel(window, oy, ox)` reads from `argmax` (of C type `indexType`,
@@ -1425,18 +1378,32 @@ void routeMaxPoolGrad(
                        .flopsPer(out.getNumElements(), 1));
     return;
   }
-  // A thread an input pixel.
+  // A thread an input pixel. Its offsets in int where the tensors' fit:
+  // the gather is bound by its instructions, not its bytes.
+  bool narrow = std::max(in.getNumElements(), out.getNumElements()) <=
+                INT32_MAX;
+  StringRef integer = narrow ? "int" : "long long";
+  StringRef suffix = narrow ? "" : "LL";
   emitter.addKernel(llvm::formatv(
       "__global__ void {0}(const {1} *__restrict__ dy, const {2} "
       "*__restrict__ argmax, {3} *__restrict__ dx) {{\n"
       "  MPC_FOR_EACH(i, {4}LL) {{\n"
-      "{5}"
+      "    {12} at = ({12})i;\n"
+      "    {12} plane = at / {5}{13}, iy = (at / {6}{13}) % {7}{13}, ix = at "
+      "% {6}{13};\n"
+      "    const {1} *g = dy + plane * {8}{13};\n"
+      "    const {2} *best = argmax + plane * {8}{13};\n"
+      "    float acc = 0.0f;\n{9}"
+      "        if ({11}) acc += mpc_load(g + oy * {10}{13} + ox);\n"
+      "      }\n"
       "    mpc_store(dx + i, acc);\n"
       "  }\n"
       "}\n",
       name, elementCType(dy), indexType, elementCType(dx), in.getNumElements(),
-      gatherPixelGradient(dy, dx, kernel, stride, padding, indexType,
-                          isArgmax)));
+      h * w, w, h, oh * ow,
+      windowsContaining(kernel, stride, padding, oh, ow, integer, suffix), ow,
+      isArgmax("oy * " + std::to_string(ow) + suffix.str() + " + ox"),
+      integer, suffix));
   emitter.launch(name, elementwiseGrid(in.getNumElements()), 256,
                  {emitter.constPointer(dy), argmax.str(), emitter.pointer(dx)},
                  KernelCost()
@@ -1525,7 +1492,14 @@ void emitMaxPoolIndicesGrad(StepEmitter &emitter,
                    padding[1], kernel[1], w)
             .str();
       },
-      [&](StringRef window) { return isWindowArgmax(op, window); });
+      // The pixel's position in the window, which contains it.
+      [&](StringRef window) {
+        return llvm::formatv("best[{0}] == (iy - (oy * {1} - {2})) * {3} + "
+                             "ix - (ox * {4} - {5})",
+                             window, stride[0], padding[0], kernel[1],
+                             stride[1], padding[1])
+            .str();
+      });
 }
 
 /// avg_pool2d_grad as a gather: each input pixel sums dy / (KH * KW) over
@@ -1699,42 +1673,6 @@ void emitSliceGrad(StepEmitter &emitter, SliceGradOp op) {
 }
 
 } // namespace
-
-ElementFunction mlir::mpc::maxPoolGradientElement(StepEmitter &emitter,
-                                                  MaxPool2dIndicesGradOp op,
-                                                  StringRef name,
-                                                  StringRef parameterPrefix) {
-  ElementFunction function;
-  function.name = name.str();
-  std::string dy = (parameterPrefix + "dy").str(),
-              argmax = (parameterPrefix + "argmax").str();
-  std::string dyType = elementCType(op.getGrad());
-  function.parameters = {"const " + dyType + " *__restrict__ " + dy,
-                         "const signed char *__restrict__ " + argmax};
-  function.parameterNames = {dy, argmax};
-  function.arguments = {emitter.constPointer(op.getGrad()),
-                        emitter.constPointer(op.getIndices())};
-  // The pixel's sum rounded to dx's type, as the kernel stored it.
-  function.source =
-      llvm::formatv(
-          "__device__ float {0}(const {1} *__restrict__ dy, const signed char "
-          "*__restrict__ argmax, long long i) {{\n"
-          "{2}"
-          "    return mpc_rounded<{3}>(acc);\n"
-          "}\n",
-          name, dyType,
-          gatherPixelGradient(
-              op.getGrad(), op.getResult(), op.getKernel(), op.getStride(),
-              op.getPadding(), "signed char",
-              [&](StringRef window) { return isWindowArgmax(op, window); }),
-          elementCType(op.getResult()))
-          .str();
-  function.cost = KernelCost()
-                      .reads(op.getGrad())
-                      .reads(op.getIndices())
-                      .flopsPer(op.getGrad().getType().getNumElements(), 1);
-  return function;
-}
 
 FailureOr<bool> mlir::mpc::emitBackwardOp(Operation *op, const Step &step,
                                           StepEmitter &emitter) {

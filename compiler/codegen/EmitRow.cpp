@@ -1536,16 +1536,9 @@ FailureOr<RowAccess> mlir::mpc::rowInput(StepEmitter &emitter, const Step &step,
     access.arguments.push_back(emitter.constPointer(operand));
     return access;
   }
-  // A max pooling's gradient (a ResNet's stem, before its batch norm's
-  // gradient) is gathered as it is read: its dx is never stored.
-  FailureOr<ElementFunction> fused =
-      isa<MaxPool2dIndicesGradOp>(def)
-          ? maxPoolGradientElement(emitter, cast<MaxPool2dIndicesGradOp>(def),
-                                   (kernel + "_" + pointer).str(),
-                                   (pointer + "_").str())
-          : buildElementFunction(prologue, operand, Value(), emitter,
-                                 (kernel + "_" + pointer).str(),
-                                 (pointer + "_").str());
+  FailureOr<ElementFunction> fused = buildElementFunction(
+      prologue, operand, Value(), emitter, (kernel + "_" + pointer).str(),
+      (pointer + "_").str());
   if (failed(fused))
     return failure();
   access.parameters = fused->parameters;

@@ -700,15 +700,6 @@ FailureOr<ElementFunction> buildElementFunction(ArrayRef<Operation *> ops,
                                                 StepEmitter &emitter,
                                                 StringRef name,
                                                 StringRef parameterPrefix);
-/// The gradient a max_pool2d_indices_grad routes to element `i` of its
-/// result, as its kernel stores it (the windows whose stored argmax the
-/// pixel is, summed in f32 in window order and rounded to dx's type), as an
-/// ElementFunction named `name`: a batch norm gradient's prologue, so that
-/// dx is never stored (EmitBackward.cpp).
-ElementFunction maxPoolGradientElement(StepEmitter &emitter,
-                                       MaxPool2dIndicesGradOp op,
-                                       StringRef name,
-                                       StringRef parameterPrefix);
 /// A row kernel's access to one operand or its result: through a pointer,
 /// or, in a `row` group, through the ElementFunction of the loop ops fused
 /// before (a prologue computing the operand) or after it (an epilogue

@@ -441,7 +441,7 @@ mpc.model @fusion_c5 inputs(%x: tensor<4x8xf16>) params() {
 
 // fusion_c6: a row group holds one softmax (or its gradient).
 mpc.model @fusion_c6 inputs(%x: tensor<4x8xf32>) params() {
-  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a quantize (transposing where it sums a bias), and loop ops (a batch_norm's then possibly a max_pool2d_with_indices; a batch_norm_grad's possibly after the max_pool2d_indices_grad of its dy)}}
+  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a quantize (transposing where it sums a bias), and loop ops (a batch_norm's then possibly a max_pool2d_with_indices)}}
   %0 = mpc.fusion row {
     %a = mpc.softmax %x dim 1 : tensor<4x8xf32>
     %b = mpc.softmax %a dim 1 : tensor<4x8xf32>
@@ -499,7 +499,7 @@ mpc.model @fusion_c6_two_input inputs(%x: tensor<4x8xbf16>) params(%g: tensor<8x
 // fusion_c6: only a transposing quantize sums its input (the bias gradient
 // of the FP8 weight gradient that reads its transposed copy).
 mpc.model @fusion_c6_sum inputs(%x: tensor<4x8xbf16>) params() state(%t: tensor<5x1xf32> = zeros) {
-  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a quantize (transposing where it sums a bias), and loop ops (a batch_norm's then possibly a max_pool2d_with_indices; a batch_norm_grad's possibly after the max_pool2d_indices_grad of its dy)}}
+  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a quantize (transposing where it sums a bias), and loop ops (a batch_norm's then possibly a max_pool2d_with_indices)}}
   %0:3 = mpc.fusion row {
     %q, %s = mpc.quantize %x delayed(%t[0] margin 0 : tensor<5x1xf32>) : tensor<4x8xbf16> to tensor<4x8xf8E5M2>
     %b = mpc.reduce_sum %x dims [0] : tensor<4x8xbf16>
@@ -513,7 +513,7 @@ mpc.model @fusion_c6_sum inputs(%x: tensor<4x8xbf16>) params() state(%t: tensor<
 
 // fusion_c6: a bias sum follows the quantization whose cast pass sums it.
 mpc.model @fusion_c6_sum_first inputs(%x: tensor<4x8xbf16>) params() {
-  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a quantize (transposing where it sums a bias), and loop ops (a batch_norm's then possibly a max_pool2d_with_indices; a batch_norm_grad's possibly after the max_pool2d_indices_grad of its dy)}}
+  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a quantize (transposing where it sums a bias), and loop ops (a batch_norm's then possibly a max_pool2d_with_indices)}}
   %0:4 = mpc.fusion row {
     %g = mpc.gelu %x approximate tanh : tensor<4x8xbf16>
     %b = mpc.reduce_sum %g dims [0] : tensor<4x8xbf16>
@@ -2605,7 +2605,7 @@ mpc.model @model_c3_byte_count inputs(%x: tensor<4xf32>)
 
 // fusion_c6: a max pooling's loads apply a batch norm only.
 mpc.model @fusion_c6_pool inputs(%x: tensor<1x2x4x4xf32>) params() {
-  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a quantize (transposing where it sums a bias), and loop ops (a batch_norm's then possibly a max_pool2d_with_indices; a batch_norm_grad's possibly after the max_pool2d_indices_grad of its dy)}}
+  // expected-error@+1 {{'mpc.fusion' op of kind 'row' expects one softmax, log_softmax, layer_norm, batch_norm or their gradient, or a quantize (transposing where it sums a bias), and loop ops (a batch_norm's then possibly a max_pool2d_with_indices)}}
   %0:2 = mpc.fusion row {
     %a = mpc.softmax %x dim 3 : tensor<1x2x4x4xf32>
     %p, %i = mpc.max_pool2d_with_indices %a kernel [3, 3] stride [2, 2] padding [1, 1] : tensor<1x2x4x4xf32>

@@ -1037,10 +1037,11 @@ mpc.model @batch_norm_relu
 // A max pooling that alone reads a batch norm's ReLU (a ResNet's stem)
 // joins the batch norm's group as its last op: the pool's loads normalise,
 // and only the pooled values, their window positions and the statistics
-// are stored. Its gradient, read only by a batch norm's gradient, joins
-// that group as its first op: dy is gathered as it is read. Must not fuse:
-// a ReLU read besides the pool (%r2, by %l2), a pool's gradient read
-// besides the batch norm's gradient (%d2, by %l3).
+// are stored. The pool's gradient stays a kernel of its own: gathered in
+// the batch norm gradient's kernels, it is evaluated by each of a sliced
+// gradient's two passes (ResNet-50's stem: 0.14 GB fewer, but modelled
+// 0.03 ms slower). Must not fuse: a ReLU read besides the pool (%r2, by
+// %l2).
 // CHECK-LABEL: mpc.model @batch_norm_max_pool
 //       CHECK:   %[[F:.*]]:3 = mpc.fusion row {
 //  CHECK-NEXT:     %[[Y:.*]], %[[S:.*]] = mpc.batch_norm %x, %g, %b, %m1, %v1
@@ -1053,12 +1054,8 @@ mpc.model @batch_norm_relu
 //  CHECK-NEXT:     mpc.yield
 //  CHECK-NEXT:   }
 //  CHECK-NEXT:   %[[P2:.*]], %[[I2:.*]] = mpc.max_pool2d_with_indices %[[R2]]
-//       CHECK:   mpc.fusion row {
-//  CHECK-NEXT:     %[[D:.*]] = mpc.max_pool2d_indices_grad %[[F]]#1, %[[F]]#2
-//  CHECK-NEXT:     %{{.*}}, %[[DG:.*]], %{{.*}} = mpc.batch_norm_grad %[[D]], %x, %g
-//  CHECK-NEXT:     mpc.yield %[[DG]]
-//       CHECK:   %[[D2:.*]] = mpc.max_pool2d_indices_grad %[[P2]], %[[I2]]
-//  CHECK-NEXT:   mpc.batch_norm_grad %[[D2]], %x, %g
+//       CHECK:   %[[D:.*]] = mpc.max_pool2d_indices_grad %[[F]]#1, %[[F]]#2
+//  CHECK-NEXT:   mpc.batch_norm_grad %[[D]], %x, %g
 // NOROWS-LABEL: mpc.model @batch_norm_max_pool
 //   NOROWS-NOT:   mpc.fusion row
 //       NOROWS:   mpc.output
