@@ -222,6 +222,16 @@ mpc_status check_model(const mpc_model_desc *model) {
                        what, mpcrt::dtype_name(tensor.dtype));
     if (mpc_status status = mpcrt::check_initializer(tensor, what))
       return status;
+    if (is_param && model->gradient_dtypes) {
+      mpc_dtype gradient = model->gradient_dtypes[i];
+      if (!mpcrt::dtype_is_float(gradient) ||
+          mpc_dtype_size(gradient) > mpc_dtype_size(tensor.dtype))
+        return set_error(MPC_ERROR_INVALID_ARGUMENT,
+                         "%s: its gradient's dtype %s is not a float type "
+                         "as wide as %s or narrower",
+                         what, mpcrt::dtype_name(gradient),
+                         mpcrt::dtype_name(tensor.dtype));
+    }
     if (is_param && tensor.offset + mpcrt::tensor_bytes(tensor) >
                         model->arena_bytes[MPC_ARENA_GRADS])
       return set_error(

@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define MPC_MODEL_ABI_VERSION 9
+#define MPC_MODEL_ABI_VERSION 10
 
 /* Flat buffers of the memory plan. Offsets in tensor descriptors are byte
  * offsets into one of these, each aligned to its dtype's size. The runtime
@@ -298,6 +298,13 @@ struct mpc_model_desc {
    * param_copy_offsets[i] (-1 for the others). */
   int32_t shard_master_weights;
   const int64_t *param_copy_offsets;
+  /* The dtype of each parameter's gradient in MPC_ARENA_GRADS, at the
+   * parameter's offset; null (as hand-written descriptors may leave it):
+   * the parameter's dtype. A half dtype beside an f32 parameter is a
+   * gradient the compiler kept half (a convolution's weight gradient as
+   * cuDNN writes it), which the optimizer widens as it reads; it fills the
+   * first half of the parameter's bytes there. */
+  const mpc_dtype *gradient_dtypes;
 };
 
 #ifdef __cplusplus

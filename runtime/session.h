@@ -90,6 +90,12 @@ inline int64_t tensor_bytes(const mpc_tensor_desc &tensor) {
          static_cast<int64_t>(mpc_dtype_size(tensor.dtype));
 }
 
+/// The dtype of params[p]'s gradient (mpc_model_desc.gradient_dtypes).
+inline mpc_dtype gradient_dtype(const mpc_model_desc *model, int32_t p) {
+  return model->gradient_dtypes ? model->gradient_dtypes[p]
+                                : model->params[p].dtype;
+}
+
 /// Where a tensor's data lives in a session (a parameter of a model that
 /// shards its master weights: in full_params, staged).
 inline unsigned char *tensor_data(mpc_session *session,

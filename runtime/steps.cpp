@@ -290,8 +290,9 @@ extern "C" mpc_status mpc_compute_gradients(mpc_session *session,
   int64_t nonfinite = 0;
   for (int32_t p = 0; p < model->num_params; ++p)
     for (int64_t i = 0; i < model->params[p].num_elements; ++i)
-      nonfinite += !std::isfinite(mpc_load_as_f32(
-          model->params[p].dtype, grads + model->params[p].offset, i));
+      nonfinite += !std::isfinite(
+          mpc_load_as_f32(mpcrt::gradient_dtype(model, p),
+                          grads + model->params[p].offset, i));
   session->gradients_nonfinite = nonfinite;
   return MPC_OK;
 }
@@ -318,8 +319,9 @@ extern "C" mpc_status mpc_get_gradient(mpc_session *session, const char *name,
   if (mpc_status status = mpcrt::sync_host(session))
     return status;
   // The gradient of a parameter sits at the parameter's offset in the
-  // gradient arena, in the parameter's dtype, multiplied by the loss scale
-  // of the step that computed it.
+  // gradient arena, in its gradient dtype (the parameter's, or half where
+  // the compiler kept it so), multiplied by the loss scale of the step that
+  // computed it.
   const unsigned char *source =
       static_cast<const unsigned char *>(session->arenas[MPC_ARENA_GRADS]) +
       tensor->offset;
@@ -329,8 +331,10 @@ extern "C" mpc_status mpc_get_gradient(mpc_session *session, const char *name,
   float ranks = session->gradients_summed
                     ? static_cast<float>(control->values.world_size)
                     : 1.0f;
+  mpc_dtype dtype = mpcrt::gradient_dtype(
+      model, static_cast<int32_t>(tensor - model->params));
   for (int64_t i = 0; i < tensor->num_elements; ++i)
-    data[i] = mpc_load_as_f32(tensor->dtype, source, i) / scale / ranks;
+    data[i] = mpc_load_as_f32(dtype, source, i) / scale / ranks;
   return MPC_OK;
 }
 

@@ -248,9 +248,53 @@ SmallVector<bool> mlir::mpc::shardedMasterCopies(ModelOp train,
   return copies;
 }
 
+void MemoryPlan::keepHalfGradients(
+    ModelOp model, const std::vector<Step> &steps, ArrayRef<Value> gradients,
+    const llvm::DenseMap<Value, int> &gradientUses,
+    llvm::function_ref<bool(Operation *)> isAlias) {
+  // Only where the optimizer's kernels alone read the gradient arena: an
+  // accumulator, the ranks' sums and ZeRO-1's scatter read it as f32.
+  auto optimizer = model->getAttrOfType<OptimizerAttr>(kOptimizerAttr);
+  if (!optimizer || optimizer.getAccumulate() > 1 ||
+      optimizer.getDataParallel() || optimizer.getShardOptimizer() ||
+      shardedMasters)
+    return;
+  llvm::DenseMap<Operation *, const Step *> stepOf;
+  for (const Step &step : steps)
+    for (Operation *op : step.ops)
+      stepOf[op] = &step;
+  for (auto [i, gradient] : llvm::enumerate(gradients)) {
+    auto widen = gradient.getDefiningOp<CastOp>();
+    if (!widen || gradientUses.lookup(gradient) != 1 ||
+        !gradientTypes[i].isF32() ||
+        !widen.getResult().getType().getElementType().isF32())
+      continue;
+    Value half = widen.getInput();
+    auto halfTensor = cast<RankedTensorType>(half.getType());
+    Type halfType = halfTensor.getElementType();
+    Operation *producer = half.getDefiningOp();
+    const Step *castStep = stepOf.lookup(widen);
+    // The cast a step of its own, its operand a result some other step
+    // stores (not an alias of another value) and reads nothing else.
+    if (!(halfType.isF16() || halfType.isBF16()) ||
+        (halfGradientType && halfType != halfGradientType) || !producer ||
+        isAlias(producer) || !half.hasOneUse() || buffers.count(half) ||
+        !castStep || castStep->ops.size() != 1 ||
+        !castStep->isFusedElementwise() ||
+        llvm::is_contained(castStep->ops, producer))
+      continue;
+    halfGradientType = halfType;
+    gradientTypes[i] = halfType;
+    buffers[half] = {MPC_ARENA_GRADS, paramBuffers[i].offset,
+                     storageBytes(halfTensor)};
+    elidedGradientCasts.insert(widen);
+  }
+}
+
 MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
                        ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes,
-                       bool cudnnConvolutions, ArrayRef<bool> masterCopies)
+                       bool cudnnConvolutions, ArrayRef<bool> masterCopies,
+                       bool halfGradients)
     : cudnnConvolutions(cudnnConvolutions) {
   shardedMasters =
       model.getNumParams() > 0 && masterCopies.size() == model.getNumParams();
@@ -432,6 +476,11 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
       buffers[gradient] = {MPC_ARENA_GRADS, paramBuffers[i].offset,
                            paramBuffers[i].bytes};
   }
+  for (Value param : model.getParams())
+    gradientTypes.push_back(
+        cast<RankedTensorType>(param.getType()).getElementType());
+  if (halfGradients)
+    keepHalfGradients(model, steps, gradients, gradientUses, isAlias);
 
   // Liveness, in step indices; the terminator reads at steps.size().
   llvm::DenseMap<Operation *, int64_t> stepOf;

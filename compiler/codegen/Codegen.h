@@ -107,6 +107,10 @@ struct CodegenOptions {
   /// The row chunks a linear_classifier step runs in (0: chosen from the
   /// memory plan; see chooseClassifierChunks).
   int64_t classifierChunks = 0;
+  /// The optimizer reads gradients half where they are computed half
+  /// (MemoryPlan::gradientTypes); off: a cast widens each (a test's
+  /// reference).
+  bool halfGradients = true;
 };
 
 /// Alignment of cuBLASLt's workspace (and of its operands): 256 bytes.

@@ -619,7 +619,7 @@ bool mlir::mpc::isBatchableCast(const Step &step, const MemoryPlan &plan) {
   if (!step.isFusedElementwise() || step.ops.size() != 1)
     return false;
   auto castOp = dyn_cast<CastOp>(step.ops.front());
-  if (!castOp)
+  if (!castOp || plan.isElidedGradientCast(castOp))
     return false;
   auto isHalfOrF32 = [](Value value) {
     Type type = cast<RankedTensorType>(value.getType()).getElementType();

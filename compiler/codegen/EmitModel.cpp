@@ -168,6 +168,10 @@ LogicalResult emitBody(ModelOp model, const std::vector<Step> &steps,
                        NonfiniteSites *nonfinite = nullptr,
                        BucketPlan *buckets = nullptr) {
   for (size_t i = 0; i < steps.size(); ++i) {
+    // A gradient kept half: its producer wrote it where the optimizer
+    // reads it (its check, too, under --debug-nonfinite).
+    if (plan.isElidedGradientCast(steps[i].ops.front()))
+      continue;
     SmallVector<const Step *> casts;
     int64_t tiles = 0;
     for (size_t j = i;
@@ -385,7 +389,8 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
                          options.classifierChunks);
   SmallVector<bool> masterCopies = shardedMasterCopies(train, eval);
   MemoryPlan trainPlan(train, trainSteps, gradients, options.gemmWorkspaceBytes,
-                       options.cudnnConvolutions, masterCopies);
+                       options.cudnnConvolutions, masterCopies,
+                       options.halfGradients);
   // ZeRO-1 sums each rank's shard of the gradients only (a reduce-scatter:
   // Gloo on the cpu target, NCCL reduces on the cuda target).
   trainPlan.scatteredGradients = trainPlan.shardedSlots;
@@ -597,6 +602,14 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
       os << offset << ", ";
     os << "-1};\n\n";
 
+    // Gradients the optimizer reads half (MemoryPlan::gradientTypes).
+    if (trainPlan.halfGradientType) {
+      os << "static const mpc_dtype " << name << "_gradient_dtypes[] = {";
+      llvm::interleaveComma(trainPlan.gradientTypes, os,
+                            [&](Type type) { os << dtypeEnum(type); });
+      os << "};\n\n";
+    }
+
     MemorySummary memory = summarizeMemory(trainPlan, evalPlan);
     os << "// Memory plan (bytes): parameters, state and half copies "
        << memory.params << ", gradients " << memory.gradients
@@ -644,6 +657,10 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
        << ",\n"
        << "  " << (trainPlan.shardedMasters ? 1 : 0) << ", "
        << (trainPlan.shardedMasters ? name + "_param_copies" : std::string("0"))
+       << ",\n"
+       << "  "
+       << (trainPlan.halfGradientType ? name + "_gradient_dtypes"
+                                      : std::string("0"))
        << ",\n"
        << "};\n\n"
        << "extern \"C\" const mpc_model_desc *mpc_model_" << name

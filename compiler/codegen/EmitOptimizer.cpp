@@ -26,6 +26,7 @@
 
 #include "compiler/codegen/Emitter.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -167,6 +168,52 @@ std::string updateCode(OptimizerAttr optimizer) {
   return code;
 }
 
+/// The flat gradient buffer's segments where some gradients are kept half
+/// (MemoryPlan::gradientTypes): each such gradient's parameter one, and
+/// each run of f32 gradients between them. Gradient i of a half segment s
+/// is half_grads[begins[s] + i], (half *)arena1 indexed so that a
+/// parameter's half gradient starts at its f32 place.
+struct GradientSegments {
+  SmallVector<int64_t> begins;
+  SmallVector<bool> half;
+  int64_t halfElements = 0;
+
+  explicit GradientSegments(const MemoryPlan &plan) {
+    if (!plan.halfGradientType)
+      return;
+    for (auto [i, type] : llvm::enumerate(plan.gradientTypes)) {
+      bool isHalf = type == plan.halfGradientType;
+      if (isHalf || begins.empty() || half.back()) {
+        begins.push_back(plan.paramBuffers[i].offset / 4);
+        half.push_back(isHalf);
+      }
+      if (isHalf)
+        halfElements += plan.paramBuffers[i].bytes / 4;
+    }
+  }
+  bool empty() const { return begins.empty(); }
+  /// The kernel's tables of them, as MPC_FOR_EACH_SEGMENTED reads them,
+  /// each line indented by `indent`.
+  std::string tables(StringRef indent) const {
+    auto literal = [](int64_t begin) { return std::to_string(begin) + "LL"; };
+    auto flag = [](bool isHalf) { return std::string(isHalf ? "1" : "0"); };
+    return llvm::formatv("{0}static const long long begins[{1}] = {{{2}};\n"
+                         "{0}static const unsigned char kept_half[{1}] = "
+                         "{{{3}};\n",
+                         indent, begins.size(),
+                         llvm::join(llvm::map_range(begins, literal), ", "),
+                         llvm::join(llvm::map_range(half, flag), ", "))
+        .str();
+  }
+  /// The f32 gradient `i` of segment `s`.
+  static std::string load(StringRef f32, StringRef s, StringRef i) {
+    return llvm::formatv("(kept_half[{1}] ? mpc_load(half_grads + "
+                         "begins[{1}] + {2}) : mpc_load({0} + {2}))",
+                         f32, s, i)
+        .str();
+  }
+};
+
 } // namespace
 
 std::string mlir::mpc::lossScalerConfigLiteral(LossScalingAttr scaling,
@@ -300,13 +347,49 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
           : llvm::formatv("(1.0 / (double)control->step_scale) / {0}.0",
                           accumulate)
                 .str();
+  // Gradients kept half, read where they are (segments.load).
+  GradientSegments segments(plan);
+  std::string halfGradsParameter, halfGrads;
+  if (!segments.empty()) {
+    halfGradsParameter = ", const " + cType(plan.halfGradientType) +
+                         " *__restrict__ half_grads";
+    halfGrads = "(const " + cType(plan.halfGradientType) + " *)arena1";
+  }
+  // Bytes of the gradients, read once.
+  auto readGradients = [&](KernelCost &cost) {
+    cost.readsElements(n - segments.halfElements, element);
+    if (!segments.empty())
+      cost.readsElements(segments.halfElements, plan.halfGradientType);
+  };
   if (stats) {
     std::string name = emitter.kernelName("grad_stats");
+    // A thread takes its elements of the chunk in the order the plain loop
+    // does, segment by segment: the same sums, bit for bit.
+    std::string statsLoop =
+        "    for (long long i = begin + threadIdx.x; i < end; "
+        "i += blockDim.x) {\n"
+        "      float g = mpc_load(grads + i);\n";
+    if (!segments.empty())
+      statsLoop = llvm::formatv(
+          "{0}"
+          "    for (long long s = mpc_segment_of(begins, {1}LL, begin); "
+          "s < {1}LL && begins[s] < end; ++s) {{\n"
+          "     const long long segment_end = s + 1 < {1}LL && begins[s + 1] "
+          "< end ? begins[s + 1] : end;\n"
+          "     long long i = begin + threadIdx.x;\n"
+          "     if (i < begins[s]) i += (begins[s] - i + blockDim.x - 1) / "
+          "blockDim.x * blockDim.x;\n"
+          "     for (; i < segment_end; i += blockDim.x) {{\n"
+          "      float g = {2};\n",
+          segments.tables("    "), segments.begins.size(),
+          GradientSegments::load("grads", "s", "i"));
+    std::string statsLoopEnd =
+        segments.empty() ? "    }\n" : "     }\n    }\n";
     emitter.addKernel(llvm::formatv(
         "// Per chunk of {3} gradients, a block each: the sum of squares of\n"
         "// the unscaled gradients and whether any is inf or NaN. Only the\n"
         "// chunks [first_chunk, end_chunk) (a rank's shard); 0 for others.\n"
-        "__global__ void {0}(const {1} *__restrict__ grads, "
+        "__global__ void {0}(const {1} *__restrict__ grads{4}, "
         "mpc_train_control *control, long long n, long long first_chunk, "
         "long long end_chunk) {{\n"
         "  const float unscale = (float)({2});\n"
@@ -316,13 +399,11 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
         "  if (chunk >= first_chunk && chunk < end_chunk) {{\n"
         "    const long long begin = chunk * {3}LL;\n"
         "    const long long end = begin + {3}LL < n ? begin + {3}LL : n;\n"
-        "    for (long long i = begin + threadIdx.x; i < end; "
-        "i += blockDim.x) {{\n"
-        "      float g = mpc_load(grads + i);\n"
+        "{5}"
         "      if (!MPC_ISFINITE(g)) nonfinite = 1.0f;\n"
         "      float u = g * unscale;\n"
         "      sumsq += u * u;\n"
-        "    }\n"
+        "{6}"
         "  }\n"
         "  sumsq = mpc_block_reduce_sum(sumsq);\n"
         "  nonfinite = mpc_block_reduce_max(nonfinite);\n"
@@ -331,7 +412,8 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
         "    control->partial_nonfinite[chunk] = nonfinite;\n"
         "  }\n"
         "}\n",
-        name, storage, unscale, statsChunk));
+        name, storage, unscale, statsChunk, halfGradsParameter, statsLoop,
+        statsLoopEnd));
     emitter.setSource({}, "optimizer: gradient statistics");
     // Blocks of up to 1024 threads: the MPC_GRAD_STATS_BLOCKS (256) blocks
     // then fill a GPU (2 of them a multiprocessor), where blocks of 256
@@ -353,12 +435,14 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
                             statsChunk)
                   .str()
             : chunks;
-    emitter.launch(name, statsBlocks, threads,
-                   {grads, control, count, firstChunk, endChunk},
-                   KernelCost()
-                       .readsElements(n, element)
-                       .writesBytes(2 * 4 * statsBlocks)
-                       .flopsPer(n, 3));
+    SmallVector<std::string> statsArguments = {grads};
+    if (!segments.empty())
+      statsArguments.push_back(halfGrads);
+    statsArguments.append({control, count, firstChunk, endChunk});
+    KernelCost statsCost;
+    readGradients(statsCost);
+    emitter.launch(name, statsBlocks, threads, statsArguments,
+                   statsCost.writesBytes(2 * 4 * statsBlocks).flopsPer(n, 3));
     if (plan.scatteredGradients) {
       // Every partial is one rank's and zero on the others: the sum, in
       // any order, is exact, the partials of the unsharded step.
@@ -464,6 +548,11 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
         "const " + storage + " *__restrict__ grads",
         slotType(0) + " *__restrict__ slot0"};
     SmallVector<std::string> args = {params, updateGrads, slotPointer(0)};
+    if (!segments.empty()) {
+      parameters.insert(parameters.begin() + 2,
+                        halfGradsParameter.substr(2));
+      args.insert(args.begin() + 2, halfGrads);
+    }
     if (adam) {
       parameters.push_back(slotType(1) + " *__restrict__ slot1");
       args.push_back(slotPointer(1));
@@ -517,11 +606,18 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
     if (master == MasterWeights::None)
       os << "  const unsigned long long rounding_key =\n"
          << "      mpc_rounding_key(seed, control->values.step);\n";
-    os << "  MPC_FOR_EACH(i, n) {\n"
-       << "    float p = mpc_load(params + i);\n";
+    if (segments.empty())
+      os << "  MPC_FOR_EACH(i, n) {\n";
+    else
+      os << segments.tables("  ") << "  MPC_FOR_EACH_SEGMENTED(i, s, n, begins, "
+         << segments.begins.size() << "LL) {\n";
+    os << "    float p = mpc_load(params + i);\n";
     if (master == MasterWeights::Kahan)
       os << "    const float stored = p;\n";
-    os << "    float g = mpc_load(grads + i) * multiplier;\n"
+    os << "    float g = "
+       << (segments.empty() ? std::string("mpc_load(grads + i)")
+                            : GradientSegments::load("grads", "s", "i"))
+       << " * multiplier;\n"
        << updateCode(optimizer);
     switch (master) {
     case MasterWeights::F32:
@@ -551,7 +647,8 @@ LogicalResult mlir::mpc::emitOptimizerStep(ModelOp train,
     // weight, moments and the half copy.
     int64_t slots = adam ? 2 : 1;
     KernelCost cost;
-    cost.readsElements(2 * n, element).writesElements(n, element);
+    readGradients(cost);
+    cost.readsElements(n, element).writesElements(n, element);
     for (int64_t slot = 0; slot < slots; ++slot)
       cost.readsElements(n, plan.slotTypes[slot])
           .writesElements(n, plan.slotTypes[slot]);

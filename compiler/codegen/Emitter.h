@@ -186,9 +186,11 @@ public:
   /// `masterCopies`, one entry a parameter (shardedMasterCopies): the f32
   /// master weights are sharded, and the parameters it marks have a whole
   /// f32 copy in the parameter arena; empty otherwise.
+  /// `halfGradients`: gradients computed half stay so (gradientTypes).
   MemoryPlan(ModelOp model, const std::vector<Step> &steps,
              ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes = 0,
-             bool cudnnConvolutions = false, ArrayRef<bool> masterCopies = {});
+             bool cudnnConvolutions = false, ArrayRef<bool> masterCopies = {},
+             bool halfGradients = true);
 
   /// The buffer of a value. A value the plan has no place for, read by
   /// emitted code, is a bug in code generation, not in the model: it is
@@ -215,6 +217,24 @@ public:
   bool isHalfMirror(Value value) const {
     return halfMirrorValues.contains(value);
   }
+
+  /// A parameter's gradient kept half (gradientTypes): the cast that would
+  /// widen it into the gradient arena, which no kernel runs.
+  bool isElidedGradientCast(Operation *op) const {
+    return elidedGradientCasts.contains(op);
+  }
+  /// Per parameter, the element type of its gradient in the gradient
+  /// arena, at the parameter's offset: the parameter's own, or
+  /// halfGradientType where the gradient is the widening cast of a half
+  /// value that nothing else reads (a convolution's weight gradient, which
+  /// cuDNN writes half). That value is then stored there, the cast left
+  /// out, and the optimizer's kernels widen as they read: 6 bytes an
+  /// element fewer than writing f32 and reading it twice, and the same
+  /// values. Only where those kernels alone read the gradients (no
+  /// accumulation, data parallelism or sharding).
+  SmallVector<Type> gradientTypes;
+  /// The one half type gradients are kept in; null where none is.
+  Type halfGradientType;
 
   int64_t arenaBytes[MPC_NUM_ARENAS] = {0, 0, 0, 0};
   /// The half copies of the f32 parameters, laid out as the parameters at
@@ -271,7 +291,14 @@ public:
   SmallVector<Buffer> inputBuffers, outputBuffers, paramBuffers, stateBuffers;
 
 private:
+  /// Keeps half the gradients gradientTypes describes, where it may.
+  void keepHalfGradients(ModelOp model, const std::vector<Step> &steps,
+                         ArrayRef<Value> gradients,
+                         const llvm::DenseMap<Value, int> &gradientUses,
+                         llvm::function_ref<bool(Operation *)> isAlias);
+
   llvm::DenseMap<Value, Buffer> buffers;
+  llvm::DenseSet<Operation *> elidedGradientCasts;
   llvm::DenseMap<const Operation *, Buffer> scratchBuffers;
   llvm::DenseSet<Value> halfMirrorValues;
   llvm::DenseMap<Value, Value> writtenOverValues;

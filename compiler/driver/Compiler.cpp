@@ -345,6 +345,7 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   codegen.emulateBlocks = codegen.cuda || options.emulateBlocks;
   codegen.bucketBytes = options.bucketBytes;
   codegen.classifierChunks = options.classifierChunks;
+  codegen.halfGradients = options.halfGradients;
   if (codegen.cuda) {
     codegen.smVersion =
         options.smVersion ? options.smVersion : defaultSmVersion;

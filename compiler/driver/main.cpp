@@ -264,6 +264,14 @@ cl::opt<bool> noFoldCasts("no-fold-casts", cl::desc("Do not fold casts"),
                           cl::Hidden, cl::sub(compileCommand),
                           cl::cat(precisionCategory));
 
+// Widens every half gradient into the f32 gradient arena, so that a test
+// can check that the optimizer reading them half changes nothing.
+cl::opt<bool> noHalfGradients(
+    "no-half-gradients",
+    cl::desc("Widen half gradients into the f32 gradient arena (a cast "
+             "each) instead of the optimizer reading them half"),
+    cl::Hidden, cl::sub(compileCommand), cl::cat(precisionCategory));
+
 cl::list<std::string> recompute(
     "recompute",
     cl::desc("Ops whose results the backward pass computes again instead "
@@ -606,6 +614,7 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.profileEmulated = profileEmulated;
   options.shared = shared;
   options.foldCasts = !noFoldCasts;
+  options.halfGradients = !noHalfGradients;
   options.fuse = !noFuse;
   if (classifierChunks.getNumOccurrences()) {
     if (classifierChunks < 1)

@@ -77,6 +77,10 @@ struct CompileOptions {
   /// Hidden `--no-fold-casts`: keep every cast, to test that folding
   /// changes no result.
   bool foldCasts = true;
+  /// Hidden `--no-half-gradients`: a cast widens each half gradient into
+  /// the f32 gradient arena (MemoryPlan::gradientTypes), to test that the
+  /// optimizer reading them half changes no result.
+  bool halfGradients = true;
   /// `--recompute`: forward ops the backward pass computes again.
   std::vector<std::string> recompute;
   int accumulate = 1;

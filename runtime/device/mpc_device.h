@@ -367,6 +367,42 @@ inline long long mpc_plane_run_end(long long i0, long long plane,
                  i = (long long)(tile)*MPC_TILE + threadIdx.x;                 \
        i < mpc_end; i += blockDim.x)
 
+/// The segment of element `at` of a flat buffer cut into `count`
+/// contiguous segments, segment s starting at begins[s] (ascending,
+/// begins[0] = 0): the last that starts at or before it.
+__device__ __forceinline__ long long
+mpc_segment_of(const long long *begins, long long count, long long at) {
+  long long low = 0, high = count - 1;
+  while (low < high) {
+    long long middle = (low + high + 1) / 2;
+    if (begins[middle] <= at)
+      low = middle;
+    else
+      high = middle - 1;
+  }
+  return low;
+}
+
+/// MPC_FOR_EACH(i, n) over a flat buffer cut into `count` segments as
+/// mpc_segment_of reads them (the last ends at n), `s` the segment of `i`:
+/// a block finds its tile's first segment once, then takes the tile's
+/// elements segment by segment, so a load that depends on the segment
+/// branches alike in every thread.
+#define MPC_FOR_EACH_SEGMENTED(i, s, n, begins, count)                         \
+  for (long long mpc_base = (long long)blockIdx.x * MPC_TILE; mpc_base < (n); \
+       mpc_base += (long long)gridDim.x * MPC_TILE)                            \
+    for (long long mpc_end = mpc_base + MPC_TILE < (n) ? mpc_base + MPC_TILE  \
+                                                       : (n),                  \
+                   s = mpc_segment_of((begins), (count), mpc_base);            \
+         s < (count) && (begins)[s] < mpc_end; ++s)                            \
+      for (long long i = ((begins)[s] > mpc_base ? (begins)[s] : mpc_base) +   \
+                         threadIdx.x,                                          \
+                     mpc_segment_end = s + 1 < (count) &&                      \
+                                               (begins)[s + 1] < mpc_end       \
+                                           ? (begins)[s + 1]                   \
+                                           : mpc_end;                          \
+           i < mpc_segment_end; i += blockDim.x)
+
 /// `for j in [0, n)` over the threads of one block (row kernels).
 #define MPC_FOR_THREAD(j, n)                                                   \
   for (long long j = threadIdx.x; j < (n); j += blockDim.x)

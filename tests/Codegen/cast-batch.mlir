@@ -1,18 +1,19 @@
-// RUN: mpc compile %s --target=cuda --amp=O2 --half=bf16 --emit=kernels \
-// RUN:   | FileCheck %s --check-prefix=KERNELS
-// RUN: mpc compile %s --target=cuda --amp=O2 --half=bf16 --emit=host \
-// RUN:   | FileCheck %s --check-prefix=HOST
-// RUN: mpc compile %s --target=cuda --amp=O2 --half=bf16 --no-fuse \
-// RUN:   --emit=kernels | FileCheck %s --check-prefix=UNFUSED \
+// RUN: mpc compile %s --target=cuda --amp=O2 --half=bf16 --accumulate=2 \
+// RUN:   --emit=kernels | FileCheck %s --check-prefix=KERNELS
+// RUN: mpc compile %s --target=cuda --amp=O2 --half=bf16 --accumulate=2 \
+// RUN:   --emit=host | FileCheck %s --check-prefix=HOST
+// RUN: mpc compile %s --target=cuda --amp=O2 --half=bf16 --accumulate=2 \
+// RUN:   --no-fuse --emit=kernels | FileCheck %s --check-prefix=UNFUSED \
 // RUN:   --implicit-check-not=cast_batch
 
 // Casts in a row share one launch, a block a tile of 4096 elements of one
 // of them: forward, the two inputs to bf16 (2048 elements each, a tile
 // each); backward, the widening of the bf16 weight gradients that cuDNN
-// writes to the f32 masters'. The first weight, 64 x 16 x 3 x 3 (9216
-// elements), is three tiles; the second, 16 x 64 (1024), one. The
-// evaluation step casts its inputs in one launch too. --no-fuse keeps a
-// launch a cast.
+// writes to the f32 masters' (which the accumulator over micro-batches
+// reads: without one they stay half, half-gradients.mlir). The first
+// weight, 64 x 16 x 3 x 3 (9216 elements), is three tiles; the second,
+// 16 x 64 (1024), one. The evaluation step casts its inputs in one launch
+// too. --no-fuse keeps a launch a cast.
 
 // KERNELS-LABEL: // 2 casts, a block a tile of one
 //  KERNELS-NEXT: __global__ void __launch_bounds__(256) convs_k0_cast_batch(const float *__restrict__ in0, __nv_bfloat16 *__restrict__ out0, const float *__restrict__ in1, __nv_bfloat16 *__restrict__ out1) {
@@ -43,7 +44,7 @@
 // arena, laid out as the parameters.
 // HOST-LABEL: MPC_LAUNCH_PARALLEL(convs_k0_cast_batch, 2, 256,
 // HOST-LABEL: MPC_LAUNCH_PARALLEL(convs_k6_cast_batch, 4, 256, 61440LL, (const __nv_bfloat16 *)(arena3 + {{[0-9]+}}), (float *)(arena1 + 0), (const __nv_bfloat16 *)(arena3 + {{[0-9]+}}), (float *)(arena1 + 36864));
-// HOST-LABEL: MPC_LAUNCH_PARALLEL(convs_k11_cast_batch, 2, 256,
+// HOST-LABEL: MPC_LAUNCH_PARALLEL(convs_k12_cast_batch, 2, 256,
 
 // UNFUSED-COUNT-9: __global__ void __launch_bounds__(256) convs_k{{[0-9]+}}_cast(
 mpc.model @convs

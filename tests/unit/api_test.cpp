@@ -378,6 +378,11 @@ TEST(ApiSession, MalformedDescriptorsAreRejected) {
        [](model_builder &m) { m.desc.arena_bytes[MPC_ARENA_OPTIMIZER] = 8; }},
       {"grads arena",
        [](model_builder &m) { m.desc.arena_bytes[MPC_ARENA_GRADS] = 8; }},
+      {"its gradient's dtype i32 is not a float type",
+       [](model_builder &m) {
+         static const mpc_dtype gradients[] = {MPC_I32};
+         m.desc.gradient_dtypes = gradients;
+       }},
       {"has no name", [](model_builder &m) { m.params[0].name = nullptr; }},
       {"is not a 256-aligned region of the activation arena",
        [](model_builder &m) {
@@ -669,6 +674,39 @@ TEST(ApiParams, HalfParametersConvertWithRoundToNearestEven) {
   EXPECT_EQ(g[0], 65536.0f);       // bf16 keeps 8 bits
   EXPECT_EQ(g[1], 1.0f);           // a tie, to even
   EXPECT_TRUE(std::signbit(g[2]));
+  mpc_session_destroy(session);
+}
+
+// A gradient the compiler kept half (gradient_dtypes: a convolution's bf16
+// weight gradient, at its f32 parameter's offset) is read in its dtype and
+// unscaled, as the optimizer widens it.
+TEST(ApiParams, HalfGradientsAreReadInTheirDtype) {
+  model_builder builder("half_gradients");
+  builder.add_param("w", MPC_F32, {3}, MPC_INIT_ZEROS);
+  builder.add_param("b", MPC_F32, {2}, MPC_INIT_ZEROS);
+  builder.add_output("loss", MPC_F32, {});
+  builder.finish();
+  static const mpc_dtype gradients[] = {MPC_BF16, MPC_F32};
+  builder.desc.gradient_dtypes = gradients;
+  mpc_session *session = create(&builder.desc);
+  ASSERT_NE(session, nullptr);
+  unsigned char *arena =
+      static_cast<unsigned char *>(session->arenas[MPC_ARENA_GRADS]);
+  const uint16_t w[3] = {mpc_f32_to_bf16_bits(8.0f),
+                         mpc_f32_to_bf16_bits(-1.0f),
+                         mpc_f32_to_bf16_bits(0.5f)};
+  const float b[2] = {2.0f, -6.0f};
+  std::memcpy(arena + builder.params[0].offset, w, sizeof(w));
+  std::memcpy(arena + builder.params[1].offset, b, sizeof(b));
+  mpcrt::train_control(session)->step_scale = 4.0f;
+  float got[3];
+  ASSERT_EQ(mpc_get_gradient(session, "w", got, 3), MPC_OK) << mpc_last_error();
+  EXPECT_EQ(got[0], 2.0f);
+  EXPECT_EQ(got[1], -0.25f);
+  EXPECT_EQ(got[2], 0.125f);
+  ASSERT_EQ(mpc_get_gradient(session, "b", got, 2), MPC_OK) << mpc_last_error();
+  EXPECT_EQ(got[0], 0.5f);
+  EXPECT_EQ(got[1], -1.5f);
   mpc_session_destroy(session);
 }
 
