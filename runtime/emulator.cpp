@@ -49,6 +49,8 @@ namespace {
 
 constexpr unsigned warpSize = 32;
 constexpr unsigned maxBlock = 1024;
+/// The largest cluster every GPU with clusters runs (sm_90 and newer).
+constexpr unsigned maxPortableCluster = 8;
 /// Kernels keep a few scalars each; the fiber's frames are the kernel's
 /// and the emulator's. A guard page below catches an overflow.
 constexpr size_t stackBytes = 64 * 1024;
@@ -146,7 +148,7 @@ void switchContext(Context &from, Context &to) {
 // Scheduler state
 //===----------------------------------------------------------------------===//
 
-enum class State { Runnable, AtBarrier, AtWarp, Exited };
+enum class State { Runnable, AtBarrier, AtClusterBarrier, AtWarp, Exited };
 
 struct Fiber {
   Context context;
@@ -169,6 +171,7 @@ struct Fiber {
 struct Launch {
   const char *kernel = nullptr;
   unsigned grid = 0, block = 0;
+  unsigned cluster = 0; // blocks a cluster; 0: launched without clusters
   unsigned blockIndex = 0;
   void (*body)(void *) = nullptr;
   void *context = nullptr;
@@ -183,8 +186,10 @@ struct Warp {
 
 struct Emulator {
   std::vector<Fiber> fibers;
+  /// The running block's first fiber: a cluster's blocks have theirs.
+  unsigned fiberBase = 0;
   std::vector<Warp> warps; // of the running block
-  /// The running block's threads in the order a pass resumes them, and the
+  /// The running block's fibers in the order a pass resumes them, and the
   /// position of the one running.
   std::vector<unsigned> passOrder;
   size_t cursor = 0;
@@ -481,7 +486,9 @@ void yield() {
   switchContext(self.context, e.scheduler);
 }
 
-Fiber &fiberOf(unsigned thread) { return state().fibers[thread]; }
+Fiber &fiberOf(unsigned thread) {
+  return state().fibers[state().fiberBase + thread];
+}
 
 unsigned lanesInWarp(unsigned warp) {
   unsigned first = warp * warpSize;
@@ -512,11 +519,14 @@ std::vector<unsigned> permutation(unsigned count, unsigned long long salt) {
 /// Nothing can run and threads still wait: says why, and fails.
 [[noreturn]] void reportStuck() {
   Launch &launch = state().launch;
-  const Fiber *atBarrier = nullptr, *exited = nullptr, *atWarp = nullptr;
+  const Fiber *atBarrier = nullptr, *exited = nullptr, *atWarp = nullptr,
+              *atCluster = nullptr;
   for (unsigned t = 0; t < launch.block; ++t) {
     const Fiber &fiber = fiberOf(t);
     if (fiber.state == State::AtBarrier && !atBarrier)
       atBarrier = &fiber;
+    if (fiber.state == State::AtClusterBarrier && !atCluster)
+      atCluster = &fiber;
     if (fiber.state == State::Exited && !exited)
       exited = &fiber;
     if (fiber.state == State::AtWarp && !atWarp)
@@ -550,6 +560,19 @@ std::vector<unsigned> permutation(unsigned count, unsigned long long salt) {
          "barrier divergence: this thread exited while thread %u waits at "
          "__syncthreads here",
          atBarrier->thread);
+  }
+  if (atCluster && (exited || atBarrier)) {
+    const Fiber *other = exited ? exited : atBarrier;
+    state().running = const_cast<Fiber *>(other);
+    if (exited)
+      fail(atCluster->file, atCluster->line,
+           "barrier divergence: this thread exited while thread %u waits at "
+           "the cluster barrier here",
+           atCluster->thread);
+    fail(other->file, other->line,
+         "barrier divergence: this thread waits at this __syncthreads, "
+         "thread %u at the cluster barrier at %s:%d",
+         atCluster->thread, baseName(atCluster->file), atCluster->line);
   }
   state().running = nullptr;
   fail(nullptr, 0, "deadlock: no thread can run");
@@ -595,12 +618,15 @@ bool releaseBarrier() {
   return true;
 }
 
-void runBlock(unsigned blockIndex) {
+/// Sets block `blockIndex` up to run on fibers [fiberBase, fiberBase +
+/// block): a cluster's blocks live together, each on fibers of its own.
+void startBlock(unsigned blockIndex, unsigned fiberBase) {
   Launch &launch = state().launch;
   launch.blockIndex = blockIndex;
   launch.epoch = 1;
   ++state().blockSerial;
   Emulator &e = state();
+  e.fiberBase = fiberBase;
   e.countingBlock = e.countingLaunch && e.counts.counts_block(blockIndex);
   if (e.countingBlock)
     e.counts.begin_block();
@@ -617,6 +643,36 @@ void runBlock(unsigned blockIndex) {
   state().warps.assign((launch.block + warpSize - 1) / warpSize, Warp());
   state().passOrder =
       permutation(launch.block, state().launches * 65537ULL + blockIndex);
+  for (unsigned &fiber : state().passOrder)
+    fiber += fiberBase;
+}
+
+/// Whether every thread of the running block waits at the cluster barrier,
+/// the same one (else: barrier divergence, a hard failure).
+bool allAtClusterBarrier() {
+  const Fiber &first = fiberOf(0);
+  for (unsigned t = 0; t < state().launch.block; ++t) {
+    const Fiber &fiber = fiberOf(t);
+    if (fiber.state != State::AtClusterBarrier)
+      return false;
+    if (fiber.line != first.line || std::strcmp(fiber.file, first.file) != 0) {
+      state().running = const_cast<Fiber *>(&fiber);
+      fail(fiber.file, fiber.line,
+           "barrier divergence: this thread waits at this cluster barrier, "
+           "thread %u at the one at %s:%d",
+           first.thread, baseName(first.file), first.line);
+    }
+  }
+  return true;
+}
+
+enum class BlockEnd { Exited, AtClusterBarrier };
+
+/// Runs the started block until all its threads have returned or all wait
+/// at the cluster barrier.
+BlockEnd continueBlock() {
+  Launch &launch = state().launch;
+  Emulator &e = state();
   for (;;) {
     bool runnable = false;
     for (unsigned t = 0; t < launch.block && !runnable; ++t)
@@ -632,10 +688,119 @@ void runBlock(unsigned blockIndex) {
       if (e.countingBlock)
         e.counts.end_block();
       e.countingBlock = false;
-      return;
+      return BlockEnd::Exited;
+    }
+    if (allAtClusterBarrier()) {
+      // The other blocks run before this one goes on: what it has
+      // requested so far is priced now, as at a barrier.
+      if (e.countingBlock) {
+        e.counts.flush();
+        e.counts.count_barrier((launch.block + warpSize - 1) / warpSize,
+                               launch.block);
+      }
+      return BlockEnd::AtClusterBarrier;
     }
     if (!releaseBarrier())
       reportStuck();
+  }
+}
+
+void runBlock(unsigned blockIndex) {
+  startBlock(blockIndex, 0);
+  continueBlock(); // a cluster barrier fails without clusters
+}
+
+/// What a block of a cluster keeps while another of its blocks runs.
+struct ParkedBlock {
+  unsigned index = 0, fiberBase = 0;
+  uint32_t epoch = 1;
+  unsigned long long serial = 0;
+  std::vector<Warp> warps;
+  std::vector<unsigned> passOrder;
+  bool counting = false;
+  bool exited = false;
+};
+void park(ParkedBlock &block) {
+  Emulator &e = state();
+  block.index = e.launch.blockIndex;
+  block.fiberBase = e.fiberBase;
+  block.epoch = e.launch.epoch;
+  block.serial = e.blockSerial;
+  block.warps.swap(e.warps);
+  block.passOrder.swap(e.passOrder);
+  block.counting = e.countingBlock;
+  e.countingBlock = false;
+}
+void unpark(ParkedBlock &block) {
+  Emulator &e = state();
+  e.launch.blockIndex = block.index;
+  e.fiberBase = block.fiberBase;
+  e.launch.epoch = block.epoch;
+  e.blockSerial = block.serial;
+  e.warps.swap(block.warps);
+  e.passOrder.swap(block.passOrder);
+  e.countingBlock = block.counting;
+  current.blockIdx = {block.index, 0, 0};
+}
+
+/// Runs the cluster of blocks [first, first + cluster) as a GPU does, all
+/// resident at once: each block runs until its threads wait at the cluster
+/// barrier, and when every block's do, all go on (in an order that can be
+/// reversed or shuffled too). A block's shared arrays are its own only
+/// until another block of the cluster runs: a block that reads one across
+/// a cluster barrier finds it unwritten and fails.
+void runCluster(unsigned first) {
+  Launch &launch = state().launch;
+  unsigned size = launch.cluster;
+  std::vector<ParkedBlock> blocks(size);
+  std::vector<unsigned> ranks =
+      permutation(size, state().launches * 257ULL + first);
+  for (unsigned rank : ranks) {
+    startBlock(first + rank, rank * launch.block);
+    blocks[rank].exited = continueBlock() == BlockEnd::Exited;
+    park(blocks[rank]);
+  }
+  for (;;) {
+    auto exited = std::find_if(blocks.begin(), blocks.end(),
+                               [](const ParkedBlock &b) { return b.exited; });
+    auto waiting = std::find_if(blocks.begin(), blocks.end(),
+                                [](const ParkedBlock &b) { return !b.exited; });
+    if (waiting == blocks.end())
+      return;
+    if (exited != blocks.end()) {
+      unpark(*waiting);
+      const Fiber &fiber = fiberOf(0);
+      state().running = const_cast<Fiber *>(&fiber);
+      fail(fiber.file, fiber.line,
+           "cluster barrier divergence: block %u of the cluster has exited "
+           "while this block waits at this cluster barrier",
+           exited->index);
+    }
+    // Every block waits at the cluster barrier: the same one.
+    unpark(*waiting);
+    const char *file = fiberOf(0).file;
+    int line = fiberOf(0).line;
+    park(*waiting);
+    for (unsigned rank : ranks) {
+      unpark(blocks[rank]);
+      const Fiber &fiber = fiberOf(0);
+      if (fiber.line != line || std::strcmp(fiber.file, file) != 0) {
+        state().running = const_cast<Fiber *>(&fiber);
+        fail(fiber.file, fiber.line,
+             "cluster barrier divergence: this block waits at this cluster "
+             "barrier, block %u of the cluster at the one at %s:%d",
+             waiting->index, baseName(file), line);
+      }
+      park(blocks[rank]);
+    }
+    for (unsigned rank : ranks) {
+      unpark(blocks[rank]);
+      ++launch.epoch;
+      for (unsigned t = 0; t < launch.block; ++t)
+        fiberOf(t).state = State::Runnable;
+      blocks[rank].exited = continueBlock() == BlockEnd::Exited;
+      park(blocks[rank]);
+    }
   }
 }
 
@@ -795,20 +960,41 @@ void fail(const char *file, int line, const char *format, ...) {
 
 void launch(const char *kernel, unsigned grid, unsigned block,
             void (*body)(void *), void *context) {
+  launch(kernel, grid, block, 0, body, context);
+}
+
+void launch(const char *kernel, unsigned grid, unsigned block, unsigned cluster,
+            void (*body)(void *), void *context) {
   if (state().active)
     fail(nullptr, 0, "kernel %s launched from inside a kernel", kernel);
   readEnvironment();
   // Kernels are written for any block size that is a multiple of a warp.
   if (state().blockOverride)
     block = state().blockOverride;
-  state().launch = Launch{kernel, grid, block, 0, body, context, 1, false};
+  Launch setup;
+  setup.kernel = kernel;
+  setup.grid = grid;
+  setup.block = block;
+  setup.cluster = cluster;
+  setup.body = body;
+  setup.context = context;
+  state().launch = setup;
   if (block == 0 || block > maxBlock)
     fail(nullptr, 0, "block of %u threads: CUDA allows 1 to %u", block,
          maxBlock);
   if (grid == 0)
     fail(nullptr, 0, "grid of 0 blocks");
+  if (cluster > maxPortableCluster)
+    fail(nullptr, 0,
+         "kernel %s: clusters of %u blocks; CUDA guarantees up to %u",
+         kernel, cluster, maxPortableCluster);
+  if (cluster && grid % cluster != 0)
+    fail(nullptr, 0,
+         "kernel %s: a grid of %u blocks is not a whole number of clusters "
+         "of %u",
+         kernel, grid, cluster);
   installFaultHandler();
-  ensureFibers(block);
+  ensureFibers(block * (cluster ? cluster : 1));
   ++state().launches;
   state().active = true;
   current.blockDim = {block, 1, 1};
@@ -817,15 +1003,42 @@ void launch(const char *kernel, unsigned grid, unsigned block,
   e.countingLaunch = e.counting;
   if (e.countingLaunch)
     e.counts.begin(kernel, grid, block);
-  for (unsigned b : permutation(grid, state().launches))
-    if (!e.countingLaunch || !sampling_only() || e.counts.counts_block(b))
-      runBlock(b);
+  auto sampled = [&](unsigned first, unsigned blocks) {
+    if (!e.countingLaunch || !sampling_only())
+      return true;
+    for (unsigned b = first; b < first + blocks; ++b)
+      if (e.counts.counts_block(b))
+        return true;
+    return false;
+  };
+  if (cluster) {
+    for (unsigned c : permutation(grid / cluster, state().launches))
+      if (sampled(c * cluster, cluster))
+        runCluster(c * cluster);
+  } else {
+    for (unsigned b : permutation(grid, state().launches))
+      if (sampled(b, 1))
+        runBlock(b);
+  }
   state().active = false;
+  e.fiberBase = 0;
   e.lastCounters = e.countingLaunch ? e.counts.finish(accessHooksPresent)
                                     : launch_counters();
   e.countingLaunch = false;
   state().lastLaunchUsedFloatAtomics = state().launch.floatAtomics;
   state().launch.kernel = nullptr;
+}
+
+void cluster_sync(const char *file, int line) {
+  if (!state().launch.cluster)
+    fail(file, line,
+         "a cluster barrier in a kernel launched without clusters "
+         "(MPC_LAUNCH_CLUSTER)");
+  Fiber &self = *state().running;
+  self.state = State::AtClusterBarrier;
+  self.file = file;
+  self.line = line;
+  yield();
 }
 
 void syncthreads(const char *file, int line) {

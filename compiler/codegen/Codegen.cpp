@@ -877,6 +877,24 @@ void StepEmitter::launch(StringRef kernel, int64_t grid, int block,
   body.push_back(std::move(statement));
 }
 
+void StepEmitter::launchCluster(StringRef kernel, int64_t grid, int block,
+                                int cluster, ArrayRef<std::string> args,
+                                const KernelCost &cost) {
+  assert(cluster > 1 && grid % cluster == 0 && "a grid of whole clusters");
+  recordCall(kernel, KernelKind::Kernel, /*halfInputs=*/false, cost);
+  int &bound = launchBlocks[kernel.str()];
+  bound = std::max(bound, block);
+  clusterSizes[kernel.str()] = cluster;
+  std::string statement;
+  llvm::raw_string_ostream os(statement);
+  os << "MPC_LAUNCH_CLUSTER(" << kernel << ", " << grid << ", " << block
+     << ", " << cluster;
+  for (const std::string &arg : args)
+    os << ", " << arg;
+  os << ");";
+  body.push_back(std::move(statement));
+}
+
 void StepEmitter::hostStatement(std::string statement) {
   body.push_back(std::move(statement));
 }

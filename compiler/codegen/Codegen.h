@@ -111,6 +111,13 @@ struct CodegenOptions {
   /// (MemoryPlan::gradientTypes); off: a cast widens each (a test's
   /// reference).
   bool halfGradients = true;
+  /// Kernels may run in thread-block clusters (MPC_CLUSTER_DIMS): the cuda
+  /// target on sm_90 and newer, and emulated blocks on the cpu target,
+  /// which stand for those GPUs' kernels. A batch norm's channel sliced
+  /// over several blocks is then one cluster, whose blocks exchange their
+  /// partial sums and keep their slices in registers (one kernel, x read
+  /// once) where older GPUs take three kernels and read x twice.
+  bool threadBlockClusters = false;
 };
 
 /// Alignment of cuBLASLt's workspace (and of its operands): 256 bytes.

@@ -394,6 +394,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   // ZeRO-1 sums each rank's shard of the gradients only (a reduce-scatter:
   // Gloo on the cpu target, NCCL reduces on the cuda target).
   trainPlan.scatteredGradients = trainPlan.shardedSlots;
+  trainPlan.threadBlockClusters = options.threadBlockClusters;
   StepEmitter trainEmitter(trainPlan, name, name + "_train_step", kernels,
                            /*training=*/true);
   // The cuda target's cuDNN convolutions, one table for both steps.
@@ -423,6 +424,7 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   std::vector<Step> evalSteps = formSteps(eval, fuse, !options.emulateBlocks);
   MemoryPlan evalPlan(eval, evalSteps, {}, options.gemmWorkspaceBytes,
                       options.cudnnConvolutions, masterCopies);
+  evalPlan.threadBlockClusters = options.threadBlockClusters;
   StepEmitter evalEmitter(evalPlan, name, name + "_eval", kernels,
                           /*training=*/false);
   evalEmitter.setConvolutionTable(&convolutions);
@@ -483,12 +485,15 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
     // registers.
     std::map<std::string, int> launchBlocks;
     std::map<std::string, int> registerBudgets;
+    std::map<std::string, int> clusterSizes;
     for (const StepEmitter *emitter :
          {&trainEmitter, &syncEmitter, &evalEmitter}) {
       for (const auto &[kernel, block] : emitter->getLaunchBlocks())
         launchBlocks[kernel] = std::max(launchBlocks[kernel], block);
       registerBudgets.insert(emitter->getRegisterBudgets().begin(),
                              emitter->getRegisterBudgets().end());
+      clusterSizes.insert(emitter->getClusterSizes().begin(),
+                          emitter->getClusterSizes().end());
     }
     for (std::string kernel : kernels) {
       for (const KernelDeclaration &declaration : findKernels(kernel)) {
@@ -506,10 +511,15 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
                   options.smVersion, found->second, budget->second,
                   /*sharedBytes=*/0))
             minBlocks = ", " + std::to_string(fit->blocksPerSm);
+        auto cluster = clusterSizes.find(declaration.name);
+        std::string clusterDims =
+            cluster == clusterSizes.end()
+                ? ""
+                : "MPC_CLUSTER_DIMS(" + std::to_string(cluster->second) + ") ";
         kernel.replace(at, head.size(),
                        "__global__ void __launch_bounds__(" +
                            std::to_string(found->second) + minBlocks + ") " +
-                           declaration.name + "(");
+                           clusterDims + declaration.name + "(");
       }
       os << kernel << "\n";
     }

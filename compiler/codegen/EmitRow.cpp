@@ -1057,6 +1057,209 @@ LogicalResult emitNormalisingPool(StepEmitter &emitter, const Step &step,
   return success();
 }
 
+/// batch_norm in training with each channel sliced over `splits` blocks,
+/// on GPUs with thread-block clusters: the channel's blocks are one
+/// cluster. Each block holds its slice in registers (a half input in
+/// pairs), sums it as batch_norm_partials does and stores its partials;
+/// after the cluster's barrier every block combines the channel's partials
+/// as batch_norm_stats does, and normalises its slice from its registers.
+/// The same values as the three sliced kernels, bit for bit, from one
+/// kernel that reads x once (the sliced forms read it twice). False where a
+/// slice does not fit a block's registers: the sliced kernels run then.
+FailureOr<bool> emitClusterBatchNorm(StepEmitter &emitter, const Step &step,
+                                     BatchNormOp op, StringRef stats,
+                                     int64_t splits) {
+  auto type = op.getInput().getType();
+  int64_t batch = type.getDimSize(0), channels = type.getDimSize(1);
+  int64_t spatial = type.getNumElements() / (batch * channels);
+  int64_t count = batch * spatial;
+  int64_t slice = (count + splits - 1) / splits;
+  int block = batchNormBlockSize(slice);
+  int64_t registers = (slice + block - 1) / block;
+  int64_t pairRegisters = (slice / 2 + block - 1) / block;
+  // The partials kernel's choice: pairs where they fit, else floats.
+  bool inPairs = elementBytes(op.getInput()) == 2 && spatial % 2 == 0 &&
+                 slice % 2 == 0 && pairRegisters <= maxChannelRegisters;
+  if (!inPairs && registers > maxChannelRegisters)
+    return false;
+  std::string eps = floatLiteral(op.getEps().convertToDouble());
+  std::string momentum = floatLiteral(op.getMomentum().convertToDouble());
+  std::string element = elementCType(op.getInput());
+  std::string param = elementCType(op.getGamma());
+  std::string running = elementCType(op.getRunningMean());
+  std::string name = emitter.kernelName("batch_norm_cluster");
+  FailureOr<RowAccess> y =
+      rowOutput(emitter, step, op, op.getResult(), "y", name);
+  if (failed(y))
+    return failure();
+  // Where the sliced form keeps them (Codegen.cpp's scratchBytes).
+  std::string partials =
+      emitter.scratchPointer(step, "float", op.getStats() ? 0 : 2 * channels * 4,
+                             2 * channels * splits * 4);
+  // Element t of the channel (from its first) is at xc + offset(t).
+  std::string offset = llvm::formatv("t / {0}LL * {1}LL + t % {0}LL", spatial,
+                                     channels * spatial);
+  std::string heldSums, heldApply;
+  if (inPairs) {
+    auto e = [&](int k) {
+      return llvm::formatv("mpc_pair_element<{0}>(v[k], {1})", element, k)
+          .str();
+    };
+    heldSums = llvm::formatv(
+        "    MPC_FOR_THREAD_UNROLLED(k, p, (end - begin) / 2, {0}) {{\n"
+        "      long long t = begin + 2 * p;\n"
+        "      v[k] = mpc_load_pair(xc + {1});\n"
+        "      sum += {2};\n"
+        "      sum += {3};\n"
+        "    }\n"
+        "    total = mpc_block_reduce_sum(sum);\n"
+        "    float mean = total / (float)(end - begin);\n"
+        "    mpc_sum squares = 0.0f;\n"
+        "    MPC_FOR_THREAD_UNROLLED(k, p, (end - begin) / 2, {0}) {{\n"
+        "      squares += mpc_square({2} - mean);\n"
+        "      squares += mpc_square({3} - mean);\n"
+        "    }\n"
+        "    m2 = mpc_block_reduce_sum(squares);\n",
+        pairRegisters, offset, e(0), e(1));
+    heldApply = llvm::formatv(
+        "    MPC_FOR_THREAD_UNROLLED(k, p, (end - begin) / 2, {0}) {{\n"
+        "      long long t = begin + 2 * p;\n"
+        "      long long i = c * {1}LL + {2};\n"
+        "      float normalised = ({3} - mean) * rstd;\n"
+        "      {5}\n"
+        "      normalised = ({4} - mean) * rstd;\n"
+        "      {6}\n"
+        "    }\n",
+        pairRegisters, spatial, offset, e(0), e(1),
+        y->store("i", "normalised * g + b"),
+        y->store("i + 1", "normalised * g + b"));
+  } else {
+    heldSums = llvm::formatv(
+        "    MPC_FOR_THREAD_UNROLLED(k, j, end - begin, {0}) {{\n"
+        "      long long t = begin + j;\n"
+        "      v[k] = mpc_load(xc + {1});\n"
+        "      sum += v[k];\n"
+        "    }\n"
+        "    total = mpc_block_reduce_sum(sum);\n"
+        "    float mean = total / (float)(end - begin);\n"
+        "    mpc_sum squares = 0.0f;\n"
+        "    MPC_FOR_THREAD_UNROLLED(k, j, end - begin, {0}) squares += "
+        "mpc_square(v[k] - mean);\n"
+        "    m2 = mpc_block_reduce_sum(squares);\n",
+        registers, offset);
+    heldApply = llvm::formatv(
+        "    MPC_FOR_THREAD_UNROLLED(k, j, end - begin, {0}) {{\n"
+        "      long long t = begin + j;\n"
+        "      long long i = c * {1}LL + {2};\n"
+        "      float normalised = (v[k] - mean) * rstd;\n"
+        "      {3}\n"
+        "    }\n",
+        registers, spatial, offset, y->store("i", "normalised * g + b"));
+  }
+  emitter.addKernel(llvm::formatv(
+      "{0}__global__ void {1}(const {2} *__restrict__ x, const {3} "
+      "*__restrict__ gamma, const {3} *__restrict__ beta, {4} "
+      "*__restrict__ running_mean, {4} *__restrict__ running_var, float "
+      "*__restrict__ stats, int update, float *__restrict__ partials, {5}) "
+      "{{\n"
+      "  long long c = blockIdx.x / {6}LL, s = blockIdx.x % {6}LL;\n"
+      "  const {2} *xc = x + c * {7}LL;\n"
+      "  long long begin = s * {8}LL;\n"
+      "  long long end = begin + {8}LL < {9}LL ? begin + {8}LL : {9}LL;\n"
+      // The block's threads hold its slice (an emulated block of fewer
+      // threads reads it again).
+      "  bool held = blockDim.x * {10}LL >= (end - begin){11};\n"
+      "  {12} v[{10}];\n"
+      "  float total, m2;\n"
+      "  if (held) {{\n"
+      "    mpc_sum sum = 0.0f;\n"
+      "{13}"
+      "  } else {{\n"
+      "    mpc_sum sum = 0.0f;\n"
+      "    MPC_SUM_CHANNEL_SLICE(begin, end, {7}LL, {14}LL, at, sum, "
+      "mpc_load(xc + at));\n"
+      "    total = mpc_block_reduce_sum(sum);\n"
+      "    float mean = total / (float)(end - begin);\n"
+      "    mpc_sum squares = 0.0f;\n"
+      "    MPC_SUM_CHANNEL_SLICE(begin, end, {7}LL, {14}LL, at, squares, "
+      "mpc_square(mpc_load(xc + at) - mean));\n"
+      "    m2 = mpc_block_reduce_sum(squares);\n"
+      "  }\n"
+      "  if (threadIdx.x == 0) {{\n"
+      "    partials[2LL * blockIdx.x] = total;\n"
+      "    partials[2LL * blockIdx.x + 1] = m2;\n"
+      "  }\n"
+      // Every block of the channel has stored its partials.
+      "  mpc_cluster_sync();\n"
+      "  const float *p = partials + 2LL * {6}LL * c;\n"
+      "  float channelTotal = 0.0f;\n"
+      "  for (long long r = 0; r < {6}LL; ++r) channelTotal += p[2 * r];\n"
+      "  float mean = channelTotal / {9}.0f;\n"
+      "  float channelM2 = 0.0f;\n"
+      "  for (long long r = 0; r < {6}LL; ++r) {{\n"
+      "    long long n = {9}LL - r * {8}LL < {8}LL ? {9}LL - r * {8}LL : "
+      "{8}LL;\n"
+      "    float d = p[2 * r] / (float)n - mean;\n"
+      "    channelM2 += p[2 * r + 1] + (float)n * d * d;\n"
+      "  }\n"
+      "  float var = channelM2 / {9}.0f;\n"
+      "  if (s == 0 && threadIdx.x == 0) {{\n"
+      "{15}"
+      "  }\n"
+      "  float rstd = mpc_rsqrt(var + {16}), g = mpc_load(gamma + c), b = "
+      "mpc_load(beta + c);\n"
+      "  if (held) {{\n"
+      "{17}"
+      "  } else {{\n"
+      "    for (long long t = begin + threadIdx.x; t < end; t += "
+      "blockDim.x) {{\n"
+      "      long long i = c * {7}LL + {18};\n"
+      "      float normalised = (mpc_load(x + i) - mean) * rstd;\n"
+      "      {19}\n"
+      "    }\n"
+      "  }\n"
+      "}\n",
+      y->functions(), name, element, param, running,
+      llvm::join(y->parameters, ", "), splits, spatial, slice, count,
+      inPairs ? pairRegisters : registers, inPairs ? " / 2" : "",
+      inPairs ? "mpc_pair" : "float", heldSums, channels * spatial,
+      storeBatchStatistics(channels, count, eps, momentum), eps, heldApply,
+      offset, y->store("i", "normalised * g + b")));
+  SmallVector<std::string> arguments{emitter.constPointer(op.getInput()),
+                                     emitter.constPointer(op.getGamma()),
+                                     emitter.constPointer(op.getBeta()),
+                                     emitter.pointer(op.getRunningMean()),
+                                     emitter.pointer(op.getRunningVar()),
+                                     stats.str(),
+                                     "ctx->apply_update",
+                                     partials};
+  llvm::append_range(arguments, y->arguments);
+  // The slice's two sums (4 FLOPs an element), its normalisation (4); x
+  // read once, from the registers after; the partials written, and read
+  // by the channel's blocks from L2.
+  KernelCost cost = KernelCost()
+                        .reads(op.getInput())
+                        .reads(op.getGamma())
+                        .reads(op.getBeta())
+                        .reads(op.getRunningMean())
+                        .reads(op.getRunningVar())
+                        .writes(op.getRunningMean())
+                        .writes(op.getRunningVar())
+                        .writesBytes(2 * channels * 4)
+                        .writesBytes(2 * channels * splits * 4)
+                        .readsBytes(2 * channels * splits * 4)
+                        .writes(y->written)
+                        .flopsPer(count * channels, 8)
+                        .flopsPer(channels * splits, 7)
+                        .flopsPer(channels, 12);
+  if (y->fused)
+    cost += y->fused->cost;
+  emitter.launchCluster(name, channels * splits, block,
+                        static_cast<int>(splits), arguments, cost);
+  emitter.limitRegisters(name, channelRegisterBudget);
+  return true;
+}
+
 /// batch_norm over channel dim 1 of [N, C] or [N, C, H, W], its result
 /// stored through the epilogue mpc-form-kernels grouped with it (a ReLU, a
 /// residual sum and the ReLU after it), so that what it normalises is never
@@ -1263,6 +1466,16 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
     if (!inRegisters.empty())
       emitter.limitRegisters(name, channelRegisterBudget);
     return success();
+  }
+
+  if (emitter.isTraining() && !pool && splits <= maxClusterBlocks &&
+      emitter.getPlan().threadBlockClusters) {
+    FailureOr<bool> clustered =
+        emitClusterBatchNorm(emitter, step, op, stats, splits);
+    if (failed(clustered))
+      return failure();
+    if (*clustered)
+      return success();
   }
 
   std::string statsName = emitter.kernelName("batch_norm_stats");

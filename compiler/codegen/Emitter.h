@@ -284,6 +284,9 @@ public:
   Buffer gemmWorkspace;
   /// Convolutions are cuDNN calls where runsOnCudnn says so (cuda target).
   bool cudnnConvolutions = false;
+  /// Kernels may run in thread-block clusters
+  /// (CodegenOptions::threadBlockClusters).
+  bool threadBlockClusters = false;
   /// What the activation arena would need without reuse: every materialised
   /// value and scratch buffer side by side.
   int64_t activationBytesWithoutReuse = 0;
@@ -453,6 +456,16 @@ public:
   void launch(StringRef kernel, int64_t grid, int block,
               ArrayRef<std::string> args, const KernelCost &cost,
               KernelKind kind = KernelKind::Kernel, bool halfInputs = false);
+  /// launch, for a kernel that runs in clusters of `cluster` consecutive
+  /// blocks (`grid` a multiple of it; the plan's threadBlockClusters): its
+  /// declaration gains MPC_CLUSTER_DIMS(cluster), and the launch is
+  /// MPC_LAUNCH_CLUSTER.
+  void launchCluster(StringRef kernel, int64_t grid, int block, int cluster,
+                     ArrayRef<std::string> args, const KernelCost &cost);
+  /// The blocks of a cluster of each kernel launched in clusters.
+  const std::map<std::string, int> &getClusterSizes() const {
+    return clusterSizes;
+  }
   /// Records the cost of a runtime call the step makes (a GEMM), which
   /// `--report` lists beside the kernels.
   void recordCall(StringRef function, KernelKind kind, bool halfInputs,
@@ -499,6 +512,7 @@ private:
   std::string functionName;
   std::map<std::string, int> launchBlocks;
   std::map<std::string, int> registerBudgets;
+  std::map<std::string, int> clusterSizes;
   std::vector<std::string> &kernelSources;
   std::vector<std::string> *convolutionTable = nullptr;
   std::vector<std::string> body;
@@ -537,6 +551,9 @@ constexpr int64_t reductionSlice = 16384;
 /// stem's 64 channels of 401,408 elements kept 64 SMs busy, and its
 /// statistics ran at 450-570 GB/s on an H100.
 int64_t batchNormSplits(RankedTensorType input);
+/// The most blocks of a thread-block cluster a kernel asks for: what every
+/// GPU with clusters runs (larger ones need an opt-in and may not fit).
+constexpr int64_t maxClusterBlocks = 8;
 /// Elements of a row each thread of a row block keeps in registers at
 /// most (layer_norm and its gradient): 16 floats, rows up to 4096 wide.
 constexpr int64_t maxRowRegisters = 16;

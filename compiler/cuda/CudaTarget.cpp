@@ -34,8 +34,8 @@ mlir::mpc::cudaHostKernelTable(llvm::StringRef model,
      << "_cuda_host_kernels[] = {\n";
   for (const KernelDeclaration &kernel : kernels)
     os << "  MPC_CUDA_HOST_KERNEL(" << kernel.name << ", " << kernel.maxThreads
-       << "),\n";
-  os << "  {0, 0, 0, 0, 0}};\n\n";
+       << ", " << kernel.clusterBlocks << "),\n";
+  os << "  {0, 0, 0, 0, 0, 0}};\n\n";
   return text;
 }
 

@@ -36,14 +36,21 @@ using llvm::StringRef;
 namespace {
 constexpr StringRef kernelMarker = "__global__ void ";
 constexpr StringRef boundsMarker = "__launch_bounds__(";
+constexpr StringRef clusterMarker = "MPC_CLUSTER_DIMS(";
 
-/// Reads `[__launch_bounds__(N[, M]) ]<name>` from what follows the marker.
+/// Reads `[__launch_bounds__(N[, M]) ][MPC_CLUSTER_DIMS(N) ]<name>` from
+/// what follows the marker.
 KernelDeclaration parseDeclaration(StringRef text) {
   KernelDeclaration declaration;
   if (text.consume_front(boundsMarker)) {
     StringRef bound = text.take_until([](char c) { return c == ')'; });
     bound.split(',').first.trim().getAsInteger(10, declaration.maxThreads);
     text = text.drop_front(bound.size()).drop_front(1).ltrim();
+  }
+  if (text.consume_front(clusterMarker)) {
+    StringRef blocks = text.take_until([](char c) { return c == ')'; });
+    blocks.trim().getAsInteger(10, declaration.clusterBlocks);
+    text = text.drop_front(blocks.size()).drop_front(1).ltrim();
   }
   declaration.name =
       text.take_until([](char c) { return c == '('; }).trim().str();
@@ -57,8 +64,19 @@ std::vector<KernelDeclaration> mlir::mpc::findKernels(StringRef source) {
   while ((pos = source.find(kernelMarker, pos)) != StringRef::npos) {
     pos += kernelMarker.size();
     StringRef rest = source.drop_front(pos);
-    size_t end = rest.find(
-        '(', rest.starts_with(boundsMarker) ? boundsMarker.size() : 0);
+    // The name's '(' after those of the attributes.
+    size_t from = 0;
+    for (StringRef marker : {boundsMarker, clusterMarker}) {
+      if (!rest.drop_front(from).starts_with(marker))
+        continue;
+      size_t close = rest.find(')', from);
+      if (close == StringRef::npos)
+        break;
+      from = close + 1;
+      while (from < rest.size() && rest[from] == ' ')
+        ++from;
+    }
+    size_t end = rest.find('(', from);
     if (end == StringRef::npos)
       break;
     kernels.push_back(parseDeclaration(rest.take_front(end + 1)));

@@ -24,6 +24,8 @@ namespace mlir::mpc {
 /// `--arch` when none is given: Ampere (A100), the oldest architecture with
 /// bf16 tensor cores; its PTX runs on every newer GPU.
 constexpr int defaultSmVersion = 80;
+/// The first architecture with thread-block clusters (Hopper).
+constexpr int minClusterSmVersion = 90;
 
 /// The comment line code generation puts before a kernel generated for an
 /// op (`// mpc: from 'mpc.linear' at model.mlir:12:5`), by which NVRTC's
@@ -59,9 +61,10 @@ struct CudaImage {
 struct KernelDeclaration {
   std::string name;
   int maxThreads = 0; ///< from `__launch_bounds__(N[, M])`; 0 without
+  int clusterBlocks = 0; ///< from `MPC_CLUSTER_DIMS(N)`; 0 without
 };
 /// The kernels' `__global__` functions, in source order:
-/// `__global__ void [__launch_bounds__(N[, M])] <name>(`.
+/// `__global__ void [__launch_bounds__(N[, M])] [MPC_CLUSTER_DIMS(N)] <name>(`.
 std::vector<KernelDeclaration> findKernels(llvm::StringRef source);
 
 /// The resource table `mpc compile` writes beside a cuda image

@@ -351,6 +351,9 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
         options.smVersion ? options.smVersion : defaultSmVersion;
     codegen.gemmWorkspaceBytes = gemmWorkspaceBytes(codegen.smVersion);
   }
+  codegen.threadBlockClusters =
+      codegen.cuda ? codegen.smVersion >= minClusterSmVersion
+                   : codegen.emulateBlocks;
   FailureOr<GeneratedModel> generated = generateModel(train, eval, codegen);
   if (failed(generated))
     return 1;

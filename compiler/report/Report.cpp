@@ -682,6 +682,10 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   int smVersion = options.smVersion ? options.smVersion : defaultSmVersion;
   if (options.target == Target::Cuda)
     codegen.smVersion = smVersion;
+  // As `mpc compile` decides (Compiler.cpp); the --profile-emulated build
+  // the counters come from is a cpu target's, with clusters.
+  codegen.threadBlockClusters =
+      cuda ? smVersion >= minClusterSmVersion : blocks;
   FailureOr<GeneratedModel> generated =
       generateModel(chosen->trainModel(), chosen->forwardModel(), codegen);
   if (failed(generated))
@@ -716,6 +720,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
     emulated.cudnnConvolutions = false;
     emulated.gemmWorkspaceBytes = 0;
     emulated.smVersion = 0;
+    emulated.threadBlockClusters = true; // as --profile-emulated builds
     emulated.emulateBlocks = true;
     // On copies: generating code changes the model (its training state),
     // and the kernels above keep pointers to its ops.

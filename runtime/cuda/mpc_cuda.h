@@ -36,10 +36,14 @@ typedef struct mpc_cuda_kernel {
  * graphs included, is tested on machines without a GPU. */
 typedef struct mpc_cuda_host_kernel {
   const char *name; /* as in mpc_cuda_kernel */
-  void (*run)(const char *name, void **args, unsigned grid, unsigned block);
+  void (*run)(const char *name, void **args, unsigned grid, unsigned block,
+              unsigned cluster);
   int32_t num_params;
   const size_t *param_sizes;
   int32_t max_threads; /* its __launch_bounds__; 0 if it has none */
+  /* its MPC_CLUSTER_DIMS, the blocks of a cluster (the cubin's
+   * __cluster_dims__, which the driver launches it with); 0 if none */
+  int32_t cluster_blocks;
 } mpc_cuda_host_kernel;
 
 typedef struct mpc_cuda_image {

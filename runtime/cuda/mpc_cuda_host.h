@@ -54,9 +54,9 @@ inline mpc_status launch(const mpc_cuda_image *image, void (*)(Params...),
 /// MPC_DEVICE_EMULATION), from cuLaunchKernel-style argument pointers.
 template <typename... Params, size_t... Index>
 inline void run_blocks(const char *name, void (*kernel)(Params...), void **args,
-                       unsigned grid, unsigned block,
+                       unsigned grid, unsigned block, unsigned cluster,
                        std::index_sequence<Index...>) {
-  mpc_emu::launch(name, grid, block,
+  mpc_emu::launch(name, grid, block, cluster,
                   [&] { kernel(*static_cast<Params *>(args[Index])...); });
 }
 
@@ -65,8 +65,8 @@ template <auto Kernel> struct host_kernel;
 template <typename... Params, void (*Kernel)(Params...)>
 struct host_kernel<Kernel> {
   static void run(const char *name, void **args, unsigned grid,
-                  unsigned block) {
-    run_blocks(name, Kernel, args, grid, block,
+                  unsigned block, unsigned cluster) {
+    run_blocks(name, Kernel, args, grid, block, cluster,
                std::index_sequence_for<Params...>{});
   }
   static constexpr int32_t num_params = sizeof...(Params);
@@ -77,17 +77,22 @@ struct host_kernel<Kernel> {
 } // namespace mpc_cuda_detail
 
 /// An mpc_cuda_host_kernel initialiser for a kernel of the included source.
-#define MPC_CUDA_HOST_KERNEL(kernel, max_threads)                              \
+#define MPC_CUDA_HOST_KERNEL(kernel, max_threads, cluster_blocks)              \
   {                                                                            \
 #kernel, &mpc_cuda_detail::host_kernel < &kernel> ::run,                   \
         mpc_cuda_detail::host_kernel < &kernel> ::num_params,                  \
-        mpc_cuda_detail::host_kernel < &kernel> ::param_sizes, max_threads     \
+        mpc_cuda_detail::host_kernel < &kernel> ::param_sizes, max_threads,    \
+        cluster_blocks                                                         \
   }
 
 #undef MPC_LAUNCH
 #define MPC_LAUNCH(kernel, grid, block, ...)                                   \
   MPC_CHECK(mpc_cuda_detail::launch(MPC_CUDA_IMAGE, kernel, #kernel, grid,     \
                                     block, __VA_ARGS__))
+// The cubin's __cluster_dims__ gives the driver the cluster.
+#undef MPC_LAUNCH_CLUSTER
+#define MPC_LAUNCH_CLUSTER(kernel, grid, block, cluster, ...)                  \
+  MPC_LAUNCH(kernel, grid, block, __VA_ARGS__)
 
 #define mpc_rt_gemm mpc_rt_cuda_gemm
 #define mpc_rt_reduce_gradients mpc_rt_cuda_reduce_gradients

@@ -313,6 +313,34 @@ void mpc_run_block_range(void *blocks, unsigned begin, unsigned end) {
                                                      : (n);                    \
          i < mpc_end; i += blockDim.x)
 
+/// Thread-block clusters (sm_90 and newer): a kernel declared
+/// `__global__ void MPC_CLUSTER_DIMS(n) name(...)` runs in clusters of n
+/// consecutive blocks, resident together, and is launched with
+/// MPC_LAUNCH_CLUSTER(kernel, grid, block, n, args...) (the driver takes n
+/// from the cubin; the emulator from the launch). mpc_cluster_sync() is
+/// the cluster's barrier: each thread's earlier global stores are visible
+/// to every thread of the cluster after it (release, then acquire).
+#ifdef MPC_DEVICE_CUDA
+#define MPC_CLUSTER_DIMS(n) __cluster_dims__(n, 1, 1)
+__device__ __forceinline__ void mpc_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+               "barrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
+#else
+#define MPC_CLUSTER_DIMS(n)
+#endif
+#ifdef MPC_DEVICE_EMULATION
+inline void mpc_cluster_sync(const char *file = __builtin_FILE(),
+                             int line = __builtin_LINE()) {
+  mpc_emu::cluster_sync(file, line);
+}
+#define MPC_LAUNCH_CLUSTER(kernel, grid, block, cluster, ...)                  \
+  mpc_emu::launch(#kernel, static_cast<unsigned>(grid),                        \
+                  static_cast<unsigned>(block),                                \
+                  static_cast<unsigned>(cluster), [&] { kernel(__VA_ARGS__); })
+#endif
+
 /// Unrolls the next loop whole (its trip count a constant, at most 64):
 /// nvcc's pragma on the GPU, GCC's on the host, where each unrolled access
 /// is then an instruction of its own as on the GPU (the emulator's load

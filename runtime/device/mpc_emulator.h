@@ -70,6 +70,26 @@ void launch(const char *kernel, unsigned grid, unsigned block, Body &&body) {
       const_cast<void *>(static_cast<const void *>(&body)));
 }
 
+/// launch as above, of a grid of clusters of `cluster` blocks (1 to 8,
+/// dividing `grid`; 0: no clusters), as __cluster_dims__ launches one on
+/// sm_90 and newer: a cluster's blocks are resident together, so their
+/// threads can all wait at cluster_sync. Each block runs until its threads
+/// wait there (or return), then the cluster's next block; when all wait,
+/// all go on. Shared arrays do not outlive a cluster barrier here (another
+/// block of the cluster reuses them): a kernel that reads one across it
+/// fails as reading an unwritten element.
+void launch(const char *kernel, unsigned grid, unsigned block, unsigned cluster,
+            void (*body)(void *), void *context);
+template <typename Body>
+void launch(const char *kernel, unsigned grid, unsigned block, unsigned cluster,
+            Body &&body) {
+  using Callable = std::remove_reference_t<Body>;
+  launch(
+      kernel, grid, block, cluster,
+      [](void *context) { (*static_cast<Callable *>(context))(); },
+      const_cast<void *>(static_cast<const void *>(&body)));
+}
+
 /// Whether the last launch on this OS thread added floats atomically: its
 /// result may then depend on the order (float addition does not associate).
 bool last_launch_used_float_atomics();
@@ -96,6 +116,10 @@ void check_order_independence(const char *kernel, const region *regions,
     __attribute__((format(printf, 3, 4)));
 
 void syncthreads(const char *file, int line);
+/// barrier.cluster.arrive.release + wait.acquire: every thread of every
+/// block of the cluster arrives before any goes on (a launch without
+/// clusters fails here).
+void cluster_sync(const char *file, int line);
 
 enum class warp_op {
   shfl_idx,

@@ -274,7 +274,7 @@ void runHostKernel(const mpc_cuda_host_kernel &host, void **args, unsigned grid,
     std::abort();
   }
   if (!check.order) {
-    host.run(host.name, args, grid, block);
+    host.run(host.name, args, grid, block, unsigned(host.cluster_blocks));
     return;
   }
   std::vector<mpc_emu::region> regions;
@@ -289,7 +289,8 @@ void runHostKernel(const mpc_cuda_host_kernel &host, void **args, unsigned grid,
       host.name, regions.data(), regions.size(), check.order, check.seed,
       [](void *context) {
         auto *l = static_cast<Launch *>(context);
-        l->host.run(l->host.name, l->args, l->grid, l->block);
+        l->host.run(l->host.name, l->args, l->grid, l->block,
+                    unsigned(l->host.cluster_blocks));
       },
       &launch);
 }

@@ -208,6 +208,43 @@ __global__ void embedding_grad(const __nv_bfloat16 *dy, const int *indices,
   mpc_embedding_grad_rows<K>(dy, indices, table, positions, width, rows);
 }
 
+/// Each block of a cluster stores its sum, and after the cluster's barrier
+/// every thread adds up its cluster's: the batch norm's cluster form
+/// (EmitRow.cpp). Without the barrier (`synced` 0) a block reads the
+/// partials of blocks of its cluster that have not run yet.
+__global__ void cluster_sums(const float *x, float *partials, float *out,
+                             unsigned cluster, int synced) {
+  long long n = blockDim.x;
+  mpc_sum s = 0.0f;
+  MPC_FOR_THREAD(j, n) s += x[blockIdx.x * n + j];
+  s = mpc_block_reduce_sum(s);
+  if (threadIdx.x == 0)
+    partials[blockIdx.x] = s;
+  if (synced)
+    mpc_cluster_sync();
+  unsigned first = blockIdx.x / cluster * cluster;
+  float total = 0.0f;
+  for (unsigned b = first; b < first + cluster; ++b)
+    total += partials[b];
+  out[blockIdx.x * n + threadIdx.x] = total;
+}
+
+__global__ void cluster_barrier_after_exit(float *out) {
+  if (blockIdx.x == 1)
+    return;
+  mpc_cluster_sync();
+  out[threadIdx.x] = 1.0f;
+}
+
+__global__ void shared_across_cluster_barrier(float *out) {
+  MPC_SHARED(float, kept, 32);
+  if (threadIdx.x < 32)
+    kept[threadIdx.x] = (float)blockIdx.x;
+  mpc_cluster_sync();
+  if (threadIdx.x < 32)
+    out[blockIdx.x * 32 + threadIdx.x] = kept[threadIdx.x];
+}
+
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
@@ -659,6 +696,104 @@ TEST(EmulatorDeathTest, NonDeterministicReduction) {
                                                  run, &context),
                "kernel racy_block_sums is not deterministic: byte [0-3] of "
                "region 0 .* when its threads and blocks run in reverse order");
+}
+
+TEST(Emulator, ClusterBarrierShowsEveryBlockItsPeersStores) {
+  for (unsigned cluster : {2u, 4u, 7u, 8u}) {
+    for (mpc_emu::run_order order :
+         {mpc_emu::run_order::forward, mpc_emu::run_order::reverse,
+          mpc_emu::run_order::shuffled}) {
+      mpc_emu::set_order(order, 7);
+      unsigned grid = 3 * cluster, block = 64;
+      Buffer<float> x(grid * block), partials(grid), out(grid * block);
+      for (unsigned i = 0; i < grid * block; ++i)
+        x.data[i] = static_cast<float>(i % 97);
+      std::fill(partials.data, partials.data + grid, NAN);
+      MPC_LAUNCH_CLUSTER(cluster_sums, grid, block, cluster, x.data,
+                         partials.data, out.data, cluster, 1);
+      for (unsigned b = 0; b < grid; ++b) {
+        unsigned first = b / cluster * cluster;
+        float expected = 0.0f;
+        for (unsigned i = first * block; i < (first + cluster) * block; ++i)
+          expected += x.data[i];
+        for (unsigned t = 0; t < block; ++t)
+          ASSERT_EQ(out.data[b * block + t], expected)
+              << "cluster " << cluster << ", block " << b << ", thread " << t;
+      }
+    }
+  }
+  mpc_emu::set_order(mpc_emu::run_order::forward);
+}
+
+using EmulatorClusterDeathTest = ::testing::Test;
+
+TEST(EmulatorClusterDeathTest, ReadingPeersWithoutTheBarrier) {
+  // A block reads its peers' partials before they are stored: what it
+  // finds depends on the order the blocks run in.
+  unsigned grid = 8, block = 32;
+  Buffer<float> x(grid * block), partials(grid), out(grid * block);
+  for (unsigned i = 0; i < grid * block; ++i)
+    x.data[i] = 1.0f;
+  mpc_emu::region regions[] = {{out.data, grid * block * sizeof(float)}};
+  struct Context {
+    float *x, *partials, *out;
+  } context{x.data, partials.data, out.data};
+  auto run = [](void *pointer) {
+    auto *c = static_cast<Context *>(pointer);
+    MPC_LAUNCH_CLUSTER(cluster_sums, 8, 32, 4, c->x, c->partials, c->out, 4u,
+                       0);
+  };
+  EXPECT_DEATH(mpc_emu::check_order_independence("cluster_sums", regions, 1,
+                                                 mpc_emu::run_order::reverse, 0,
+                                                 run, &context),
+               "kernel cluster_sums is not deterministic");
+}
+
+TEST(EmulatorClusterDeathTest, ClusterBarrierWithoutClusters) {
+  Buffer<float> x(64), partials(2), out(64);
+  EXPECT_DEATH(MPC_LAUNCH(cluster_sums, 2, 32, x.data, partials.data,
+                          out.data, 2u, 1),
+               "kernel cluster_sums, block [01] of 2, thread [0-9]+ of 32, at "
+               "emulator_test.cpp:[0-9]+: a cluster barrier in a kernel "
+               "launched without clusters");
+}
+
+TEST(EmulatorClusterDeathTest, GridOfPartClusters) {
+  Buffer<float> x(6 * 32), partials(6), out(6 * 32);
+  EXPECT_DEATH(MPC_LAUNCH_CLUSTER(cluster_sums, 6, 32, 4, x.data,
+                                  partials.data, out.data, 4u, 1),
+               "kernel cluster_sums: a grid of 6 blocks is not a whole "
+               "number of clusters of 4");
+}
+
+TEST(EmulatorClusterDeathTest, ClusterLargerThanPortable) {
+  Buffer<float> x(16 * 32), partials(16), out(16 * 32);
+  EXPECT_DEATH(MPC_LAUNCH_CLUSTER(cluster_sums, 16, 32, 16, x.data,
+                                  partials.data, out.data, 16u, 1),
+               "kernel cluster_sums: clusters of 16 blocks; CUDA guarantees "
+               "up to 8");
+}
+
+TEST(EmulatorClusterDeathTest, BlockExitsBeforeTheClusterBarrier) {
+  Buffer<float> out(64);
+  EXPECT_DEATH(MPC_LAUNCH_CLUSTER(cluster_barrier_after_exit, 2, 64, 2,
+                                  out.data),
+               "kernel cluster_barrier_after_exit, block 0 of 2, thread 0 of "
+               "64, at emulator_test.cpp:[0-9]+: cluster barrier divergence: "
+               "block 1 of the cluster has exited while this block waits at "
+               "this cluster barrier");
+}
+
+TEST(EmulatorClusterDeathTest, SharedArrayAcrossTheClusterBarrier) {
+  // On a GPU the array would keep its values; the emulator lets another
+  // block of the cluster use it meanwhile, and says so rather than
+  // handing over that block's values.
+  Buffer<float> out(2 * 32);
+  EXPECT_DEATH(MPC_LAUNCH_CLUSTER(shared_across_cluster_barrier, 2, 32, 2,
+                                  out.data),
+               "kernel shared_across_cluster_barrier, block [01] of 2, .*: "
+               "read of shared kept\\[[0-9]+\\], which no thread of this "
+               "block wrote");
 }
 
 TEST(EmulatorDeathTest, BadBlockSize) {
