@@ -955,6 +955,183 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
   // With them, one pass a slice: the sums of dy and dy * (x - mean).
   int64_t slice = (count + splits - 1) / splits;
   int64_t sums = saved ? 2 : 4;
+  // The sliced kernels' blocks: as many threads as hold a slice in
+  // registers (the cluster form's, so that both sum in the same order).
+  int sliceBlock = batchNormBlockSize(slice);
+
+  // On GPUs with thread-block clusters, with the forward's statistics: the
+  // channel's blocks are one cluster. Each block sums its slice as
+  // batch_norm_grad_partials does, keeping dy and x in registers (two to a
+  // register where both are 2-byte: dy there is a 2-byte tensor's value,
+  // exact in it); after the cluster's barrier every block combines the
+  // channel's partials as batch_norm_grad_params does and computes dx from
+  // its registers. The same values as the sliced kernels, bit for bit, and
+  // x and dy's operands are read once (the sliced form reads x and dy
+  // twice, and stores a shortcut's dy to read it back).
+  int64_t heldElements = (slice + sliceBlock - 1) / sliceBlock;
+  bool heldInPairs = elementBytes(op.getInput()) == 2 &&
+                     elementBytes(op.getGrad()) == 2;
+  int64_t heldRegisters = heldInPairs ? (heldElements + 1) / 2 : heldElements;
+  if (saved && splits <= maxClusterBlocks &&
+      emitter.getPlan().threadBlockClusters &&
+      heldRegisters <= maxChannelRegisters) {
+    std::string name = emitter.kernelName("batch_norm_grad_cluster");
+    FailureOr<RowAccess> dy =
+        rowInput(emitter, step, op, op.getGrad(), "dy", name);
+    if (failed(dy))
+      return failure();
+    // After the channels' four values (Codegen.cpp's scratchBytes), where
+    // the sliced form keeps them.
+    std::string partials = emitter.scratchPointer(
+        step, "float", 4 * channels * 4, 2 * channels * splits * 4);
+    std::string xType = elementCType(op.getInput());
+    std::string dyType = elementCType(op.getGrad());
+    std::string offset = llvm::formatv("t / {0}LL * {1}LL + t % {0}LL",
+                                       spatial, channels * spatial);
+    std::string firstDy = dy->load(at);
+    if (dy->stored)
+      firstDy = llvm::formatv("mpc_store_and_use({0} + {1}, {2})",
+                              *dy->stored, at, firstDy);
+    // Nothing is held where dx is not written (only the sums are).
+    auto hold = [&](StringRef array, StringRef type, StringRef value) {
+      if (!writesDx)
+        return std::string();
+      return heldInPairs ? llvm::formatv("mpc_hold_pair<{0}>({1}, k, {2});",
+                                         type, array, value)
+                               .str()
+                         : llvm::formatv("{0}[k] = {1};", array, value).str();
+    };
+    auto heldValue = [&](StringRef array, StringRef type) {
+      return heldInPairs
+                 ? llvm::formatv("mpc_held_pair<{0}>({1}, k)", type, array)
+                       .str()
+                 : llvm::formatv("{0}[k]", array).str();
+    };
+    // dy at element i for the passes: as the sliced input kernel reads it.
+    std::string passDy =
+        dy->stored ? llvm::formatv("mpc_load({0} + i)", *dy->stored).str()
+                   : dy->load("i");
+    std::string gradient;
+    if (writesDx)
+      gradient = llvm::formatv(
+          "  float meanDy = csdy / {0}.0f, meanDyXhat = channelDyXhat / {0}.0f, "
+          "gamma_c = mpc_load(gamma + c);\n"
+          "  if (held) {{\n"
+          "    MPC_FOR_THREAD_UNROLLED(k, j, end - begin, {1}) {{\n"
+          "      long long t = begin + j;\n"
+          "      long long i = c * {2}LL + {3};\n"
+          "      float d = {4};\n"
+          "      float xhat = ({5} - mean) * rstd;\n"
+          "      float g = d - meanDy - xhat * meanDyXhat;\n"
+          "      mpc_store(dx + i, gamma_c * rstd * g);\n"
+          "    }\n"
+          "  } else {{\n"
+          "    for (long long t = begin + threadIdx.x; t < end; t += "
+          "blockDim.x) {{\n"
+          "      long long i = c * {2}LL + {3};\n"
+          "      float d = {6};\n"
+          "      float xhat = (mpc_load(x + i) - mean) * rstd;\n"
+          "      float g = d - meanDy - xhat * meanDyXhat;\n"
+          "      mpc_store(dx + i, gamma_c * rstd * g);\n"
+          "    }\n"
+          "  }\n",
+          count, heldElements, spatial, offset, heldValue("dv", dyType),
+          heldValue("xv", xType),
+          masked(passDy, "mpc_load(x + i)", "gamma_c"));
+    std::string heldArrays =
+        writesDx ? llvm::formatv("  {0} xv[{1}], dv[{1}];\n",
+                                 heldInPairs ? "mpc_pair" : "float",
+                                 heldRegisters)
+                       .str()
+                 : std::string();
+    emitter.addKernel(llvm::formatv(
+        "{0}__global__ void {1}({2}const {3} *__restrict__ x, const float "
+        "*__restrict__ saved, const {4} *__restrict__ gamma{5}, float "
+        "*__restrict__ partials{6}{7}) {{\n"
+        "  long long c = blockIdx.x / {8}LL, s = blockIdx.x % {8}LL;\n"
+        "  const {3} *xc = x + c * {9}LL;\n"
+        "  long long begin = s * {10}LL;\n"
+        "  long long end = begin + {10}LL < {11}LL ? begin + {10}LL : "
+        "{11}LL;\n"
+        "  float mean = saved[c], rstd = saved[{12}LL + c];\n"
+        "{13}"
+        // The block's threads hold its slice (an emulated block of fewer
+        // threads reads it again).
+        "  bool held = blockDim.x * {14}LL >= end - begin;\n"
+        "{15}"
+        "  mpc_sum sdy = 0.0f, sdyx = 0.0f;\n"
+        "  if (held) {{\n"
+        "    MPC_FOR_THREAD_UNROLLED(k, j, end - begin, {14}) {{\n"
+        "      long long t = begin + j;\n"
+        "      long long at = {16};\n"
+        "      float xk = mpc_load(xc + at);\n"
+        "      float d = {17};\n"
+        "      {18}\n"
+        "      {19}\n"
+        "      sdy += d;\n"
+        "      sdyx += d * (xk - mean);\n"
+        "    }\n"
+        "  } else {{\n"
+        "    MPC_SUM_CHANNEL_SLICE2_OF(begin, end, {9}LL, {20}LL, at, d, "
+        "{21}, sdy, d, sdyx, d * (mpc_load(xc + at) - mean));\n"
+        "  }\n"
+        "  float tdy = mpc_block_reduce_sum(sdy);\n"
+        "  float dyx = mpc_block_reduce_sum(sdyx);\n"
+        "  if (threadIdx.x == 0) {{\n"
+        "    partials[2LL * blockIdx.x] = tdy;\n"
+        "    partials[2LL * blockIdx.x + 1] = dyx;\n"
+        "  }\n"
+        // Every block of the channel has stored its partials.
+        "  mpc_cluster_sync();\n"
+        "  const float *p = partials + 2LL * {8}LL * c;\n"
+        "  float csdy = 0.0f, cdyx = 0.0f;\n"
+        "  for (long long r = 0; r < {8}LL; ++r) {{\n"
+        "    csdy += p[2 * r];\n"
+        "    cdyx += p[2 * r + 1];\n"
+        "  }\n"
+        "  float channelDyXhat = cdyx * rstd;\n"
+        "  if (s == 0 && threadIdx.x == 0) {{\n"
+        "{22}"
+        "  }\n"
+        "{23}"
+        "}\n",
+        dy->functions(), name, leading(dy->parameters), xType,
+        elementCType(op.getGamma()), reluParameter, parameterGradParameters,
+        dxParameter, splits, spatial, slice, count, channels,
+        reluConstants("  "), heldElements, heldArrays, offset,
+        masked(firstDy, "xk", "relu_g"), hold("xv", xType, "xk"),
+        hold("dv", dyType, "d"), channels * spatial,
+        masked(firstDy, "mpc_load(xc + at)", "relu_g"),
+        storeParameterGrads("channelDyXhat", "csdy", "    "), gradient));
+    SmallVector<std::string> arguments(dy->arguments);
+    arguments.append({emitter.constPointer(op.getInput()),
+                      emitter.constPointer(saved),
+                      emitter.constPointer(op.getGamma())});
+    // The two sums (4 FLOPs an element, and the mask's), dx (7); x and dy's
+    // operands read once, the partials written and read by the channel's
+    // blocks from L2.
+    KernelCost cost = KernelCost()
+                          .reads(op.getInput())
+                          .reads(saved)
+                          .reads(op.getGamma())
+                          .writesBytes(2 * channels * splits * 4)
+                          .readsBytes(2 * channels * splits * 4)
+                          .flopsPer(count * channels, 4 + reluMaskFlops)
+                          .flopsPer(channels * splits, 2)
+                          .flopsPer(channels, 8);
+    if (writesDx)
+      cost.flopsPer(count * channels, 7);
+    addReluBeta(arguments, cost);
+    arguments.push_back(partials);
+    readsDy(cost, *dy);
+    addParameterGrads(arguments, cost);
+    addDx(arguments, cost);
+    emitter.launchCluster(name, channels * splits, sliceBlock,
+                          static_cast<int>(splits), arguments, cost);
+    emitter.limitRegisters(name, channelRegisterBudget);
+    return success();
+  }
+
   // After the channels' four values (Codegen.cpp's scratchBytes).
   std::string partials = emitter.scratchPointer(step, "float", 4 * channels * 4,
                                                 sums * channels * splits * 4);
@@ -1048,7 +1225,7 @@ LogicalResult emitBatchNormGrad(StepEmitter &emitter, const Step &step,
   addReluBeta(partialsArguments, partialsCost);
   partialsArguments.push_back(partials);
   readsDy(partialsCost, *slicedDy);
-  emitter.launch(partialsName, channels * splits, rowBlockSize,
+  emitter.launch(partialsName, channels * splits, sliceBlock,
                  partialsArguments, partialsCost);
 
   // Per channel: the parameters' gradients, and the statistics dx needs.

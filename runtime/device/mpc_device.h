@@ -620,6 +620,22 @@ __device__ __forceinline__ mpc_pair mpc_make_pair(float first, float second) {
   memcpy(&highBits, &high, sizeof(highBits));
   return mpc_pair(lowBits) | mpc_pair(highBits) << 16;
 }
+/// Element k of a thread's held values (k a constant once unrolled), two
+/// to a register: `value`, exact in the 2-byte type T, is the low half of
+/// held[k / 2] for even k (the high half zeroed) and the high half for odd
+/// k. mpc_held_pair reads it back as a float.
+template <typename T>
+__device__ __forceinline__ void mpc_hold_pair(mpc_pair *held, int k,
+                                              float value) {
+  if (k % 2 == 0)
+    held[k / 2] = mpc_make_pair<T>(value, 0.0f);
+  else
+    held[k / 2] |= mpc_make_pair<T>(value, 0.0f) << 16;
+}
+template <typename T>
+__device__ __forceinline__ float mpc_held_pair(const mpc_pair *held, int k) {
+  return mpc_pair_element<T>(held[k / 2], k % 2);
+}
 /// Stores a pair at `p` (4-byte aligned) with one 4-byte store.
 template <typename T>
 __device__ __forceinline__ void mpc_store_pair(T *p, mpc_pair pair) {
