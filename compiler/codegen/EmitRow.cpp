@@ -1057,6 +1057,31 @@ LogicalResult emitNormalisingPool(StepEmitter &emitter, const Step &step,
   return success();
 }
 
+/// What a batch norm in training that reads x once costs (the one-kernel
+/// and the cluster forms): mean and variance (4 FLOPs an element), then
+/// (x - mean) * rstd * gamma + beta (4); the running statistics read and
+/// written once a channel, the batch's mean and rstd stored, y through
+/// the epilogue.
+KernelCost onePassBatchNormCost(BatchNormOp op, const RowAccess &y) {
+  auto type = op.getInput().getType();
+  int64_t channels = type.getDimSize(1);
+  KernelCost cost = KernelCost()
+                        .reads(op.getInput())
+                        .reads(op.getGamma())
+                        .reads(op.getBeta())
+                        .reads(op.getRunningMean())
+                        .reads(op.getRunningVar())
+                        .writes(op.getRunningMean())
+                        .writes(op.getRunningVar())
+                        .writesBytes(2 * channels * 4)
+                        .writes(y.written)
+                        .flopsPer(type.getNumElements(), 8)
+                        .flopsPer(channels, 12);
+  if (y.fused)
+    cost += y.fused->cost;
+  return cost;
+}
+
 /// batch_norm in training with each channel sliced over `splits` blocks,
 /// on GPUs with thread-block clusters: the channel's blocks are one
 /// cluster. Each block holds its slice in registers (a half input in
@@ -1234,26 +1259,12 @@ FailureOr<bool> emitClusterBatchNorm(StepEmitter &emitter, const Step &step,
                                      "ctx->apply_update",
                                      partials};
   llvm::append_range(arguments, y->arguments);
-  // The slice's two sums (4 FLOPs an element), its normalisation (4); x
-  // read once, from the registers after; the partials written, and read
-  // by the channel's blocks from L2.
-  KernelCost cost = KernelCost()
-                        .reads(op.getInput())
-                        .reads(op.getGamma())
-                        .reads(op.getBeta())
-                        .reads(op.getRunningMean())
-                        .reads(op.getRunningVar())
-                        .writes(op.getRunningMean())
-                        .writes(op.getRunningVar())
-                        .writesBytes(2 * channels * 4)
+  // x read once, from the registers after; the partials written, and
+  // read by the channel's blocks from L2.
+  KernelCost cost = onePassBatchNormCost(op, *y)
                         .writesBytes(2 * channels * splits * 4)
                         .readsBytes(2 * channels * splits * 4)
-                        .writes(y->written)
-                        .flopsPer(count * channels, 8)
-                        .flopsPer(channels * splits, 7)
-                        .flopsPer(channels, 12);
-  if (y->fused)
-    cost += y->fused->cost;
+                        .flopsPer(channels * splits, 7);
   emitter.launchCluster(name, channels * splits, block,
                         static_cast<int>(splits), arguments, cost);
   emitter.limitRegisters(name, channelRegisterBudget);
@@ -1442,24 +1453,9 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
                                        stats,
                                        "ctx->apply_update"};
     llvm::append_range(arguments, y->arguments);
-    // Mean and variance (4 FLOPs an element), then (x - mean) * rstd *
-    // gamma + beta (4); x is read from DRAM once (the block's later passes
-    // over its channel find it in L2, as the statistics kernel's second
-    // does), the running statistics read and written once a channel.
-    KernelCost cost = KernelCost()
-                          .reads(op.getInput())
-                          .reads(op.getGamma())
-                          .reads(op.getBeta())
-                          .reads(op.getRunningMean())
-                          .reads(op.getRunningVar())
-                          .writes(op.getRunningMean())
-                          .writes(op.getRunningVar())
-                          .writesBytes(2 * channels * 4)
-                          .writes(y->written)
-                          .flopsPer(count * channels, 8)
-                          .flopsPer(channels, 12);
-    if (y->fused)
-      cost += y->fused->cost;
+    // x is read from DRAM once (the block's later passes over its channel
+    // find it in L2, as the statistics kernel's second does).
+    KernelCost cost = onePassBatchNormCost(op, *y);
     emitter.launch(name, channels, block, arguments, cost);
     // Left to itself ptxas spilled the registers form at 40 registers a
     // thread (sm_80, 128 threads); given 64 it spills nothing.
