@@ -291,10 +291,47 @@ void MemoryPlan::keepHalfGradients(
   }
 }
 
+/// Whether `norm`'s result may be applied where it is read
+/// (MemoryPlan::appliedWhereRead): a batch norm in training that saves its
+/// statistics (so that they, and x, are kept for its gradient) and is a
+/// step of its own, whose result has one reader: an elementwise op of its
+/// shape in another step, whose code reads its operands through
+/// buildElementFunction's loads (a loop kernel, or the epilogue of a batch
+/// norm's row kernel).
+static bool canApplyWhereRead(
+    BatchNormOp norm, const std::vector<Step> &steps,
+    const llvm::DenseMap<Operation *, int64_t> &stepOf) {
+  if (!norm.getStats() || !norm.getResult().hasOneUse() ||
+      steps[stepOf.lookup(norm)].ops.size() != 1)
+    return false;
+  Operation *reader = *norm.getResult().getUsers().begin();
+  auto at = stepOf.find(reader);
+  if (at == stepOf.end() || !isElementwise(reader) ||
+      cast<RankedTensorType>(reader->getResult(0).getType()).getShape() !=
+          norm.getResult().getType().getShape())
+    return false;
+  const Step &step = steps[at->second];
+  if (step.isFusedElementwise())
+    return true;
+  Operation *row = rowKernelOp(step);
+  if (step.group != FusionKind::Row || !isa_and_nonnull<BatchNormOp>(row))
+    return false;
+  // The row kernel's epilogue (rowOutput): the ops after it, up to the
+  // next row op or a max pooling.
+  for (Operation *op :
+       llvm::make_range(std::next(llvm::find(step.ops, row)), step.ops.end())) {
+    if (op == reader)
+      return true;
+    if (isRowFusible(op) || isa<MaxPool2dWithIndicesOp>(op))
+      return false;
+  }
+  return false;
+}
+
 MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
                        ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes,
                        bool cudnnConvolutions, ArrayRef<bool> masterCopies,
-                       bool halfGradients)
+                       bool halfGradients, bool batchNormsWhereRead)
     : cudnnConvolutions(cudnnConvolutions) {
   shardedMasters =
       model.getNumParams() > 0 && masterCopies.size() == model.getNumParams();
@@ -495,12 +532,26 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
     }
     return value;
   };
+  if (batchNormsWhereRead)
+    for (const Step &step : steps)
+      for (Operation *op : step.ops)
+        if (auto norm = dyn_cast<BatchNormOp>(op);
+            norm && canApplyWhereRead(norm, steps, stepOf))
+          appliedBatchNorms.insert(norm);
   llvm::DenseMap<Value, int64_t> lastUse;
   for (auto [index, step] : llvm::enumerate(steps))
     for (Operation *op : step.ops)
       for (Value operand : op->getOperands()) {
         int64_t &last = lastUse[rootOf(operand)];
         last = std::max<int64_t>(last, index);
+        // Where a batch norm is applied, what it is applied from is read.
+        if (BatchNormOp norm = appliedWhereRead(operand))
+          for (Value from : std::initializer_list<Value>{
+                   norm.getInput(), norm.getStats(), norm.getGamma(),
+                   norm.getBeta()}) {
+            int64_t &fromLast = lastUse[rootOf(from)];
+            fromLast = std::max<int64_t>(fromLast, index);
+          }
       }
   for (Value operand : output->getOperands())
     lastUse[rootOf(operand)] = steps.size();
@@ -528,7 +579,7 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
         continue;
       for (Value result : op->getResults()) {
         if (buffers.count(result) || !isMaterialisedResult(result, step) ||
-            writtenOverValues.count(result))
+            writtenOverValues.count(result) || appliedWhereRead(result))
           continue;
         int64_t last = lastUse.lookup(result);
         intervals.push_back(

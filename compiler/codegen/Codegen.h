@@ -111,6 +111,10 @@ struct CodegenOptions {
   /// (MemoryPlan::gradientTypes); off: a cast widens each (a test's
   /// reference).
   bool halfGradients = true;
+  /// A batch norm may be applied where it is read
+  /// (MemoryPlan::appliedWhereRead); off: every norm stores its result (a
+  /// test's reference).
+  bool batchNormsWhereRead = true;
   /// Kernels may run in thread-block clusters (MPC_CLUSTER_DIMS): the cuda
   /// target on sm_90 and newer, and emulated blocks on the cpu target,
   /// which stand for those GPUs' kernels. A batch norm's channel sliced
@@ -170,11 +174,13 @@ struct MemorySummary {
 /// generateModel does (without fusion for --debug-nonfinite: `fuse` false;
 /// `blocks` where the kernels run in blocks of threads, on the cuda target
 /// or under --emulate-blocks, which form them a little differently: see
-/// formSteps) and returns their arena sizes.
+/// formSteps; `batchNormsWhereRead` as CodegenOptions' field) and returns
+/// their arena sizes.
 MemorySummary planMemory(ModelOp train, ModelOp eval, bool fuse = true,
                          int64_t gemmWorkspaceBytes = 0,
                          bool cudnnConvolutions = false,
-                         int64_t classifierChunks = 0, bool blocks = false);
+                         int64_t classifierChunks = 0, bool blocks = false,
+                         bool batchNormsWhereRead = true);
 
 /// Generates the sources of a model (cpu or cuda target) from a model whose
 /// `train` copy holds the training step (forward, backward and gradients on

@@ -89,6 +89,10 @@ private:
   FailureOr<std::string> expression(Operation *op, ArrayRef<std::string> in,
                                     const Coordinates &coordinates);
   std::string load(Value value, const Coordinates &coordinates, int64_t domain);
+  /// The element of a batch norm applied where it is read
+  /// (MemoryPlan::appliedWhereRead).
+  std::string appliedBatchNorm(BatchNormOp norm, const Coordinates &coordinates,
+                               int64_t domain);
   /// The row-major element offset of `coordinates` in `shape`.
   std::string offset(ArrayRef<int64_t> shape, const Coordinates &coordinates);
   /// Declares `long long xN = <expression>;` and returns xN.
@@ -167,6 +171,32 @@ std::string FusedKernelBuilder::load(Value value,
   return reg;
 }
 
+std::string FusedKernelBuilder::appliedBatchNorm(BatchNormOp norm,
+                                                 const Coordinates &coordinates,
+                                                 int64_t domain) {
+  // The norm's kernels compute (x - mean) * rstd, then store
+  // normalised * gamma + beta rounded to the result's type; the statistics
+  // are those they normalised with (mean in row 0, rstd in row 1).
+  std::string x = load(norm.getInput(), coordinates, domain);
+  const std::string &channel = coordinates[1];
+  std::string mean = load(norm.getStats(), {"0", channel}, domain);
+  std::string rstd = load(norm.getStats(), {"1", channel}, domain);
+  std::string gamma = load(norm.getGamma(), {channel}, domain);
+  std::string beta = load(norm.getBeta(), {channel}, domain);
+  std::string normalised = fresh();
+  statement(llvm::formatv("float {0} = ({1} - {2}) * {3};", normalised, x,
+                          mean, rstd));
+  std::string stored = llvm::formatv("{0} * {1} + {2}", normalised, gamma, beta);
+  Type element = norm.getResult().getType().getElementType();
+  if (element.isF16())
+    stored = "__half2float(__float2half_rn(" + stored + "))";
+  else if (element.isBF16())
+    stored = "__bfloat162float(__float2bfloat16_rn(" + stored + "))";
+  std::string reg = fresh();
+  statement("float " + reg + " = " + stored + ";");
+  return reg;
+}
+
 /// Coordinates of an operand of `resultShape` broadcast NumPy-style.
 static Coordinates broadcastCoordinates(ArrayRef<int64_t> resultShape,
                                         ArrayRef<int64_t> operandShape,
@@ -200,6 +230,8 @@ FusedKernelBuilder::valueAt(Value value, const Coordinates &coordinates,
     // A splat constant nobody materialised is a literal.
     auto splat = cast<SplatElementsAttr>(constant.getValue());
     result = floatLiteral(splat.getSplatValue<APFloat>().convertToDouble());
+  } else if (BatchNormOp norm = emitter.getPlan().appliedWhereRead(value)) {
+    result = appliedBatchNorm(norm, coordinates, domain);
   } else {
     result = load(
         value, coordinates,

@@ -357,7 +357,8 @@ static void addTrainingState(ModelOp train, ModelOp eval) {
 MemorySummary mlir::mpc::planMemory(ModelOp train, ModelOp eval, bool fuse,
                                     int64_t gemmWorkspaceBytes,
                                     bool cudnnConvolutions,
-                                    int64_t classifierChunks, bool blocks) {
+                                    int64_t classifierChunks, bool blocks,
+                                    bool batchNormsWhereRead) {
   addTrainingState(train, eval);
   SmallVector<Value> gradients(train.getOutputOp().getGradients());
   std::vector<Step> trainSteps = formSteps(train, fuse, !blocks);
@@ -365,7 +366,8 @@ MemorySummary mlir::mpc::planMemory(ModelOp train, ModelOp eval, bool fuse,
                          cudnnConvolutions, classifierChunks);
   SmallVector<bool> masterCopies = shardedMasterCopies(train, eval);
   MemoryPlan trainPlan(train, trainSteps, gradients, gemmWorkspaceBytes,
-                       cudnnConvolutions, masterCopies);
+                       cudnnConvolutions, masterCopies,
+                       /*halfGradients=*/true, fuse && batchNormsWhereRead);
   std::vector<Step> evalSteps = formSteps(eval, fuse, !blocks);
   MemoryPlan evalPlan(eval, evalSteps, {}, gemmWorkspaceBytes,
                       cudnnConvolutions, masterCopies);
@@ -390,7 +392,8 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   SmallVector<bool> masterCopies = shardedMasterCopies(train, eval);
   MemoryPlan trainPlan(train, trainSteps, gradients, options.gemmWorkspaceBytes,
                        options.cudnnConvolutions, masterCopies,
-                       options.halfGradients);
+                       options.halfGradients,
+                       fuse && options.batchNormsWhereRead);
   // ZeRO-1 sums each rank's shard of the gradients only (a reduce-scatter:
   // Gloo on the cpu target, NCCL reduces on the cuda target).
   trainPlan.scatteredGradients = trainPlan.shardedSlots;

@@ -1305,6 +1305,51 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
   // rule) follows the statistics, which are then always summed in slices
   // (one slice is the one-kernel form's sums, bit for bit).
   MaxPool2dWithIndicesOp pool = normalisingPool(step);
+  // Applied where it is read (MemoryPlan::appliedWhereRead): the norm only
+  // finds its statistics, and nothing stores its result.
+  bool applied = bool(emitter.getPlan().appliedWhereRead(op.getResult()));
+
+  if (applied && splits == 1) {
+    // The one-kernel form's passes over the channel (its sums in its
+    // order), without the normalisation.
+    std::string name = emitter.kernelName("batch_norm_statistics");
+    emitter.addKernel(llvm::formatv(
+        "__global__ void {0}(const {1} *__restrict__ x, {2} *__restrict__ "
+        "running_mean, {2} *__restrict__ running_var, float *__restrict__ "
+        "stats, int update) {{\n"
+        "  long long c = blockIdx.x;\n"
+        "  const {1} *xc = x + c * {3}LL;\n"
+        "  mpc_sum sum = 0.0f;\n"
+        "  MPC_SUM_CHANNEL({4}LL, {3}LL, {5}LL, at, sum, mpc_load(xc + "
+        "at));\n"
+        "  float mean = mpc_block_reduce_sum(sum) / {6}.0f;\n"
+        "  mpc_sum squares = 0.0f;\n"
+        "  MPC_SUM_CHANNEL({4}LL, {3}LL, {5}LL, at, squares, "
+        "mpc_square(mpc_load(xc + at) - mean));\n"
+        "  float var = mpc_block_reduce_sum(squares) / {6}.0f;\n"
+        "  if (threadIdx.x == 0) {{\n"
+        "{7}"
+        "  }\n"
+        "}\n",
+        name, element, running, spatial, batch, channels * spatial, count,
+        storeBatchStatistics(channels, count, eps, momentum)));
+    // x is read from DRAM once (the second pass finds the channel in L2).
+    emitter.launch(name, channels, batchNormBlockSize(count),
+                   {emitter.constPointer(op.getInput()),
+                    emitter.pointer(op.getRunningMean()),
+                    emitter.pointer(op.getRunningVar()), stats,
+                    "ctx->apply_update"},
+                   KernelCost()
+                       .reads(op.getInput())
+                       .reads(op.getRunningMean())
+                       .reads(op.getRunningVar())
+                       .writes(op.getRunningMean())
+                       .writes(op.getRunningVar())
+                       .writesBytes(2 * channels * 4)
+                       .flopsPer(type.getNumElements(), 4)
+                       .flopsPer(channels, 12));
+    return success();
+  }
 
   if (emitter.isTraining() && splits == 1 && !pool) {
     std::string name = emitter.kernelName("batch_norm");
@@ -1464,8 +1509,8 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
     return success();
   }
 
-  if (emitter.isTraining() && !pool && splits <= maxClusterBlocks &&
-      emitter.getPlan().threadBlockClusters) {
+  if (emitter.isTraining() && !pool && !applied &&
+      splits <= maxClusterBlocks && emitter.getPlan().threadBlockClusters) {
     FailureOr<bool> clustered =
         emitClusterBatchNorm(emitter, step, op, stats, splits);
     if (failed(clustered))
@@ -1641,6 +1686,8 @@ LogicalResult emitBatchNorm(StepEmitter &emitter, const Step &step,
                        .flopsPer(channels, 3));
   }
 
+  if (applied)
+    return success();
   if (pool)
     return emitNormalisingPool(emitter, step, op, pool, stats);
 

@@ -187,10 +187,12 @@ public:
   /// master weights are sharded, and the parameters it marks have a whole
   /// f32 copy in the parameter arena; empty otherwise.
   /// `halfGradients`: gradients computed half stay so (gradientTypes).
+  /// `batchNormsWhereRead`: batch norms may be applied where they are read
+  /// (appliedWhereRead).
   MemoryPlan(ModelOp model, const std::vector<Step> &steps,
              ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes = 0,
              bool cudnnConvolutions = false, ArrayRef<bool> masterCopies = {},
-             bool halfGradients = true);
+             bool halfGradients = true, bool batchNormsWhereRead = true);
 
   /// The buffer of a value. A value the plan has no place for, read by
   /// emitted code, is a bug in code generation, not in the model: it is
@@ -216,6 +218,23 @@ public:
   /// True for the half copies the fused optimizer writes (see halfMirror).
   bool isHalfMirror(Value value) const {
     return halfMirrorValues.contains(value);
+  }
+
+  /// The batch norm in training whose result is `value`, where no kernel
+  /// stores that result: its one reader, in a loop kernel or a batch
+  /// norm's epilogue of another step, normalises x itself from the
+  /// statistics the norm saved (mean and rstd, which its gradient reads),
+  /// with the norm's arithmetic and rounding, so the values are the same;
+  /// the norm's own step only finds the statistics. The shortcut's batch
+  /// norm of a ResNet's downsampling block is so applied in the sum after
+  /// the block's last norm: its output is neither written nor read (2
+  /// bytes an element each at O2). Null otherwise.
+  BatchNormOp appliedWhereRead(Value value) const {
+    auto norm = value.getDefiningOp<BatchNormOp>();
+    return norm && value == norm.getResult() &&
+                   appliedBatchNorms.contains(norm)
+               ? norm
+               : BatchNormOp();
   }
 
   /// A parameter's gradient kept half (gradientTypes): the cast that would
@@ -302,6 +321,7 @@ private:
 
   llvm::DenseMap<Value, Buffer> buffers;
   llvm::DenseSet<Operation *> elidedGradientCasts;
+  llvm::DenseSet<Operation *> appliedBatchNorms;
   llvm::DenseMap<const Operation *, Buffer> scratchBuffers;
   llvm::DenseSet<Value> halfMirrorValues;
   llvm::DenseMap<Value, Value> writtenOverValues;

@@ -346,6 +346,7 @@ int runCompile(const CompileOptions &options, llvm::raw_ostream &out) {
   codegen.bucketBytes = options.bucketBytes;
   codegen.classifierChunks = options.classifierChunks;
   codegen.halfGradients = options.halfGradients;
+  codegen.batchNormsWhereRead = options.batchNormsWhereRead;
   if (codegen.cuda) {
     codegen.smVersion =
         options.smVersion ? options.smVersion : defaultSmVersion;

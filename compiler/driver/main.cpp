@@ -272,6 +272,14 @@ cl::opt<bool> noHalfGradients(
              "each) instead of the optimizer reading them half"),
     cl::Hidden, cl::sub(compileCommand), cl::cat(precisionCategory));
 
+// Stores every batch norm's result, so that a test can check that applying
+// a norm where it is read changes nothing.
+cl::opt<bool> noBatchNormsWhereRead(
+    "no-batch-norms-where-read",
+    cl::desc("Store every batch norm's result instead of applying a norm "
+             "in the kernel that reads it"),
+    cl::Hidden, cl::sub(compileCommand), cl::cat(precisionCategory));
+
 cl::list<std::string> recompute(
     "recompute",
     cl::desc("Ops whose results the backward pass computes again instead "
@@ -615,6 +623,7 @@ int collectOptions(mlir::mpc::CompileOptions &options) {
   options.shared = shared;
   options.foldCasts = !noFoldCasts;
   options.halfGradients = !noHalfGradients;
+  options.batchNormsWhereRead = !noBatchNormsWhereRead;
   options.fuse = !noFuse;
   if (classifierChunks.getNumOccurrences()) {
     if (classifierChunks < 1)

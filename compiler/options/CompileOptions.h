@@ -81,6 +81,10 @@ struct CompileOptions {
   /// the f32 gradient arena (MemoryPlan::gradientTypes), to test that the
   /// optimizer reading them half changes no result.
   bool halfGradients = true;
+  /// Hidden `--no-batch-norms-where-read`: every batch norm stores its
+  /// result (MemoryPlan::appliedWhereRead), to test that applying it where
+  /// it is read changes no result.
+  bool batchNormsWhereRead = true;
   /// `--recompute`: forward ops the backward pass computes again.
   std::vector<std::string> recompute;
   int accumulate = 1;

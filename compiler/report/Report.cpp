@@ -664,10 +664,12 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   bool blocks = cuda || options.emulateBlocks;
   MemorySummary at =
       planMemory(chosen->trainModel(), chosen->forwardModel(), fuse, workspace,
-                 cudnn, options.classifierChunks, blocks);
+                 cudnn, options.classifierChunks, blocks,
+                 options.batchNormsWhereRead);
   MemorySummary o0 =
       planMemory(baseline->trainModel(), baseline->forwardModel(), fuse,
-                 workspace, cudnn, options.classifierChunks, blocks);
+                 workspace, cudnn, options.classifierChunks, blocks,
+                 options.batchNormsWhereRead);
 
   // 4. The kernels of one training step, as the library launches them.
   CodegenOptions codegen;
@@ -678,6 +680,7 @@ int mlir::mpc::printReport(ModuleOp module, const CompileOptions &options,
   codegen.cudnnConvolutions = cudnn;
   codegen.emulateBlocks = blocks;
   codegen.bucketBytes = options.bucketBytes;
+  codegen.batchNormsWhereRead = options.batchNormsWhereRead;
   codegen.classifierChunks = options.classifierChunks;
   int smVersion = options.smVersion ? options.smVersion : defaultSmVersion;
   if (options.target == Target::Cuda)
