@@ -17,7 +17,9 @@ Python, then
     close, float32 may pass its gradient to the other (GoogLeNet's 1.6e-3
     on one channel): such flips, computed in float64, may explain part of
     a float32 result's difference, and the rest is held to the tolerance;
-  - O2 bf16: 12 AdamW steps on one batch lower the loss by a fifth.
+  - O2 bf16: AdamW steps on one batch lower the loss by a fifth within
+    12 steps (training stops at the first step from the 4th on that is
+    there: the CNNs get there in 4, the transformers in 7 to 10).
 
 Dropout runs at rate 0 and stochastic depth at probability 0 (PyTorch's
 masks cannot be reproduced), except in efficientnet_stochastic_depth,
@@ -61,7 +63,9 @@ from test_import import (build, export_for_stage, export_module, numpy_inputs,
                          read_safetensors)
 
 CLASSES = 10
-STEPS = 12
+# The O2 bf16 check trains at least MIN_STEPS and at most MAX_STEPS steps.
+MIN_STEPS = 4
+MAX_STEPS = 12
 
 
 class Classifier(nn.Module):
@@ -501,11 +505,15 @@ def check_o2_bf16(args, name, onnx_path):
     batch = numpy_inputs(MODELS[name][1](300))
     with model.session(seed=0) as session:
         session.load_weights(weights)
-        losses = [session.train_step(*batch) for _ in range(STEPS)]
+        losses = []
+        while len(losses) < MAX_STEPS:
+            losses.append(session.train_step(*batch))
+            if len(losses) >= MIN_STEPS and losses[-1] < 0.8 * losses[0]:
+                break
     if not losses[-1] < 0.8 * losses[0]:
         sys.exit(f"FAIL: {name} O2 bf16: the loss did not fall: {losses}")
     print(f"{name} O2 bf16: loss {losses[0]:.4f} -> {losses[-1]:.4f} in "
-          f"{STEPS} AdamW steps")
+          f"{len(losses)} AdamW steps")
     return mlir
 
 
