@@ -328,6 +328,23 @@ static bool canApplyWhereRead(
   return false;
 }
 
+/// Whether `pool`'s input gradient may be gathered where it is read
+/// (MemoryPlan::gatheredWhereRead): the pooling gradient is a step of its
+/// own, and its result has one reader, the gradient of a batch norm in
+/// another step, which reads it as dy (through rowInput, every form of its
+/// kernels).
+static bool canGatherWhereRead(
+    MaxPool2dIndicesGradOp pool, const std::vector<Step> &steps,
+    const llvm::DenseMap<Operation *, int64_t> &stepOf) {
+  if (!pool.getResult().hasOneUse() ||
+      steps[stepOf.lookup(pool)].ops.size() != 1)
+    return false;
+  auto reader = dyn_cast<BatchNormGradOp>(*pool.getResult().getUsers().begin());
+  return reader && reader.getGrad() == pool.getResult() &&
+         stepOf.count(reader) &&
+         stepOf.lookup(reader) != stepOf.lookup(pool);
+}
+
 MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
                        ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes,
                        bool cudnnConvolutions, ArrayRef<bool> masterCopies,
@@ -534,10 +551,14 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
   };
   if (batchNormsWhereRead)
     for (const Step &step : steps)
-      for (Operation *op : step.ops)
+      for (Operation *op : step.ops) {
         if (auto norm = dyn_cast<BatchNormOp>(op);
             norm && canApplyWhereRead(norm, steps, stepOf))
           appliedBatchNorms.insert(norm);
+        if (auto pool = dyn_cast<MaxPool2dIndicesGradOp>(op);
+            pool && canGatherWhereRead(pool, steps, stepOf))
+          gatheredPoolGradients.insert(pool);
+      }
   llvm::DenseMap<Value, int64_t> lastUse;
   for (auto [index, step] : llvm::enumerate(steps))
     for (Operation *op : step.ops)
@@ -549,6 +570,13 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
           for (Value from : std::initializer_list<Value>{
                    norm.getInput(), norm.getStats(), norm.getGamma(),
                    norm.getBeta()}) {
+            int64_t &fromLast = lastUse[rootOf(from)];
+            fromLast = std::max<int64_t>(fromLast, index);
+          }
+        // Where a pooling's gradient is gathered, what it gathers from.
+        if (MaxPool2dIndicesGradOp pool = gatheredWhereRead(operand))
+          for (Value from : std::initializer_list<Value>{pool.getGrad(),
+                                                         pool.getIndices()}) {
             int64_t &fromLast = lastUse[rootOf(from)];
             fromLast = std::max<int64_t>(fromLast, index);
           }
@@ -565,6 +593,7 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
     Value root = rootOf(operand);
     Operation *def = root.getDefiningOp();
     if (!def || buffers.count(root) || buffers.count(result) ||
+        appliedWhereRead(root) || gatheredWhereRead(root) ||
         lastUse.lookup(root) != static_cast<int64_t>(index) ||
         lastUse.lookup(result) == static_cast<int64_t>(steps.size()))
       continue;
@@ -579,7 +608,8 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
         continue;
       for (Value result : op->getResults()) {
         if (buffers.count(result) || !isMaterialisedResult(result, step) ||
-            writtenOverValues.count(result) || appliedWhereRead(result))
+            writtenOverValues.count(result) || appliedWhereRead(result) ||
+            gatheredWhereRead(result))
           continue;
         int64_t last = lastUse.lookup(result);
         intervals.push_back(

@@ -112,8 +112,9 @@ struct CodegenOptions {
   /// reference).
   bool halfGradients = true;
   /// A batch norm may be applied where it is read
-  /// (MemoryPlan::appliedWhereRead); off: every norm stores its result (a
-  /// test's reference).
+  /// (MemoryPlan::appliedWhereRead), and a pooling gradient a norm's
+  /// gradient reads gathered there (MemoryPlan::gatheredWhereRead); off:
+  /// both are stored (a test's reference).
   bool batchNormsWhereRead = true;
   /// Kernels may run in thread-block clusters (MPC_CLUSTER_DIMS): the cuda
   /// target on sm_90 and newer, and emulated blocks on the cpu target,

@@ -1876,7 +1876,9 @@ FailureOr<bool> mlir::mpc::emitBackwardOp(Operation *op, const Step &step,
     return true;
   }
   if (auto grad = dyn_cast<MaxPool2dIndicesGradOp>(op)) {
-    emitMaxPoolIndicesGrad(emitter, grad);
+    // Gathered by its reader's loads (MemoryPlan::gatheredWhereRead).
+    if (!emitter.getPlan().gatheredWhereRead(grad.getResult()))
+      emitMaxPoolIndicesGrad(emitter, grad);
     return true;
   }
   if (auto grad = dyn_cast<AvgPool2dGradOp>(op)) {

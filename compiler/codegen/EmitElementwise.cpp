@@ -93,6 +93,14 @@ private:
   /// (MemoryPlan::appliedWhereRead).
   std::string appliedBatchNorm(BatchNormOp norm, const Coordinates &coordinates,
                                int64_t domain);
+  /// The element of a max pooling's input gradient gathered where it is
+  /// read (MemoryPlan::gatheredWhereRead).
+  std::string gatheredPoolGradient(MaxPool2dIndicesGradOp pool,
+                                   const Coordinates &coordinates,
+                                   int64_t domain);
+  /// The parameter through which the function reads `value` (declared on
+  /// first use), `domain` more of its elements counted as read.
+  std::string inputPointer(Value value, int64_t domain);
   /// The row-major element offset of `coordinates` in `shape`.
   std::string offset(ArrayRef<int64_t> shape, const Coordinates &coordinates);
   /// Declares `long long xN = <expression>;` and returns xN.
@@ -148,9 +156,7 @@ std::string FusedKernelBuilder::index(const std::string &expression) {
   return name;
 }
 
-std::string FusedKernelBuilder::load(Value value,
-                                     const Coordinates &coordinates,
-                                     int64_t domain) {
+std::string FusedKernelBuilder::inputPointer(Value value, int64_t domain) {
   auto type = cast<RankedTensorType>(value.getType());
   auto [it, added] = inputNames.try_emplace(value);
   if (added) {
@@ -161,13 +167,84 @@ std::string FusedKernelBuilder::load(Value value,
     inputOrder.push_back(value);
   }
   inputDomain[value] += domain;
+  return it->second;
+}
+
+std::string FusedKernelBuilder::load(Value value,
+                                     const Coordinates &coordinates,
+                                     int64_t domain) {
+  auto type = cast<RankedTensorType>(value.getType());
+  std::string pointer = inputPointer(value, domain);
   std::string reg = fresh();
   std::string at = offset(type.getShape(), coordinates);
   if (type.getElementType().isInteger(1))
-    statement(llvm::formatv("bool {0} = {1}[{2}] != 0;", reg, it->second, at));
+    statement(llvm::formatv("bool {0} = {1}[{2}] != 0;", reg, pointer, at));
   else
     statement(
-        llvm::formatv("float {0} = mpc_load({1} + {2});", reg, it->second, at));
+        llvm::formatv("float {0} = mpc_load({1} + {2});", reg, pointer, at));
+  return reg;
+}
+
+std::string FusedKernelBuilder::gatheredPoolGradient(
+    MaxPool2dIndicesGradOp pool, const Coordinates &coordinates,
+    int64_t domain) {
+  // max_pool2d_indices_grad's routing (EmitBackward.cpp routeMaxPoolGrad)
+  // at pixel (iy, ix) of plane (n, c): from 0, the window gradients whose
+  // argmax (the pixel's position in the window) it is, windows in order
+  // (oy, then ox); then rounded to the result's type as its store would.
+  // Each window's gradient and argmax are read by the few pixels of its
+  // window (from L2 after the first): counted once.
+  auto in = pool.getResult().getType();
+  auto out = pool.getGrad().getType();
+  int64_t channels = in.getDimSize(1);
+  int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
+  ArrayRef<int64_t> kernel = pool.getKernel(), stride = pool.getStride(),
+                    padding = pool.getPadding();
+  int64_t windows = std::min(domain, out.getNumElements());
+  std::string grad = inputPointer(pool.getGrad(), windows);
+  std::string argmax = inputPointer(pool.getIndices(), windows);
+  std::string sum = fresh();
+  statement("float " + sum + " = 0.0f;");
+  statement("{");
+  ++depth;
+  statement(llvm::formatv("long long plane = ({0} * {1}LL + {2}) * {3}LL, iy "
+                          "= {4}, ix = {5};",
+                          coordinates[0], channels, coordinates[1], oh * ow,
+                          coordinates[2], coordinates[3]));
+  auto range = [&](StringRef o, StringRef at, int64_t k, int64_t s, int64_t p,
+                   int64_t extent) {
+    statement(llvm::formatv("long long {0}_lo_num = {1} + {2}LL - {3}LL + 1;",
+                            o, at, p, k));
+    statement(llvm::formatv("long long {0}_lo = {0}_lo_num <= 0 ? 0 : "
+                            "({0}_lo_num + {1}LL - 1) / {1}LL;",
+                            o, s));
+    statement(llvm::formatv("long long {0}_hi = ({1} + {2}LL) / {3}LL;", o,
+                            at, p, s));
+    statement(llvm::formatv("if ({0}_hi > {1}LL) {0}_hi = {1}LL;", o,
+                            extent - 1));
+  };
+  range("oy", "iy", kernel[0], stride[0], padding[0], oh);
+  range("ox", "ix", kernel[1], stride[1], padding[1], ow);
+  statement("for (long long oy = oy_lo; oy <= oy_hi; ++oy)");
+  statement(llvm::formatv(
+      "  for (long long ox = ox_lo; ox <= ox_hi; ++ox)\n"
+      "{0}    if ({1}[plane + oy * {2}LL + ox] == (iy - (oy * {3}LL - {4}LL)) "
+      "* {5}LL + ix - (ox * {6}LL - {7}LL))\n"
+      "{0}      {8} += mpc_load({9} + plane + oy * {2}LL + ox);",
+      std::string(4 + 2 * depth, ' '), argmax, ow, stride[0], padding[0],
+      kernel[1], stride[1], padding[1], sum, grad));
+  --depth;
+  statement("}");
+  Type element = in.getElementType();
+  std::string stored = sum;
+  if (element.isF16())
+    stored = "__half2float(__float2half_rn(" + sum + "))";
+  else if (element.isBF16())
+    stored = "__bfloat162float(__float2bfloat16_rn(" + sum + "))";
+  if (stored == sum)
+    return sum;
+  std::string reg = fresh();
+  statement("float " + reg + " = " + stored + ";");
   return reg;
 }
 
@@ -232,6 +309,9 @@ FusedKernelBuilder::valueAt(Value value, const Coordinates &coordinates,
     result = floatLiteral(splat.getSplatValue<APFloat>().convertToDouble());
   } else if (BatchNormOp norm = emitter.getPlan().appliedWhereRead(value)) {
     result = appliedBatchNorm(norm, coordinates, domain);
+  } else if (MaxPool2dIndicesGradOp pool =
+                 emitter.getPlan().gatheredWhereRead(value)) {
+    result = gatheredPoolGradient(pool, coordinates, domain);
   } else {
     result = load(
         value, coordinates,

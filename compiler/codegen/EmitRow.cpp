@@ -1786,6 +1786,19 @@ FailureOr<RowAccess> mlir::mpc::rowInput(StepEmitter &emitter, const Step &step,
       }))
     prologue.clear();
   Operation *def = operand.getDefiningOp();
+  // A pooling's gradient no kernel stores (MemoryPlan::gatheredWhereRead):
+  // each load gathers its element.
+  if (emitter.getPlan().gatheredWhereRead(operand)) {
+    FailureOr<ElementFunction> gathered = buildElementFunction(
+        {}, operand, Value(), emitter, (kernel + "_" + pointer).str(),
+        (pointer + "_").str());
+    if (failed(gathered))
+      return failure();
+    access.parameters = gathered->parameters;
+    access.arguments = gathered->arguments;
+    access.fused = std::move(*gathered);
+    return access;
+  }
   if (!step.group || !def || !llvm::is_contained(prologue, def)) {
     access.parameters.push_back("const " + elementCType(operand) +
                                 " *__restrict__ " + pointer.str());

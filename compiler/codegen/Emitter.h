@@ -188,7 +188,8 @@ public:
   /// f32 copy in the parameter arena; empty otherwise.
   /// `halfGradients`: gradients computed half stay so (gradientTypes).
   /// `batchNormsWhereRead`: batch norms may be applied where they are read
-  /// (appliedWhereRead).
+  /// (appliedWhereRead), and pooling gradients gathered there
+  /// (gatheredWhereRead).
   MemoryPlan(ModelOp model, const std::vector<Step> &steps,
              ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes = 0,
              bool cudnnConvolutions = false, ArrayRef<bool> masterCopies = {},
@@ -235,6 +236,23 @@ public:
                    appliedBatchNorms.contains(norm)
                ? norm
                : BatchNormOp();
+  }
+
+  /// The max pooling's input gradient that is `value`, where no kernel
+  /// stores it: its one reader, a batch norm's gradient in another step
+  /// (a ResNet's stem: batch norm, ReLU, max pool), gathers each element
+  /// from the window gradients and argmaxes as the routing kernel would
+  /// (the same windows in the same order from 0, rounded to the result's
+  /// type), so the values are the same; the pooling gradient's step
+  /// launches nothing. ResNet-50's stem gradient (2 bytes an element of
+  /// 32x64x112x112) is then neither written nor read twice: the norm's
+  /// passes read the pooled gradient and argmaxes, a quarter of it. Null
+  /// otherwise.
+  MaxPool2dIndicesGradOp gatheredWhereRead(Value value) const {
+    auto pool = value.getDefiningOp<MaxPool2dIndicesGradOp>();
+    return pool && gatheredPoolGradients.contains(pool)
+               ? pool
+               : MaxPool2dIndicesGradOp();
   }
 
   /// A parameter's gradient kept half (gradientTypes): the cast that would
@@ -322,6 +340,7 @@ private:
   llvm::DenseMap<Value, Buffer> buffers;
   llvm::DenseSet<Operation *> elidedGradientCasts;
   llvm::DenseSet<Operation *> appliedBatchNorms;
+  llvm::DenseSet<Operation *> gatheredPoolGradients;
   llvm::DenseMap<const Operation *, Buffer> scratchBuffers;
   llvm::DenseSet<Value> halfMirrorValues;
   llvm::DenseMap<Value, Value> writtenOverValues;

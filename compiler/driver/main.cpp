@@ -272,12 +272,14 @@ cl::opt<bool> noHalfGradients(
              "each) instead of the optimizer reading them half"),
     cl::Hidden, cl::sub(compileCommand), cl::cat(precisionCategory));
 
-// Stores every batch norm's result, so that a test can check that applying
-// a norm where it is read changes nothing.
+// Stores every batch norm's result (and the pooling gradient a norm's
+// gradient reads), so that a test can check that computing them where they
+// are read changes nothing.
 cl::opt<bool> noBatchNormsWhereRead(
     "no-batch-norms-where-read",
-    cl::desc("Store every batch norm's result instead of applying a norm "
-             "in the kernel that reads it"),
+    cl::desc("Store every batch norm's result, and the max pooling gradient "
+             "a norm's gradient reads, instead of computing them in the "
+             "kernel that reads them"),
     cl::Hidden, cl::sub(compileCommand), cl::cat(precisionCategory));
 
 cl::list<std::string> recompute(

@@ -82,8 +82,9 @@ struct CompileOptions {
   /// optimizer reading them half changes no result.
   bool halfGradients = true;
   /// Hidden `--no-batch-norms-where-read`: every batch norm stores its
-  /// result (MemoryPlan::appliedWhereRead), to test that applying it where
-  /// it is read changes no result.
+  /// result (MemoryPlan::appliedWhereRead), and so does the pooling
+  /// gradient a norm's gradient reads (MemoryPlan::gatheredWhereRead), to
+  /// test that computing them where they are read changes no result.
   bool batchNormsWhereRead = true;
   /// `--recompute`: forward ops the backward pass computes again.
   std::vector<std::string> recompute;
