@@ -556,8 +556,16 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
             norm && canApplyWhereRead(norm, steps, stepOf))
           appliedBatchNorms.insert(norm);
         if (auto pool = dyn_cast<MaxPool2dIndicesGradOp>(op);
-            pool && canGatherWhereRead(pool, steps, stepOf))
+            pool && canGatherWhereRead(pool, steps, stepOf)) {
           gatheredPoolGradients.insert(pool);
+          // A gradient sliced over its channels' elements reads dy in two
+          // kernels: the first stores what it gathers, the second reads
+          // it back, so the gather (bound by its instructions) runs once.
+          auto reader = cast<BatchNormGradOp>(
+              *pool.getResult().getUsers().begin());
+          if (batchNormSplits(reader.getInput().getType()) > 1)
+            storedGathers.insert(pool);
+        }
       }
   llvm::DenseMap<Value, int64_t> lastUse;
   for (auto [index, step] : llvm::enumerate(steps))
@@ -609,7 +617,8 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
       for (Value result : op->getResults()) {
         if (buffers.count(result) || !isMaterialisedResult(result, step) ||
             writtenOverValues.count(result) || appliedWhereRead(result) ||
-            gatheredWhereRead(result))
+            (gatheredWhereRead(result) &&
+             !storedGathers.contains(result.getDefiningOp())))
           continue;
         int64_t last = lastUse.lookup(result);
         intervals.push_back(

@@ -196,43 +196,56 @@ std::string FusedKernelBuilder::gatheredPoolGradient(
   // window (from L2 after the first): counted once.
   auto in = pool.getResult().getType();
   auto out = pool.getGrad().getType();
-  int64_t channels = in.getDimSize(1);
+  int64_t channels = in.getDimSize(1), h = in.getDimSize(2),
+          w = in.getDimSize(3);
   int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
   ArrayRef<int64_t> kernel = pool.getKernel(), stride = pool.getStride(),
                     padding = pool.getPadding();
   int64_t windows = std::min(domain, out.getNumElements());
   std::string grad = inputPointer(pool.getGrad(), windows);
   std::string argmax = inputPointer(pool.getIndices(), windows);
+  // As the routing kernel: issue-bound, so its offsets in int where the
+  // tensors' fit, and the loop's own element found from i directly.
+  bool narrow =
+      std::max(in.getNumElements(), out.getNumElements()) <= INT32_MAX &&
+      ArrayRef<std::string>(coordinates) == ArrayRef<std::string>(root);
+  StringRef integer = narrow ? "int" : "long long";
+  StringRef suffix = narrow ? "" : "LL";
   std::string sum = fresh();
   statement("float " + sum + " = 0.0f;");
   statement("{");
   ++depth;
-  statement(llvm::formatv("long long plane = ({0} * {1}LL + {2}) * {3}LL, iy "
-                          "= {4}, ix = {5};",
-                          coordinates[0], channels, coordinates[1], oh * ow,
-                          coordinates[2], coordinates[3]));
+  if (narrow)
+    statement(llvm::formatv("int at = (int)i, plane = at / {0} * {1}, iy = "
+                            "(at / {2}) % {3}, ix = at % {2};",
+                            h * w, oh * ow, w, h));
+  else
+    statement(llvm::formatv("long long plane = ({0} * {1}LL + {2}) * {3}LL, "
+                            "iy = {4}, ix = {5};",
+                            coordinates[0], channels, coordinates[1], oh * ow,
+                            coordinates[2], coordinates[3]));
   auto range = [&](StringRef o, StringRef at, int64_t k, int64_t s, int64_t p,
                    int64_t extent) {
-    statement(llvm::formatv("long long {0}_lo_num = {1} + {2}LL - {3}LL + 1;",
-                            o, at, p, k));
-    statement(llvm::formatv("long long {0}_lo = {0}_lo_num <= 0 ? 0 : "
-                            "({0}_lo_num + {1}LL - 1) / {1}LL;",
-                            o, s));
-    statement(llvm::formatv("long long {0}_hi = ({1} + {2}LL) / {3}LL;", o,
-                            at, p, s));
-    statement(llvm::formatv("if ({0}_hi > {1}LL) {0}_hi = {1}LL;", o,
-                            extent - 1));
+    statement(llvm::formatv("{4} {0}_lo_num = {1} + {2}{5} - {3}{5} + 1;", o,
+                            at, p, k, integer, suffix));
+    statement(llvm::formatv("{2} {0}_lo = {0}_lo_num <= 0 ? 0 : "
+                            "({0}_lo_num + {1}{3} - 1) / {1}{3};",
+                            o, s, integer, suffix));
+    statement(llvm::formatv("{4} {0}_hi = ({1} + {2}{5}) / {3}{5};", o, at, p,
+                            s, integer, suffix));
+    statement(llvm::formatv("if ({0}_hi > {1}{2}) {0}_hi = {1}{2};", o,
+                            extent - 1, suffix));
   };
   range("oy", "iy", kernel[0], stride[0], padding[0], oh);
   range("ox", "ix", kernel[1], stride[1], padding[1], ow);
-  statement("for (long long oy = oy_lo; oy <= oy_hi; ++oy)");
+  statement(llvm::formatv("for ({0} oy = oy_lo; oy <= oy_hi; ++oy)", integer));
   statement(llvm::formatv(
-      "  for (long long ox = ox_lo; ox <= ox_hi; ++ox)\n"
-      "{0}    if ({1}[plane + oy * {2}LL + ox] == (iy - (oy * {3}LL - {4}LL)) "
-      "* {5}LL + ix - (ox * {6}LL - {7}LL))\n"
-      "{0}      {8} += mpc_load({9} + plane + oy * {2}LL + ox);",
+      "  for ({10} ox = ox_lo; ox <= ox_hi; ++ox)\n"
+      "{0}    if ({1}[plane + oy * {2}{11} + ox] == (iy - (oy * {3}{11} - "
+      "{4}{11})) * {5}{11} + ix - (ox * {6}{11} - {7}{11}))\n"
+      "{0}      {8} += mpc_load({9} + plane + oy * {2}{11} + ox);",
       std::string(4 + 2 * depth, ' '), argmax, ow, stride[0], padding[0],
-      kernel[1], stride[1], padding[1], sum, grad));
+      kernel[1], stride[1], padding[1], sum, grad, integer, suffix));
   --depth;
   statement("}");
   Type element = in.getElementType();

@@ -1786,8 +1786,9 @@ FailureOr<RowAccess> mlir::mpc::rowInput(StepEmitter &emitter, const Step &step,
       }))
     prologue.clear();
   Operation *def = operand.getDefiningOp();
-  // A pooling's gradient no kernel stores (MemoryPlan::gatheredWhereRead):
-  // each load gathers its element.
+  // A pooling's gradient no routing kernel computes
+  // (MemoryPlan::gatheredWhereRead): each load gathers its element, and
+  // the kernel stores it where the plan keeps it for another.
   if (emitter.getPlan().gatheredWhereRead(operand)) {
     FailureOr<ElementFunction> gathered = buildElementFunction(
         {}, operand, Value(), emitter, (kernel + "_" + pointer).str(),
@@ -1797,6 +1798,13 @@ FailureOr<RowAccess> mlir::mpc::rowInput(StepEmitter &emitter, const Step &step,
     access.parameters = gathered->parameters;
     access.arguments = gathered->arguments;
     access.fused = std::move(*gathered);
+    if (storesOperand && emitter.getPlan().isMaterialised(operand)) {
+      access.stored = pointer.str() + "_out";
+      access.parameters.push_back(elementCType(operand) + " *__restrict__ " +
+                                  *access.stored);
+      access.arguments.push_back(emitter.pointer(operand));
+      access.fused->cost.writes(operand);
+    }
     return access;
   }
   if (!step.group || !def || !llvm::is_contained(prologue, def)) {

@@ -238,16 +238,17 @@ public:
                : BatchNormOp();
   }
 
-  /// The max pooling's input gradient that is `value`, where no kernel
-  /// stores it: its one reader, a batch norm's gradient in another step
-  /// (a ResNet's stem: batch norm, ReLU, max pool), gathers each element
-  /// from the window gradients and argmaxes as the routing kernel would
-  /// (the same windows in the same order from 0, rounded to the result's
-  /// type), so the values are the same; the pooling gradient's step
-  /// launches nothing. ResNet-50's stem gradient (2 bytes an element of
-  /// 32x64x112x112) is then neither written nor read twice: the norm's
-  /// passes read the pooled gradient and argmaxes, a quarter of it. Null
-  /// otherwise.
+  /// The max pooling's input gradient that is `value`, where no routing
+  /// kernel computes it: its one reader, a batch norm's gradient in another
+  /// step (a ResNet's stem: batch norm, ReLU, max pool), gathers each
+  /// element from the window gradients and argmaxes as the routing kernel
+  /// would (the same windows in the same order from 0, rounded to the
+  /// result's type), so the values are the same; the pooling gradient's
+  /// step launches nothing. A gradient a block a channel gathers dy once
+  /// and stores nothing; one sliced over a channel's elements (ResNet-50's
+  /// stem, 32x64x112x112) gathers in its first kernel and stores dy there
+  /// for the second (isMaterialised says which), where the routing kernel
+  /// stored it and both read it. Null otherwise.
   MaxPool2dIndicesGradOp gatheredWhereRead(Value value) const {
     auto pool = value.getDefiningOp<MaxPool2dIndicesGradOp>();
     return pool && gatheredPoolGradients.contains(pool)
@@ -341,6 +342,8 @@ private:
   llvm::DenseSet<Operation *> elidedGradientCasts;
   llvm::DenseSet<Operation *> appliedBatchNorms;
   llvm::DenseSet<Operation *> gatheredPoolGradients;
+  /// Of gatheredPoolGradients, those whose reader stores what it gathers.
+  llvm::DenseSet<Operation *> storedGathers;
   llvm::DenseMap<const Operation *, Buffer> scratchBuffers;
   llvm::DenseSet<Value> halfMirrorValues;
   llvm::DenseMap<Value, Value> writtenOverValues;

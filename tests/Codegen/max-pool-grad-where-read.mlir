@@ -6,6 +6,9 @@
 // RUN:   | FileCheck %s --check-prefix=CPU --implicit-check-not=max_pool2d_grad
 // RUN: mpc compile %s --target=cuda --emit=host --no-batch-norms-where-read \
 // RUN:   | FileCheck %s --check-prefix=STORED
+// RUN: mpc compile %S/../e2e/models/sliced_stem.mlir --target=cuda \
+// RUN:   --amp=O2 --half=bf16 --emit=kernels \
+// RUN:   | FileCheck %s --check-prefix=SLICED --implicit-check-not=max_pool2d_grad
 // RUN: mpc compile %s --target=cuda --amp=O2 --half=bf16 --report=json \
 // RUN:   | FileCheck %s --check-prefix=REPORT
 // RUN: mpc compile %s --target=cuda --amp=O2 --half=bf16 --report=json \
@@ -36,6 +39,14 @@
 // HALF-LABEL: __device__ float stem_k{{[0-9]+}}_batch_norm_grad_dy(const __nv_bfloat16 *__restrict__ dy_in0, const signed char *__restrict__ dy_in1, long long i) {
 //       HALF:     float [[ROUNDED:v[0-9]+]] = __bfloat162float(__float2bfloat16_rn(v{{[0-9]+}}));
 //  HALF-NEXT:     return [[ROUNDED]];
+
+// A norm whose gradient is sliced over a channel's elements (the sliced
+// stem of tests/e2e/models, 32,768 a channel) reads dy in two kernels: the
+// partials kernel gathers it and stores it as it goes, and the input
+// kernel reads it back.
+// SLICED-LABEL: __global__ void __launch_bounds__({{[0-9]+}}) sliced_stem_k{{[0-9]+}}_batch_norm_grad_partials(const __nv_bfloat16 *__restrict__ dy_in0, const signed char *__restrict__ dy_in1, __nv_bfloat16 *__restrict__ dy_out,
+//       SLICED: mpc_store_and_use(dy_out + c * 16384LL + at, sliced_stem_k{{[0-9]+}}_batch_norm_grad_partials_dy(dy_in0, dy_in1, c * 16384LL + at))
+//       SLICED: __global__ void __launch_bounds__(256) sliced_stem_k{{[0-9]+}}_batch_norm_grad_input(const __nv_bfloat16 *__restrict__ dy, const __nv_bfloat16 *__restrict__ x,
 
 // The cpu target too: the norm's gradient reads the window gradients and
 // argmaxes, and no routing kernel runs.
