@@ -20,18 +20,20 @@
 // ReLU's gradient). No kernel routes it: each load of the norm's gradient
 // gathers its element from the windows that contain the pixel and whose
 // argmax it is, in the routing kernel's order (oy, then ox) from 0, and
-// rounds the sum to the gradient's type as the routing's store would.
+// rounds the sum to the gradient's type as the routing's store would. In
+// int, as the routing kernel's offsets: the gather is bound by its
+// instructions.
 
 // CHECK-LABEL: __device__ float stem_k{{[0-9]+}}_batch_norm_grad_dy(const float *__restrict__ dy_in0, const signed char *__restrict__ dy_in1, long long i) {
 //       CHECK:     float [[SUM:v[0-9]+]] = 0.0f;
-//       CHECK:       long long plane = (c0 * 4LL + c1) * 25LL, iy = c2, ix = c3;
-//       CHECK:       long long oy_lo_num = iy + 1LL - 3LL + 1;
-//       CHECK:       long long oy_hi = (iy + 1LL) / 2LL;
-//  CHECK-NEXT:       if (oy_hi > 4LL) oy_hi = 4LL;
-//       CHECK:       for (long long oy = oy_lo; oy <= oy_hi; ++oy)
-//  CHECK-NEXT:         for (long long ox = ox_lo; ox <= ox_hi; ++ox)
-//  CHECK-NEXT:           if (dy_in1[plane + oy * 5LL + ox] == (iy - (oy * 2LL - 1LL)) * 3LL + ix - (ox * 2LL - 1LL))
-//  CHECK-NEXT:             [[SUM]] += mpc_load(dy_in0 + plane + oy * 5LL + ox);
+//       CHECK:       int at = (int)i, plane = at / 81 * 25, iy = (at / 9) % 9, ix = at % 9;
+//  CHECK-NEXT:       int oy_lo_num = iy + 1 - 3 + 1;
+//       CHECK:       int oy_hi = (iy + 1) / 2;
+//  CHECK-NEXT:       if (oy_hi > 4) oy_hi = 4;
+//       CHECK:       for (int oy = oy_lo; oy <= oy_hi; ++oy)
+//  CHECK-NEXT:         for (int ox = ox_lo; ox <= ox_hi; ++ox)
+//  CHECK-NEXT:           if (dy_in1[plane + oy * 5 + ox] == (iy - (oy * 2 - 1)) * 3 + ix - (ox * 2 - 1))
+//  CHECK-NEXT:             [[SUM]] += mpc_load(dy_in0 + plane + oy * 5 + ox);
 //       CHECK:     return [[SUM]];
 //       CHECK: __global__ void {{.*}}stem_k{{[0-9]+}}_batch_norm_grad(const float *__restrict__ dy_in0, const signed char *__restrict__ dy_in1,
 
