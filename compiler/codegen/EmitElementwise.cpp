@@ -185,9 +185,10 @@ std::string FusedKernelBuilder::load(Value value,
   return reg;
 }
 
-std::string FusedKernelBuilder::gatheredPoolGradient(
-    MaxPool2dIndicesGradOp pool, const Coordinates &coordinates,
-    int64_t domain) {
+std::string
+FusedKernelBuilder::gatheredPoolGradient(MaxPool2dIndicesGradOp pool,
+                                         const Coordinates &coordinates,
+                                         int64_t domain) {
   // max_pool2d_indices_grad's routing (EmitBackward.cpp routeMaxPoolGrad)
   // at pixel (iy, ix) of plane (n, c): from 0, the window gradients whose
   // argmax (the pixel's position in the window) it is, windows in order

@@ -1787,41 +1787,26 @@ FailureOr<RowAccess> mlir::mpc::rowInput(StepEmitter &emitter, const Step &step,
     prologue.clear();
   Operation *def = operand.getDefiningOp();
   // A pooling's gradient no routing kernel computes
-  // (MemoryPlan::gatheredWhereRead): each load gathers its element, and
-  // the kernel stores it where the plan keeps it for another.
-  if (emitter.getPlan().gatheredWhereRead(operand)) {
-    FailureOr<ElementFunction> gathered = buildElementFunction(
-        {}, operand, Value(), emitter, (kernel + "_" + pointer).str(),
-        (pointer + "_").str());
-    if (failed(gathered))
-      return failure();
-    access.parameters = gathered->parameters;
-    access.arguments = gathered->arguments;
-    access.fused = std::move(*gathered);
-    if (storesOperand && emitter.getPlan().isMaterialised(operand)) {
-      access.stored = pointer.str() + "_out";
-      access.parameters.push_back(elementCType(operand) + " *__restrict__ " +
-                                  *access.stored);
-      access.arguments.push_back(emitter.pointer(operand));
-      access.fused->cost.writes(operand);
-    }
-    return access;
-  }
-  if (!step.group || !def || !llvm::is_contained(prologue, def)) {
+  // (MemoryPlan::gatheredWhereRead): each load gathers its element.
+  bool gathered = bool(emitter.getPlan().gatheredWhereRead(operand));
+  if (!gathered &&
+      (!step.group || !def || !llvm::is_contained(prologue, def))) {
     access.parameters.push_back("const " + elementCType(operand) +
                                 " *__restrict__ " + pointer.str());
     access.arguments.push_back(emitter.constPointer(operand));
     return access;
   }
   FailureOr<ElementFunction> fused = buildElementFunction(
-      prologue, operand, Value(), emitter, (kernel + "_" + pointer).str(),
+      gathered ? ArrayRef<Operation *>() : ArrayRef<Operation *>(prologue),
+      operand, Value(), emitter, (kernel + "_" + pointer).str(),
       (pointer + "_").str());
   if (failed(fused))
     return failure();
   access.parameters = fused->parameters;
   access.arguments = fused->arguments;
   access.fused = std::move(*fused);
-  // The operand is read after the kernel too (a residual sum): the kernel
+  // The operand is read after the kernel too (a residual sum; a gathered
+  // gradient a sliced norm gradient's second kernel reads): the kernel
   // stores it as it computes it.
   if (storesOperand && emitter.getPlan().isMaterialised(operand)) {
     access.stored = pointer.str() + "_out";
