@@ -594,7 +594,8 @@ bool releaseBarrier() {
     if (!first) {
       first = &fiber;
     } else if (fiber.line != first->line ||
-               std::strcmp(fiber.file, first->file) != 0) {
+               (fiber.file != first->file &&
+                std::strcmp(fiber.file, first->file) != 0)) {
       state().running = const_cast<Fiber *>(&fiber);
       fail(fiber.file, fiber.line,
            "barrier divergence: this thread waits at this __syncthreads, "
@@ -655,7 +656,9 @@ bool allAtClusterBarrier() {
     const Fiber &fiber = fiberOf(t);
     if (fiber.state != State::AtClusterBarrier)
       return false;
-    if (fiber.line != first.line || std::strcmp(fiber.file, first.file) != 0) {
+    if (fiber.line != first.line ||
+        (fiber.file != first.file &&
+         std::strcmp(fiber.file, first.file) != 0)) {
       state().running = const_cast<Fiber *>(&fiber);
       fail(fiber.file, fiber.line,
            "barrier divergence: this thread waits at this cluster barrier, "
@@ -784,7 +787,8 @@ void runCluster(unsigned first) {
     for (unsigned rank : ranks) {
       unpark(blocks[rank]);
       const Fiber &fiber = fiberOf(0);
-      if (fiber.line != line || std::strcmp(fiber.file, file) != 0) {
+      if (fiber.line != line ||
+          (fiber.file != file && std::strcmp(fiber.file, file) != 0)) {
         state().running = const_cast<Fiber *>(&fiber);
         fail(fiber.file, fiber.line,
              "cluster barrier divergence: this block waits at this cluster "
