@@ -348,7 +348,8 @@ static bool canGatherWhereRead(
 MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
                        ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes,
                        bool cudnnConvolutions, ArrayRef<bool> masterCopies,
-                       bool halfGradients, bool batchNormsWhereRead)
+                       bool halfGradients, bool batchNormsWhereRead,
+                       bool gatherPoolGradients)
     : cudnnConvolutions(cudnnConvolutions) {
   shardedMasters =
       model.getNumParams() > 0 && masterCopies.size() == model.getNumParams();
@@ -556,7 +557,8 @@ MemoryPlan::MemoryPlan(ModelOp model, const std::vector<Step> &steps,
             norm && canApplyWhereRead(norm, steps, stepOf))
           appliedBatchNorms.insert(norm);
         if (auto pool = dyn_cast<MaxPool2dIndicesGradOp>(op);
-            pool && canGatherWhereRead(pool, steps, stepOf)) {
+            pool && gatherPoolGradients &&
+            canGatherWhereRead(pool, steps, stepOf)) {
           gatheredPoolGradients.insert(pool);
           // A gradient sliced over its channels' elements reads dy in two
           // kernels: the first stores what it gathers, the second reads

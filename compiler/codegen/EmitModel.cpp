@@ -367,7 +367,8 @@ MemorySummary mlir::mpc::planMemory(ModelOp train, ModelOp eval, bool fuse,
   SmallVector<bool> masterCopies = shardedMasterCopies(train, eval);
   MemoryPlan trainPlan(train, trainSteps, gradients, gemmWorkspaceBytes,
                        cudnnConvolutions, masterCopies,
-                       /*halfGradients=*/true, fuse && batchNormsWhereRead);
+                       /*halfGradients=*/true, fuse && batchNormsWhereRead,
+                       /*gatherPoolGradients=*/blocks);
   std::vector<Step> evalSteps = formSteps(eval, fuse, !blocks);
   MemoryPlan evalPlan(eval, evalSteps, {}, gemmWorkspaceBytes,
                       cudnnConvolutions, masterCopies);
@@ -393,7 +394,8 @@ mlir::mpc::generateModel(ModelOp train, ModelOp eval,
   MemoryPlan trainPlan(train, trainSteps, gradients, options.gemmWorkspaceBytes,
                        options.cudnnConvolutions, masterCopies,
                        options.halfGradients,
-                       fuse && options.batchNormsWhereRead);
+                       fuse && options.batchNormsWhereRead,
+                       /*gatherPoolGradients=*/options.emulateBlocks);
   // ZeRO-1 sums each rank's shard of the gradients only (a reduce-scatter:
   // Gloo on the cpu target, NCCL reduces on the cuda target).
   trainPlan.scatteredGradients = trainPlan.shardedSlots;

@@ -188,12 +188,15 @@ public:
   /// f32 copy in the parameter arena; empty otherwise.
   /// `halfGradients`: gradients computed half stay so (gradientTypes).
   /// `batchNormsWhereRead`: batch norms may be applied where they are read
-  /// (appliedWhereRead), and pooling gradients gathered there
-  /// (gatheredWhereRead).
+  /// (appliedWhereRead); with `gatherPoolGradients` too, pooling gradients
+  /// gathered there (gatheredWhereRead: kernels that run as blocks, where
+  /// the cpu target's routing is a scatter a plane, cheaper than any
+  /// gather, and its one thread a block would gather twice).
   MemoryPlan(ModelOp model, const std::vector<Step> &steps,
              ArrayRef<Value> gradients, int64_t gemmWorkspaceBytes = 0,
              bool cudnnConvolutions = false, ArrayRef<bool> masterCopies = {},
-             bool halfGradients = true, bool batchNormsWhereRead = true);
+             bool halfGradients = true, bool batchNormsWhereRead = true,
+             bool gatherPoolGradients = true);
 
   /// The buffer of a value. A value the plan has no place for, read by
   /// emitted code, is a bug in code generation, not in the model: it is
@@ -248,7 +251,8 @@ public:
   /// and stores nothing; one sliced over a channel's elements (ResNet-50's
   /// stem, 32x64x112x112) gathers in its first kernel and stores dy there
   /// for the second (isMaterialised says which), where the routing kernel
-  /// stored it and both read it. Null otherwise.
+  /// stored it and both read it. Only where kernels run as blocks (see the
+  /// constructor's gatherPoolGradients). Null otherwise.
   MaxPool2dIndicesGradOp gatheredWhereRead(Value value) const {
     auto pool = value.getDefiningOp<MaxPool2dIndicesGradOp>();
     return pool && gatheredPoolGradients.contains(pool)

@@ -2,8 +2,10 @@
 // RUN:   | FileCheck %s --implicit-check-not=max_pool2d_grad
 // RUN: mpc compile %s --target=cuda --emit=kernels --amp=O2 --half=bf16 \
 // RUN:   | FileCheck %s --check-prefix=HALF
-// RUN: mpc compile %s --target=cpu --emit=host \
+// RUN: mpc compile %s --target=cpu --emit=host --emulate-blocks \
 // RUN:   | FileCheck %s --check-prefix=CPU --implicit-check-not=max_pool2d_grad
+// RUN: mpc compile %s --target=cpu --emit=host \
+// RUN:   | FileCheck %s --check-prefix=SCATTER
 // RUN: mpc compile %s --target=cuda --emit=host --no-batch-norms-where-read \
 // RUN:   | FileCheck %s --check-prefix=STORED
 // RUN: mpc compile %S/../e2e/models/sliced_stem.mlir --target=cuda \
@@ -50,9 +52,15 @@
 //       SLICED: mpc_store_and_use(dy_out + c * 16384LL + at, sliced_stem_k{{[0-9]+}}_batch_norm_grad_partials_dy(dy_in0, dy_in1, c * 16384LL + at))
 //       SLICED: __global__ void __launch_bounds__(256) sliced_stem_k{{[0-9]+}}_batch_norm_grad_input(const __nv_bfloat16 *__restrict__ dy, const __nv_bfloat16 *__restrict__ x,
 
-// The cpu target too: the norm's gradient reads the window gradients and
-// argmaxes, and no routing kernel runs.
+// The cpu target's build of the cuda kernels (--emulate-blocks) gathers
+// too: the norm's gradient reads the window gradients and argmaxes.
 // CPU-LABEL: MPC_LAUNCH_PARALLEL(stem_k{{[0-9]+}}_batch_norm_grad, {{[0-9]+}}, {{[0-9]+}}, {{[0-9]+}}LL, (const float *)(arena{{[0-9]}} + {{[0-9]+}}), (const signed char *)(arena
+
+// The cpu target's own kernels route: its routing scatters a plane at a
+// time, cheaper than a gather an element, and its one thread a block would
+// gather dy twice (both passes over the channel).
+// SCATTER: stem_k{{[0-9]+}}_max_pool2d_grad
+// SCATTER: stem_k{{[0-9]+}}_batch_norm_grad
 
 // --no-batch-norms-where-read: the routing kernel stores the gradient and
 // the norm's gradient reads it.

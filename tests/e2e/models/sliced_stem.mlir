@@ -2,9 +2,10 @@
 // ReLU, max pooling 3x3 stride 2 to [2, 4, 64, 64], then global average
 // pooling, a linear layer and cross-entropy over 10 classes. Its batch norm
 // sums 2 x 128 x 128 = 32,768 elements a channel, so the norm's gradient
-// is sliced (a partials kernel, then the parameters' and the input's):
-// the pooling's gradient is gathered by the partials kernel, which stores
-// it for the input kernel (MemoryPlan::gatheredWhereRead), where ResNet's
+// is sliced (a partials kernel, then the parameters' and the input's): in
+// kernels that run as blocks (the cuda target, --emulate-blocks) the
+// pooling's gradient is gathered by the partials kernel, which stores it
+// for the input kernel (MemoryPlan::gatheredWhereRead), where ResNet's
 // example (8,192 a channel, a block each) gathers it in registers.
 mpc.model @sliced_stem
     inputs(%images: tensor<2x3x128x128xf32>, %labels: tensor<2xi32>)
